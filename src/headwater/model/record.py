@@ -1,0 +1,91 @@
+"""The one internal change record that every output format is a pure function of.
+
+It carries more than any single format needs (inventory section 5.1): the Debezium envelope needs
+before/after, the source block and transaction order; Datastream needs a full-row image, a
+deterministic uuid source (position) and the read method.  Row images are tuples aligned with
+`TableSchema.columns`, holding values already converted to their Connect representation.
+
+The record is a NamedTuple rather than a frozen dataclass on purpose: it is built once per row
+change on the capture hot path, and tuple construction is several times cheaper than a frozen
+dataclass `__init__` (which pays an `object.__setattr__` per field).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, NamedTuple
+
+from headwater.model.schema import TableSchema
+
+
+class Op(enum.Enum):
+    """Row operation; values are Debezium's `op` codes."""
+
+    CREATE = "c"
+    UPDATE = "u"
+    DELETE = "d"
+    READ = "r"
+    TRUNCATE = "t"
+    MESSAGE = "m"
+
+
+class SnapshotMarker(enum.Enum):
+    """Debezium `source.snapshot` (string enum since 1.x: true, last, false, incremental)."""
+
+    FALSE = "false"
+    TRUE = "true"
+    LAST = "last"
+    INCREMENTAL = "incremental"
+
+
+class _Sentinel:
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+    def __reduce__(self) -> str:
+        return self._name
+
+
+# A value the source did not send (e.g. non-key columns of a REPLICA IDENTITY DEFAULT delete).
+ABSENT: Any = _Sentinel("ABSENT")
+# An unchanged TOASTed value the source did not send; rendered as toasted.value.placeholder.
+UNCHANGED_TOAST: Any = _Sentinel("UNCHANGED_TOAST")
+
+
+class TxInfo(NamedTuple):
+    """Transaction position of a data event (Debezium `transaction` block)."""
+
+    id: str
+    total_order: int
+    data_collection_order: int
+
+
+class SourceContext(NamedTuple):
+    """What is constant for every event of one connector instance."""
+
+    kind: str  # "postgresql", "mysql", ...
+    server_name: str  # topic.prefix, Debezium `source.name`
+    connector_version: str  # Debezium `source.version`
+
+
+class ChangeRecord(NamedTuple):
+    """One row-level change (or a table-level one such as TRUNCATE)."""
+
+    context: SourceContext
+    table: TableSchema
+    op: Op
+    before: tuple[Any, ...] | None
+    after: tuple[Any, ...] | None
+    source_ts_ms: int  # commit time at the source (snapshot: read time)
+    processed_ts_ms: int  # time the connector processed the change
+    snapshot: SnapshotMarker
+    # Connector-specific position (e.g. PostgresPosition); comparable within one connector.
+    position: Any
+    tx: TxInfo | None = None
+    # On the delete half of a key change: the new key; on the create half: the old key.
+    other_key: tuple[Any, ...] | None = None
