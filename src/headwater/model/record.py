@@ -87,5 +87,6 @@ class ChangeRecord(NamedTuple):
     # Connector-specific position (e.g. PostgresPosition); comparable within one connector.
     position: Any
     tx: TxInfo | None = None
-    # On the delete half of a key change: the new key; on the create half: the old key.
+    # On the two halves of a primary-key change, the other half's row image: the new row on
+    # the delete (Debezium header __debezium.newkey), the old row on the create (oldkey).
     other_key: tuple[Any, ...] | None = None

@@ -1,0 +1,44 @@
+"""Assembles a capture runtime from a connector configuration (what `headwater run` runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from headwater.connectors.postgres.config import PostgresConnectorConfig
+from headwater.connectors.postgres.connector import PostgresConnector
+from headwater.connectors.postgres.position import PostgresSourceBlock
+from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.offsets import FileOffsetStore
+from headwater.engine.runtime import CaptureRuntime
+from headwater.formats.debezium_json import DebeziumJsonFormat
+from headwater.ops.logging import connector_name, connector_type
+from headwater.topics.sink import TopicLogSink
+
+
+def build_runtime(cfg: PostgresConnectorConfig) -> CaptureRuntime:
+    connector_type.set("postgres")
+    connector_name.set(cfg.topic_prefix)
+    metrics = CaptureMetrics(queue_capacity=cfg.max_queue_size)
+    connector = PostgresConnector(cfg, metrics)
+    fmt = DebeziumJsonFormat(
+        PostgresSourceBlock(),
+        key_schemas=cfg.key_converter_schemas_enable,
+        value_schemas=cfg.value_converter_schemas_enable,
+        tombstones_on_delete=cfg.tombstones_on_delete,
+        toasted_value_placeholder=cfg.unavailable_value_placeholder,
+        provide_transaction_metadata=cfg.provide_transaction_metadata,
+    )
+    sink = TopicLogSink(
+        Path(cfg.headwater_topics_dir), cfg.headwater_topics_segment_bytes, cfg.headwater_topics_segment_ms
+    )
+    offsets = FileOffsetStore(Path(cfg.offset_storage_file_filename), connector.partition)
+    return CaptureRuntime(
+        connector,
+        fmt,
+        sink,
+        offsets,
+        max_queue_size=cfg.max_queue_size,
+        max_batch_size=cfg.max_batch_size,
+        poll_interval_ms=cfg.poll_interval_ms,
+        metrics=metrics,
+    )

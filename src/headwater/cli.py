@@ -1,0 +1,155 @@
+"""The `headwater` command line: run a connector, look at topics and offsets."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.console import Console
+
+from headwater.ops.logging import setup_logging
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+topics_app = typer.Typer(no_args_is_help=True, help="Inspect the local topic log.")
+offsets_app = typer.Typer(no_args_is_help=True, help="Inspect a connector's stored offsets.")
+app.add_typer(topics_app, name="topics")
+app.add_typer(offsets_app, name="offsets")
+
+console = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+log = logging.getLogger("headwater.cli")
+
+ConfigArg = Annotated[Path, typer.Argument(help="connector configuration (.properties, .yaml, .json)")]
+
+
+def _load(config: Path) -> Any:
+    from headwater.config import ConfigError
+    from headwater.connectors.postgres.config import load_postgres_config
+
+    try:
+        cfg, _warnings = load_postgres_config(config)
+    except (ConfigError, OSError) as exc:
+        err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
+        raise typer.Exit(2) from exc
+    return cfg
+
+
+@app.command()
+def run(
+    config: ConfigArg,
+    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+) -> None:
+    """Run a connector until stopped (Ctrl-C or SIGTERM stop it gracefully, flushing)."""
+    setup_logging(log_level)
+    cfg = _load(config)
+    from headwater.capture import build_runtime
+
+    runtime = build_runtime(cfg)
+
+    def _stop(signum: int, _frame: Any) -> None:
+        log.info("received %s", signal.Signals(signum).name)
+        runtime.stop()
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        runtime.run()
+    except Exception as exc:
+        log.error("connector %s failed: %s", cfg.topic_prefix, exc)
+        raise typer.Exit(1) from exc
+
+
+def _topics_dir(config: Path | None, directory: Path | None) -> Path:
+    if directory is not None:
+        return directory
+    if config is not None:
+        return Path(_load(config).headwater_topics_dir)
+    return Path("data/topics")
+
+
+@topics_app.command("list")
+def topics_list(
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="take the topic log dir from a connector config")] = None,
+    directory: Annotated[Path | None, typer.Option("--dir", help="topic log directory")] = None,
+) -> None:
+    """List the topics with their offsets, record counts and sizes."""
+    from rich.table import Table
+
+    from headwater.topics.reader import list_topics
+
+    root = _topics_dir(config, directory)
+    table = Table("topic", "start", "end", "records", "bytes", "segments")
+    for t in list_topics(root):
+        table.add_row(t.name, str(t.start_offset), str(t.end_offset), str(t.record_count),
+                      str(t.size_bytes), str(t.segment_count))
+    console.print(table)
+
+
+@topics_app.command("tail")
+def topics_tail(
+    topic: Annotated[str, typer.Argument(help="topic name, e.g. inventory.public.customers")],
+    from_beginning: Annotated[bool, typer.Option("--from-beginning", help="start at offset 0 instead of the end")] = False,
+    pretty: Annotated[bool, typer.Option("--pretty", help="show op, key and before/after readably")] = False,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="keep waiting for new records")] = False,
+    config: Annotated[Path | None, typer.Option("--config", "-c")] = None,
+    directory: Annotated[Path | None, typer.Option("--dir")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="stop after N records")] = None,
+) -> None:
+    """Print a topic's records (like kafka-console-consumer)."""
+    from headwater.ops.pretty import format_record
+    from headwater.topics import reader
+
+    root = _topics_dir(config, directory)
+    start = 0
+    if not from_beginning:
+        infos = {t.name: t for t in reader.list_topics(root)}
+        if topic not in infos and not follow:
+            err.print(f"[red]no topic {topic!r}[/red] under {root}")
+            raise typer.Exit(1)
+        start = infos[topic].end_offset if topic in infos else 0
+    records = reader.follow(root, topic, from_offset=start) if follow else reader.read(
+        root, topic, from_offset=start)
+    n = 0
+    try:
+        for rec in records:
+            if pretty:
+                console.print(format_record(rec))
+            else:
+                sys.stdout.write(orjson.dumps({
+                    "offset": rec.offset, "timestamp": rec.timestamp,
+                    "key": orjson.loads(rec.key) if rec.key is not None else None,
+                    "value": orjson.loads(rec.value) if rec.value is not None else None,
+                }).decode() + "\n")
+            n += 1
+            if limit is not None and n >= limit:
+                break
+    except KeyboardInterrupt:
+        pass
+
+
+@offsets_app.command("show")
+def offsets_show(config: ConfigArg) -> None:
+    """Show the stored source offset of a connector."""
+    from headwater.engine.offsets import FileOffsetStore
+
+    cfg = _load(config)
+    store = FileOffsetStore(Path(cfg.offset_storage_file_filename), {"server": cfg.topic_prefix})
+    offset = store.load()
+    if offset is None:
+        console.print(f"no offsets stored yet at {store.path}")
+        return
+    console.print_json(orjson.dumps({"file": str(store.path), "partition": store.partition,
+                                     "offset": offset}).decode())
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

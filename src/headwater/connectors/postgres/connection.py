@@ -1,0 +1,46 @@
+"""Connections to PostgreSQL with the session settings our value conversion relies on.
+
+Values are converted from PostgreSQL's text output, so every connection (the snapshot's COPY
+and the walsender that runs pgoutput's output functions) must print them the same way: ISO
+dates, UTC, shortest-exact floats, hex bytea, UTF-8.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg2
+import psycopg2.extensions
+import psycopg2.extras
+
+SESSION_OPTIONS = (
+    "-c DateStyle=ISO,MDY -c TimeZone=UTC -c extra_float_digits=3 "
+    "-c IntervalStyle=postgres -c bytea_output=hex -c client_encoding=UTF8"
+)
+
+
+def connect(dsn: dict[str, Any], *, replication: bool = False, application_name: str = "headwater"
+            ) -> Any:
+    """A psycopg2 connection (a LogicalReplicationConnection when `replication`)."""
+    kwargs = dict(dsn)
+    kwargs.setdefault("application_name", application_name)
+    kwargs["options"] = SESSION_OPTIONS
+    kwargs.setdefault("connect_timeout", 30)
+    if replication:
+        return psycopg2.connect(
+            connection_factory=psycopg2.extras.LogicalReplicationConnection, **kwargs
+        )
+    conn = psycopg2.connect(**kwargs)
+    return conn
+
+
+def server_version(conn: Any) -> int:
+    return int(conn.server_version)
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def qualified(schema: str, table: str) -> str:
+    return f"{quote_ident(schema)}.{quote_ident(table)}"

@@ -1,0 +1,310 @@
+"""The PostgreSQL connector: decides what to run from the stored offset, slot and snapshot.mode.
+
+Start-up steps (each logged under its name):
+
+1. *check server*: wal_level must be `logical`;
+2. *publication*: create or align it per `publication.autocreate.mode`;
+3. *slot*: look the slot up; decide whether a snapshot is needed;
+4. *snapshot*: (re)create the slot with an exported snapshot, and read every captured table
+   inside that snapshot, so the stream starts exactly where the snapshot's data ends;
+5. *stream*: from the snapshot's consistent point, or from the stored offset.
+
+A slot that must exist but does not (dropped, or a stored offset the slot can no longer serve)
+stops the connector with an error that says what to do; it never silently starts over.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from headwater.connectors.postgres.catalog import (
+    TableInfo,
+    current_database,
+    describe_tables,
+    list_tables,
+)
+from headwater.connectors.postgres.config import PostgresConnectorConfig
+from headwater.connectors.postgres.connection import connect, qualified, quote_ident
+from headwater.connectors.postgres.position import CONNECTOR_VERSION
+from headwater.connectors.postgres.snapshot import PostgresSnapshotSource
+from headwater.connectors.postgres.streaming import PostgresStreamingSource, lsn_str
+from headwater.connectors.postgres.tables import (
+    IncomingColumn,
+    TableCodec,
+    build_codec,
+    incoming_from_catalog,
+)
+from headwater.connectors.postgres.types import TypeModes
+from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.source import StartPlan
+from headwater.model.record import SourceContext
+
+log = logging.getLogger("headwater.connectors.postgres")
+
+
+class PostgresConnectorError(RuntimeError):
+    """A condition the user must act on; the message says what to do."""
+
+
+def parse_pg_lsn(text: str) -> int:
+    hi, lo = text.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+class PostgresConnector:
+    def __init__(self, config: PostgresConnectorConfig, metrics: CaptureMetrics | None = None):
+        self.config = config
+        self.metrics = metrics or CaptureMetrics()
+        self._context = SourceContext("postgresql", config.topic_prefix, CONNECTOR_VERSION)
+        self.modes = TypeModes(
+            time_precision_mode=config.time_precision_mode,
+            decimal_handling_mode=config.decimal_handling_mode,
+            binary_handling_mode=config.binary_handling_mode,
+            interval_handling_mode=config.interval_handling_mode,
+            hstore_handling_mode=config.hstore_handling_mode,
+            include_unknown_datatypes=config.include_unknown_datatypes,
+        )
+        self._dsn = config.dsn_kwargs()
+        self._conn: Any = None
+        self._repl: Any = None
+        self._catalog_conn: Any = None
+        self._streaming: PostgresStreamingSource | None = None
+        self.database = ""
+
+    @property
+    def context(self) -> SourceContext:
+        return self._context
+
+    @property
+    def partition(self) -> dict[str, Any]:
+        return {"server": self.config.topic_prefix}
+
+    # -- start-up --------------------------------------------------------------------------
+    def start(self, offset: dict[str, Any] | None) -> StartPlan:
+        cfg = self.config
+        self._conn = connect(self._dsn)
+        self._conn.autocommit = True
+        cur = self._conn.cursor()
+        self.database = current_database(cur)
+        self._check_server(cur)
+        captured = [
+            (oid, s, t) for oid, s, t in list_tables(cur) if cfg.table_filter(s, t)
+        ]
+        log.info("captured tables: %s", ", ".join(f"{s}.{t}" for _, s, t in captured) or "none")
+        self._ensure_publication(cur, captured)
+        slot = self._slot_state(cur)
+        mode = cfg.snapshot_mode
+        completed = bool(offset and offset.get("snapshot_completed"))
+        if mode == "always":
+            need_snapshot = True
+        elif mode in ("initial", "initial_only"):
+            need_snapshot = not completed
+        elif mode == "when_needed":
+            need_snapshot = not completed or slot is None
+        else:  # no_data
+            need_snapshot = False
+        stream = mode != "initial_only"
+        if mode == "initial_only" and completed:
+            log.info("snapshot.mode=initial_only and the snapshot is complete: nothing to do")
+            return StartPlan(None, None)
+
+        self._repl = connect(self._dsn, replication=True, application_name="headwater-stream")
+        if need_snapshot:
+            if slot is not None:
+                if slot["active"]:
+                    raise PostgresConnectorError(
+                        f"replication slot {cfg.slot_name!r} is in use by process "
+                        f"{slot['active_pid']}; stop the other consumer first"
+                    )
+                log.warning(
+                    "slot step: dropping existing slot %s to take a snapshot consistent with "
+                    "a fresh slot (snapshot.mode=%s, snapshot completed=%s)",
+                    cfg.slot_name, mode, completed,
+                )
+                cur.execute("SELECT pg_drop_replication_slot(%s)", (cfg.slot_name,))
+            cp, snapshot_name = self._create_slot(export=True)
+            infos = describe_tables(cur, [oid for oid, _, _ in captured])
+            tables = [
+                (infos[oid], self._codec_for(infos[oid], incoming_from_catalog(infos[oid])))
+                for oid, _, _ in captured
+                if oid in infos
+            ]
+            snapshot = PostgresSnapshotSource(
+                dsn=self._dsn,
+                context=self._context,
+                snapshot_name=snapshot_name,
+                consistent_lsn=cp,
+                tables=tables,
+                fetch_size=cfg.snapshot_fetch_size,
+                lock_timeout_ms=cfg.snapshot_lock_timeout_ms,
+                metrics=self.metrics,
+                final_offset={"lsn": cp, "snapshot_completed": True},
+            )
+            return StartPlan(snapshot, self._streaming_source() if stream else None)
+
+        if slot is None:
+            if offset is not None:
+                raise PostgresConnectorError(
+                    f"replication slot {cfg.slot_name!r} does not exist, but offsets at "
+                    f"{offset.get('lsn')} say streaming was under way: changes since then are "
+                    "lost to this slot. Re-snapshot with snapshot.mode=when_needed or always, or "
+                    f"delete {cfg.offset_storage_file_filename} to start afresh"
+                )
+            cp, _ = self._create_slot(export=False)
+            offset = {"lsn": cp, "snapshot_completed": False}
+        elif offset is None:
+            offset = {"lsn": slot["confirmed_flush_lsn"], "snapshot_completed": False}
+        self._start_offset = offset
+        return StartPlan(None, _OffsetStreaming(self._streaming_source(), offset))
+
+    def _check_server(self, cur: Any) -> None:
+        cur.execute("SHOW wal_level")
+        level = cur.fetchone()[0]
+        if level != "logical":
+            raise PostgresConnectorError(
+                f"server wal_level is {level!r}; logical decoding needs wal_level=logical "
+                "(set it in postgresql.conf and restart the server)"
+            )
+
+    def _ensure_publication(self, cur: Any, captured: list[tuple[int, str, str]]) -> None:
+        cfg = self.config
+        name = cfg.publication_name
+        cur.execute("SELECT puballtables FROM pg_publication WHERE pubname = %s", (name,))
+        row = cur.fetchone()
+        mode = cfg.publication_autocreate_mode
+        tables = ", ".join(qualified(s, t) for _, s, t in captured)
+        if row is None:
+            if mode == "disabled":
+                raise PostgresConnectorError(
+                    f"publication {name!r} does not exist and publication.autocreate.mode is "
+                    "disabled; create it (CREATE PUBLICATION ... FOR TABLE ...) or change the mode"
+                )
+            if mode == "all_tables":
+                log.info("publication step: CREATE PUBLICATION %s FOR ALL TABLES", name)
+                cur.execute(f"CREATE PUBLICATION {quote_ident(name)} FOR ALL TABLES")
+            else:
+                if not captured:
+                    raise PostgresConnectorError(
+                        "publication.autocreate.mode=filtered but no table matches the "
+                        "include/exclude lists"
+                    )
+                log.info("publication step: CREATE PUBLICATION %s FOR TABLE %s", name, tables)
+                cur.execute(f"CREATE PUBLICATION {quote_ident(name)} FOR TABLE {tables}")
+        elif mode == "filtered" and not row[0] and captured:
+            log.info("publication step: ALTER PUBLICATION %s SET TABLE %s", name, tables)
+            cur.execute(f"ALTER PUBLICATION {quote_ident(name)} SET TABLE {tables}")
+
+    def _slot_state(self, cur: Any) -> dict[str, Any] | None:
+        cfg = self.config
+        cur.execute(
+            "SELECT plugin, database, active, active_pid, confirmed_flush_lsn::text "
+            "FROM pg_replication_slots WHERE slot_name = %s",
+            (cfg.slot_name,),
+        )
+        row = cur.fetchone()
+        if row is None:
+            return None
+        plugin, database, active, pid, confirmed = row
+        if plugin != "pgoutput":
+            raise PostgresConnectorError(
+                f"replication slot {cfg.slot_name!r} uses plugin {plugin!r}, not pgoutput; "
+                "choose another slot.name or drop that slot"
+            )
+        if database != self.database:
+            raise PostgresConnectorError(
+                f"replication slot {cfg.slot_name!r} belongs to database {database!r}, not "
+                f"{self.database!r}; choose another slot.name"
+            )
+        return {
+            "active": bool(active),
+            "active_pid": pid,
+            "confirmed_flush_lsn": parse_pg_lsn(confirmed) if confirmed else 0,
+        }
+
+    def _create_slot(self, *, export: bool) -> tuple[int, str]:
+        cur = self._repl.cursor()
+        opt = "EXPORT_SNAPSHOT" if export else "NOEXPORT_SNAPSHOT"
+        cur.execute(
+            f"CREATE_REPLICATION_SLOT {quote_ident(self.config.slot_name)} LOGICAL pgoutput {opt}"
+        )
+        _, cp_text, snapshot_name, _ = cur.fetchone()
+        cp = parse_pg_lsn(cp_text)
+        log.info("slot step: created slot %s at %s", self.config.slot_name, lsn_str(cp))
+        return cp, snapshot_name or ""
+
+    # -- schemas ---------------------------------------------------------------------------
+    def _codec_for(self, info: TableInfo, incoming: tuple[IncomingColumn, ...]) -> TableCodec:
+        return build_codec(
+            self.database, info, incoming, self.modes, self.config.column_filter,
+            key_override=self.config.key_columns(info.schema, info.name),
+        )
+
+    def _streaming_codec(
+        self, oid: int, namespace: str, name: str, incoming: tuple[IncomingColumn, ...]
+    ) -> TableCodec | None:
+        if not self.config.table_filter(namespace, name):
+            return None
+        if self._catalog_conn is None:
+            self._catalog_conn = connect(self._dsn, application_name="headwater-catalog")
+            self._catalog_conn.autocommit = True
+        info = describe_tables(self._catalog_conn.cursor(), [oid]).get(oid)
+        if info is None:  # dropped since: describe from the Relation message alone
+            info = TableInfo(oid, namespace, name, (), (), "d", ())
+        log.info("schema step: relation %s.%s (%d columns)", namespace, name, len(incoming))
+        return self._codec_for(info, incoming)
+
+    def _streaming_source(self) -> PostgresStreamingSource:
+        cfg = self.config
+        self._streaming = PostgresStreamingSource(
+            repl_conn=self._repl,
+            context=self._context,
+            slot_name=cfg.slot_name,
+            publication_name=cfg.publication_name,
+            codec_factory=self._streaming_codec,
+            max_batch_size=cfg.max_batch_size,
+            status_interval_s=cfg.status_update_interval_ms / 1000.0,
+            metrics=self.metrics,
+        )
+        return self._streaming
+
+    def close(self) -> None:
+        if self._streaming is not None:
+            self._streaming.close()
+        for c in (self._repl, self._catalog_conn, self._conn):
+            if c is not None:
+                try:
+                    c.close()
+                except Exception as exc:
+                    log.debug("close: %s", exc)
+        self.metrics.connected = False
+        if self.config.slot_drop_on_stop:
+            self._drop_slot()
+
+    def _drop_slot(self) -> None:
+        try:
+            conn = connect(self._dsn)
+            conn.autocommit = True
+            conn.cursor().execute(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                "WHERE slot_name = %s AND NOT active",
+                (self.config.slot_name,),
+            )
+            conn.close()
+            log.info("slot.drop.on.stop: dropped slot %s", self.config.slot_name)
+        except Exception as exc:
+            log.warning("slot.drop.on.stop: could not drop slot %s: %s", self.config.slot_name, exc)
+
+
+class _OffsetStreaming:
+    """Streaming with a start offset decided at start-up rather than by a snapshot."""
+
+    def __init__(self, source: PostgresStreamingSource, offset: dict[str, Any]) -> None:
+        self.source = source
+        self.offset = offset
+
+    def execute(self, ctx: Any, offset: dict[str, Any] | None) -> None:
+        self.source.execute(ctx, offset if offset and "lsn" in offset else self.offset)
+
+    def acknowledge(self, token: Any) -> None:
+        self.source.acknowledge(token)

@@ -1,0 +1,93 @@
+"""Where a PostgreSQL change sits in the WAL, and the `source` block Debezium derives from it.
+
+Streamed events are ordered by (commit_lsn, lsn): `lsn` alone is not commit order when
+transactions interleave in the WAL, but transactions are decoded in commit order and every
+event of one transaction shares its commit LSN.  Snapshot events carry the snapshot's
+consistent point as both.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import orjson
+
+from headwater import __version__
+from headwater.model.record import ChangeRecord
+from headwater.model.schema import INT64, STRING, STRUCT, ConnectField, ConnectSchema
+
+CONNECTOR_VERSION = f"headwater-{__version__}"
+
+
+class PostgresPosition(NamedTuple):
+    lsn: int  # LSN of the change record (snapshot: consistent point)
+    commit_lsn: int  # commit LSN of its transaction (snapshot: consistent point)
+    last_commit_lsn: int | None  # commit LSN of the previous transaction (Debezium sequence[0])
+    tx_id: int | None
+    xmin: int | None = None
+
+    @property
+    def order_key(self) -> tuple[int, int]:
+        return (self.commit_lsn, self.lsn)
+
+
+_SNAPSHOT_ENUM = ConnectSchema(
+    STRING,
+    optional=True,
+    name="io.debezium.data.Enum",
+    version=1,
+    parameters={"allowed": "true,last,false,incremental"},
+    default="false",
+)
+
+
+def _f(name: str, schema: ConnectSchema) -> ConnectField:
+    return ConnectField(name, schema)
+
+
+POSTGRES_SOURCE_SCHEMA = ConnectSchema(
+    STRUCT,
+    optional=False,
+    name="io.debezium.connector.postgresql.Source",
+    fields=(
+        _f("version", ConnectSchema(STRING, optional=False)),
+        _f("connector", ConnectSchema(STRING, optional=False)),
+        _f("name", ConnectSchema(STRING, optional=False)),
+        _f("ts_ms", ConnectSchema(INT64, optional=False)),
+        _f("snapshot", _SNAPSHOT_ENUM),
+        _f("db", ConnectSchema(STRING, optional=False)),
+        _f("sequence", ConnectSchema(STRING, optional=True)),
+        _f("schema", ConnectSchema(STRING, optional=False)),
+        _f("table", ConnectSchema(STRING, optional=False)),
+        _f("txId", ConnectSchema(INT64, optional=True)),
+        _f("lsn", ConnectSchema(INT64, optional=True)),
+        _f("xmin", ConnectSchema(INT64, optional=True)),
+    ),
+)
+
+class PostgresSourceBlock:
+    """`io.debezium.connector.postgresql.Source` for a record with a PostgresPosition."""
+
+    schema = POSTGRES_SOURCE_SCHEMA
+
+    def payload(self, record: ChangeRecord) -> dict[str, Any]:
+        pos: PostgresPosition = record.position
+        table = record.table.id
+        last = pos.last_commit_lsn
+        sequence = orjson.dumps(
+            [str(last) if last is not None else None, str(pos.lsn)]
+        ).decode()
+        return {
+            "version": record.context.connector_version,
+            "connector": "postgresql",
+            "name": record.context.server_name,
+            "ts_ms": record.source_ts_ms,
+            "snapshot": record.snapshot.value,
+            "db": table.database,
+            "sequence": sequence,
+            "schema": table.schema,
+            "table": table.table,
+            "txId": pos.tx_id,
+            "lsn": pos.lsn,
+            "xmin": pos.xmin,
+        }

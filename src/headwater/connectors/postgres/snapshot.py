@@ -1,0 +1,185 @@
+"""The initial snapshot: every captured row as a READ event, at the replication slot's start.
+
+The slot is created with an exported snapshot; this source imports it (`SET TRANSACTION
+SNAPSHOT`) into a REPEATABLE READ, READ ONLY transaction, so it sees exactly the data as of the
+slot's consistent point and streaming from that point continues with no gap and no overlap.
+Tables are read with `COPY (SELECT ...) TO STDOUT` in text format: the same output functions
+pgoutput uses, so one set of converters serves both, and COPY streams rows without a cursor
+round trip per fetch.  The last record is held back so it can be marked `snapshot=last`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from headwater.connectors.postgres.catalog import TableInfo
+from headwater.connectors.postgres.connection import connect, qualified, quote_ident
+from headwater.connectors.postgres.position import PostgresPosition
+from headwater.connectors.postgres.tables import TableCodec
+from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.queue import Batch
+from headwater.engine.source import SourceRunContext
+from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
+
+log = logging.getLogger("headwater.connectors.postgres.snapshot")
+
+_COPY_ESCAPE = re.compile(r"\\(.)")
+_COPY_UNESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+
+def _unescape_match(m: re.Match[str]) -> str:
+    ch = m.group(1)
+    return _COPY_UNESCAPES.get(ch, ch)
+
+
+def parse_copy_line(line: str) -> list[str | None]:
+    """One line of COPY text format (without its newline) into field texts (None for \\N)."""
+    fields: list[str | None] = []
+    for f in line.split("\t"):
+        if f == "\\N":
+            fields.append(None)
+        elif "\\" in f:
+            fields.append(_COPY_ESCAPE.sub(_unescape_match, f))
+        else:
+            fields.append(f)
+    return fields
+
+
+class _Aborted(Exception):
+    pass
+
+
+class _CopySink:
+    """File-like target of psycopg2's copy_expert: parses rows and emits batches."""
+
+    def __init__(self, on_row: Callable[[list[str | None]], None]) -> None:
+        self._on_row = on_row
+        self._partial = ""
+
+    def write(self, data: str | bytes) -> int:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        if self._partial:
+            text = self._partial + text
+            self._partial = ""
+        start = 0
+        while True:
+            nl = text.find("\n", start)
+            if nl < 0:
+                self._partial = text[start:]
+                break
+            self._on_row(parse_copy_line(text[start:nl]))
+            start = nl + 1
+        return len(data)
+
+
+class PostgresSnapshotSource:
+    def __init__(
+        self,
+        *,
+        dsn: dict[str, Any],
+        context: SourceContext,
+        snapshot_name: str,
+        consistent_lsn: int,
+        tables: list[tuple[TableInfo, TableCodec]],
+        fetch_size: int,
+        lock_timeout_ms: int,
+        metrics: CaptureMetrics,
+        final_offset: dict[str, Any],
+    ) -> None:
+        self.dsn = dsn
+        self.context = context
+        self.snapshot_name = snapshot_name
+        self.consistent_lsn = consistent_lsn
+        self.tables = tables
+        self.batch_size = max(1, fetch_size)
+        self.lock_timeout_ms = lock_timeout_ms
+        self.metrics = metrics
+        self.final_offset = final_offset
+
+    def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
+        conn = connect(self.dsn, application_name="headwater-snapshot")
+        try:
+            return self._run(conn, ctx)
+        except _Aborted:
+            log.info("snapshot aborted by stop request; it restarts from the beginning next run")
+            return None
+        finally:
+            conn.close()
+
+    def _run(self, conn: Any, ctx: SourceRunContext) -> dict[str, Any] | None:
+        conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
+        cur = conn.cursor()
+        cur.execute("SET TRANSACTION SNAPSHOT %s", (self.snapshot_name,))
+        cur.execute("SELECT txid_snapshot_xmin(txid_current_snapshot())")
+        tx_id = int(cur.fetchone()[0])
+        log.info(
+            "snapshot step: import exported snapshot %s at LSN %X/%X (%d tables)",
+            self.snapshot_name, self.consistent_lsn >> 32, self.consistent_lsn & 0xFFFFFFFF,
+            len(self.tables),
+        )
+        cur.execute(f"SET LOCAL lock_timeout = {int(self.lock_timeout_ms)}")
+        for info, _ in self.tables:
+            log.info("snapshot step: lock %s.%s in ACCESS SHARE mode", info.schema, info.name)
+            cur.execute(f"LOCK TABLE {qualified(info.schema, info.name)} IN ACCESS SHARE MODE")
+
+        position = PostgresPosition(self.consistent_lsn, self.consistent_lsn, None, tx_id)
+        pending: list[ChangeRecord] = []
+        held: list[ChangeRecord | None] = [None]
+        ctx_ = self.context
+        batch_size = self.batch_size
+
+        def flush(records: list[ChangeRecord]) -> None:
+            if records:
+                ctx.emit(Batch(records))
+
+        for info, codec in self.tables:
+            if ctx.stopping.is_set():
+                raise _Aborted
+            table = codec.schema
+            name = f"{info.schema}.{info.name}"
+            started = time.monotonic()
+            now_ms = int(time.time() * 1000)
+            convert = codec.convert
+            scanned = 0
+
+            def on_row(fields: list[str | None]) -> None:
+                nonlocal scanned, now_ms
+                prev = held[0]
+                if prev is not None:
+                    pending.append(prev)
+                    if len(pending) >= batch_size:
+                        flush(pending[:])
+                        pending.clear()
+                        now_ms = int(time.time() * 1000)
+                        if ctx.stopping.is_set():
+                            raise _Aborted
+                held[0] = ChangeRecord(
+                    ctx_, table, Op.READ, None, convert(fields), now_ms, now_ms,
+                    SnapshotMarker.TRUE, position,
+                )
+                scanned += 1
+                if scanned % 10000 == 0:
+                    self.metrics.rows_scanned[name] = scanned
+
+            cols = ", ".join(quote_ident(c.name) for c in codec.incoming)
+            sql = f"COPY (SELECT {cols} FROM {qualified(info.schema, info.name)}) TO STDOUT"
+            log.info("snapshot step: read %s", name)
+            cur.copy_expert(sql, _CopySink(on_row), size=1 << 16)
+            self.metrics.rows_scanned[name] = scanned
+            log.info(
+                "snapshot step: read %s done, %d rows in %.1fs",
+                name, scanned, time.monotonic() - started,
+            )
+        last = held[0]
+        if last is not None:
+            pending.append(last._replace(snapshot=SnapshotMarker.LAST))
+        conn.commit()
+        offset = dict(self.final_offset)
+        offset["txId"] = tx_id
+        ctx.emit(Batch(pending, offset=offset))
+        log.info("snapshot step: completed; streaming continues from its consistent point")
+        return offset

@@ -1,0 +1,165 @@
+"""Turns a PostgreSQL table description into a TableSchema and a row converter (a codec).
+
+One codec per table version: the snapshot builds it from the catalogs, streaming from each
+Relation message (enriched with the catalogs for nullability and keys).  The codec's
+`convert` is on the hot path: a list comprehension over precomputed converters, with a slower
+path only for rows that carry unchanged-TOAST markers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from headwater.connectors.postgres.catalog import ColumnInfo, TableInfo
+from headwater.connectors.postgres.types import TypeModes, pg_column_mapping
+from headwater.model.record import UNCHANGED_TOAST
+from headwater.model.schema import Column, TableId, TableSchema
+
+log = logging.getLogger("headwater.connectors.postgres")
+
+Converter = Callable[[str], Any]
+
+
+class IncomingColumn(NamedTuple):
+    """A column as the source sends it (pgoutput Relation or COPY column list)."""
+
+    name: str
+    type_oid: int
+    type_modifier: int
+    is_identity_key: bool = False
+
+
+def _passthrough(value: str) -> Any:
+    return value
+
+
+class TableCodec:
+    """Schema plus converters for one version of one table."""
+
+    __slots__ = ("all_kept", "converters", "identity", "incoming", "keep", "schema")
+
+    def __init__(
+        self,
+        schema: TableSchema,
+        incoming: tuple[IncomingColumn, ...],
+        converters: tuple[Converter, ...],
+        keep: tuple[int, ...],
+    ) -> None:
+        self.schema = schema
+        self.incoming = incoming
+        self.converters = converters  # one per kept incoming column, in schema order
+        self.keep = keep  # positions of kept incoming columns
+        self.all_kept = len(keep) == len(incoming)
+        # Schema positions of replica identity columns: the only ones a key-only old tuple has.
+        self.identity = frozenset(
+            pos for pos, i in enumerate(keep) if incoming[i].is_identity_key
+        )
+
+    def convert(self, values: Sequence[Any]) -> tuple[Any, ...]:
+        """Converts one row in the source's column order to schema order.
+
+        `values` hold text (or None for NULL, UNCHANGED_TOAST for an unsent TOAST value).
+        """
+        if not self.all_kept:
+            values = [values[i] for i in self.keep]
+        if UNCHANGED_TOAST in values:
+            return tuple(
+                v if v is None or v is UNCHANGED_TOAST else conv(v)
+                for conv, v in zip(self.converters, values, strict=True)
+            )
+        return tuple([None if v is None else conv(v) for conv, v in zip(self.converters, values)])
+
+    def same_shape(self, incoming: tuple[IncomingColumn, ...]) -> bool:
+        return incoming == self.incoming
+
+
+def build_codec(
+    database: str,
+    info: TableInfo,
+    incoming: tuple[IncomingColumn, ...],
+    modes: TypeModes,
+    column_filter: Callable[[str, str, str], bool],
+    key_override: tuple[str, ...] | None = None,
+) -> TableCodec:
+    """A codec for `incoming` columns of the table described (as far as known) by `info`."""
+    by_name: dict[str, ColumnInfo] = {c.name: c for c in info.columns}
+    columns: list[Column] = []
+    converters: list[Converter] = []
+    keep: list[int] = []
+    key_candidates = _key_columns(info, incoming, key_override)
+    for idx, inc in enumerate(incoming):
+        cat = by_name.get(inc.name)
+        in_key = inc.name in key_candidates
+        if not in_key and not column_filter(info.schema, info.name, inc.name):
+            continue
+        if cat is not None:
+            oid, tname, typmod = cat.base_type_oid, cat.base_type_name, cat.type_modifier
+            optional = not cat.not_null and not in_key
+        else:
+            oid, tname, typmod, optional = inc.type_oid, "", inc.type_modifier, not in_key
+        mapping = pg_column_mapping(oid, tname, typmod, optional, modes)
+        convert = mapping.convert
+        if not mapping.supported:
+            log.warning(
+                "column %s.%s.%s has type %s, which Headwater does not map yet; its values are "
+                "passed through as text (see docs/decisions.md)",
+                info.schema, info.name, inc.name, cat.formatted_type if cat else oid,
+            )
+            convert = _passthrough
+        length, scale = _length_scale(oid, typmod)
+        columns.append(
+            Column(
+                name=inc.name,
+                position=len(columns),
+                type_name=tname or str(oid),
+                schema=mapping.schema,
+                length=length,
+                scale=scale,
+                type_oid=oid,
+                fallback=mapping.fallback,
+            )
+        )
+        converters.append(convert)
+        keep.append(idx)
+    names = {c.name for c in columns}
+    key = tuple(k for k in key_candidates if k in names)
+    origin = "message.key.columns" if key_override else (
+        "primary_key" if info.primary_key else "replica_identity_index"
+    )
+    schema = TableSchema(
+        id=TableId(database, info.schema, info.name),
+        columns=tuple(columns),
+        key_columns=key,
+        key_origin=origin,
+        attributes={"replica_identity": info.replica_identity, "oid": info.oid},
+    )
+    return TableCodec(schema, incoming, tuple(converters), tuple(keep))
+
+
+def _key_columns(
+    info: TableInfo, incoming: tuple[IncomingColumn, ...], override: tuple[str, ...] | None
+) -> tuple[str, ...]:
+    if override:
+        return override
+    if info.primary_key:
+        return info.primary_key
+    if info.replica_identity == "i" and info.identity_index_columns:
+        return info.identity_index_columns
+    return ()
+
+
+def _length_scale(oid: int, typmod: int) -> tuple[int | None, int | None]:
+    if typmod < 0:
+        return None, None
+    if oid == 1700:  # numeric: ((precision << 16) | scale) + 4
+        t = typmod - 4
+        return (t >> 16) & 0xFFFF, t & 0xFFFF
+    if oid in (1042, 1043):  # bpchar, varchar: length + 4
+        return typmod - 4, None
+    return typmod, None
+
+
+def incoming_from_catalog(info: TableInfo) -> tuple[IncomingColumn, ...]:
+    return tuple(IncomingColumn(c.name, c.type_oid, c.type_modifier) for c in info.columns)

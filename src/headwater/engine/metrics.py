@@ -1,0 +1,70 @@
+"""Capture metrics under Debezium's names, so dashboards built for Debezium read the same.
+
+Debezium exposes these as JMX MBean attributes (context snapshot and streaming); here they are
+plain attributes updated by the runtime and rendered by `as_dict` with the exact names.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from headwater.model.record import ChangeRecord
+
+
+@dataclass(slots=True)
+class CaptureMetrics:
+    total_events_seen: int = 0
+    events_filtered: int = 0
+    committed_transactions: int = 0
+    last_event: str = ""
+    last_event_monotonic: float | None = None
+    last_source_ts_ms: int | None = None
+    last_transaction_id: str | None = None
+    snapshot_running: bool = False
+    snapshot_aborted: bool = False
+    snapshot_completed: bool = False
+    snapshot_duration_s: float = 0.0
+    rows_scanned: dict[str, int] = field(default_factory=dict)
+    connected: bool = False
+    queue_capacity: int = 0
+    queue_remaining: int = 0
+
+    def record_events(self, records: Sequence[ChangeRecord]) -> None:
+        if not records:
+            return
+        self.total_events_seen += len(records)
+        last = records[-1]
+        self.last_event = f"{last.table.id} op={last.op.value}"
+        self.last_event_monotonic = time.monotonic()
+        self.last_source_ts_ms = last.source_ts_ms
+
+    def as_dict(self) -> dict[str, object]:
+        since = (
+            int((time.monotonic() - self.last_event_monotonic) * 1000)
+            if self.last_event_monotonic is not None
+            else -1
+        )
+        behind = (
+            int(time.time() * 1000) - self.last_source_ts_ms
+            if self.last_source_ts_ms is not None
+            else -1
+        )
+        return {
+            "TotalNumberOfEventsSeen": self.total_events_seen,
+            "NumberOfEventsFiltered": self.events_filtered,
+            "NumberOfCommittedTransactions": self.committed_transactions,
+            "LastEvent": self.last_event,
+            "MilliSecondsSinceLastEvent": since,
+            "MilliSecondsBehindSource": behind,
+            "LastTransactionId": self.last_transaction_id,
+            "SnapshotRunning": self.snapshot_running,
+            "SnapshotAborted": self.snapshot_aborted,
+            "SnapshotCompleted": self.snapshot_completed,
+            "SnapshotDurationInSeconds": int(self.snapshot_duration_s),
+            "RowsScanned": dict(self.rows_scanned),
+            "Connected": self.connected,
+            "QueueTotalCapacity": self.queue_capacity,
+            "QueueRemainingCapacity": self.queue_remaining,
+        }

@@ -1,0 +1,80 @@
+"""The offset store: where a connector resumes after a stop or a crash.
+
+An offset is written only after the events before it are durable in the topic log, and it is
+written atomically (temporary file, fsync, rename, fsync of the directory), so after a crash the
+file holds either the previous offset or the new one, never a torn mix.  Reading an older
+offset than the truth only causes re-delivery (at-least-once), never loss.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+OFFSET_FORMAT_VERSION = 1
+
+
+class OffsetStoreError(RuntimeError):
+    pass
+
+
+class FileOffsetStore:
+    """One connector's offsets in one JSON file (Debezium's `offset.storage.file.filename`)."""
+
+    def __init__(self, path: Path, partition: dict[str, Any]) -> None:
+        self.path = Path(path)
+        self.partition = partition
+
+    def load(self) -> dict[str, Any] | None:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            doc = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise OffsetStoreError(
+                f"offset file {self.path} is not valid JSON ({exc}); refusing to guess a position"
+            ) from exc
+        if doc.get("version") != OFFSET_FORMAT_VERSION:
+            raise OffsetStoreError(
+                f"offset file {self.path} has version {doc.get('version')!r}, "
+                f"expected {OFFSET_FORMAT_VERSION}"
+            )
+        if doc.get("partition") != self.partition:
+            raise OffsetStoreError(
+                f"offset file {self.path} belongs to partition {doc.get('partition')}, "
+                f"not {self.partition}; point offset.storage.file.filename elsewhere"
+            )
+        offset = doc.get("offset")
+        return dict(offset) if isinstance(offset, dict) else None
+
+    def save(self, offset: dict[str, Any]) -> None:
+        doc = {
+            "version": OFFSET_FORMAT_VERSION,
+            "partition": self.partition,
+            "offset": offset,
+            "updated_ms": int(time.time() * 1000),
+        }
+        data = orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path)
+        dfd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)

@@ -1,0 +1,171 @@
+"""The capture runtime: runs a connector's sources and writes what they emit, durably, in order.
+
+Two threads.  The *reader* thread runs the coordinator: the snapshot source, then the
+streaming source, each putting batches on the bounded queue.  The *writer* (the calling
+thread) drains the queue, renders each record with the output format, appends to the topic
+log (which fsyncs before returning), stores the offset, and only then acknowledges the
+position to the source.  That order is the whole durability contract: a database position is
+confirmed only after the events before it are durable, and an offset is never stored ahead of
+the topic log.  A crash anywhere re-delivers from the last stored offset (at-least-once).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.offsets import FileOffsetStore
+from headwater.engine.queue import Batch, ChangeEventQueue, QueueClosed
+from headwater.engine.source import Connector, SourceRunContext, StreamState
+from headwater.model.topic import TopicRecord
+from headwater.model.record import ChangeRecord
+
+log = logging.getLogger("headwater.engine.runtime")
+
+
+class TopicWriter(Protocol):
+    def append(self, records: Sequence[TopicRecord]) -> None:
+        """Append and make durable before returning."""
+        ...
+
+    def maintain(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class RecordRenderer(Protocol):
+    def render_many(self, records: Sequence[ChangeRecord]) -> list[TopicRecord]: ...
+
+
+class CaptureRuntime:
+    def __init__(
+        self,
+        connector: Connector,
+        renderer: RecordRenderer,
+        writer: TopicWriter,
+        offsets: FileOffsetStore,
+        *,
+        max_queue_size: int,
+        max_batch_size: int,
+        poll_interval_ms: int,
+        metrics: CaptureMetrics | None = None,
+    ) -> None:
+        self.connector = connector
+        self.renderer = renderer
+        self.writer = writer
+        self.offsets = offsets
+        self.queue = ChangeEventQueue(max_queue_size, max_batch_size)
+        self.poll_interval_s = poll_interval_ms / 1000.0
+        self.stopping = threading.Event()
+        self.metrics = metrics or CaptureMetrics()
+        self.state = StreamState.NOT_STARTED
+        self._reader_error: BaseException | None = None
+        self._reader_done = threading.Event()
+        self._ack_target: Any = None
+
+    # -- control ---------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask for a graceful stop: the reader stops, the writer flushes what is queued."""
+        if not self.stopping.is_set():
+            log.info("stop requested: draining the queue")
+            self.stopping.set()
+
+    def _set_state(self, state: StreamState) -> None:
+        if state is not self.state:
+            log.info("stream state %s -> %s", self.state.value, state.value)
+            self.state = state
+
+    # -- reader thread ---------------------------------------------------------------------
+    def _run_reader(self, offset: dict[str, Any] | None) -> None:
+        ctx = SourceRunContext(self._emit, self.stopping)
+        try:
+            plan = self.connector.start(offset)
+            self._set_state(StreamState.RUNNING)
+            if plan.snapshot is not None and not self.stopping.is_set():
+                self.metrics.snapshot_running = True
+                started = time.monotonic()
+                try:
+                    result = plan.snapshot.execute(ctx)
+                finally:
+                    self.metrics.snapshot_running = False
+                if result is None:
+                    self.metrics.snapshot_aborted = True
+                    return
+                self.metrics.snapshot_completed = True
+                self.metrics.snapshot_duration_s = time.monotonic() - started
+                offset = result
+            if plan.streaming is not None and not self.stopping.is_set():
+                self._streaming = plan.streaming
+                plan.streaming.execute(ctx, offset)
+        except QueueClosed:
+            pass
+        except BaseException as exc:
+            self._reader_error = exc
+            log.error("source failed: %s", exc)
+        finally:
+            self._reader_done.set()
+
+    def _emit(self, batch: Batch) -> None:
+        self.queue.put(batch)
+
+    # -- writer (calling thread) -----------------------------------------------------------
+    def run(self) -> None:
+        """Run until stopped or until the sources finish (e.g. snapshot.mode=initial_only)."""
+        self._set_state(StreamState.STARTING)
+        self._streaming: Any = None
+        offset = self.offsets.load()
+        log.info("starting from offset %s", offset if offset is not None else "(none)")
+        reader = threading.Thread(
+            target=self._run_reader, args=(offset,), name="headwater-reader", daemon=True
+        )
+        reader.start()
+        try:
+            while True:
+                batches = self.queue.drain(self.poll_interval_s)
+                if batches:
+                    self._write(batches)
+                    continue
+                self.writer.maintain()
+                if self._reader_done.is_set() and self.queue.size == 0:
+                    break
+                if self.stopping.is_set() and self._reader_done.is_set():
+                    break
+            if self.stopping.is_set():
+                self._set_state(StreamState.DRAINING)
+        except BaseException:
+            self._set_state(StreamState.FAILED)
+            self.stopping.set()
+            self.queue.close()
+            raise
+        finally:
+            self.stopping.set()
+            reader.join(timeout=30)
+            self.writer.close()
+            self.connector.close()
+        if self._reader_error is not None:
+            self._set_state(StreamState.FAILED)
+            raise self._reader_error
+        self._set_state(StreamState.PAUSED if self.stopping.is_set() else StreamState.NOT_STARTED)
+
+    def _write(self, batches: list[Batch]) -> None:
+        records: list[ChangeRecord] = []
+        offset: dict[str, Any] | None = None
+        ack: Any = None
+        for b in batches:
+            records.extend(b.records)
+            if b.offset is not None:
+                offset = b.offset
+            if b.ack is not None:
+                ack = b.ack
+        if records:
+            self.writer.append(self.renderer.render_many(records))
+            self.metrics.record_events(records)
+        if offset is not None:
+            self.offsets.save(offset)
+        if ack is not None and self._streaming is not None:
+            self._streaming.acknowledge(ack)
+

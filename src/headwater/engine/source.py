@@ -1,0 +1,75 @@
+"""The seam between the database-independent runtime and a connector.
+
+A connector is a few small objects: it inspects the stored offset and the database and says
+which sources to run (`start`), a snapshot source emits READ records, a streaming source emits
+changes until asked to stop and learns, through `acknowledge`, which of its positions are
+durable.  The runtime never asks which database it is talking to.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from typing import Any, NamedTuple, Protocol
+
+from headwater.engine.queue import Batch
+from headwater.model.record import SourceContext
+
+
+class StreamState(enum.Enum):
+    """Lifecycle of a capture stream (the Datastream state names)."""
+
+    NOT_STARTED = "NOT_STARTED"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    DRAINING = "DRAINING"
+    PAUSED = "PAUSED"
+    FAILED = "FAILED"
+    FAILED_PERMANENTLY = "FAILED_PERMANENTLY"
+
+
+class SourceRunContext:
+    """What a running source may use: the queue and the stop signal."""
+
+    def __init__(self, emit: Any, stopping: threading.Event) -> None:
+        self._emit = emit
+        self.stopping = stopping
+
+    def emit(self, batch: Batch) -> None:
+        """Hand a batch to the writer; blocks while the queue is full (back-pressure)."""
+        self._emit(batch)
+
+
+class SnapshotSource(Protocol):
+    def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
+        """Emit the snapshot; return the offset streaming starts from (None if stopped early)."""
+        ...
+
+
+class StreamingSource(Protocol):
+    def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
+        """Emit changes from `offset` until `ctx.stopping` is set or the source fails."""
+        ...
+
+    def acknowledge(self, token: Any) -> None:
+        """Called from the writer thread once everything up to `token` is durable."""
+        ...
+
+
+class StartPlan(NamedTuple):
+    snapshot: SnapshotSource | None
+    streaming: StreamingSource | None
+
+
+class Connector(Protocol):
+    @property
+    def context(self) -> SourceContext: ...
+
+    @property
+    def partition(self) -> dict[str, Any]:
+        """The source partition offsets are stored under (Debezium: {"server": name})."""
+        ...
+
+    def start(self, offset: dict[str, Any] | None) -> StartPlan: ...
+
+    def close(self) -> None: ...

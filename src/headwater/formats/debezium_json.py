@@ -1,0 +1,218 @@
+"""Debezium change events in Kafka Connect JsonConverter form: a pure function of a ChangeRecord.
+
+For each record the format returns the topic records Debezium would produce: the change event
+itself (key + value envelope), a tombstone after a delete, and the `__debezium.newkey` /
+`__debezium.oldkey` headers on the two halves of a primary-key change.
+
+Rendering the Connect schemas is the expensive part and identical for every event of a table,
+so a `_TablePlan` is computed once per `TableSchema` object (connectors replace the object when
+the table's structure changes) and holds the schema JSON already serialized.  Per event only
+the payload is built (a dict from zip over a tuple) and serialized with orjson, then spliced
+between the cached schema bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import orjson
+
+from headwater.formats.connect_json import avro_name, json_default, schema_to_json
+from headwater.model.record import ABSENT, UNCHANGED_TOAST, ChangeRecord, Op, SourceContext
+from headwater.model.topic import TopicRecord
+from headwater.model.schema import (
+    INT64,
+    STRING,
+    STRUCT,
+    ConnectField,
+    ConnectSchema,
+    TableSchema,
+)
+
+TRANSACTION_BLOCK_SCHEMA = ConnectSchema(
+    STRUCT,
+    optional=True,
+    name="event.block",
+    version=1,
+    fields=(
+        ConnectField("id", ConnectSchema(STRING, optional=False)),
+        ConnectField("total_order", ConnectSchema(INT64, optional=False)),
+        ConnectField("data_collection_order", ConnectSchema(INT64, optional=False)),
+    ),
+)
+
+_DUMPS_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+class SourceBlock(Protocol):
+    """A connector's `source` struct: its schema and its payload for one record."""
+
+    @property
+    def schema(self) -> ConnectSchema: ...
+
+    def payload(self, record: ChangeRecord) -> dict[str, Any]: ...
+
+
+class _TablePlan:
+    """Everything about a table's events that does not change from one event to the next."""
+
+    __slots__ = (
+        "column_names",
+        "fallbacks",
+        "key_names",
+        "key_positions",
+        "key_prefix",
+        "optional",
+        "topic",
+        "value_prefix",
+    )
+
+    def __init__(self, table: TableSchema, context: SourceContext, fmt: DebeziumJsonFormat):
+        tid = table.id
+        middle = tid.schema if tid.schema is not None else tid.database
+        self.topic = f"{context.server_name}.{middle}.{tid.table}"
+        base = ".".join(
+            (avro_name(context.server_name, first=True), avro_name(middle), avro_name(tid.table))
+        )
+        value_fields = tuple(ConnectField(c.name, c.schema) for c in table.columns)
+        row_schema = ConnectSchema(STRUCT, optional=True, name=f"{base}.Value", fields=value_fields)
+        envelope_fields = [
+            ConnectField("before", row_schema),
+            ConnectField("after", row_schema),
+            ConnectField("source", fmt.source_block.schema),
+            ConnectField("op", ConnectSchema(STRING, optional=False)),
+            ConnectField("ts_ms", ConnectSchema(INT64, optional=True)),
+            ConnectField("transaction", TRANSACTION_BLOCK_SCHEMA),
+        ]
+        envelope = ConnectSchema(
+            STRUCT, optional=False, name=f"{base}.Envelope", fields=tuple(envelope_fields)
+        )
+        self.column_names = table.column_names
+        self.fallbacks = tuple(c.fallback for c in table.columns)
+        self.optional = tuple(c.optional for c in table.columns)
+        self.key_positions = table.key_positions
+        self.key_names = table.key_columns
+        if fmt.value_schemas:
+            self.value_prefix = (
+                b'{"schema":' + orjson.dumps(schema_to_json(envelope)) + b',"payload":'
+            )
+        else:
+            self.value_prefix = b""
+        if self.key_names and fmt.key_schemas:
+            key_fields = tuple(
+                ConnectField(c.name, c.schema.with_optional(False))
+                for c in (table.columns[p] for p in self.key_positions)
+            )
+            key_schema = ConnectSchema(STRUCT, optional=False, name=f"{base}.Key", fields=key_fields)
+            self.key_prefix = (
+                b'{"schema":' + orjson.dumps(schema_to_json(key_schema)) + b',"payload":'
+            )
+        else:
+            self.key_prefix = b""
+
+
+class DebeziumJsonFormat:
+    """Renders change records as Debezium JSON topic records."""
+
+    def __init__(
+        self,
+        source_block: SourceBlock,
+        *,
+        key_schemas: bool = True,
+        value_schemas: bool = True,
+        tombstones_on_delete: bool = True,
+        toasted_value_placeholder: str = "__debezium_unavailable_value",
+        provide_transaction_metadata: bool = False,
+    ) -> None:
+        self.source_block = source_block
+        self.key_schemas = key_schemas
+        self.value_schemas = value_schemas
+        self.tombstones_on_delete = tombstones_on_delete
+        self.toasted_value_placeholder = toasted_value_placeholder
+        self.provide_transaction_metadata = provide_transaction_metadata
+        self._plans: dict[int, tuple[TableSchema, _TablePlan]] = {}
+
+    def plan(self, table: TableSchema, context: SourceContext) -> _TablePlan:
+        cached = self._plans.get(id(table))
+        if cached is not None and cached[0] is table:
+            return cached[1]
+        plan = _TablePlan(table, context, self)
+        self._plans[id(table)] = (table, plan)
+        return plan
+
+    def topic_for(self, record: ChangeRecord) -> str:
+        return self.plan(record.table, record.context).topic
+
+    def _row(self, plan: _TablePlan, values: tuple[Any, ...] | None) -> dict[str, Any] | None:
+        if values is None:
+            return None
+        if ABSENT in values or UNCHANGED_TOAST in values:
+            values = tuple(
+                self._fill(v, plan.optional[i], plan.fallbacks[i]) for i, v in enumerate(values)
+            )
+        return dict(zip(plan.column_names, values, strict=True))
+
+    def _fill(self, value: Any, optional: bool, fallback: Any) -> Any:
+        if value is ABSENT:
+            # Debezium renders a value the source did not send as null, or for a NOT NULL
+            # column as the type's fallback (0, "", false...): see docs/decisions.md.
+            return None if optional else fallback
+        if value is UNCHANGED_TOAST:
+            return self.toasted_value_placeholder
+        return value
+
+    def _key(self, plan: _TablePlan, values: tuple[Any, ...] | None) -> bytes | None:
+        if not plan.key_names or values is None:
+            return None
+        payload = orjson.dumps(
+            {n: values[p] for n, p in zip(plan.key_names, plan.key_positions, strict=True)},
+            default=json_default,
+        )
+        if plan.key_prefix:
+            return plan.key_prefix + payload + b"}"
+        return payload
+
+    def key_from_values(self, record: ChangeRecord, values: tuple[Any, ...]) -> bytes | None:
+        return self._key(self.plan(record.table, record.context), values)
+
+    def render(self, record: ChangeRecord) -> list[TopicRecord]:
+        plan = self.plan(record.table, record.context)
+        op = record.op
+        before = self._row(plan, record.before)
+        after = self._row(plan, record.after)
+        tx = record.tx
+        payload = {
+            "before": before,
+            "after": after,
+            "source": self.source_block.payload(record),
+            "op": op.value,
+            "ts_ms": record.processed_ts_ms,
+            "transaction": (
+                {"id": tx.id, "total_order": tx.total_order,
+                 "data_collection_order": tx.data_collection_order}
+                if tx is not None and self.provide_transaction_metadata
+                else None
+            ),
+        }
+        body = orjson.dumps(payload, default=json_default)
+        value = plan.value_prefix + body + b"}" if plan.value_prefix else body
+        if op is Op.TRUNCATE:
+            return [TopicRecord(plan.topic, None, value, record.processed_ts_ms)]
+        key_values = record.before if op is Op.DELETE else record.after
+        key = self._key(plan, key_values)
+        headers: tuple[tuple[str, bytes], ...] = ()
+        if record.other_key is not None:
+            other = self._key(plan, record.other_key)
+            name = "__debezium.newkey" if op is Op.DELETE else "__debezium.oldkey"
+            headers = ((name, other if other is not None else b"null"),)
+        out = [TopicRecord(plan.topic, key, value, record.processed_ts_ms, headers)]
+        if op is Op.DELETE and self.tombstones_on_delete and key is not None:
+            out.append(TopicRecord(plan.topic, key, None, record.processed_ts_ms))
+        return out
+
+    def render_many(self, records: Sequence[ChangeRecord]) -> list[TopicRecord]:
+        out: list[TopicRecord] = []
+        for record in records:
+            out.extend(self.render(record))
+        return out

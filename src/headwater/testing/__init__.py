@@ -1,0 +1,1 @@
+"""Helpers for tests, the demo and benchmarks: a throwaway PostgreSQL, topic replay."""

@@ -1,0 +1,164 @@
+"""A throwaway local PostgreSQL server for the demo, the tests and the benchmarks.
+
+It runs Debian's PostgreSQL binaries on loopback, on a free port, with its data and socket in
+a temporary directory, configured for logical decoding.  `initdb` refuses to run as root, so
+as root the server runs as the `postgres` system user (which the Debian package creates).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+class LocalPostgresError(RuntimeError):
+    pass
+
+
+def find_bindir() -> Path:
+    """The newest installed PostgreSQL's bin directory (Debian layout, or PATH)."""
+    candidates = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(Path(p).parent.name)
+    )
+    if candidates:
+        return Path(candidates[-1])
+    initdb = shutil.which("initdb")
+    if initdb:
+        return Path(initdb).resolve().parent
+    raise LocalPostgresError(
+        "no PostgreSQL server binaries found: apt-get install postgresql (see README)"
+    )
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LocalPostgres:
+    def __init__(
+        self,
+        base_dir: Path | None = None,
+        port: int | None = None,
+        settings: dict[str, str] | None = None,
+    ) -> None:
+        self.bindir = find_bindir()
+        self.base = Path(base_dir or tempfile.mkdtemp(prefix="headwater-pg-"))
+        self.datadir = self.base / "data"
+        self.sockdir = self.base / "sock"
+        self.port = port or free_port()
+        self.user = "postgres"
+        self.settings = {
+            "wal_level": "logical",
+            "max_wal_senders": "20",
+            "max_replication_slots": "20",
+            "listen_addresses": "127.0.0.1",
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+            "shared_buffers": "256MB",
+            "max_wal_size": "4GB",
+            "wal_sender_timeout": "60s",
+            "log_min_messages": "warning",
+        }
+        self.settings.update(settings or {})
+        self._as_root = os.geteuid() == 0
+
+    def _run(self, args: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+        cmd = (["runuser", "-u", "postgres", "--"] if self._as_root else []) + args
+        return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+    def start(self) -> LocalPostgres:
+        self.base.mkdir(parents=True, exist_ok=True)
+        self.sockdir.mkdir(exist_ok=True)
+        if self._as_root:
+            shutil.chown(self.base, "postgres", "postgres")
+            shutil.chown(self.sockdir, "postgres", "postgres")
+        if not (self.datadir / "PG_VERSION").exists():
+            self._run([
+                str(self.bindir / "initdb"), "-D", str(self.datadir), "-U", self.user,
+                "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8", "-N",
+            ])
+        opts = " ".join(f"-c {k}={v}" for k, v in self.settings.items())
+        try:
+            self._run([
+                str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-w", "-t", "60",
+                "-l", str(self.base / "server.log"),
+                "-o", f"-p {self.port} -k {self.sockdir} {opts}", "start",
+            ])
+        except subprocess.CalledProcessError as exc:
+            log = (self.base / "server.log")
+            tail = log.read_text()[-2000:] if log.exists() else ""
+            raise LocalPostgresError(f"PostgreSQL did not start: {exc.stderr}\n{tail}") from exc
+        return self
+
+    def stop(self, mode: str = "fast") -> None:
+        if (self.datadir / "postmaster.pid").exists():
+            with contextlib.suppress(subprocess.CalledProcessError):
+                self._run([str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-m", mode,
+                           "-w", "stop"])
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def cleanup(self) -> None:
+        self.stop("immediate")
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def dsn(self, dbname: str = "postgres") -> dict[str, Any]:
+        return {"host": "127.0.0.1", "port": self.port, "user": self.user, "dbname": dbname}
+
+    def connect(self, dbname: str = "postgres", autocommit: bool = True) -> Any:
+        import psycopg2
+
+        conn = psycopg2.connect(**self.dsn(dbname))
+        conn.autocommit = autocommit
+        return conn
+
+    def create_database(self, name: str) -> None:
+        conn = self.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            conn.close()
+
+    def psql(self, sql: str, dbname: str = "postgres") -> str:
+        out = subprocess.run(
+            [str(self.bindir / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user,
+             "-d", dbname, "-v", "ON_ERROR_STOP=1", "-qAt", "-c", sql],
+            check=True, capture_output=True, text=True,
+        )
+        return out.stdout
+
+
+@contextlib.contextmanager
+def local_postgres(**kw: Any) -> Iterator[LocalPostgres]:
+    pg = LocalPostgres(**kw).start()
+    try:
+        yield pg
+    finally:
+        pg.cleanup()
+
+
+def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.1, what: str = "") -> Any:
+    """Poll `predicate` until it returns a truthy value; raise with `what` on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what or predicate}")
+        time.sleep(interval)

@@ -1,0 +1,122 @@
+"""Fixtures: one real PostgreSQL per test session, a fresh database and slot per test."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from headwater.testing.localpg import LocalPostgres, wait_for
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def pg() -> Iterator[LocalPostgres]:
+    server = LocalPostgres().start()
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+class Capture:
+    """A connector running in a background thread of the test process."""
+
+    def __init__(self, config_path: Path) -> None:
+        from headwater.capture import build_runtime
+        from headwater.connectors.postgres.config import load_postgres_config
+
+        self.config, _ = load_postgres_config(config_path)
+        self.runtime = build_runtime(self.config)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.runtime.run()
+        except BaseException as exc:
+            self.error = exc
+
+    def start(self) -> Capture:
+        self.thread.start()
+        return self
+
+    def stop(self, timeout: float = 60) -> None:
+        self.runtime.stop()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "capture did not stop"
+        if self.error is not None:
+            raise self.error
+
+
+class Env:
+    """One test's database, slot, config file and data directories."""
+
+    def __init__(self, pg: LocalPostgres, tmp: Path) -> None:
+        n = next(_counter)
+        self.pg = pg
+        self.db = f"hw_test_{n}"
+        self.slot = f"hw_slot_{n}"
+        self.prefix = "inv"
+        self.tmp = tmp
+        self.topics = tmp / "topics"
+        self.offsets = tmp / "offsets.json"
+        pg.create_database(self.db)
+        self.conn = pg.connect(self.db)
+
+    def config(self, extra: dict[str, Any] | None = None) -> Path:
+        props = {
+            "name": "test-connector",
+            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+            "database.hostname": "127.0.0.1",
+            "database.port": str(self.pg.port),
+            "database.user": self.pg.user,
+            "database.password": "unused",
+            "database.dbname": self.db,
+            "topic.prefix": self.prefix,
+            "plugin.name": "pgoutput",
+            "slot.name": self.slot,
+            "publication.name": f"pub_{self.slot}",
+            "offset.storage.file.filename": str(self.offsets),
+            "headwater.topics.dir": str(self.topics),
+            "headwater.topics.segment.ms": "200",
+            "poll.interval.ms": "100",
+        }
+        props.update({k: str(v) for k, v in (extra or {}).items()})
+        path = self.tmp / "connector.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        return path
+
+    def sql(self, statement: str, params: Any = None) -> list[tuple[Any, ...]]:
+        with self.conn.cursor() as cur:
+            cur.execute(statement, params)
+            return cur.fetchall() if cur.description else []
+
+    def capture(self, extra: dict[str, Any] | None = None) -> Capture:
+        return Capture(self.config(extra)).start()
+
+    def close(self) -> None:
+        self.conn.close()
+        c = self.pg.connect()
+        with c.cursor() as cur:
+            cur.execute(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                "WHERE slot_name = %s AND NOT active", (self.slot,))
+        c.close()
+
+
+@pytest.fixture()
+def env(pg: LocalPostgres, tmp_path: Path) -> Iterator[Env]:
+    e = Env(pg, tmp_path)
+    try:
+        yield e
+    finally:
+        e.close()
+
+
+__all__ = ["Capture", "Env", "wait_for"]
