@@ -16,6 +16,7 @@ stops the connector with an error that says what to do; it never silently starts
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from headwater.connectors.postgres.catalog import (
@@ -93,7 +94,7 @@ class PostgresConnector:
         ]
         log.info("captured tables: %s", ", ".join(f"{s}.{t}" for _, s, t in captured) or "none")
         self._ensure_publication(cur, captured)
-        slot = self._slot_state(cur)
+        slot = self._wait_for_slot(cur)
         mode = cfg.snapshot_mode
         completed = bool(offset and offset.get("snapshot_completed"))
         if mode == "always":
@@ -112,11 +113,6 @@ class PostgresConnector:
         self._repl = connect(self._dsn, replication=True, application_name="headwater-stream")
         if need_snapshot:
             if slot is not None:
-                if slot["active"]:
-                    raise PostgresConnectorError(
-                        f"replication slot {cfg.slot_name!r} is in use by process "
-                        f"{slot['active_pid']}; stop the other consumer first"
-                    )
                 log.warning(
                     "slot step: dropping existing slot %s to take a snapshot consistent with "
                     "a fresh slot (snapshot.mode=%s, snapshot completed=%s)",
@@ -194,6 +190,28 @@ class PostgresConnector:
         elif mode == "filtered" and not row[0] and captured:
             log.info("publication step: ALTER PUBLICATION %s SET TABLE %s", name, tables)
             cur.execute(f"ALTER PUBLICATION {quote_ident(name)} SET TABLE {tables}")
+
+    def _wait_for_slot(self, cur: Any) -> dict[str, Any] | None:
+        """The slot's state, once no other process holds it (slot.max.retries x delay).
+
+        After a crash the server may still count the dead consumer's walsender as active for
+        a moment; Debezium retries for the same reason.
+        """
+        cfg = self.config
+        for attempt in range(cfg.slot_max_retries + 1):
+            slot = self._slot_state(cur)
+            if slot is None or not slot["active"]:
+                return slot
+            if attempt < cfg.slot_max_retries:
+                log.info("slot step: slot %s is in use by pid %s; retry %d/%d in %d ms",
+                         cfg.slot_name, slot["active_pid"], attempt + 1, cfg.slot_max_retries,
+                         cfg.slot_retry_delay_ms)
+                time.sleep(cfg.slot_retry_delay_ms / 1000.0)
+        raise PostgresConnectorError(
+            f"replication slot {cfg.slot_name!r} is in use by process {slot['active_pid']} "
+            f"after {cfg.slot_max_retries} retries; stop the other consumer or use another "
+            "slot.name"
+        )
 
     def _slot_state(self, cur: Any) -> dict[str, Any] | None:
         cfg = self.config
