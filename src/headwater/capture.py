@@ -29,7 +29,9 @@ def build_runtime(cfg: PostgresConnectorConfig) -> CaptureRuntime:
         provide_transaction_metadata=cfg.provide_transaction_metadata,
     )
     sink = TopicLogSink(
-        Path(cfg.headwater_topics_dir), cfg.headwater_topics_segment_bytes, cfg.headwater_topics_segment_ms
+        Path(cfg.headwater_topics_dir),
+        cfg.headwater_topics_segment_bytes,
+        cfg.headwater_topics_segment_ms,
     )
     offsets = FileOffsetStore(Path(cfg.offset_storage_file_filename), connector.partition)
     return CaptureRuntime(

@@ -24,7 +24,13 @@ console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 log = logging.getLogger("headwater.cli")
 
-ConfigArg = Annotated[Path, typer.Argument(help="connector configuration (.properties, .yaml, .json)")]
+ConfigArg = Annotated[
+    Path, typer.Argument(help="connector configuration (.properties, .yaml, .json)")
+]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="take the topic log dir from a config")
+]
+DirOpt = Annotated[Path | None, typer.Option("--dir", help="topic log directory")]
 
 
 def _load(config: Path) -> Any:
@@ -74,8 +80,8 @@ def _topics_dir(config: Path | None, directory: Path | None) -> Path:
 
 @topics_app.command("list")
 def topics_list(
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="take the topic log dir from a connector config")] = None,
-    directory: Annotated[Path | None, typer.Option("--dir", help="topic log directory")] = None,
+    config: ConfigOpt = None,
+    directory: DirOpt = None,
 ) -> None:
     """List the topics with their offsets, record counts and sizes."""
     from rich.table import Table
@@ -93,11 +99,17 @@ def topics_list(
 @topics_app.command("tail")
 def topics_tail(
     topic: Annotated[str, typer.Argument(help="topic name, e.g. inventory.public.customers")],
-    from_beginning: Annotated[bool, typer.Option("--from-beginning", help="start at offset 0 instead of the end")] = False,
-    pretty: Annotated[bool, typer.Option("--pretty", help="show op, key and before/after readably")] = False,
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="keep waiting for new records")] = False,
-    config: Annotated[Path | None, typer.Option("--config", "-c")] = None,
-    directory: Annotated[Path | None, typer.Option("--dir")] = None,
+    from_beginning: Annotated[
+        bool, typer.Option("--from-beginning", help="start at offset 0 instead of the end")
+    ] = False,
+    pretty: Annotated[
+        bool, typer.Option("--pretty", help="show op, key and before/after readably")
+    ] = False,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="keep waiting for new records")
+    ] = False,
+    config: ConfigOpt = None,
+    directory: DirOpt = None,
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="stop after N records")] = None,
 ) -> None:
     """Print a topic's records (like kafka-console-consumer)."""

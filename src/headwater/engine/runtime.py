@@ -20,9 +20,9 @@ from typing import Any, Protocol
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.offsets import FileOffsetStore
 from headwater.engine.queue import Batch, ChangeEventQueue, QueueClosed
-from headwater.engine.source import Connector, SourceRunContext, StreamState
-from headwater.model.topic import TopicRecord
+from headwater.engine.source import Connector, SourceRunContext, StreamingSource, StreamState
 from headwater.model.record import ChangeRecord
+from headwater.model.topic import TopicRecord
 
 log = logging.getLogger("headwater.engine.runtime")
 
@@ -65,7 +65,7 @@ class CaptureRuntime:
         self.state = StreamState.NOT_STARTED
         self._reader_error: BaseException | None = None
         self._reader_done = threading.Event()
-        self._ack_target: Any = None
+        self._streaming: StreamingSource | None = None
 
     # -- control ---------------------------------------------------------------------------
     def stop(self) -> None:
@@ -116,7 +116,6 @@ class CaptureRuntime:
     def run(self) -> None:
         """Run until stopped or until the sources finish (e.g. snapshot.mode=initial_only)."""
         self._set_state(StreamState.STARTING)
-        self._streaming: Any = None
         offset = self.offsets.load()
         log.info("starting from offset %s", offset if offset is not None else "(none)")
         reader = threading.Thread(

@@ -20,7 +20,6 @@ import orjson
 
 from headwater.formats.connect_json import avro_name, json_default, schema_to_json
 from headwater.model.record import ABSENT, UNCHANGED_TOAST, ChangeRecord, Op, SourceContext
-from headwater.model.topic import TopicRecord
 from headwater.model.schema import (
     INT64,
     STRING,
@@ -29,6 +28,7 @@ from headwater.model.schema import (
     ConnectSchema,
     TableSchema,
 )
+from headwater.model.topic import TopicRecord
 
 TRANSACTION_BLOCK_SCHEMA = ConnectSchema(
     STRUCT,
@@ -104,7 +104,9 @@ class _TablePlan:
                 ConnectField(c.name, c.schema.with_optional(False))
                 for c in (table.columns[p] for p in self.key_positions)
             )
-            key_schema = ConnectSchema(STRUCT, optional=False, name=f"{base}.Key", fields=key_fields)
+            key_schema = ConnectSchema(
+                STRUCT, optional=False, name=f"{base}.Key", fields=key_fields
+            )
             self.key_prefix = (
                 b'{"schema":' + orjson.dumps(schema_to_json(key_schema)) + b',"payload":'
             )

@@ -11,8 +11,12 @@ import contextvars
 import logging
 import sys
 
-connector_type: contextvars.ContextVar[str] = contextvars.ContextVar("dbz.connectorType", default="")
-connector_name: contextvars.ContextVar[str] = contextvars.ContextVar("dbz.connectorName", default="")
+connector_type: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "dbz.connectorType", default=""
+)
+connector_name: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "dbz.connectorName", default=""
+)
 connector_context: contextvars.ContextVar[str] = contextvars.ContextVar(
     "dbz.connectorContext", default=""
 )

@@ -114,7 +114,8 @@ def test_kill_minus_nine_under_load_loses_nothing(env: Env) -> None:
     env.sql("CREATE SEQUENCE ver")
     env.sql("CREATE TABLE t (id int PRIMARY KEY, ver bigint NOT NULL, pad text)")
     env.sql("ALTER TABLE t REPLICA IDENTITY FULL")  # deletes carry the version too
-    env.sql("INSERT INTO t SELECT g, nextval('ver'), repeat('p', 100) FROM generate_series(1, 2000) g")
+    env.sql("INSERT INTO t SELECT g, nextval('ver'), repeat('p', 100) "
+            "FROM generate_series(1, 2000) g")
     config = env.config({"max.batch.size": 256, "max.queue.size": 1024,
                          "slot.retry.delay.ms": 300, "slot.max.retries": 30})
     load = Load(env, seed=7)

@@ -97,7 +97,7 @@ def test_primary_key_change_emits_delete_tombstone_create(env: Env) -> None:
     finally:
         cap.stop()
     evs = topic_events(env, "customers")[1:]
-    (r1, k1, v1), (r2, k2, v2), (r3, k3, v3) = evs
+    (r1, k1, v1), (_, k2, v2), (r3, k3, v3) = evs
     assert (v1["op"], k1) == ("d", {"id": 1})
     assert v1["before"]["id"] == 1
     assert (k2, v2) == ({"id": 1}, None)

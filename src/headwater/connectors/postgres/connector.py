@@ -198,17 +198,19 @@ class PostgresConnector:
         a moment; Debezium retries for the same reason.
         """
         cfg = self.config
+        pid = None
         for attempt in range(cfg.slot_max_retries + 1):
             slot = self._slot_state(cur)
             if slot is None or not slot["active"]:
                 return slot
+            pid = slot["active_pid"]
             if attempt < cfg.slot_max_retries:
                 log.info("slot step: slot %s is in use by pid %s; retry %d/%d in %d ms",
                          cfg.slot_name, slot["active_pid"], attempt + 1, cfg.slot_max_retries,
                          cfg.slot_retry_delay_ms)
                 time.sleep(cfg.slot_retry_delay_ms / 1000.0)
         raise PostgresConnectorError(
-            f"replication slot {cfg.slot_name!r} is in use by process {slot['active_pid']} "
+            f"replication slot {cfg.slot_name!r} is in use by process {pid} "
             f"after {cfg.slot_max_retries} retries; stop the other consumer or use another "
             "slot.name"
         )

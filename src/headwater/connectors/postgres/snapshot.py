@@ -76,6 +76,56 @@ class _CopySink:
         return len(data)
 
 
+class _Emitter:
+    """Turns COPY rows into READ records, in batches, holding back the last one.
+
+    The held-back record is emitted once the next row arrives, or marked `snapshot=last` by
+    `finish` when no row follows it in any table.
+    """
+
+    def __init__(
+        self, ctx: SourceRunContext, context: SourceContext, position: PostgresPosition,
+        batch_size: int,
+    ) -> None:
+        self.ctx = ctx
+        self.context = context
+        self.position = position
+        self.batch_size = batch_size
+        self.pending: list[ChangeRecord] = []
+        self.held: ChangeRecord | None = None
+        self.codec: TableCodec | None = None
+        self.scanned = 0
+        self.now_ms = int(time.time() * 1000)
+
+    def begin_table(self, codec: TableCodec) -> None:
+        self.codec = codec
+        self.scanned = 0
+        self.now_ms = int(time.time() * 1000)
+
+    def on_row(self, fields: list[str | None]) -> None:
+        codec = self.codec
+        assert codec is not None
+        if self.held is not None:
+            self.pending.append(self.held)
+            if len(self.pending) >= self.batch_size:
+                self.ctx.emit(Batch(self.pending))
+                self.pending = []
+                self.now_ms = int(time.time() * 1000)
+                if self.ctx.stopping.is_set():
+                    raise _Aborted
+        self.held = ChangeRecord(
+            self.context, codec.schema, Op.READ, None, codec.convert(fields), self.now_ms,
+            self.now_ms, SnapshotMarker.TRUE, self.position,
+        )
+        self.scanned += 1
+
+    def finish(self) -> list[ChangeRecord]:
+        if self.held is not None:
+            self.pending.append(self.held._replace(snapshot=SnapshotMarker.LAST))
+            self.held = None
+        return self.pending
+
+
 class PostgresSnapshotSource:
     def __init__(
         self,
@@ -127,56 +177,23 @@ class PostgresSnapshotSource:
             cur.execute(f"LOCK TABLE {qualified(info.schema, info.name)} IN ACCESS SHARE MODE")
 
         position = PostgresPosition(self.consistent_lsn, self.consistent_lsn, None, tx_id)
-        pending: list[ChangeRecord] = []
-        held: list[ChangeRecord | None] = [None]
-        ctx_ = self.context
-        batch_size = self.batch_size
-
-        def flush(records: list[ChangeRecord]) -> None:
-            if records:
-                ctx.emit(Batch(records))
-
+        emitter = _Emitter(ctx, self.context, position, self.batch_size)
         for info, codec in self.tables:
             if ctx.stopping.is_set():
                 raise _Aborted
-            table = codec.schema
             name = f"{info.schema}.{info.name}"
             started = time.monotonic()
-            now_ms = int(time.time() * 1000)
-            convert = codec.convert
-            scanned = 0
-
-            def on_row(fields: list[str | None]) -> None:
-                nonlocal scanned, now_ms
-                prev = held[0]
-                if prev is not None:
-                    pending.append(prev)
-                    if len(pending) >= batch_size:
-                        flush(pending[:])
-                        pending.clear()
-                        now_ms = int(time.time() * 1000)
-                        if ctx.stopping.is_set():
-                            raise _Aborted
-                held[0] = ChangeRecord(
-                    ctx_, table, Op.READ, None, convert(fields), now_ms, now_ms,
-                    SnapshotMarker.TRUE, position,
-                )
-                scanned += 1
-                if scanned % 10000 == 0:
-                    self.metrics.rows_scanned[name] = scanned
-
+            emitter.begin_table(codec)
             cols = ", ".join(quote_ident(c.name) for c in codec.incoming)
             sql = f"COPY (SELECT {cols} FROM {qualified(info.schema, info.name)}) TO STDOUT"
             log.info("snapshot step: read %s", name)
-            cur.copy_expert(sql, _CopySink(on_row), size=1 << 16)
-            self.metrics.rows_scanned[name] = scanned
+            cur.copy_expert(sql, _CopySink(emitter.on_row), size=1 << 16)
+            self.metrics.rows_scanned[name] = emitter.scanned
             log.info(
                 "snapshot step: read %s done, %d rows in %.1fs",
-                name, scanned, time.monotonic() - started,
+                name, emitter.scanned, time.monotonic() - started,
             )
-        last = held[0]
-        if last is not None:
-            pending.append(last._replace(snapshot=SnapshotMarker.LAST))
+        pending = emitter.finish()
         conn.commit()
         offset = dict(self.final_offset)
         offset["txId"] = tx_id

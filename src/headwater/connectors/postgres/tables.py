@@ -69,7 +69,9 @@ class TableCodec:
                 v if v is None or v is UNCHANGED_TOAST else conv(v)
                 for conv, v in zip(self.converters, values, strict=True)
             )
-        return tuple([None if v is None else conv(v) for conv, v in zip(self.converters, values)])
+        return tuple(
+            [None if v is None else conv(v) for conv, v in zip(self.converters, values, strict=True)]
+        )
 
     def same_shape(self, incoming: tuple[IncomingColumn, ...]) -> bool:
         return incoming == self.incoming

@@ -1,0 +1,167 @@
+"""The Debezium JSON format: golden events from the reference, tombstones, key changes, options."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from headwater.connectors.postgres.position import PostgresPosition, PostgresSourceBlock
+from headwater.formats.connect_json import avro_name, json_default, unscaled_bytes
+from headwater.formats.debezium_json import DebeziumJsonFormat
+from headwater.model.record import (
+    ABSENT,
+    UNCHANGED_TOAST,
+    ChangeRecord,
+    Op,
+    SnapshotMarker,
+    SourceContext,
+    TxInfo,
+)
+from headwater.model.schema import INT32, STRING, Column, ConnectSchema, TableId, TableSchema
+
+GOLDEN = Path(__file__).parent.parent / "golden"
+CTX = SourceContext("postgresql", "PostgreSQL_server", "headwater-0.1.0")
+
+
+def customers(key: tuple[str, ...] = ("id",)) -> TableSchema:
+    cols = (
+        Column("id", 0, "int4", ConnectSchema(INT32, optional=False), fallback=0),
+        Column("first_name", 1, "varchar", ConnectSchema(STRING, optional=False), 255, fallback=""),
+        Column("last_name", 2, "varchar", ConnectSchema(STRING, optional=False), 255, fallback=""),
+        Column("email", 3, "varchar", ConnectSchema(STRING, optional=False), 255, fallback=""),
+    )
+    return TableSchema(TableId("postgres", "public", "customers"), cols, key)
+
+
+ANNE = (1, "Anne", "Kretchmar", "annek@noanswer.org")
+POS = PostgresPosition(24023128, 24023128, 24023119, 555)
+
+
+def record(op: Op, before: Any, after: Any, **kw: Any) -> ChangeRecord:
+    args: dict[str, Any] = {
+        "context": CTX, "table": customers(), "op": op, "before": before, "after": after,
+        "source_ts_ms": 1559033904863, "processed_ts_ms": 1559033904863,
+        "snapshot": SnapshotMarker.FALSE, "position": POS,
+    }
+    args.update(kw)
+    return ChangeRecord(**args)
+
+
+def fmt(**kw: Any) -> DebeziumJsonFormat:
+    return DebeziumJsonFormat(PostgresSourceBlock(), **kw)
+
+
+def test_golden_customers_create_matches_reference_field_by_field() -> None:
+    (out,) = fmt().render(record(Op.CREATE, None, ANNE))
+    assert out.topic == "PostgreSQL_server.public.customers"
+    assert orjson.loads(out.key) == orjson.loads((GOLDEN / "customers_key.json").read_bytes())
+    got = orjson.loads(out.value)
+    want = orjson.loads((GOLDEN / "customers_create_value.json").read_bytes())
+    assert got["schema"] == want["schema"]
+    assert got["payload"] == want["payload"]
+    # Field order of the envelope and the source block is Debezium's.
+    assert list(got["payload"]) == ["before", "after", "source", "op", "ts_ms", "transaction"]
+    assert list(got["payload"]["source"]) == [
+        "version", "connector", "name", "ts_ms", "snapshot", "db", "sequence", "schema",
+        "table", "txId", "lsn", "xmin"]
+
+
+def test_delete_is_followed_by_tombstone_with_same_key() -> None:
+    d, t = fmt().render(record(Op.DELETE, ANNE, None))
+    assert orjson.loads(d.value)["payload"]["op"] == "d"
+    assert orjson.loads(d.value)["payload"]["after"] is None
+    assert t.key == d.key and t.value is None
+
+
+def test_tombstones_can_be_disabled() -> None:
+    assert len(fmt(tombstones_on_delete=False).render(record(Op.DELETE, ANNE, None))) == 1
+
+
+def test_absent_values_render_as_null_or_fallback_and_toast_as_placeholder() -> None:
+    table = customers()
+    cols = list(table.columns)
+    cols[3] = Column("email", 3, "text", ConnectSchema(STRING, optional=True))
+    table = TableSchema(table.id, tuple(cols), ("id",))
+    (d, _) = fmt().render(record(Op.DELETE, (7, ABSENT, ABSENT, ABSENT), None, table=table))
+    assert orjson.loads(d.value)["payload"]["before"] == {
+        "id": 7, "first_name": "", "last_name": "", "email": None}
+    (u,) = fmt(toasted_value_placeholder="__x").render(
+        record(Op.UPDATE, None, (7, "a", UNCHANGED_TOAST, "e"), table=table))
+    assert orjson.loads(u.value)["payload"]["after"]["last_name"] == "__x"
+
+
+def test_key_change_headers() -> None:
+    new = (2, *ANNE[1:])
+    d, t, c = fmt().render_many([
+        record(Op.DELETE, ANNE, None, other_key=new),
+        record(Op.CREATE, None, new, other_key=ANNE),
+    ])
+    assert orjson.loads(dict(d.headers)["__debezium.newkey"])["payload"] == {"id": 2}
+    assert orjson.loads(dict(c.headers)["__debezium.oldkey"])["payload"] == {"id": 1}
+    assert t.value is None and orjson.loads(t.key)["payload"] == {"id": 1}
+
+
+def test_keyless_table_has_null_key_and_no_tombstone() -> None:
+    table = TableSchema(customers().id, customers().columns, ())
+    out = fmt().render(record(Op.DELETE, ANNE, None, table=table))
+    assert len(out) == 1 and out[0].key is None
+
+
+def test_schemas_disabled_gives_bare_payloads() -> None:
+    (out,) = fmt(key_schemas=False, value_schemas=False).render(record(Op.CREATE, None, ANNE))
+    assert orjson.loads(out.key) == {"id": 1}
+    assert orjson.loads(out.value)["after"]["email"] == "annek@noanswer.org"
+
+
+def test_snapshot_markers_and_transaction_block() -> None:
+    r = record(Op.READ, None, ANNE, snapshot=SnapshotMarker.LAST, tx=TxInfo("555", 3, 2))
+    plain = orjson.loads(fmt().render(r)[0].value)["payload"]
+    assert plain["source"]["snapshot"] == "last" and plain["transaction"] is None
+    withtx = orjson.loads(fmt(provide_transaction_metadata=True).render(r)[0].value)["payload"]
+    assert withtx["transaction"] == {"id": "555", "total_order": 3, "data_collection_order": 2}
+
+
+def test_schema_bytes_are_cached_per_table_object() -> None:
+    f = fmt()
+    t = customers()
+    a = f.plan(t, CTX)
+    assert f.plan(t, CTX) is a
+    assert f.plan(customers(), CTX) is not a  # a new TableSchema (schema change) re-plans
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (Decimal("0"), b"\x00"),
+        (Decimal("-1"), b"\xff"),
+        (Decimal("127"), b"\x7f"),
+        (Decimal("128"), b"\x00\x80"),
+        (Decimal("-128"), b"\x80"),
+        (Decimal("-129"), b"\xff\x7f"),
+        (Decimal("1.00"), b"\x64"),
+        (Decimal("2.55"), b"\x00\xff"),
+        (Decimal("-12.345"), (-12345).to_bytes(2, "big", signed=True)),
+    ],
+)
+def test_decimal_unscaled_bytes_match_java_biginteger(value: Decimal, expected: bytes) -> None:
+    assert unscaled_bytes(value) == expected
+
+
+def test_json_default_encodes_bytes_and_decimals_as_base64() -> None:
+    assert json_default(b"\x01\x02") == "AQI="
+    assert json_default(Decimal("1.00")) == "ZA=="
+    with pytest.raises(TypeError):
+        json_default(object())
+
+
+@pytest.mark.parametrize(
+    ("name", "first", "expected"),
+    [("PostgreSQL_server", True, "PostgreSQL_server"), ("my-server", True, "my_server"),
+     ("1abc", True, "_abc"), ("1abc", False, "1abc"), ("tbl.x", False, "tbl_x")],
+)
+def test_avro_name_sanitisation(name: str, first: bool, expected: str) -> None:
+    assert avro_name(name, first=first) == expected

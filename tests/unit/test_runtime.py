@@ -1,0 +1,207 @@
+"""The database-independent runtime: queue back-pressure, offsets, ack-after-durable ordering."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from headwater.engine.offsets import FileOffsetStore, OffsetStoreError
+from headwater.engine.queue import Batch, ChangeEventQueue, QueueClosed
+from headwater.engine.runtime import CaptureRuntime
+from headwater.engine.source import SourceRunContext, StartPlan, StreamState
+from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
+from headwater.model.schema import INT32, Column, ConnectSchema, TableId, TableSchema
+from headwater.model.topic import TopicRecord
+
+CTX = SourceContext("test", "srv", "0")
+TABLE = TableSchema(TableId("db", "s", "t"), (Column("id", 0, "int", ConnectSchema(INT32)),),
+                    ("id",))
+
+
+def rec(i: int) -> ChangeRecord:
+    return ChangeRecord(CTX, TABLE, Op.CREATE, None, (i,), 0, 0, SnapshotMarker.FALSE, i)
+
+
+def test_queue_blocks_producer_when_full_and_drains_in_batches() -> None:
+    q = ChangeEventQueue(max_queue_size=10, max_batch_size=4)
+    q.put(Batch([rec(i) for i in range(3)]))
+    q.put(Batch([rec(i) for i in range(3)]))
+    q.put(Batch([rec(i) for i in range(3)]))
+    blocked = threading.Event()
+    done = threading.Event()
+
+    def producer() -> None:
+        blocked.set()
+        q.put(Batch([rec(i) for i in range(3)]))  # 12 > 10: waits for the consumer
+        done.set()
+
+    t = threading.Thread(target=producer)
+    t.start()
+    blocked.wait()
+    time.sleep(0.2)
+    assert not done.is_set()
+    first = q.drain(1.0)
+    assert sum(len(b.records) for b in first) == 3  # 3 + 3 would exceed max.batch.size 4
+    t.join(2)
+    assert done.is_set()
+    assert q.remaining_capacity == 1
+
+
+def test_queue_oversized_batch_goes_alone_and_close_releases_producers() -> None:
+    q = ChangeEventQueue(max_queue_size=4, max_batch_size=2)
+    q.put(Batch([rec(i) for i in range(6)]))  # larger than the queue: accepted when empty
+    assert [len(b.records) for b in q.drain(0.1)] == [6]
+    q.put(Batch([rec(0)] * 4))
+    errors: list[BaseException] = []
+
+    def producer() -> None:
+        try:
+            q.put(Batch([rec(1)]))
+        except QueueClosed as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=producer)
+    t.start()
+    time.sleep(0.1)
+    q.close()
+    t.join(2)
+    assert len(errors) == 1
+    assert q.drain(0.01)  # what was queued can still be drained
+
+
+def test_offset_store_roundtrip_atomic_and_partition_checked(tmp_path: Path) -> None:
+    store = FileOffsetStore(tmp_path / "o" / "offsets.json", {"server": "a"})
+    assert store.load() is None
+    store.save({"lsn": 5})
+    store.save({"lsn": 9})
+    assert store.load() == {"lsn": 9}
+    assert not list((tmp_path / "o").glob(".*tmp"))
+    with pytest.raises(OffsetStoreError, match="partition"):
+        FileOffsetStore(store.path, {"server": "b"}).load()
+    store.path.write_text("{torn")
+    with pytest.raises(OffsetStoreError, match="not valid JSON"):
+        store.load()
+
+
+class Journal:
+    """Records the order in which the runtime writes, stores offsets and acknowledges."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, Any]] = []
+        self.fail_writes = False
+
+
+class FakeWriter:
+    def __init__(self, journal: Journal) -> None:
+        self.j = journal
+
+    def append(self, records: Sequence[TopicRecord]) -> None:
+        if self.j.fail_writes:
+            raise OSError("disk full")
+        self.j.steps.append(("write", len(records)))
+
+    def maintain(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.j.steps.append(("close", None))
+
+
+class FakeRenderer:
+    def render_many(self, records: Sequence[ChangeRecord]) -> list[TopicRecord]:
+        return [TopicRecord("t", None, b"{}", 0) for _ in records]
+
+
+class FakeStore(FileOffsetStore):
+    def __init__(self, path: Path, journal: Journal) -> None:
+        super().__init__(path, {"server": "srv"})
+        self.j = journal
+
+    def save(self, offset: dict[str, Any]) -> None:
+        self.j.steps.append(("offset", offset["n"]))
+        super().save(offset)
+
+
+class FakeStreaming:
+    def __init__(self, journal: Journal, batches: int, stop_after: bool = True) -> None:
+        self.j = journal
+        self.batches = batches
+
+    def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
+        start = (offset or {}).get("n", 0)
+        for i in range(start + 1, start + 1 + self.batches):
+            ctx.emit(Batch([rec(i)], offset={"n": i}, ack=i))
+        ctx.stopping.wait(5)
+
+    def acknowledge(self, token: Any) -> None:
+        self.j.steps.append(("ack", token))
+
+
+class FakeConnector:
+    def __init__(self, streaming: FakeStreaming) -> None:
+        self.streaming = streaming
+        self.started_with: Any = "never"
+
+    @property
+    def context(self) -> SourceContext:
+        return CTX
+
+    @property
+    def partition(self) -> dict[str, Any]:
+        return {"server": "srv"}
+
+    def start(self, offset: dict[str, Any] | None) -> StartPlan:
+        self.started_with = offset
+        return StartPlan(None, self.streaming)
+
+    def close(self) -> None:
+        pass
+
+
+def runtime(tmp_path: Path, j: Journal, batches: int) -> tuple[CaptureRuntime, FakeConnector]:
+    conn = FakeConnector(FakeStreaming(j, batches))
+    rt = CaptureRuntime(conn, FakeRenderer(), FakeWriter(j), FakeStore(tmp_path / "o.json", j),
+                        max_queue_size=100, max_batch_size=1, poll_interval_ms=20)
+    return rt, conn
+
+
+def test_runtime_acknowledges_only_after_write_and_offset(tmp_path: Path) -> None:
+    j = Journal()
+    rt, _ = runtime(tmp_path, j, batches=3)
+    t = threading.Thread(target=rt.run)
+    t.start()
+    deadline = time.monotonic() + 5
+    while ("ack", 3) not in j.steps and time.monotonic() < deadline:
+        time.sleep(0.01)
+    rt.stop()
+    t.join(5)
+    steps = [s for s in j.steps if s[0] != "close"]
+    assert steps == [("write", 1), ("offset", 1), ("ack", 1), ("write", 1), ("offset", 2),
+                     ("ack", 2), ("write", 1), ("offset", 3), ("ack", 3)]
+    assert rt.state is StreamState.PAUSED
+    # A restart resumes from the stored offset.
+    j2 = Journal()
+    rt2, conn2 = runtime(tmp_path, j2, batches=1)
+    t2 = threading.Thread(target=rt2.run)
+    t2.start()
+    time.sleep(0.3)
+    rt2.stop()
+    t2.join(5)
+    assert conn2.started_with == {"n": 3}
+    assert ("ack", 4) in j2.steps
+
+
+def test_failed_write_never_stores_offset_or_acknowledges(tmp_path: Path) -> None:
+    j = Journal()
+    j.fail_writes = True
+    rt, _ = runtime(tmp_path, j, batches=2)
+    with pytest.raises(OSError, match="disk full"):
+        rt.run()
+    assert not [s for s in j.steps if s[0] in ("offset", "ack")]
+    assert rt.state is StreamState.FAILED
+    assert FileOffsetStore(tmp_path / "o.json", {"server": "srv"}).load() is None
