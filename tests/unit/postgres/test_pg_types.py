@@ -8,6 +8,7 @@ Debezium's documentation and tests or from PostgreSQL itself (noted "PG").
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections.abc import Callable
 from decimal import Decimal
@@ -24,6 +25,7 @@ from headwater.connectors.postgres.types import (
     pg_column_mapping,
     temporal_precision,
 )
+from headwater.convert.temporal import format_zoned_timestamp
 from headwater.model.schema import (
     BOOLEAN,
     BYTES,
@@ -684,6 +686,38 @@ ZONED = [
 ]
 
 
+def _pg_timestamptz_text(utc_micros: int, offset_seconds: int) -> str:
+    """PostgreSQL's ISO output of an instant in a zone with the given offset."""
+    local = utc_micros + offset_seconds * 1_000_000
+    text = format_zoned_timestamp(local, 0)[:-1].replace("T", " ")
+    sign = "-" if offset_seconds < 0 else "+"
+    hh, rem = divmod(abs(offset_seconds), 3600)
+    mm, ss = divmod(rem, 60)
+    offset = f"{sign}{hh:02d}" + (f":{mm:02d}" if mm or ss else "") + (f":{ss:02d}" if ss else "")
+    year = text.split("-", 1)[0] if not text.startswith("-") else None
+    if year is None:  # astronomical year <= -1: PostgreSQL prints "YYYY ... BC"
+        y, rest = text[1:].split("-", 1)
+        return f"{1 - -int(y):04d}-{rest}{offset} BC"
+    if text.startswith("0000"):
+        return f"0001{text[4:]}{offset} BC"
+    return text.lstrip("+") + offset
+
+
+def test_timestamptz_random_instants_and_offsets() -> None:
+    rnd = random.Random(17)
+    offsets = [0, 3600, -3600, 19_800, -12_600, 49_500, -17_762, 1, -1, 50_400, -43_200]
+    for _ in range(3000):
+        utc = rnd.randint(-210_000_000_000_000_000, 9_000_000_000_000_000_000)
+        utc -= utc % rnd.choice((1, 10, 1000, 1_000_000))
+        offset = rnd.choice(offsets)
+        text = _pg_timestamptz_text(utc, offset)
+        for typmod in (-1, 0, 3, 6):
+            width = 6 if typmod < 0 else typmod
+            if width < 6 and utc % (10 ** (6 - width)):
+                continue
+            assert convert(1184, text, typmod) == format_zoned_timestamp(utc, width), text
+
+
 @pytest.mark.parametrize(("text", "typmod", "zoned"), ZONED)
 @pytest.mark.parametrize("modes", [DEFAULT, CONNECT])
 def test_timestamptz(text: str, typmod: int, zoned: str, modes: TypeModes) -> None:
@@ -709,6 +743,9 @@ def test_timestamptz(text: str, typmod: int, zoned: str, modes: TypeModes) -> No
         ("24:00:00+00", "24:00:00Z"),
         ("24:00:00+02", "22:00:00Z"),
         ("00:00:00+00", "00:00:00Z"),
+        ("13:51:30.5+01", "12:51:30.5Z"),
+        ("13:51:30.000001-01", "14:51:30.000001Z"),
+        ("12:00:00.5-03:30", "15:30:00.5Z"),
     ],
 )
 def test_timetz(text: str, zoned: str) -> None:

@@ -1,0 +1,200 @@
+"""Naming, listing and tail-scanning of topic log segments, shared by the writer and the reader.
+
+The on-disk format itself is documented in `headwater.topics.log`.  In short: a topic is a
+directory `<root>/<topic>/`; a segment is a JSON-lines file named after the offset of its first
+record, zero-padded to 20 digits.  A sealed (complete, immutable) segment is visible as
+`00000000000000000042.jsonl`; the one segment being appended to is hidden as
+`.00000000000000000042.jsonl.inprogress` because Spark and Hadoop file sources skip names that
+start with `.` or `_`, so a batch or streaming job never reads a file that is still growing.
+
+Finding the last offset of a segment reads only its tail (backwards, in chunks) rather than the
+whole file: recovery and `list_topics` must stay cheap with 64 MiB segments.  That relies on the
+writer's guarantee that every record is exactly one line, i.e. no raw newline inside a line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+import orjson
+
+__all__ = [
+    "INPROGRESS_SUFFIX",
+    "MAX_TOPIC_NAME_LENGTH",
+    "SEALED_SUFFIX",
+    "CorruptSegmentError",
+    "InvalidTopicNameError",
+    "Segment",
+    "inprogress_name",
+    "last_complete_line",
+    "list_segments",
+    "list_topic_names",
+    "parse_segment_name",
+    "sealed_name",
+    "validate_topic_name",
+]
+
+SEALED_SUFFIX = ".jsonl"
+INPROGRESS_SUFFIX = ".jsonl.inprogress"
+MAX_TOPIC_NAME_LENGTH = 249  # Kafka's limit
+_DIGITS = 20
+_TOPIC_RE = re.compile(r"[A-Za-z0-9._-]+")
+_TAIL_CHUNK = 64 * 1024
+
+
+class InvalidTopicNameError(ValueError):
+    """A topic name that Kafka would reject, or that would collide with a hidden file."""
+
+
+class CorruptSegmentError(RuntimeError):
+    """A segment file that does not hold what the writer could have written."""
+
+
+def validate_topic_name(name: str) -> str:
+    """Return `name` if it is a legal topic name, else raise `InvalidTopicNameError`.
+
+    Kafka's rule (letters, digits, `.`, `_`, `-`; 1 to 249 characters; not `.` or `..`) plus:
+    no leading `.`, since the topic directory would be hidden (and `<root>/.lock` lives there).
+    Leading `_` stays legal: Debezium's heartbeat topic is `__debezium-heartbeat.<prefix>`.
+    """
+    if not isinstance(name, str):
+        raise InvalidTopicNameError(f"topic name must be a str, got {type(name).__name__}")
+    if not name:
+        raise InvalidTopicNameError("topic name is empty")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicNameError(
+            f"topic name is {len(name)} characters long, max is {MAX_TOPIC_NAME_LENGTH}: "
+            f"{name[:40]!r}..."
+        )
+    if _TOPIC_RE.fullmatch(name) is None:
+        raise InvalidTopicNameError(
+            f"illegal topic name {name!r}: only ASCII letters, digits, '.', '_' and '-' are allowed"
+        )
+    if name.startswith("."):
+        raise InvalidTopicNameError(
+            f"illegal topic name {name!r}: must not start with '.' (hidden directory)"
+        )
+    return name
+
+
+def sealed_name(base: int) -> str:
+    """Visible file name of the sealed segment whose first record has offset `base`."""
+    return f"{base:020d}{SEALED_SUFFIX}"
+
+
+def inprogress_name(base: int) -> str:
+    """Hidden file name of the in-progress segment whose first record has offset `base`."""
+    return f".{base:020d}{INPROGRESS_SUFFIX}"
+
+
+def parse_segment_name(name: str) -> tuple[int, bool] | None:
+    """`(base offset, sealed)` for a segment file name, None for any other file."""
+    if name.endswith(INPROGRESS_SUFFIX) and name.startswith("."):
+        digits = name[1 : -len(INPROGRESS_SUFFIX)]
+        sealed = False
+    elif name.endswith(SEALED_SUFFIX) and not name.startswith("."):
+        digits = name[: -len(SEALED_SUFFIX)]
+        sealed = True
+    else:
+        return None
+    if len(digits) != _DIGITS or not digits.isascii() or not digits.isdigit():
+        return None
+    return int(digits), sealed
+
+
+class Segment(NamedTuple):
+    """One segment file of a topic directory."""
+
+    base: int  # offset of its first record
+    sealed: bool
+    path: Path
+
+
+def list_segments(topic_dir: Path) -> list[Segment]:
+    """Segments of a topic directory sorted by base offset (sealed before in-progress on a tie).
+
+    A missing directory yields an empty list.
+    """
+    out: list[Segment] = []
+    try:
+        entries = os.scandir(topic_dir)
+    except FileNotFoundError:
+        return out
+    with entries:
+        for entry in entries:
+            parsed = parse_segment_name(entry.name)
+            if parsed is not None:
+                out.append(Segment(parsed[0], parsed[1], topic_dir / entry.name))
+    out.sort(key=lambda s: (s.base, not s.sealed))
+    return out
+
+
+def list_topic_names(root: Path) -> list[str]:
+    """Names of the topic directories under `root` (other entries are ignored), sorted."""
+    names: list[str] = []
+    try:
+        entries = os.scandir(root)
+    except FileNotFoundError:
+        return names
+    with entries:
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            try:
+                validate_topic_name(entry.name)
+            except InvalidTopicNameError:
+                continue
+            names.append(entry.name)
+    names.sort()
+    return names
+
+
+def _rfind_newline(fd: int, end: int) -> int:
+    """Position of the last b"\\n" strictly before byte `end` of the file, or -1."""
+    pos = end
+    while pos > 0:
+        start = max(0, pos - _TAIL_CHUNK)
+        chunk = os.pread(fd, pos - start, start)
+        if len(chunk) != pos - start:
+            # The file shrank under us (a writer truncating a torn tail): search what we have.
+            pos = start + len(chunk)
+            if not chunk:
+                return -1
+        i = chunk.rfind(b"\n")
+        if i >= 0:
+            return start + i
+        pos = start
+    return -1
+
+
+def _line_offset(line: bytes) -> int | None:
+    """The `offset` of one complete line, None if it is not a valid record line."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    off = obj.get("offset")
+    if type(off) is not int or off < 0:
+        return None
+    return off
+
+
+def last_complete_line(fd: int, size: int) -> tuple[int, int, int | None]:
+    """Scan the tail of an open segment: `(end, start, offset)`.
+
+    `end` is the length of the prefix made of complete lines (just past the last b"\\n"), `start`
+    the position where the last complete line begins, `offset` that line's record offset (None
+    when the file holds no complete line, or when the last complete line is not a valid record;
+    callers decide whether that is corruption or a torn tail).
+    """
+    end = _rfind_newline(fd, size) + 1
+    if end == 0:
+        return 0, 0, None
+    start = _rfind_newline(fd, end - 1) + 1
+    line = os.pread(fd, end - start, start)
+    return end, start, _line_offset(line)
