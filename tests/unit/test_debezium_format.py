@@ -10,7 +10,8 @@ import orjson
 import pytest
 
 from headwater.connectors.postgres.position import PostgresPosition, PostgresSourceBlock
-from headwater.formats.connect_json import avro_name, json_default, unscaled_bytes
+from headwater.convert.decimal import decimal_to_unscaled_bytes
+from headwater.formats.connect_json import avro_name, json_default
 from headwater.formats.debezium_json import DebeziumJsonFormat
 from headwater.model.record import (
     ABSENT,
@@ -148,7 +149,7 @@ def test_schema_bytes_are_cached_per_table_object() -> None:
     ],
 )
 def test_decimal_unscaled_bytes_match_java_biginteger(value: Decimal, expected: bytes) -> None:
-    assert unscaled_bytes(value) == expected
+    assert decimal_to_unscaled_bytes(value) == expected
 
 
 def test_json_default_encodes_bytes_and_decimals_as_base64() -> None:

@@ -118,15 +118,28 @@ def test_round_trip_keys_values_tombstones_headers(tmp_path: Path) -> None:
 
 
 def test_raw_newlines_in_documents_become_spaces(tmp_path: Path) -> None:
+    records = [
+        OutRecord(b'{"id":1}', b'{"a":\n"b"}', 1),  # each line break alone in one field
+        OutRecord(b'{"id":2}', b'{"a":\r"b"}', 2),
+        OutRecord(b'{"id":\n3}', b"{}", 3),
+        OutRecord(b'{"id":\r4}', b"{}", 4),
+        OutRecord(b'{"id":5}', b"{\r\n}", 5, (("h", b"[1,\n2]"),)),
+    ]
     with TopicLog(tmp_path) as log:
-        log.append({T: [OutRecord(b'{"id":\n1}', b'{\r\n"a": "b"\n}', 1)]})
-        log.append({T: [rec(1)]})
+        log.append({T: records})
+        log.append({T: [rec(5)]})
     lines = (tmp_path / T / sealed_name(0)).read_bytes().split(b"\n")
-    assert len(lines) == 3  # two records, then the empty string after the final newline
-    assert lines[0] == b'{"offset":0,"timestamp":1,"key":{"id": 1},"value":{  "a": "b" }}'
-    r = next(read(tmp_path, T))
-    assert (r.key, r.value) == (b'{"id": 1}', b'{  "a": "b" }')
-    assert offsets(tmp_path) == [0, 1]
+    assert len(lines) == 7  # six records, then the empty string after the final newline
+    assert lines[2] == b'{"offset":2,"timestamp":3,"key":{"id": 3},"value":{}}'
+    got = [(r.key, r.value, r.headers) for r in read(tmp_path, T)]
+    assert got[:5] == [
+        (b'{"id":1}', b'{"a": "b"}', ()),
+        (b'{"id":2}', b'{"a": "b"}', ()),
+        (b'{"id": 3}', b"{}", ()),
+        (b'{"id": 4}', b"{}", ()),
+        (b'{"id":5}', b"{  }", (("h", b"[1, 2]"),)),
+    ]
+    assert offsets(tmp_path) == list(range(6))
 
 
 def test_unencodable_record_writes_nothing_and_log_stays_usable(tmp_path: Path) -> None:

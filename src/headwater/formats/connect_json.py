@@ -14,6 +14,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from headwater.convert.decimal import decimal_to_unscaled_bytes
 from headwater.model.schema import NO_DEFAULT, ConnectSchema
 
 _AVRO_INVALID = re.compile(r"[^A-Za-z0-9_]")
@@ -48,22 +49,12 @@ def schema_to_json(schema: ConnectSchema, field_name: str | None = None) -> dict
     return node
 
 
-def unscaled_bytes(value: Decimal) -> bytes:
-    """Java `BigInteger.toByteArray()` of the unscaled value: minimal two's complement."""
-    sign, digits, _ = value.as_tuple()
-    unscaled = int("".join(map(str, digits)) or "0")
-    if sign:
-        unscaled = -unscaled
-    length = (unscaled + (unscaled < 0)).bit_length() // 8 + 1
-    return unscaled.to_bytes(length, "big", signed=True)
-
-
 def json_default(value: Any) -> Any:
     """orjson `default=` hook: the Connect JSON encodings of bytes and decimals."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, Decimal):
-        return base64.b64encode(unscaled_bytes(value)).decode("ascii")
+        return base64.b64encode(decimal_to_unscaled_bytes(value)).decode("ascii")
     raise TypeError(f"cannot encode {type(value).__name__} as Kafka Connect JSON")
 
 
