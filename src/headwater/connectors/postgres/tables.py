@@ -70,7 +70,7 @@ class TableCodec:
                 for conv, v in zip(self.converters, values, strict=True)
             )
         return tuple(
-            [None if v is None else conv(v) for conv, v in zip(self.converters, values, strict=True)]
+            [None if v is None else c(v) for c, v in zip(self.converters, values, strict=True)]
         )
 
     def same_shape(self, incoming: tuple[IncomingColumn, ...]) -> bool:
