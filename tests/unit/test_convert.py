@@ -582,12 +582,16 @@ def test_precise_fixed_scale() -> None:
         BYTES, True, dec.DECIMAL, 1, {"scale": "4", "connect.decimal.precision": "6"}
     )
     assert list(schema.parameters or {}) == ["scale", "connect.decimal.precision"]
-    value = convert("22.2200")
+    encoded = convert("22.2200")
+    assert encoded == base64.b64encode((222200).to_bytes(3, "big", signed=True)).decode()
+    value = encoded.value
     assert value == Decimal("22.2200")
     assert value.as_tuple().exponent == -4
-    assert convert("-0.0001").as_tuple() == Decimal("-0.0001").as_tuple()
-    assert convert("22.22").as_tuple().exponent == -4  # quantized if a value lacks digits
-    assert str(fallback) == "0.0000"
+    assert convert("-0.0001").value.as_tuple() == Decimal("-0.0001").as_tuple()
+    assert convert("-0.0001") == base64.b64encode(b"\xff").decode()
+    assert convert("22.22").value.as_tuple().exponent == -4  # quantized if a value lacks digits
+    assert convert("22.22") == encoded
+    assert str(fallback.value) == "0.0000" and fallback == "AA=="
     for special in ("NaN", "Infinity", "-Infinity"):
         with pytest.raises(UnrepresentableValueError):
             convert(special)
@@ -595,11 +599,13 @@ def test_precise_fixed_scale() -> None:
 
 def test_precise_scale_zero_and_max_precision() -> None:
     _, convert, fallback = dec.decimal_mapping("precise", 4, 0, False)
-    assert convert("22").as_tuple().exponent == 0
-    assert fallback == Decimal(0)
+    assert convert("22").value.as_tuple().exponent == 0
+    assert fallback.value == Decimal(0)
     text = "1" * 500 + "." + "2" * 500
     _, convert, _ = dec.decimal_mapping("precise", 1000, 500, False)
-    value = convert(text)
+    encoded = convert(text)
+    assert base64.b64decode(encoded) == decimal_to_unscaled_bytes(encoded.value)
+    value = encoded.value
     assert str(value) == text
     assert dec.twos_complement_to_int(decimal_to_unscaled_bytes(value)) == int(
         Decimal(text.replace(".", ""))

@@ -57,8 +57,8 @@ def fmt(**kw: Any) -> DebeziumJsonFormat:
 
 
 def test_golden_customers_create_matches_reference_field_by_field() -> None:
-    (out,) = fmt().render(record(Op.CREATE, None, ANNE))
-    assert out.topic == "PostgreSQL_server.public.customers"
+    ((topic, out),) = fmt().render(record(Op.CREATE, None, ANNE))
+    assert topic == "PostgreSQL_server.public.customers"
     assert orjson.loads(out.key) == orjson.loads((GOLDEN / "customers_key.json").read_bytes())
     got = orjson.loads(out.value)
     want = orjson.loads((GOLDEN / "customers_create_value.json").read_bytes())
@@ -72,7 +72,7 @@ def test_golden_customers_create_matches_reference_field_by_field() -> None:
 
 
 def test_delete_is_followed_by_tombstone_with_same_key() -> None:
-    d, t = fmt().render(record(Op.DELETE, ANNE, None))
+    (_, d), (_, t) = fmt().render(record(Op.DELETE, ANNE, None))
     assert orjson.loads(d.value)["payload"]["op"] == "d"
     assert orjson.loads(d.value)["payload"]["after"] is None
     assert t.key == d.key and t.value is None
@@ -87,20 +87,20 @@ def test_absent_values_render_as_null_or_fallback_and_toast_as_placeholder() -> 
     cols = list(table.columns)
     cols[3] = Column("email", 3, "text", ConnectSchema(STRING, optional=True))
     table = TableSchema(table.id, tuple(cols), ("id",))
-    (d, _) = fmt().render(record(Op.DELETE, (7, ABSENT, ABSENT, ABSENT), None, table=table))
+    ((_, d), _) = fmt().render(record(Op.DELETE, (7, ABSENT, ABSENT, ABSENT), None, table=table))
     assert orjson.loads(d.value)["payload"]["before"] == {
         "id": 7, "first_name": "", "last_name": "", "email": None}
-    (u,) = fmt(toasted_value_placeholder="__x").render(
+    ((_, u),) = fmt(toasted_value_placeholder="__x").render(
         record(Op.UPDATE, None, (7, "a", UNCHANGED_TOAST, "e"), table=table))
     assert orjson.loads(u.value)["payload"]["after"]["last_name"] == "__x"
 
 
 def test_key_change_headers() -> None:
     new = (2, *ANNE[1:])
-    d, t, c = fmt().render_many([
+    ((_, (d, t, c)),) = fmt().render_batch([
         record(Op.DELETE, ANNE, None, other_key=new),
         record(Op.CREATE, None, new, other_key=ANNE),
-    ])
+    ]).items()
     assert orjson.loads(dict(d.headers)["__debezium.newkey"])["payload"] == {"id": 2}
     assert orjson.loads(dict(c.headers)["__debezium.oldkey"])["payload"] == {"id": 1}
     assert t.value is None and orjson.loads(t.key)["payload"] == {"id": 1}
@@ -109,20 +109,22 @@ def test_key_change_headers() -> None:
 def test_keyless_table_has_null_key_and_no_tombstone() -> None:
     table = TableSchema(customers().id, customers().columns, ())
     out = fmt().render(record(Op.DELETE, ANNE, None, table=table))
-    assert len(out) == 1 and out[0].key is None
+    assert len(out) == 1 and out[0][1].key is None
 
 
 def test_schemas_disabled_gives_bare_payloads() -> None:
-    (out,) = fmt(key_schemas=False, value_schemas=False).render(record(Op.CREATE, None, ANNE))
+    ((_, out),) = fmt(key_schemas=False, value_schemas=False).render(
+        record(Op.CREATE, None, ANNE))
     assert orjson.loads(out.key) == {"id": 1}
     assert orjson.loads(out.value)["after"]["email"] == "annek@noanswer.org"
 
 
 def test_snapshot_markers_and_transaction_block() -> None:
     r = record(Op.READ, None, ANNE, snapshot=SnapshotMarker.LAST, tx=TxInfo("555", 3, 2))
-    plain = orjson.loads(fmt().render(r)[0].value)["payload"]
+    plain = orjson.loads(fmt().render(r)[0][1].value)["payload"]
     assert plain["source"]["snapshot"] == "last" and plain["transaction"] is None
-    withtx = orjson.loads(fmt(provide_transaction_metadata=True).render(r)[0].value)["payload"]
+    withtx = orjson.loads(
+        fmt(provide_transaction_metadata=True).render(r)[0][1].value)["payload"]
     assert withtx["transaction"] == {"id": "555", "total_order": 3, "data_collection_order": 2}
 
 

@@ -16,7 +16,7 @@ from headwater.engine.runtime import CaptureRuntime
 from headwater.engine.source import SourceRunContext, StartPlan, StreamState
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
 from headwater.model.schema import INT32, Column, ConnectSchema, TableId, TableSchema
-from headwater.model.topic import TopicRecord
+from headwater.model.topic import TopicBatch, TopicRecord
 
 CTX = SourceContext("test", "srv", "0")
 TABLE = TableSchema(TableId("db", "s", "t"), (Column("id", 0, "int", ConnectSchema(INT32)),),
@@ -100,10 +100,10 @@ class FakeWriter:
     def __init__(self, journal: Journal) -> None:
         self.j = journal
 
-    def append(self, records: Sequence[TopicRecord]) -> None:
+    def append(self, batch: TopicBatch) -> None:
         if self.j.fail_writes:
             raise OSError("disk full")
-        self.j.steps.append(("write", len(records)))
+        self.j.steps.append(("write", sum(len(v) for v in batch.values())))
 
     def maintain(self) -> None:
         pass
@@ -113,8 +113,8 @@ class FakeWriter:
 
 
 class FakeRenderer:
-    def render_many(self, records: Sequence[ChangeRecord]) -> list[TopicRecord]:
-        return [TopicRecord("t", None, b"{}", 0) for _ in records]
+    def render_batch(self, records: Sequence[ChangeRecord]) -> TopicBatch:
+        return {"t": [TopicRecord(None, b"{}", 0) for _ in records]}
 
 
 class FakeStore(FileOffsetStore):

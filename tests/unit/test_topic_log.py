@@ -251,11 +251,11 @@ def test_segments_roll_by_size(tmp_path: Path) -> None:
 
 
 def test_segments_roll_by_time_in_append(tmp_path: Path) -> None:
-    with TopicLog(tmp_path, segment_ms=50) as log:
+    with TopicLog(tmp_path, segment_ms=400) as log:
         log.append({T: [rec(0)], "quiet": [rec(0)]})
         log.append({T: [rec(1)]})
         assert visible(tmp_path / T) == []  # young: still in progress
-        time.sleep(0.08)
+        time.sleep(0.45)
         log.append({T: [rec(2)]})
         # the old segment was sealed before writing; rolling covers untouched topics too
         assert visible(tmp_path / T) == [sealed_name(0)]

@@ -22,13 +22,13 @@ from headwater.engine.offsets import FileOffsetStore
 from headwater.engine.queue import Batch, ChangeEventQueue, QueueClosed
 from headwater.engine.source import Connector, SourceRunContext, StreamingSource, StreamState
 from headwater.model.record import ChangeRecord
-from headwater.model.topic import TopicRecord
+from headwater.model.topic import TopicBatch
 
 log = logging.getLogger("headwater.engine.runtime")
 
 
 class TopicWriter(Protocol):
-    def append(self, records: Sequence[TopicRecord]) -> None:
+    def append(self, batch: TopicBatch) -> None:
         """Append and make durable before returning."""
         ...
 
@@ -38,7 +38,7 @@ class TopicWriter(Protocol):
 
 
 class RecordRenderer(Protocol):
-    def render_many(self, records: Sequence[ChangeRecord]) -> list[TopicRecord]: ...
+    def render_batch(self, records: Sequence[ChangeRecord]) -> TopicBatch: ...
 
 
 class CaptureRuntime:
@@ -161,7 +161,7 @@ class CaptureRuntime:
             if b.ack is not None:
                 ack = b.ack
         if records:
-            self.writer.append(self.renderer.render_many(records))
+            self.writer.append(self.renderer.render_batch(records))
             self.metrics.record_events(records)
         if offset is not None:
             self.offsets.save(offset)

@@ -8,8 +8,12 @@ from typing import NamedTuple
 class TopicRecord(NamedTuple):
     """One record for a topic: JSON bytes of key and value (None = null key / tombstone)."""
 
-    topic: str
     key: bytes | None
     value: bytes | None
     timestamp: int  # ms since the epoch
     headers: tuple[tuple[str, bytes], ...] = ()
+
+
+# Records grouped by topic, each list in emission order: the unit formats produce and topic
+# writers append (grouping once in the format avoids a per-record regrouping pass).
+TopicBatch = dict[str, list[TopicRecord]]

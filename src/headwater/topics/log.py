@@ -31,8 +31,10 @@ One record per line (JSON lines, UTF-8, `\\n`-terminated), keys always in this o
 
 Spark reads a topic with `spark.read.schema("offset LONG, timestamp LONG, key STRING,
 value STRING, headers MAP<STRING,STRING>").json("<root>/<topic>")`: declaring key/value as STRING
-yields their raw JSON text.  Consequence of the JSON form: a key or value whose bytes are the
-JSON document `null` is indistinguishable from None.
+yields their raw JSON text for objects, arrays and numbers (checked with Spark 4: whitespace and
+big integers survive), but the unquoted content for a JSON string.  Spark and Hadoop skip the
+hidden in-progress files.  Consequence of the JSON form: a key or value whose bytes are the JSON
+document `null` is indistinguishable from None.
 
 Visibility contract
 ===================
@@ -83,10 +85,10 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import NamedTuple
 
 import orjson
 
+from headwater.model.topic import TopicRecord
 from headwater.topics.segment import (
     CorruptSegmentError,
     InvalidTopicNameError,
@@ -127,13 +129,8 @@ _NULL = b"null"
 _NEVER = 1 << 62
 
 
-class OutRecord(NamedTuple):
-    """A record to append.  key/value are JSON documents as bytes (None: null key, tombstone)."""
-
-    key: bytes | None
-    value: bytes | None
-    timestamp: int  # ms since the epoch
-    headers: tuple[tuple[str, bytes], ...] = ()
+# A record to append: key/value are JSON documents as bytes (None: null key, tombstone).
+OutRecord = TopicRecord
 
 
 class TopicLogError(RuntimeError):

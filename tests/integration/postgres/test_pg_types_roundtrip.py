@@ -327,6 +327,8 @@ def test_numeric_precise_matches_postgres(conn: Any) -> None:
                 unscaled = int.from_bytes(value["value"], "big", signed=True)
                 assert Decimal(unscaled).scaleb(-value["scale"], EXACT) == Decimal(text)
             else:
+                assert isinstance(value, str)  # ConnectDecimal: the JSON encoding + .value
+                value = value.value
                 assert isinstance(value, Decimal)
                 assert value == Decimal(text)
                 declared = int((m.schema.parameters or {})["scale"])

@@ -7,6 +7,7 @@ Debezium's documentation and tests or from PostgreSQL itself (noted "PG").
 
 from __future__ import annotations
 
+import base64
 import math
 import random
 import time
@@ -25,6 +26,7 @@ from headwater.connectors.postgres.types import (
     pg_column_mapping,
     temporal_precision,
 )
+from headwater.convert.decimal import ConnectDecimal, decimal_to_unscaled_bytes
 from headwater.convert.temporal import format_zoned_timestamp
 from headwater.model.schema import (
     BOOLEAN,
@@ -197,10 +199,11 @@ def test_schema_and_fallback(
     m = mapping(oid, typmod, modes, optional)
     assert m.schema == schema.with_optional(optional)
     assert m.supported
-    assert type(m.fallback) is type(fallback)
-    assert m.fallback == fallback
+    got = m.fallback.value if isinstance(m.fallback, ConnectDecimal) else m.fallback
+    assert type(got) is type(fallback)
+    assert got == fallback
     if isinstance(fallback, Decimal):
-        assert m.fallback.as_tuple() == fallback.as_tuple()
+        assert got.as_tuple() == fallback.as_tuple()
 
 
 def test_variable_scale_numeric_schema_and_fallback() -> None:
@@ -434,7 +437,10 @@ def test_bytea_rejects_bad_escapes() -> None:
     ],
 )
 def test_numeric_precise_fixed_scale(precision: int, scale: int, text: str, expected: str) -> None:
-    value = convert(1700, text, numeric_typmod(precision, scale))
+    encoded = convert(1700, text, numeric_typmod(precision, scale))
+    assert isinstance(encoded, ConnectDecimal)
+    value = encoded.value
+    assert encoded == base64.b64encode(decimal_to_unscaled_bytes(value)).decode()
     assert isinstance(value, Decimal)
     assert str(value) == expected
     assert value.as_tuple().exponent == -max(scale, 0)

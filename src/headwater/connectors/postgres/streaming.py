@@ -123,6 +123,10 @@ class PostgresStreamingSource:
         skip_commit: int | None, skip_index: int | None,
     ) -> None:
         decode = pgoutput.decode
+        new = tuple.__new__
+        CREATE = Op.CREATE  # noqa: N806 (local alias of a constant, hot path)
+        STREAMING = SnapshotMarker.FALSE  # noqa: N806
+        xid_str = ""
         context = self.context
         max_batch = self.max_batch_size
         codecs = self._codecs
@@ -189,12 +193,13 @@ class PostgresStreamingSource:
                 table = codec.schema
                 count = per_table.get(m.relation_oid, 0) + 1
                 per_table[m.relation_oid] = count
-                pos = PostgresPosition(msg.data_start, commit_lsn, prev_commit, xid)
-                tx = TxInfo(str(xid), tx_index, count)
+                # tuple.__new__ on NamedTuples skips their Python-level __new__ (hot path).
+                pos = new(PostgresPosition, (msg.data_start, commit_lsn, prev_commit, xid, None))
+                tx = new(TxInfo, (xid_str, tx_index, count))
                 if kind is pgoutput.Insert:
-                    pending.append(ChangeRecord(
-                        context, table, Op.CREATE, None, codec.convert(m.new), ts_ms,
-                        int(time.time() * 1000), SnapshotMarker.FALSE, pos, tx))
+                    pending.append(new(ChangeRecord, (
+                        context, table, CREATE, None, codec.convert(m.new), ts_ms,
+                        int(time.time() * 1000), STREAMING, pos, tx, None)))
                 elif kind is pgoutput.Update:
                     self._update(pending, codec, m, ts_ms, pos, tx)
                 else:
@@ -209,6 +214,7 @@ class PostgresStreamingSource:
             elif kind is pgoutput.Begin:
                 commit_lsn = m.final_lsn
                 xid = m.xid
+                xid_str = str(xid)
                 ts_ms = m.commit_ts_us // 1000
                 tx_index = 0
                 per_table = {}
