@@ -37,7 +37,8 @@ strings longer than CPython's 4300-digit ``int()`` limit go through ``Decimal`` 
 
 from __future__ import annotations
 
-from base64 import b64encode as _b64encode
+from base64 import b64decode as _b64decode
+from binascii import b2a_base64 as _b2a_base64
 from collections.abc import Callable
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
 from typing import Any
@@ -122,23 +123,30 @@ class ConnectDecimal(str):
     orjson `default=` call per decimal cost more than the rest of the event).
     """
 
-    value: Decimal
+    __slots__ = ("scale",)
+    scale: int
 
     @classmethod
-    def of(cls, value: Decimal, unscaled: int) -> ConnectDecimal:
+    def of(cls, unscaled: int, scale: int) -> ConnectDecimal:
         magnitude = unscaled if unscaled >= 0 else ~unscaled
         raw = unscaled.to_bytes(magnitude.bit_length() // 8 + 1, "big", signed=True)
-        obj = cls(_b64encode(raw).decode("ascii"))
-        obj.value = value
+        obj = cls(_b2a_base64(raw, newline=False).decode("ascii"))
+        obj.scale = scale
         return obj
 
+    @property
+    def value(self) -> Decimal:
+        """The number (computed on demand: the JSON hot path never needs it)."""
+        unscaled = int.from_bytes(_b64decode(self), "big", signed=True)
+        return Decimal(unscaled).scaleb(-self.scale, context=EXACT)
+
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_connect_decimal, (str(self), self.value))
+        return (_connect_decimal, (str(self), self.scale))
 
 
-def _connect_decimal(text: str, value: Decimal) -> ConnectDecimal:
+def _connect_decimal(text: str, scale: int) -> ConnectDecimal:
     obj = ConnectDecimal(text)
-    obj.value = value
+    obj.scale = scale
     return obj
 
 
@@ -305,16 +313,20 @@ def decimal_mapping(
         last = text[-1]
         if last in {"N", "y"}:
             raise _unrepresentable(text, column)
+        dot = find(text, ".")
+        if (len(text) - dot - 1 if dot >= 0 else 0) == fixed_scale:
+            # PostgreSQL prints a numeric(p,s) with exactly s decimals: its unscaled value is
+            # the digits without the dot, no Decimal arithmetic needed.
+            try:
+                return encode(int(text[:dot] + text[dot + 1:] if dot >= 0 else text), fixed_scale)
+            except ValueError:
+                pass  # not plain digits: let Decimal parse or reject it
         try:
             d = decimal_(text)
         except ArithmeticError:
             raise ValueError(f"invalid decimal {text!r}") from None
-        dot = find(text, ".")
-        if (len(text) - dot - 1 if dot >= 0 else 0) == fixed_scale:
-            # Already at the column's scale: the unscaled value is the digits without the dot.
-            return encode(d, int(text.replace(".", "", 1)))
         d = d.quantize(quantum, context=EXACT)
-        return encode(d, unscaled_value(d))
+        return encode(unscaled_value(d), fixed_scale)
 
-    zero = ConnectDecimal.of(Decimal(0).scaleb(-scale), 0)
+    zero = ConnectDecimal.of(0, scale)
     return decimal_schema(precision, scale, optional), to_decimal, zero

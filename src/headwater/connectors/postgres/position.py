@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from headwater import __version__
-from headwater.model.record import ChangeRecord, SnapshotMarker
+from headwater.model.record import ChangeRecord
 from headwater.model.schema import INT64, STRING, STRUCT, ConnectField, ConnectSchema
 
 CONNECTOR_VERSION = f"headwater-{__version__}"
@@ -63,9 +63,6 @@ POSTGRES_SOURCE_SCHEMA = ConnectSchema(
     ),
 )
 
-_SNAPSHOT_VALUES = {m: m.value for m in SnapshotMarker}
-
-
 class PostgresSourceBlock:
     """`io.debezium.connector.postgresql.Source` for a record with a PostgresPosition."""
 
@@ -84,7 +81,7 @@ class PostgresSourceBlock:
             "connector": "postgresql",
             "name": record.context.server_name,
             "ts_ms": record.source_ts_ms,
-            "snapshot": _SNAPSHOT_VALUES[record.snapshot],
+            "snapshot": record.snapshot,  # an Enum: orjson writes its value
             "db": table.database,
             "sequence": sequence,
             "schema": table.schema,
