@@ -53,6 +53,7 @@ def run(
     """Run a connector until stopped (Ctrl-C or SIGTERM stop it gracefully, flushing)."""
     setup_logging(log_level)
     cfg = _load(config)
+    log.info("connector configuration: %s", cfg.redacted())
     from headwater.capture import build_runtime
 
     runtime = build_runtime(cfg)

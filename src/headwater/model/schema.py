@@ -139,18 +139,20 @@ class TableSchema:
     key_origin: str = "primary_key"
     # Source-specific extras a format may need (e.g. PostgreSQL replica identity).
     attributes: Mapping[str, Any] = field(default_factory=dict)
+    # Derived once: read for every event on the hot paths.
+    column_names: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    key_positions: tuple[int, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        names = tuple(c.name for c in self.columns)
+        missing = [k for k in self.key_columns if k not in names]
+        if missing:
+            raise ValueError(f"table {self.id}: key columns {missing} are not among its columns")
+        object.__setattr__(self, "column_names", names)
+        object.__setattr__(self, "key_positions", tuple(names.index(k) for k in self.key_columns))
 
     def column(self, name: str) -> Column:
         for col in self.columns:
             if col.name == name:
                 return col
         raise KeyError(f"table {self.id} has no column {name!r}")
-
-    @property
-    def column_names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.columns)
-
-    @property
-    def key_positions(self) -> tuple[int, ...]:
-        names = self.column_names
-        return tuple(names.index(k) for k in self.key_columns)
