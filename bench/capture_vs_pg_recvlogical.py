@@ -69,6 +69,48 @@ def lsn(text: str) -> int:
     return (int(hi, 16) << 32) | int(lo, 16)
 
 
+def run_headwater(
+    pg: LocalPostgres, work: Path, end_lsn: int, schemas: bool, profile: str | None
+) -> tuple[float, float, int]:
+    """Runs `headwater run` until its stored offset reaches `end_lsn`: (seconds, RSS MB, bytes)."""
+    work.mkdir(parents=True)
+    config = work / "bench.properties"
+    offsets = work / "offsets.json"
+    slot = "hw_slot_with" if schemas else "hw_slot_without"
+    enabled = "true" if schemas else "false"
+    config.write_text(
+        "connector.class=io.debezium.connector.postgresql.PostgresConnector\n"
+        f"database.hostname=127.0.0.1\ndatabase.port={pg.port}\n"
+        f"database.user={pg.user}\ndatabase.dbname=bench\ntopic.prefix=bench\n"
+        f"slot.name={slot}\npublication.name=bench_pub\nsnapshot.mode=no_data\n"
+        f"key.converter.schemas.enable={enabled}\nvalue.converter.schemas.enable={enabled}\n"
+        f"offset.storage.file.filename={offsets}\nheadwater.topics.dir={work / 'topics'}\n"
+    )
+    cmd = [sys.executable, "-m", "headwater.cli", "run", str(config), "--log-level", "WARNING"]
+    if profile:
+        spy = Path(sys.executable).with_name("py-spy")
+        cmd = [str(spy), "record", "-r", "250", "--format", "raw", "-o",
+               f"{profile}.{slot}", "--", *cmd]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd)
+    while True:
+        time.sleep(0.05)
+        if proc.poll() is not None:
+            raise SystemExit(f"headwater exited with {proc.returncode}")
+        try:
+            stored = json.loads(offsets.read_text())["offset"]["lsn"]
+        except (OSError, ValueError, KeyError):
+            continue
+        if stored >= end_lsn:
+            break
+    seconds = time.monotonic() - t0
+    proc.send_signal(2 if profile else 15)
+    proc.wait(60)
+    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    size = sum(f.stat().st_size for f in (work / "topics").rglob("*") if f.is_file())
+    return seconds, rss_mb, size
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--changes", type=int, default=1_000_000)
@@ -83,7 +125,7 @@ def main() -> None:
         conn = pg.connect("bench")
         cur = conn.cursor()
         cur.execute(GEN)
-        for slot in ("ref_slot", "hw_slot"):
+        for slot in ("ref_slot", "hw_slot_with", "hw_slot_without"):
             cur.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
         t0 = time.monotonic()
         cur.execute("CALL gen(%s)", (args.changes,))
@@ -107,44 +149,16 @@ def main() -> None:
         )
         ref_s = time.monotonic() - t0
 
-        # Headwater.
-        config = work / "bench.properties"
-        offsets = work / "offsets.json"
-        config.write_text(
-            "connector.class=io.debezium.connector.postgresql.PostgresConnector\n"
-            f"database.hostname=127.0.0.1\ndatabase.port={pg.port}\n"
-            f"database.user={pg.user}\ndatabase.dbname=bench\ntopic.prefix=bench\n"
-            "slot.name=hw_slot\npublication.name=bench_pub\nsnapshot.mode=no_data\n"
-            f"offset.storage.file.filename={offsets}\nheadwater.topics.dir={work / 'topics'}\n"
-        )
-        t0 = time.monotonic()
-        cmd = [sys.executable, "-m", "headwater.cli", "run", str(config), "--log-level", "WARNING"]
-        if args.profile:
-            spy = Path(sys.executable).with_name("py-spy")
-            cmd = [str(spy), "record", "-r", "250", "--format", "raw", "-o", args.profile,
-                   "--", *cmd]
-        proc = subprocess.Popen(cmd)
-        while True:
-            time.sleep(0.05)
-            if proc.poll() is not None:
-                raise SystemExit(f"headwater exited with {proc.returncode}")
-            try:
-                stored = json.loads(offsets.read_text())["offset"]["lsn"]
-            except (OSError, ValueError, KeyError):
-                continue
-            if stored >= end_lsn:
-                break
-        hw_s = time.monotonic() - t0
-        proc.send_signal(2 if args.profile else 15)
-        proc.wait(60)
-        rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        size = sum(f.stat().st_size for f in (work / "topics").rglob("*") if f.is_file())
-        ref_rate = args.changes / ref_s
-        hw_rate = args.changes / hw_s
-        print(f"pg_recvlogical : {ref_s:7.2f} s  {ref_rate:10,.0f} events/s")
-        print(f"headwater      : {hw_s:7.2f} s  {hw_rate:10,.0f} events/s  "
-              f"(topic log {size / 2**20:,.0f} MiB, peak RSS {rss_mb:,.0f} MB)")
-        print(f"ratio headwater / pg_recvlogical = {hw_rate / ref_rate:.2f}  (goal >= 0.80)")
+        print(f"pg_recvlogical : {ref_s:7.2f} s  {args.changes / ref_s:10,.0f} events/s")
+        for schemas in (True, False):
+            hw_s, rss_mb, size = run_headwater(
+                pg, work / ("with" if schemas else "without"), end_lsn, schemas, args.profile)
+            ratio = ref_s / hw_s
+            label = "schemas.enable=true " if schemas else "schemas.enable=false"
+            print(f"headwater      : {hw_s:7.2f} s  {args.changes / hw_s:10,.0f} events/s  "
+                  f"ratio {ratio:.2f} (goal >= 0.80)  [{label}; topic log "
+                  f"{size / 2**20:,.0f} MiB, {size / args.changes:,.0f} B/event, "
+                  f"peak RSS {rss_mb:,.0f} MB]")
     finally:
         pg.cleanup()
         if not args.keep:
