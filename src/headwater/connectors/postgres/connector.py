@@ -27,9 +27,10 @@ from headwater.connectors.postgres.catalog import (
 )
 from headwater.connectors.postgres.config import PostgresConnectorConfig
 from headwater.connectors.postgres.connection import connect, qualified, quote_ident
+from headwater.connectors.postgres.pgoutput import format_lsn, parse_lsn
 from headwater.connectors.postgres.position import CONNECTOR_VERSION
 from headwater.connectors.postgres.snapshot import PostgresSnapshotSource
-from headwater.connectors.postgres.streaming import PostgresStreamingSource, lsn_str
+from headwater.connectors.postgres.streaming import PostgresStreamingSource
 from headwater.connectors.postgres.tables import (
     IncomingColumn,
     TableCodec,
@@ -46,11 +47,6 @@ log = logging.getLogger("headwater.connectors.postgres")
 
 class PostgresConnectorError(RuntimeError):
     """A condition the user must act on; the message says what to do."""
-
-
-def parse_pg_lsn(text: str) -> int:
-    hi, lo = text.split("/")
-    return (int(hi, 16) << 32) | int(lo, 16)
 
 
 class PostgresConnector:
@@ -239,7 +235,7 @@ class PostgresConnector:
         return {
             "active": bool(active),
             "active_pid": pid,
-            "confirmed_flush_lsn": parse_pg_lsn(confirmed) if confirmed else 0,
+            "confirmed_flush_lsn": parse_lsn(confirmed) if confirmed else 0,
         }
 
     def _create_slot(self, *, export: bool) -> tuple[int, str]:
@@ -249,8 +245,8 @@ class PostgresConnector:
             f"CREATE_REPLICATION_SLOT {quote_ident(self.config.slot_name)} LOGICAL pgoutput {opt}"
         )
         _, cp_text, snapshot_name, _ = cur.fetchone()
-        cp = parse_pg_lsn(cp_text)
-        log.info("slot step: created slot %s at %s", self.config.slot_name, lsn_str(cp))
+        cp = parse_lsn(cp_text)
+        log.info("slot step: created slot %s at %s", self.config.slot_name, format_lsn(cp))
         return cp, snapshot_name or ""
 
     # -- schemas ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Any
 
 from headwater.connectors.postgres.catalog import TableInfo
 from headwater.connectors.postgres.connection import connect, qualified, quote_ident
+from headwater.connectors.postgres.pgoutput import format_lsn
 from headwater.connectors.postgres.position import PostgresPosition
 from headwater.connectors.postgres.tables import TableCodec
 from headwater.engine.metrics import CaptureMetrics
@@ -167,9 +168,8 @@ class PostgresSnapshotSource:
         cur.execute("SELECT txid_snapshot_xmin(txid_current_snapshot())")
         tx_id = int(cur.fetchone()[0])
         log.info(
-            "snapshot step: import exported snapshot %s at LSN %X/%X (%d tables)",
-            self.snapshot_name, self.consistent_lsn >> 32, self.consistent_lsn & 0xFFFFFFFF,
-            len(self.tables),
+            "snapshot step: import exported snapshot %s at LSN %s (%d tables)",
+            self.snapshot_name, format_lsn(self.consistent_lsn), len(self.tables),
         )
         cur.execute(f"SET LOCAL lock_timeout = {int(self.lock_timeout_ms)}")
         for info, _ in self.tables:

@@ -46,10 +46,6 @@ log = logging.getLogger("headwater.connectors.postgres.streaming")
 CodecFactory = Callable[[int, str, str, tuple[IncomingColumn, ...]], TableCodec | None]
 
 
-def lsn_str(lsn: int) -> str:
-    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
-
-
 class PostgresStreamingSource:
     def __init__(
         self,
@@ -106,7 +102,7 @@ class PostgresStreamingSource:
         cur = self.conn.cursor()
         self._cur = cur
         log.info("streaming step: START_REPLICATION SLOT %s LOGICAL %s (publication %s)",
-                 self.slot_name, lsn_str(start_lsn), self.publication_name)
+                 self.slot_name, pgoutput.format_lsn(start_lsn), self.publication_name)
         cur.start_replication(
             slot_name=self.slot_name,
             slot_type=REPLICATION_LOGICAL,
