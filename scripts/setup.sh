@@ -27,7 +27,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.headwater-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/pip install -q --upgrade pip >/dev/null
-  .venv/bin/pip install -q -e ".[dev,spark]"
+  echo "installing Python packages into .venv (log: .venv/pip.log) ..."
+  if ! { .venv/bin/pip install --upgrade pip && .venv/bin/pip install -e ".[dev,spark]"; } \
+      > .venv/pip.log 2>&1; then
+    tail -n 40 .venv/pip.log >&2
+    exit 1
+  fi
   touch "$stamp"
 fi

@@ -27,6 +27,8 @@ def build_runtime(cfg: PostgresConnectorConfig) -> CaptureRuntime:
         tombstones_on_delete=cfg.tombstones_on_delete,
         toasted_value_placeholder=cfg.unavailable_value_placeholder,
         provide_transaction_metadata=cfg.provide_transaction_metadata,
+        transaction_topic=cfg.topic_transaction,
+        heartbeat_topic_prefix=cfg.topic_heartbeat_prefix,
     )
     sink = TopicLogSink(
         Path(cfg.headwater_topics_dir),

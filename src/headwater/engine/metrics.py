@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from headwater.model.record import ChangeRecord
+from headwater.model.record import ChangeRecord, SourceEvent
 
 
 @dataclass(slots=True)
@@ -31,11 +31,12 @@ class CaptureMetrics:
     queue_capacity: int = 0
     queue_remaining: int = 0
 
-    def record_events(self, records: Sequence[ChangeRecord]) -> None:
-        if not records:
+    def record_events(self, records: Sequence[SourceEvent]) -> None:
+        changes = [r for r in records if type(r) is ChangeRecord]
+        if not changes:
             return
-        self.total_events_seen += len(records)
-        last = records[-1]
+        self.total_events_seen += len(changes)
+        last = changes[-1]
         self.last_event = f"{last.table.id} op={last.op.value}"
         self.last_event_monotonic = time.monotonic()
         self.last_source_ts_ms = last.source_ts_ms

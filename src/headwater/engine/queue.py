@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from headwater.model.record import ChangeRecord
+from headwater.model.record import SourceEvent
 
 
 class Batch(NamedTuple):
@@ -26,7 +26,7 @@ class Batch(NamedTuple):
     token handed back to the source's `acknowledge` (e.g. the LSN to confirm to PostgreSQL).
     """
 
-    records: Sequence[ChangeRecord]
+    records: Sequence[SourceEvent]
     offset: dict[str, Any] | None = None
     ack: Any = None
 

@@ -21,7 +21,7 @@ from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.offsets import FileOffsetStore
 from headwater.engine.queue import Batch, ChangeEventQueue, QueueClosed
 from headwater.engine.source import Connector, SourceRunContext, StreamingSource, StreamState
-from headwater.model.record import ChangeRecord
+from headwater.model.record import SourceEvent
 from headwater.model.topic import TopicBatch
 
 log = logging.getLogger("headwater.engine.runtime")
@@ -38,7 +38,7 @@ class TopicWriter(Protocol):
 
 
 class RecordRenderer(Protocol):
-    def render_batch(self, records: Sequence[ChangeRecord]) -> TopicBatch: ...
+    def render_batch(self, records: Sequence[SourceEvent]) -> TopicBatch: ...
 
 
 class CaptureRuntime:
@@ -151,7 +151,7 @@ class CaptureRuntime:
         self._set_state(StreamState.PAUSED if self.stopping.is_set() else StreamState.NOT_STARTED)
 
     def _write(self, batches: list[Batch]) -> None:
-        records: list[ChangeRecord] = []
+        records: list[SourceEvent] = []
         offset: dict[str, Any] | None = None
         ack: Any = None
         for b in batches:

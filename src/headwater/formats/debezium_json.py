@@ -19,8 +19,18 @@ from typing import Any, Protocol
 import orjson
 
 from headwater.formats.connect_json import avro_name, json_default, schema_to_json
-from headwater.model.record import ABSENT, UNCHANGED_TOAST, ChangeRecord, Op, SourceContext
+from headwater.model.record import (
+    ABSENT,
+    UNCHANGED_TOAST,
+    ChangeRecord,
+    HeartbeatEvent,
+    Op,
+    SourceContext,
+    SourceEvent,
+    TransactionEvent,
+)
 from headwater.model.schema import (
+    ARRAY,
     INT64,
     STRING,
     STRUCT,
@@ -42,6 +52,43 @@ TRANSACTION_BLOCK_SCHEMA = ConnectSchema(
     ),
 )
 
+
+
+_TX_KEY_SCHEMA = ConnectSchema(
+    STRUCT, optional=False, name="io.debezium.connector.common.TransactionMetadataKey",
+    fields=(ConnectField("id", ConnectSchema(STRING, optional=False)),),
+)
+_TX_VALUE_SCHEMA = ConnectSchema(
+    STRUCT, optional=False, name="io.debezium.connector.common.TransactionMetadataValue",
+    fields=(
+        ConnectField("status", ConnectSchema(STRING, optional=False)),
+        ConnectField("id", ConnectSchema(STRING, optional=False)),
+        ConnectField("event_count", ConnectSchema(INT64, optional=True)),
+        ConnectField("data_collections", ConnectSchema(
+            ARRAY, optional=True,
+            items=ConnectSchema(STRUCT, optional=False, fields=(
+                ConnectField("data_collection", ConnectSchema(STRING, optional=False)),
+                ConnectField("event_count", ConnectSchema(INT64, optional=False)),
+            )),
+        )),
+        ConnectField("ts_ms", ConnectSchema(INT64, optional=False)),
+    ),
+)
+_HEARTBEAT_KEY_SCHEMA = ConnectSchema(
+    STRUCT, optional=False, name="io.debezium.connector.common.ServerNameKey",
+    fields=(ConnectField("serverName", ConnectSchema(STRING, optional=False)),),
+)
+_HEARTBEAT_VALUE_SCHEMA = ConnectSchema(
+    STRUCT, optional=False, name="io.debezium.connector.common.Heartbeat",
+    fields=(ConnectField("ts_ms", ConnectSchema(INT64, optional=False)),),
+)
+
+
+def _envelope(schema: ConnectSchema, payload: Any, with_schema: bool) -> bytes:
+    body = orjson.dumps(payload)
+    if not with_schema:
+        return body
+    return b'{"schema":' + orjson.dumps(schema_to_json(schema)) + b',"payload":' + body + b"}"
 
 
 class SourceBlock(Protocol):
@@ -125,7 +172,11 @@ class DebeziumJsonFormat:
         tombstones_on_delete: bool = True,
         toasted_value_placeholder: str = "__debezium_unavailable_value",
         provide_transaction_metadata: bool = False,
+        transaction_topic: str = "transaction",
+        heartbeat_topic_prefix: str = "__debezium-heartbeat",
     ) -> None:
+        self.transaction_topic = transaction_topic
+        self.heartbeat_topic_prefix = heartbeat_topic_prefix
         self.source_block = source_block
         self.key_schemas = key_schemas
         self.value_schemas = value_schemas
@@ -180,11 +231,34 @@ class DebeziumJsonFormat:
             return plan.key_prefix + payload + b"}"
         return payload
 
-    def render(self, record: ChangeRecord) -> list[tuple[str, TopicRecord]]:
+    def render(self, record: SourceEvent) -> list[tuple[str, TopicRecord]]:
         """The topic records of one change, in order (event, then tombstone if any)."""
         return [(topic, r) for topic, recs in self.render_batch([record]).items() for r in recs]
 
-    def render_batch(self, records: Sequence[ChangeRecord]) -> TopicBatch:
+    def _render_other(self, event: SourceEvent, out: TopicBatch) -> None:
+        """Transaction boundaries and heartbeats (rare: no hot-path care needed)."""
+        server = event.context.server_name
+        if isinstance(event, TransactionEvent):
+            topic = f"{server}.{self.transaction_topic}"
+            key = _envelope(_TX_KEY_SCHEMA, {"id": event.id}, self.key_schemas)
+            collections = (
+                [{"data_collection": n, "event_count": c} for n, c in event.data_collections]
+                if event.data_collections is not None else None
+            )
+            value = _envelope(_TX_VALUE_SCHEMA, {
+                "status": event.status, "id": event.id, "event_count": event.event_count,
+                "data_collections": collections, "ts_ms": event.ts_ms,
+            }, self.value_schemas)
+            out.setdefault(topic, []).append(TopicRecord(key, value, event.ts_ms))
+        elif isinstance(event, HeartbeatEvent):
+            topic = f"{self.heartbeat_topic_prefix}.{server}"
+            key = _envelope(_HEARTBEAT_KEY_SCHEMA, {"serverName": server}, self.key_schemas)
+            value = _envelope(_HEARTBEAT_VALUE_SCHEMA, {"ts_ms": event.ts_ms}, self.value_schemas)
+            out.setdefault(topic, []).append(TopicRecord(key, value, event.ts_ms))
+        else:  # pragma: no cover - the union is exhaustive
+            raise TypeError(f"cannot render {type(event).__name__}")
+
+    def render_batch(self, records: Sequence[SourceEvent]) -> TopicBatch:
         """Renders records grouped by topic, each topic's list in the records' order.
 
         This is the capture hot path: per record it builds the payload dict, serializes it
@@ -203,6 +277,10 @@ class DebeziumJsonFormat:
         plan: _TablePlan | None = None
         topic_list: list[TopicRecord] = []
         for record in records:
+            if type(record) is not ChangeRecord:
+                self._render_other(record, out)
+                last_table = None  # the topic list may have been switched
+                continue
             table = record.table
             if table is not last_table:
                 plan = self.plan(table, record.context)

@@ -90,3 +90,28 @@ class ChangeRecord(NamedTuple):
     # On the two halves of a primary-key change, the other half's row image: the new row on
     # the delete (Debezium header __debezium.newkey), the old row on the create (oldkey).
     other_key: tuple[Any, ...] | None = None
+
+
+class TransactionEvent(NamedTuple):
+    """A transaction boundary (Debezium `provide.transaction.metadata`): BEGIN or END."""
+
+    context: SourceContext
+    status: str  # "BEGIN" or "END"
+    id: str
+    ts_ms: int
+    # END only: events of the transaction, in total and per table ("schema.table", count).
+    event_count: int | None
+    data_collections: tuple[tuple[str, int], ...] | None
+    position: Any
+
+
+class HeartbeatEvent(NamedTuple):
+    """A heartbeat: proof of life and a position to store while captured tables are idle."""
+
+    context: SourceContext
+    ts_ms: int
+    position: Any
+
+
+# What sources put on the queue and formats render.
+SourceEvent = ChangeRecord | TransactionEvent | HeartbeatEvent

@@ -17,8 +17,12 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
+    import logging
+
     from pyspark.sql import SparkSession
 
+    # py4j logs its shutdown at interpreter exit, after pytest has closed the streams.
+    logging.getLogger("py4j").setLevel(logging.ERROR)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     session = (

@@ -30,7 +30,7 @@ from headwater.connectors.postgres.connection import connect, qualified, quote_i
 from headwater.connectors.postgres.pgoutput import format_lsn, parse_lsn
 from headwater.connectors.postgres.position import CONNECTOR_VERSION
 from headwater.connectors.postgres.snapshot import PostgresSnapshotSource
-from headwater.connectors.postgres.streaming import PostgresStreamingSource
+from headwater.connectors.postgres.streaming import PostgresStreamingSource, StreamingOptions
 from headwater.connectors.postgres.tables import (
     IncomingColumn,
     TableCodec,
@@ -66,6 +66,7 @@ class PostgresConnector:
         self._conn: Any = None
         self._repl: Any = None
         self._catalog_conn: Any = None
+        self._action_conn: Any = None
         self._streaming: PostgresStreamingSource | None = None
         self.database = ""
 
@@ -278,16 +279,31 @@ class PostgresConnector:
             slot_name=cfg.slot_name,
             publication_name=cfg.publication_name,
             codec_factory=self._streaming_codec,
-            max_batch_size=cfg.max_batch_size,
-            status_interval_s=cfg.status_update_interval_ms / 1000.0,
+            options=StreamingOptions(
+                max_batch_size=cfg.max_batch_size,
+                status_interval_s=cfg.status_update_interval_ms / 1000.0,
+                skipped_operations=cfg.skipped_operations,
+                transaction_metadata=cfg.provide_transaction_metadata,
+                heartbeat_interval_s=cfg.heartbeat_interval_ms / 1000.0,
+                heartbeat_action=self._heartbeat_action if cfg.heartbeat_action_query else None,
+            ),
             metrics=self.metrics,
         )
         return self._streaming
 
+    def _heartbeat_action(self) -> None:
+        """Runs heartbeat.action.query, e.g. an update of a heartbeat table that makes the
+        captured database produce a change (and so a position to confirm)."""
+        if self._action_conn is None:
+            self._action_conn = connect(self._dsn, application_name="headwater-heartbeat")
+            self._action_conn.autocommit = True
+        with self._action_conn.cursor() as cur:
+            cur.execute(self.config.heartbeat_action_query)
+
     def close(self) -> None:
         if self._streaming is not None:
             self._streaming.close()
-        for c in (self._repl, self._catalog_conn, self._conn):
+        for c in (self._repl, self._catalog_conn, self._action_conn, self._conn):
             if c is not None:
                 try:
                     c.close()

@@ -11,8 +11,10 @@ nothing more to send right now, with:
 - the ack: the end LSN of the last transaction the chunk completes.
 
 Only `acknowledge` (called by the writer after the topic log fsync) moves the LSN we confirm to
-the server; psycopg2 sends that flush position in its standby status updates and keepalive
-replies, so `confirmed_flush_lsn` never passes what is durable.
+the server, so `confirmed_flush_lsn` never passes what is durable.  One exception keeps an idle
+captured database from pinning WAL that other databases write: with heartbeats on, when every
+transaction we received is durable and none is open, the server's sent position (reported in
+its keepalives) is confirmed, since no transaction of ours can commit before it unseen.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import logging
 import select
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -35,15 +38,73 @@ from headwater.model.record import (
     ABSENT,
     UNCHANGED_TOAST,
     ChangeRecord,
+    HeartbeatEvent,
     Op,
     SnapshotMarker,
     SourceContext,
+    SourceEvent,
+    TransactionEvent,
     TxInfo,
 )
 
 log = logging.getLogger("headwater.connectors.postgres.streaming")
 
 CodecFactory = Callable[[int, str, str, tuple[IncomingColumn, ...]], TableCodec | None]
+
+
+class FlushGuard:
+    """Caps the LSN we confirm below every message of a transaction that is not durable yet.
+
+    Why: psycopg2 forwards the flush position to the server's WAL end on a keepalive whenever
+    the last message it received starts at or before the LSN we last confirmed.  Transactions
+    are sent in commit order but their changes interleave in the WAL, so the Begin of the
+    next transaction can start before the previous commit's end LSN.  Confirming that end LSN
+    would then let psycopg2 confirm past a transaction we have received but not yet written,
+    and a crash would lose it.  Confirming at most one byte before the start of the oldest
+    transaction still in flight keeps psycopg2's condition false until everything received is
+    durable (the stored offset, not the slot, says where a restart resumes, so the lower
+    confirmation causes no re-delivery).
+    """
+
+    def __init__(self) -> None:
+        self._inflight: deque[list[int]] = deque()  # [begin data_start, end_lsn or -1]
+
+    def begin(self, data_start: int) -> None:
+        self._inflight.append([data_start, -1])
+
+    def commit(self, end_lsn: int) -> None:
+        if self._inflight:
+            self._inflight[-1][1] = end_lsn
+
+    def safe(self, durable: int) -> int:
+        """The highest LSN that may be confirmed when everything up to `durable` is durable."""
+        inflight = self._inflight
+        while inflight and 0 <= inflight[0][1] <= durable:
+            inflight.popleft()
+        if inflight:
+            return min(durable, inflight[0][0] - 1)
+        return durable
+
+
+class StreamingOptions:
+    """What the streaming source does beyond rows: all from the connector configuration."""
+
+    def __init__(
+        self,
+        *,
+        max_batch_size: int,
+        status_interval_s: float,
+        skipped_operations: frozenset[str] = frozenset({"t"}),
+        transaction_metadata: bool = False,
+        heartbeat_interval_s: float = 0.0,
+        heartbeat_action: Callable[[], None] | None = None,
+    ) -> None:
+        self.max_batch_size = max_batch_size
+        self.status_interval_s = max(0.5, status_interval_s)
+        self.skipped_operations = skipped_operations
+        self.transaction_metadata = transaction_metadata
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self.heartbeat_action = heartbeat_action
 
 
 class PostgresStreamingSource:
@@ -55,8 +116,7 @@ class PostgresStreamingSource:
         slot_name: str,
         publication_name: str,
         codec_factory: CodecFactory,
-        max_batch_size: int,
-        status_interval_s: float,
+        options: StreamingOptions,
         metrics: CaptureMetrics,
     ) -> None:
         self.conn = repl_conn
@@ -64,12 +124,12 @@ class PostgresStreamingSource:
         self.slot_name = slot_name
         self.publication_name = publication_name
         self.codec_factory = codec_factory
-        self.max_batch_size = max_batch_size
-        self.status_interval_s = max(0.5, status_interval_s)
+        self.options = options
         self.metrics = metrics
         self._durable = 0  # set by the writer thread (a plain int store is atomic)
         self._confirmed = 0
         self._cur: Any = None
+        self.guard = FlushGuard()
         # relation oid -> codec (None: table not captured)
         self._codecs: dict[int, TableCodec | None] = {}
 
@@ -80,10 +140,10 @@ class PostgresStreamingSource:
 
     # -- reader thread -------------------------------------------------------------------------
     def _send_feedback(self, force: bool = False) -> None:
-        durable = self._durable
-        if self._cur is not None and (durable > self._confirmed or force):
-            self._cur.send_feedback(write_lsn=durable, flush_lsn=durable, force=True)
-            self._confirmed = durable
+        safe = self.guard.safe(self._durable)
+        if self._cur is not None and (safe > self._confirmed or force):
+            self._cur.send_feedback(write_lsn=safe, flush_lsn=safe, force=True)
+            self._confirmed = max(self._confirmed, safe)
 
     def close(self) -> None:
         """Confirm the final durable position (called after the writer has drained)."""
@@ -96,8 +156,6 @@ class PostgresStreamingSource:
         if offset is None or "lsn" not in offset:
             raise RuntimeError("streaming needs a start offset (the snapshot or slot position)")
         start_lsn = int(offset["lsn"])
-        skip_commit = offset.get("lsn_commit")
-        skip_index = offset.get("tx_index")
         self._durable = max(self._durable, start_lsn)
         cur = self.conn.cursor()
         self._cur = cur
@@ -109,127 +167,12 @@ class PostgresStreamingSource:
             start_lsn=start_lsn,
             decode=False,
             options={"proto_version": "1", "publication_names": self.publication_name},
-            status_interval=self.status_interval_s,
+            status_interval=self.options.status_interval_s,
         )
         self.metrics.connected = True
-        self._loop(ctx, cur, start_lsn, skip_commit, skip_index)
+        _Loop(self, ctx, cur, offset).run()
 
-    def _loop(
-        self, ctx: SourceRunContext, cur: Any, start_lsn: int,
-        skip_commit: int | None, skip_index: int | None,
-    ) -> None:
-        decode = pgoutput.decode
-        new = tuple.__new__
-        CREATE = Op.CREATE  # noqa: N806 (local alias of a constant, hot path)
-        STREAMING = SnapshotMarker.FALSE  # noqa: N806
-        xid_str = ""
-        context = self.context
-        max_batch = self.max_batch_size
-        codecs = self._codecs
-        pending: list[ChangeRecord] = []
-        # transaction state
-        commit_lsn = 0
-        xid: int | None = None
-        ts_ms = 0
-        tx_index = 0
-        per_table: dict[int, int] = {}
-        prev_commit: int | None = None
-        # offset state
-        resume_lsn = start_lsn
-        last_commit_lsn: int | None = None
-        last_index = 0
-        ack: int | None = None
-        last_feedback = time.monotonic()
-        skipping = skip_commit is not None
-
-        def emit() -> None:
-            nonlocal ack
-            offset = {
-                "lsn": resume_lsn,
-                "lsn_commit": last_commit_lsn,
-                "tx_index": last_index,
-                "txId": xid,
-                "ts_usec": ts_ms * 1000,
-                "snapshot_completed": True,
-            }
-            ctx.emit(Batch(pending[:], offset=offset, ack=ack))
-            pending.clear()
-            ack = None
-
-        while True:
-            if ctx.stopping.is_set():
-                if pending or ack is not None:
-                    emit()
-                return
-            msg = cur.read_message()
-            if msg is None:
-                if pending or ack is not None:
-                    emit()
-                now = time.monotonic()
-                if self._durable > self._confirmed or now - last_feedback > self.status_interval_s:
-                    self._send_feedback(force=True)
-                    last_feedback = now
-                select.select([cur], [], [], 0.2)
-                continue
-            m: Any = decode(msg.payload)  # dispatched on type(m) below (fastest in CPython)
-            kind = type(m)
-            if kind is pgoutput.Insert or kind is pgoutput.Update or kind is pgoutput.Delete:
-                codec = codecs.get(m.relation_oid)
-                tx_index += 1
-                if codec is None:
-                    if m.relation_oid not in codecs:
-                        raise RuntimeError(f"row for unknown relation {m.relation_oid}")
-                    self.metrics.events_filtered += 1
-                    continue
-                if skipping and (
-                    commit_lsn < skip_commit  # type: ignore[operator]
-                    or (commit_lsn == skip_commit and tx_index <= (skip_index or 0))
-                ):
-                    continue
-                table = codec.schema
-                count = per_table.get(m.relation_oid, 0) + 1
-                per_table[m.relation_oid] = count
-                # tuple.__new__ on NamedTuples skips their Python-level __new__ (hot path).
-                pos = new(PostgresPosition, (msg.data_start, commit_lsn, prev_commit, xid, None))
-                tx = new(TxInfo, (xid_str, tx_index, count))
-                if kind is pgoutput.Insert:
-                    pending.append(new(ChangeRecord, (
-                        context, table, CREATE, None, codec.convert(m.new), ts_ms,
-                        int(time.time() * 1000), STREAMING, pos, tx, None)))
-                elif kind is pgoutput.Update:
-                    self._update(pending, codec, m, ts_ms, pos, tx)
-                else:
-                    before = self._old_image(codec, m.old, m.old_kind)
-                    pending.append(ChangeRecord(
-                        context, table, Op.DELETE, before, None, ts_ms,
-                        int(time.time() * 1000), SnapshotMarker.FALSE, pos, tx))
-                last_commit_lsn = commit_lsn
-                last_index = tx_index
-                if len(pending) >= max_batch:
-                    emit()
-            elif kind is pgoutput.Begin:
-                commit_lsn = m.final_lsn
-                xid = m.xid
-                xid_str = str(xid)
-                ts_ms = m.commit_ts_us // 1000
-                tx_index = 0
-                per_table = {}
-                if skipping and skip_commit is not None and commit_lsn > skip_commit:
-                    skipping = False
-            elif kind is pgoutput.Commit:
-                prev_commit = m.commit_lsn
-                resume_lsn = m.end_lsn
-                last_commit_lsn = m.commit_lsn
-                last_index = tx_index
-                ack = m.end_lsn
-                self.metrics.committed_transactions += 1
-                self.metrics.last_transaction_id = str(xid)
-            elif kind is pgoutput.Relation:
-                self._relation(m)
-            # Type, Origin, LogicalMessage and Truncate (skipped.operations=t, Debezium's
-            # default) carry nothing to emit here.
-
-    def _relation(self, m: Any) -> None:
+    def relation(self, m: Any) -> None:
         incoming = tuple(
             IncomingColumn(c.name, c.type_oid, c.type_modifier, c.is_key) for c in m.columns
         )
@@ -238,42 +181,283 @@ class PostgresStreamingSource:
             return
         self._codecs[m.oid] = self.codec_factory(m.oid, m.namespace, m.name, incoming)
 
-    def _old_image(self, codec: TableCodec, old: Any, kind: str | None) -> tuple[Any, ...] | None:
-        if old is None:
-            return None
-        values = codec.convert(old)
-        if kind == "K":
-            # Only replica identity columns were sent; the rest are unknown, not NULL.
-            ident = codec.identity
-            values = tuple(v if i in ident else ABSENT for i, v in enumerate(values))
-        return values
 
-    def _update(
-        self, pending: list[ChangeRecord], codec: TableCodec, m: Any, ts_ms: int,
-        pos: PostgresPosition, tx: TxInfo,
+def old_image(codec: TableCodec, old: Any, kind: str | None) -> tuple[Any, ...] | None:
+    """The before image: converted old tuple, ABSENT where a key-only tuple has no value."""
+    if old is None:
+        return None
+    values = codec.convert(old)
+    if kind == "K":
+        # Only replica identity columns were sent; the rest are unknown, not NULL.
+        ident = codec.identity
+        values = tuple(v if i in ident else ABSENT for i, v in enumerate(values))
+    return values
+
+
+class _Loop:
+    """One run of the replication stream: the transaction and offset state of the reader."""
+
+    def __init__(
+        self, source: PostgresStreamingSource, ctx: SourceRunContext, cur: Any,
+        offset: dict[str, Any],
     ) -> None:
-        context = self.context
+        self.source = source
+        self.ctx = ctx
+        self.cur = cur
+        self.options = source.options
+        self.pending: list[SourceEvent] = []
+        # transaction state
+        self.commit_lsn = 0
+        self.xid: int | None = None
+        self.xid_str = ""
+        self.ts_ms = 0
+        self.tx_index = 0
+        self.per_table: dict[int, int] = {}
+        self.in_tx = False
+        self.tx_events = 0
+        self.prev_commit: int | None = None
+        # offset state
+        self.resume_lsn = int(offset["lsn"])
+        self.last_commit_lsn: int | None = None
+        self.last_index = 0
+        self.ack: int | None = None
+        self.emitted_ack = self.resume_lsn  # highest ack handed to the writer
+        self.skip_commit: int | None = offset.get("lsn_commit")
+        self.skip_index: int = int(offset.get("tx_index") or 0)
+        self.skipping = self.skip_commit is not None
+        self.last_feedback = time.monotonic()
+        self.last_heartbeat = time.monotonic()
+
+    def emit(self) -> None:
+        offset = {
+            "lsn": self.resume_lsn,
+            "lsn_commit": self.last_commit_lsn,
+            "tx_index": self.last_index,
+            "txId": self.xid,
+            "ts_usec": self.ts_ms * 1000,
+            "snapshot_completed": True,
+        }
+        self.ctx.emit(Batch(self.pending, offset=offset, ack=self.ack))
+        if self.ack is not None:
+            self.emitted_ack = self.ack
+        self.pending = []
+        self.ack = None
+
+    def run(self) -> None:
+        source = self.source
+        ctx = self.ctx
+        cur = self.cur
+        decode = pgoutput.decode
+        new = tuple.__new__
+        create = Op.CREATE
+        delete = Op.DELETE
+        streaming = SnapshotMarker.FALSE
+        context = source.context
+        codecs = source._codecs
+        max_batch = self.options.max_batch_size
+        skipped = self.options.skipped_operations
+        skip_c, skip_u, skip_d = "c" in skipped, "u" in skipped, "d" in skipped
+        tx_metadata = self.options.transaction_metadata
+        metrics = source.metrics
+        Insert, Update, Delete = pgoutput.Insert, pgoutput.Update, pgoutput.Delete  # noqa: N806
+        while True:
+            if ctx.stopping.is_set():
+                if self.pending or self.ack is not None:
+                    self.emit()
+                return
+            msg = cur.read_message()
+            if msg is None:
+                self.idle()
+                continue
+            m: Any = decode(msg.payload)  # dispatched on type(m) below (fastest in CPython)
+            kind = type(m)
+            if kind is Insert or kind is Update or kind is Delete:
+                codec = codecs.get(m.relation_oid)
+                self.tx_index += 1
+                if codec is None:
+                    if m.relation_oid not in codecs:
+                        raise RuntimeError(f"row for unknown relation {m.relation_oid}")
+                    metrics.events_filtered += 1
+                    continue
+                if self.skipping and (
+                    self.commit_lsn < self.skip_commit  # type: ignore[operator]
+                    or (self.commit_lsn == self.skip_commit and self.tx_index <= self.skip_index)
+                ):
+                    continue
+                if (skip_c and kind is Insert) or (skip_d and kind is Delete):
+                    metrics.events_filtered += 1
+                    continue
+                if tx_metadata and self.tx_events == 0:
+                    self.begin_event()
+                table = codec.schema
+                count = self.per_table.get(m.relation_oid, 0) + 1
+                self.per_table[m.relation_oid] = count
+                # tuple.__new__ on NamedTuples skips their Python-level __new__ (hot path).
+                pos = new(PostgresPosition,
+                          (msg.data_start, self.commit_lsn, self.prev_commit, self.xid, None))
+                tx = new(TxInfo, (self.xid_str, self.tx_index, count))
+                now = int(time.time() * 1000)
+                if kind is Insert:
+                    self.pending.append(new(ChangeRecord, (
+                        context, table, create, None, codec.convert(m.new), self.ts_ms, now,
+                        streaming, pos, tx, None)))
+                    self.tx_events += 1
+                elif kind is Update:
+                    self.update(codec, m, now, pos, tx, skip_u)
+                else:
+                    before = old_image(codec, m.old, m.old_kind)
+                    self.pending.append(new(ChangeRecord, (
+                        context, table, delete, before, None, self.ts_ms, now, streaming, pos,
+                        tx, None)))
+                    self.tx_events += 1
+                self.last_commit_lsn = self.commit_lsn
+                self.last_index = self.tx_index
+                if len(self.pending) >= max_batch:
+                    self.emit()
+            elif kind is pgoutput.Begin:
+                source.guard.begin(msg.data_start)
+                self.begin(m)
+            elif kind is pgoutput.Commit:
+                source.guard.commit(m.end_lsn)
+                self.commit(m)
+            elif kind is pgoutput.Relation:
+                source.relation(m)
+            elif kind is pgoutput.Truncate:
+                self.truncate(m, msg.data_start)
+            # Type, Origin and logical decoding messages carry nothing to emit here.
+
+    # -- transactions ------------------------------------------------------------------------
+    def begin(self, m: Any) -> None:
+        self.commit_lsn = m.final_lsn
+        self.xid = m.xid
+        self.xid_str = str(m.xid)
+        self.ts_ms = m.commit_ts_us // 1000
+        self.tx_index = 0
+        self.tx_events = 0
+        self.per_table = {}
+        self.in_tx = True
+        if self.skipping and self.skip_commit is not None and self.commit_lsn > self.skip_commit:
+            self.skipping = False
+
+    def begin_event(self) -> None:
+        pos = PostgresPosition(self.commit_lsn, self.commit_lsn, self.prev_commit, self.xid)
+        self.pending.append(TransactionEvent(
+            self.source.context, "BEGIN", self.xid_str, self.ts_ms, None, None, pos))
+
+    def commit(self, m: Any) -> None:
+        if self.options.transaction_metadata and self.tx_events:
+            collections = []
+            for oid, count in self.per_table.items():
+                codec = self.source._codecs.get(oid)
+                if codec is not None:
+                    collections.append((codec.schema.id.identifier, count))
+            pos = PostgresPosition(m.commit_lsn, m.commit_lsn, self.prev_commit, self.xid)
+            self.pending.append(TransactionEvent(
+                self.source.context, "END", self.xid_str, self.ts_ms, self.tx_events,
+                tuple(collections), pos))
+        self.prev_commit = m.commit_lsn
+        self.resume_lsn = m.end_lsn
+        self.last_commit_lsn = m.commit_lsn
+        self.last_index = self.tx_index
+        self.ack = m.end_lsn
+        self.in_tx = False
+        self.source.metrics.committed_transactions += 1
+        self.source.metrics.last_transaction_id = self.xid_str
+
+    def truncate(self, m: Any, lsn: int) -> None:
+        self.tx_index += 1
+        if "t" in self.options.skipped_operations:
+            return
+        if self.skipping and (
+            self.commit_lsn < self.skip_commit  # type: ignore[operator]
+            or (self.commit_lsn == self.skip_commit and self.tx_index <= self.skip_index)
+        ):
+            return
+        now = int(time.time() * 1000)
+        for oid in m.relation_oids:
+            codec = self.source._codecs.get(oid)
+            if codec is None:
+                continue
+            if self.options.transaction_metadata and self.tx_events == 0:
+                self.begin_event()
+            count = self.per_table.get(oid, 0) + 1
+            self.per_table[oid] = count
+            pos = PostgresPosition(lsn, self.commit_lsn, self.prev_commit, self.xid)
+            self.pending.append(ChangeRecord(
+                self.source.context, codec.schema, Op.TRUNCATE, None, None, self.ts_ms, now,
+                SnapshotMarker.FALSE, pos, TxInfo(self.xid_str, self.tx_index, count)))
+            self.tx_events += 1
+        self.last_commit_lsn = self.commit_lsn
+        self.last_index = self.tx_index
+
+    def update(
+        self, codec: TableCodec, m: Any, now: int, pos: PostgresPosition, tx: TxInfo,
+        skip_u: bool,
+    ) -> None:
+        context = self.source.context
         table = codec.schema
         after = codec.convert(m.new)
-        before = self._old_image(codec, m.old, m.old_kind)
+        before = old_image(codec, m.old, m.old_kind)
         if before is not None and UNCHANGED_TOAST in after and m.old_kind == "O":
             after = tuple(
                 b if a is UNCHANGED_TOAST and b is not UNCHANGED_TOAST else a
                 for a, b in zip(after, before, strict=True)
             )
-        now = int(time.time() * 1000)
         keys = table.key_positions
         if before is not None and keys:
             old_key = tuple(before[i] for i in keys)
             new_key = tuple(after[i] for i in keys)
             if ABSENT not in old_key and old_key != new_key:
-                pending.append(ChangeRecord(
-                    context, table, Op.DELETE, before, None, ts_ms, now, SnapshotMarker.FALSE,
-                    pos, tx, other_key=after))
-                pending.append(ChangeRecord(
-                    context, table, Op.CREATE, None, after, ts_ms, now, SnapshotMarker.FALSE,
-                    pos, tx, other_key=before))
+                self.pending.append(ChangeRecord(
+                    context, table, Op.DELETE, before, None, self.ts_ms, now,
+                    SnapshotMarker.FALSE, pos, tx, other_key=after))
+                self.pending.append(ChangeRecord(
+                    context, table, Op.CREATE, None, after, self.ts_ms, now,
+                    SnapshotMarker.FALSE, pos, tx, other_key=before))
+                self.tx_events += 2
                 return
-        pending.append(ChangeRecord(
-            context, table, Op.UPDATE, before, after, ts_ms, now, SnapshotMarker.FALSE, pos, tx))
+        if skip_u:
+            self.source.metrics.events_filtered += 1
+            return
+        self.pending.append(ChangeRecord(
+            context, table, Op.UPDATE, before, after, self.ts_ms, now, SnapshotMarker.FALSE,
+            pos, tx))
+        self.tx_events += 1
 
+    # -- idle: flush, feedback, heartbeats ------------------------------------------------------
+    def idle(self) -> None:
+        source = self.source
+        if self.pending or self.ack is not None:
+            self.emit()
+        now = time.monotonic()
+        interval = self.options.heartbeat_interval_s
+        if interval > 0 and now - self.last_heartbeat >= interval:
+            self.last_heartbeat = now
+            self.heartbeat()
+        if (source.guard.safe(source._durable) > source._confirmed
+                or now - self.last_feedback > self.options.status_interval_s):
+            source._send_feedback(force=True)
+            self.last_feedback = now
+        select.select([self.cur], [], [], 0.2)
+
+    def heartbeat(self) -> None:
+        """Heartbeat record plus, when nothing of ours is in flight, the server's position."""
+        action = self.options.heartbeat_action
+        if action is not None:
+            try:
+                action()
+            except Exception as exc:
+                log.warning("heartbeat.action.query failed: %s", exc)
+        source = self.source
+        wal_end = int(getattr(self.cur, "wal_end", 0) or 0)
+        quiet = not self.in_tx and source._durable >= self.emitted_ack
+        position = self.resume_lsn
+        if quiet and wal_end > self.resume_lsn:
+            # Everything sent before wal_end is received and durable: confirm it, so WAL that
+            # other databases write is not pinned by this slot.
+            self.resume_lsn = position = wal_end
+            self.ack = wal_end
+        self.pending.append(HeartbeatEvent(
+            source.context, int(time.time() * 1000),
+            PostgresPosition(position, position, self.prev_commit, None)))
+        self.emit()

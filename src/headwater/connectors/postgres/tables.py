@@ -127,6 +127,7 @@ def build_codec(
         keep.append(idx)
     names = {c.name for c in columns}
     key = tuple(k for k in key_candidates if k in names)
+    _warn_identity(database, info)
     origin = "message.key.columns" if key_override else (
         "primary_key" if info.primary_key else "replica_identity_index"
     )
@@ -138,6 +139,29 @@ def build_codec(
         attributes={"replica_identity": info.replica_identity, "oid": info.oid},
     )
     return TableCodec(schema, incoming, tuple(converters), tuple(keep))
+
+
+_WARNED: set[tuple[str, str, str, str]] = set()
+
+
+def _warn_identity(database: str, info: TableInfo) -> None:
+    """Says, once per table and identity, when updates and deletes cannot identify a row."""
+    ident = info.replica_identity
+    if ident == "n":
+        problem = "has REPLICA IDENTITY NOTHING"
+    elif ident == "d" and not info.primary_key:
+        problem = "has no primary key and REPLICA IDENTITY DEFAULT"
+    else:
+        return
+    if (database, info.schema, info.name, ident) in _WARNED:
+        return
+    _WARNED.add((database, info.schema, info.name, ident))
+    log.warning(
+        "table %s.%s %s: its UPDATE and DELETE events cannot carry the old row or key, and "
+        "PostgreSQL refuses UPDATE and DELETE on it while a publication publishes them; set "
+        "REPLICA IDENTITY FULL (or USING INDEX, or add a primary key)",
+        info.schema, info.name, problem,
+    )
 
 
 def _key_columns(
