@@ -45,4 +45,6 @@ def build_runtime(cfg: PostgresConnectorConfig) -> CaptureRuntime:
         max_batch_size=cfg.max_batch_size,
         poll_interval_ms=cfg.poll_interval_ms,
         metrics=metrics,
+        max_retries=cfg.errors_max_retries,
+        retry_wait_ms=cfg.retriable_restart_connector_wait_ms,
     )

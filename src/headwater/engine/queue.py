@@ -43,6 +43,7 @@ class ChangeEventQueue:
         self.max_batch_size = max_batch_size
         self._items: deque[Batch] = deque()
         self._size = 0
+        self._unfinished = 0  # put but not yet reported written (task_done)
         self._closed = False
         self._cond = threading.Condition()
 
@@ -64,6 +65,7 @@ class ChangeEventQueue:
                 raise QueueClosed
             self._items.append(batch)
             self._size += n
+            self._unfinished += n
             self._cond.notify_all()
 
     def drain(self, timeout_s: float) -> list[Batch]:
@@ -86,6 +88,18 @@ class ChangeEventQueue:
             self._size -= taken
             self._cond.notify_all()
             return out
+
+    def task_done(self, records: int) -> None:
+        """The writer made `records` drained records durable."""
+        with self._cond:
+            self._unfinished -= records
+            self._cond.notify_all()
+
+    def wait_written(self, stop: threading.Event) -> None:
+        """Blocks until everything put so far is written (or `stop` is set)."""
+        with self._cond:
+            while self._unfinished > 0 and not stop.is_set() and not self._closed:
+                self._cond.wait(0.1)
 
     def close(self) -> None:
         with self._cond:

@@ -20,7 +20,13 @@ from typing import Any, Protocol
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.offsets import FileOffsetStore
 from headwater.engine.queue import Batch, ChangeEventQueue, QueueClosed
-from headwater.engine.source import Connector, SourceRunContext, StreamingSource, StreamState
+from headwater.engine.source import (
+    Connector,
+    RetriableError,
+    SourceRunContext,
+    StreamingSource,
+    StreamState,
+)
 from headwater.model.record import SourceEvent
 from headwater.model.topic import TopicBatch
 
@@ -53,7 +59,11 @@ class CaptureRuntime:
         max_batch_size: int,
         poll_interval_ms: int,
         metrics: CaptureMetrics | None = None,
+        max_retries: int = -1,
+        retry_wait_ms: int = 10_000,
     ) -> None:
+        self.max_retries = max_retries
+        self.retry_wait_s = retry_wait_ms / 1000.0
         self.connector = connector
         self.renderer = renderer
         self.writer = writer
@@ -81,26 +91,28 @@ class CaptureRuntime:
 
     # -- reader thread ---------------------------------------------------------------------
     def _run_reader(self, offset: dict[str, Any] | None) -> None:
-        ctx = SourceRunContext(self._emit, self.stopping)
+        attempt = 0
         try:
-            plan = self.connector.start(offset)
-            self._set_state(StreamState.RUNNING)
-            if plan.snapshot is not None and not self.stopping.is_set():
-                self.metrics.snapshot_running = True
-                started = time.monotonic()
+            while True:
                 try:
-                    result = plan.snapshot.execute(ctx)
-                finally:
-                    self.metrics.snapshot_running = False
-                if result is None:
-                    self.metrics.snapshot_aborted = True
+                    self._run_sources(offset)
                     return
-                self.metrics.snapshot_completed = True
-                self.metrics.snapshot_duration_s = time.monotonic() - started
-                offset = result
-            if plan.streaming is not None and not self.stopping.is_set():
-                self._streaming = plan.streaming
-                plan.streaming.execute(ctx, offset)
+                except RetriableError as exc:
+                    attempt += 1
+                    if 0 <= self.max_retries < attempt:
+                        raise RuntimeError(
+                            f"giving up after {self.max_retries} retries (errors.max.retries): "
+                            f"{exc}") from exc
+                    delay = min(self.retry_wait_s * 2 ** (attempt - 1), self.retry_wait_s * 10)
+                    log.warning("retriable error: %s; reconnecting in %.1fs (attempt %d)",
+                                exc, delay, attempt)
+                    self.metrics.connected = False
+                    self._set_state(StreamState.STARTING)
+                    # Resume from what is durable: let the writer finish what was emitted.
+                    self.queue.wait_written(self.stopping)
+                    if self.stopping.wait(delay):
+                        return
+                    offset = self.offsets.load()
         except QueueClosed:
             pass
         except BaseException as exc:
@@ -108,6 +120,27 @@ class CaptureRuntime:
             log.error("source failed: %s", exc)
         finally:
             self._reader_done.set()
+
+    def _run_sources(self, offset: dict[str, Any] | None) -> None:
+        ctx = SourceRunContext(self._emit, self.stopping)
+        plan = self.connector.start(offset)
+        self._set_state(StreamState.RUNNING)
+        if plan.snapshot is not None and not self.stopping.is_set():
+            self.metrics.snapshot_running = True
+            started = time.monotonic()
+            try:
+                result = plan.snapshot.execute(ctx)
+            finally:
+                self.metrics.snapshot_running = False
+            if result is None:
+                self.metrics.snapshot_aborted = True
+                return
+            self.metrics.snapshot_completed = True
+            self.metrics.snapshot_duration_s = time.monotonic() - started
+            offset = result
+        if plan.streaming is not None and not self.stopping.is_set():
+            self._streaming = plan.streaming
+            plan.streaming.execute(ctx, offset)
 
     def _emit(self, batch: Batch) -> None:
         self.queue.put(batch)
@@ -127,6 +160,7 @@ class CaptureRuntime:
                 batches = self.queue.drain(self.poll_interval_s)
                 if batches:
                     self._write(batches)
+                    self.queue.task_done(sum(len(b.records) for b in batches))
                     continue
                 self.writer.maintain()
                 if self._reader_done.is_set() and self.queue.size == 0:

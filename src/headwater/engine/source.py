@@ -28,6 +28,14 @@ class StreamState(enum.Enum):
     FAILED_PERMANENTLY = "FAILED_PERMANENTLY"
 
 
+class RetriableError(Exception):
+    """A transient failure (lost connection, server restart): the runtime reconnects.
+
+    Connectors raise it only for conditions a retry can fix; everything else stops the
+    connector with its own error message.
+    """
+
+
 class SourceRunContext:
     """What a running source may use: the queue and the stop signal."""
 

@@ -317,6 +317,11 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     # -- heartbeats -----------------------------------------------------------------------------
     Property("heartbeat.interval.ms", _I, 0, min_value=0, doc="0 disables heartbeats"),
     Property("heartbeat.action.query", _S, doc="SQL run on the source at every heartbeat"),
+    Property("errors.max.retries", _I, -1, min_value=-1,
+             doc="reconnect attempts after a retriable error (lost connection, server "
+                 "restart) before failing; -1 retries forever, 0 never"),
+    Property("retriable.restart.connector.wait.ms", _L, 10_000, min_value=0,
+             doc="first wait before reconnecting; doubles per attempt up to 10 times this"),
     Property("topic.heartbeat.prefix", _S, "__debezium-heartbeat",
              aliases=("heartbeat.topics.prefix",), validator=_topic_name("topic prefix"),
              doc="heartbeat topic is <topic.heartbeat.prefix>.<topic.prefix>"),
@@ -351,7 +356,7 @@ IGNORED: Final[Mapping[str, str]] = {
         "column.propagate.source.type", "datatype.propagate.source.type", "database.sslfactory",
         "database.query.timeout.ms", "signal.data.collection", "signal.enabled.channels",
         "incremental.snapshot.chunk.size", "converters", "notification.enabled.channels",
-        "errors.max.retries", "retriable.restart.connector.wait.ms", "table.ignore.builtin",
+        "table.ignore.builtin",
         "topic.naming.strategy", "topic.delimiter", "schema.name.adjustment.mode",
         "field.name.adjustment.mode", "money.fraction.digits", "xmin.fetch.interval.ms",
         "lsn.flush.mode", "flush.lsn.source", "publish.via.partition.root",
@@ -501,6 +506,8 @@ class PostgresConnectorConfig:
     event_processing_failure_handling_mode: str = "fail"
     heartbeat_interval_ms: int = 0
     heartbeat_action_query: str | None = None
+    errors_max_retries: int = -1
+    retriable_restart_connector_wait_ms: int = 10_000
     topic_heartbeat_prefix: str = "__debezium-heartbeat"
     max_batch_size: int = 2048
     max_queue_size: int = 8192
@@ -613,6 +620,8 @@ class PostgresConnectorConfig:
             ),
             heartbeat_interval_ms=c.get_int("heartbeat.interval.ms"),
             heartbeat_action_query=c.get_optional_str("heartbeat.action.query"),
+            errors_max_retries=c.get_int("errors.max.retries"),
+            retriable_restart_connector_wait_ms=c.get_int("retriable.restart.connector.wait.ms"),
             topic_heartbeat_prefix=c.get_str("topic.heartbeat.prefix"),
             max_batch_size=c.get_int("max.batch.size"),
             max_queue_size=c.get_int("max.queue.size"),

@@ -19,6 +19,8 @@ import logging
 import time
 from typing import Any
 
+import psycopg2
+
 from headwater.connectors.postgres.catalog import (
     TableInfo,
     current_database,
@@ -39,7 +41,7 @@ from headwater.connectors.postgres.tables import (
 )
 from headwater.connectors.postgres.types import TypeModes
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.source import StartPlan
+from headwater.engine.source import RetriableError, StartPlan
 from headwater.model.record import SourceContext
 
 log = logging.getLogger("headwater.connectors.postgres")
@@ -68,6 +70,7 @@ class PostgresConnector:
         self._catalog_conn: Any = None
         self._action_conn: Any = None
         self._streaming: PostgresStreamingSource | None = None
+        self._started = False
         self.database = ""
 
     @property
@@ -80,6 +83,16 @@ class PostgresConnector:
 
     # -- start-up --------------------------------------------------------------------------
     def start(self, offset: dict[str, Any] | None) -> StartPlan:
+        """Decides and prepares the sources; a later call (after a retriable error) reconnects."""
+        self._close_connections()
+        try:
+            return self._start(offset)
+        except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
+            if self._started:  # it worked before: the server or network is away for now
+                raise RetriableError(f"PostgreSQL connection failed: {exc}".strip()) from exc
+            raise
+
+    def _start(self, offset: dict[str, Any] | None) -> StartPlan:
         cfg = self.config
         self._conn = connect(self._dsn)
         self._conn.autocommit = True
@@ -91,6 +104,7 @@ class PostgresConnector:
         ]
         log.info("captured tables: %s", ", ".join(f"{s}.{t}" for _, s, t in captured) or "none")
         self._ensure_publication(cur, captured)
+        self._started = True
         slot = self._wait_for_slot(cur)
         mode = cfg.snapshot_mode
         completed = bool(offset and offset.get("snapshot_completed"))
@@ -99,10 +113,17 @@ class PostgresConnector:
         elif mode in ("initial", "initial_only"):
             need_snapshot = not completed
         elif mode == "when_needed":
-            need_snapshot = not completed or slot is None
+            need_snapshot = not completed or slot is None or slot["lost"]
         else:  # no_data
             need_snapshot = False
         stream = mode != "initial_only"
+        if slot is not None and slot["lost"] and not need_snapshot:
+            raise PostgresConnectorError(
+                f"replication slot {cfg.slot_name!r} was invalidated by the server (its WAL was "
+                "removed, e.g. max_slot_wal_keep_size was exceeded): the changes since its "
+                "confirmed position are gone. Re-snapshot with snapshot.mode=when_needed or "
+                "always (the slot is then recreated)"
+            )
         if mode == "initial_only" and completed:
             log.info("snapshot.mode=initial_only and the snapshot is complete: nothing to do")
             return StartPlan(None, None)
@@ -215,14 +236,14 @@ class PostgresConnector:
     def _slot_state(self, cur: Any) -> dict[str, Any] | None:
         cfg = self.config
         cur.execute(
-            "SELECT plugin, database, active, active_pid, confirmed_flush_lsn::text "
+            "SELECT plugin, database, active, active_pid, confirmed_flush_lsn::text, wal_status "
             "FROM pg_replication_slots WHERE slot_name = %s",
             (cfg.slot_name,),
         )
         row = cur.fetchone()
         if row is None:
             return None
-        plugin, database, active, pid, confirmed = row
+        plugin, database, active, pid, confirmed, wal_status = row
         if plugin != "pgoutput":
             raise PostgresConnectorError(
                 f"replication slot {cfg.slot_name!r} uses plugin {plugin!r}, not pgoutput; "
@@ -234,6 +255,7 @@ class PostgresConnector:
                 f"{self.database!r}; choose another slot.name"
             )
         return {
+            "lost": wal_status == "lost",
             "active": bool(active),
             "active_pid": pid,
             "confirmed_flush_lsn": parse_lsn(confirmed) if confirmed else 0,
@@ -300,16 +322,20 @@ class PostgresConnector:
         with self._action_conn.cursor() as cur:
             cur.execute(self.config.heartbeat_action_query)
 
-    def close(self) -> None:
-        if self._streaming is not None:
-            self._streaming.close()
+    def _close_connections(self) -> None:
         for c in (self._repl, self._catalog_conn, self._action_conn, self._conn):
             if c is not None:
                 try:
                     c.close()
                 except Exception as exc:
                     log.debug("close: %s", exc)
+        self._repl = self._catalog_conn = self._action_conn = self._conn = None
         self.metrics.connected = False
+
+    def close(self) -> None:
+        if self._streaming is not None:
+            self._streaming.close()
+        self._close_connections()
         if self.config.slot_drop_on_stop:
             self._drop_slot()
 

@@ -26,6 +26,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import psycopg2
+import psycopg2.errors
 from psycopg2.extras import REPLICATION_LOGICAL
 
 from headwater.connectors.postgres import pgoutput
@@ -33,7 +35,7 @@ from headwater.connectors.postgres.position import PostgresPosition
 from headwater.connectors.postgres.tables import IncomingColumn, TableCodec
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import Batch
-from headwater.engine.source import SourceRunContext
+from headwater.engine.source import RetriableError, SourceRunContext
 from headwater.model.record import (
     ABSENT,
     UNCHANGED_TOAST,
@@ -161,6 +163,22 @@ class PostgresStreamingSource:
         self._cur = cur
         log.info("streaming step: START_REPLICATION SLOT %s LOGICAL %s (publication %s)",
                  self.slot_name, pgoutput.format_lsn(start_lsn), self.publication_name)
+        try:
+            self._start_replication(cur, start_lsn)
+        except psycopg2.errors.ObjectInUse as exc:  # a dead predecessor's walsender lingers
+            raise RetriableError(str(exc).strip()) from exc
+        self.metrics.connected = True
+        try:
+            _Loop(self, ctx, cur, offset).run()
+        except psycopg2.DatabaseError as exc:
+            # Once streaming, any error of the replication connection (server shutdown, lost
+            # socket, COPY ended) is worth a reconnect; what cannot be fixed by one (a lost
+            # slot) is caught by the checks at start-up.
+            raise RetriableError(f"replication connection lost: {exc}".strip()) from exc
+        except psycopg2.InterfaceError as exc:
+            raise RetriableError(f"replication connection lost: {exc}".strip()) from exc
+
+    def _start_replication(self, cur: Any, start_lsn: int) -> None:
         cur.start_replication(
             slot_name=self.slot_name,
             slot_type=REPLICATION_LOGICAL,
@@ -169,8 +187,6 @@ class PostgresStreamingSource:
             options={"proto_version": "1", "publication_names": self.publication_name},
             status_interval=self.options.status_interval_s,
         )
-        self.metrics.connected = True
-        _Loop(self, ctx, cur, offset).run()
 
     def relation(self, m: Any) -> None:
         incoming = tuple(
