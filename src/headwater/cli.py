@@ -71,6 +71,34 @@ def run(
         raise typer.Exit(1) from exc
 
 
+@app.command()
+def pipeline(
+    config: ConfigArg,
+    once: Annotated[
+        bool, typer.Option("--once", help="process what is there now, then stop")
+    ] = False,
+    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+) -> None:
+    """Materialize the change topics into Delta tables with Spark (SCD1, changelog)."""
+    setup_logging(log_level)
+    from headwater.config import ConfigError
+    from headwater.pipeline.config import load_pipeline_config
+    from headwater.pipeline.runner import run as run_pipeline
+
+    try:
+        cfg = load_pipeline_config(config)
+    except (ConfigError, OSError) as exc:
+        err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
+        raise typer.Exit(2) from exc
+    try:
+        run_pipeline(cfg, once=once)
+    except KeyboardInterrupt:
+        log.info("pipeline stopped")
+    except Exception as exc:
+        log.error("pipeline failed: %s", exc)
+        raise typer.Exit(1) from exc
+
+
 def _topics_dir(config: Path | None, directory: Path | None) -> Path:
     if directory is not None:
         return directory

@@ -676,6 +676,8 @@ def test_programmatic_values_are_coerced() -> None:
         ("event_processing_failure_handling_mode", "fail"),
         ("heartbeat_interval_ms", 0),
         ("heartbeat_action_query", None),
+        ("errors_max_retries", -1),
+        ("retriable_restart_connector_wait_ms", 10_000),
         ("topic_heartbeat_prefix", "__debezium-heartbeat"),
         ("heartbeat_topic", "__debezium-heartbeat.fulfillment"),
         ("transaction_topic", "fulfillment.transaction"),
