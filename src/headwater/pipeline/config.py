@@ -5,7 +5,7 @@ The pipeline reads what the connector wrote, so it takes `topic.prefix` and
 
 | property | default | meaning |
 |---|---|---|
-| headwater.pipeline.mode | scd1 | scd1 (upsert/delete), scd2 (history), changelog (append every event) |
+| headwater.pipeline.mode | scd1 | scd1 (upsert/delete), scd2 (history), changelog (every event) |
 | headwater.pipeline.delta.path | data/delta | root of the Delta tables: `<path>/<schema>/<table>` |
 | headwater.pipeline.checkpoint.dir | data/checkpoints/<topic.prefix> | Spark checkpoint |
 | headwater.pipeline.topics | `<topic.prefix>.*` | glob of the topics to materialize |

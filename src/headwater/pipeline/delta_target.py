@@ -49,7 +49,8 @@ class DeltaTarget:
         self.app_id = app_id
 
     def table_path(self, changes: TableChanges) -> Path:
-        return self.root / (changes.schema_name or "default") / (changes.table_name or changes.topic)
+        schema = changes.schema_name or "default"
+        return self.root / schema / (changes.table_name or changes.topic)
 
     def state_path(self, changes: TableChanges) -> Path:
         return self.root / "_headwater" / "state" / (
@@ -92,8 +93,10 @@ class DeltaTarget:
         kept = []
         for n in net:
             tomb = state.get(_key_json(n.key))
-            if (floor is not None and n.sequence < floor) or (tomb is not None and n.sequence <= tomb):
-                continue
+            if floor is not None and n.sequence < floor:
+                continue  # older than a truncate
+            if tomb is not None and n.sequence <= tomb:
+                continue  # older than a remembered delete of this key
             kept.append(n)
         arrow_schema = pa.schema(
             [pa.field(c.name, c.type.arrow) for c in columns] + [pa.field(SEQ, pa.string())]
@@ -145,15 +148,15 @@ class DeltaTarget:
                     data[c.name].append(row.get(c.name))
             seqs.append(n.sequence)
             ops.append("d" if n.delete else "u")
-            for c in toast:
-                flags[c].append(c in n.unavailable)
+            for name in toast:
+                flags[name].append(name in n.unavailable)
         arrays = [pa.array(data[c.name], type=c.type.arrow) for c in columns]
         names = [c.name for c in columns]
         arrays += [pa.array(seqs, pa.string()), pa.array(ops, pa.string())]
         names += [SEQ, OP]
-        for c in toast:
-            arrays.append(pa.array(flags[c], pa.bool_()))
-            names.append("__hw_u_" + c)
+        for name in toast:
+            arrays.append(pa.array(flags[name], pa.bool_()))
+            names.append("__hw_u_" + name)
         return pa.Table.from_arrays(arrays, names=names)
 
     def _ensure_table(self, path: Path, schema: pa.Schema) -> DeltaTable:

@@ -70,7 +70,8 @@ def apply_batch(rows: Any, batch_id: int, cfg: PipelineConfig, target: DeltaTarg
         if cfg.mode == "changelog":
             target.append_changelog(changes, batch_id)
         elif cfg.mode == "scd1":
-            net, truncate = net_changes(changes.events, f"{changes.schema_name}.{changes.table_name}")
+            name = f"{changes.schema_name}.{changes.table_name}"
+            net, truncate = net_changes(changes.events, name)
             target.apply_scd1(changes, net, truncate, batch_id)
         else:
             raise NotImplementedError(f"headwater.pipeline.mode={cfg.mode} is not implemented yet")
