@@ -8,10 +8,12 @@ change), and prints the resulting change events readably, then the topics and th
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.rule import Rule
@@ -70,6 +72,50 @@ def _show(root: Path, topics: list[str], start: dict[str, int]) -> dict[str, int
     return end
 
 
+def _materialize(config: Path, conn_factory: Any) -> None:
+    """Runs the Spark pipeline once and shows each Delta table next to its source table."""
+    from headwater.pipeline.config import load_pipeline_config
+    from headwater.pipeline.delta_target import read_table
+    from headwater.pipeline.runner import run
+
+    console.print(Rule("Spark pipeline: topic log -> Delta Lake (SCD type 1)"))
+    cfg = load_pipeline_config(config)
+    started = time.monotonic()
+    run(cfg, once=True)
+    console.print(f"pipeline run took {time.monotonic() - started:.1f}s (Spark local[*])")
+    conn = conn_factory()
+    try:
+        for name in ("customers", "products", "orders"):
+            delta = read_table(cfg.delta_path / "inventory" / name).to_pylist()
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT * FROM inventory.{name} ORDER BY id")
+                cols = [d.name for d in cur.description]
+                source = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+            delta.sort(key=lambda r: r["id"])
+            table = Table(title=f"inventory.{name}: PostgreSQL | Delta "
+                                f"({cfg.delta_path / 'inventory' / name})")
+            table.add_column("PostgreSQL")
+            table.add_column("Delta Lake")
+            for i in range(max(len(source), len(delta))):
+                left = _fmt(source[i]) if i < len(source) else ""
+                right = _fmt(delta[i]) if i < len(delta) else ""
+                table.add_row(left, right, style=None if left == right else "red")
+            console.print(table)
+            verdict = "[green]equal[/green]" if _norm(source) == _norm(delta) else "[red]DIFFERENT"
+            console.print(f"inventory.{name}: {len(source)} source rows, {len(delta)} Delta rows: "
+                          f"{verdict}")
+    finally:
+        conn.close()
+
+
+def _fmt(row: dict[str, Any]) -> str:
+    return ", ".join(f"{v}" for v in row.values())
+
+
+def _norm(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(({k: v for k, v in r.items()} for r in rows), key=lambda r: r["id"])
+
+
 def main(workdir: Path = Path("demo-data")) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s (%(name)s)")
     if workdir.exists():
@@ -96,9 +142,9 @@ def main(workdir: Path = Path("demo-data")) -> None:
             "slot.name=headwater_demo\npublication.autocreate.mode=filtered\n"
             "headwater.topics.dir=topics\noffset.storage.file.filename=offsets.json\n"
             "headwater.topics.segment.ms=200\npoll.interval.ms=100\n"
+            "headwater.pipeline.delta.path=delta\n"
+            "headwater.pipeline.checkpoint.dir=checkpoints/pipeline\n"
         )
-        import os
-
         os.environ.setdefault("HEADWATER_DEMO_PASSWORD", "not-needed-trust-auth")
         console.print(f"connector configuration: {config}")
         console.print(config.read_text().replace("\n", "\n  "), style="dim")
@@ -135,9 +181,11 @@ def main(workdir: Path = Path("demo-data")) -> None:
                           str(t.size_bytes))
         console.print(table)
         console.print(f"offsets: {Path(cfg.offset_storage_file_filename).read_text()}")
+        _materialize(config, conn_factory=lambda: pg.connect("inventory"))
         console.print(
             f"\nTry: .venv/bin/headwater topics tail dbserver1.inventory.customers "
-            f"--from-beginning --pretty --dir {root}"
+            f"--from-beginning --pretty --dir {root}\n"
+            f"     .venv/bin/headwater pipeline {config} --once"
         )
     finally:
         pg.cleanup()
