@@ -1059,8 +1059,6 @@ def test_passthrough_near_miss_warns() -> None:
         "slot.stream.params",
         "snapshot.isolation.mode",
         "sanitize.field.names",
-        "column.truncate.to.20.chars",
-        "column.mask.with.10.chars",
         "snapshot.select.statement.overrides.inventory.orders",
         "database.whitelist",
     ],

@@ -12,6 +12,8 @@ The pipeline reads what the connector wrote, so it takes `topic.prefix` and
 | headwater.pipeline.trigger.interval.ms | 1000 | micro-batch interval when running continuously |
 | headwater.pipeline.max.files.per.trigger | 1000 | segment files per micro-batch |
 | headwater.pipeline.id | headwater-<topic.prefix> | the Delta app transaction id |
+| headwater.pipeline.track.history.column.list | (all) | SCD2: columns whose changes make versions |
+| headwater.pipeline.track.history.except.column.list | | SCD2: columns whose changes do not |
 
 Relative paths are relative to the configuration file's directory, like the connector's.
 """
@@ -33,7 +35,8 @@ _KNOWN = (
     "headwater.pipeline.mode", "headwater.pipeline.delta.path",
     "headwater.pipeline.checkpoint.dir", "headwater.pipeline.topics",
     "headwater.pipeline.trigger.interval.ms", "headwater.pipeline.max.files.per.trigger",
-    "headwater.pipeline.id",
+    "headwater.pipeline.id", "headwater.pipeline.track.history.column.list",
+    "headwater.pipeline.track.history.except.column.list",
 )
 
 
@@ -48,6 +51,8 @@ class PipelineConfig:
     trigger_interval_ms: int = 1000
     max_files_per_trigger: int = 1000
     pipeline_id: str = ""
+    track_history_column_list: tuple[str, ...] | None = None
+    track_history_except_column_list: tuple[str, ...] | None = None
 
 
 def _int(props: dict[str, str], name: str, default: int, errors: list[str]) -> int:
@@ -85,6 +90,11 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         p = Path(props.get(name) or default)
         return p if p.is_absolute() else base / p
 
+    track = _list(props, "headwater.pipeline.track.history.column.list")
+    track_except = _list(props, "headwater.pipeline.track.history.except.column.list")
+    if track is not None and track_except is not None:
+        errors.append("headwater.pipeline.track.history.column.list and "
+                      "headwater.pipeline.track.history.except.column.list are exclusive")
     interval = _int(props, "headwater.pipeline.trigger.interval.ms", 1000, errors)
     max_files = _int(props, "headwater.pipeline.max.files.per.trigger", 1000, errors)
     if errors:
@@ -99,4 +109,13 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         trigger_interval_ms=interval,
         max_files_per_trigger=max_files,
         pipeline_id=props.get("headwater.pipeline.id") or f"headwater-{prefix}",
+        track_history_column_list=track,
+        track_history_except_column_list=track_except,
     )
+
+
+def _list(props: dict[str, str], name: str) -> tuple[str, ...] | None:
+    text = props.get(name)
+    if not text:
+        return None
+    return tuple(p.strip() for p in text.split(",") if p.strip())

@@ -21,15 +21,19 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from headwater.pipeline.decode import Column, TableChanges
+from headwater.pipeline.decode import ChangeEvent, Column, TableChanges
 from headwater.pipeline.net import NetChange
+from headwater.pipeline.scd2 import Point, Version, rebuild
 
 log = logging.getLogger("headwater.pipeline.delta")
 
 SEQ = "__hw_sequence"
+START = "__START_AT"
+END = "__END_AT"
 OP = "__hw_op"
 STATE_SCHEMA = pa.schema([("key", pa.string()), ("kind", pa.string()), (SEQ, pa.string())])
 
@@ -37,6 +41,18 @@ STATE_SCHEMA = pa.schema([("key", pa.string()), ("kind", pa.string()), (SEQ, pa.
 def q(name: str) -> str:
     """A quoted SQL identifier for delta-rs (DataFusion) predicates."""
     return '"' + name.replace('"', '""') + '"'
+
+
+def _sql_literal(value: Any) -> str:
+    """A SQL literal for a key value in a delta-rs predicate."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    text = str(value).replace("'", "''")
+    return f"'{text}'"
 
 
 def _key_json(key: tuple[Any, ...]) -> str:
@@ -167,12 +183,106 @@ class DeltaTarget:
             dt = DeltaTable(str(path))
         return dt
 
-    # -- state: remembered deletes and truncates ----------------------------------------------
-    def _load_state(self, changes: TableChanges) -> dict[str | None, str]:
+    # -- SCD type 2 ----------------------------------------------------------------------------
+    def apply_scd2(
+        self, changes: TableChanges, events: list[ChangeEvent], truncate: str | None,
+        batch_id: int, tracked: frozenset[str] | None = None,
+    ) -> None:
+        path = self.table_path(changes)
+        if self.already_applied(path, batch_id):
+            log.info("batch %d already applied to %s: skipped", batch_id, path)
+            return
+        columns = changes.column_list
+        keys = changes.key_columns
+        tracked = tracked if tracked is not None else frozenset(c.name for c in columns)
+        arrow_schema = pa.schema(
+            [pa.field(c.name, c.type.arrow) for c in columns]
+            + [pa.field(START, pa.string()), pa.field(END, pa.string())]
+        )
+        dt = self._ensure_table(path, arrow_schema)
+        state = self._load_state(changes, scd2=True)
+        floor = state.get(None)
+        if truncate is not None:
+            floor = max(floor or "", truncate)
+            dt.update(updates={q(END): f"'{truncate}'"},
+                      predicate=f"{q(END)} IS NULL AND {q(START)} < '{truncate}'")
+        points: dict[tuple[Any, ...], list[Point]] = {}
+        for e in events:
+            if e.op == "t" or e.key is None:
+                continue
+            points.setdefault(e.key, []).append(
+                Point(e.sequence, e.op == "d", e.row, e.unavailable))
+        if not points:
+            self._save_state(changes, [], truncate, batch_id)
+            return
+        remembered = self._scd2_deletes(changes, list(points))
+        existing = self._history(dt, keys, list(points))
+        rebuilt: list[dict[str, Any]] = []
+        for key, pts in points.items():
+            versions = existing.get(key, [])
+            all_points = [*(Point(s, True, None) for s in remembered.get(key, ())), *pts]
+            for v in rebuild(versions, all_points, tracked, floor):
+                rebuilt.append({**v.row, **dict(zip(keys, key, strict=True)),
+                                START: v.start, END: v.end})
+        source = pa.Table.from_pylist(rebuilt, schema=arrow_schema)
+        match = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys)
+        affected = " OR ".join(
+            "(" + " AND ".join(f"t.{q(k)} = {_sql_literal(v)}" for k, v in zip(keys, key,
+                                                                             strict=True)) + ")"
+            for key in points
+        )
+        (
+            dt.merge(source, predicate=f"{match} AND t.{q(START)} = s.{q(START)}",
+                     source_alias="s", target_alias="t", merge_schema=True,
+                     commit_properties=self._commit(batch_id))
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .when_not_matched_by_source_delete(predicate=affected)
+            .execute()
+        )
+        deletes = [NetChange(e.key, True, e.sequence, None, frozenset())
+                   for e in events if e.op == "d" and e.key is not None]
+        self._save_state(changes, deletes, truncate, batch_id, scd2=True)
+
+    @staticmethod
+    def _history(
+        dt: DeltaTable, keys: tuple[str, ...], wanted: list[tuple[Any, ...]]
+    ) -> dict[tuple[Any, ...], list[Version]]:
+        first = sorted({k[0] for k in wanted}, key=repr)
+        table = dt.to_pyarrow_dataset().to_table(filter=pc.field(keys[0]).isin(first))
+        want = set(wanted)
+        out: dict[tuple[Any, ...], list[Version]] = {}
+        for row in table.to_pylist():
+            key = tuple(row[k] for k in keys)
+            if key not in want:
+                continue
+            start, end = row.pop(START), row.pop(END)
+            out.setdefault(key, []).append(Version(start, end, row))
+        return out
+
+    def _scd2_deletes(
+        self, changes: TableChanges, wanted: list[tuple[Any, ...]]
+    ) -> dict[tuple[Any, ...], list[str]]:
         dt = self._open(self.state_path(changes))
         if dt is None:
             return {}
-        table = dt.to_pyarrow_table()
+        by_json = {_key_json(k): k for k in wanted}
+        table = dt.to_pyarrow_dataset().to_table(
+            filter=(pc.field("kind") == "scd2_delete") & pc.field("key").isin(list(by_json)))
+        out: dict[tuple[Any, ...], list[str]] = {}
+        for k, seq in zip(table.column("key").to_pylist(), table.column(SEQ).to_pylist(),
+                          strict=True):
+            out.setdefault(by_json[k], []).append(seq)
+        return out
+
+    # -- state: remembered deletes and truncates ----------------------------------------------
+    def _load_state(self, changes: TableChanges, scd2: bool = False) -> dict[str | None, str]:
+        """Remembered delete per key (SCD1) and the last truncate (key None)."""
+        dt = self._open(self.state_path(changes))
+        if dt is None:
+            return {}
+        kinds = ["truncate"] if scd2 else ["truncate", "delete"]
+        table = dt.to_pyarrow_dataset().to_table(filter=pc.field("kind").isin(kinds))
         out: dict[str | None, str] = {}
         for key, kind, seq in zip(table.column("key").to_pylist(),
                                   table.column("kind").to_pylist(),
@@ -181,9 +291,11 @@ class DeltaTarget:
         return out
 
     def _save_state(
-        self, changes: TableChanges, net: list[NetChange], truncate: str | None, batch_id: int
+        self, changes: TableChanges, net: list[NetChange], truncate: str | None, batch_id: int,
+        scd2: bool = False,
     ) -> None:
-        rows = [(_key_json(n.key), "delete", n.sequence) for n in net if n.delete]
+        kind = "scd2_delete" if scd2 else "delete"
+        rows = [(_key_json(n.key), kind, n.sequence) for n in net if n.delete]
         if truncate is not None:
             rows.append(("", "truncate", truncate))
         if not rows:
@@ -193,8 +305,12 @@ class DeltaTarget:
             [{"key": k, "kind": kind, SEQ: s} for k, kind, s in rows], schema=STATE_SCHEMA)
         dt = self._ensure_table(path, STATE_SCHEMA)
         (
-            dt.merge(source, predicate="t.key = s.key AND t.kind = s.kind", source_alias="s",
-                     target_alias="t", commit_properties=self._commit(batch_id))
+            # SCD1 keeps the newest delete per key; SCD2 keeps every delete point.
+            dt.merge(source, predicate=(
+                        "t.key = s.key AND t.kind = s.kind"
+                        + (f" AND (t.kind <> 'scd2_delete' OR t.{q(SEQ)} = s.{q(SEQ)})")),
+                     source_alias="s", target_alias="t",
+                     commit_properties=self._commit(batch_id))
             .when_matched_update_all(predicate=f"s.{q(SEQ)} > t.{q(SEQ)}")
             .when_not_matched_insert_all()
             .execute()

@@ -20,7 +20,8 @@ from typing import Any
 from headwater.pipeline.config import PipelineConfig
 from headwater.pipeline.decode import decode_topic
 from headwater.pipeline.delta_target import DeltaTarget
-from headwater.pipeline.net import net_changes
+from headwater.pipeline.net import dedup, net_changes
+from headwater.pipeline.scd2 import tracked_columns
 
 log = logging.getLogger("headwater.pipeline")
 
@@ -74,7 +75,12 @@ def apply_batch(rows: Any, batch_id: int, cfg: PipelineConfig, target: DeltaTarg
             net, truncate = net_changes(changes.events, name)
             target.apply_scd1(changes, net, truncate, batch_id)
         else:
-            raise NotImplementedError(f"headwater.pipeline.mode={cfg.mode} is not implemented yet")
+            events = dedup(changes.events)
+            truncate = max((e.sequence for e in events if e.op == "t"), default=None)
+            tracked = tracked_columns(
+                [c.name for c in changes.column_list], cfg.track_history_column_list,
+                cfg.track_history_except_column_list)
+            target.apply_scd2(changes, events, truncate, batch_id, tracked)
         log.info("batch %d: %s: %d events applied (%s)", batch_id, topic, len(changes.events),
                  cfg.mode)
     return total
