@@ -677,6 +677,8 @@ def test_programmatic_values_are_coerced() -> None:
         ("heartbeat_interval_ms", 0),
         ("heartbeat_action_query", None),
         ("errors_max_retries", -1),
+        ("money_fraction_digits", 2),
+        ("headwater_pgoutput_streaming", True),
         ("retriable_restart_connector_wait_ms", 10_000),
         ("topic_heartbeat_prefix", "__debezium-heartbeat"),
         ("heartbeat_topic", "__debezium-heartbeat.fulfillment"),

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from headwater.pipeline.scd2 import Point, Version, rebuild, tracked_columns
+from headwater.pipeline.scd2 import Point, rebuild, tracked_columns
 
 ALL = frozenset({"id", "name", "city"})
 

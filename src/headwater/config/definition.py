@@ -16,7 +16,11 @@ Validation is designed for humans reading the output once, at startup:
 * secrets (``Property.type == PASSWORD``) become :class:`~headwater.config.secrets.Secret`
   objects and ``${env:...}``/``${file:...}`` references are resolved in every value;
 * unknown properties are warnings, not errors (Kafka Connect behaves the same way), except that
-  pass-through prefixes (``transforms.``, ``offset.storage.`` ...) are never reported.
+  pass-through prefixes (``transforms.``, ``offset.storage.`` ...) are never reported;
+* families of properties whose names carry a value (Debezium's
+  ``column.truncate.to.<length>.chars``) are declared once as a :class:`PatternProperty`: each
+  matching key is validated like a property, its name's variable parts by a key check, and the
+  typed values are in :attr:`ValidatedConfig.patterned`.
 
 Values are trimmed like Kafka's ``ConfigDef`` does; an empty value means "not set" (the
 default applies, or a required property is reported missing).  Warnings are also logged on the
@@ -50,6 +54,7 @@ __all__ = [
     "ConfigDef",
     "ConfigError",
     "ConfigValue",
+    "PatternProperty",
     "Property",
     "PropertyType",
     "ValidatedConfig",
@@ -72,6 +77,9 @@ Parser: TypeAlias = Callable[[str], ConfigValue]
 
 Check: TypeAlias = Callable[["ValidationContext"], None]
 """Cross-property check; reports through :meth:`ValidationContext.error` / ``warning``."""
+
+KeyCheck: TypeAlias = Callable[["re.Match[str]"], str | None]
+"""Check of the variable parts of a :class:`PatternProperty` key; returns a problem or ``None``."""
 
 _INT32: Final = (-(2**31), 2**31 - 1)
 _INT64: Final = (-(2**63), 2**63 - 1)
@@ -154,6 +162,31 @@ class Property:
         return "a string"
 
 
+@dataclass(frozen=True, slots=True)
+class PatternProperty:
+    """A family of properties named by a pattern, e.g. ``column.truncate.to.<length>.chars``.
+
+    ``pattern`` is a regular expression matched against the whole key.  A matching key is first
+    checked by ``key_check`` (given the match: the name's variable parts), then its value is
+    converted and validated like a :class:`Property` of ``type`` with ``validator`` and
+    ``hint``.  ``name`` is the human form used in documentation and suggestions.  Problems are
+    reported under the key as written.
+    """
+
+    name: str
+    pattern: str
+    type: PropertyType = PropertyType.STRING
+    validator: Validator | None = field(default=None, compare=False)
+    key_check: KeyCheck | None = field(default=None, compare=False)
+    doc: str = ""
+    hint: str | None = None
+
+    def template(self) -> Property:
+        """The :class:`Property` each matching key's value is validated as."""
+        return Property(self.name, self.type, validator=self.validator, doc=self.doc,
+                        hint=self.hint)
+
+
 def _range_text(low: float | None, high: float | None) -> str:
     if low is not None and high is not None:
         return f" {_num(low)}-{_num(high)}"
@@ -218,7 +251,9 @@ class ValidatedConfig:
 
     ``values`` holds every defined property (defaults filled in, ``None`` when unset and without
     default); ``explicit`` the canonical names the user actually set; ``passthrough`` the raw
-    (reference-resolved) strings of pass-through keys such as ``transforms.*``.
+    (reference-resolved) strings of pass-through keys such as ``transforms.*``; ``patterned``
+    the typed values of keys matching a :class:`PatternProperty`, by key, in the order given
+    (empty values are left out).
     """
 
     values: Mapping[str, ConfigValue]
@@ -227,6 +262,7 @@ class ValidatedConfig:
     passthrough: Mapping[str, str] = field(default_factory=dict)
     source: str | None = None
     base_dir: Path | None = None
+    patterned: Mapping[str, ConfigValue] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> ConfigValue:
         return self.values[name]
@@ -294,6 +330,8 @@ class ValidatedConfig:
         out: dict[str, str | int | float | bool | list[str] | None] = {}
         for name in sorted(self.values):
             out[name] = _plain(self.values[name])
+        for key in sorted(self.patterned):
+            out[key] = _plain(self.patterned[key])
         for key in sorted(self.passthrough):
             out[key] = REDACTED if is_sensitive_key(key) else self.passthrough[key]
         return out
@@ -359,8 +397,10 @@ class ConfigDef:
     dot) are kept verbatim, never "unknown".
     ``ignored``: ``{name: reason}`` of recognised properties Headwater does not implement (a
     warning says so instead of "unknown property").  ``ignored_patterns``: the same for families
-    of names (regular expressions matched against the whole key).  ``exclusive``: pairs of
-    properties that may not both be set.  ``checks``: cross-property checks.
+    of names (regular expressions matched against the whole key).  ``pattern_properties``:
+    families of supported properties named by a pattern (:class:`PatternProperty`; the first
+    matching one applies).  ``exclusive``: pairs of properties that may not both be set.
+    ``checks``: cross-property checks.
     """
 
     def __init__(
@@ -372,6 +412,7 @@ class ConfigDef:
         ignored_patterns: Iterable[tuple[str, str]] = (),
         exclusive: Iterable[tuple[str, str]] = (),
         checks: Iterable[Check] = (),
+        pattern_properties: Iterable[PatternProperty] = (),
     ) -> None:
         self._properties: dict[str, Property] = {}
         self._aliases: dict[str, str] = {}
@@ -391,6 +432,10 @@ class ConfigDef:
         )
         self.exclusive: tuple[tuple[str, str], ...] = tuple(exclusive)
         self.checks: tuple[Check, ...] = tuple(checks)
+        self.pattern_properties: tuple[PatternProperty, ...] = tuple(pattern_properties)
+        self._patterns: tuple[tuple[re.Pattern[str], PatternProperty, Property], ...] = tuple(
+            (re.compile(p.pattern), p, p.template()) for p in self.pattern_properties
+        )
         for first, second in self.exclusive:
             if first not in self._properties or second not in self._properties:
                 raise ValueError(f"exclusive pair ({first}, {second}) names unknown properties")
@@ -426,6 +471,7 @@ class ConfigDef:
         passthrough_prefixes: Iterable[str] = (),
         ignored: Mapping[str, str] | None = None,
         checks: Iterable[Check] = (),
+        pattern_properties: Iterable[PatternProperty] = (),
     ) -> ConfigDef:
         """A new definition with extra properties / prefixes / checks (e.g. for a sink)."""
         return ConfigDef(
@@ -435,6 +481,7 @@ class ConfigDef:
             ignored_patterns=[(p.pattern, reason) for p, reason in self.ignored_patterns],
             exclusive=self.exclusive,
             checks=(*self.checks, *checks),
+            pattern_properties=(*self.pattern_properties, *pattern_properties),
         )
 
     def merge(self, base: Mapping[str, str], overrides: Mapping[str, str]) -> dict[str, str]:
@@ -455,6 +502,15 @@ class ConfigDef:
             key == prefix.rstrip(".") for prefix in self.passthrough_prefixes
         )
 
+    def _pattern_for(
+        self, key: str
+    ) -> tuple[re.Match[str], PatternProperty, Property] | None:
+        for pattern, family, template in self._patterns:
+            match = pattern.fullmatch(key)
+            if match is not None:
+                return match, family, template
+        return None
+
     def _ignored_reason(self, key: str) -> str | None:
         if key in self.ignored:
             return self.ignored[key]
@@ -467,6 +523,7 @@ class ConfigDef:
         candidates = [*self._properties, *self._aliases]
         if not defined_only:
             candidates.extend(self.ignored)
+            candidates.extend(p.name for p in self.pattern_properties)
         matches = difflib.get_close_matches(key, candidates, n=1, cutoff=cutoff)
         if not matches:
             return None
@@ -493,6 +550,7 @@ class ConfigDef:
         given: dict[str, tuple[str, str]] = {}  # canonical -> (key as written, raw text)
         passthrough: dict[str, str] = {}
         conflicting: set[str] = set()
+        patterned_given: dict[str, str] = {}
 
         for raw_key, raw_value in raw.items():
             key = str(raw_key).strip()
@@ -500,6 +558,9 @@ class ConfigDef:
             if text is None:
                 continue
             canonical = self.canonical_name(key)
+            if canonical is None and self._pattern_for(key) is not None:
+                patterned_given[key] = text
+                continue
             if canonical is None:
                 self._unknown_key(
                     key, text=text, passthrough=passthrough, warnings=warnings, errors=errors,
@@ -563,6 +624,21 @@ class ConfigDef:
                     warnings.append(f"{label}: deprecated: {prop.deprecated}")
             values[name] = value
 
+        patterned: dict[str, ConfigValue] = {}
+        for key, text in patterned_given.items():
+            found = self._pattern_for(key)
+            assert found is not None
+            name_match, family, template = found
+            problem = family.key_check(name_match) if family.key_check is not None else None
+            typed: ConfigValue = None
+            if problem is None:
+                typed, problem, notes = _convert(template, text, base_dir, env)
+                warnings.extend(f"{key}: {note}" for note in notes)
+            if problem is not None:
+                errors.append(f"{key}: {problem}")
+            elif typed is not None:
+                patterned[key] = typed
+
         for first, second in self.exclusive:
             if _has_value(given, first) and _has_value(given, second):
                 errors.append(
@@ -592,6 +668,7 @@ class ConfigDef:
             passthrough=MappingProxyType(passthrough),
             source=source,
             base_dir=base_dir,
+            patterned=MappingProxyType(patterned),
         )
 
     def _unknown_key(

@@ -8,12 +8,17 @@ caller handles nulls.
 * `headwater.convert.temporal`: Date/Time/MicroTime/Timestamp/MicroTimestamp/ZonedTimestamp/
   ZonedTime semantics and fast ISO text parsing.
 * `headwater.convert.decimal`: Connect Decimal, VariableScaleDecimal, double and string modes.
+* `headwater.convert.geometry`: Point, Geometry and Geography structs; EWKB handling.
+* PostgreSQL text formats: `headwater.convert.pg_arrays` (arrays), `headwater.convert.pg_interval`
+  (MicroDuration / Interval), `headwater.convert.pg_hstore` (hstore as JSON or MAP),
+  `headwater.convert.pg_money` (money).
 * this module: the shared configuration (`TypeModes`), `ColumnMapping` and the
   ``binary.handling.mode`` representations.
 
 Python values of Connect types: INT8-64 `int`, FLOAT32/64 `float`, BOOLEAN `bool`, STRING
 `str`, BYTES `bytes` (formats base64-encode them), Connect Decimal `decimal.Decimal` (formats
-encode the unscaled value from its exponent), STRUCT `dict` keyed by field name.
+encode the unscaled value from its exponent), STRUCT `dict` keyed by field name (in field
+order), ARRAY `list`, MAP `dict`.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ class TypeModes:
     interval_handling_mode: str = "numeric"  # 'numeric' | 'string'
     hstore_handling_mode: str = "json"  # 'json' | 'map'
     include_unknown_datatypes: bool = False
+    money_fraction_digits: int = 2  # scale of money in decimal.handling.mode 'precise'
 
     def __post_init__(self) -> None:
         for value, allowed, option in (
@@ -71,6 +77,10 @@ class TypeModes:
                 raise ValueError(
                     f"invalid {option} {value!r}; expected one of {', '.join(sorted(allowed))}"
                 )
+        if self.money_fraction_digits < 0:
+            raise ValueError(
+                f"invalid money.fraction.digits {self.money_fraction_digits}; expected >= 0"
+            )
 
 
 class ColumnMapping(NamedTuple):

@@ -37,6 +37,7 @@ strings longer than CPython's 4300-digit ``int()`` limit go through ``Decimal`` 
 
 from __future__ import annotations
 
+import math
 from base64 import b64decode as _b64decode
 from binascii import b2a_base64 as _b2a_base64
 from collections.abc import Callable
@@ -112,6 +113,24 @@ def unscaled_value(d: Decimal) -> int:
     if not isinstance(exponent, int):
         raise UnrepresentableValueError(f"{d} has no unscaled value")
     return int(d.scaleb(-exponent, context=EXACT))
+
+
+_INF = float("inf")
+
+
+def connect_float(text: str) -> float | str:
+    """A FLOAT32/FLOAT64 value as Kafka's JsonConverter writes it.
+
+    Jackson (QUOTE_NON_NUMERIC_NUMBERS) writes non-finite doubles as the strings "NaN",
+    "Infinity" and "-Infinity"; orjson would write null, so those stay strings (the record
+    holds the Connect JSON form, as for decimals), as do values too large for a double.
+    """
+    v = float(text)
+    if v - v == 0.0:  # finite (inf - inf and nan - nan are nan)
+        return v
+    if math.isnan(v):
+        return "NaN"
+    return "Infinity" if v == _INF else "-Infinity"
 
 
 class ConnectDecimal(str):
@@ -268,8 +287,7 @@ def decimal_mapping(
     scale (PostgreSQL 15 ``NUMERIC(p, -s)``) must be resolved by the caller.
     """
     if mode == DOUBLE:
-        # float() reads PostgreSQL's NaN/Infinity/-Infinity spellings as well.
-        return ConnectSchema(FLOAT64, optional), float, 0.0
+        return ConnectSchema(FLOAT64, optional), connect_float, 0.0
     if mode == STRING_MODE:
         specials = SPECIAL_VALUE_STRINGS
         if scale is None:

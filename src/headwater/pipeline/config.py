@@ -10,8 +10,12 @@ The pipeline reads what the connector wrote, so it takes `topic.prefix` and
 | headwater.pipeline.checkpoint.dir | data/checkpoints/<topic.prefix> | Spark checkpoint |
 | headwater.pipeline.topics | `<topic.prefix>.*` | glob of the topics to materialize |
 | headwater.pipeline.trigger.interval.ms | 1000 | micro-batch interval when running continuously |
-| headwater.pipeline.max.files.per.trigger | 1000 | segment files per micro-batch |
+| headwater.pipeline.max.records.per.trigger | 500000 | change records per micro-batch |
 | headwater.pipeline.id | headwater-<topic.prefix> | the Delta app transaction id |
+| headwater.pipeline.target | delta | delta, or jdbc (PostgreSQL, MariaDB) |
+| headwater.pipeline.jdbc.url | | jdbc:postgresql://h:5432/db, jdbc:mysql://h:3306/db |
+| headwater.pipeline.jdbc.user / .password | | credentials (${env:VAR}, ${file:/path}) |
+| headwater.pipeline.jdbc.schema | public / the URL's database | target schema |
 | headwater.pipeline.track.history.column.list | (all) | SCD2: columns whose changes make versions |
 | headwater.pipeline.track.history.except.column.list | | SCD2: columns whose changes do not |
 
@@ -27,6 +31,7 @@ from pathlib import Path
 
 from headwater.config import ConfigError
 from headwater.config.loader import load_properties
+from headwater.config.secrets import Secret, resolve_references
 
 log = logging.getLogger("headwater.pipeline.config")
 
@@ -34,10 +39,13 @@ MODES = ("scd1", "scd2", "changelog")
 _KNOWN = (
     "headwater.pipeline.mode", "headwater.pipeline.delta.path",
     "headwater.pipeline.checkpoint.dir", "headwater.pipeline.topics",
-    "headwater.pipeline.trigger.interval.ms", "headwater.pipeline.max.files.per.trigger",
+    "headwater.pipeline.trigger.interval.ms", "headwater.pipeline.max.records.per.trigger",
     "headwater.pipeline.id", "headwater.pipeline.track.history.column.list",
-    "headwater.pipeline.track.history.except.column.list",
+    "headwater.pipeline.track.history.except.column.list", "headwater.pipeline.target",
+    "headwater.pipeline.jdbc.url", "headwater.pipeline.jdbc.user",
+    "headwater.pipeline.jdbc.password", "headwater.pipeline.jdbc.schema",
 )
+TARGETS = ("delta", "jdbc")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +57,15 @@ class PipelineConfig:
     topics_glob: str
     mode: str = "scd1"
     trigger_interval_ms: int = 1000
-    max_files_per_trigger: int = 1000
+    max_records_per_trigger: int = 500_000
     pipeline_id: str = ""
     track_history_column_list: tuple[str, ...] | None = None
     track_history_except_column_list: tuple[str, ...] | None = None
+    target: str = "delta"
+    jdbc_url: str | None = None
+    jdbc_user: str | None = None
+    jdbc_password: Secret | None = None
+    jdbc_schema: str | None = None
 
 
 def _int(props: dict[str, str], name: str, default: int, errors: list[str]) -> int:
@@ -95,8 +108,22 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
     if track is not None and track_except is not None:
         errors.append("headwater.pipeline.track.history.column.list and "
                       "headwater.pipeline.track.history.except.column.list are exclusive")
+    target = props.get("headwater.pipeline.target", "delta").lower()
+    if target not in TARGETS:
+        errors.append(f"headwater.pipeline.target: {target!r} is not one of {', '.join(TARGETS)}")
+    jdbc_url = props.get("headwater.pipeline.jdbc.url") or None
+    if target == "jdbc" and not jdbc_url:
+        errors.append("headwater.pipeline.jdbc.url: required with headwater.pipeline.target=jdbc "
+                      "(e.g. jdbc:postgresql://host:5432/db)")
+    password: Secret | None = None
+    raw_password = props.get("headwater.pipeline.jdbc.password")
+    if raw_password:
+        try:
+            password = Secret(resolve_references(raw_password, base_dir=base))
+        except ValueError as exc:  # the message names the variable or path, not the value
+            errors.append(f"headwater.pipeline.jdbc.password: {exc}")
     interval = _int(props, "headwater.pipeline.trigger.interval.ms", 1000, errors)
-    max_files = _int(props, "headwater.pipeline.max.files.per.trigger", 1000, errors)
+    max_records = _int(props, "headwater.pipeline.max.records.per.trigger", 500_000, errors)
     if errors:
         raise ConfigError(errors, source=str(path))
     return PipelineConfig(
@@ -107,10 +134,15 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         topics_glob=props.get("headwater.pipeline.topics") or f"{prefix}.*",
         mode=mode,
         trigger_interval_ms=interval,
-        max_files_per_trigger=max_files,
+        max_records_per_trigger=max_records,
         pipeline_id=props.get("headwater.pipeline.id") or f"headwater-{prefix}",
         track_history_column_list=track,
         track_history_except_column_list=track_except,
+        target=target,
+        jdbc_url=jdbc_url,
+        jdbc_user=props.get("headwater.pipeline.jdbc.user") or None,
+        jdbc_password=password,
+        jdbc_schema=props.get("headwater.pipeline.jdbc.schema") or None,
     )
 
 

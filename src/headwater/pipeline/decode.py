@@ -63,13 +63,12 @@ class TableChanges:
         return list(self.columns.values())
 
 
-def _hex(n: int | None, width: int) -> str:
-    return format(max(n or 0, 0), f"0{width}x")
+_SNAPSHOT_VALUES = frozenset({"true", "last", "incremental", True})
 
 
 def sequence_key(source: dict[str, Any], total_order: int | None, offset: int) -> str:
     """Sortable sequence of a PostgreSQL event (see the module docstring)."""
-    lsn = source.get("lsn")
+    lsn = source.get("lsn") or 0
     seq0: int | None = None
     sequence = source.get("sequence")
     if sequence:
@@ -78,13 +77,9 @@ def sequence_key(source: dict[str, Any], total_order: int | None, offset: int) -
             seq0 = int(first) if first is not None else None
         except (ValueError, IndexError, TypeError):
             seq0 = None
-    snapshot = source.get("snapshot")
-    is_stream = 0 if snapshot in ("true", "last", True, "incremental") else 1
+    is_stream = 0 if source.get("snapshot") in _SNAPSHOT_VALUES else 1
     primary = seq0 if seq0 is not None else lsn
-    return (
-        _hex(primary, 16) + str(is_stream) + _hex(lsn, 16) + _hex(total_order, 8)
-        + _hex(offset, 16)
-    )
+    return f"{primary:016x}{is_stream}{lsn:016x}{total_order or 0:08x}{offset:016x}"
 
 
 class _RowDecoder:
@@ -120,29 +115,89 @@ class _RowDecoder:
         return out, frozenset(unavailable)
 
 
+_SCHEMA_HEAD = '{"schema":'
+_PAYLOAD_SEP = ',"payload":'
+
+
+Document = bytes | str | tuple[str, str]
+
+
+def _envelope(doc: Document, cache: dict[str, Any], where: str) -> tuple[Any, Any]:
+    """(schema, payload) of a JsonConverter document, parsing each distinct schema once.
+
+    The schema is most of an event's bytes and the same for every event of a table, so the
+    text before `,"payload":` is looked up in a cache instead of being parsed again; any
+    document of another layout takes the plain path.  A document may also come already split
+    as (schema text, payload text), which is how the Spark runner ships it to the driver.
+    """
+    if isinstance(doc, tuple):
+        schema_text, payload_text = doc
+        schema = cache.get(schema_text)
+        if schema is None:
+            schema = cache[schema_text] = orjson.loads(schema_text)
+        try:
+            return schema, orjson.loads(payload_text)
+        except orjson.JSONDecodeError as exc:
+            raise UndecodableValueError(f"{where}: payload is not JSON: {exc}") from exc
+    # Fast path: the document starts with the same schema as the previous one of the table.
+    last: Any = cache.get("")  # ("" is never a schema text) (head, schema, tail) of the last
+    same: Any = doc
+    if (last is not None and type(same) is type(last[0]) and same.startswith(last[0])
+            and same.endswith(last[2])):
+        try:
+            return last[1], orjson.loads(same[len(last[0]):-1])
+        except orjson.JSONDecodeError:
+            pass
+    text = doc if isinstance(doc, str) else doc.decode("utf-8")
+    if text.startswith(_SCHEMA_HEAD):
+        i = text.find(_PAYLOAD_SEP)
+        if i > 0 and text.endswith("}"):
+            schema_text = text[len(_SCHEMA_HEAD):i]
+            schema = cache.get(schema_text)
+            try:
+                if schema is None:
+                    schema = orjson.loads(schema_text)
+                    if not isinstance(schema, dict):
+                        raise ValueError("schema is not an object")
+                    cache[schema_text] = schema
+                payload = orjson.loads(text[i + len(_PAYLOAD_SEP):-1])
+                head = text[:i + len(_PAYLOAD_SEP)]
+                if isinstance(doc, bytes):
+                    cache[""] = (head.encode("utf-8"), schema, b"}")
+                else:
+                    cache[""] = (head, schema, "}")
+                return schema, payload
+            except (orjson.JSONDecodeError, ValueError):
+                pass  # not the plain layout: parse the whole document below
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise UndecodableValueError(f"{where}: value is not JSON: {exc}") from exc
+    if not isinstance(value, dict) or "schema" not in value or "payload" not in value:
+        raise UndecodableValueError(
+            f"{where}: value has no embedded schema; the pipeline decodes events by their "
+            "Connect schema (value.converter.schemas.enable=true on the connector)"
+        )
+    return value["schema"], value["payload"]
+
+
 def decode_topic(
     topic: str,
-    records: Iterable[tuple[int, bytes | str | None, bytes | str | None]],
+    records: Iterable[tuple[int, bytes | str | None, Document | None]],
     placeholder: str = PLACEHOLDER,
 ) -> TableChanges:
     """Decodes (offset, key JSON, value JSON) records of one topic; tombstones are skipped."""
     changes = TableChanges(topic)
-    decoders: dict[bytes, _RowDecoder] = {}
-    key_decoders: dict[bytes, _RowDecoder] = {}
+    schema_cache: dict[str, Any] = {}
+    key_cache: dict[str, Any] = {}
+    # Decoders per schema object: `_envelope` returns the same object for the same schema text.
+    decoders: dict[int, tuple[Any, _RowDecoder | None]] = {}
+    key_decoders: dict[int, tuple[Any, _RowDecoder]] = {}
     for offset, key_doc, value_doc in records:
         if value_doc is None:
             continue  # tombstone: compaction marker, no change
         where = f"topic {topic} offset {offset}"
-        try:
-            value = orjson.loads(value_doc)
-        except orjson.JSONDecodeError as exc:
-            raise UndecodableValueError(f"{where}: value is not JSON: {exc}") from exc
-        if "schema" not in value or "payload" not in value:
-            raise UndecodableValueError(
-                f"{where}: value has no embedded schema; the pipeline decodes events by their "
-                "Connect schema (value.converter.schemas.enable=true on the connector)"
-            )
-        schema, payload = value["schema"], value["payload"]
+        schema, payload = _envelope(value_doc, schema_cache, where)
         op = payload.get("op")
         if op not in ("c", "u", "d", "r", "t"):
             raise UndecodableValueError(f"{where}: unknown op {op!r}")
@@ -150,49 +205,46 @@ def decode_topic(
         if changes.table_name is None:
             changes.schema_name = source.get("schema") or source.get("db")
             changes.table_name = source.get("table")
-        row_schema = next(
-            (f for f in schema.get("fields", []) if f.get("field") == "after"), None
-        )
-        row: dict[str, Any] | None = None
-        unavailable: frozenset[str] = frozenset()
-        if row_schema is not None:
-            sig = orjson.dumps(row_schema)
-            decoder = decoders.get(sig)
-            if decoder is None:
-                decoder = decoders[sig] = _RowDecoder(row_schema)
+        cached = decoders.get(id(schema))
+        if cached is None or cached[0] is not schema:
+            row_schema = next(
+                (f for f in schema.get("fields", []) if f.get("field") == "after"), None
+            )
+            decoder = _RowDecoder(row_schema) if row_schema is not None else None
+            decoders[id(schema)] = (schema, decoder)
+            if decoder is not None:
                 for name, ftype, optional in decoder.fields:
                     changes.columns.pop(name, None)
                     changes.columns[name] = Column(name, ftype, optional)
+        else:
+            decoder = cached[1]
+        row: dict[str, Any] | None = None
+        unavailable: frozenset[str] = frozenset()
+        if decoder is not None:
             image = payload.get("before") if op == "d" else payload.get("after")
             if image is not None:
                 row, unavailable = decoder.decode(image, where, placeholder)
         key: tuple[Any, ...] | None = None
         if key_doc is not None and op != "t":
-            kv = orjson.loads(key_doc)
-            if isinstance(kv, dict) and "schema" in kv and "payload" in kv:
-                ksig = orjson.dumps(kv["schema"])
-                kdec = key_decoders.get(ksig)
-                if kdec is None:
-                    kdec = key_decoders[ksig] = _RowDecoder(kv["schema"])
-                    changes.key_columns = tuple(n for n, _, _ in kdec.fields)
-                decoded, _ = kdec.decode(kv["payload"], where)
-                key = tuple(decoded[n] for n, _, _ in kdec.fields)
+            try:
+                kschema, kpayload = _envelope(key_doc, key_cache, where)
+            except UndecodableValueError:
+                raise UndecodableValueError(f"{where}: key has no embedded schema") from None
+            kcached = key_decoders.get(id(kschema))
+            if kcached is None or kcached[0] is not kschema:
+                kdec = _RowDecoder(kschema)
+                key_decoders[id(kschema)] = (kschema, kdec)
+                changes.key_columns = tuple(n for n, _, _ in kdec.fields)
             else:
-                raise UndecodableValueError(f"{where}: key has no embedded schema")
+                kdec = kcached[1]
+            decoded, _ = kdec.decode(kpayload, where)
+            key = tuple(decoded[n] for n, _, _ in kdec.fields)
         tx = payload.get("transaction") or {}
         lsn = source.get("lsn")
-        changes.events.append(ChangeEvent(
-            op=op,
-            key=key,
-            row=row,
-            sequence=sequence_key(source, tx.get("total_order"), offset),
-            dedup=(key, lsn, source.get("txId"), op),
-            offset=offset,
-            unavailable=unavailable,
-            source_ts_ms=source.get("ts_ms"),
-            ts_ms=payload.get("ts_ms"),
-            lsn=lsn,
-            tx_id=source.get("txId"),
-            snapshot=source.get("snapshot"),
+        tx_id = source.get("txId")
+        changes.events.append(ChangeEvent(  # positional: the hot loop of the pipeline
+            op, key, row, sequence_key(source, tx.get("total_order"), offset),
+            (key, lsn, tx_id, op), offset, unavailable, source.get("ts_ms"),
+            payload.get("ts_ms"), lsn, tx_id, source.get("snapshot"),
         ))
     return changes

@@ -11,23 +11,24 @@ the batch id, so a batch replayed after a crash is applied exactly once.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from headwater.pipeline.config import PipelineConfig
-from headwater.pipeline.decode import decode_topic
+from headwater.pipeline.decode import ChangeEvent, TableChanges, decode_topic
 from headwater.pipeline.delta_target import DeltaTarget
-from headwater.pipeline.net import dedup, net_changes
+from headwater.pipeline.net import NetChange, dedup, net_changes
 from headwater.pipeline.scd2 import tracked_columns
+from headwater.pipeline.source import NAME as SOURCE_NAME
+from headwater.pipeline.source import is_table_topic, read_range, register
 
 log = logging.getLogger("headwater.pipeline")
 
-RAW_SCHEMA = "offset LONG, timestamp LONG, key STRING, value STRING"
-NON_TABLE_SUFFIXES = (".transaction",)
-NON_TABLE_PREFIXES = ("__debezium-heartbeat",)
 
 
 def spark_session(app: str = "headwater-pipeline", master: str | None = None) -> Any:
@@ -43,28 +44,46 @@ def spark_session(app: str = "headwater-pipeline", master: str | None = None) ->
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.session.timeZone", "UTC")
+        # Batches are collected to the driver (delta-rs writes from there): room for them.
+        .config("spark.driver.memory", os.environ.get("HEADWATER_SPARK_DRIVER_MEMORY", "4g"))
+        .config("spark.driver.maxResultSize", "4g")
     )
     return builder.getOrCreate()
 
 
-def is_table_topic(topic: str) -> bool:
-    return not topic.endswith(NON_TABLE_SUFFIXES) and not topic.startswith(NON_TABLE_PREFIXES)
+class Target(Protocol):
+    """Where net changes go: Delta tables, or tables of a JDBC database."""
+
+    def apply_scd1(self, changes: TableChanges, net: list[NetChange], truncate: str | None,
+                   batch_id: int) -> None: ...
+
+    def apply_scd2(self, changes: TableChanges, events: list[ChangeEvent], truncate: str | None,
+                   batch_id: int, tracked: frozenset[str] | None = None) -> None: ...
+
+    def append_changelog(self, changes: TableChanges, batch_id: int) -> None: ...
 
 
-def apply_batch(rows: Any, batch_id: int, cfg: PipelineConfig, target: DeltaTarget) -> int:
-    """Applies one micro-batch (an Arrow table: topic, offset, key, value); returns events."""
-    by_topic: dict[str, list[tuple[int, Any, Any]]] = {}
-    topics = rows.column("topic").to_pylist()
-    offsets = rows.column("offset").to_pylist()
-    keys = rows.column("key").to_pylist()
-    values = rows.column("value").to_pylist()
-    for topic, offset, key, value in zip(topics, offsets, keys, values, strict=True):
-        if is_table_topic(topic):
-            by_topic.setdefault(topic, []).append((offset, key, value))
+def make_target(cfg: PipelineConfig, spark: Any = None) -> Target:
+    if cfg.target == "jdbc":
+        # Imported by name: the JDBC target pulls in database drivers only when chosen.
+        module = importlib.import_module("headwater.pipeline.jdbc_target")
+        target: Target = module.JdbcTarget(cfg, spark)
+        return target
+    return DeltaTarget(cfg.delta_path, cfg.pipeline_id)
+
+
+def apply_batch(
+    by_topic: dict[str, list[tuple[int, Any, Any]]], batch_id: int, cfg: PipelineConfig,
+    target: Target,
+) -> int:
+    """Applies one micro-batch: (offset, key, value) records per topic; returns the events."""
     total = 0
     for topic, records in sorted(by_topic.items()):
         records.sort(key=lambda r: r[0])
+        t0 = time.monotonic()
         changes = decode_topic(topic, records)
+        log.info("batch %d: %s: decoded %d events in %.1fs", batch_id, topic,
+                 len(changes.events), time.monotonic() - t0)
         if not changes.events:
             continue
         total += len(changes.events)
@@ -88,21 +107,28 @@ def apply_batch(rows: Any, batch_id: int, cfg: PipelineConfig, target: DeltaTarg
 
 def start(spark: Any, cfg: PipelineConfig, once: bool = False) -> Any:
     """Starts the streaming query and returns it (call awaitTermination on it)."""
-    from pyspark.sql import functions as sf
-
-    target = DeltaTarget(cfg.delta_path, cfg.pipeline_id)
+    target = make_target(cfg, spark)
     cfg.topics_dir.mkdir(parents=True, exist_ok=True)
-    source = (
-        spark.readStream.schema(RAW_SCHEMA)
-        .option("maxFilesPerTrigger", cfg.max_files_per_trigger)
-        .json(str(cfg.topics_dir / cfg.topics_glob / "*.jsonl"))
-        .withColumn("topic", sf.element_at(sf.split(sf.input_file_name(), "/"), -2))
+    register(spark)
+    reader = (
+        spark.readStream.format(SOURCE_NAME)
+        .option("path", str(cfg.topics_dir))
+        .option("topics", cfg.topics_glob)
     )
+    if cfg.max_records_per_trigger:
+        reader = reader.option("max_records", str(cfg.max_records_per_trigger))
+    source = reader.load()
 
     def on_batch(df: Any, batch_id: int) -> None:
-        rows = df.select("topic", "offset", "key", "value").toArrow()
-        n = apply_batch(rows, batch_id, cfg, target)
-        log.info("batch %d done: %d events", batch_id, n)
+        started = time.monotonic()
+        by_topic: dict[str, list[tuple[int, Any, Any]]] = {}
+        for topic, first, end in df.collect():
+            if is_table_topic(topic):
+                by_topic[topic] = list(read_range(cfg.topics_dir, topic, first, end))
+        collected = time.monotonic()
+        n = apply_batch(by_topic, batch_id, cfg, target)
+        log.info("batch %d: %d events; read %.1fs, decode+apply %.1fs", batch_id, n,
+                 collected - started, time.monotonic() - collected)
 
     writer = (
         source.writeStream.foreachBatch(on_batch)

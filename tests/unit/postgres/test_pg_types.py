@@ -20,6 +20,7 @@ import pytest
 from headwater.connectors.postgres import types as pgt
 from headwater.connectors.postgres.types import (
     ColumnMapping,
+    PgType,
     TypeModes,
     UnrepresentableValueError,
     numeric_precision_scale,
@@ -55,7 +56,7 @@ def numeric_typmod(precision: int, scale: int) -> int:
 def mapping(
     oid: int, typmod: int = -1, modes: TypeModes = DEFAULT, optional: bool = True, name: str = ""
 ) -> ColumnMapping:
-    return pg_column_mapping(oid, name, typmod, optional, modes)
+    return pg_column_mapping(PgType(oid, name, typmod), optional, modes)
 
 
 def convert(oid: int, text: str, typmod: int = -1, modes: TypeModes = DEFAULT) -> Any:
@@ -252,16 +253,23 @@ def test_oid_wins_over_name() -> None:
 # Unknown types
 # ---------------------------------------------------------------------------------------------
 
-UNKNOWN = [
-    (1186, "interval"),
-    (869, "inet"),
-    (790, "money"),
-    (1007, "_int4"),
-    (16385, "hstore"),
-    (16400, "geometry"),
-    (16500, "mood"),
-    (3904, "int4range"),
-    (142, "xml"),
+UNKNOWN = [  # types current Debezium has no converter for (see types.py)
+    (603, "box"),
+    (628, "line"),
+    (601, "lseg"),
+    (602, "path"),
+    (604, "polygon"),
+    (718, "circle"),
+    (27, "tid"),
+    (28, "xid"),
+    (5069, "xid8"),
+    (3220, "pg_lsn"),
+    (3615, "tsquery"),
+    (4451, "int4multirange"),
+    (2205, "regclass"),
+    (16500, "mood"),  # a user type the catalog did not describe as an enum
+    (16501, "_mood"),  # ... nor its array
+    (1020, "_box"),  # array of an unknown element type
 ]
 
 
@@ -287,7 +295,7 @@ def test_unknown_types_as_opaque_bytes(
     mode: str, schema: ConnectSchema, value: Any, fallback: Any
 ) -> None:
     modes = TypeModes(include_unknown_datatypes=True, binary_handling_mode=mode)
-    m = mapping(1007, modes=modes, name="_int4")
+    m = mapping(603, modes=modes, name="box")
     assert m.supported
     assert m.schema == schema
     assert m.convert("{1,2} é") == value
@@ -332,20 +340,20 @@ def test_integers(oid: int, text: str, value: int) -> None:
         (701, "5e-324", 5e-324),
         (701, "-2.2250738585072014e-308", -2.2250738585072014e-308),
         (701, "0.1", 0.1),
-        (700, "Infinity", math.inf),
-        (701, "-Infinity", -math.inf),
+        (700, "Infinity", "Infinity"),
+        (701, "-Infinity", "-Infinity"),
     ],
 )
-def test_floats(oid: int, text: str, value: float) -> None:
+def test_floats(oid: int, text: str, value: float | str) -> None:
     result = convert(oid, text)
     assert result == value
-    assert type(result) is float
+    assert type(result) is type(value)  # non-finite: Kafka's JsonConverter strings
     assert repr(result) == repr(value)  # the JSON shows the digits PostgreSQL printed
 
 
 @pytest.mark.parametrize("oid", [700, 701])
 def test_float_nan_and_negative_zero(oid: int) -> None:
-    assert math.isnan(convert(oid, "NaN"))
+    assert convert(oid, "NaN") == "NaN"
     negative_zero = convert(oid, "-0")
     assert negative_zero == 0.0
     assert math.copysign(1.0, negative_zero) == -1.0
@@ -490,16 +498,16 @@ def test_numeric_variable_scale_huge() -> None:
     [
         (-1, "10.1111", 10.1111),
         (numeric_typmod(6, 4), "22.2200", 22.22),
-        (-1, "NaN", math.nan),
-        (-1, "Infinity", math.inf),
-        (-1, "-Infinity", -math.inf),
-        (-1, "1" * 400, math.inf),
+        (-1, "NaN", "NaN"),
+        (-1, "Infinity", "Infinity"),
+        (-1, "-Infinity", "-Infinity"),
+        (-1, "1" * 400, "Infinity"),  # overflows a double, as BigDecimal.doubleValue() does
     ],
 )
-def test_numeric_double(typmod: int, text: str, expected: float) -> None:
+def test_numeric_double(typmod: int, text: str, expected: float | str) -> None:
     value = convert(1700, text, typmod, DOUBLE)
-    assert type(value) is float
-    assert value == expected or (math.isnan(value) and math.isnan(expected))
+    assert type(value) is type(expected)
+    assert value == expected
 
 
 @pytest.mark.parametrize(

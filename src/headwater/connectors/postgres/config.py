@@ -38,6 +38,14 @@ Headwater-specific behaviour:
 * Events are encoded like Kafka Connect's ``JsonConverter``; ``key.converter`` /
   ``value.converter`` may only name that converter, and ``*.converter.schemas.enable`` choose
   between ``{"schema":..., "payload":...}`` and the bare payload.
+
+Column mappers (``column.truncate.to.<length>.chars``, ``column.mask.with.<length>.chars``,
+``column.mask.hash[.v2].<algorithm>.with.salt.<salt>``, ``column.propagate.source.type``,
+``datatype.propagate.source.type``) are validated here (a malformed length, an unknown hash
+algorithm or an invalid regular expression is an error naming the property, where Debezium
+would ignore the property or fail later) and exposed as
+:attr:`PostgresConnectorConfig.column_mappers`; their semantics are in
+:mod:`headwater.relational.column_mappers`.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ from typing import Final
 from headwater.config.definition import (
     ConfigDef,
     ConfigValue,
+    PatternProperty,
     Property,
     PropertyType,
     ValidatedConfig,
@@ -60,6 +69,16 @@ from headwater.config.definition import (
 )
 from headwater.config.loader import load_properties
 from headwater.config.secrets import REDACTED, Secret, is_sensitive_key
+from headwater.relational.column_mappers import (
+    COLUMN_PROPAGATE_PROPERTY,
+    DATATYPE_PROPAGATE_PROPERTY,
+    HASH_PROPERTY,
+    MASK_PROPERTY,
+    TRUNCATE_PROPERTY,
+    ColumnMappers,
+    algorithm_problem,
+    length_problem,
+)
 
 __all__ = [
     "CONNECTOR_CLASS",
@@ -292,6 +311,12 @@ PROPERTIES: Final[tuple[Property, ...]] = (
              validator=regex_list_validator, doc=_DOC_REGEX + "<schema>.<table>.<column>"),
     Property("column.exclude.list", _LIST, aliases=("column.blacklist",),
              validator=regex_list_validator, doc=_DOC_REGEX + "<schema>.<table>.<column>"),
+    Property(COLUMN_PROPAGATE_PROPERTY, _LIST, validator=regex_list_validator,
+             doc=_DOC_REGEX + "<schema>.<table>.<column>; adds __debezium.source.column.* "
+                 "schema parameters"),
+    Property(DATATYPE_PROPAGATE_PROPERTY, _LIST, validator=regex_list_validator,
+             doc=_DOC_REGEX + "<schema>.<table>.<type name>; adds __debezium.source.column.* "
+                 "schema parameters"),
     Property("message.key.columns", _S, validator=_message_key_columns,
              doc="<table regex>:<column>,...;... key columns replacing the primary key"),
     Property("skipped.operations", _LIST, ("t",), validator=_skipped_operations,
@@ -317,6 +342,8 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     # -- heartbeats -----------------------------------------------------------------------------
     Property("heartbeat.interval.ms", _I, 0, min_value=0, doc="0 disables heartbeats"),
     Property("heartbeat.action.query", _S, doc="SQL run on the source at every heartbeat"),
+    Property("money.fraction.digits", _I, 2, min_value=0, max_value=38,
+             doc="scale of money values with decimal.handling.mode=precise"),
     Property("errors.max.retries", _I, -1, min_value=-1,
              doc="reconnect attempts after a retriable error (lost connection, server "
                  "restart) before failing; -1 retries forever, 0 never"),
@@ -344,6 +371,9 @@ PROPERTIES: Final[tuple[Property, ...]] = (
              doc="maximum size of a topic log segment"),
     Property("headwater.topics.segment.ms", _L, 1000, min_value=1,
              doc="time-based segment roll interval of the topic log"),
+    Property("headwater.pgoutput.streaming", _B, True,
+             doc="pgoutput protocol 2 with streaming of large in-progress transactions "
+                 "(PostgreSQL 14+; buffered on disk until their commit); false: protocol 1"),
 )
 
 _NOT_IMPLEMENTED = "a Debezium option Headwater does not implement"
@@ -353,12 +383,12 @@ IGNORED: Final[Mapping[str, str]] = {
         "schema.refresh.mode", "slot.stream.params", "slot.failover", "snapshot.isolation.mode",
         "snapshot.locking.mode", "snapshot.select.statement.overrides", "snapshot.custom.class",
         "snapshot.max.threads", "snapshot.include.collection.list", "sanitize.field.names",
-        "column.propagate.source.type", "datatype.propagate.source.type", "database.sslfactory",
+        "database.sslfactory",
         "database.query.timeout.ms", "signal.data.collection", "signal.enabled.channels",
         "incremental.snapshot.chunk.size", "converters", "notification.enabled.channels",
         "table.ignore.builtin",
         "topic.naming.strategy", "topic.delimiter", "schema.name.adjustment.mode",
-        "field.name.adjustment.mode", "money.fraction.digits", "xmin.fetch.interval.ms",
+        "field.name.adjustment.mode", "xmin.fetch.interval.ms",
         "lsn.flush.mode", "flush.lsn.source", "publish.via.partition.root",
         "replica.identity.autoset.values", "message.prefix.include.list",
         "message.prefix.exclude.list", "max.queue.size.in.bytes", "offset.flush.timeout.ms",
@@ -369,13 +399,29 @@ IGNORED: Final[Mapping[str, str]] = {
     "database.whitelist": "not a PostgreSQL connector property; use schema.include.list or "
     "table.include.list",
     "database.history.kafka.topic": "PostgreSQL keeps no schema history",
+    "column.mask.hash.hashing.strategy": "not a Debezium property; hashing strategy V2 is "
+    "selected by the property name column.mask.hash.v2.<algorithm>.with.salt.<salt>",
 }
 IGNORED_PATTERNS: Final = (
-    (r"column\.truncate\.to\.\d+\.chars", _NOT_IMPLEMENTED),
-    (r"column\.mask\.with\.\d+\.chars", _NOT_IMPLEMENTED),
-    (r"column\.mask\.hash\..+\.with\.salt\..+", _NOT_IMPLEMENTED),
     (r"snapshot\.select\.statement\.overrides\..+", _NOT_IMPLEMENTED),
     (r"snapshot\.mode\.configuration\.based\..+", _NOT_IMPLEMENTED),
+)
+PATTERN_PROPERTIES: Final = (
+    PatternProperty("column.truncate.to.<length>.chars", TRUNCATE_PROPERTY, _LIST,
+                    validator=regex_list_validator,
+                    key_check=lambda match: length_problem(match["length"]),
+                    doc=_DOC_REGEX + "<schema>.<table>.<column>; values longer than <length> "
+                        "characters are truncated"),
+    PatternProperty("column.mask.with.<length>.chars", MASK_PROPERTY, _LIST,
+                    validator=regex_list_validator,
+                    key_check=lambda match: length_problem(match["length"]),
+                    doc=_DOC_REGEX + "<schema>.<table>.<column>; character values are replaced "
+                        "by <length> asterisks"),
+    PatternProperty("column.mask.hash[.v2].<algorithm>.with.salt.<salt>", HASH_PROPERTY, _LIST,
+                    validator=regex_list_validator,
+                    key_check=lambda match: algorithm_problem(match["algorithm"]),
+                    doc=_DOC_REGEX + "<schema>.<table>.<column>; character values are replaced "
+                        "by the hex digest of salt + value (hashing strategy V1, or V2 with .v2)"),
 )
 PASSTHROUGH_PREFIXES: Final = (
     "offset.storage.",
@@ -425,6 +471,7 @@ POSTGRES_CONFIG_DEF: Final = ConfigDef(
     ignored_patterns=IGNORED_PATTERNS,
     exclusive=_EXCLUSIVE,
     checks=(_check_queue, _check_tasks, _check_heartbeat),
+    pattern_properties=PATTERN_PROPERTIES,
 )
 
 
@@ -507,6 +554,7 @@ class PostgresConnectorConfig:
     heartbeat_interval_ms: int = 0
     heartbeat_action_query: str | None = None
     errors_max_retries: int = -1
+    money_fraction_digits: int = 2
     retriable_restart_connector_wait_ms: int = 10_000
     topic_heartbeat_prefix: str = "__debezium-heartbeat"
     max_batch_size: int = 2048
@@ -519,9 +567,12 @@ class PostgresConnectorConfig:
     headwater_topics_dir: Path = Path("data/topics")
     headwater_topics_segment_bytes: int = 67_108_864
     headwater_topics_segment_ms: int = 1000
+    headwater_pgoutput_streaming: bool = True
     passthrough: Mapping[str, str] = field(
         default_factory=dict, repr=False, compare=False, hash=False
     )
+    # Built from column.truncate/mask/propagate properties; read through `column_mappers`.
+    _column_mappers: ColumnMappers = field(default=ColumnMappers(), repr=False, compare=False)
     _schema_include: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False,
                                                           compare=False)
     _schema_exclude: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False,
@@ -621,6 +672,7 @@ class PostgresConnectorConfig:
             heartbeat_interval_ms=c.get_int("heartbeat.interval.ms"),
             heartbeat_action_query=c.get_optional_str("heartbeat.action.query"),
             errors_max_retries=c.get_int("errors.max.retries"),
+            money_fraction_digits=c.get_int("money.fraction.digits"),
             retriable_restart_connector_wait_ms=c.get_int("retriable.restart.connector.wait.ms"),
             topic_heartbeat_prefix=c.get_str("topic.heartbeat.prefix"),
             max_batch_size=c.get_int("max.batch.size"),
@@ -633,10 +685,21 @@ class PostgresConnectorConfig:
             headwater_topics_dir=c.get_path("headwater.topics.dir"),
             headwater_topics_segment_bytes=c.get_int("headwater.topics.segment.bytes"),
             headwater_topics_segment_ms=c.get_int("headwater.topics.segment.ms"),
+            headwater_pgoutput_streaming=c.get_bool("headwater.pgoutput.streaming"),
             passthrough=dict(c.passthrough),
+            _column_mappers=ColumnMappers.from_config({
+                **c.patterned,
+                COLUMN_PROPAGATE_PROPERTY: c.get_list(COLUMN_PROPAGATE_PROPERTY),
+                DATATYPE_PROPAGATE_PROPERTY: c.get_list(DATATYPE_PROPAGATE_PROPERTY),
+            }),
         )
 
     # -- derived values -----------------------------------------------------------------------
+
+    @property
+    def column_mappers(self) -> ColumnMappers:
+        """Column truncation, masking, hashing and source-type propagation rules."""
+        return self._column_mappers
 
     @property
     def toasted_value_placeholder(self) -> str:
@@ -739,6 +802,7 @@ class PostgresConnectorConfig:
                     for key, text in value.items()
                 }
             out[name] = value
+        out["column_mappers"] = self._column_mappers.describe()
         return out
 
 

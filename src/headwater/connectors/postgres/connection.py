@@ -15,7 +15,7 @@ import psycopg2.extras
 
 SESSION_OPTIONS = (
     "-c DateStyle=ISO,MDY -c TimeZone=UTC -c extra_float_digits=3 "
-    "-c IntervalStyle=postgres -c bytea_output=hex -c client_encoding=UTF8"
+    "-c IntervalStyle=postgres -c bytea_output=hex -c client_encoding=UTF8 -c lc_monetary=C"
 )
 
 

@@ -63,6 +63,7 @@ class PostgresConnector:
             interval_handling_mode=config.interval_handling_mode,
             hstore_handling_mode=config.hstore_handling_mode,
             include_unknown_datatypes=config.include_unknown_datatypes,
+            money_fraction_digits=config.money_fraction_digits,
         )
         self._dsn = config.dsn_kwargs()
         self._conn: Any = None
@@ -277,6 +278,7 @@ class PostgresConnector:
         return build_codec(
             self.database, info, incoming, self.modes, self.config.column_filter,
             key_override=self.config.key_columns(info.schema, info.name),
+            column_mappers=self.config.column_mappers,
         )
 
     def _streaming_codec(

@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from headwater.connectors.postgres.catalog import ColumnInfo, TableInfo
-from headwater.connectors.postgres.types import TypeModes, pg_column_mapping
+from headwater.connectors.postgres.types import PgType, TypeModes, pg_column_mapping
 from headwater.model.record import UNCHANGED_TOAST
 from headwater.model.schema import Column, TableId, TableSchema
+from headwater.relational.column_mappers import ColumnMappers, is_character_type
 
 log = logging.getLogger("headwater.connectors.postgres")
 
@@ -84,6 +85,7 @@ def build_codec(
     modes: TypeModes,
     column_filter: Callable[[str, str, str], bool],
     key_override: tuple[str, ...] | None = None,
+    column_mappers: ColumnMappers | None = None,
 ) -> TableCodec:
     """A codec for `incoming` columns of the table described (as far as known) by `info`."""
     by_name: dict[str, ColumnInfo] = {c.name: c for c in info.columns}
@@ -97,11 +99,14 @@ def build_codec(
         if not in_key and not column_filter(info.schema, info.name, inc.name):
             continue
         if cat is not None:
-            oid, tname, typmod = cat.base_type_oid, cat.base_type_name, cat.type_modifier
+            pg_type = cat.pg_type or PgType(
+                cat.base_type_oid, cat.base_type_name, cat.type_modifier
+            )
             optional = not cat.not_null and not in_key
         else:
-            oid, tname, typmod, optional = inc.type_oid, "", inc.type_modifier, not in_key
-        mapping = pg_column_mapping(oid, tname, typmod, optional, modes)
+            pg_type, optional = PgType(inc.type_oid, "", inc.type_modifier), not in_key
+        oid, tname, typmod = pg_type.oid, pg_type.name, pg_type.typmod
+        mapping = pg_column_mapping(pg_type, optional, modes)
         convert = mapping.convert
         if not mapping.supported:
             log.warning(
@@ -111,18 +116,23 @@ def build_codec(
             )
             convert = _passthrough
         length, scale = _length_scale(oid, typmod)
-        columns.append(
-            Column(
-                name=inc.name,
-                position=len(columns),
-                type_name=tname or str(oid),
-                schema=mapping.schema,
-                length=length,
-                scale=scale,
-                type_oid=oid,
-                fallback=mapping.fallback,
-            )
+        column = Column(
+            name=inc.name,
+            position=len(columns),
+            type_name=tname or str(oid),
+            schema=mapping.schema,
+            length=length,
+            scale=scale,
+            type_oid=oid,
+            fallback=mapping.fallback,
         )
+        if column_mappers and not in_key:  # Debezium builds message keys without mappers
+            column, convert = column_mappers.apply(
+                column, convert, f"{info.schema}.{info.name}.{inc.name}", column.type_name,
+                length, scale,
+                character=is_character_type(column.type_name) or pg_type.kind == "e",
+            )
+        columns.append(column)
         converters.append(convert)
         keep.append(idx)
     names = {c.name for c in columns}

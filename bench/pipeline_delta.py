@@ -1,0 +1,248 @@
+"""Pipeline throughput: N change events in the topic log into Delta (SCD type 1).
+
+In the same run it times a bare delta-rs MERGE of the same net changes (computed directly
+from the generated rows, no JSON, no Spark) and prints changes/s for both and the ratio
+(goal >= 0.5).  With `--freshness` it also runs PostgreSQL -> capture -> continuous pipeline
+under a steady write load and prints the source-commit-to-visible-in-Delta latency, p50 and
+p99 (goal: p99 under 5 s).
+
+    .venv/bin/python bench/pipeline_delta.py [--changes 1000000] [--freshness]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+
+from headwater.connectors.postgres.position import PostgresPosition, PostgresSourceBlock
+from headwater.convert.decimal import ConnectDecimal, decimal_schema
+from headwater.formats.debezium_json import DebeziumJsonFormat
+from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
+from headwater.model.schema import (
+    INT64,
+    STRING,
+    Column,
+    ConnectSchema,
+    TableId,
+    TableSchema,
+)
+from headwater.topics.log import TopicLog
+
+CTX = SourceContext("postgresql", "bench", "headwater")
+
+
+def table_schema() -> TableSchema:
+    return TableSchema(
+        TableId("bench", "public", "items"),
+        (
+            Column("id", 0, "int8", ConnectSchema(INT64, optional=False), fallback=0),
+            Column("name", 1, "text", ConnectSchema(STRING, optional=True)),
+            Column("amount", 2, "numeric", decimal_schema(12, 2, True)),
+            Column("qty", 3, "int8", ConnectSchema(INT64, optional=True)),
+        ),
+        ("id",),
+    )
+
+
+def generate(
+    root: Path, changes: int, keys: int, seed: int = 1
+) -> dict[int, tuple[Any, ...] | None]:
+    """Writes `changes` events to the topic log; returns the final state per key."""
+    rng = random.Random(seed)
+    table = table_schema()
+    fmt = DebeziumJsonFormat(PostgresSourceBlock())
+    state: dict[int, tuple[Any, ...] | None] = {}
+    lsn = 1000
+    batch: list[ChangeRecord] = []
+    with TopicLog(root, segment_bytes=64 << 20) as log:
+        for i in range(changes):
+            lsn += 100
+            key = rng.randrange(keys)
+            current = state.get(key)
+            pos = PostgresPosition(lsn, lsn, lsn - 50, i)
+            if current is None:
+                row = (key, f"item-{key}", ConnectDecimal.of(rng.randrange(10**9), 2), i)
+                rec = ChangeRecord(CTX, table, Op.CREATE, None, row, 0, 0, SnapshotMarker.FALSE,
+                                   pos)
+                state[key] = row
+            elif rng.random() < 0.15:
+                rec = ChangeRecord(CTX, table, Op.DELETE, current, None, 0, 0,
+                                   SnapshotMarker.FALSE, pos)
+                state[key] = None
+            else:
+                row = (key, current[1], ConnectDecimal.of(rng.randrange(10**9), 2), i)
+                rec = ChangeRecord(CTX, table, Op.UPDATE, None, row, 0, 0, SnapshotMarker.FALSE,
+                                   pos)
+                state[key] = row
+            batch.append(rec)
+            if len(batch) >= 10_000:
+                log.append(fmt.render_batch(batch))
+                batch = []
+        if batch:
+            log.append(fmt.render_batch(batch))
+    return state
+
+
+def bare_merge(path: Path, state: dict[int, tuple[Any, ...] | None]) -> float:
+    """A delta-rs MERGE of the net changes (upserts and deletes), as a reference."""
+    ids, names, amounts, qtys, deletes = [], [], [], [], []
+    for key, row in state.items():
+        ids.append(key)
+        if row is None:
+            names.append(None), amounts.append(None), qtys.append(None), deletes.append(True)
+        else:
+            names.append(row[1])
+            amounts.append(Decimal(int.from_bytes(__import__("base64").b64decode(row[2]),
+                                                  "big", signed=True)).scaleb(-2))
+            qtys.append(row[3])
+            deletes.append(False)
+    source = pa.table({"id": pa.array(ids, pa.int64()), "name": pa.array(names, pa.string()),
+                       "amount": pa.array(amounts, pa.decimal128(12, 2)),
+                       "qty": pa.array(qtys, pa.int64()), "deleted": pa.array(deletes)})
+    write_deltalake(str(path), source.drop_columns(["deleted"]).schema.empty_table())
+    dt = DeltaTable(str(path))
+    t0 = time.monotonic()
+    (dt.merge(source, "t.id = s.id", source_alias="s", target_alias="t")
+       .when_matched_delete("s.deleted")
+       .when_matched_update({"name": "s.name", "amount": "s.amount", "qty": "s.qty"},
+                            "NOT s.deleted")
+       .when_not_matched_insert({"id": "s.id", "name": "s.name", "amount": "s.amount",
+                                 "qty": "s.qty"}, "NOT s.deleted")
+       .execute())
+    return time.monotonic() - t0
+
+
+def run_pipeline(work: Path) -> float:
+    config = work / "pipeline.properties"
+    config.write_text(
+        "topic.prefix=bench\nheadwater.topics.dir=topics\nheadwater.pipeline.delta.path=delta\n"
+        "headwater.pipeline.checkpoint.dir=checkpoint\n"
+    )
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-m", "headwater.cli", "pipeline", str(config), "--once",
+                    "--log-level", "INFO"], check=True)
+    return time.monotonic() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--changes", type=int, default=1_000_000)
+    ap.add_argument("--keys", type=int, default=200_000)
+    ap.add_argument("--freshness", action="store_true")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="headwater-pipeline-bench-"))
+    try:
+        t0 = time.monotonic()
+        state = generate(work / "topics", args.changes, args.keys)
+        size = sum(f.stat().st_size for f in (work / "topics").rglob("*.jsonl"))
+        print(f"generated {args.changes:,} events over {args.keys:,} keys in "
+              f"{time.monotonic() - t0:.1f}s ({size / 2**20:,.0f} MiB of topic log)")
+        ref_s = bare_merge(work / "bare", state)
+        pipe_s = run_pipeline(work)
+        got = DeltaTable(str(work / "delta" / "public" / "items")).to_pyarrow_table()
+        live = sum(1 for r in state.values() if r is not None)
+        assert got.num_rows == live, f"pipeline produced {got.num_rows} rows, expected {live}"
+        print(f"bare delta-rs MERGE of {len(state):,} net changes: {ref_s:6.2f} s "
+              f"({args.changes / ref_s:,.0f} changes/s equivalent)")
+        print(f"headwater pipeline (Spark + decode + SCD1 MERGE): {pipe_s:6.2f} s "
+              f"({args.changes / pipe_s:,.0f} changes/s, including Spark start-up)")
+        print(f"ratio pipeline / bare MERGE = {ref_s / pipe_s:.2f}  (goal >= 0.5)")
+        if args.freshness:
+            freshness(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def freshness(work: Path, rate: int = 5000, seconds: int = 60) -> None:
+    """PostgreSQL -> capture -> continuous pipeline; latency from commit to visible in Delta."""
+    from headwater.testing.localpg import LocalPostgres
+
+    pg = LocalPostgres().start()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        pg.create_database("fresh")
+        conn = pg.connect("fresh")
+        cur = conn.cursor()
+        cur.execute("CREATE TABLE load (id int PRIMARY KEY, n int)")
+        cur.execute("CREATE TABLE probe (id int PRIMARY KEY, at timestamptz)")
+        d = work / "fresh"
+        d.mkdir()
+        config = d / "c.properties"
+        config.write_text(
+            f"database.hostname=127.0.0.1\ndatabase.port={pg.port}\ndatabase.user=postgres\n"
+            "database.dbname=fresh\ntopic.prefix=fresh\nslot.name=fresh\n"
+            "headwater.topics.dir=topics\nheadwater.topics.segment.ms=500\n"
+            "offset.storage.file.filename=offsets.json\npoll.interval.ms=50\n"
+            "headwater.pipeline.delta.path=delta\nheadwater.pipeline.checkpoint.dir=ckpt\n"
+            "headwater.pipeline.trigger.interval.ms=500\n"
+        )
+        for cmd in ("run", "pipeline"):
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "headwater.cli", cmd, str(config), "--log-level",
+                 "WARNING"]))
+        time.sleep(15)  # Spark start-up
+        stop = threading.Event()
+
+        def load() -> None:
+            c = pg.connect("fresh")
+            k = c.cursor()
+            i = 0
+            while not stop.is_set():
+                t = time.monotonic()
+                k.execute("INSERT INTO load SELECT g, 0 FROM generate_series(%s, %s) g "
+                          "ON CONFLICT (id) DO UPDATE SET n = load.n + 1",
+                          ((i * 500) % 50_000, (i * 500) % 50_000 + 499))
+                i += 1
+                time.sleep(max(0.0, 500 / rate - (time.monotonic() - t)))
+            c.close()
+
+        threading.Thread(target=load, daemon=True).start()
+        latencies: list[float] = []
+        probe_path = d / "delta" / "public" / "probe"
+        committed: dict[int, float] = {}
+        deadline = time.monotonic() + seconds
+        pid = 0
+        while time.monotonic() < deadline:
+            pid += 1
+            cur.execute("INSERT INTO probe VALUES (%s, now())", (pid,))
+            committed[pid] = time.monotonic()
+            time.sleep(0.25)
+            try:
+                seen = DeltaTable(str(probe_path)).to_pyarrow_table(columns=["id"])
+            except Exception:
+                continue
+            now = time.monotonic()
+            for i in seen.column("id").to_pylist():
+                if i in committed:
+                    latencies.append(now - committed.pop(i))
+        stop.set()
+        if len(latencies) > 10:
+            latencies.sort()
+            p50 = statistics.median(latencies)
+            p99 = latencies[int(len(latencies) * 0.99) - 1]
+            print(f"freshness at ~{rate} changes/s: p50 {p50:.2f} s, p99 {p99:.2f} s "
+                  f"({len(latencies)} probes; goal p99 < 5 s)")
+        else:
+            print("freshness: too few probes became visible")
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(30)
+        pg.cleanup()
+
+
+if __name__ == "__main__":
+    main()

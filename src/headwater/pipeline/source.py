@@ -1,0 +1,194 @@
+"""A Spark streaming source over the topic log: Spark tracks offsets, Python reads the records.
+
+Spark's file source would parse every JSON line in the JVM and ship each event, schema and all,
+to Python.  This source instead gives Spark only *offset ranges*: its offsets are
+`{topic: next offset}` (checkpointed by Spark like any source's), a micro-batch is one row per
+topic `(topic, start_offset, end_offset)`, and `foreachBatch` reads those ranges straight from
+the segment files with `read_range`.  Records are visible as soon as the capture has written
+them (in-progress segments included), so freshness does not wait for segments to seal.
+
+Rate limiting: `headwater.pipeline.max.records.per.trigger` (Spark's `ReadMaxRows`);
+`Trigger.AvailableNow` is supported (the batch set is fixed when the query starts).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from headwater.topics import reader
+
+SCHEMA = "topic STRING, start_offset LONG, end_offset LONG"
+NAME = "headwater_topics"
+NON_TABLE_SUFFIXES = (".transaction",)
+NON_TABLE_PREFIXES = ("__debezium-heartbeat",)
+
+
+def is_table_topic(topic: str) -> bool:
+    return not topic.endswith(NON_TABLE_SUFFIXES) and not topic.startswith(NON_TABLE_PREFIXES)
+
+
+def end_offsets(root: Path, pattern: str) -> dict[str, int]:
+    """Next offset of every table topic matching the glob `pattern`."""
+    return {
+        t.name: t.end_offset
+        for t in reader.list_topics(root)
+        if fnmatch.fnmatchcase(t.name, pattern) and is_table_topic(t.name)
+    }
+
+
+def plan(start: dict[str, int], latest: dict[str, int], max_rows: int | None) -> dict[str, int]:
+    """End offsets of the next batch: everything new, or at most `max_rows` records in all,
+    shared out over the topics in turn so that no topic starves."""
+    end = {t: max(start.get(t, 0), o) for t, o in latest.items()}
+    for t, o in start.items():
+        end.setdefault(t, o)
+    if max_rows is None:
+        return end
+    budget = max_rows
+    pending = {t: end[t] - start.get(t, 0) for t in end if end[t] > start.get(t, 0)}
+    capped = {t: start.get(t, 0) for t in end}
+    while budget > 0 and pending:
+        share = max(1, budget // len(pending))
+        for t in list(pending):
+            take = min(share, pending[t], budget)
+            capped[t] += take
+            pending[t] -= take
+            budget -= take
+            if pending[t] == 0:
+                del pending[t]
+            if budget == 0:
+                break
+    return capped
+
+
+_HEAD = b'{"offset":'
+_KEY = b',"key":'
+_VALUE = b',"value":'
+
+
+def _split(line: bytes) -> tuple[int, bytes | None, bytes | None] | None:
+    """(offset, key, value) of a record line in the writer's layout, or None (other layout)."""
+    if not line.startswith(_HEAD) or b'"headers":' in line:
+        return None
+    k = line.find(_KEY)
+    if k < 0:
+        return None
+    offset = int(line[len(_HEAD):line.find(b",", len(_HEAD))])
+    start = k + len(_KEY)
+    end = len(line.rstrip(b"\r\n")) - 1  # the record's closing brace
+    pos = line.find(_VALUE, start)
+    while pos >= 0:
+        key_text = line[start:pos]
+        try:
+            orjson.loads(key_text)  # the key is the JSON document before this separator
+        except orjson.JSONDecodeError:
+            pos = line.find(_VALUE, pos + 1)
+            continue
+        value = line[pos + len(_VALUE):end]
+        return (offset, None if key_text == b"null" else key_text,
+                None if value == b"null" else value)
+    return None
+
+
+def read_range(root: Path, topic: str, start: int, end: int
+               ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+    """(offset, key, value) of the records start <= offset < end of a topic."""
+    for path, base in _segments(root / topic, start, end):
+        with open(path, "rb") as f:
+            for line in f:
+                if not line.endswith(b"\n"):
+                    break  # a torn last line of an in-progress segment
+                fast = _split(line)
+                if fast is None:
+                    rec = reader.parse_line(topic, line)
+                    fast = (rec.offset, rec.key, rec.value)
+                if fast[0] < start:
+                    continue
+                if fast[0] >= end:
+                    return
+                yield fast
+        del base
+
+
+def _segments(directory: Path, start: int, end: int) -> list[tuple[Path, int]]:
+    """Segment files that may hold offsets in [start, end), sealed or in progress."""
+    found: list[tuple[int, Path]] = []
+    for p in directory.iterdir():
+        name = p.name.lstrip(".")
+        digits = name.split(".", 1)[0]
+        if digits.isdigit() and (p.name.endswith(".jsonl") or p.name.endswith(".inprogress")):
+            found.append((int(digits), p))
+    found.sort()
+    out: list[tuple[Path, int]] = []
+    for i, (base, path) in enumerate(found):
+        nxt = found[i + 1][0] if i + 1 < len(found) else None
+        if (nxt is not None and nxt <= start) or base >= end:
+            continue
+        out.append((path, base))
+    return out
+
+
+def register(spark: Any) -> None:
+    """Registers the `headwater_topics` streaming source with a Spark session."""
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
+
+    class Range(InputPartition):
+        def __init__(self, topic: str, start: int, end: int) -> None:
+            self.topic, self.start, self.end = topic, start, end
+
+    class Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+        def __init__(self, options: Mapping[str, str]) -> None:
+            self.root = Path(options["path"])
+            self.pattern = options.get("topics", "*")
+            rows = options.get("max_records")
+            self.max_rows = int(rows) if rows else None
+            self.frozen: dict[str, int] | None = None
+
+        def initialOffset(self) -> dict[str, int]:  # noqa: N802 (Spark's name)
+            return {}
+
+        def getDefaultReadLimit(self) -> Any:  # noqa: N802
+            return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
+
+        def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+            self.frozen = end_offsets(self.root, self.pattern)
+
+        def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:  # noqa: N802
+            latest = self.frozen if self.frozen is not None else end_offsets(
+                self.root, self.pattern)
+            rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+            return plan(start or {}, latest, rows)
+
+        def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Range]:
+            return [Range(t, (start or {}).get(t, 0), o) for t, o in sorted(end.items())
+                    if o > (start or {}).get(t, 0)]
+
+        def read(self, partition: InputPartition) -> Iterator[tuple[str, int, int]]:
+            assert isinstance(partition, Range)
+            yield (partition.topic, partition.start, partition.end)
+
+        def commit(self, end: dict[str, int]) -> None:
+            pass
+
+    class Source(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return NAME
+
+        def schema(self) -> str:
+            return SCHEMA
+
+        def streamReader(self, schema: Any) -> Reader:  # noqa: N802
+            return Reader(self.options)
+
+    spark.dataSource.register(Source)
