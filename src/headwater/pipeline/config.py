@@ -13,6 +13,7 @@ The pipeline reads what the connector wrote, so it takes `topic.prefix` and
 | headwater.pipeline.max.records.per.trigger | 500000 | change records per micro-batch |
 | headwater.pipeline.id | headwater-<topic.prefix> | the Delta app transaction id |
 | headwater.pipeline.target | delta | delta, or jdbc (PostgreSQL, MariaDB) |
+| headwater.pipeline.schema.evolution | evolve | new source columns: evolve, ignore, fail |
 | headwater.pipeline.jdbc.url | | jdbc:postgresql://h:5432/db, jdbc:mysql://h:3306/db |
 | headwater.pipeline.jdbc.user / .password | | credentials (${env:VAR}, ${file:/path}) |
 | headwater.pipeline.jdbc.schema | public / the URL's database | target schema |
@@ -44,7 +45,9 @@ _KNOWN = (
     "headwater.pipeline.track.history.except.column.list", "headwater.pipeline.target",
     "headwater.pipeline.jdbc.url", "headwater.pipeline.jdbc.user",
     "headwater.pipeline.jdbc.password", "headwater.pipeline.jdbc.schema",
+    "headwater.pipeline.schema.evolution",
 )
+EVOLUTION = ("evolve", "ignore", "fail")
 TARGETS = ("delta", "jdbc")
 
 
@@ -62,6 +65,7 @@ class PipelineConfig:
     track_history_column_list: tuple[str, ...] | None = None
     track_history_except_column_list: tuple[str, ...] | None = None
     target: str = "delta"
+    schema_evolution: str = "evolve"
     jdbc_url: str | None = None
     jdbc_user: str | None = None
     jdbc_password: Secret | None = None
@@ -111,6 +115,10 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
     target = props.get("headwater.pipeline.target", "delta").lower()
     if target not in TARGETS:
         errors.append(f"headwater.pipeline.target: {target!r} is not one of {', '.join(TARGETS)}")
+    evolution = props.get("headwater.pipeline.schema.evolution", "evolve").lower()
+    if evolution not in EVOLUTION:
+        errors.append(f"headwater.pipeline.schema.evolution: {evolution!r} is not one of "
+                      f"{', '.join(EVOLUTION)}")
     jdbc_url = props.get("headwater.pipeline.jdbc.url") or None
     if target == "jdbc" and not jdbc_url:
         errors.append("headwater.pipeline.jdbc.url: required with headwater.pipeline.target=jdbc "
@@ -139,6 +147,7 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         track_history_column_list=track,
         track_history_except_column_list=track_except,
         target=target,
+        schema_evolution=evolution,
         jdbc_url=jdbc_url,
         jdbc_user=props.get("headwater.pipeline.jdbc.user") or None,
         jdbc_password=password,

@@ -59,10 +59,51 @@ def _key_json(key: tuple[Any, ...]) -> str:
     return orjson.dumps(list(key), default=str).decode()
 
 
+class SchemaEvolutionError(ValueError):
+    """A source schema change the target cannot, or may not, follow."""
+
+
+EVOLUTION_MODES = ("evolve", "ignore", "fail")
+
+
 class DeltaTarget:
-    def __init__(self, root: Path, app_id: str) -> None:
+    def __init__(self, root: Path, app_id: str, schema_evolution: str = "evolve") -> None:
+        if schema_evolution not in EVOLUTION_MODES:
+            raise ValueError(f"schema evolution mode {schema_evolution!r} is not one of "
+                             f"{', '.join(EVOLUTION_MODES)}")
         self.root = Path(root)
         self.app_id = app_id
+        self.schema_evolution = schema_evolution
+
+    def _evolve(self, dt: DeltaTable, path: Path, columns: list[Column]) -> list[Column]:
+        """The batch's columns the target takes, per `schema_evolution`.
+
+        New source columns are added (evolve), left out (ignore) or refused (fail).  A column
+        whose type changed is always refused: rewriting a table's history to a new type is a
+        decision for its owner, not for a pipeline.  Dropped source columns stay in the target
+        (rows written later hold null there); a rename is a new column plus the old one.
+        """
+        existing = {f.name: f.type for f in pa.schema(dt.schema().to_arrow())}
+        for c in columns:
+            old = existing.get(c.name)
+            if old is not None and old != c.type.arrow and not (
+                    pa.types.is_timestamp(old) and pa.types.is_timestamp(c.type.arrow)):
+                raise SchemaEvolutionError(
+                    f"{path}: column {c.name!r} changed type from {old} to {c.type.arrow} at the "
+                    "source; migrate the target table (or re-create it and re-run the pipeline "
+                    "from a new checkpoint)"
+                )
+        new = [c.name for c in columns if c.name not in existing]
+        if not new or self.schema_evolution == "evolve":
+            if new:
+                log.info("%s: adding columns %s (schema evolution)", path, ", ".join(new))
+            return columns
+        if self.schema_evolution == "fail":
+            raise SchemaEvolutionError(
+                f"{path}: the source added column(s) {', '.join(new)} and "
+                "headwater.pipeline.schema.evolution=fail"
+            )
+        return [c for c in columns if c.name in existing]
 
     def table_path(self, changes: TableChanges) -> Path:
         schema = changes.schema_name or "default"
@@ -118,6 +159,7 @@ class DeltaTarget:
             [pa.field(c.name, c.type.arrow) for c in columns] + [pa.field(SEQ, pa.string())]
         )
         dt = self._ensure_table(path, arrow_schema)
+        columns = self._evolve(dt, path, columns)
         if truncate is not None:
             dt.delete(f"{q(SEQ)} < '{truncate}'")
         toast = sorted({c for n in kept for c in n.unavailable})
@@ -200,6 +242,11 @@ class DeltaTarget:
             + [pa.field(START, pa.string()), pa.field(END, pa.string())]
         )
         dt = self._ensure_table(path, arrow_schema)
+        columns = self._evolve(dt, path, columns)
+        arrow_schema = pa.schema(
+            [pa.field(c.name, c.type.arrow) for c in columns]
+            + [pa.field(START, pa.string()), pa.field(END, pa.string())]
+        )
         state = self._load_state(changes, scd2=True)
         floor = state.get(None)
         if truncate is not None:

@@ -69,7 +69,7 @@ def make_target(cfg: PipelineConfig, spark: Any = None) -> Target:
         module = importlib.import_module("headwater.pipeline.jdbc_target")
         target: Target = module.JdbcTarget(cfg, spark)
         return target
-    return DeltaTarget(cfg.delta_path, cfg.pipeline_id)
+    return DeltaTarget(cfg.delta_path, cfg.pipeline_id, cfg.schema_evolution)
 
 
 def apply_batch(

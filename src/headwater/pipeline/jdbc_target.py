@@ -1,0 +1,621 @@
+"""Materializes change topics into tables of a JDBC database (PostgreSQL, MariaDB), exactly once.
+
+Per batch and table, in named steps that the logs echo:
+
+1. *stage*: the rows to apply (SCD1: the net change per key; SCD2: the rebuilt versions of the
+   keys the batch touches; changelog: every event) go to a staging table
+   `_hw_stg_<hash of pipeline and table>_<batch>`, created with Headwater's own DDL and written
+   by Spark's JDBC writer (Debian's driver jars, see `jdbc_jars`);
+2. *merge*: one transaction on a direct connection (psycopg2, PyMySQL) locks the table's row of
+   `_headwater_progress (pipeline_id, table_name, batch_id)` and stops there if the batch is
+   already applied; otherwise it creates or widens the target table (new columns are added),
+   applies the staged rows, updates the remembered deletes and truncates in `_headwater_state`,
+   records the batch in the progress row, drops the staging table and commits.
+
+Semantics are the Delta target's (`delta_target`): every row carries `__hw_sequence`, the
+sequence of the event that last wrote it, compared as text, so an older event never overwrites
+a newer one; a delete or truncate is remembered with its sequence so an older upsert arriving
+later does not resurrect the row; columns whose value the source did not send (unchanged TOAST)
+keep the target's value.  SCD2 rebuilds each touched key's history with `scd2.rebuild`.
+
+Exactly once: the progress row commits in the same transaction as the changes, so a crash at
+any point leaves either nothing of the batch or all of it, and Spark's replay of the batch after
+a restart finds it applied and skips it.  MariaDB commits DDL implicitly, so there the CREATE /
+ALTER of the target runs just before the transaction (idempotent: IF NOT EXISTS; a crash after
+it leaves a new, empty column that the clean run would have added too) and the staging table
+is dropped just after it (a leftover is replaced by the replay, or dropped when it is skipped).
+
+The target table is `<schema>.<source table>` (PostgreSQL: `headwater.pipeline.jdbc.schema` or
+`public`; MariaDB: that or the URL's database): two source schemas with a table of the same
+name need two pipelines with different target schemas.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import logging
+import shutil
+import subprocess
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from headwater.pipeline.config import PipelineConfig
+from headwater.pipeline.decode import ChangeEvent, TableChanges
+from headwater.pipeline.jdbc_dialect import (
+    DIALECTS,
+    END,
+    FLAG,
+    KEY,
+    KEY_HASH,
+    OP,
+    PROGRESS,
+    SEQ,
+    START,
+    STATE,
+    Dialect,
+    parse_jdbc_url,
+    repr_type,
+    repr_value,
+)
+from headwater.pipeline.net import KeylessTableError, NetChange
+from headwater.pipeline.scd2 import Point, Version, rebuild
+
+log = logging.getLogger("headwater.pipeline.jdbc")
+
+JARS = (("libpostgresql-jdbc-java", "postgresql.jar"),
+        ("libmariadb-java", "mariadb-java-client.jar"))
+CHANGELOG_META: tuple[tuple[str, pa.DataType], ...] = (
+    ("__op", pa.string()), (SEQ, pa.string()), ("__source_ts_ms", pa.int64()),
+    ("__ts_ms", pa.int64()), ("__lsn", pa.int64()), ("__tx_id", pa.string()),
+    ("__snapshot", pa.string()), ("__offset", pa.int64()),
+)
+_CHUNK = 500  # keys per lookup query
+
+Columns = list[tuple[str, pa.DataType]]
+
+
+class JdbcDriverMissingError(RuntimeError):
+    pass
+
+
+@functools.cache
+def _dpkg_jar(package: str, name: str) -> str | None:
+    if not shutil.which("dpkg"):
+        return None
+    out = subprocess.run(["dpkg", "-L", package], capture_output=True, text=True, check=False)
+    jars = [line for line in out.stdout.splitlines()
+            if line.startswith("/usr/share/java/") and line.endswith(".jar")]
+    exact = [j for j in jars if j.endswith("/" + name)]
+    found = exact or sorted(jars, key=len)
+    return found[0] if found else None
+
+
+def jdbc_jars() -> list[str]:
+    """The installed JDBC driver jars of Debian's `libpostgresql-jdbc-java` and
+    `libmariadb-java` (for `spark.jars`); empty when neither is installed."""
+    out = []
+    for package, name in JARS:
+        path = Path("/usr/share/java") / name
+        found = str(path) if path.exists() else _dpkg_jar(package, name)
+        if found:
+            out.append(found)
+    return out
+
+
+def require_driver(spark: Any, dialect: Dialect) -> None:
+    """Raises JdbcDriverMissingError unless the session's JVM can load the dialect's driver."""
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:  # Spark Connect: the server's class path decides
+        return
+    try:
+        jvm.org.apache.spark.util.Utils.classForName(dialect.driver_class, True, False)
+    except Exception as exc:
+        if "ClassNotFoundException" not in str(exc):
+            raise
+        jars = jdbc_jars()
+        how = (f"spark.jars={','.join(jars)}" if jars else
+               "spark.jars pointing at the jars of Debian's libpostgresql-jdbc-java and "
+               "libmariadb-java (apt-get install them first)")
+        raise JdbcDriverMissingError(
+            f"the Spark session cannot load the JDBC driver {dialect.driver_class} (Debian "
+            f"package {dialect.debian_package}): start Spark with {how}, e.g. "
+            "SparkSession.builder.config('spark.jars', ','.join("
+            "headwater.pipeline.jdbc_target.jdbc_jars())); the jars must be given when the "
+            "JVM starts, a later session in the same process does not load them"
+        ) from None
+
+
+def _key_json(key: tuple[Any, ...]) -> str:
+    return orjson.dumps(list(key), default=str).decode()
+
+
+def _key_hash(key_json: str) -> str:
+    return hashlib.sha1(key_json.encode()).hexdigest()
+
+
+class JdbcTarget:
+    """The `Target` of `headwater.pipeline.target=jdbc` (see the module docstring)."""
+
+    def __init__(self, cfg: PipelineConfig, spark: Any = None) -> None:
+        if not cfg.jdbc_url:
+            raise ValueError("headwater.pipeline.jdbc.url is required for the JDBC target")
+        self.location = parse_jdbc_url(cfg.jdbc_url)
+        self.dialect: Dialect = DIALECTS[self.location.dialect]
+        self.user = cfg.jdbc_user or self.location.params.get("user")
+        self._password = (cfg.jdbc_password.reveal() if cfg.jdbc_password is not None
+                          else self.location.params.get("password"))
+        if self.location.dialect == "postgresql":
+            schema = cfg.jdbc_schema or self.location.params.get("currentSchema") or "public"
+        else:
+            schema = cfg.jdbc_schema or self.location.database or ""
+            if not schema:
+                raise ValueError(f"{cfg.jdbc_url}: name the database in the URL (jdbc:mysql:"
+                                 "//host:3306/db) or set headwater.pipeline.jdbc.schema")
+        self.schema = schema
+        self.pipeline_id = cfg.pipeline_id or f"headwater-{cfg.topic_prefix}"
+        self.spark = spark
+        if spark is not None:
+            require_driver(spark, self.dialect)
+        self._sources: dict[str, str | None] = {}
+        with self._connection() as conn, conn.cursor() as cur:
+            for statement in self.dialect.bookkeeping_ddl(self.schema):
+                cur.execute(statement)
+            conn.commit()
+
+    # -- plumbing -------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[Any]:
+        conn = self.dialect.connect(self.location, self.user, self._password)
+        try:
+            yield conn
+        finally:
+            with contextlib.suppress(Exception):
+                conn.rollback()
+            conn.close()
+
+    def _fault(self, point: str) -> None:
+        """A seam for crash tests: called at "staged" (staging written, nothing merged),
+        "merged" (inside the transaction, before the commit) and "committed"."""
+
+    def _t(self, name: str) -> str:
+        return self.dialect.table(self.schema, name)
+
+    def table_name(self, changes: TableChanges) -> str:
+        """The target table of a topic (unqualified; it lives in `self.schema`)."""
+        name = changes.table_name or changes.topic
+        seen = self._sources.setdefault(name, changes.schema_name)
+        if seen != changes.schema_name:
+            raise ValueError(
+                f"tables {seen}.{name} and {changes.schema_name}.{name} would both go to "
+                f"{self.schema}.{name}: materialize them with two pipelines whose "
+                "headwater.pipeline.jdbc.schema differ")
+        return name
+
+    def _qualified(self, name: str) -> str:
+        return f"{self.schema}.{name}"
+
+    def staging_name(self, name: str, batch_id: int) -> str:
+        digest = hashlib.sha1(f"{self.pipeline_id}|{self._qualified(name)}".encode()).hexdigest()
+        return f"_hw_stg_{digest[:12]}_{batch_id}"
+
+    def _applied(self, conn: Any, name: str, batch_id: int, lock: bool = False) -> bool:
+        sql = (self.dialect.lock_progress if lock else self.dialect.read_progress)(
+            self._t(PROGRESS))
+        with conn.cursor() as cur:
+            cur.execute(sql, (self.pipeline_id, self._qualified(name)))
+            row = cur.fetchone()
+        return row is not None and int(row[0]) >= batch_id
+
+    def _skip(self, conn: Any, name: str, batch_id: int) -> bool:
+        """True when the batch is applied already (then a staging table left by a crash
+        after the commit, which MariaDB drops only then, is dropped)."""
+        if not self._applied(conn, name, batch_id):
+            return False
+        log.info("batch %d already applied to %s.%s: skipped", batch_id, self.schema, name)
+        conn.commit()
+        if not self.dialect.transactional_ddl:
+            self._drop_staging(conn, self.staging_name(name, batch_id))
+        return True
+
+    def _columns(self, cur: Any, name: str) -> list[str]:
+        cur.execute(self.dialect.columns_query, (self.schema, name))
+        return [r[0] for r in cur.fetchall()]
+
+    def _defs(self, columns: Columns, keys: Sequence[str],
+              staging: bool = False) -> list[tuple[str, str, bool]]:
+        d = self.dialect
+        key_len = d.key_lengths([t for n, t in columns if n in keys])
+        out = []
+        for n, t in columns:
+            length = key_len if n in keys else None
+            sql = d.stage_type(repr_type(t), length) if staging else d.column_type(t, length)
+            out.append((n, sql, n in keys and not staging))
+        return out
+
+    def _ensure_table(self, cur: Any, name: str, defs: list[tuple[str, str, bool]],
+                      primary_key: Sequence[str]) -> None:
+        existing = set(self._columns(cur, name))
+        if not existing:
+            cur.execute(self.dialect.create_table(self._t(name), defs, primary_key))
+            log.info("created %s.%s", self.schema, name)
+            return
+        for n, sql, _ in defs:
+            if n not in existing:
+                cur.execute(self.dialect.add_column(self._t(name), n, sql))
+                log.info("added column %s to %s.%s", n, self.schema, name)
+
+    def _stage(self, conn: Any, staging: str, table: pa.Table,
+               defs: list[tuple[str, str, bool]]) -> None:
+        """Step "stage": a fresh staging table, filled by Spark's JDBC writer."""
+        d = self.dialect
+        with conn.cursor() as cur:
+            cur.execute(d.drop_table(self._t(staging)))
+            cur.execute(d.create_table(self._t(staging), defs, ()))
+        conn.commit()
+        if table.num_rows == 0:
+            return
+        spark = self.spark
+        if spark is None:
+            from pyspark.sql import SparkSession
+
+            spark = self.spark = SparkSession.getActiveSession()
+            if spark is None:
+                raise RuntimeError("the JDBC target stages with Spark: no active SparkSession")
+            require_driver(spark, d)
+        staged = pa.Table.from_arrays([d.stage_array(c) for c in table.columns],
+                                      names=table.column_names)
+        props = {"driver": d.driver_class, "batchsize": "5000", **d.spark_options}
+        if self.user:
+            props["user"] = self.user
+        if self._password:
+            props["password"] = self._password
+        # "append" to the table created above: with "overwrite" Spark may drop and recreate
+        # it with its own type mapping (collations, timestamp types) instead of ours.
+        spark.createDataFrame(staged).write.jdbc(
+            self.location.spark_url, self._t(staging), mode="append", properties=props)
+        log.debug("staged %d rows in %s", table.num_rows, staging)
+
+    def _drop_staging(self, conn: Any, staging: str) -> None:
+        with conn.cursor() as cur:
+            cur.execute(self.dialect.drop_table(self._t(staging)))
+        conn.commit()
+
+    def _begin(self, conn: Any, name: str, batch_id: int, staging: str | None,
+               defs: list[tuple[str, str, bool]], primary_key: Sequence[str]) -> bool:
+        """Step "merge", its start: locks the progress row; False when the batch is applied
+        (then the transaction has dropped the staging table and committed)."""
+        if self._applied(conn, name, batch_id, lock=True):
+            log.info("batch %d already applied to %s.%s: skipped", batch_id, self.schema, name)
+            if staging is not None:
+                if self.dialect.transactional_ddl:
+                    with conn.cursor() as cur:
+                        cur.execute(self.dialect.drop_table(self._t(staging)))
+                    conn.commit()
+                else:
+                    conn.commit()
+                    self._drop_staging(conn, staging)
+            else:
+                conn.commit()
+            return False
+        if self.dialect.transactional_ddl:
+            with conn.cursor() as cur:
+                self._ensure_table(cur, name, defs, primary_key)
+        return True
+
+    def _finish(self, conn: Any, name: str, batch_id: int, staging: str | None) -> None:
+        """Step "merge", its end: progress row, staging dropped, commit."""
+        d = self.dialect
+        with conn.cursor() as cur:
+            cur.execute(d.upsert_progress(self._t(PROGRESS)),
+                        (self.pipeline_id, self._qualified(name), batch_id))
+            if staging is not None and d.transactional_ddl:
+                cur.execute(d.drop_table(self._t(staging)))
+        self._fault("merged")
+        conn.commit()
+        self._fault("committed")
+        if staging is not None and not d.transactional_ddl:
+            self._drop_staging(conn, staging)
+
+    def _prepare(self, conn: Any, name: str, defs: list[tuple[str, str, bool]],
+                 primary_key: Sequence[str]) -> None:
+        """MariaDB: the target's DDL, before the transaction (DDL would commit it)."""
+        if not self.dialect.transactional_ddl:
+            with conn.cursor() as cur:
+                self._ensure_table(cur, name, defs, primary_key)
+            conn.commit()
+        else:
+            conn.commit()  # ends the read-only transaction of the progress check
+
+    def _truncate_floor(self, cur: Any, name: str) -> str | None:
+        cur.execute(f"SELECT {self.dialect.q(SEQ)} FROM {self._t(STATE)} WHERE table_name = %s "
+                    "AND kind = 'truncate' AND key_hash = '' AND slot = ''",
+                    (self._qualified(name),))
+        row = cur.fetchone()
+        return None if row is None else str(row[0])
+
+    def _save_state_rows(self, cur: Any, rows: Sequence[tuple[str, str, str, str | None, str]],
+                         name: str) -> None:
+        """(kind, key_hash, slot, key_json, sequence) rows into the state table."""
+        for i in range(0, len(rows), _CHUNK):
+            chunk = rows[i:i + _CHUNK]
+            one = "SELECT %s AS t, %s AS k, %s AS h, %s AS sl, %s AS j, %s AS q"
+            select = " UNION ALL ".join([one] * len(chunk))
+            params = [p for r in chunk for p in (self._qualified(name), *r)]
+            cur.execute(self.dialect.upsert_state(
+                self._t(STATE), f"SELECT * FROM ({select}) AS v"), params)
+
+    # -- SCD type 1 ----------------------------------------------------------------------------
+    def apply_scd1(
+        self, changes: TableChanges, net: list[NetChange], truncate: str | None, batch_id: int
+    ) -> None:
+        name = self.table_name(changes)
+        d = self.dialect
+        columns: Columns = [(c.name, c.type.arrow) for c in changes.column_list]
+        keys = changes.key_columns
+        keyspec = [(k, t) for k, t in columns if k in keys]
+        types = dict(columns)
+        toast = sorted({c for n in net for c in n.unavailable})
+        flags = {c: f"{FLAG}{i}" for i, c in enumerate(toast)}
+        defs = [*self._defs(columns, keys), (SEQ, d.seq_type, True)]
+        with self._connection() as conn:
+            if self._skip(conn, name, batch_id):
+                return
+            self._prepare(conn, name, defs, keys)
+            staging = self.staging_name(name, batch_id)
+            table = self._scd1_table(net, columns, keys, toast)
+            stage_defs = [*self._defs(columns, keys, staging=True), (SEQ, d.seq_type, False),
+                          (OP, d.short_text, False), (KEY, d.column_type(pa.string()), False),
+                          (KEY_HASH, d.short_text, False),
+                          *((flags[c], d.column_type(pa.bool_()), False) for c in toast)]
+            self._stage(conn, staging, table, stage_defs)
+            self._fault("staged")
+            if not self._begin(conn, name, batch_id, staging, defs, keys):
+                return
+            target, stg, state = self._t(name), self._t(staging), self._t(STATE)
+            with conn.cursor() as cur:
+                floor = self._truncate_floor(cur, name)
+                if truncate is not None:
+                    floor = max(floor or "", truncate)
+                    cur.execute(d.delete_below(target), (truncate,))
+                if floor is not None:
+                    cur.execute(d.drop_staged_below(stg), (floor,))
+                cur.execute(d.drop_staged_deleted(stg, state), (self._qualified(name),))
+                if toast:
+                    cur.execute(d.fill_unavailable(stg, target, keyspec,
+                                                   [(c, flags[c], types[c]) for c in toast]))
+                cur.execute(d.upsert_newer(target, stg, columns, keys))
+                upserted = cur.rowcount
+                cur.execute(d.delete_older(target, stg, keyspec))
+                deleted = cur.rowcount
+                cur.execute(d.upsert_state(
+                    state, f"SELECT %s, 'delete', s.{d.q(KEY_HASH)}, '', s.{d.q(KEY)}, "
+                           f"s.{d.q(SEQ)} FROM {stg} AS s WHERE s.{d.q(OP)} = 'd'"),
+                    (self._qualified(name),))
+                if truncate is not None:
+                    self._save_state_rows(cur, [("truncate", "", "", None, truncate)], name)
+            log.debug("batch %d: %s.%s: %d upserted, %d deleted", batch_id, self.schema, name,
+                      upserted, deleted)
+            self._finish(conn, name, batch_id, staging)
+
+    @staticmethod
+    def _scd1_table(net: list[NetChange], columns: Columns, keys: tuple[str, ...],
+                    toast: list[str]) -> pa.Table:
+        data: dict[str, list[Any]] = {n: [] for n, _ in columns}
+        seqs, ops, key_json, key_hash = [], [], [], []
+        flags: dict[str, list[bool]] = {c: [] for c in toast}
+        nested = [(n, t) for n, t in columns if repr_type(t) != t]
+        for n in net:
+            row = n.row
+            if row is None:  # delete: only the key is known
+                for c, _ in columns:
+                    data[c].append(None)
+                for k, v in zip(keys, n.key, strict=True):
+                    data[k][-1] = v
+            else:
+                for c, _ in columns:
+                    data[c].append(row.get(c))
+                for c, t in nested:
+                    data[c][-1] = repr_value(data[c][-1], t)
+            seqs.append(n.sequence)
+            ops.append("d" if n.delete else "u")
+            kj = _key_json(n.key)
+            key_json.append(kj)
+            key_hash.append(_key_hash(kj))
+            for c in toast:
+                flags[c].append(c in n.unavailable)
+        arrays = [pa.array(data[n], repr_type(t)) for n, t in columns]
+        names = [n for n, _ in columns]
+        for extra, values in ((SEQ, seqs), (OP, ops), (KEY, key_json), (KEY_HASH, key_hash)):
+            arrays.append(pa.array(values, pa.string()))
+            names.append(extra)
+        for i, c in enumerate(toast):
+            arrays.append(pa.array(flags[c], pa.bool_()))
+            names.append(f"{FLAG}{i}")
+        return pa.Table.from_arrays(arrays, names=names)
+
+    # -- SCD type 2 ----------------------------------------------------------------------------
+    def apply_scd2(
+        self, changes: TableChanges, events: list[ChangeEvent], truncate: str | None,
+        batch_id: int, tracked: frozenset[str] | None = None,
+    ) -> None:
+        name = self.table_name(changes)
+        d = self.dialect
+        columns: Columns = [(c.name, c.type.arrow) for c in changes.column_list]
+        keys = changes.key_columns
+        tracked = tracked if tracked is not None else frozenset(n for n, _ in columns)
+        pk = [*keys, START]
+        defs = [*self._defs(columns, keys), (START, d.seq_type, True), (END, d.seq_type, False)]
+        nested = [(n, t) for n, t in columns if repr_type(t) != t]
+        points: dict[tuple[Any, ...], list[Point]] = {}
+        for e in events:
+            if e.op == "t" or e.key is None:
+                continue
+            row = e.row
+            if row is not None and nested:
+                row = {**row, **{n: repr_value(row.get(n), t) for n, t in nested}}
+            points.setdefault(e.key, []).append(
+                Point(e.sequence, e.op == "d", row, e.unavailable))
+        if points and not keys:
+            raise KeylessTableError(
+                f"table {changes.schema_name}.{changes.table_name} has no key: SCD2 needs one "
+                "(set message.key.columns on the connector, or use the changelog mode)")
+        with self._connection() as conn:
+            if self._skip(conn, name, batch_id):
+                return
+            self._prepare(conn, name, defs, pk)
+            staging: str | None = None
+            with conn.cursor() as cur:
+                floor = self._truncate_floor(cur, name)
+            if truncate is not None:
+                floor = max(floor or "", truncate)
+            conn.commit()
+            if points:
+                existing = self._history(conn, name, columns, keys, list(points))
+                remembered = self._scd2_deletes(conn, name, list(points))
+                conn.commit()
+                rebuilt: list[dict[str, Any]] = []
+                for key, pts in points.items():
+                    all_points = [*(Point(s, True, None) for s in remembered.get(key, ())),
+                                  *pts]
+                    for v in rebuild(existing.get(key, []), all_points, tracked, floor):
+                        rebuilt.append({**v.row, **dict(zip(keys, key, strict=True)),
+                                        START: v.start, END: v.end})
+                schema = pa.schema([pa.field(n, repr_type(t)) for n, t in columns]
+                                   + [pa.field(START, pa.string()), pa.field(END, pa.string())])
+                table = pa.Table.from_pylist(rebuilt, schema=schema)
+                staging = self.staging_name(name, batch_id)
+                self._stage(conn, staging, table, [
+                    *self._defs(columns, keys, staging=True), (START, d.seq_type, False),
+                    (END, d.seq_type, False)])
+                self._fault("staged")
+            if not self._begin(conn, name, batch_id, staging, defs, pk):
+                return
+            target = self._t(name)
+            keyspec = [(k, t) for k, t in columns if k in keys]
+            with conn.cursor() as cur:
+                if truncate is not None:
+                    cur.execute(d.close_open_versions(target), (truncate, truncate))
+                if staging is not None:
+                    stg = self._t(staging)
+                    cur.execute(d.upsert_versions(target, stg, columns, keys))
+                    cur.execute(d.delete_stale_versions(target, stg, keyspec))
+                rows: list[tuple[str, str, str, str | None, str]] = []
+                for e in events:
+                    if e.op == "d" and e.key is not None:
+                        kj = _key_json(e.key)
+                        rows.append(("scd2_delete", _key_hash(kj), e.sequence, kj, e.sequence))
+                if truncate is not None:
+                    rows.append(("truncate", "", "", None, truncate))
+                self._save_state_rows(cur, rows, name)
+            self._finish(conn, name, batch_id, staging)
+
+    def _history(self, conn: Any, name: str, columns: Columns, keys: tuple[str, ...],
+                 wanted: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], list[Version]]:
+        """The stored versions of the wanted keys (columns the target has)."""
+        d = self.dialect
+        with conn.cursor() as cur:
+            present = set(self._columns(cur, name))
+        if not present:
+            return {}
+        cols = [(n, t) for n, t in columns if n in present]
+        types = dict(cols)
+        select = ", ".join([d.q(n) for n, _ in cols] + [d.q(START), d.q(END)])
+        key_types = [types[k] for k in keys]
+        out: dict[tuple[Any, ...], list[Version]] = {}
+        for i in range(0, len(wanted), _CHUNK):
+            chunk = wanted[i:i + _CHUNK]
+            if len(keys) == 1:
+                where = f"{d.q(keys[0])} IN ({', '.join(['%s'] * len(chunk))})"
+            else:
+                one = "(" + ", ".join(["%s"] * len(keys)) + ")"
+                where = (f"({', '.join(d.q(k) for k in keys)}) IN "
+                         f"({', '.join([one] * len(chunk))})")
+            params = [d.param(v, t) for key in chunk for v, t in zip(key, key_types,
+                                                                         strict=True)]
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT {select} FROM {self._t(name)} WHERE {where}", params)
+                fetched = cur.fetchall()
+            for r in fetched:
+                row = {n: d.from_db(v, t) for (n, t), v in zip(cols, r, strict=False)}
+                key = tuple(row[k] for k in keys)
+                end = r[len(cols) + 1]
+                out.setdefault(key, []).append(
+                    Version(str(r[len(cols)]), None if end is None else str(end), row))
+        return out
+
+    def _scd2_deletes(self, conn: Any, name: str, wanted: list[tuple[Any, ...]]
+                      ) -> dict[tuple[Any, ...], list[str]]:
+        by_hash = {_key_hash(_key_json(k)): k for k in wanted}
+        hashes = list(by_hash)
+        out: dict[tuple[Any, ...], list[str]] = {}
+        for i in range(0, len(hashes), _CHUNK):
+            chunk = hashes[i:i + _CHUNK]
+            with conn.cursor() as cur:
+                cur.execute(
+                    f"SELECT key_hash, {self.dialect.q(SEQ)} FROM {self._t(STATE)} "
+                    "WHERE table_name = %s AND kind = 'scd2_delete' AND key_hash IN ("
+                    + ", ".join(["%s"] * len(chunk)) + ")",
+                    [self._qualified(name), *chunk])
+                for h, seq in cur.fetchall():
+                    out.setdefault(by_hash[h], []).append(str(seq))
+        return out
+
+    # -- changelog -----------------------------------------------------------------------------
+    def append_changelog(self, changes: TableChanges, batch_id: int) -> None:
+        name = self.table_name(changes)
+        d = self.dialect
+        data_cols: Columns = [(c.name, c.type.arrow) for c in changes.column_list]
+        columns: Columns = [*CHANGELOG_META, *data_cols]
+        defs = [(n, d.seq_type if n == SEQ else d.column_type(t), False) for n, t in columns]
+        with self._connection() as conn:
+            if self._skip(conn, name, batch_id):
+                return
+            self._prepare(conn, name, defs, ())
+            staging = self.staging_name(name, batch_id)
+            self._stage(conn, staging, self._changelog_table(changes, columns),
+                        self._defs(columns, (), staging=True))
+            self._fault("staged")
+            if not self._begin(conn, name, batch_id, staging, defs, ()):
+                return
+            with conn.cursor() as cur:
+                cur.execute(d.insert_all(self._t(name), self._t(staging), columns))
+            self._finish(conn, name, batch_id, staging)
+
+    @staticmethod
+    def _changelog_table(changes: TableChanges, columns: Columns) -> pa.Table:
+        data: dict[str, list[Any]] = {n: [] for n, _ in columns}
+        types = dict(columns)
+        data_names = [c.name for c in changes.column_list]
+        for e in changes.events:
+            for n, v in (("__op", e.op), (SEQ, e.sequence), ("__source_ts_ms", e.source_ts_ms),
+                         ("__ts_ms", e.ts_ms), ("__lsn", e.lsn),
+                         ("__tx_id", None if e.tx_id is None else str(e.tx_id)),
+                         ("__snapshot", None if e.snapshot is None else str(e.snapshot)),
+                         ("__offset", e.offset)):
+                data[n].append(v)
+            row = e.row or {}
+            for n in data_names:
+                data[n].append(repr_value(row.get(n), types[n]))
+        return pa.Table.from_arrays([pa.array(data[n], repr_type(t)) for n, t in columns],
+                                    names=[n for n, _ in columns])
+
+    # -- reading -------------------------------------------------------------------------------
+    def read_rows(self, table: str, bookkeeping: bool = False) -> list[dict[str, Any]]:
+        """A target table's rows (without the `__hw_` columns unless `bookkeeping`): bytes as
+        bytes, zoned timestamps in UTC, MariaDB booleans as 0/1."""
+        with self._connection() as conn, conn.cursor() as cur:
+            cur.execute(f"SELECT * FROM {self._t(table)}")
+            names = [c[0] for c in cur.description]
+            rows = cur.fetchall()
+        generic = pa.null()
+        return [
+            {n: self.dialect.from_db(v, generic) for n, v in zip(names, r, strict=True)
+             if bookkeeping or not n.startswith("__hw_")}
+            for r in rows
+        ]
