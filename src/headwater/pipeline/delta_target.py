@@ -21,8 +21,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import CommitProperties, DeltaTable, QueryBuilder, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
 from headwater.pipeline.decode import ChangeEvent, Column, TableChanges
@@ -53,6 +52,11 @@ def _sql_literal(value: Any) -> str:
         return repr(value)
     text = str(value).replace("'", "''")
     return f"'{text}'"
+
+
+def _query(dt: DeltaTable, sql: str) -> pa.Table:
+    """A SQL query (DataFusion, inside delta-rs) over one Delta table registered as `t`."""
+    return pa.table(QueryBuilder().register("t", dt).execute(sql).read_all())
 
 
 def _key_json(key: tuple[Any, ...]) -> str:
@@ -296,7 +300,8 @@ class DeltaTarget:
         dt: DeltaTable, keys: tuple[str, ...], wanted: list[tuple[Any, ...]]
     ) -> dict[tuple[Any, ...], list[Version]]:
         first = sorted({k[0] for k in wanted}, key=repr)
-        table = dt.to_pyarrow_dataset().to_table(filter=pc.field(keys[0]).isin(first))
+        table = _query(dt, f"SELECT * FROM t WHERE {q(keys[0])} IN "
+                           f"({', '.join(_sql_literal(v) for v in first)})")
         want = set(wanted)
         out: dict[tuple[Any, ...], list[Version]] = {}
         for row in table.to_pylist():
@@ -314,8 +319,8 @@ class DeltaTarget:
         if dt is None:
             return {}
         by_json = {_key_json(k): k for k in wanted}
-        table = dt.to_pyarrow_dataset().to_table(
-            filter=(pc.field("kind") == "scd2_delete") & pc.field("key").isin(list(by_json)))
+        table = _query(dt, "SELECT * FROM t WHERE kind = 'scd2_delete' AND key IN "
+                           f"({', '.join(_sql_literal(k) for k in by_json)})")
         out: dict[tuple[Any, ...], list[str]] = {}
         for k, seq in zip(table.column("key").to_pylist(), table.column(SEQ).to_pylist(),
                           strict=True):
@@ -328,8 +333,8 @@ class DeltaTarget:
         dt = self._open(self.state_path(changes))
         if dt is None:
             return {}
-        kinds = ["truncate"] if scd2 else ["truncate", "delete"]
-        table = dt.to_pyarrow_dataset().to_table(filter=pc.field("kind").isin(kinds))
+        kinds = "('truncate')" if scd2 else "('truncate', 'delete')"
+        table = _query(dt, f"SELECT * FROM t WHERE kind IN {kinds}")
         out: dict[str | None, str] = {}
         for key, kind, seq in zip(table.column("key").to_pylist(),
                                   table.column("kind").to_pylist(),
