@@ -129,7 +129,7 @@ def main() -> None:
             cur.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
         t0 = time.monotonic()
         cur.execute("CALL gen(%s)", (args.changes,))
-        cur.execute("SELECT pg_current_wal_lsn()::text")
+        cur.execute("SELECT pg_current_wal_insert_lsn()::text")
         end_lsn = lsn(cur.fetchone()[0])
         gen_s = time.monotonic() - t0
         cur.execute("SELECT pg_size_pretty(pg_current_wal_lsn() - confirmed_flush_lsn) "

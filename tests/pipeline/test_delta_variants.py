@@ -62,7 +62,7 @@ def capture_workload(env: Env, props: dict[str, Any], seed: int, truncate: bool 
     try:
         wait_for(lambda: cap.runtime.metrics.snapshot_completed, what="snapshot")
         mutate(env, seed, truncate_at=60 if truncate else None)
-        lsn = env.sql("SELECT pg_current_wal_lsn()::text")[0][0]
+        lsn = env.sql("SELECT pg_current_wal_insert_lsn()::text")[0][0]
         hi, lo = lsn.split("/")
         target = (int(hi, 16) << 32) | int(lo, 16)
         wait_for(lambda: int((cap.runtime.offsets.load() or {}).get("lsn", 0)) >= target,

@@ -100,7 +100,7 @@ def test_heartbeats_advance_the_slot_on_an_idle_captured_database(env: Env) -> N
         start = confirmed()
         busy.cursor().execute("INSERT INTO noise (pad) SELECT repeat('x', 500) "
                               "FROM generate_series(1, 20000)")
-        target = lsn(env.sql("SELECT pg_current_wal_lsn()::text")[0][0])
+        target = lsn(env.sql("SELECT pg_current_wal_insert_lsn()::text")[0][0])
         wait_for(lambda: confirmed() >= target, timeout=30,
                  what="slot confirmed past the other database's writes")
         assert confirmed() > start

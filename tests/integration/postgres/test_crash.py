@@ -84,7 +84,7 @@ class Load(threading.Thread):
             cur.execute("SELECT pg_current_wal_lsn()::text")
             before = _lsn(cur.fetchone()[0])
             conn.commit()
-            cur.execute("SELECT pg_current_wal_lsn()::text")
+            cur.execute("SELECT pg_current_wal_insert_lsn()::text")
             after = _lsn(cur.fetchone()[0])
             conn.commit()
             self.committed.append((txid, before, after, changes))
@@ -147,7 +147,7 @@ def test_kill_minus_nine_under_load_loses_nothing(env: Env) -> None:
         load.stop.set()
         load.join(30)
         assert load.error is None, load.error
-        final_lsn = _lsn(env.sql("SELECT pg_current_wal_lsn()::text")[0][0])
+        final_lsn = _lsn(env.sql("SELECT pg_current_wal_insert_lsn()::text")[0][0])
         proc = _start(config)
         try:
             source = {r[0]: r[1] for r in env.sql("SELECT id, ver FROM t")}

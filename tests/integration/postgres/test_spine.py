@@ -156,7 +156,7 @@ def test_writes_during_snapshot_are_neither_lost_nor_misordered(env: Env) -> Non
         stop.set()
         t.join()
         final = {r[0]: r[1] for r in env.sql("SELECT id, n FROM items")}
-        total = env.sql("SELECT pg_current_wal_lsn()::text")[0][0]
+        total = env.sql("SELECT pg_current_wal_insert_lsn()::text")[0][0]
         hi, lo = total.split("/")
         target = (int(hi, 16) << 32) | int(lo, 16)
 
