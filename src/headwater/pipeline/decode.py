@@ -57,6 +57,7 @@ class TableChanges:
         self.key_columns: tuple[str, ...] = ()
         self.columns: dict[str, Column] = {}
         self.events: list[ChangeEvent] = []
+        self.target: str | None = None  # a flow's target table (path or name), else derived
 
     @property
     def column_list(self) -> list[Column]:

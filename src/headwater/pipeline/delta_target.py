@@ -110,12 +110,18 @@ class DeltaTarget:
         return [c for c in columns if c.name in existing]
 
     def table_path(self, changes: TableChanges) -> Path:
+        if changes.target is not None:
+            target = Path(changes.target)
+            return target if target.is_absolute() else self.root / target
         schema = changes.schema_name or "default"
         return self.root / schema / (changes.table_name or changes.topic)
 
     def state_path(self, changes: TableChanges) -> Path:
-        return self.root / "_headwater" / "state" / (
-            f"{changes.schema_name or 'default'}.{changes.table_name or changes.topic}")
+        if changes.target is not None:
+            name = str(changes.target).strip("/").replace("/", ".")
+        else:
+            name = f"{changes.schema_name or 'default'}.{changes.table_name or changes.topic}"
+        return self.root / "_headwater" / "state" / name
 
     def _commit(self, batch_id: int) -> CommitProperties:
         return CommitProperties(

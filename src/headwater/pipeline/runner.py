@@ -16,12 +16,14 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from headwater.pipeline.config import PipelineConfig
 from headwater.pipeline.decode import ChangeEvent, TableChanges, decode_topic
 from headwater.pipeline.delta_target import DeltaTarget
+from headwater.pipeline.flows import AutoCdcFlow, transform
 from headwater.pipeline.net import NetChange, dedup, net_changes
 from headwater.pipeline.scd2 import tracked_columns
 from headwater.pipeline.source import NAME as SOURCE_NAME
@@ -87,36 +89,84 @@ def apply_batch(
         if not changes.events:
             continue
         total += len(changes.events)
-        if cfg.mode == "changelog":
-            target.append_changelog(changes, batch_id)
-        elif cfg.mode == "scd1":
-            name = f"{changes.schema_name}.{changes.table_name}"
-            net, truncate = net_changes(changes.events, name)
-            target.apply_scd1(changes, net, truncate, batch_id)
-        else:
-            events = dedup(changes.events)
-            truncate = max((e.sequence for e in events if e.op == "t"), default=None)
-            tracked = tracked_columns(
-                [c.name for c in changes.column_list], cfg.track_history_column_list,
-                cfg.track_history_except_column_list)
-            target.apply_scd2(changes, events, truncate, batch_id, tracked)
-        log.info("batch %d: %s: %d events applied (%s)", batch_id, topic, len(changes.events),
-                 cfg.mode)
+        apply_changes(changes, batch_id, target, cfg.mode, cfg.track_history_column_list,
+                      cfg.track_history_except_column_list)
     return total
+
+
+def apply_changes(
+    changes: TableChanges, batch_id: int, target: Target, mode: str,
+    track: Sequence[str] | None = None, track_except: Sequence[str] | None = None,
+) -> None:
+    """Applies one table's decoded changes in `mode` (scd1, scd2, changelog)."""
+    if mode == "changelog":
+        target.append_changelog(changes, batch_id)
+    elif mode == "scd1":
+        name = f"{changes.schema_name}.{changes.table_name}"
+        net, truncate = net_changes(changes.events, name)
+        target.apply_scd1(changes, net, truncate, batch_id)
+    else:
+        events = dedup(changes.events)
+        truncate = max((e.sequence for e in events if e.op == "t"), default=None)
+        tracked = tracked_columns([c.name for c in changes.column_list], track, track_except)
+        target.apply_scd2(changes, events, truncate, batch_id, tracked)
+    log.info("batch %d: %s: %d events applied (%s)", batch_id, changes.topic,
+             len(changes.events), mode)
+
+
+def start_flows(
+    spark: Any, flows: Sequence[AutoCdcFlow], *, topics_dir: Path | str,
+    delta_path: Path | str, checkpoint_dir: Path | str, once: bool = False,
+    pipeline_id: str = "headwater-flows", trigger_interval_ms: int = 1000,
+) -> Any:
+    """Starts one streaming query applying AUTO CDC-style flows; returns the query."""
+    by_source: dict[str, list[AutoCdcFlow]] = {}
+    for flow in flows:
+        by_source.setdefault(flow.source, []).append(flow)
+    target = DeltaTarget(Path(delta_path), pipeline_id)
+
+    def apply(by_topic: dict[str, list[tuple[int, Any, Any]]], batch_id: int) -> None:
+        for topic, records in sorted(by_topic.items()):
+            records.sort(key=lambda r: r[0])
+            changes = decode_topic(topic, records)
+            if not changes.events:
+                continue
+            for flow in by_source.get(topic, ()):
+                mode = "scd1" if flow.stored_as_scd_type == 1 else "scd2"
+                apply_changes(transform(flow, changes), batch_id, target, mode,
+                              flow.track_history_column_list,
+                              flow.track_history_except_column_list)
+
+    return _start_query(spark, Path(topics_dir), ",".join(by_source), Path(checkpoint_dir),
+                        "headwater-flows", apply, once, trigger_interval_ms, None)
 
 
 def start(spark: Any, cfg: PipelineConfig, once: bool = False) -> Any:
     """Starts the streaming query and returns it (call awaitTermination on it)."""
     target = make_target(cfg, spark)
-    cfg.topics_dir.mkdir(parents=True, exist_ok=True)
+
+    def apply(by_topic: dict[str, list[tuple[int, Any, Any]]], batch_id: int) -> None:
+        apply_batch(by_topic, batch_id, cfg, target)
+
+    return _start_query(spark, cfg.topics_dir, cfg.topics_glob, cfg.checkpoint_dir,
+                        f"headwater-{cfg.topic_prefix}", apply, once, cfg.trigger_interval_ms,
+                        cfg.max_records_per_trigger)
+
+
+def _start_query(
+    spark: Any, topics_dir: Path, topics: str, checkpoint: Path, name: str,
+    apply: Callable[[dict[str, list[tuple[int, Any, Any]]], int], None], once: bool,
+    trigger_interval_ms: int, max_records: int | None,
+) -> Any:
+    topics_dir.mkdir(parents=True, exist_ok=True)
     register(spark)
     reader = (
         spark.readStream.format(SOURCE_NAME)
-        .option("path", str(cfg.topics_dir))
-        .option("topics", cfg.topics_glob)
+        .option("path", str(topics_dir))
+        .option("topics", topics)
     )
-    if cfg.max_records_per_trigger:
-        reader = reader.option("max_records", str(cfg.max_records_per_trigger))
+    if max_records:
+        reader = reader.option("max_records", str(max_records))
     source = reader.load()
 
     def on_batch(df: Any, batch_id: int) -> None:
@@ -124,20 +174,21 @@ def start(spark: Any, cfg: PipelineConfig, once: bool = False) -> Any:
         by_topic: dict[str, list[tuple[int, Any, Any]]] = {}
         for topic, first, end in df.collect():
             if is_table_topic(topic):
-                by_topic[topic] = list(read_range(cfg.topics_dir, topic, first, end))
+                by_topic[topic] = list(read_range(topics_dir, topic, first, end))
         collected = time.monotonic()
-        n = apply_batch(by_topic, batch_id, cfg, target)
-        log.info("batch %d: %d events; read %.1fs, decode+apply %.1fs", batch_id, n,
-                 collected - started, time.monotonic() - collected)
+        apply(by_topic, batch_id)
+        log.info("batch %d: %d records; read %.1fs, decode+apply %.1fs", batch_id,
+                 sum(len(v) for v in by_topic.values()), collected - started,
+                 time.monotonic() - collected)
 
     writer = (
         source.writeStream.foreachBatch(on_batch)
-        .option("checkpointLocation", str(cfg.checkpoint_dir))
-        .queryName(f"headwater-{cfg.topic_prefix}")
+        .option("checkpointLocation", str(checkpoint))
+        .queryName(name)
     )
     writer = (
         writer.trigger(availableNow=True) if once
-        else writer.trigger(processingTime=f"{cfg.trigger_interval_ms} milliseconds")
+        else writer.trigger(processingTime=f"{trigger_interval_ms} milliseconds")
     )
     return writer.start()
 

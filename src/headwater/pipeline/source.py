@@ -32,12 +32,13 @@ def is_table_topic(topic: str) -> bool:
     return not topic.endswith(NON_TABLE_SUFFIXES) and not topic.startswith(NON_TABLE_PREFIXES)
 
 
-def end_offsets(root: Path, pattern: str) -> dict[str, int]:
-    """Next offset of every table topic matching the glob `pattern`."""
+def end_offsets(root: Path, patterns: str) -> dict[str, int]:
+    """Next offset of every table topic matching one of the comma-separated globs."""
+    globs = [p.strip() for p in patterns.split(",") if p.strip()]
     return {
         t.name: t.end_offset
         for t in reader.list_topics(root)
-        if fnmatch.fnmatchcase(t.name, pattern) and is_table_topic(t.name)
+        if is_table_topic(t.name) and any(fnmatch.fnmatchcase(t.name, g) for g in globs)
     }
 
 
