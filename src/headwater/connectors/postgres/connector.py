@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 import psycopg2
@@ -310,6 +311,8 @@ class PostgresConnector:
                 transaction_metadata=cfg.provide_transaction_metadata,
                 heartbeat_interval_s=cfg.heartbeat_interval_ms / 1000.0,
                 heartbeat_action=self._heartbeat_action if cfg.heartbeat_action_query else None,
+                pgoutput_streaming=cfg.headwater_pgoutput_streaming,
+                spill_dir=Path(cfg.headwater_topics_dir).parent / "spill",
             ),
             metrics=self.metrics,
         )

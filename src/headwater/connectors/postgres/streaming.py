@@ -15,16 +15,48 @@ the server, so `confirmed_flush_lsn` never passes what is durable.  One exceptio
 captured database from pinning WAL that other databases write: with heartbeats on, when every
 transaction we received is durable and none is open, the server's sent position (reported in
 its keepalives) is confirmed, since no transaction of ours can commit before it unseen.
+
+Streamed transactions (protocol 2)
+----------------------------------
+With ``headwater.pgoutput.streaming`` (default) and PostgreSQL 14+, the slot is read with
+``proto_version '2'`` and ``streaming 'on'``: a transaction larger than the server's
+``logical_decoding_work_mem`` arrives while it runs, in segments (Stream Start ... Stream Stop)
+interleaved with other transactions, and ends with Stream Commit or Stream Abort.  The reader
+writes each segment's data messages to that transaction's spill file (`spill.SpillBuffer`)
+without decoding them, drops an aborted subtransaction's suffix or the whole file at Stream
+Abort, and at Stream Commit replays the file through the same row path as a protocol 1
+transaction: a Begin (commit LSN, xid, commit time of the Stream Commit), the spilled messages
+in order (Relation messages update the codecs at their place), a Commit.  So positions,
+``tx_index``, per-table counts, transaction metadata, chunks of ``max.batch.size`` and the skip
+rule after a restart are exactly those of the same transaction sent by protocol 1 - which is
+also how the server may send it again after a restart.  A replayed file is deleted when read:
+if the capture stops or crashes before the transaction is durable, the server sends it again
+from its start (its commit lies after the position we resume from), so the file would never be
+read again.  Stale files of a crashed run are deleted at start, once the slot is ours.
+
+During a replay nothing is read from the socket; the reader sends a status update every
+``status.update.interval.ms`` so that the server's ``wal_sender_timeout`` does not fire.
+
+One more hazard is specific to streams: psycopg2 forwards the flush position on a keepalive when
+the last message's WAL position is at or before what we confirmed (see `FlushGuard`).  The
+messages of a streamed transaction carry the positions of its changes, which can lie long
+before commits we already confirmed, and the walsender typically idles (keepalives) right after
+a Stream Stop.  So within and right after a segment, while that condition holds and a received
+commit is not durable yet, the reader lets the writer catch up before it reads again
+(`_Loop.settle`); the forwarded position is then harmless.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import select
+import struct
 import time
 from collections import deque
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import psycopg2
 import psycopg2.errors
@@ -32,6 +64,7 @@ from psycopg2.extras import REPLICATION_LOGICAL
 
 from headwater.connectors.postgres import pgoutput
 from headwater.connectors.postgres.position import PostgresPosition
+from headwater.connectors.postgres.spill import SpillBuffer, SpillError, default_spill_root
 from headwater.connectors.postgres.tables import IncomingColumn, TableCodec
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import Batch
@@ -55,37 +88,89 @@ CodecFactory = Callable[[int, str, str, tuple[IncomingColumn, ...]], TableCodec 
 
 
 class FlushGuard:
-    """Caps the LSN we confirm below every message of a transaction that is not durable yet.
+    """Caps the LSN we confirm below every transaction that is received but not durable yet,
+    and below every streamed transaction that is still open.
 
     Why: psycopg2 forwards the flush position to the server's WAL end on a keepalive whenever
-    the last message it received starts at or before the LSN we last confirmed.  Transactions
-    are sent in commit order but their changes interleave in the WAL, so the Begin of the
-    next transaction can start before the previous commit's end LSN.  Confirming that end LSN
-    would then let psycopg2 confirm past a transaction we have received but not yet written,
-    and a crash would lose it.  Confirming at most one byte before the start of the oldest
-    transaction still in flight keeps psycopg2's condition false until everything received is
-    durable (the stored offset, not the slot, says where a restart resumes, so the lower
-    confirmation causes no re-delivery).
+    the last message it received starts at or before the LSN we last confirmed.  Forwarding
+    confirms every commit the server has sent so far; it is harmless once all of them are
+    durable, and loses the rest on a crash otherwise.  Transactions are sent in commit order,
+    but their changes interleave in the WAL, so a transaction received after another one can
+    start (its Begin's position) before that one's end LSN, even before an earlier transaction's
+    start.  Confirming at most one byte before the *smallest* start of all transactions still in
+    flight keeps psycopg2's condition false for all their messages (the stored offset, not the
+    slot, says where a restart resumes, so the lower confirmation causes no re-delivery).
+
+    Invariant: the LSN returned by `safe(durable)` is at most `durable` and lower than the
+    start of
+
+    - every transaction received and not durable: a protocol 1 transaction from its Begin until
+      `durable` reaches its end LSN, a streamed one from its Stream Commit (replayed as a Begin
+      at its first Stream Start's position) until `durable` reaches its end LSN;
+    - every streamed transaction that is open (Stream Start seen, neither committed nor
+      aborted), whatever `durable` says: its segments carry the positions of its changes,
+      which lie before later commits, and it pins the server's restart point anyway.  On Stream
+      Abort it is forgotten: nothing of it will ever be written.
+
+    Transactions first seen after we confirmed past their start cannot be helped here (a
+    confirmation is never taken back); the reader covers that case for streamed segments
+    (`_Loop.settle`).  `restart` forgets what a new replication session will send again.
+
+    In-flight transactions are kept in commit order (their end LSNs increase), minus those
+    that can never hold the minimum: an entry whose start is not below a later entry's start
+    leaves the window (becomes durable) no later than that one, so it is dropped on arrival of
+    the later one; the front is then always the smallest start, and every operation is O(1)
+    amortized.
     """
 
     def __init__(self) -> None:
-        self._inflight: deque[list[int]] = deque()  # [begin data_start, end_lsn or -1]
+        self._inflight: deque[list[int]] = deque()  # [start, end_lsn or -1], starts increasing
+        self._streams: dict[int, int] = {}  # open streamed transaction xid -> smallest start
 
     def begin(self, data_start: int) -> None:
-        self._inflight.append([data_start, -1])
+        inflight = self._inflight
+        while inflight and inflight[-1][0] >= data_start:
+            inflight.pop()
+        inflight.append([data_start, -1])
 
     def commit(self, end_lsn: int) -> None:
         if self._inflight:
             self._inflight[-1][1] = end_lsn
+
+    def stream_start(self, xid: int, data_start: int) -> None:
+        """A segment of streamed transaction `xid` starts at `data_start`."""
+        first = self._streams.get(xid)
+        if first is None or data_start < first:
+            self._streams[xid] = data_start
+
+    def stream_end(self, xid: int) -> int | None:
+        """Stream Commit or Abort of `xid`: forget it as open; returns its smallest start.
+
+        A committed one is tracked again by the `begin`/`commit` of its replay."""
+        return self._streams.pop(xid, None)
+
+    def restart(self) -> None:
+        """A new replication session: open transactions will be sent again from their start."""
+        self._streams.clear()
+        while self._inflight and self._inflight[-1][1] < 0:
+            self._inflight.pop()
+
+    @property
+    def open_streams(self) -> int:
+        return len(self._streams)
 
     def safe(self, durable: int) -> int:
         """The highest LSN that may be confirmed when everything up to `durable` is durable."""
         inflight = self._inflight
         while inflight and 0 <= inflight[0][1] <= durable:
             inflight.popleft()
-        if inflight:
-            return min(durable, inflight[0][0] - 1)
-        return durable
+        low = durable
+        if inflight and inflight[0][0] <= low:
+            low = inflight[0][0] - 1
+        for first in self._streams.values():
+            if first <= low:
+                low = first - 1
+        return low
 
 
 class StreamingOptions:
@@ -100,6 +185,8 @@ class StreamingOptions:
         transaction_metadata: bool = False,
         heartbeat_interval_s: float = 0.0,
         heartbeat_action: Callable[[], None] | None = None,
+        pgoutput_streaming: bool = True,
+        spill_dir: Path | None = None,
     ) -> None:
         self.max_batch_size = max_batch_size
         self.status_interval_s = max(0.5, status_interval_s)
@@ -107,6 +194,10 @@ class StreamingOptions:
         self.transaction_metadata = transaction_metadata
         self.heartbeat_interval_s = heartbeat_interval_s
         self.heartbeat_action = heartbeat_action
+        # headwater.pgoutput.streaming: protocol 2 with streaming 'on' where the server has it.
+        self.pgoutput_streaming = pgoutput_streaming
+        # Parent of the spill directories (one per slot and server); None: the temp directory.
+        self.spill_dir = spill_dir
 
 
 class PostgresStreamingSource:
@@ -134,6 +225,8 @@ class PostgresStreamingSource:
         self.guard = FlushGuard()
         # relation oid -> codec (None: table not captured)
         self._codecs: dict[int, TableCodec | None] = {}
+        self.protocol = 1  # of the current (or last) replication session
+        self.spill_dir: Path | None = None  # this session's spill directory (protocol 2)
 
     # -- called by the writer thread ----------------------------------------------------------
     def acknowledge(self, token: Any) -> None:
@@ -159,17 +252,28 @@ class PostgresStreamingSource:
             raise RuntimeError("streaming needs a start offset (the snapshot or slot position)")
         start_lsn = int(offset["lsn"])
         self._durable = max(self._durable, start_lsn)
+        self.guard.restart()
         cur = self.conn.cursor()
         self._cur = cur
-        log.info("streaming step: START_REPLICATION SLOT %s LOGICAL %s (publication %s)",
-                 self.slot_name, pgoutput.format_lsn(start_lsn), self.publication_name)
+        spill: SpillBuffer | None = None
+        self.protocol = 1
+        if self._streaming_supported():
+            self.protocol = 2
+            self.spill_dir = self._spill_directory(cur)
+            spill = SpillBuffer(self.spill_dir)
+        log.info("streaming step: START_REPLICATION SLOT %s LOGICAL %s (publication %s, "
+                 "pgoutput protocol %d%s)", self.slot_name, pgoutput.format_lsn(start_lsn),
+                 self.publication_name, self.protocol,
+                 f", streaming on, spill directory {self.spill_dir}" if spill else "")
         try:
-            self._start_replication(cur, start_lsn)
+            self._start_replication(cur, start_lsn, streaming=spill is not None)
         except psycopg2.errors.ObjectInUse as exc:  # a dead predecessor's walsender lingers
             raise RetriableError(str(exc).strip()) from exc
         self.metrics.connected = True
         try:
-            _Loop(self, ctx, cur, offset).run()
+            if spill is not None:
+                spill.open()  # the slot is ours now: no other process uses these files
+            _Loop(self, ctx, cur, offset, spill).run()
         except psycopg2.DatabaseError as exc:
             # Once streaming, any error of the replication connection (server shutdown, lost
             # socket, COPY ended) is worth a reconnect; what cannot be fixed by one (a lost
@@ -177,14 +281,42 @@ class PostgresStreamingSource:
             raise RetriableError(f"replication connection lost: {exc}".strip()) from exc
         except psycopg2.InterfaceError as exc:
             raise RetriableError(f"replication connection lost: {exc}".strip()) from exc
+        finally:
+            if spill is not None:
+                spill.close()
 
-    def _start_replication(self, cur: Any, start_lsn: int) -> None:
+    def _streaming_supported(self) -> bool:
+        if not self.options.pgoutput_streaming:
+            return False
+        version = int(getattr(self.conn, "server_version", 0) or 0)
+        if version < 140000:
+            log.info("PostgreSQL %s cannot stream in-progress transactions (14+ can): "
+                     "pgoutput protocol 1", version)
+            return False
+        return True
+
+    def _spill_directory(self, cur: Any) -> Path:
+        """`<spill root>/<slot>-<system identifier>`: one per slot and server cluster, so that
+        no two capture processes share one (the server lets one process hold a slot)."""
+        root = self.options.spill_dir or default_spill_root()
+        try:
+            cur.execute("IDENTIFY_SYSTEM")
+            system_id = str(cur.fetchone()[0])
+        except psycopg2.Error as exc:
+            raise RetriableError(f"IDENTIFY_SYSTEM failed: {exc}".strip()) from exc
+        return Path(root) / f"{self.slot_name}-{system_id}"
+
+    def _start_replication(self, cur: Any, start_lsn: int, *, streaming: bool = False) -> None:
+        options = {"proto_version": "1", "publication_names": self.publication_name}
+        if streaming:
+            options = {"proto_version": "2", "publication_names": self.publication_name,
+                       "streaming": "on"}
         cur.start_replication(
             slot_name=self.slot_name,
             slot_type=REPLICATION_LOGICAL,
             start_lsn=start_lsn,
             decode=False,
-            options={"proto_version": "1", "publication_names": self.publication_name},
+            options=options,
             status_interval=self.options.status_interval_s,
         )
 
@@ -210,17 +342,35 @@ def old_image(codec: TableCodec, old: Any, kind: str | None) -> tuple[Any, ...] 
     return values
 
 
+_BEGIN = struct.Struct("!QqI")  # final (commit) LSN, commit time, xid
+_COMMIT = struct.Struct("!BQQq")  # flags, commit LSN, end LSN, commit time
+# Data messages of a stream segment that reach the spill file (with their in-stream xid):
+# Insert, Update, Delete, Truncate, Relation.  Type and logical decoding messages carry nothing
+# we emit, and an Origin message (no xid) may follow Stream Start.
+_SPILLED = frozenset(b"IUDTR")
+_NOT_SPILLED = frozenset(b"YMO")
+_STREAM_STOP = ord("E")
+
+
+class _ReplayMessage(NamedTuple):
+    """A replayed message, shaped like psycopg2's ReplicationMessage as far as `run` reads it."""
+
+    payload: bytes
+    data_start: int
+
+
 class _Loop:
     """One run of the replication stream: the transaction and offset state of the reader."""
 
     def __init__(
         self, source: PostgresStreamingSource, ctx: SourceRunContext, cur: Any,
-        offset: dict[str, Any],
+        offset: dict[str, Any], spill: SpillBuffer | None = None,
     ) -> None:
         self.source = source
         self.ctx = ctx
         self.cur = cur
         self.options = source.options
+        self.spill = spill  # protocol 2 (streaming on) only
         self.pending: list[SourceEvent] = []
         # transaction state
         self.commit_lsn = 0
@@ -243,6 +393,9 @@ class _Loop:
         self.skipping = self.skip_commit is not None
         self.last_feedback = time.monotonic()
         self.last_heartbeat = time.monotonic()
+        # end LSN of the last (Stream) Commit received: while `source._durable` is below it,
+        # something received is not durable yet (see `settle`)
+        self.received_end = self.resume_lsn
 
     def emit(self) -> None:
         offset = {
@@ -276,13 +429,19 @@ class _Loop:
         tx_metadata = self.options.transaction_metadata
         metrics = source.metrics
         Insert, Update, Delete = pgoutput.Insert, pgoutput.Update, pgoutput.Delete  # noqa: N806
+        # `read` is the socket, or the replay of a committed streamed transaction until it
+        # runs dry (then back to the socket).
+        read = live_read = cur.read_message
         while True:
             if ctx.stopping.is_set():
                 if self.pending or self.ack is not None:
                     self.emit()
                 return
-            msg = cur.read_message()
+            msg = read()
             if msg is None:
+                if read is not live_read:
+                    read = live_read
+                    continue
                 self.idle()
                 continue
             m: Any = decode(msg.payload)  # dispatched on type(m) below (fastest in CPython)
@@ -340,6 +499,12 @@ class _Loop:
                 source.relation(m)
             elif kind is pgoutput.Truncate:
                 self.truncate(m, msg.data_start)
+            elif kind is pgoutput.StreamStart:
+                self.segment(m, msg.data_start)
+            elif kind is pgoutput.StreamCommit:
+                read = self.stream_commit(m)
+            elif kind is pgoutput.StreamAbort:
+                self.stream_abort(m)
             # Type, Origin and logical decoding messages carry nothing to emit here.
 
     # -- transactions ------------------------------------------------------------------------
@@ -373,6 +538,7 @@ class _Loop:
                 tuple(collections), pos))
         self.prev_commit = m.commit_lsn
         self.resume_lsn = m.end_lsn
+        self.received_end = max(self.received_end, m.end_lsn)
         self.last_commit_lsn = m.commit_lsn
         self.last_index = self.tx_index
         self.ack = m.end_lsn
@@ -439,6 +605,104 @@ class _Loop:
             context, table, Op.UPDATE, before, after, self.ts_ms, now, SnapshotMarker.FALSE,
             pos, tx))
         self.tx_events += 1
+
+    # -- streamed transactions (protocol 2) -----------------------------------------------------
+    def _spill(self) -> SpillBuffer:
+        if self.spill is None:
+            raise RuntimeError("streamed transaction message on a protocol 1 replication stream")
+        return self.spill
+
+    def segment(self, m: Any, data_start: int) -> None:
+        """Stream Start: spill the segment's data messages, undecoded, until Stream Stop."""
+        spill = self._spill()
+        source = self.source
+        source.guard.stream_start(m.xid, data_start)
+        try:
+            spill.start(m.xid, m.first_segment)
+        except SpillError as exc:  # a new session sends every transaction from its start
+            raise RetriableError(str(exc)) from exc
+        append = spill.append
+        read = self.cur.read_message
+        stopping = self.ctx.stopping
+        last = data_start  # WAL position of the last message psycopg2 received
+        confirmed = source._confirmed  # changes only in idle() and settle()
+        received_end = self.received_end  # no commit arrives inside a segment
+        while True:
+            if last <= confirmed and received_end > source._durable:
+                self.settle()
+                confirmed = source._confirmed
+            if stopping.is_set():
+                return  # the spill buffer is closed by `execute`
+            msg = read()
+            if msg is None:
+                self.idle()
+                confirmed = source._confirmed
+                continue
+            data = msg.payload
+            last = msg.data_start
+            t = data[0]
+            if t in _SPILLED:
+                append(data, last)
+            elif t == _STREAM_STOP:
+                break
+            elif t not in _NOT_SPILLED:
+                raise RuntimeError(
+                    f"unexpected pgoutput message {bytes((t,))!r} inside a stream segment")
+        spill.stop()
+        if last <= source._confirmed and self.received_end > source._durable:
+            self.settle()
+
+    def settle(self) -> None:
+        """Wait until every commit received is durable, without reading from the socket.
+
+        Called when psycopg2 would forward the flush position on the next keepalive (the last
+        message's position is not after what we confirmed) while a received commit is not
+        durable yet: once it is, forwarding confirms nothing that is not durable."""
+        if self.pending or self.ack is not None:
+            self.emit()
+        source = self.source
+        stopping = self.ctx.stopping
+        while source._durable < self.received_end and not stopping.is_set():
+            self.keepalive()
+            time.sleep(0.002)
+
+    def keepalive(self) -> None:
+        """Status update while not reading (replay, settle): keeps wal_sender_timeout away."""
+        now = time.monotonic()
+        if now - self.last_feedback > self.options.status_interval_s:
+            self.source._send_feedback(force=True)
+            self.last_feedback = now
+
+    def stream_commit(self, m: Any) -> Callable[[], _ReplayMessage | None]:
+        """Stream Commit: the reader that replays the transaction, then returns None."""
+        spill = self._spill()
+        first = self.source.guard.stream_end(m.xid)
+        self.received_end = max(self.received_end, m.end_lsn)
+        log.debug("streamed transaction %d committed at %s: replaying %d spilled bytes",
+                  m.xid, pgoutput.format_lsn(m.commit_lsn), spill.size(m.xid))
+        records = spill.replay(m.xid)
+        start = m.commit_lsn if first is None else first
+        return functools.partial(next, self._replay(m, start, records), None)
+
+    def _replay(
+        self, m: Any, start: int, records: Iterator[tuple[int, bytes]]
+    ) -> Iterator[_ReplayMessage]:
+        new = tuple.__new__
+        ts = m.commit_ts_us - pgoutput.PG_EPOCH_OFFSET_US
+        yield new(_ReplayMessage, (b"B" + _BEGIN.pack(m.commit_lsn, ts, m.xid), start))
+        for n, (lsn, message) in enumerate(records, 1):
+            yield new(_ReplayMessage, (message, lsn))
+            if not n & 1023:
+                self.keepalive()
+        yield new(_ReplayMessage, (b"C" + _COMMIT.pack(0, m.commit_lsn, m.end_lsn, ts), m.end_lsn))
+
+    def stream_abort(self, m: Any) -> None:
+        spill = self._spill()
+        if m.subxid == m.xid:
+            self.source.guard.stream_end(m.xid)
+        dropped = spill.abort(m.xid, m.subxid)
+        log.debug("streamed transaction %d: abort of %d dropped %d %s", m.xid, m.subxid,
+                  dropped, "bytes" if m.subxid == m.xid else "message(s)")
 
     # -- idle: flush, feedback, heartbeats ------------------------------------------------------
     def idle(self) -> None:

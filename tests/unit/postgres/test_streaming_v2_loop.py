@@ -1,0 +1,552 @@
+"""The reader loop with pgoutput protocol 2 streaming, against a scripted replication cursor.
+
+A streamed transaction must come out exactly like the same transaction sent by protocol 1
+(positions, tx_index, metadata, chunks, acks), only at its Stream Commit; aborts leave nothing;
+the confirmed LSN respects the FlushGuard; spill files are cleaned up.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+from headwater.connectors.postgres import streaming
+from headwater.connectors.postgres.catalog import TableInfo
+from headwater.connectors.postgres.pgoutput import PG_EPOCH_OFFSET_US
+from headwater.connectors.postgres.position import PostgresPosition
+from headwater.connectors.postgres.streaming import PostgresStreamingSource, StreamingOptions
+from headwater.connectors.postgres.tables import IncomingColumn, TableCodec, build_codec
+from headwater.convert import TypeModes
+from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.queue import Batch
+from headwater.engine.source import SourceRunContext
+from headwater.model.record import ChangeRecord, SourceContext, TransactionEvent
+
+CTX = SourceContext("postgresql", "srv", "test")
+T = 42  # relation oid of table t (id int4 key, v text)
+TS = 1_700_000_000_000_000  # commit time, Unix microseconds
+
+# -- pgoutput message builders ---------------------------------------------------------------
+
+
+def _x(xid: int | None) -> bytes:
+    return b"" if xid is None else struct.pack("!I", xid)
+
+
+def _tup(*values: str | None) -> bytes:
+    out = struct.pack("!H", len(values))
+    for v in values:
+        if v is None:
+            out += b"n"
+        else:
+            raw = v.encode()
+            out += b"t" + struct.pack("!I", len(raw)) + raw
+    return out
+
+
+def begin(final_lsn: int, xid: int) -> bytes:
+    return b"B" + struct.pack("!QqI", final_lsn, TS - PG_EPOCH_OFFSET_US, xid)
+
+
+def commit(commit_lsn: int, end_lsn: int) -> bytes:
+    return b"C" + struct.pack("!BQQq", 0, commit_lsn, end_lsn, TS - PG_EPOCH_OFFSET_US)
+
+
+def relation(cols: tuple[str, ...] = ("id", "v"), xid: int | None = None, oid: int = T) -> bytes:
+    out = b"R" + _x(xid) + struct.pack("!I", oid) + b"public\0" + b"t\0" + b"d"
+    out += struct.pack("!H", len(cols))
+    for i, name in enumerate(cols):
+        out += struct.pack("!B", 1 if i == 0 else 0) + name.encode() + b"\0"
+        out += struct.pack("!Ii", 23 if i == 0 else 25, -1)
+    return out
+
+
+def insert(*values: str | None, xid: int | None = None) -> bytes:
+    return b"I" + _x(xid) + struct.pack("!I", T) + b"N" + _tup(*values)
+
+
+def update(*values: str | None, xid: int | None = None) -> bytes:
+    return b"U" + _x(xid) + struct.pack("!I", T) + b"N" + _tup(*values)
+
+
+def delete(key: str, xid: int | None = None) -> bytes:
+    return b"D" + _x(xid) + struct.pack("!I", T) + b"K" + _tup(key, None)
+
+
+def truncate(xid: int | None = None) -> bytes:
+    return b"T" + _x(xid) + struct.pack("!IBI", 1, 0, T)
+
+
+def s_start(xid: int, first: bool) -> bytes:
+    return b"S" + struct.pack("!IB", xid, 1 if first else 0)
+
+
+S_STOP = b"E"
+
+
+def s_commit(xid: int, commit_lsn: int, end_lsn: int) -> bytes:
+    return b"c" + struct.pack("!IBQQq", xid, 0, commit_lsn, end_lsn, TS - PG_EPOCH_OFFSET_US)
+
+
+def s_abort(xid: int, subxid: int) -> bytes:
+    return b"A" + struct.pack("!II", xid, subxid)
+
+
+def message(prefix: bytes, xid: int) -> bytes:  # a transactional logical decoding message
+    return b"M" + struct.pack("!I", xid) + b"\1" + struct.pack("!Q", 1) + prefix + b"\0" + \
+        struct.pack("!I", 2) + b"hi"
+
+
+# -- fakes ------------------------------------------------------------------------------------
+
+IDLE = None  # in a script: read_message returns None once (the server has nothing right now)
+
+
+class Msg(NamedTuple):
+    payload: bytes
+    data_start: int
+
+
+class FakeCursor:
+    def __init__(self, script: list[tuple[bytes, int] | None], stop: threading.Event) -> None:
+        self.script: deque[tuple[bytes, int] | None] = deque(script)
+        self.stop = stop
+        self.started: dict[str, Any] = {}
+        self.feedback: list[int] = []
+        self.reads: list[bytes] = []
+        self.wal_end = 0
+        self.on_read: Callable[[FakeCursor, bytes], None] | None = None
+        self._r, w = os.pipe()
+        os.write(w, b"x")  # always readable: idle() does not wait
+        os.close(w)
+
+    def fileno(self) -> int:
+        return self._r
+
+    def execute(self, sql: str) -> None:
+        assert sql == "IDENTIFY_SYSTEM"
+
+    def fetchone(self) -> tuple[str, int, str, str]:
+        return ("7312345678901234567", 1, "0/1000000", "db")
+
+    def start_replication(self, **kw: Any) -> None:
+        self.started = kw
+
+    def read_message(self) -> Msg | None:
+        if not self.script:
+            self.stop.set()
+            return None
+        item = self.script.popleft()
+        if item is None:
+            return None
+        if self.on_read is not None:
+            self.on_read(self, item[0])
+        self.reads.append(item[0])
+        return Msg(*item)
+
+    def send_feedback(self, write_lsn: int = 0, flush_lsn: int = 0, apply_lsn: int = 0,
+                      reply: bool = False, force: bool = False) -> None:
+        self.feedback.append(flush_lsn)
+
+    def close(self) -> None:
+        os.close(self._r)
+
+
+class FakeConn:
+    def __init__(self, cur: FakeCursor, server_version: int = 150004) -> None:
+        self.cur = cur
+        self.server_version = server_version
+
+    def cursor(self) -> FakeCursor:
+        return self.cur
+
+
+def codec_factory(calls: list[tuple[int, int]]) -> Callable[..., TableCodec | None]:
+    def make(oid: int, ns: str, name: str, incoming: tuple[IncomingColumn, ...]) -> TableCodec:
+        calls.append((oid, len(incoming)))
+        info = TableInfo(oid, ns, name, (), ("id",), "d", ())
+        return build_codec("db", info, incoming, TypeModes(), lambda *_: True)
+
+    return make
+
+
+class Run(NamedTuple):
+    batches: list[Batch]
+    cur: FakeCursor
+    source: PostgresStreamingSource
+    codec_calls: list[tuple[int, int]]
+
+    @property
+    def records(self) -> list[Any]:
+        return [r for b in self.batches for r in b.records]
+
+    @property
+    def changes(self) -> list[tuple[Any, ...]]:
+        """Everything of each event except the processing time."""
+        out = []
+        for r in self.records:
+            if isinstance(r, ChangeRecord):
+                out.append((r.op, r.table.id.table, r.before, r.after, r.source_ts_ms,
+                            r.position, r.tx, r.other_key))
+            elif isinstance(r, TransactionEvent):
+                out.append((r.status, r.id, r.ts_ms, r.event_count, r.data_collections,
+                            r.position))
+        return out
+
+
+def run(
+    script: list[tuple[bytes, int] | None],
+    tmp_path: Path,
+    *,
+    offset: dict[str, Any] | None = None,
+    max_batch: int = 100,
+    server_version: int = 150004,
+    streaming_on: bool = True,
+    metadata: bool = False,
+    skipped: frozenset[str] = frozenset(),
+    ack: Callable[[PostgresStreamingSource, Batch], None] | None = None,
+    on_read: Callable[[FakeCursor, bytes], None] | None = None,
+) -> Run:
+    stop = threading.Event()
+    cur = FakeCursor(script, stop)
+    cur.on_read = on_read
+    calls: list[tuple[int, int]] = []
+    source = PostgresStreamingSource(
+        repl_conn=FakeConn(cur, server_version),
+        context=CTX,
+        slot_name="slot",
+        publication_name="pub",
+        codec_factory=codec_factory(calls),
+        options=StreamingOptions(
+            max_batch_size=max_batch, status_interval_s=60, skipped_operations=skipped,
+            transaction_metadata=metadata, pgoutput_streaming=streaming_on,
+            spill_dir=tmp_path / "spill"),
+        metrics=CaptureMetrics(),
+    )
+    batches: list[Batch] = []
+
+    def emit(batch: Batch) -> None:
+        batches.append(batch)
+        if ack is not None:
+            ack(source, batch)
+        elif batch.ack is not None:
+            source.acknowledge(batch.ack)  # durable at once
+
+    try:
+        source.execute(SourceRunContext(emit, stop), offset or {"lsn": 10})
+    finally:
+        cur.close()
+    return Run(batches, cur, source, calls)
+
+
+def spill_files(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "spill").rglob("*.spill"))
+
+
+# -- scripts ---------------------------------------------------------------------------------
+
+X = 700  # a big transaction's xid
+
+
+def big_tx_v1(n: int, base: int = 1000) -> list[tuple[bytes, int] | None]:
+    """The transaction as protocol 1 sends it: at commit, Begin ... Commit."""
+    out: list[tuple[bytes, int] | None] = [(begin(9000, X), base), (relation(), base)]
+    for i in range(n):
+        out.append((insert(str(i), f"v{i}"), base + 10 + i))
+    out += [(update("1", "changed"), base + 10 + n), (delete("2"), base + 11 + n),
+            (truncate(), base + 12 + n), (commit(9000, 9100), 9100)]
+    return out
+
+
+def big_tx_v2(n: int, base: int = 1000, segment: int = 4) -> list[tuple[bytes, int] | None]:
+    """The same transaction streamed in segments of `segment` messages."""
+    data: list[tuple[bytes, int]] = [(relation(xid=X), base)]
+    for i in range(n):
+        data.append((insert(str(i), f"v{i}", xid=X), base + 10 + i))
+    data += [(update("1", "changed", xid=X), base + 10 + n), (delete("2", xid=X), base + 11 + n),
+             (truncate(xid=X), base + 12 + n)]
+    out: list[tuple[bytes, int] | None] = []
+    for k in range(0, len(data), segment):
+        chunk = data[k:k + segment]
+        out.append((s_start(X, k == 0), chunk[0][1]))
+        out += chunk
+        out.append((S_STOP, chunk[-1][1]))
+    out.append((s_commit(X, 9000, 9100), 9100))
+    return out
+
+
+# -- tests -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("metadata", [False, True])
+def test_streamed_transaction_comes_out_exactly_like_protocol_1(
+    tmp_path: Path, metadata: bool
+) -> None:
+    v1 = run(big_tx_v1(10), tmp_path / "v1", server_version=130000, metadata=metadata,
+             max_batch=4)
+    v2 = run(big_tx_v2(10), tmp_path / "v2", metadata=metadata, max_batch=4)
+    assert v1.cur.started["options"]["proto_version"] == "1"
+    assert v2.cur.started["options"] == {
+        "proto_version": "2", "publication_names": "pub", "streaming": "on"}
+    assert len(v2.changes) == 13 + (2 if metadata else 0)  # 10 inserts, update, delete, truncate
+    assert v2.changes == v1.changes
+    assert [(b.offset, b.ack, len(b.records)) for b in v2.batches] == [
+        (b.offset, b.ack, len(b.records)) for b in v1.batches]
+    assert v2.source.protocol == 2 and v1.source.protocol == 1
+    first = v2.records[1 if metadata else 0]
+    assert first.position == PostgresPosition(1010, 9000, None, X)
+    assert first.tx.total_order == 1
+    assert spill_files(tmp_path) == []
+
+
+def test_chunks_carry_the_ack_only_with_the_commit(tmp_path: Path) -> None:
+    r = run(big_tx_v2(10), tmp_path, max_batch=3)
+    sizes = [len(b.records) for b in r.batches if b.records]
+    assert max(sizes) <= 3 and sum(sizes) == 13
+    acked = [b for b in r.batches if b.ack is not None]
+    assert [b.ack for b in acked] == [9100]
+    for b in r.batches:
+        if b.ack is None and b.offset is not None:
+            assert b.offset["lsn"] == 10  # resume where the stream started until the commit
+            assert b.offset["lsn_commit"] == 9000
+
+
+def test_restart_in_the_middle_of_a_replayed_transaction_skips_what_is_out(
+    tmp_path: Path,
+) -> None:
+    offset = {"lsn": 10, "lsn_commit": 9000, "tx_index": 6}  # rows 1-6 were written
+    full = run(big_tx_v2(10), tmp_path / "a")
+    resumed = run(big_tx_v2(10), tmp_path / "b", offset=offset)
+    resumed_v1 = run(big_tx_v1(10), tmp_path / "c", offset=offset, server_version=130000)
+    assert resumed.changes == resumed_v1.changes  # the same skip rule as protocol 1
+    assert [r.after for r in resumed.records] == [r.after for r in full.records[6:]]
+    assert [r.tx.total_order for r in resumed.records] == [
+        r.tx.total_order for r in full.records[6:]]
+
+
+def test_interleaved_transactions_come_out_in_commit_order(tmp_path: Path) -> None:
+    y1 = [(begin(1500, 801), 1400), (relation(), 1400), (insert("100", "y1"), 1401),
+          (commit(1500, 1510), 1510)]
+    y2 = [(begin(9500, 802), 9400), (insert("101", "y2"), 9401), (commit(9500, 9510), 9510)]
+    seg = big_tx_v2(6)
+    cut = seg.index((S_STOP, 1012)) + 1  # after the first segment
+    script = [*seg[:cut], *y1, *seg[cut:], *y2]
+
+    emitted_at_commit: list[int] = []
+
+    def on_read(cur: FakeCursor, payload: bytes) -> None:
+        if payload[:1] == b"c":
+            emitted_at_commit.append(len(batches_ref[0]))
+
+    batches_ref: list[list[Batch]] = []
+    r = run(script, tmp_path, on_read=on_read, ack=_sync_ack(batches_ref))
+    values = [rec.after[1] if rec.after else None for rec in r.records]
+    assert values[0] == "y1"
+    assert values[1:7] == [f"v{i}" for i in range(6)]
+    assert values[-1] == "y2"
+    # Before Stream Commit was read, only y1 had been emitted.
+    assert emitted_at_commit and all(
+        rec.after[1] == "y1" for b in r.batches[:emitted_at_commit[0]] for rec in b.records)
+    commits = [rec.position.commit_lsn for rec in r.records]
+    assert commits == sorted(commits)
+    assert r.records[1].position.last_commit_lsn == 1500  # prev commit of the streamed one
+
+
+def _sync_ack(ref: list[list[Batch]]) -> Callable[[PostgresStreamingSource, Batch], None]:
+    seen: list[Batch] = []
+    ref.append(seen)
+
+    def ack(source: PostgresStreamingSource, batch: Batch) -> None:
+        seen.append(batch)
+        if batch.ack is not None:
+            source.acknowledge(batch.ack)
+
+    return ack
+
+
+def test_aborted_transaction_emits_nothing(tmp_path: Path) -> None:
+    seg = big_tx_v2(8)[:-1]  # without the Stream Commit
+    y = [(begin(9500, 802), 9400), (relation(), 9400), (insert("100", "y"), 9401),
+         (commit(9500, 9510), 9510)]
+    r = run([*seg, (s_abort(X, X), 9300), *y], tmp_path)
+    assert [rec.after[1] for rec in r.records] == ["y"]
+    assert r.source.guard.open_streams == 0
+    assert spill_files(tmp_path) == []
+
+
+def test_aborted_subtransaction_drops_only_its_changes(tmp_path: Path) -> None:
+    # BEGIN; INSERT 1; SAVEPOINT a (701); INSERT 2, 3; SAVEPOINT b (702) INSERT 4; RELEASE b;
+    # ROLLBACK TO a; INSERT 5 (new subxact 703 under the same savepoint); COMMIT
+    script: list[tuple[bytes, int] | None] = [
+        (s_start(X, True), 100), (relation(xid=X), 100), (insert("1", "a", xid=X), 101),
+        (insert("2", "b", xid=701), 102), (S_STOP, 102),
+        (s_start(X, False), 103), (insert("3", "c", xid=701), 103),
+        (insert("4", "d", xid=702), 104), (message(b"m", X), 104), (S_STOP, 104),
+        (s_abort(X, 702), 110), (s_abort(X, 701), 110),
+        (s_start(X, False), 111), (insert("5", "e", xid=703), 111), (S_STOP, 111),
+        (s_commit(X, 200, 210), 210),
+    ]
+    r = run(script, tmp_path)
+    assert [rec.after for rec in r.records] == [(1, "a"), (5, "e")]
+    assert [rec.tx.total_order for rec in r.records] == [1, 2]  # as protocol 1 numbers them
+
+
+def test_relation_inside_a_stream_applies_at_its_place_in_the_replay(tmp_path: Path) -> None:
+    # The streamed transaction adds a column; a small transaction committed meanwhile still
+    # has the old shape, and so has the codec it is converted with.
+    script: list[tuple[bytes, int] | None] = [
+        (begin(90, 800), 80), (relation(), 80), (insert("1", "old"), 81), (commit(90, 95), 95),
+        (s_start(X, True), 100), (insert("2", "before alter", xid=X), 100),
+        (relation(("id", "v", "w"), xid=X), 101), (insert("3", "after", "w1", xid=X), 102),
+        (S_STOP, 102),
+        (begin(300, 801), 110), (insert("4", "meanwhile"), 290), (commit(300, 310), 310),
+        (s_commit(X, 400, 410), 410),
+        (begin(500, 802), 490), (relation(("id", "v", "w")), 490),
+        (insert("5", "later", "w2"), 491), (commit(500, 510), 510),
+    ]
+    r = run(script, tmp_path)
+    assert [rec.after for rec in r.records] == [
+        (1, "old"), (4, "meanwhile"), (2, "before alter"), (3, "after", "w1"), (5, "later", "w2")]
+    assert r.codec_calls == [(T, 2), (T, 3)]  # the last Relation has the same shape: no rebuild
+
+
+def test_messages_of_interest_only_reach_the_spill_file(tmp_path: Path) -> None:
+    origin = b"O" + struct.pack("!Q", 5) + b"somewhere\0"
+    type_msg = b"Y" + struct.pack("!II", X, 99) + b"public\0mood\0"
+    script: list[tuple[bytes, int] | None] = [
+        (s_start(X, True), 100), (origin, 100), (type_msg, 100), (relation(xid=X), 100),
+        (message(b"p", X), 101), (insert("1", "a", xid=X), 102), (S_STOP, 102),
+        (s_commit(X, 200, 210), 210)]
+    r = run(script, tmp_path)
+    assert [rec.after for rec in r.records] == [(1, "a")]
+
+
+def test_unexpected_message_inside_a_segment_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="inside a stream segment"):
+        run([(s_start(X, True), 100), (begin(200, X), 100)], tmp_path)
+
+
+def test_stream_messages_on_protocol_1_are_an_error(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="protocol 1"):
+        run([(s_start(X, True), 100)], tmp_path, streaming_on=False)
+
+
+def test_streaming_off_or_old_server_uses_protocol_1(tmp_path: Path) -> None:
+    for version, on in ((150004, False), (130011, True)):
+        r = run(big_tx_v1(3), tmp_path / f"{version}{on}", server_version=version,
+                streaming_on=on)
+        assert r.cur.started["options"] == {"proto_version": "1", "publication_names": "pub"}
+        assert len(r.records) == 6
+        assert not (tmp_path / f"{version}{on}" / "spill").exists()
+
+
+def test_stale_spill_files_are_deleted_at_start_and_none_are_left(tmp_path: Path) -> None:
+    d = tmp_path / "spill" / "slot-7312345678901234567"
+    d.mkdir(parents=True)
+    (d / "555.spill").write_bytes(b"left by a crashed run")
+    seen: list[list[Path]] = []
+    r = run(big_tx_v2(5)[:-1], tmp_path,  # stops with the transaction still open
+            on_read=lambda cur, p: seen.append(spill_files(tmp_path)))
+    assert r.source.spill_dir == d
+    assert not (d / "555.spill").exists()
+    assert seen[0] == []  # deleted before the first message was read
+    assert seen[-1] == [d / f"{X}.spill"]
+    assert spill_files(tmp_path) == []  # the open transaction's file is gone after the run
+
+
+def test_confirmed_lsn_stays_below_an_open_streamed_transaction(tmp_path: Path) -> None:
+    y = [(begin(1500, 801), 1400), (relation(), 1400), (insert("100", "y"), 1401),
+         (commit(1500, 1510), 1510)]
+    seg = big_tx_v2(6, base=1000)
+    cut = seg.index((S_STOP, 1012)) + 1
+    flushed_while_open: list[int] = []
+
+    def on_read(cur: FakeCursor, payload: bytes) -> None:
+        if payload[:1] == b"c":
+            flushed_while_open.extend(cur.feedback)
+
+    r = run([*seg[:cut], *y, IDLE, IDLE, *seg[cut:], IDLE], tmp_path, on_read=on_read)
+    assert flushed_while_open and max(flushed_while_open) <= 999  # first segment at 1000
+    assert max(r.cur.feedback) == 9100  # all durable in the end
+
+
+def test_reader_settles_before_reading_when_psycopg2_would_forward(tmp_path: Path) -> None:
+    # y1 is durable and confirmed (2010); y2 is received, not durable yet; then a stream
+    # segment whose changes lie before 2010: psycopg2's forwarding condition holds, so the
+    # reader must not read (a keepalive could be next) until y2 is durable.
+    y1 = [(begin(2000, 801), 1900), (relation(), 1900), (insert("1", "y1"), 1901),
+          (commit(2000, 2010), 2010)]
+    y2 = [(begin(3000, 802), 2900), (insert("2", "y2"), 2901), (commit(3000, 3010), 3010)]
+    segment = [(s_start(X, True), 1500), (insert("3", "x", xid=X), 1501), (S_STOP, 1501)]
+    rest = [(s_commit(X, 4000, 4010), 4010)]
+    pending: deque[int] = deque()
+    state: dict[str, Any] = {"after_segment": []}
+
+    def ack(source: PostgresStreamingSource, batch: Batch) -> None:
+        if batch.ack is None:
+            return
+        if batch.ack == 2010:
+            source.acknowledge(2010)
+            return
+        pending.append(batch.ack)
+
+        def later() -> None:
+            time.sleep(0.2)
+            source.acknowledge(pending.popleft())
+
+        threading.Thread(target=later, daemon=True).start()
+
+    def on_read(cur: FakeCursor, payload: bytes) -> None:
+        src = state["source"]
+        if payload[:1] in (b"I", b"E", b"c") and cur.reads and cur.reads[-1][:1] in b"SIE":
+            state["after_segment"].append((payload[:1], src._durable, src._confirmed))
+
+    original = streaming.PostgresStreamingSource.execute
+
+    def execute(self: PostgresStreamingSource, ctx: SourceRunContext,
+                offset: dict[str, Any] | None) -> None:
+        state["source"] = self
+        original(self, ctx, offset)
+
+    streaming.PostgresStreamingSource.execute = execute  # type: ignore[method-assign]
+    try:
+        r = run([*y1, IDLE, *y2, *segment, *rest, IDLE], tmp_path, ack=ack, on_read=on_read)
+    finally:
+        streaming.PostgresStreamingSource.execute = original  # type: ignore[method-assign]
+    assert 2010 in r.cur.feedback
+    # every read inside and right after the segment happened with y2 (3010) durable
+    assert state["after_segment"]
+    assert all(durable >= 3010 for _, durable, _ in state["after_segment"])
+    assert [rec.after[1] for rec in r.records] == ["y1", "y2", "x"]
+
+
+def test_long_replay_sends_status_updates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[float] = []
+    original = streaming._Loop.keepalive
+
+    def keepalive(self: Any) -> None:
+        calls.append(time.monotonic())
+        original(self)
+
+    monkeypatch.setattr(streaming._Loop, "keepalive", keepalive)
+    r = run(big_tx_v2(3000, segment=500), tmp_path, max_batch=1000)
+    assert len(r.records) == 3003  # inserts, update, delete, truncate
+    assert len(calls) >= 2  # every 1024 replayed messages
+
+
+def test_replay_handles_an_empty_streamed_transaction(tmp_path: Path) -> None:
+    # every change was in a rolled-back subtransaction
+    script: list[tuple[bytes, int] | None] = [
+        (s_start(X, True), 100), (insert("1", "a", xid=701), 100), (S_STOP, 100),
+        (s_abort(X, 701), 105), (s_commit(X, 200, 210), 210)]
+    r = run(script, tmp_path, metadata=True)
+    assert r.records == []
+    assert r.batches[-1].ack == 210 and r.batches[-1].offset["lsn"] == 210  # type: ignore[index]
