@@ -302,7 +302,7 @@ def test_streamed_transaction_comes_out_exactly_like_protocol_1(
         (b.offset, b.ack, len(b.records)) for b in v1.batches]
     assert v2.source.protocol == 2 and v1.source.protocol == 1
     first = v2.records[1 if metadata else 0]
-    assert first.position == PostgresPosition(1010, 9000, None, X)
+    assert first.position == PostgresPosition(1010, 9000, 10, X)  # prev commit: the resume point
     assert first.tx.total_order == 1
     assert spill_files(tmp_path) == []
 

@@ -381,7 +381,11 @@ class _Loop:
         self.per_table: dict[int, int] = {}
         self.in_tx = False
         self.tx_events = 0
-        self.prev_commit: int | None = None
+        # `source.sequence[0]` of the first transaction: the position we resume from (the end of
+        # the last durable transaction, or the snapshot's consistent point) is at or after every
+        # earlier commit and before the next one, so the sequence keeps increasing across
+        # restarts and the snapshot hand-over (consumers order by it).
+        self.prev_commit: int | None = int(offset["lsn"])
         # offset state
         self.resume_lsn = int(offset["lsn"])
         self.last_commit_lsn: int | None = None
