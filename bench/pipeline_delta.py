@@ -133,7 +133,7 @@ def run_pipeline(work: Path) -> float:
     )
     t0 = time.monotonic()
     subprocess.run([sys.executable, "-m", "headwater.cli", "pipeline", str(config), "--once",
-                    "--log-level", "INFO"], check=True)
+                    "--log-level", "WARNING"], check=True)
     return time.monotonic() - t0
 
 
