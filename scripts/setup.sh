@@ -7,6 +7,13 @@ cd "$(dirname "$0")/.."
 need_apt=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql postgresql-contrib)
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
+# PostGIS, for the geometry/geography type tests (Debian 12 ships PostgreSQL 15).
+ls /usr/share/postgresql/*/extension/postgis.control >/dev/null 2>&1 \
+  || need_apt+=(postgresql-15-postgis-3)
+# JDBC targets: Debian's driver jars for Spark, and a MariaDB server for the tests.
+[ -f /usr/share/java/postgresql.jar ] || need_apt+=(libpostgresql-jdbc-java)
+[ -f /usr/share/java/mariadb-java-client.jar ] || need_apt+=(libmariadb-java)
+{ command -v mariadbd || [ -x /usr/sbin/mariadbd ]; } >/dev/null 2>&1 || need_apt+=(mariadb-server)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing: ${need_apt[*]}; run as root or: sudo apt-get install -y ${need_apt[*]}" >&2
@@ -19,6 +26,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   # Debian starts a cluster on 5432; Headwater runs its own servers on free ports.
   command -v pg_ctlcluster >/dev/null 2>&1 && pg_lsclusters -h 2>/dev/null | while read -r v c _; do
     pg_ctlcluster "$v" "$c" stop 2>/dev/null || true; done
+  # Likewise the system MariaDB on 3306 (its init script stops only that one, not ours).
+  if [ -x /etc/init.d/mariadb ]; then /etc/init.d/mariadb stop >/dev/null 2>&1 || true; fi
 fi
 
 PY=${PYTHON:-python3}

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -237,8 +238,16 @@ class Dialect:
     def drop_table(self, table: str) -> str:
         return f"DROP TABLE IF EXISTS {table}"
 
-    columns_query = ("SELECT column_name FROM information_schema.columns "
-                     "WHERE table_schema = %s AND table_name = %s")
+    columns_query: ClassVar[str]  # (schema, table) -> rows of (column name, declared type)
+
+    def canonical_type(self, sql: str) -> str:
+        """A column type as the database reports it, comparable with `column_type`'s."""
+        raise NotImplementedError
+
+    def same_type(self, existing: str, wanted: str) -> bool:
+        a, b = self.canonical_type(existing), self.canonical_type(wanted)
+        timestamps = ("timestamp", "timestamptz")
+        return a == b or (a in timestamps and b in timestamps)  # zone changes: as Delta
 
     def bookkeeping_ddl(self, schema: str) -> list[str]:
         raise NotImplementedError
@@ -362,6 +371,20 @@ class PostgresDialect(Dialect):
                 or pa.types.is_fixed_size_binary(t)):
             return "bytea"
         return "text"  # strings, times of day, JSON
+
+    columns_query = (
+        "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+        "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped "
+        "ORDER BY a.attnum")
+
+    def canonical_type(self, sql: str) -> str:
+        t = re.sub(r"\s+collate\s+\S+", "", sql.lower())
+        t = (t.replace("timestamp without time zone", "timestamp")
+             .replace("timestamp with time zone", "timestamptz")
+             .replace("timestamp(6) without time zone", "timestamp")
+             .replace("timestamp(6) with time zone", "timestamptz"))
+        return re.sub(r"\s+", "", t)
 
     def connect(self, loc: JdbcLocation, user: str | None, password: str | None) -> Any:
         import psycopg2
@@ -505,6 +528,18 @@ class MariaDBDialect(Dialect):
         n = sum(1 for t in key_types if pa.types.is_string(t) or pa.types.is_large_string(t)
                 or pa.types.is_binary(t) or pa.types.is_large_binary(t) or is_nested(t))
         return max(32, 2800 // (4 * n)) if n else None
+
+    columns_query = ("SELECT column_name, column_type FROM information_schema.columns "
+                     "WHERE table_schema = %s AND table_name = %s ORDER BY ordinal_position")
+
+    def canonical_type(self, sql: str) -> str:
+        t = sql.lower()
+        t = re.sub(r"\s+(character set|charset|collate)\s+\S+", "", t)
+        if t in ("boolean", "bool"):
+            return "tinyint(1)"
+        if not t.startswith("tinyint(1)"):  # display widths mean nothing, except BOOLEAN's
+            t = re.sub(r"\b(tinyint|smallint|mediumint|int|bigint)\(\d+\)", r"\1", t)
+        return re.sub(r"\s+", "", t)
 
     def stage_array(self, arr: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
         t = arr.type

@@ -38,6 +38,7 @@ import hashlib
 import logging
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ import pyarrow as pa
 
 from headwater.pipeline.config import PipelineConfig
 from headwater.pipeline.decode import ChangeEvent, TableChanges
+from headwater.pipeline.delta_target import EVOLUTION_MODES, SchemaEvolutionError
 from headwater.pipeline.jdbc_dialect import (
     DIALECTS,
     END,
@@ -159,6 +161,10 @@ class JdbcTarget:
                                  "//host:3306/db) or set headwater.pipeline.jdbc.schema")
         self.schema = schema
         self.pipeline_id = cfg.pipeline_id or f"headwater-{cfg.topic_prefix}"
+        if cfg.schema_evolution not in EVOLUTION_MODES:
+            raise ValueError(f"schema evolution mode {cfg.schema_evolution!r} is not one of "
+                             f"{', '.join(EVOLUTION_MODES)}")
+        self.schema_evolution = cfg.schema_evolution
         self.spark = spark
         if spark is not None:
             require_driver(spark, self.dialect)
@@ -187,7 +193,10 @@ class JdbcTarget:
         return self.dialect.table(self.schema, name)
 
     def table_name(self, changes: TableChanges) -> str:
-        """The target table of a topic (unqualified; it lives in `self.schema`)."""
+        """The target table of a topic (unqualified; it lives in `self.schema`): a flow's
+        target (its last path component), else the source table's name."""
+        if changes.target is not None:
+            return str(changes.target).strip("/").rsplit("/", 1)[-1]
         name = changes.table_name or changes.topic
         seen = self._sources.setdefault(name, changes.schema_name)
         if seen != changes.schema_name:
@@ -223,9 +232,37 @@ class JdbcTarget:
             self._drop_staging(conn, self.staging_name(name, batch_id))
         return True
 
-    def _columns(self, cur: Any, name: str) -> list[str]:
+    def _columns(self, cur: Any, name: str) -> dict[str, str]:
+        """The target table's columns and their declared types (empty: no table yet)."""
         cur.execute(self.dialect.columns_query, (self.schema, name))
-        return [r[0] for r in cur.fetchall()]
+        return {str(r[0]): str(r[1]) for r in cur.fetchall()}
+
+    def _evolve(self, conn: Any, name: str, columns: Columns,
+                keys: Sequence[str]) -> Columns:
+        """The batch's columns the target takes, per `headwater.pipeline.schema.evolution`
+        (as the Delta target: new columns are added, left out or refused; a changed type is
+        always refused; columns dropped at the source stay, NULL in rows written later)."""
+        with conn.cursor() as cur:
+            existing = self._columns(cur, name)
+        conn.commit()
+        if not existing:
+            return columns
+        where = f"{self.schema}.{name}"
+        for n, sql, _ in self._defs(columns, keys):
+            old = existing.get(n)
+            if old is not None and not self.dialect.same_type(old, sql):
+                raise SchemaEvolutionError(
+                    f"{where}: column {n!r} changed type from {old} to {sql} at the source; "
+                    "migrate the target table (or re-create it and re-run the pipeline from a "
+                    "new checkpoint)")
+        new = [n for n, _ in columns if n not in existing]
+        if not new or self.schema_evolution == "evolve":
+            return columns
+        if self.schema_evolution == "fail":
+            raise SchemaEvolutionError(
+                f"{where}: the source added column(s) {', '.join(new)} and "
+                "headwater.pipeline.schema.evolution=fail")
+        return [(n, t) for n, t in columns if n in existing]
 
     def _defs(self, columns: Columns, keys: Sequence[str],
               staging: bool = False) -> list[tuple[str, str, bool]]:
@@ -277,9 +314,11 @@ class JdbcTarget:
             props["password"] = self._password
         # "append" to the table created above: with "overwrite" Spark may drop and recreate
         # it with its own type mapping (collations, timestamp types) instead of ours.
+        started = time.monotonic()
         spark.createDataFrame(staged).write.jdbc(
             self.location.spark_url, self._t(staging), mode="append", properties=props)
-        log.debug("staged %d rows in %s", table.num_rows, staging)
+        log.debug("staged %d rows in %s in %.2fs", table.num_rows, staging,
+                  time.monotonic() - started)
 
     def _drop_staging(self, conn: Any, staging: str) -> None:
         with conn.cursor() as cur:
@@ -289,19 +328,12 @@ class JdbcTarget:
     def _begin(self, conn: Any, name: str, batch_id: int, staging: str | None,
                defs: list[tuple[str, str, bool]], primary_key: Sequence[str]) -> bool:
         """Step "merge", its start: locks the progress row; False when the batch is applied
-        (then the transaction has dropped the staging table and committed)."""
+        (by a run that got there first: then the staging table is dropped)."""
         if self._applied(conn, name, batch_id, lock=True):
             log.info("batch %d already applied to %s.%s: skipped", batch_id, self.schema, name)
+            conn.commit()
             if staging is not None:
-                if self.dialect.transactional_ddl:
-                    with conn.cursor() as cur:
-                        cur.execute(self.dialect.drop_table(self._t(staging)))
-                    conn.commit()
-                else:
-                    conn.commit()
-                    self._drop_staging(conn, staging)
-            else:
-                conn.commit()
+                self._drop_staging(conn, staging)
             return False
         if self.dialect.transactional_ddl:
             with conn.cursor() as cur:
@@ -356,16 +388,17 @@ class JdbcTarget:
     ) -> None:
         name = self.table_name(changes)
         d = self.dialect
-        columns: Columns = [(c.name, c.type.arrow) for c in changes.column_list]
         keys = changes.key_columns
-        keyspec = [(k, t) for k, t in columns if k in keys]
-        types = dict(columns)
-        toast = sorted({c for n in net for c in n.unavailable})
-        flags = {c: f"{FLAG}{i}" for i, c in enumerate(toast)}
-        defs = [*self._defs(columns, keys), (SEQ, d.seq_type, True)]
         with self._connection() as conn:
             if self._skip(conn, name, batch_id):
                 return
+            columns = self._evolve(conn, name, [(c.name, c.type.arrow)
+                                                for c in changes.column_list], keys)
+            keyspec = [(k, t) for k, t in columns if k in keys]
+            types = dict(columns)
+            toast = sorted({c for n in net for c in n.unavailable if c in types})
+            flags = {c: f"{FLAG}{i}" for i, c in enumerate(toast)}
+            defs = [*self._defs(columns, keys), (SEQ, d.seq_type, True)]
             self._prepare(conn, name, defs, keys)
             staging = self.staging_name(name, batch_id)
             table = self._scd1_table(net, columns, keys, toast)
@@ -446,28 +479,21 @@ class JdbcTarget:
     ) -> None:
         name = self.table_name(changes)
         d = self.dialect
-        columns: Columns = [(c.name, c.type.arrow) for c in changes.column_list]
         keys = changes.key_columns
-        tracked = tracked if tracked is not None else frozenset(n for n, _ in columns)
-        pk = [*keys, START]
-        defs = [*self._defs(columns, keys), (START, d.seq_type, True), (END, d.seq_type, False)]
-        nested = [(n, t) for n, t in columns if repr_type(t) != t]
-        points: dict[tuple[Any, ...], list[Point]] = {}
-        for e in events:
-            if e.op == "t" or e.key is None:
-                continue
-            row = e.row
-            if row is not None and nested:
-                row = {**row, **{n: repr_value(row.get(n), t) for n, t in nested}}
-            points.setdefault(e.key, []).append(
-                Point(e.sequence, e.op == "d", row, e.unavailable))
-        if points and not keys:
+        if not keys and any(e.op != "t" and e.key is None for e in events):
             raise KeylessTableError(
                 f"table {changes.schema_name}.{changes.table_name} has no key: SCD2 needs one "
                 "(set message.key.columns on the connector, or use the changelog mode)")
+        pk = [*keys, START]
         with self._connection() as conn:
             if self._skip(conn, name, batch_id):
                 return
+            columns = self._evolve(conn, name, [(c.name, c.type.arrow)
+                                                for c in changes.column_list], keys)
+            tracked = tracked if tracked is not None else frozenset(n for n, _ in columns)
+            defs = [*self._defs(columns, keys), (START, d.seq_type, True),
+                    (END, d.seq_type, False)]
+            points = self._points(events, columns)
             self._prepare(conn, name, defs, pk)
             staging: str | None = None
             with conn.cursor() as cur:
@@ -514,6 +540,22 @@ class JdbcTarget:
                     rows.append(("truncate", "", "", None, truncate))
                 self._save_state_rows(cur, rows, name)
             self._finish(conn, name, batch_id, staging)
+
+    @staticmethod
+    def _points(events: list[ChangeEvent], columns: Columns
+                ) -> dict[tuple[Any, ...], list[Point]]:
+        """Each key's events as history points, rows in the form the target stores."""
+        nested = [(n, t) for n, t in columns if repr_type(t) != t]
+        points: dict[tuple[Any, ...], list[Point]] = {}
+        for e in events:
+            if e.op == "t" or e.key is None:
+                continue
+            row = e.row
+            if row is not None and nested:
+                row = {**row, **{n: repr_value(row.get(n), t) for n, t in nested}}
+            points.setdefault(e.key, []).append(
+                Point(e.sequence, e.op == "d", row, e.unavailable))
+        return points
 
     def _history(self, conn: Any, name: str, columns: Columns, keys: tuple[str, ...],
                  wanted: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], list[Version]]:
@@ -570,12 +612,14 @@ class JdbcTarget:
     def append_changelog(self, changes: TableChanges, batch_id: int) -> None:
         name = self.table_name(changes)
         d = self.dialect
-        data_cols: Columns = [(c.name, c.type.arrow) for c in changes.column_list]
-        columns: Columns = [*CHANGELOG_META, *data_cols]
-        defs = [(n, d.seq_type if n == SEQ else d.column_type(t), False) for n, t in columns]
         with self._connection() as conn:
             if self._skip(conn, name, batch_id):
                 return
+            data_cols = self._evolve(conn, name, [(c.name, c.type.arrow)
+                                                  for c in changes.column_list], ())
+            columns: Columns = [*CHANGELOG_META, *data_cols]
+            defs = [(n, d.seq_type if n == SEQ else d.column_type(t), False)
+                    for n, t in columns]
             self._prepare(conn, name, defs, ())
             staging = self.staging_name(name, batch_id)
             self._stage(conn, staging, self._changelog_table(changes, columns),
@@ -591,7 +635,7 @@ class JdbcTarget:
     def _changelog_table(changes: TableChanges, columns: Columns) -> pa.Table:
         data: dict[str, list[Any]] = {n: [] for n, _ in columns}
         types = dict(columns)
-        data_names = [c.name for c in changes.column_list]
+        data_names = [n for n, _ in columns[len(CHANGELOG_META):]]
         for e in changes.events:
             for n, v in (("__op", e.op), (SEQ, e.sequence), ("__source_ts_ms", e.source_ts_ms),
                          ("__ts_ms", e.ts_ms), ("__lsn", e.lsn),

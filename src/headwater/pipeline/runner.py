@@ -50,6 +50,12 @@ def spark_session(app: str = "headwater-pipeline", master: str | None = None) ->
         .config("spark.driver.memory", os.environ.get("HEADWATER_SPARK_DRIVER_MEMORY", "4g"))
         .config("spark.driver.maxResultSize", "4g")
     )
+    # Debian's JDBC drivers (PostgreSQL, MariaDB) for the JDBC target, when installed.
+    from headwater.pipeline.jdbc_target import jdbc_jars
+
+    jars = jdbc_jars()
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
     return builder.getOrCreate()
 
 
