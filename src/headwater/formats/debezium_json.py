@@ -193,9 +193,6 @@ class DebeziumJsonFormat:
         self._plans[id(table)] = (table, plan)
         return plan
 
-    def topic_for(self, record: ChangeRecord) -> str:
-        return self.plan(record.table, record.context).topic
-
     def _row(self, plan: _TablePlan, values: tuple[Any, ...] | None) -> dict[str, Any] | None:
         """A row image as a dict, with ABSENT and UNCHANGED_TOAST rendered as Debezium does."""
         if values is None:

@@ -208,7 +208,3 @@ def run(cfg: PipelineConfig, once: bool = False) -> None:
             raise RuntimeError(str(query.exception()))
     finally:
         spark.stop()
-
-
-def topics_path(cfg: PipelineConfig) -> Path:
-    return cfg.topics_dir / cfg.topics_glob

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from headwater.topics import reader
+from headwater.topics.segment import list_segments, sealed_name
 
 SCHEMA = "topic STRING, start_offset LONG, end_offset LONG"
 NAME = "headwater_topics"
@@ -99,8 +100,16 @@ def _split(line: bytes) -> tuple[int, bytes | None, bytes | None] | None:
 def read_range(root: Path, topic: str, start: int, end: int
                ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
     """(offset, key, value) of the records start <= offset < end of a topic."""
-    for path, base in _segments(root / topic, start, end):
-        with open(path, "rb") as f:
+    segments = list_segments(root / topic)
+    for i, seg in enumerate(segments):
+        nxt = segments[i + 1].base if i + 1 < len(segments) else None
+        if (nxt is not None and nxt <= start) or seg.base >= end:
+            continue  # wholly before the range, or after it
+        try:
+            f = open(seg.path, "rb")  # noqa: SIM115 (closed by the with below)
+        except FileNotFoundError:  # an in-progress segment sealed since the listing
+            f = open(seg.path.with_name(sealed_name(seg.base)), "rb")  # noqa: SIM115
+        with f:
             for line in f:
                 if not line.endswith(b"\n"):
                     break  # a torn last line of an in-progress segment
@@ -113,25 +122,6 @@ def read_range(root: Path, topic: str, start: int, end: int
                 if fast[0] >= end:
                     return
                 yield fast
-        del base
-
-
-def _segments(directory: Path, start: int, end: int) -> list[tuple[Path, int]]:
-    """Segment files that may hold offsets in [start, end), sealed or in progress."""
-    found: list[tuple[int, Path]] = []
-    for p in directory.iterdir():
-        name = p.name.lstrip(".")
-        digits = name.split(".", 1)[0]
-        if digits.isdigit() and (p.name.endswith(".jsonl") or p.name.endswith(".inprogress")):
-            found.append((int(digits), p))
-    found.sort()
-    out: list[tuple[Path, int]] = []
-    for i, (base, path) in enumerate(found):
-        nxt = found[i + 1][0] if i + 1 < len(found) else None
-        if (nxt is not None and nxt <= start) or base >= end:
-            continue
-        out.append((path, base))
-    return out
 
 
 def register(spark: Any) -> None:
