@@ -1,0 +1,1 @@
+"""MySQL / MariaDB connector: consistent snapshot, binlog streaming, GTIDs, schema history."""
