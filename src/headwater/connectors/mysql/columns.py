@@ -14,7 +14,7 @@ the same for both so one converter serves both paths):
 column type               natural value
 ========================  ===========================================================
 TINYINT..BIGINT           int, already signed or unsigned as the column says
-BOOL/BOOLEAN              int (TINYINT(1))
+BOOLEAN                   int (0 or 1)
 FLOAT, DOUBLE             float
 DECIMAL/NUMERIC           decimal.Decimal
 CHAR/VARCHAR/TEXT family  str (decoded with the column charset)
@@ -60,7 +60,7 @@ class MySqlColumn:
     """One column as DDL (or the information schema) defines it.
 
     `type_name` is the upper-case base type without attributes, synonyms resolved:
-    INTEGER -> INT, BOOL/BOOLEAN -> TINYINT (length 1), DEC/FIXED/NUMERIC -> DECIMAL,
+    INTEGER -> INT, BOOL/BOOLEAN -> BOOLEAN (Debezium maps a column declared BOOLEAN to a Connect boolean; TINYINT(1), which SHOW CREATE TABLE prints for it, stays TINYINT), DEC/FIXED/NUMERIC -> DECIMAL,
     REAL -> DOUBLE (FLOAT when the server runs with REAL_AS_FLOAT), CHARACTER -> CHAR,
     CHARACTER VARYING / NVARCHAR / NATIONAL VARCHAR -> VARCHAR, NCHAR -> CHAR,
     SERIAL -> BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE, and so on.
