@@ -60,11 +60,14 @@ class MySqlColumn:
     """One column as DDL (or the information schema) defines it.
 
     `type_name` is the upper-case base type without attributes, synonyms resolved:
-    INTEGER -> INT, BOOL/BOOLEAN -> BOOLEAN (Debezium maps a column declared BOOLEAN to a Connect boolean; TINYINT(1), which SHOW CREATE TABLE prints for it, stays TINYINT), DEC/FIXED/NUMERIC -> DECIMAL,
+    INTEGER -> INT, BOOL/BOOLEAN -> BOOLEAN (Debezium maps a column declared BOOLEAN to a
+    Connect boolean; TINYINT(1), which SHOW CREATE TABLE prints for it, stays TINYINT),
+    DEC/FIXED/NUMERIC -> DECIMAL,
     REAL -> DOUBLE (FLOAT when the server runs with REAL_AS_FLOAT), CHARACTER -> CHAR,
     CHARACTER VARYING / NVARCHAR / NATIONAL VARCHAR -> VARCHAR, NCHAR -> CHAR,
     SERIAL -> BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE, and so on.
-    MariaDB's JSON stays JSON (it is LONGTEXT with a check, but consumers expect io.debezium.data.Json).
+    MariaDB's JSON stays JSON (it is LONGTEXT with a check; consumers expect
+    io.debezium.data.Json).
     """
 
     name: str
