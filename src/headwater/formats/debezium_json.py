@@ -25,6 +25,7 @@ from headwater.model.record import (
     ChangeRecord,
     HeartbeatEvent,
     Op,
+    SchemaChangeEvent,
     SourceContext,
     SourceEvent,
     TransactionEvent,
@@ -252,6 +253,10 @@ class DebeziumJsonFormat:
             key = _envelope(_HEARTBEAT_KEY_SCHEMA, {"serverName": server}, self.key_schemas)
             value = _envelope(_HEARTBEAT_VALUE_SCHEMA, {"ts_ms": event.ts_ms}, self.value_schemas)
             out.setdefault(topic, []).append(TopicRecord(key, value, event.ts_ms))
+        elif isinstance(event, SchemaChangeEvent):
+            key = _envelope(event.key_schema, event.key, self.key_schemas)
+            value = _envelope(event.value_schema, event.value, self.value_schemas)
+            out.setdefault(server, []).append(TopicRecord(key, value, event.ts_ms))
         else:  # pragma: no cover - the union is exhaustive
             raise TypeError(f"cannot render {type(event).__name__}")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from typing import Any, NamedTuple
 
-from headwater.model.schema import TableSchema
+from headwater.model.schema import ConnectSchema, TableSchema
 
 
 class Op(enum.Enum):
@@ -113,5 +113,23 @@ class HeartbeatEvent(NamedTuple):
     position: Any
 
 
+class SchemaChangeEvent(NamedTuple):
+    """A schema change (Debezium's schema change topic `<topic.prefix>`), e.g. MySQL DDL.
+
+    The connector builds key and value (with their Connect schemas) because their structure
+    is connector-specific (`io.debezium.connector.mysql.SchemaChangeKey` / `...Value`); the
+    format only wraps them, so it stays ignorant of any database.
+    """
+
+    context: SourceContext
+    database: str
+    ts_ms: int
+    key_schema: ConnectSchema
+    key: dict[str, Any]
+    value_schema: ConnectSchema
+    value: dict[str, Any]
+    position: Any
+
+
 # What sources put on the queue and formats render.
-SourceEvent = ChangeRecord | TransactionEvent | HeartbeatEvent
+SourceEvent = ChangeRecord | TransactionEvent | HeartbeatEvent | SchemaChangeEvent

@@ -1,0 +1,157 @@
+"""Where a MySQL change sits in the binlog, the offsets a restart resumes from, and the `source`
+block Debezium derives from both.
+
+Binlog events are in commit order, so (file number, position of the row event, row number in
+the event) orders every change; snapshot events carry the snapshot's binlog position and row 0.
+
+Offsets follow Debezium's MySQL offsets: the restart point is the *start of the transaction*
+being read (`file`, `pos`, and `gtids` = the GTID set of transactions completed before it),
+plus `event` (row events of that transaction already emitted) and `row` (rows of the next row
+event already emitted).  Resuming re-reads the transaction and skips that many events and rows,
+so a restart in the middle of a multi-row event or a multi-statement transaction emits every
+row exactly once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from headwater import __version__
+from headwater.model.record import ChangeRecord
+from headwater.model.schema import INT32, INT64, STRING, STRUCT, ConnectField, ConnectSchema
+
+CONNECTOR_VERSION = f"headwater-{__version__}"
+
+
+def binlog_file_number(name: str) -> int:
+    """The numeric suffix of a binlog file name ("mysql-bin.000012" -> 12)."""
+    _, _, suffix = name.rpartition(".")
+    try:
+        return int(suffix)
+    except ValueError:
+        raise ValueError(f"'{name}' is not a binlog file name (<base>.<number>)") from None
+
+
+def binlog_order(file: str, pos: int) -> tuple[int, int]:
+    return (binlog_file_number(file), pos)
+
+
+class MySqlPosition(NamedTuple):
+    file: str  # binlog file of the event
+    pos: int  # position of the row event in `file` (snapshot: the snapshot's position)
+    row: int  # row number within the event
+    server_id: int
+    gtid: str | None  # GTID of the transaction (MariaDB "domain-server-seq", MySQL "uuid:n")
+    thread: int | None
+    query: str | None
+    ts_sec: int = 0
+
+    @property
+    def order_key(self) -> tuple[int, int, int]:
+        return (binlog_file_number(self.file), self.pos, self.row)
+
+
+def restart_offset(
+    file: str,
+    pos: int,
+    gtids: str | None,
+    *,
+    event: int = 0,
+    row: int = 0,
+    server_id: int = 0,
+    ts_sec: int = 0,
+) -> dict[str, Any]:
+    """Debezium's MySQL offset keys: restart at (file, pos) / gtids, skip `event` row events and
+    `row` rows of the next one."""
+    offset: dict[str, Any] = {"file": file, "pos": pos, "event": event, "row": row,
+                              "server_id": server_id, "ts_sec": ts_sec}
+    if gtids:
+        offset["gtids"] = gtids
+    return offset
+
+
+_SNAPSHOT_ENUM = ConnectSchema(
+    STRING,
+    optional=True,
+    name="io.debezium.data.Enum",
+    version=1,
+    parameters={"allowed": "true,last,false,incremental"},
+    default="false",
+)
+
+
+def _f(name: str, schema: ConnectSchema) -> ConnectField:
+    return ConnectField(name, schema)
+
+
+MYSQL_SOURCE_SCHEMA = ConnectSchema(
+    STRUCT,
+    optional=False,
+    name="io.debezium.connector.mysql.Source",
+    fields=(
+        _f("version", ConnectSchema(STRING, optional=False)),
+        _f("connector", ConnectSchema(STRING, optional=False)),
+        _f("name", ConnectSchema(STRING, optional=False)),
+        _f("ts_ms", ConnectSchema(INT64, optional=False)),
+        _f("snapshot", _SNAPSHOT_ENUM),
+        _f("db", ConnectSchema(STRING, optional=False)),
+        _f("sequence", ConnectSchema(STRING, optional=True)),
+        _f("table", ConnectSchema(STRING, optional=True)),
+        _f("server_id", ConnectSchema(INT64, optional=False)),
+        _f("gtid", ConnectSchema(STRING, optional=True)),
+        _f("file", ConnectSchema(STRING, optional=False)),
+        _f("pos", ConnectSchema(INT64, optional=False)),
+        _f("row", ConnectSchema(INT32, optional=False)),
+        _f("thread", ConnectSchema(INT64, optional=True)),
+        _f("query", ConnectSchema(STRING, optional=True)),
+    ),
+)
+
+
+class MySqlSourceBlock:
+    """`io.debezium.connector.mysql.Source` for a record with a MySqlPosition."""
+
+    schema = MYSQL_SOURCE_SCHEMA
+
+    def payload(self, record: ChangeRecord) -> dict[str, Any]:
+        pos: MySqlPosition = record.position
+        table = record.table.id
+        return {
+            "version": record.context.connector_version,
+            "connector": "mysql",
+            "name": record.context.server_name,
+            "ts_ms": record.source_ts_ms,
+            "snapshot": record.snapshot,
+            "db": table.database,
+            "sequence": None,
+            "table": table.table,
+            "server_id": pos.server_id,
+            "gtid": pos.gtid,
+            "file": pos.file,
+            "pos": pos.pos,
+            "row": pos.row,
+            "thread": pos.thread,
+            "query": pos.query,
+        }
+
+    def schema_change_payload(
+        self, context: Any, database: str, position: MySqlPosition, ts_ms: int, snapshot: Any
+    ) -> dict[str, Any]:
+        """The same block for a schema change event (no table)."""
+        return {
+            "version": context.connector_version,
+            "connector": "mysql",
+            "name": context.server_name,
+            "ts_ms": ts_ms,
+            "snapshot": snapshot,
+            "db": database,
+            "sequence": None,
+            "table": None,
+            "server_id": position.server_id,
+            "gtid": position.gtid,
+            "file": position.file,
+            "pos": position.pos,
+            "row": position.row,
+            "thread": position.thread,
+            "query": None,
+        }
