@@ -654,6 +654,7 @@ def test_programmatic_values_are_coerced() -> None:
         ("snapshot_lock_timeout_ms", 10_000),
         ("snapshot_fetch_size", 10_240),
         ("snapshot_delay_ms", 0),
+        ("snapshot_max_threads", 1),
         ("schema_include_list", ()),
         ("schema_exclude_list", ()),
         ("table_include_list", ()),

@@ -298,6 +298,8 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     Property("snapshot.lock.timeout.ms", _L, 10_000, min_value=0),
     Property("snapshot.fetch.size", _I, 10_240, min_value=1),
     Property("snapshot.delay.ms", _L, 0, min_value=0),
+    Property("snapshot.max.threads", _I, 1, min_value=1,
+             doc="initial snapshot reader processes (key-range chunks, one exported snapshot)"),
     # -- filters --------------------------------------------------------------------------------
     Property("schema.include.list", _LIST, aliases=("schema.whitelist",),
              validator=regex_list_validator, doc=_DOC_REGEX + "schema name"),
@@ -382,7 +384,7 @@ IGNORED: Final[Mapping[str, str]] = {
     for name in (
         "schema.refresh.mode", "slot.stream.params", "slot.failover", "snapshot.isolation.mode",
         "snapshot.locking.mode", "snapshot.select.statement.overrides", "snapshot.custom.class",
-        "snapshot.max.threads", "snapshot.include.collection.list", "sanitize.field.names",
+        "snapshot.include.collection.list", "sanitize.field.names",
         "database.sslfactory",
         "database.query.timeout.ms", "signal.data.collection", "signal.enabled.channels",
         "incremental.snapshot.chunk.size", "converters", "notification.enabled.channels",
@@ -532,6 +534,7 @@ class PostgresConnectorConfig:
     snapshot_lock_timeout_ms: int = 10_000
     snapshot_fetch_size: int = 10_240
     snapshot_delay_ms: int = 0
+    snapshot_max_threads: int = 1
     schema_include_list: tuple[str, ...] = ()
     schema_exclude_list: tuple[str, ...] = ()
     table_include_list: tuple[str, ...] = ()
@@ -648,6 +651,7 @@ class PostgresConnectorConfig:
             snapshot_lock_timeout_ms=c.get_int("snapshot.lock.timeout.ms"),
             snapshot_fetch_size=c.get_int("snapshot.fetch.size"),
             snapshot_delay_ms=c.get_int("snapshot.delay.ms"),
+            snapshot_max_threads=c.get_int("snapshot.max.threads"),
             schema_include_list=c.get_list("schema.include.list"),
             schema_exclude_list=c.get_list("schema.exclude.list"),
             table_include_list=c.get_list("table.include.list"),
