@@ -1,0 +1,51 @@
+"""Connections to MySQL/MariaDB for metadata and snapshots (the binlog has its own client).
+
+Every non-binlog connection runs in UTC (`time_zone='+00:00'`, so TIMESTAMP values read in a
+snapshot are UTC as the binlog's are), with `database.initial.statements` after that.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pymysql  # type: ignore[import-untyped]
+
+from headwater.connectors.mysql.config import MySqlConnectorConfig
+
+SESSION_STATEMENTS = ("SET time_zone = '+00:00'", "SET NAMES utf8mb4")
+
+
+def connect(cfg: MySqlConnectorConfig, **extra: Any) -> Any:
+    conn = pymysql.connect(**cfg.connect_kwargs(), autocommit=True, **extra)
+    with conn.cursor() as cur:
+        for statement in (*SESSION_STATEMENTS, *cfg.database_initial_statements):
+            cur.execute(statement)
+    return conn
+
+
+def quote_ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def qualified(database: str, table: str) -> str:
+    return f"{quote_ident(database)}.{quote_ident(table)}"
+
+
+def is_mariadb(conn: Any) -> bool:
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION()")
+        return "mariadb" in str(cur.fetchone()[0]).lower()
+
+
+def binlog_status_statement(version: str) -> str:
+    """`SHOW MASTER STATUS` was renamed `SHOW BINARY LOG STATUS` in MySQL 8.2 (removed in 8.4);
+    MariaDB keeps it (and has `SHOW BINLOG STATUS` since 10.5.2)."""
+    text = version.lower()
+    if "mariadb" in text:
+        return "SHOW MASTER STATUS"
+    parts = text.split("-", 1)[0].split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        return "SHOW MASTER STATUS"
+    return "SHOW BINARY LOG STATUS" if (major, minor) >= (8, 2) else "SHOW MASTER STATUS"

@@ -1,0 +1,239 @@
+"""The connector's view of the source schema at the binlog position being read.
+
+Row events carry only values, so every one is decoded with the table definition that was in
+force at its position.  This object owns that definition (a `MySqlSchema` kept in step by DDL),
+the persisted schema history it is recovered from, the codecs built from it, and the schema
+change events DDL produces.
+
+History entries carry the binlog position of their DDL.  A restart recovers the schema by
+replaying the entries *before* the restart position (and the snapshot's entries, which sit at
+the snapshot position itself); entries at or after it are re-read from the binlog.  An entry is
+written once: a DDL re-read after a restart is not recorded twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from headwater.connectors.mysql.columns import MySqlTable
+from headwater.connectors.mysql.config import MySqlConnectorConfig
+from headwater.connectors.mysql.ddl import DdlParseError, MySqlSchema, SchemaChange
+from headwater.connectors.mysql.position import (
+    MYSQL_SOURCE_SCHEMA,
+    MySqlPosition,
+    MySqlSourceBlock,
+    binlog_order,
+)
+from headwater.connectors.mysql.schema_history import FileSchemaHistory
+from headwater.connectors.mysql.table_changes import TABLE_CHANGES_CONNECT_SCHEMA, table_change
+from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
+from headwater.connectors.mysql.types import MySqlTypeModes
+from headwater.model.record import SchemaChangeEvent, SnapshotMarker, SourceContext
+from headwater.model.schema import INT64, STRING, STRUCT, ConnectField, ConnectSchema
+
+log = logging.getLogger("headwater.connectors.mysql")
+
+SCHEMA_CHANGE_KEY_SCHEMA = ConnectSchema(
+    STRUCT, optional=False, name="io.debezium.connector.mysql.SchemaChangeKey",
+    fields=(ConnectField("databaseName", ConnectSchema(STRING, optional=False)),),
+)
+SCHEMA_CHANGE_VALUE_SCHEMA = ConnectSchema(
+    STRUCT, optional=False, name="io.debezium.connector.mysql.SchemaChangeValue",
+    fields=(
+        ConnectField("source", MYSQL_SOURCE_SCHEMA),
+        ConnectField("ts_ms", ConnectSchema(INT64, optional=False)),
+        ConnectField("databaseName", ConnectSchema(STRING, optional=True)),
+        ConnectField("schemaName", ConnectSchema(STRING, optional=True)),
+        ConnectField("ddl", ConnectSchema(STRING, optional=True)),
+        ConnectField("tableChanges", TABLE_CHANGES_CONNECT_SCHEMA),
+    ),
+)
+
+
+class SchemaHistoryError(RuntimeError):
+    """DDL that cannot be applied (unparseable and not configured to be skipped)."""
+
+
+class SchemaState:
+    def __init__(self, cfg: MySqlConnectorConfig, context: SourceContext) -> None:
+        self.cfg = cfg
+        self.context = context
+        self.modes = MySqlTypeModes(
+            time_precision_mode=cfg.time_precision_mode,
+            decimal_handling_mode=cfg.decimal_handling_mode,
+            bigint_unsigned_handling_mode=cfg.bigint_unsigned_handling_mode,
+            binary_handling_mode=cfg.binary_handling_mode,
+            enable_time_adjuster=cfg.enable_time_adjuster,
+        )
+        self.schema = MySqlSchema()
+        self.history = FileSchemaHistory(Path(cfg.schema_history_internal_file_filename))
+        self._codecs: dict[tuple[str, str], MySqlTableCodec | None] = {}
+        self._source_block = MySqlSourceBlock()
+        self._last_recorded: tuple[int, int] | None = None
+        self.changes_applied = 0
+
+    # -- codecs ---------------------------------------------------------------------------------
+
+    def captured(self, database: str, table: str) -> bool:
+        return self.cfg.table_filter(database, table)
+
+    def codec(self, database: str, table: str) -> MySqlTableCodec | None:
+        """The codec of a captured table, None for a table not captured or unknown."""
+        key = (database, table)
+        try:
+            return self._codecs[key]
+        except KeyError:
+            pass
+        codec: MySqlTableCodec | None = None
+        if self.captured(database, table):
+            definition = self.schema.table(database, table)
+            if definition is not None:
+                codec = self._build(definition)
+        self._codecs[key] = codec
+        return codec
+
+    def _build(self, table: MySqlTable) -> MySqlTableCodec:
+        return build_codec(
+            table, self.modes, self.cfg.column_filter,
+            self.cfg.key_columns(table.database, table.name), self.cfg.column_mappers,
+        )
+
+    # -- history --------------------------------------------------------------------------------
+
+    def recover(self, offset: dict[str, Any]) -> int:
+        """Rebuilds the schema as it was at `offset` from the persisted history."""
+        restart = binlog_order(str(offset["file"]), int(offset["pos"]))
+
+        def include(position: dict[str, Any]) -> bool:
+            if position.get("snapshot"):
+                return True
+            return binlog_order(str(position["file"]), int(position["pos"])) < restart
+
+        self.schema = MySqlSchema()
+        self._codecs.clear()
+        count = self.history.recover(self.schema, include)
+        self._last_recorded = None
+        log.info("schema history: recovered %d entries up to %s:%s", count,
+                 offset["file"], offset["pos"])
+        return count
+
+    def reset(self) -> None:
+        """A new snapshot: the history starts over."""
+        self.history.clear()
+        self.schema = MySqlSchema()
+        self._codecs.clear()
+        self._last_recorded = None
+
+    def apply(
+        self,
+        sql: str,
+        database: str | None,
+        position: MySqlPosition,
+        ts_ms: int,
+        snapshot: SnapshotMarker = SnapshotMarker.FALSE,
+    ) -> list[SchemaChangeEvent]:
+        """Applies DDL at `position`, records it, and returns the schema change events."""
+        try:
+            changes = self.schema.apply(sql, database)
+        except DdlParseError as exc:
+            where = f"{position.file}:{position.pos}"
+            if self.cfg.schema_history_internal_skip_unparseable_ddl:
+                log.warning("skipping unparseable DDL at %s (database %s): %s", where,
+                            database, exc)
+                return []
+            raise SchemaHistoryError(
+                f"cannot parse DDL at binlog position {where} (database {database}): {exc}. "
+                "Fix the statement's support or set "
+                "schema.history.internal.skip.unparseable.ddl=true to skip it (tables it "
+                "changes will then be decoded with an outdated definition)"
+            ) from exc
+        if not changes:
+            return []
+        for change in changes:
+            self._codecs.pop((change.database, change.table or ""), None)
+            if change.previous is not None:
+                self._codecs.pop((change.previous.database, change.previous.name), None)
+            if change.kind == "DROP_DATABASE":
+                for key in [k for k in self._codecs if k[0] == change.database]:
+                    del self._codecs[key]
+        self.changes_applied += len(changes)
+        kept = [c for c in changes if self._should_store(c)]
+        if kept:
+            self._record(sql, database, kept, position, ts_ms, snapshot)
+        if not self.cfg.include_schema_changes:
+            return []
+        return self._events(kept, position, ts_ms, snapshot)
+
+    def _should_store(self, change: SchemaChange) -> bool:
+        if not self.cfg.schema_history_internal_store_only_captured_tables_ddl:
+            return True
+        if change.table is None:
+            return self.cfg.database_filter(change.database)
+        return self.captured(change.database, change.table) or (
+            change.previous is not None
+            and self.captured(change.previous.database, change.previous.name)
+        )
+
+    def _record(
+        self,
+        sql: str,
+        database: str | None,
+        changes: list[SchemaChange],
+        position: MySqlPosition,
+        ts_ms: int,
+        snapshot: SnapshotMarker,
+    ) -> None:
+        order = binlog_order(position.file, position.pos)
+        is_snapshot = snapshot is not SnapshotMarker.FALSE
+        if not is_snapshot and self._last_recorded is not None and order <= self._last_recorded:
+            return  # re-read after a restart: already in the history
+        entry_position: dict[str, Any] = {"file": position.file, "pos": position.pos}
+        if position.gtid:
+            entry_position["gtid"] = position.gtid
+        if is_snapshot:
+            entry_position["snapshot"] = True
+        self.history.record(
+            {"server": self.context.server_name}, entry_position, database, sql, changes
+        )
+        if not is_snapshot:
+            self._last_recorded = order
+
+    def note_recorded_until(self, file: str, pos: int) -> None:
+        """History entries up to (file, pos) exist already (found while recovering)."""
+        self._last_recorded = binlog_order(file, pos)
+
+    def _events(
+        self,
+        changes: list[SchemaChange],
+        position: MySqlPosition,
+        ts_ms: int,
+        snapshot: SnapshotMarker,
+    ) -> list[SchemaChangeEvent]:
+        # One event per database, DDL statements in order (Debezium groups by database).
+        by_db: dict[str, list[SchemaChange]] = {}
+        for change in changes:
+            by_db.setdefault(change.database, []).append(change)
+        now = int(time.time() * 1000)
+        events = []
+        for db, group in by_db.items():
+            source = self._source_block.schema_change_payload(
+                self.context, db, position, ts_ms, snapshot
+            )
+            value = {
+                "source": source,
+                "ts_ms": now,
+                "databaseName": db,
+                "schemaName": None,
+                "ddl": ";\n".join(c.ddl for c in group),
+                "tableChanges": [
+                    table_change(c) for c in group if c.table is not None
+                ],
+            }
+            events.append(SchemaChangeEvent(
+                self.context, db, now, SCHEMA_CHANGE_KEY_SCHEMA, {"databaseName": db},
+                SCHEMA_CHANGE_VALUE_SCHEMA, value, position,
+            ))
+        return events

@@ -1,0 +1,127 @@
+"""Turns a `MySqlTable` (from the schema history) into a `TableSchema` plus one converter per
+column: a codec.  One codec per table version; the snapshot and the binlog path share it, since
+both hand it natural values (see columns.py).
+
+The key is the primary key, else `message.key.columns`, else the first unique key whose columns
+are all NOT NULL (what Debezium's MySQL connector does); tables without any have a null key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from headwater.connectors.mysql.columns import MySqlTable
+from headwater.connectors.mysql.types import MySqlTypeModes, mysql_column_mapping
+from headwater.model.record import ABSENT
+from headwater.model.schema import Column, TableId, TableSchema
+from headwater.relational.column_mappers import ColumnMappers, is_character_type
+
+Converter = Callable[[Any], Any]
+
+
+class UnsupportedColumnError(ValueError):
+    """A column whose type cannot be mapped; the message names table, column and type."""
+
+
+class MySqlTableCodec:
+    """Schema plus converters for one version of one table."""
+
+    __slots__ = ("all_kept", "converters", "keep", "schema", "table")
+
+    def __init__(
+        self,
+        table: MySqlTable,
+        schema: TableSchema,
+        converters: tuple[Converter, ...],
+        keep: tuple[int, ...],
+    ) -> None:
+        self.table = table
+        self.schema = schema
+        self.converters = converters  # one per kept column, in schema order
+        self.keep = keep  # positions of kept columns in the table's column order
+        self.all_kept = len(keep) == len(table.columns)
+
+    def convert(self, values: Sequence[Any]) -> tuple[Any, ...]:
+        """One row in the table's column order (natural values) to the schema's Connect values."""
+        if not self.all_kept:
+            values = [values[i] for i in self.keep]
+        if ABSENT in values:
+            return tuple(
+                v if v is None or v is ABSENT else c(v)
+                for c, v in zip(self.converters, values, strict=True)
+            )
+        return tuple(
+            [None if v is None else c(v) for c, v in zip(self.converters, values, strict=True)]
+        )
+
+
+def key_candidates(table: MySqlTable, override: tuple[str, ...] | None) -> tuple[str, ...]:
+    if override:
+        return tuple(table.column(name).name for name in override)
+    if table.primary_key:
+        return table.primary_key
+    for unique in table.unique_keys:
+        if all(not table.column(name).nullable for name in unique):
+            return unique
+    return ()
+
+
+def build_codec(
+    table: MySqlTable,
+    modes: MySqlTypeModes,
+    column_filter: Callable[[str, str, str], bool],
+    key_override: tuple[str, ...] | None = None,
+    column_mappers: ColumnMappers | None = None,
+) -> MySqlTableCodec:
+    key = key_candidates(table, key_override)
+    columns: list[Column] = []
+    converters: list[Converter] = []
+    keep: list[int] = []
+    for idx, col in enumerate(table.columns):
+        in_key = col.name in key
+        if not in_key and not column_filter(table.database, table.name, col.name):
+            continue
+        try:
+            mapping = mysql_column_mapping(col, modes)
+        except ValueError as exc:
+            raise UnsupportedColumnError(
+                f"table {table.qualified_name}, column {col.name} ({col.qualified_type}): {exc}"
+            ) from exc
+        schema = mapping.schema
+        if in_key and schema.optional:
+            schema = schema.with_optional(False)
+        convert: Converter = mapping.convert
+        column = Column(
+            name=col.name,
+            position=len(columns),
+            type_name=col.type_name,
+            schema=schema,
+            length=col.length,
+            scale=col.scale,
+            fallback=mapping.fallback,
+        )
+        if column_mappers and not in_key:
+            column, convert = column_mappers.apply(
+                column, convert, f"{table.database}.{table.name}.{col.name}", col.type_name,
+                col.length, col.scale,
+                character=is_character_type(col.type_name) or col.type_name in _CHARACTER,
+            )
+        columns.append(column)
+        converters.append(convert)
+        keep.append(idx)
+    origin = "message.key.columns" if key_override else (
+        "primary_key" if table.primary_key else "unique_index"
+    )
+    schema = TableSchema(
+        id=TableId(table.database, None, table.name),
+        columns=tuple(columns),
+        key_columns=key,
+        key_origin=origin,
+    )
+    return MySqlTableCodec(table, schema, tuple(converters), tuple(keep))
+
+
+_CHARACTER = frozenset({
+    "CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT", "ENUM", "SET", "JSON",
+})
