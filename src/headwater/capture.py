@@ -4,28 +4,44 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.postgres.config import PostgresConnectorConfig
 from headwater.connectors.postgres.connector import PostgresConnector
 from headwater.connectors.postgres.position import PostgresSourceBlock
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.offsets import FileOffsetStore
 from headwater.engine.runtime import CaptureRuntime
-from headwater.formats.debezium_json import DebeziumJsonFormat
+from headwater.engine.source import Connector
+from headwater.formats.debezium_json import DebeziumJsonFormat, SourceBlock
 from headwater.ops.logging import connector_name, connector_type
 from headwater.topics.sink import TopicLogSink
 
 
-def build_runtime(cfg: PostgresConnectorConfig) -> CaptureRuntime:
-    connector_type.set("postgres")
-    connector_name.set(cfg.topic_prefix)
+def build_runtime(cfg: PostgresConnectorConfig | MySqlConnectorConfig) -> CaptureRuntime:
     metrics = CaptureMetrics(queue_capacity=cfg.max_queue_size)
-    connector = PostgresConnector(cfg, metrics)
+    connector: Connector
+    source_block: SourceBlock
+    connector_name.set(cfg.topic_prefix)
+    if isinstance(cfg, MySqlConnectorConfig):
+        # Imported here: the MySQL side needs PyMySQL, which PostgreSQL-only users may lack.
+        from headwater.connectors.mysql.connector import MySqlConnector
+        from headwater.connectors.mysql.position import MySqlSourceBlock
+
+        connector_type.set("mysql")
+        connector = MySqlConnector(cfg, metrics)
+        source_block = MySqlSourceBlock()
+        placeholder = "__debezium_unavailable_value"
+    else:
+        connector_type.set("postgres")
+        connector = PostgresConnector(cfg, metrics)
+        source_block = PostgresSourceBlock()
+        placeholder = cfg.unavailable_value_placeholder
     fmt = DebeziumJsonFormat(
-        PostgresSourceBlock(),
+        source_block,
         key_schemas=cfg.key_converter_schemas_enable,
         value_schemas=cfg.value_converter_schemas_enable,
         tombstones_on_delete=cfg.tombstones_on_delete,
-        toasted_value_placeholder=cfg.unavailable_value_placeholder,
+        toasted_value_placeholder=placeholder,
         provide_transaction_metadata=cfg.provide_transaction_metadata,
         transaction_topic=cfg.topic_transaction,
         heartbeat_topic_prefix=cfg.topic_heartbeat_prefix,

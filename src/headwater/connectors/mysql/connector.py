@@ -1,0 +1,183 @@
+"""The MySQL / MariaDB connector: decides what to run from the stored offset, the binlogs the
+server still has and snapshot.mode.
+
+Start-up steps (each logged):
+
+1. *check server*: binary logging on, `binlog_format=ROW`, `binlog_row_image=FULL`;
+2. *position*: is the stored binlog position still on the server?  If it was purged the
+   connector stops with an error naming the position and what to do, or takes a new snapshot
+   with snapshot.mode=when_needed;
+3. *schema*: recovered from the schema history up to the stored position (or rebuilt by the
+   snapshot);
+4. *snapshot* / *stream*, as snapshot.mode says.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pymysql  # type: ignore[import-untyped]
+
+from headwater.connectors.mysql.config import MySqlConnectorConfig
+from headwater.connectors.mysql.connection import connect
+from headwater.connectors.mysql.position import CONNECTOR_VERSION, binlog_order
+from headwater.connectors.mysql.schema_state import SchemaState
+from headwater.connectors.mysql.snapshot import MySqlSnapshotSource
+from headwater.connectors.mysql.streaming import BinlogPositionLostError, MySqlStreamingSource
+from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.source import RetriableError, SourceRunContext, StartPlan
+from headwater.model.record import SourceContext
+
+log = logging.getLogger("headwater.connectors.mysql")
+
+
+class MySqlConnectorError(RuntimeError):
+    """A condition the user must act on; the message says what to do."""
+
+
+class _RecoverySnapshot:
+    """snapshot.mode=recovery: rebuild the schema history from the current schema, then stream
+    from the stored offset (Debezium's schema_only_recovery; correct only if no schema change
+    happened since that offset)."""
+
+    def __init__(self, schema_snapshot: MySqlSnapshotSource, offset: dict[str, Any]) -> None:
+        self.schema_snapshot = schema_snapshot
+        self.offset = offset
+
+    def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
+        if self.schema_snapshot.execute(ctx) is None:
+            return None
+        self.schema_snapshot.state.note_recorded_until(
+            str(self.offset["file"]), int(self.offset["pos"]))
+        return self.offset
+
+
+class MySqlConnector:
+    def __init__(self, config: MySqlConnectorConfig, metrics: CaptureMetrics | None = None):
+        self.config = config
+        self.metrics = metrics or CaptureMetrics()
+        kind = "mariadb" if config.is_mariadb else "mysql"
+        self._context = SourceContext(kind, config.topic_prefix, CONNECTOR_VERSION)
+        self.state = SchemaState(config, self._context)
+        self._started = False
+
+    @property
+    def context(self) -> SourceContext:
+        return self._context
+
+    @property
+    def partition(self) -> dict[str, Any]:
+        return {"server": self.config.topic_prefix}
+
+    def start(self, offset: dict[str, Any] | None) -> StartPlan:
+        try:
+            return self._start(offset)
+        except pymysql.err.OperationalError as exc:
+            if self._started:
+                raise RetriableError(f"MySQL connection failed: {exc}") from exc
+            raise
+
+    def _start(self, offset: dict[str, Any] | None) -> StartPlan:
+        cfg = self.config
+        conn = connect(cfg)
+        try:
+            self._check_server(conn)
+            binlogs = self._binlog_files(conn)
+            self._started = True
+            mode = cfg.snapshot_mode
+            streaming = MySqlStreamingSource(cfg, self.state, self.metrics)
+            data_snapshot = MySqlSnapshotSource(cfg, self.state, self.metrics)
+            has_offset = bool(offset and offset.get("file"))
+            if mode == "always" or (not has_offset and mode in ("initial", "when_needed")):
+                return StartPlan(data_snapshot, streaming)
+            if mode == "initial_only":
+                return StartPlan(data_snapshot if not has_offset else None, None)
+            if not has_offset:
+                if mode == "never":
+                    first = self._first_position(binlogs)
+                    log.info("snapshot.mode=never: streaming from the oldest binlog %s", first)
+                    self.state.reset()
+                    return StartPlan(_Fixed(first), streaming)
+                # no_data, recovery without an offset: schema only, then stream from there
+                return StartPlan(MySqlSnapshotSource(cfg, self.state, self.metrics,
+                                                     with_data=False), streaming)
+            assert offset is not None
+            if not self._available(offset, binlogs):
+                where = f"{offset['file']}:{offset['pos']}"
+                if mode == "when_needed":
+                    log.warning("the stored binlog position %s is no longer on the server: "
+                                "taking a new snapshot (snapshot.mode=when_needed)", where)
+                    return StartPlan(data_snapshot, streaming)
+                oldest = binlogs[0][0] if binlogs else "none"
+                raise BinlogPositionLostError(
+                    f"the stored binlog position {where} is no longer available on the server "
+                    f"(oldest binlog: {oldest}); it was purged while the connector was stopped."
+                    " Set snapshot.mode=when_needed to take a new snapshot automatically, or "
+                    "delete the offsets file to start over"
+                )
+            if mode == "recovery":
+                schema_only = MySqlSnapshotSource(cfg, self.state, self.metrics, with_data=False)
+                return StartPlan(_RecoverySnapshot(schema_only, offset), streaming)
+            if not self.state.history.exists():
+                raise MySqlConnectorError(
+                    f"the schema history {cfg.schema_history_internal_file_filename} is missing"
+                    " but offsets exist; restore it, or run once with snapshot.mode=recovery to"
+                    " rebuild it from the current schema"
+                )
+            self.state.recover(offset)
+            return StartPlan(None, streaming)
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        pass
+
+    # -- checks --------------------------------------------------------------------------------
+
+    def _check_server(self, conn: Any) -> None:
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@log_bin, @@binlog_format, @@binlog_row_image, VERSION()")
+            log_bin, fmt, image, version = cur.fetchone()
+        log.info("server %s: log_bin=%s binlog_format=%s binlog_row_image=%s", version,
+                 log_bin, fmt, image)
+        problems = []
+        if str(log_bin) not in ("1", "ON"):
+            problems.append("binary logging is off (start the server with log_bin)")
+        if str(fmt).upper() != "ROW":
+            problems.append(f"binlog_format is {fmt} (ROW is required)")
+        if str(image).upper() != "FULL":
+            problems.append(f"binlog_row_image is {image} (FULL is required)")
+        if problems:
+            raise MySqlConnectorError(
+                "the server cannot be captured: " + "; ".join(problems))
+
+    def _binlog_files(self, conn: Any) -> list[tuple[str, int]]:
+        with conn.cursor() as cur:
+            cur.execute("SHOW BINARY LOGS")
+            return [(str(row[0]), int(row[1])) for row in cur.fetchall()]
+
+    def _available(self, offset: dict[str, Any], binlogs: list[tuple[str, int]]) -> bool:
+        names = {name: size for name, size in binlogs}
+        file = str(offset["file"])
+        if file in names:
+            return int(offset["pos"]) <= names[file]
+        if not binlogs:
+            return False
+        # A position past the newest file cannot be; one before the oldest was purged.
+        return binlog_order(file, 0) > binlog_order(binlogs[-1][0], 0)
+
+    def _first_position(self, binlogs: list[tuple[str, int]]) -> dict[str, Any]:
+        if not binlogs:
+            raise MySqlConnectorError("the server has no binary logs (SHOW BINARY LOGS)")
+        return {"file": binlogs[0][0], "pos": 4, "snapshot_completed": True}
+
+
+class _Fixed:
+    """A snapshot that reads nothing and starts streaming at a given position."""
+
+    def __init__(self, offset: dict[str, Any]) -> None:
+        self.offset = offset
+
+    def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
+        return self.offset

@@ -1,0 +1,410 @@
+"""Streaming from the binlog: row events become change records, DDL moves the schema along.
+
+Per transaction (a GTID or BEGIN event up to its XID/COMMIT; a DDL statement is a transaction
+of its own) the reader keeps where the transaction started and how many row events and rows of
+it were emitted; every batch handed to the runtime carries the offset that restarts exactly
+after its last row (see position.py).  On start the first transaction re-read is skipped up to
+that point, so a restart in the middle of a multi-row event or of a multi-statement transaction
+neither loses nor repeats a row.
+
+Large row events are cut into batches of `max.batch.size` rows, which bounds memory whatever
+the transaction size.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
+from headwater.connectors.mysql.binlog.rows import RowDecoder
+from headwater.connectors.mysql.config import MySqlConnectorConfig
+from headwater.connectors.mysql.position import MySqlPosition, restart_offset
+from headwater.connectors.mysql.schema_state import SchemaState
+from headwater.connectors.mysql.tables import MySqlTableCodec
+from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.queue import Batch
+from headwater.engine.source import RetriableError, SourceRunContext
+from headwater.model.record import (
+    ChangeRecord,
+    HeartbeatEvent,
+    Op,
+    SnapshotMarker,
+    SourceEvent,
+    TransactionEvent,
+    TxInfo,
+)
+
+log = logging.getLogger("headwater.connectors.mysql")
+
+QUERY = 2
+ROTATE = 4
+FORMAT_DESCRIPTION = 15
+XID = 16
+TABLE_MAP = 19
+WRITE_ROWS = frozenset({23, 30})
+UPDATE_ROWS = frozenset({24, 31})
+DELETE_ROWS = frozenset({25, 32})
+ROWS = WRITE_ROWS | UPDATE_ROWS | DELETE_ROWS
+HEARTBEAT = 27
+MYSQL_GTID = 33
+MYSQL_ANONYMOUS_GTID = 34
+ANNOTATE_ROWS = 160
+MARIADB_GTID = 162
+
+# Server error "Could not find first log file name in binary log index file" and relatives:
+# the requested position is not (or no longer) in the binlog.
+ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
+
+
+class BinlogPositionLostError(RuntimeError):
+    """The stored binlog position is no longer on the server (purged)."""
+
+
+class InconsistentSchemaError(RuntimeError):
+    """A row event for a captured table the schema does not know."""
+
+
+def gtid_set_text(state: dict[int, str]) -> str:
+    return ",".join(state[d] for d in sorted(state))
+
+
+def parse_gtid_state(text: str | None) -> dict[int, str]:
+    """MariaDB GTID position "0-1-10,1-2-5" as {domain: gtid}."""
+    state: dict[int, str] = {}
+    for raw in (text or "").split(","):
+        part = raw.strip()
+        if part:
+            state[int(part.split("-", 1)[0])] = part
+    return state
+
+
+class MySqlStreamingSource:
+    def __init__(
+        self,
+        cfg: MySqlConnectorConfig,
+        state: SchemaState,
+        metrics: CaptureMetrics,
+    ) -> None:
+        self.cfg = cfg
+        self.state = state
+        self.metrics = metrics
+        self.context = state.context
+        self._client: BinlogClient | None = None
+
+    def acknowledge(self, token: Any) -> None:
+        """MySQL keeps no reader state: the stored offset is all there is."""
+
+    def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
+        if offset is None:
+            raise RuntimeError("binlog streaming needs a start position")
+        cfg = self.cfg
+        client = BinlogClient(
+            cfg.database_hostname, cfg.database_port, cfg.database_user,
+            cfg.database_password.reveal() if cfg.database_password else "",
+            cfg.database_server_id,
+            connect_timeout=cfg.connect_timeout_ms / 1000,
+            heartbeat_interval_s=(cfg.heartbeat_interval_ms / 1000
+                                  if cfg.heartbeat_interval_ms else 30.0),
+        )
+        self._client = client
+        gtids = offset.get("gtids")
+        try:
+            if gtids:
+                log.info("streaming: from GTID position %s (skip %s events, %s rows)", gtids,
+                         offset.get("event", 0), offset.get("row", 0))
+                client.start(gtid_position=str(gtids))
+            else:
+                log.info("streaming: from %s:%s (skip %s events, %s rows)", offset["file"],
+                         offset["pos"], offset.get("event", 0), offset.get("row", 0))
+                client.start(file=str(offset["file"]), pos=int(offset["pos"]))
+            self.metrics.connected = True
+            _Loop(self, ctx, client, offset).run()
+        except BinlogServerError as exc:
+            if exc.code == ER_MASTER_FATAL_ERROR_READING_BINLOG:
+                raise BinlogPositionLostError(
+                    f"the binlog position {offset.get('file')}:{offset.get('pos')}"
+                    f"{' (GTIDs ' + str(gtids) + ')' if gtids else ''} is no longer available "
+                    f"on the server ({exc}); the binlog was probably purged. Set "
+                    "snapshot.mode=when_needed to take a new snapshot, or delete the offsets "
+                    "file to start over"
+                ) from exc
+            raise
+        except (ConnectionError, OSError, EOFError) as exc:
+            raise RetriableError(f"binlog connection lost: {exc}") from exc
+        finally:
+            self.metrics.connected = False
+            client.close()
+            self._client = None
+
+
+class _Loop:
+    """One streaming session: the state of the transaction being read."""
+
+    def __init__(
+        self,
+        source: MySqlStreamingSource,
+        ctx: SourceRunContext,
+        client: BinlogClient,
+        offset: dict[str, Any],
+    ) -> None:
+        self.src = source
+        self.cfg = source.cfg
+        self.state = source.state
+        self.ctx = ctx
+        self.client = client
+        self.context = source.context
+        self.file = str(offset["file"])
+        self.gtid_state = parse_gtid_state(offset.get("gtids"))
+        self.server_id = int(offset.get("server_id", 0))
+        # Restart skipping (only the first transaction read).
+        self.skip_events = int(offset.get("event", 0))
+        self.skip_rows = int(offset.get("row", 0))
+        # The transaction being read.
+        self.in_tx = False
+        self.tx_file = self.file
+        self.tx_pos = int(offset["pos"])
+        self.tx_gtids_before = gtid_set_text(self.gtid_state) or None
+        self.gtid: str | None = None
+        self.thread: int | None = None
+        self.query: str | None = None
+        self.events_done = 0
+        self.tx_counts: dict[str, int] = {}
+        self.tx_total = 0
+        self.tables: dict[int, tuple[Any, MySqlTableCodec | None, RowDecoder | None]] = {}
+        self.records: list[SourceEvent] = []
+        self.last_offset: dict[str, Any] = dict(offset)
+        self.last_emit = time.monotonic()
+        self.last_heartbeat = time.monotonic()
+        self.skipped_ops = self.cfg.skipped_operations
+        self.batch_size = self.cfg.max_batch_size
+        self.tx_metadata = self.cfg.provide_transaction_metadata
+
+    # -- loop ------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        poll = self.cfg.poll_interval_ms / 1000
+        heartbeat_s = self.cfg.heartbeat_interval_ms / 1000
+        stopping = self.ctx.stopping
+        read = self.client.read_event
+        handlers = {
+            ROTATE: self.on_rotate, QUERY: self.on_query, XID: self.on_commit,
+            TABLE_MAP: self.on_table_map, MARIADB_GTID: self.on_gtid, MYSQL_GTID: self.on_gtid,
+            ANNOTATE_ROWS: self.on_annotate,
+        }
+        on_rows = self.on_rows
+        while not stopping.is_set():
+            event = read(poll)
+            if event is None or event.type_code == HEARTBEAT:
+                self.idle(heartbeat_s)
+                continue
+            code = event.type_code
+            if code in ROWS:
+                on_rows(event)
+            else:
+                handler = handlers.get(code)
+                if handler is not None:
+                    handler(event)
+
+    def idle(self, heartbeat_s: float) -> None:
+        if self.records and not self.in_tx:
+            self.flush(self.last_offset)
+        now = time.monotonic()
+        if heartbeat_s and now - self.last_heartbeat >= heartbeat_s and not self.in_tx:
+            self.last_heartbeat = now
+            self.ctx.emit(Batch(
+                [HeartbeatEvent(self.context, int(time.time() * 1000), None)],
+                dict(self.last_offset),
+            ))
+
+    def flush(self, offset: dict[str, Any] | None) -> None:
+        self.ctx.emit(Batch(self.records, dict(offset) if offset is not None else None))
+        self.records = []
+        self.last_emit = time.monotonic()
+
+    # -- events --------------------------------------------------------------------------------
+
+    def on_rotate(self, event: Any) -> None:
+        self.file = event.next_file
+        if not self.in_tx:
+            self.tx_file, self.tx_pos = self.file, event.next_position
+
+    def on_gtid(self, event: Any) -> None:
+        self.begin(event)
+        self.gtid = event.gtid
+        self.in_tx = not getattr(event, "standalone", False)
+
+    def begin(self, event: Any) -> None:
+        self.tx_file = self.file
+        self.tx_pos = event.position
+        self.tx_gtids_before = gtid_set_text(self.gtid_state) or None
+        self.events_done = 0
+        self.tx_counts = {}
+        self.tx_total = 0
+        self.query = None
+        self.server_id = event.server_id
+
+    def on_annotate(self, event: Any) -> None:
+        if self.cfg.include_query:
+            self.query = event.query
+
+    def on_query(self, event: Any) -> None:
+        sql = event.query
+        head = sql[:9].upper()
+        if head.startswith("BEGIN"):
+            if self.gtid is None:  # no GTID event (MySQL without GTIDs)
+                self.begin(event)
+            self.in_tx = True
+            self.thread = event.thread_id
+            return
+        if head.startswith("COMMIT"):
+            self.on_commit(event)
+            return
+        if head.startswith("ROLLBACK"):
+            self.records = [r for r in self.records if not self._in_current_tx(r)]
+            self.end_tx(event)
+            return
+        if head.startswith(("SAVEPOINT", "XA ")):
+            return
+        # DDL (or a statement the schema ignores).
+        position = MySqlPosition(self.file, event.position, 0, event.server_id, self.gtid,
+                                 event.thread_id, None, event.timestamp)
+        events = self.state.apply(sql, event.database or None, position,
+                                  event.timestamp * 1000)
+        self.tables.clear()  # codecs may have changed
+        if events:
+            self.records.extend(events)
+        if not self.in_tx:
+            self.end_tx(event)
+
+    def _in_current_tx(self, record: SourceEvent) -> bool:
+        pos = getattr(record, "position", None)
+        return isinstance(pos, MySqlPosition) and pos.gtid == self.gtid and self.in_tx
+
+    def on_commit(self, event: Any) -> None:
+        if self.tx_metadata and self.tx_total:
+            self.records.append(TransactionEvent(
+                self.context, "END", self.tx_id(), event.timestamp * 1000, self.tx_total,
+                tuple(self.tx_counts.items()), None,
+            ))
+        self.end_tx(event)
+
+    def end_tx(self, event: Any) -> None:
+        if self.gtid is not None and "-" in self.gtid and ":" not in self.gtid:
+            self.gtid_state[int(self.gtid.split("-", 1)[0])] = self.gtid
+        self.in_tx = False
+        self.gtid = None
+        self.thread = None
+        self.query = None
+        self.events_done = 0
+        self.skip_events = self.skip_rows = 0
+        self.tx_file, self.tx_pos = self.file, event.log_pos
+        self.last_offset = restart_offset(
+            self.file, event.log_pos, gtid_set_text(self.gtid_state) or None,
+            server_id=event.server_id, ts_sec=event.timestamp,
+        )
+        now = time.monotonic()
+        if len(self.records) >= self.batch_size or now - self.last_emit >= 0.05:
+            self.flush(self.last_offset)
+        elif not self.records and now - self.last_emit >= 1.0:
+            self.flush(self.last_offset)  # filtered traffic: move the offset now and then
+
+    def tx_id(self) -> str:
+        return self.gtid or f"{self.tx_file}:{self.tx_pos}"
+
+    def on_table_map(self, event: Any) -> None:
+        db, table = event.database, event.table
+        if not self.state.captured(db, table):
+            self.tables[event.table_id] = (event, None, None)
+            return
+        codec = self.state.codec(db, table)
+        if codec is None:
+            mode = self.cfg.inconsistent_schema_handling_mode
+            message = (f"row event for table {db}.{table} at {self.file}:{event.position}, "
+                       "which the schema history does not know")
+            if mode == "fail":
+                raise InconsistentSchemaError(
+                    message + "; the history may be incomplete: run with snapshot.mode=recovery"
+                    " to rebuild it, or set inconsistent.schema.handling.mode=warn to skip")
+            if mode == "warn":
+                log.warning("%s: skipped", message)
+            self.tables[event.table_id] = (event, None, None)
+            return
+        self.tables[event.table_id] = (event, codec, RowDecoder(event, codec.table))
+
+    def on_rows(self, event: Any) -> None:
+        entry = self.tables.get(event.table_id)
+        skip_rows = 0
+        if self.skip_events or self.skip_rows:
+            if self.events_done < self.skip_events:
+                self.events_done += 1
+                return
+            skip_rows, self.skip_rows = self.skip_rows, 0
+        if entry is None or entry[1] is None or entry[2] is None:
+            self.events_done += 1
+            return
+        _, codec, decoder = entry
+        code = event.type_code
+        rows = decoder.decode(event)
+        if code in WRITE_ROWS:
+            op = Op.CREATE
+        elif code in UPDATE_ROWS:
+            op = Op.UPDATE
+        else:
+            op = Op.DELETE
+        if op.value in self.skipped_ops:
+            self.events_done += 1
+            return
+        schema = codec.schema
+        convert = codec.convert
+        context = self.context
+        now = int(time.time() * 1000)
+        ts = event.timestamp * 1000
+        false = SnapshotMarker.FALSE
+        file, pos, server, gtid, thread, query = (
+            self.file, event.position, event.server_id, self.gtid, self.thread, self.query)
+        key_positions = schema.key_positions
+        out = self.records
+        tx_name = f"{schema.id.database}.{schema.id.table}"
+        for index in range(skip_rows, len(rows)):
+            row = rows[index]
+            position = MySqlPosition(file, pos, index, server, gtid, thread, query,
+                                     event.timestamp)
+            tx = None
+            if self.tx_metadata:
+                if self.tx_total == 0:
+                    out.append(TransactionEvent(context, "BEGIN", self.tx_id(), ts, None, None,
+                                                None))
+                self.tx_total += 1
+                count = self.tx_counts.get(tx_name, 0) + 1
+                self.tx_counts[tx_name] = count
+                tx = TxInfo(self.tx_id(), self.tx_total, count)
+            if op is Op.CREATE:
+                out.append(ChangeRecord(context, schema, op, None, convert(row), ts, now, false,
+                                        position, tx))
+            elif op is Op.DELETE:
+                out.append(ChangeRecord(context, schema, op, convert(row), None, ts, now, false,
+                                        position, tx))
+            else:
+                before, after = convert(row[0]), convert(row[1])
+                if key_positions and any(before[k] != after[k] for k in key_positions):
+                    out.append(ChangeRecord(context, schema, Op.DELETE, before, None, ts, now,
+                                            false, position, tx, after))
+                    out.append(ChangeRecord(context, schema, Op.CREATE, None, after, ts, now,
+                                            false, position, tx, before))
+                else:
+                    out.append(ChangeRecord(context, schema, op, before, after, ts, now, false,
+                                            position, tx))
+            if len(out) >= self.batch_size and index + 1 < len(rows):
+                self.flush(self._mid_offset(self.events_done, index + 1))
+                out = self.records
+        self.events_done += 1
+        if len(out) >= self.batch_size:
+            self.flush(self._mid_offset(self.events_done, 0))
+
+    def _mid_offset(self, events: int, rows: int) -> dict[str, Any]:
+        return restart_offset(
+            self.tx_file, self.tx_pos, self.tx_gtids_before, event=events, row=rows,
+            server_id=self.server_id,
+        )
