@@ -226,14 +226,16 @@ class _Loop:
     # -- events --------------------------------------------------------------------------------
 
     def on_rotate(self, event: Any) -> None:
-        self.file = event.next_file
+        body = event.body
+        self.file = body.next_file
         if not self.in_tx:
-            self.tx_file, self.tx_pos = self.file, event.next_position
+            self.tx_file, self.tx_pos = self.file, body.position
 
     def on_gtid(self, event: Any) -> None:
         self.begin(event)
-        self.gtid = event.gtid
-        self.in_tx = not getattr(event, "standalone", False)
+        body = event.body
+        self.gtid = body.gtid
+        self.in_tx = not getattr(body, "standalone", False)
 
     def begin(self, event: Any) -> None:
         self.tx_file = self.file
@@ -247,16 +249,17 @@ class _Loop:
 
     def on_annotate(self, event: Any) -> None:
         if self.cfg.include_query:
-            self.query = event.query
+            self.query = event.body.sql
 
     def on_query(self, event: Any) -> None:
-        sql = event.query
+        body = event.body
+        sql = body.sql
         head = sql[:9].upper()
         if head.startswith("BEGIN"):
             if self.gtid is None:  # no GTID event (MySQL without GTIDs)
                 self.begin(event)
             self.in_tx = True
-            self.thread = event.thread_id
+            self.thread = body.thread_id
             return
         if head.startswith("COMMIT"):
             self.on_commit(event)
@@ -269,8 +272,8 @@ class _Loop:
             return
         # DDL (or a statement the schema ignores).
         position = MySqlPosition(self.file, event.position, 0, event.server_id, self.gtid,
-                                 event.thread_id, None, event.timestamp)
-        events = self.state.apply(sql, event.database or None, position,
+                                 body.thread_id, None, event.timestamp)
+        events = self.state.apply(sql, body.database or None, position,
                                   event.timestamp * 1000)
         self.tables.clear()  # codecs may have changed
         if events:
@@ -314,9 +317,10 @@ class _Loop:
         return self.gtid or f"{self.tx_file}:{self.tx_pos}"
 
     def on_table_map(self, event: Any) -> None:
-        db, table = event.database, event.table
+        body = event.body
+        db, table = body.database, body.table
         if not self.state.captured(db, table):
-            self.tables[event.table_id] = (event, None, None)
+            self.tables[body.table_id] = (body, None, None)
             return
         codec = self.state.codec(db, table)
         if codec is None:
@@ -329,12 +333,13 @@ class _Loop:
                     " to rebuild it, or set inconsistent.schema.handling.mode=warn to skip")
             if mode == "warn":
                 log.warning("%s: skipped", message)
-            self.tables[event.table_id] = (event, None, None)
+            self.tables[body.table_id] = (body, None, None)
             return
-        self.tables[event.table_id] = (event, codec, RowDecoder(event, codec.table))
+        self.tables[body.table_id] = (body, codec, RowDecoder(body, codec.table))
 
     def on_rows(self, event: Any) -> None:
-        entry = self.tables.get(event.table_id)
+        body = event.body
+        entry = self.tables.get(body.table_id)
         skip_rows = 0
         if self.skip_events or self.skip_rows:
             if self.events_done < self.skip_events:
@@ -346,7 +351,7 @@ class _Loop:
             return
         _, codec, decoder = entry
         code = event.type_code
-        rows = decoder.decode(event)
+        rows = decoder.decode(body)
         if code in WRITE_ROWS:
             op = Op.CREATE
         elif code in UPDATE_ROWS:
