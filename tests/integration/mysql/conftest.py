@@ -1,0 +1,126 @@
+"""Fixtures: one real MariaDB per test session, a fresh database per test.
+
+Every test's connector captures only its own database (database.include.list), so tests share
+the server's binlog without seeing each other's changes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from headwater.testing.localmariadb import LocalMariaDB
+from headwater.testing.localpg import wait_for
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def maria() -> Iterator[LocalMariaDB]:
+    server = LocalMariaDB().start()
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+class Capture:
+    """A connector running in a background thread of the test process."""
+
+    def __init__(self, config_path: Path) -> None:
+        from headwater.capture import build_runtime
+        from headwater.connectors.mysql.config import load_mysql_config
+
+        self.config, _ = load_mysql_config(config_path)
+        self.runtime = build_runtime(self.config)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.runtime.run()
+        except BaseException as exc:
+            self.error = exc
+
+    def start(self) -> Capture:
+        self.thread.start()
+        return self
+
+    def stop(self, timeout: float = 60) -> None:
+        self.runtime.stop()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "capture did not stop"
+        if self.error is not None:
+            raise self.error
+
+
+class MariaEnv:
+    """One test's database, config file and data directories."""
+
+    def __init__(self, server: LocalMariaDB, tmp: Path) -> None:
+        n = next(_counter)
+        self.server = server
+        self.db = f"hw_test_{n}"
+        self.prefix = "maria"
+        self.tmp = tmp
+        self.topics = tmp / "topics"
+        self.offsets = tmp / "offsets.json"
+        self.history = tmp / "history.jsonl"
+        server.create_database(self.db)
+        self.conn = server.connect(self.db)
+
+    def topic(self, table: str) -> str:
+        return f"{self.prefix}.{self.db}.{table}"
+
+    def config(self, extra: dict[str, Any] | None = None) -> Path:
+        props = {
+            "name": "test-mysql",
+            "connector.class": "io.debezium.connector.mysql.MySqlConnector",
+            "database.hostname": "127.0.0.1",
+            "database.port": str(self.server.port),
+            "database.user": self.server.user,
+            "database.password": self.server.password,
+            "database.server.id": str(5400 + next(_counter)),
+            "database.include.list": self.db,
+            "topic.prefix": self.prefix,
+            "offset.storage.file.filename": str(self.offsets),
+            "schema.history.internal.file.filename": str(self.history),
+            "headwater.topics.dir": str(self.topics),
+            "headwater.topics.segment.ms": "200",
+            "poll.interval.ms": "100",
+        }
+        props.update({k: str(v) for k, v in (extra or {}).items()})
+        path = self.tmp / "connector.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        return path
+
+    def sql(self, statement: str, params: Any = None) -> list[tuple[Any, ...]]:
+        with self.conn.cursor() as cur:
+            cur.execute(statement, params)
+            return list(cur.fetchall()) if cur.description else []
+
+    def capture(self, extra: dict[str, Any] | None = None) -> Capture:
+        return Capture(self.config(extra)).start()
+
+    def close(self) -> None:
+        try:
+            self.sql(f"DROP DATABASE IF EXISTS `{self.db}`")
+        finally:
+            self.conn.close()
+
+
+@pytest.fixture()
+def menv(maria: LocalMariaDB, tmp_path: Path) -> Iterator[MariaEnv]:
+    e = MariaEnv(maria, tmp_path)
+    try:
+        yield e
+    finally:
+        e.close()
+
+
+__all__ = ["Capture", "MariaEnv", "wait_for"]
