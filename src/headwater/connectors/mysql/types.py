@@ -293,8 +293,11 @@ def float32_value(value: float) -> float:
         return single
     for digits in range(1, 10):
         candidate = float(f"{single:.{digits}g}")
-        if _f32.pack(candidate) == packed:
-            return candidate
+        try:
+            if _f32.pack(candidate) == packed:
+                return candidate
+        except OverflowError:  # rounded beyond FLT_MAX (4e+38 for 3.4028235e+38)
+            continue
     return single  # unreachable: 9 significant digits always round-trip a float32
 
 
@@ -303,6 +306,10 @@ def _float(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
     if single:
         return _mapping(ConnectSchema(FLOAT32, column.nullable), float32_value, 0.0)
     return _mapping(ConnectSchema(FLOAT64, column.nullable), float, 0.0)
+
+
+def _decimal_double(value: Decimal) -> float:
+    return float(value) + 0.0  # BigDecimal has no negative zero: -0.00 is 0.0, not -0.0
 
 
 def _decimal(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
@@ -317,7 +324,7 @@ def _decimal(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
         return value if exponent == -scale else value.quantize(quantum, context=EXACT)
 
     if mode == DOUBLE:
-        return _mapping(ConnectSchema(FLOAT64, optional), float, 0.0)
+        return _mapping(ConnectSchema(FLOAT64, optional), _decimal_double, 0.0)
     if mode != PRECISE:  # string
 
         def to_string(value: Decimal) -> str:
