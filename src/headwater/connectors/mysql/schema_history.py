@@ -1,0 +1,659 @@
+"""The connector's catalog of table definitions, and the durable history it is rebuilt from.
+
+Row events in the binlog carry values only; their meaning depends on the table definition in
+force at that point of the log.  `MySqlSchema` is that definition set, moved forward by
+applying each DDL statement the log (or the snapshot) shows.  `FileSchemaHistory` records every
+applied statement with its binlog position, so that after a restart the catalog can be rebuilt
+as of the position streaming resumes from (Debezium's "database history").
+
+Invariants: `MySqlSchema.apply` is atomic per call (a statement that cannot be parsed or
+applied leaves every table as it was, including those earlier statements of the same call
+touched), and a history record is on disk (fsync) before `record` returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from headwater.connectors.mysql.columns import MySqlColumn, MySqlTable
+from headwater.connectors.mysql.ddl import (
+    STRING_TYPES,
+    AddColumns,
+    AddIndex,
+    AlterDatabase,
+    AlterTable,
+    ChangeColumn,
+    ColumnSpec,
+    ConvertCharset,
+    CreateDatabase,
+    CreateTable,
+    DdlParseError,
+    DropColumn,
+    DropDatabase,
+    DropIndex,
+    DropTables,
+    IndexSpec,
+    Position,
+    RenameColumn,
+    RenameIndex,
+    RenameTables,
+    RenameTo,
+    SchemaChange,
+    SetColumnDefault,
+    SetTableOptions,
+    Statement,
+    TableName,
+    TruncateTable,
+    UseDatabase,
+    _Parser,
+    charset_of_collation,
+    normalize_charset,
+    resolve_column,
+    split_statements,
+)
+from headwater.connectors.mysql.table_changes import table_changes
+
+__all__ = ["DdlParseError", "FileSchemaHistory", "MySqlSchema", "SchemaChange",
+           "SchemaHistoryError"]
+
+log = logging.getLogger(__name__)
+
+_KEY_KINDS = frozenset({"PRIMARY", "UNIQUE", "INDEX", "FULLTEXT", "SPATIAL"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    kind: str  # "PRIMARY", "UNIQUE", "INDEX", "FULLTEXT", "SPATIAL"
+    name: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """A table plus what the shared model does not keep: index names, default collation."""
+
+    table: MySqlTable
+    indexes: tuple[_Index, ...]
+    collation: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Database:
+    name: str
+    charset: str | None
+    collation: str | None
+
+
+class _Draft:
+    """A table being edited by one statement; turned back into an immutable `_Entry`."""
+
+    def __init__(self, database: str, name: str, charset: str | None, collation: str | None,
+                 comment: str | None) -> None:
+        self.database = database
+        self.name = name
+        self.charset = charset
+        self.collation = collation
+        self.comment = comment
+        self.columns: list[MySqlColumn] = []
+        self.indexes: list[_Index] = []
+
+    @classmethod
+    def of(cls, entry: _Entry) -> _Draft:
+        table = entry.table
+        draft = cls(table.database, table.name, table.default_charset, entry.collation,
+                    table.comment)
+        draft.columns = list(table.columns)
+        draft.indexes = list(entry.indexes)
+        return draft
+
+    def find(self, name: str) -> int:
+        lowered = name.lower()
+        for i, column in enumerate(self.columns):
+            if column.name.lower() == lowered:
+                return i
+        return -1
+
+    def find_index(self, name: str) -> int:
+        lowered = name.lower()
+        for i, index in enumerate(self.indexes):
+            if index.name.lower() == lowered:
+                return i
+        return -1
+
+    def resolve(self, spec: ColumnSpec) -> MySqlColumn:
+        return resolve_column(spec, self.charset, self.collation)
+
+    def place(self, column: MySqlColumn, position: Position | None, at: int | None) -> None:
+        """Inserts at FIRST / AFTER x, else at `at` (the old place), else at the end."""
+        if position is not None:
+            if position.after is None:
+                index = 0
+            else:
+                after = self.find(position.after)
+                if after < 0:
+                    raise KeyError(position.after)
+                index = after + 1
+        else:
+            index = len(self.columns) if at is None else at
+        self.columns.insert(index, column)
+
+    def add_index(self, spec: IndexSpec) -> None:
+        if spec.kind not in _KEY_KINDS or (not spec.columns and spec.kind != "PRIMARY"):
+            return  # foreign keys and checks do not key a table
+        if spec.kind == "PRIMARY":
+            self.indexes = [i for i in self.indexes if i.kind != "PRIMARY"]
+            self.indexes.insert(0, _Index("PRIMARY", "PRIMARY", spec.columns))
+            for name in spec.columns:
+                k = self.find(name)
+                if k >= 0:
+                    self.columns[k] = replace(self.columns[k], nullable=False)
+            return
+        if spec.name is None:  # MySQL names an unnamed index after its first column
+            base = spec.columns[0]
+            name, n = base, 2
+            while self.find_index(name) >= 0:
+                name, n = f"{base}_{n}", n + 1
+        elif self.find_index(spec.name) >= 0:
+            return
+        else:
+            name = spec.name
+        self.indexes.append(_Index(spec.kind, name, spec.columns))
+
+    def column_keys(self, spec: ColumnSpec, name: str) -> None:
+        if spec.primary_key:
+            self.add_index(IndexSpec("PRIMARY", "PRIMARY", (name,)))
+        if spec.unique:
+            self.add_index(IndexSpec("UNIQUE", None, (name,)))
+
+    def rename_in_indexes(self, old: str, new: str) -> None:
+        lowered = old.lower()
+        self.indexes = [
+            replace(i, columns=tuple(new if c.lower() == lowered else c for c in i.columns))
+            for i in self.indexes]
+
+    def drop_from_indexes(self, name: str) -> None:
+        lowered = name.lower()
+        kept = []
+        for index in self.indexes:
+            columns = tuple(c for c in index.columns if c.lower() != lowered)
+            if columns:
+                kept.append(replace(index, columns=columns))
+        self.indexes = kept
+
+    def entry(self) -> _Entry:
+        primary: tuple[str, ...] = ()
+        unique: list[tuple[str, ...]] = []
+        for index in self.indexes:
+            columns = tuple(self.columns[self.find(c)].name if self.find(c) >= 0 else c
+                            for c in index.columns)
+            if index.kind == "PRIMARY":
+                primary = columns
+            elif index.kind == "UNIQUE":
+                unique.append(columns)
+        table = MySqlTable(self.database, self.name, tuple(self.columns), primary,
+                           tuple(unique), self.charset, self.comment)
+        return _Entry(table, tuple(self.indexes), self.collation)
+
+
+class MySqlSchema:
+    """Every known database and table definition, moved forward by DDL.
+
+    lower_case_table_names follows the server variable: 0 compares names case-sensitively;
+    1 stores table and database names in lower case and compares them so; 2 keeps names as
+    given and compares them case-insensitively.  `ansi_quotes` makes "x" an identifier.
+    """
+
+    def __init__(self, default_charset: str = "utf8mb4", lower_case_table_names: int = 0,
+                 ansi_quotes: bool = False) -> None:
+        self.default_charset = normalize_charset(default_charset)
+        self.lower_case_table_names = lower_case_table_names
+        self.ansi_quotes = ansi_quotes
+        self._tables: dict[tuple[str, str], _Entry] = {}
+        self._databases: dict[str, _Database] = {}
+        self._undo: list[tuple[bool, Any, Any]] | None = None
+
+    # -- queries -------------------------------------------------------------------------------
+    def _key(self, name: str) -> str:
+        return name.lower() if self.lower_case_table_names else name
+
+    def _stored(self, name: str) -> str:
+        return name.lower() if self.lower_case_table_names == 1 else name
+
+    def table(self, database: str, name: str) -> MySqlTable | None:
+        entry = self._tables.get((self._key(database), self._key(name)))
+        return entry.table if entry is not None else None
+
+    def tables(self) -> list[MySqlTable]:
+        return [entry.table for entry in self._tables.values()]
+
+    def databases(self) -> list[str]:
+        names = {key: db.name for key, db in self._databases.items()}
+        for entry in self._tables.values():
+            names.setdefault(self._key(entry.table.database), entry.table.database)
+        return sorted(names.values())
+
+    def copy(self) -> MySqlSchema:
+        other = MySqlSchema(self.default_charset, self.lower_case_table_names, self.ansi_quotes)
+        other._tables = dict(self._tables)
+        other._databases = dict(self._databases)
+        return other
+
+    # -- applying DDL --------------------------------------------------------------------------
+    def apply(self, sql: str, default_database: str | None) -> list[SchemaChange]:
+        """Applies every statement of `sql`; returns their effects in order.
+
+        Statements of no interest (DML, transaction control, routines, grants, temporary
+        tables, ...) yield nothing.  USE changes the default database for the statements
+        after it.  On any error the catalog is left exactly as before the call.
+        """
+        self._undo = []
+        changes: list[SchemaChange] = []
+        database = default_database
+        try:
+            for text, tokens in split_statements(sql, self.ansi_quotes):
+                statement = _Parser(text, tokens).statement()
+                if statement is None:
+                    continue
+                if isinstance(statement, UseDatabase):
+                    database = statement.name
+                    continue
+                changes.extend(self._apply(statement, text, database))
+        except BaseException:
+            for is_table, key, old in reversed(self._undo):
+                store: dict[Any, Any] = self._tables if is_table else self._databases
+                if old is None:
+                    store.pop(key, None)
+                else:
+                    store[key] = old
+            raise
+        finally:
+            self._undo = None
+        return changes
+
+    def _put(self, database: str, name: str, entry: _Entry | None) -> None:
+        key = (self._key(database), self._key(name))
+        if self._undo is not None:
+            self._undo.append((True, key, self._tables.get(key)))
+        if entry is None:
+            self._tables.pop(key, None)
+        else:
+            self._tables[key] = entry
+
+    def _put_database(self, name: str, value: _Database | None) -> None:
+        key = self._key(name)
+        if self._undo is not None:
+            self._undo.append((False, key, self._databases.get(key)))
+        if value is None:
+            self._databases.pop(key, None)
+        else:
+            self._databases[key] = value
+
+    def _entry(self, database: str, name: str) -> _Entry | None:
+        return self._tables.get((self._key(database), self._key(name)))
+
+    def _database_of(self, name: TableName, default: str | None, text: str) -> str:
+        database = name.database or default
+        if database is None:
+            raise DdlParseError(f"no database selected for table {name.name!r}", text)
+        return self._stored(database)
+
+    def _apply(self, statement: Statement, text: str, default: str | None) -> list[SchemaChange]:
+        if isinstance(statement, CreateTable):
+            return self._create_table(statement, text, default)
+        if isinstance(statement, AlterTable):
+            return self._alter_table(statement, text, default)
+        if isinstance(statement, DropTables):
+            changes = []
+            for name in statement.names:
+                database = self._database_of(name, default, text)
+                entry = self._entry(database, name.name)
+                if entry is None:
+                    continue
+                self._put(database, name.name, None)
+                changes.append(SchemaChange("DROP", entry.table.database, entry.table.name,
+                                            text, entry.table, None))
+            return changes
+        if isinstance(statement, RenameTables):
+            changes = []
+            for old, new in statement.pairs:
+                changes.extend(self._rename(old, new, text, default))
+            return changes
+        if isinstance(statement, TruncateTable):
+            database = self._database_of(statement.name, default, text)
+            entry = self._entry(database, statement.name.name)
+            if entry is None:
+                return []
+            return [SchemaChange("TRUNCATE", entry.table.database, entry.table.name, text,
+                                 None, entry.table)]
+        if isinstance(statement, CreateDatabase):
+            return self._create_database(statement, text)
+        if isinstance(statement, AlterDatabase):
+            db_name = statement.name or default
+            if db_name is None:
+                raise DdlParseError("no database selected", text)
+            existing = self._databases.get(self._key(db_name))
+            charset, collation = _charset_pair(statement.charset, statement.collation)
+            value = _Database(existing.name if existing else self._stored(db_name),
+                              charset or (existing.charset if existing else None),
+                              collation if charset or collation else
+                              (existing.collation if existing else None))
+            self._put_database(db_name, value)
+            return [SchemaChange("ALTER_DATABASE", value.name, None, text, None, None)]
+        if isinstance(statement, DropDatabase):
+            return self._drop_database(statement, text)
+        raise AssertionError(f"unhandled statement {statement!r}")  # pragma: no cover
+
+    def _create_database(self, statement: CreateDatabase, text: str) -> list[SchemaChange]:
+        existing = self._databases.get(self._key(statement.name))
+        if existing is not None and statement.if_not_exists:
+            return []
+        charset, collation = _charset_pair(statement.charset, statement.collation)
+        value = _Database(self._stored(statement.name), charset, collation)
+        self._put_database(statement.name, value)
+        return [SchemaChange("CREATE_DATABASE", value.name, None, text, None, None)]
+
+    def _drop_database(self, statement: DropDatabase, text: str) -> list[SchemaChange]:
+        key = self._key(statement.name)
+        changes = []
+        for (db_key, _), entry in list(self._tables.items()):
+            if db_key == key:
+                self._put(entry.table.database, entry.table.name, None)
+                changes.append(SchemaChange("DROP", entry.table.database, entry.table.name,
+                                            text, entry.table, None))
+        existing = self._databases.get(key)
+        self._put_database(statement.name, None)
+        name = existing.name if existing is not None else statement.name
+        changes.append(SchemaChange("DROP_DATABASE", name, None, text, None, None))
+        return changes
+
+    def _table_defaults(self, database: str, charset: str | None,
+                        collation: str | None) -> tuple[str, str | None]:
+        charset, collation = _charset_pair(charset, collation)
+        if charset is None:
+            db = self._databases.get(self._key(database))
+            if db is not None and db.charset is not None:
+                return db.charset, collation or db.collation
+            return self.default_charset, collation
+        return charset, collation
+
+    def _create_table(self, statement: CreateTable, text: str,
+                      default: str | None) -> list[SchemaChange]:
+        database = self._database_of(statement.name, default, text)
+        name = self._stored(statement.name.name)
+        if statement.if_not_exists and self._entry(database, name) is not None:
+            return []
+        if statement.like is not None:
+            source_db = self._database_of(statement.like, default, text)
+            source = self._entry(source_db, statement.like.name)
+            if source is None:
+                log.warning("CREATE TABLE %s.%s LIKE an unknown table %s.%s: ignored",
+                            database, name, source_db, statement.like.name)
+                return []
+            table = replace(source.table, database=database, name=name)
+            entry = _Entry(table, source.indexes, source.collation)
+        else:
+            options = statement.options
+            charset, collation = self._table_defaults(database, options.charset,
+                                                      options.collation)
+            draft = _Draft(database, name, charset, collation, options.comment)
+            for spec in statement.columns:
+                if draft.find(spec.column.name) >= 0:
+                    raise DdlParseError(f"duplicate column {spec.column.name!r}", text)
+                draft.columns.append(draft.resolve(spec))
+            for spec in statement.columns:
+                draft.column_keys(spec, spec.column.name)
+            for index in statement.indexes:
+                draft.add_index(index)
+            if statement.with_select:
+                log.info("CREATE TABLE %s.%s ... SELECT: only the declared columns are known",
+                         database, name)
+            entry = draft.entry()
+        self._put(database, name, entry)
+        return [SchemaChange("CREATE", database, name, text, None, entry.table)]
+
+    def _rename(self, old: TableName, new: TableName, text: str,
+                default: str | None) -> list[SchemaChange]:
+        old_db = self._database_of(old, default, text)
+        entry = self._entry(old_db, old.name)
+        if entry is None:
+            log.warning("RENAME of an unknown table %s.%s: ignored", old_db, old.name)
+            return []
+        new_db = self._database_of(new, default, text)
+        new_name = self._stored(new.name)
+        table = replace(entry.table, database=new_db, name=new_name)
+        self._put(old_db, old.name, None)
+        self._put(new_db, new_name, replace(entry, table=table))
+        return [SchemaChange("ALTER", new_db, new_name, text, entry.table, table)]
+
+    def _alter_table(self, statement: AlterTable, text: str,
+                     default: str | None) -> list[SchemaChange]:
+        database = self._database_of(statement.name, default, text)
+        entry = self._entry(database, statement.name.name)
+        if entry is None:
+            log.warning("ALTER of an unknown table %s.%s: ignored", database,
+                        statement.name.name)
+            return []
+        draft = _Draft.of(entry)
+        for action in statement.actions:
+            try:
+                self._alter(draft, action, default, text)
+            except KeyError as exc:
+                raise DdlParseError(f"table {database}.{entry.table.name} has no column "
+                                    f"{exc.args[0]!r}", text) from None
+        new_entry = draft.entry()
+        old = entry.table
+        if (self._key(draft.database), self._key(draft.name)) != \
+                (self._key(old.database), self._key(old.name)):
+            self._put(old.database, old.name, None)
+        self._put(draft.database, draft.name, new_entry)
+        return [SchemaChange("ALTER", draft.database, draft.name, text, old, new_entry.table)]
+
+    def _alter(self, draft: _Draft, action: object, default: str | None, text: str) -> None:
+        if isinstance(action, AddColumns):
+            position = action.position
+            for spec in action.columns:
+                if draft.find(spec.column.name) >= 0:
+                    if action.if_not_exists:
+                        continue
+                    raise DdlParseError(f"duplicate column {spec.column.name!r}", text)
+                draft.place(draft.resolve(spec), position, None)
+                if position is not None:
+                    position = Position(spec.column.name)
+                draft.column_keys(spec, spec.column.name)
+        elif isinstance(action, ChangeColumn):
+            old_name = action.old_name or action.column.column.name
+            at = draft.find(old_name)
+            if at < 0:
+                if action.if_exists:
+                    return
+                raise KeyError(old_name)
+            del draft.columns[at]
+            draft.place(draft.resolve(action.column), action.position, at)
+            new_name = action.column.column.name
+            if new_name != old_name:
+                draft.rename_in_indexes(old_name, new_name)
+            draft.column_keys(action.column, new_name)
+            if any(i.kind == "PRIMARY" and new_name.lower() in (c.lower() for c in i.columns)
+                   for i in draft.indexes):
+                k = draft.find(new_name)
+                draft.columns[k] = replace(draft.columns[k], nullable=False)
+        elif isinstance(action, DropColumn):
+            at = draft.find(action.name)
+            if at < 0:
+                if action.if_exists:
+                    return
+                raise KeyError(action.name)
+            del draft.columns[at]
+            draft.drop_from_indexes(action.name)
+        elif isinstance(action, RenameColumn):
+            at = draft.find(action.old_name)
+            if at < 0:
+                raise KeyError(action.old_name)
+            draft.columns[at] = replace(draft.columns[at], name=action.new_name)
+            draft.rename_in_indexes(action.old_name, action.new_name)
+        elif isinstance(action, SetColumnDefault):
+            at = draft.find(action.name)
+            if at < 0:
+                raise KeyError(action.name)
+            draft.columns[at] = replace(draft.columns[at], default=action.default)
+        elif isinstance(action, AddIndex):
+            draft.add_index(action.index)
+        elif isinstance(action, DropIndex):
+            at = draft.find_index(action.name)
+            if at >= 0:
+                del draft.indexes[at]
+        elif isinstance(action, RenameIndex):
+            at = draft.find_index(action.old_name)
+            if at >= 0:
+                draft.indexes[at] = replace(draft.indexes[at], name=action.new_name)
+        elif isinstance(action, RenameTo):
+            # An unqualified new name lands in the default database, else stays in place.
+            draft.database = self._database_of(action.name, default or draft.database, text)
+            draft.name = self._stored(action.name.name)
+        elif isinstance(action, ConvertCharset):
+            charset, collation = _charset_pair(action.charset, action.collation)
+            draft.charset, draft.collation = charset, collation
+            draft.columns = [
+                replace(c, charset=charset, collation=collation)
+                if c.type_name in STRING_TYPES else c for c in draft.columns]
+        elif isinstance(action, SetTableOptions):
+            options = action.options
+            if options.charset is not None or options.collation is not None:
+                draft.charset, draft.collation = _charset_pair(options.charset,
+                                                               options.collation)
+            if options.comment is not None:
+                draft.comment = options.comment
+
+
+def _charset_pair(charset: str | None, collation: str | None) -> tuple[str | None, str | None]:
+    if charset is None and collation is not None:
+        charset = charset_of_collation(collation)
+    return charset, collation
+
+
+# -- persisted history -----------------------------------------------------------------------
+
+
+class SchemaHistoryError(RuntimeError):
+    pass
+
+
+class FileSchemaHistory:
+    """The schema history as a JSON-lines file, one Debezium history record per line.
+
+    A record becomes durable when its line and newline are fsynced.  A last line without a
+    newline is a write torn by a crash: `recover` ignores it and the next `record` cuts it off
+    (it was never acknowledged).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._checked_tail = False
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def record(self, source: dict[str, Any], position: dict[str, Any], database: str | None,
+               ddl: str, changes: list[SchemaChange]) -> None:
+        record = {
+            "source": source,
+            "position": position,
+            "ts_ms": int(time.time() * 1000),
+            "databaseName": database or "",
+            "ddl": ddl,
+            "tableChanges": table_changes(changes),
+        }
+        line = orjson.dumps(record) + b"\n"
+        created = not self.path.exists()
+        if created:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        elif not self._checked_tail:
+            self._cut_torn_tail()
+        self._checked_tail = True
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            _fsync_dir(self.path.parent)
+
+    def _cut_torn_tail(self) -> None:
+        with open(self.path, "rb+") as f:
+            size = f.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return
+            f.seek(0)
+            data = f.read()
+            keep = data.rfind(b"\n") + 1
+            log.warning("schema history %s: cutting off a torn last record (%d bytes)",
+                        self.path, size - keep)
+            f.truncate(keep)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
+        """Replays the recorded DDL, in file order, while `include(position)` holds."""
+        if not self.path.exists():
+            return 0
+        data = self.path.read_bytes()
+        lines = data.split(b"\n")
+        torn = lines.pop()  # after the last newline: empty, or a torn write
+        if torn.strip():
+            log.warning("schema history %s: ignoring a torn last record at line %d",
+                        self.path, len(lines) + 1)
+        count = 0
+        for number, raw in enumerate(lines, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = orjson.loads(raw)
+                position = record["position"]
+                ddl = record["ddl"]
+                database = record.get("databaseName") or None
+            except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+                raise SchemaHistoryError(
+                    f"schema history {self.path}: line {number} is corrupt: {exc}") from None
+            if not include(position):
+                break
+            try:
+                schema.apply(ddl, database)
+            except DdlParseError as exc:
+                raise SchemaHistoryError(
+                    f"schema history {self.path}: line {number} cannot be replayed: {exc}"
+                ) from exc
+            count += 1
+        return count
+
+    def clear(self) -> None:
+        """Atomically replaces the history with an empty one."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path)
+        _fsync_dir(self.path.parent)
+        self._checked_tail = True
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
