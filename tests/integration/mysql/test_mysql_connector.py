@@ -1,0 +1,348 @@
+"""The connector conformance scenarios against a real MariaDB: snapshot, stream, hand-over,
+key changes, restarts (also in the middle of a transaction), DDL, schema history, purged
+binlogs."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from typing import Any
+
+import orjson
+import pytest
+
+from headwater.testing.replay import events, replay
+from headwater.topics import reader
+
+from .conftest import MariaEnv, wait_for
+
+pytestmark = pytest.mark.integration
+
+CUSTOMERS = """
+CREATE TABLE customers (
+  id INTEGER NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  first_name VARCHAR(255) NOT NULL,
+  last_name VARCHAR(255) NOT NULL,
+  email VARCHAR(255) NOT NULL UNIQUE KEY
+) AUTO_INCREMENT=1001"""
+
+
+def count(env: MariaEnv, table: str) -> int:
+    topic = env.topic(table)
+    return sum(t.record_count for t in reader.list_topics(env.topics) if t.name == topic)
+
+
+def values(env: MariaEnv, table: str) -> list[Any]:
+    return [v for _, _, v in events(env.topics, env.topic(table))]
+
+
+def source_rows(env: MariaEnv, table: str, key: str = "id") -> dict[Any, dict[str, Any]]:
+    with env.conn.cursor() as cur:
+        cur.execute(f"SELECT * FROM `{table}`")
+        names = [d[0] for d in cur.description]
+        return {row[names.index(key)]: dict(zip(names, row, strict=True))
+                for row in cur.fetchall()}
+
+
+def replayed(env: MariaEnv, table: str, key: str = "id") -> dict[Any, dict[str, Any]]:
+    return {dict(k)[key]: row for k, row in replay(env.topics, env.topic(table)).items()}
+
+
+def test_snapshot_then_stream(menv: MariaEnv) -> None:
+    menv.sql(CUSTOMERS)
+    menv.sql("INSERT INTO customers (first_name, last_name, email) VALUES "
+             "('Sally','Thomas','sally@example.com'), ('George','Bailey','gb@example.com'), "
+             "('Edward','Walker','ed@walker.com')")
+    cap = menv.capture()
+    try:
+        wait_for(lambda: count(menv, "customers") >= 3, what="3 snapshot events")
+        menv.sql("INSERT INTO customers (first_name, last_name, email) "
+                 "VALUES ('Anne','Kretchmar','annek@noanswer.org')")
+        menv.sql("UPDATE customers SET first_name = 'Anne Marie' WHERE id = 1004")
+        menv.sql("DELETE FROM customers WHERE id = 1002")
+        wait_for(lambda: count(menv, "customers") >= 3 + 4, what="streamed events")
+    finally:
+        cap.stop()
+    evs = list(events(menv.topics, menv.topic("customers")))
+    vals = [v for _, _, v in evs]
+    reads = [v for v in vals if v and v["op"] == "r"]
+    assert [v["after"]["id"] for v in reads] == [1001, 1002, 1003]
+    assert [v["source"]["snapshot"] for v in reads] == ["true", "true", "last"]
+    snap = reads[0]["source"]
+    assert all((v["source"]["file"], v["source"]["pos"]) == (snap["file"], snap["pos"])
+               for v in reads)
+    create, update, delete, tomb = vals[3:]
+    assert tomb is None and evs[-1][1] == {"id": 1002}
+    assert [create["op"], update["op"], delete["op"]] == ["c", "u", "d"]
+    assert create["before"] is None
+    assert create["after"] == {"id": 1004, "first_name": "Anne", "last_name": "Kretchmar",
+                               "email": "annek@noanswer.org"}
+    assert update["before"]["first_name"] == "Anne"  # FULL row image: before is complete
+    assert update["after"]["first_name"] == "Anne Marie"
+    assert delete["before"]["email"] == "gb@example.com" and delete["after"] is None
+    positions = []
+    for v in (create, update, delete):
+        src = v["source"]
+        assert src["connector"] == "mysql" and src["name"] == menv.prefix
+        assert src["db"] == menv.db and src["table"] == "customers"
+        assert src["snapshot"] == "false" and src["server_id"] == 1
+        assert src["gtid"] is not None and src["gtid"].startswith("0-1-")
+        assert isinstance(src["thread"], int) and src["row"] == 0
+        assert src["ts_ms"] > 0 and src["query"] is None
+        positions.append((int(src["file"].rsplit(".", 1)[1]), src["pos"]))
+    assert positions == sorted(positions) and positions[0] > (
+        int(snap["file"].rsplit(".", 1)[1]), snap["pos"] - 1)
+    assert replayed(menv, "customers") == {
+        1001: {"id": 1001, "first_name": "Sally", "last_name": "Thomas",
+               "email": "sally@example.com"},
+        1003: {"id": 1003, "first_name": "Edward", "last_name": "Walker",
+               "email": "ed@walker.com"},
+        1004: {"id": 1004, "first_name": "Anne Marie", "last_name": "Kretchmar",
+               "email": "annek@noanswer.org"},
+    }
+    # The key schema is Debezium's <prefix>.<db>.<table>.Key.
+    raw_key = orjson.loads(evs[0][0].key)
+    assert raw_key["schema"]["name"] == f"{menv.prefix}.{menv.db}.customers.Key"
+
+
+def test_schema_change_topic_and_ddl_mid_stream(menv: MariaEnv) -> None:
+    menv.sql("CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20))")
+    menv.sql("INSERT INTO items VALUES (1, 'one')")
+    cap = menv.capture()
+    try:
+        wait_for(lambda: count(menv, "items") >= 1, what="snapshot")
+        menv.sql("ALTER TABLE items ADD COLUMN price DECIMAL(10,2) NOT NULL DEFAULT 0 AFTER id")
+        menv.sql("INSERT INTO items VALUES (2, 9.50, 'two')")
+        menv.sql("ALTER TABLE items DROP COLUMN name")
+        menv.sql("UPDATE items SET price = 1.25 WHERE id = 1")
+        menv.sql("RENAME TABLE items TO goods")
+        menv.sql("INSERT INTO goods VALUES (3, 3.00)")
+        wait_for(lambda: count(menv, "goods") >= 1, what="events of the renamed table")
+    finally:
+        cap.stop()
+    items = values(menv, "items")
+    assert [v["op"] for v in items] == ["r", "c", "u"]
+    assert items[1]["after"] == {"id": 2, "price": "9.50", "name": "two"} or \
+        items[1]["after"]["name"] == "two"
+    assert set(items[2]["after"]) == {"id", "price"}
+    assert values(menv, "goods")[0]["after"]["id"] == 3
+    ddl = [v for _, _, v in events(menv.topics, menv.prefix)]
+    statements = [v["ddl"] for v in ddl]
+    assert any("CREATE TABLE" in s and "items" in s for s in statements)
+    assert any("ADD COLUMN price" in s for s in statements)
+    assert any("DROP COLUMN name" in s for s in statements)
+    assert any("RENAME TABLE items TO goods" in s for s in statements)
+    alter = next(v for v in ddl if "ADD COLUMN price" in v["ddl"])
+    assert alter["databaseName"] == menv.db
+    assert alter["source"]["snapshot"] == "false" and alter["source"]["file"]
+    change = alter["tableChanges"][0]
+    assert change["type"] == "ALTER"
+    assert [c["name"] for c in change["table"]["columns"]] == ["id", "price", "name"]
+
+
+def test_primary_key_change_emits_delete_tombstone_create(menv: MariaEnv) -> None:
+    menv.sql(CUSTOMERS)
+    menv.sql("INSERT INTO customers VALUES (1, 'A', 'B', 'a@b')")
+    cap = menv.capture()
+    try:
+        wait_for(lambda: count(menv, "customers") >= 1, what="snapshot")
+        menv.sql("UPDATE customers SET id = 100 WHERE id = 1")
+        wait_for(lambda: count(menv, "customers") >= 4, what="key change events")
+    finally:
+        cap.stop()
+    evs = list(events(menv.topics, menv.topic("customers")))[1:]
+    (r1, k1, v1), (_, k2, v2), (r3, k3, v3) = evs
+    assert (v1["op"], k1, v1["before"]["id"]) == ("d", {"id": 1}, 1)
+    assert (k2, v2) == ({"id": 1}, None)
+    assert (v3["op"], k3) == ("c", {"id": 100})
+    assert v3["after"] == {"id": 100, "first_name": "A", "last_name": "B", "email": "a@b"}
+    assert orjson.loads(dict(r1.headers)["__debezium.newkey"])["payload"] == {"id": 100}
+    assert orjson.loads(dict(r3.headers)["__debezium.oldkey"])["payload"] == {"id": 1}
+
+
+def test_handover_under_concurrent_writes(menv: MariaEnv) -> None:
+    menv.sql("CREATE TABLE t (id INT PRIMARY KEY, ver BIGINT NOT NULL, pad VARCHAR(100))")
+    menv.sql("INSERT INTO t SELECT seq, 0, REPEAT('p', 80) FROM seq_1_to_40000")
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            conn = menv.server.connect(menv.db)
+            n = 0
+            with conn.cursor() as cur:
+                while not stop.is_set():
+                    n += 1
+                    cur.execute("UPDATE t SET ver = %s WHERE id = %s", (n, (n * 7919) % 40000 + 1))
+                    if n % 5 == 0:
+                        cur.execute("DELETE FROM t WHERE id = %s", ((n * 104729) % 40000 + 1,))
+                    if n % 3 == 0:
+                        cur.execute("INSERT INTO t VALUES (%s, %s, 'new')", (40000 + n, n))
+            conn.close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    cap = menv.capture({"max.batch.size": 1024, "max.queue.size": 4096})
+    try:
+        wait_for(lambda: any(v and v["source"]["snapshot"] == "last"
+                             for v in values(menv, "t")[-2000:]),
+                 timeout=120, what="snapshot end")
+        time.sleep(1.0)
+        stop.set()
+        thread.join(30)
+        assert not errors, errors
+        expected = {k: r["ver"] for k, r in source_rows(menv, "t").items()}
+
+        def caught_up() -> bool:
+            return {k: r["ver"] for k, r in replayed(menv, "t").items()} == expected
+
+        wait_for(caught_up, timeout=120, interval=1.0, what="replayed table equal to source")
+    finally:
+        stop.set()
+        cap.stop()
+
+
+def test_restart_neither_loses_nor_repeats(menv: MariaEnv) -> None:
+    menv.sql("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+    menv.sql("INSERT INTO t VALUES (1, 1), (2, 2)")
+    cap = menv.capture()
+    wait_for(lambda: count(menv, "t") >= 2, what="snapshot")
+    menv.sql("INSERT INTO t VALUES (3, 3)")
+    wait_for(lambda: count(menv, "t") >= 3, what="stream")
+    cap.stop()
+    menv.sql("INSERT INTO t VALUES (4, 4)")
+    menv.sql("UPDATE t SET v = 40 WHERE id = 4")
+    menv.sql("ALTER TABLE t ADD COLUMN extra VARCHAR(5) DEFAULT 'x'")
+    menv.sql("INSERT INTO t VALUES (5, 5, 'y')")
+    cap = menv.capture()
+    try:
+        wait_for(lambda: count(menv, "t") >= 6, what="events after restart")
+        time.sleep(0.5)
+    finally:
+        cap.stop()
+    vals = values(menv, "t")
+    assert [(v["op"], (v["after"] or v["before"])["id"]) for v in vals] == [
+        ("r", 1), ("r", 2), ("c", 3), ("c", 4), ("u", 4), ("c", 5)]
+    assert vals[-1]["after"] == {"id": 5, "v": 5, "extra": "y"}
+    assert replayed(menv, "t")[4] == {"id": 4, "v": 40}
+
+
+def test_restart_in_the_middle_of_a_multi_row_event(menv: MariaEnv) -> None:
+    """An offset pointing inside a transaction (event/row counters) resumes at that row."""
+    menv.sql("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(50))")
+    cap = menv.capture({"max.batch.size": 100, "max.queue.size": 1000})
+    try:
+        wait_for(menv.offsets.exists, what="offsets after the snapshot")
+        with menv.conn.cursor() as cur:
+            cur.execute("BEGIN")
+            cur.execute("INSERT INTO t SELECT seq, REPEAT('a', 40) FROM seq_1_to_3000")
+            cur.execute("UPDATE t SET v = 'b' WHERE id <= 1500")
+            cur.execute("COMMIT")
+        wait_for(lambda: count(menv, "t") >= 4500, what="the big transaction")
+    finally:
+        cap.stop()
+    vals = values(menv, "t")
+    assert len(vals) == 4500
+    # Rows of one event share (file, pos) and are numbered by `row`.
+    first = vals[0]["source"]
+    multi = [v for v in vals if v["source"]["pos"] == first["pos"]]
+    assert len(multi) > 10 and [v["source"]["row"] for v in multi] == list(range(len(multi)))
+    # Replay from a crafted offset: the transaction's start, two events and 7 rows done.
+    stored = orjson.loads(menv.offsets.read_bytes())
+    offset = stored["offset"]
+    assert offset["gtids"].startswith("0-1-") and offset["event"] == offset["row"] == 0
+    events_seen: list[tuple[int, int]] = []
+    for v in vals:
+        key = (v["source"]["pos"], v["source"]["row"])
+        if not events_seen or events_seen[-1][0] != key[0]:
+            events_seen.append((key[0], 0))
+    target_event = 2
+    target_row = 7
+    expected_first = next(
+        v for v in vals
+        if v["source"]["pos"] == events_seen[target_event][0] and v["source"]["row"] == target_row
+    )
+    gtid = vals[0]["source"]["gtid"]
+    domain, server, seq = gtid.split("-")
+    before = f"{domain}-{server}-{int(seq) - 1}"
+    crafted = dict(offset)
+    crafted.update({"gtids": before, "event": target_event, "row": target_row})
+    shutil.rmtree(menv.topics)
+    menv.offsets.write_bytes(orjson.dumps({**stored, "offset": crafted}))
+    cap = menv.capture({"max.batch.size": 100, "max.queue.size": 1000})
+    try:
+        remaining = len(vals) - vals.index(expected_first)
+        wait_for(lambda: count(menv, "t") >= remaining, what="rows after the crafted offset")
+        time.sleep(0.5)
+    finally:
+        cap.stop()
+    again = values(menv, "t")
+    assert len(again) == remaining
+    assert again[0]["source"]["pos"] == expected_first["source"]["pos"]
+    assert again[0]["source"]["row"] == target_row
+    assert again == vals[vals.index(expected_first):] or [
+        (v["op"], v["after"], v["before"]) for v in again
+    ] == [(v["op"], v["after"], v["before"]) for v in vals[vals.index(expected_first):]]
+
+
+def test_purged_binlog_stops_with_a_clear_error_or_resnapshots(menv: MariaEnv) -> None:
+    menv.sql("CREATE TABLE t (id INT PRIMARY KEY)")
+    menv.sql("INSERT INTO t VALUES (1)")
+    cap = menv.capture()
+    wait_for(lambda: count(menv, "t") >= 1, what="snapshot")
+    cap.stop()
+    root = menv.server.connect()
+    with root.cursor() as cur:
+        cur.execute("FLUSH BINARY LOGS")
+        menv.sql("INSERT INTO t VALUES (2)")
+        cur.execute("FLUSH BINARY LOGS")
+        cur.execute("SHOW MASTER STATUS")
+        current = cur.fetchone()[0]
+        cur.execute(f"PURGE BINARY LOGS TO '{current}'")
+    root.close()
+    cap = menv.capture()
+    cap.thread.join(60)
+    with pytest.raises(Exception, match=r"no longer available.*when_needed"):
+        cap.stop()
+    cap = menv.capture({"snapshot.mode": "when_needed"})
+    try:
+        wait_for(lambda: sum(1 for v in values(menv, "t") if v and v["op"] == "r") >= 3,
+                 what="a new snapshot")
+    finally:
+        cap.stop()
+    assert set(replayed(menv, "t")) == {1, 2}
+
+
+def test_no_data_snapshot_streams_only_new_changes(menv: MariaEnv) -> None:
+    menv.sql("CREATE TABLE t (id INT PRIMARY KEY)")
+    menv.sql("INSERT INTO t VALUES (1)")
+    cap = menv.capture({"snapshot.mode": "no_data"})
+    try:
+        wait_for(menv.offsets.exists, what="offsets")
+        menv.sql("INSERT INTO t VALUES (2)")
+        wait_for(lambda: count(menv, "t") >= 1, what="the streamed insert")
+    finally:
+        cap.stop()
+    assert [(v["op"], v["after"]["id"]) for v in values(menv, "t")] == [("c", 2)]
+
+
+def test_missing_history_is_an_error_that_says_what_to_do(menv: MariaEnv) -> None:
+    menv.sql("CREATE TABLE t (id INT PRIMARY KEY)")
+    cap = menv.capture()
+    wait_for(menv.offsets.exists, what="offsets")
+    cap.stop()
+    menv.history.unlink()
+    cap = menv.capture()
+    cap.thread.join(60)
+    with pytest.raises(Exception, match=r"schema history .* missing.*recovery"):
+        cap.stop()
+    menv.sql("INSERT INTO t VALUES (7)")
+    cap = menv.capture({"snapshot.mode": "recovery"})
+    try:
+        wait_for(lambda: count(menv, "t") >= 1, what="streaming after recovery")
+    finally:
+        cap.stop()
+    assert values(menv, "t")[-1]["after"] == {"id": 7}
