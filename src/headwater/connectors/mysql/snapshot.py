@@ -78,6 +78,7 @@ class MySqlSnapshotSource:
         self.state = state
         self.metrics = metrics
         self.with_data = with_data
+        self._pending: list[SourceEvent] = []
 
     def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
         cfg = self.cfg
@@ -112,6 +113,9 @@ class MySqlSnapshotSource:
             m.total_table_count = m.remaining_table_count = len(captured) if self.with_data else 0
             if self.with_data and not self._scan(ctx, conn, captured, point):
                 return None
+            # The snapshot's end is durable once its last events are: store the offset then.
+            ctx.emit(Batch(self._pending, point.offset()))
+            self._pending = []
             cur = conn.cursor()
             cur.execute("COMMIT")
             if locked:
@@ -265,5 +269,5 @@ class MySqlSnapshotSource:
             last = pending[-1]
             assert isinstance(last, ChangeRecord)
             pending[-1] = last._replace(snapshot=SnapshotMarker.LAST)
-            ctx.emit(Batch(pending))
+            self._pending = pending
         return True
