@@ -20,14 +20,14 @@ from typing import Any
 
 from headwater.connectors.mysql.columns import MySqlTable
 from headwater.connectors.mysql.config import MySqlConnectorConfig
-from headwater.connectors.mysql.ddl import DdlParseError, MySqlSchema, SchemaChange
+from headwater.connectors.mysql.ddl import DdlParseError, SchemaChange
 from headwater.connectors.mysql.position import (
     MYSQL_SOURCE_SCHEMA,
     MySqlPosition,
     MySqlSourceBlock,
     binlog_order,
 )
-from headwater.connectors.mysql.schema_history import FileSchemaHistory
+from headwater.connectors.mysql.schema_history import FileSchemaHistory, MySqlSchema
 from headwater.connectors.mysql.table_changes import TABLE_CHANGES_CONNECT_SCHEMA, table_change
 from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
 from headwater.connectors.mysql.types import MySqlTypeModes

@@ -113,13 +113,13 @@ def build_codec(
     origin = "message.key.columns" if key_override else (
         "primary_key" if table.primary_key else "unique_index"
     )
-    schema = TableSchema(
+    table_schema = TableSchema(
         id=TableId(table.database, None, table.name),
         columns=tuple(columns),
         key_columns=key,
         key_origin=origin,
     )
-    return MySqlTableCodec(table, schema, tuple(converters), tuple(keep))
+    return MySqlTableCodec(table, table_schema, tuple(converters), tuple(keep))
 
 
 _CHARACTER = frozenset({
