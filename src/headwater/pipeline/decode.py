@@ -12,6 +12,13 @@ PostgreSQL order is (commit position, snapshot-before-stream, LSN, order in the 
 topic offset).  The commit position is `source.sequence[0]` (the last commit LSN when the event
 was emitted, increasing from one transaction to the next); snapshot reads, which have none,
 rank at their consistent point, below stream events of later transactions.
+
+MySQL/MariaDB order is (binlog file number, position of the row event in it, snapshot-before-
+stream, row within the event, topic offset).  A snapshot read carries the binlog position the
+snapshot is consistent with (and row 0), so it ranks below every stream event from that position
+on and above the stream events before it, as PostgreSQL snapshot reads do.  Both layouts are
+fixed-width, so the string order is the tuple order; the events of one table all come from one
+connector, so the two layouts are never compared with each other.
 """
 
 from __future__ import annotations
@@ -67,8 +74,27 @@ class TableChanges:
 _SNAPSHOT_VALUES = frozenset({"true", "last", "incremental", True})
 
 
+def binlog_number(file: Any) -> int:
+    """The number of a binlog file from its name's suffix: `mysql-bin.000003` -> 3 (0 if none)."""
+    if not isinstance(file, str):
+        return 0
+    digits = len(file) - len(file.rstrip("0123456789"))
+    return int(file[len(file) - digits:]) if digits else 0
+
+
+def mysql_sequence_key(source: dict[str, Any], offset: int) -> str:
+    """Sortable sequence of a MySQL/MariaDB event (see the module docstring)."""
+    is_stream = 0 if source.get("snapshot") in _SNAPSHOT_VALUES else 1
+    pos = source.get("pos") or 0
+    row = 0 if not is_stream else source.get("row") or 0
+    return (f"{binlog_number(source.get('file')):08x}{pos:016x}{is_stream}{row:08x}"
+            f"{offset:016x}")
+
+
 def sequence_key(source: dict[str, Any], total_order: int | None, offset: int) -> str:
-    """Sortable sequence of a PostgreSQL event (see the module docstring)."""
+    """Sortable sequence of an event (see the module docstring)."""
+    if source.get("connector") == "mysql":
+        return mysql_sequence_key(source, offset)
     lsn = source.get("lsn") or 0
     seq0: int | None = None
     sequence = source.get("sequence")
@@ -243,9 +269,16 @@ def decode_topic(
         tx = payload.get("transaction") or {}
         lsn = source.get("lsn")
         tx_id = source.get("txId")
+        if source.get("connector") == "mysql":
+            # Re-deliveries share the binlog coordinates of the row; there is no LSN.
+            dedup_id: tuple[Any, ...] = (key, source.get("file"), source.get("pos"),
+                                         source.get("row"), op)
+            tx_id = source.get("gtid") if tx_id is None else tx_id
+        else:
+            dedup_id = (key, lsn, tx_id, op)
         changes.events.append(ChangeEvent(  # positional: the hot loop of the pipeline
             op, key, row, sequence_key(source, tx.get("total_order"), offset),
-            (key, lsn, tx_id, op), offset, unavailable, source.get("ts_ms"),
+            dedup_id, offset, unavailable, source.get("ts_ms"),
             payload.get("ts_ms"), lsn, tx_id, source.get("snapshot"),
         ))
     return changes

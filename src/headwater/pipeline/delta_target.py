@@ -21,9 +21,11 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, QueryBuilder, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
+from headwater.pipeline.columnar import ColumnarChanges
 from headwater.pipeline.decode import ChangeEvent, Column, TableChanges
 from headwater.pipeline.net import NetChange
 from headwater.pipeline.scd2 import Point, Version, rebuild
@@ -63,11 +65,22 @@ def _key_json(key: tuple[Any, ...]) -> str:
     return orjson.dumps(list(key), default=str).decode()
 
 
+def key_json_array(table: pa.Table, keys: tuple[str, ...]) -> pa.Array:
+    """`_key_json` of every row's key columns (how the state table names a key)."""
+    if len(keys) == 1 and pa.types.is_integer(table.schema.field(keys[0]).type):
+        text = pc.cast(table.column(keys[0]), pa.string())
+        return pc.binary_join_element_wise("[", text, "]", "").combine_chunks()
+    columns = [table.column(k).to_pylist() for k in keys]
+    return pa.array([_key_json(k) for k in zip(*columns, strict=True)], pa.string())
+
+
 class SchemaEvolutionError(ValueError):
     """A source schema change the target cannot, or may not, follow."""
 
 
 EVOLUTION_MODES = ("evolve", "ignore", "fail")
+
+Changes = TableChanges | ColumnarChanges
 
 
 class DeltaTarget:
@@ -109,14 +122,14 @@ class DeltaTarget:
             )
         return [c for c in columns if c.name in existing]
 
-    def table_path(self, changes: TableChanges) -> Path:
+    def table_path(self, changes: Changes) -> Path:
         if changes.target is not None:
             target = Path(changes.target)
             return target if target.is_absolute() else self.root / target
         schema = changes.schema_name or "default"
         return self.root / schema / (changes.table_name or changes.topic)
 
-    def state_path(self, changes: TableChanges) -> Path:
+    def state_path(self, changes: Changes) -> Path:
         if changes.target is not None:
             name = str(changes.target).strip("/").replace("/", ".")
         else:
@@ -165,15 +178,23 @@ class DeltaTarget:
             if tomb is not None and n.sequence <= tomb:
                 continue  # older than a remembered delete of this key
             kept.append(n)
-        arrow_schema = pa.schema(
-            [pa.field(c.name, c.type.arrow) for c in columns] + [pa.field(SEQ, pa.string())]
-        )
-        dt = self._ensure_table(path, arrow_schema)
-        columns = self._evolve(dt, path, columns)
+        dt, columns = self._scd1_table(path, columns)
         if truncate is not None:
             dt.delete(f"{q(SEQ)} < '{truncate}'")
         toast = sorted({c for n in kept for c in n.unavailable})
         source = self._source_table(kept, columns, keys, toast)
+        self._merge_scd1(dt, source, columns, keys, toast, batch_id)
+        self._save_state(changes, kept, truncate, batch_id)
+
+    def _scd1_table(self, path: Path, columns: list[Column]) -> tuple[DeltaTable, list[Column]]:
+        arrow_schema = pa.schema(
+            [pa.field(c.name, c.type.arrow) for c in columns] + [pa.field(SEQ, pa.string())]
+        )
+        dt = self._ensure_table(path, arrow_schema)
+        return dt, self._evolve(dt, path, columns)
+
+    def _merge_scd1(self, dt: DeltaTable, source: pa.Table, columns: list[Column],
+                    keys: tuple[str, ...], toast: list[str], batch_id: int) -> None:
         match = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys)
         updates = {
             q(c.name): (
@@ -194,7 +215,41 @@ class DeltaTarget:
             .when_not_matched_insert(updates=inserts, predicate=f"s.{q(OP)} = 'u'")
             .execute()
         )
-        self._save_state(changes, kept, truncate, batch_id)
+
+    def apply_scd1_net(self, changes: ColumnarChanges, batch_id: int) -> None:
+        """`apply_scd1` for net changes computed column-wise (`columnar`): same rules, with
+        the remembered deletes joined in Arrow instead of looked up per key."""
+        path = self.table_path(changes)
+        if self.already_applied(path, batch_id):
+            log.info("batch %d already applied to %s: skipped", batch_id, path)
+            return
+        keys = changes.key_columns
+        net = changes.net
+        state = self._state_arrow(changes, ("truncate", "delete"))
+        if state is not None and state.num_rows:
+            kinds = state.column("kind")
+            truncates = state.filter(pc.equal(kinds, "truncate")).column(SEQ)
+            if len(truncates):
+                net = net.filter(pc.greater_equal(net.column(SEQ), pc.max(truncates)))
+            tombs = state.filter(pc.equal(kinds, "delete"))
+            if tombs.num_rows and net.num_rows:
+                joined = net.append_column("__hw_key", key_json_array(net, keys)).join(
+                    pa.table({"__hw_key": tombs.column("key"),
+                              "__hw_tomb": tombs.column(SEQ)}),
+                    "__hw_key", join_type="left outer", use_threads=False)
+                tomb = joined.column("__hw_tomb")
+                newer = pc.or_(pc.is_null(tomb),
+                               pc.greater(joined.column(SEQ), pc.fill_null(tomb, "")))
+                net = joined.filter(newer).drop_columns(["__hw_key", "__hw_tomb"])
+        dt, columns = self._scd1_table(path, changes.columns)
+        source = net.select([c.name for c in columns] + [SEQ, OP])
+        self._merge_scd1(dt, source, columns, keys, [], batch_id)
+        deletes = net.filter(pc.equal(net.column(OP), "d"))
+        if deletes.num_rows:
+            n = deletes.num_rows
+            self._merge_state(changes, pa.table(
+                [key_json_array(deletes, keys), pa.array(["delete"] * n, pa.string()),
+                 deletes.column(SEQ)], schema=STATE_SCHEMA), batch_id)
 
     def _source_table(
         self, net: list[NetChange], columns: list[Column], keys: tuple[str, ...],
@@ -348,6 +403,13 @@ class DeltaTarget:
             out[None if kind == "truncate" else key] = seq
         return out
 
+    def _state_arrow(self, changes: Changes, kinds: tuple[str, ...]) -> pa.Table | None:
+        dt = self._open(self.state_path(changes))
+        if dt is None:
+            return None
+        wanted = ", ".join(f"'{k}'" for k in kinds)
+        return _query(dt, f"SELECT key, kind, {q(SEQ)} FROM t WHERE kind IN ({wanted})")
+
     def _save_state(
         self, changes: TableChanges, net: list[NetChange], truncate: str | None, batch_id: int,
         scd2: bool = False,
@@ -358,9 +420,12 @@ class DeltaTarget:
             rows.append(("", "truncate", truncate))
         if not rows:
             return
-        path = self.state_path(changes)
         source = pa.Table.from_pylist(
             [{"key": k, "kind": kind, SEQ: s} for k, kind, s in rows], schema=STATE_SCHEMA)
+        self._merge_state(changes, source, batch_id)
+
+    def _merge_state(self, changes: Changes, source: pa.Table, batch_id: int) -> None:
+        path = self.state_path(changes)
         dt = self._ensure_table(path, STATE_SCHEMA)
         (
             # SCD1 keeps the newest delete per key; SCD2 keeps every delete point.

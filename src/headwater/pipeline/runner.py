@@ -1,10 +1,11 @@
 """The Spark Structured Streaming query that materializes change topics into Delta tables.
 
-Spark's file source follows the topic log (sealed segments only: in-progress files are hidden),
-and its checkpoint records which segments each micro-batch covered.  `foreachBatch` hands a
-batch to `apply_batch`, which groups the records by topic, decodes them by their embedded
-schemas, computes the net change per key and applies it with delta-rs, marking the commit with
-the batch id, so a batch replayed after a crash is applied exactly once.
+The `headwater_topics` source gives each micro-batch as offset ranges per topic; `foreachBatch`
+hands them to `apply_batch`, which reads the records from the segment files, decodes them by
+their embedded schemas, computes the net change per key and applies it, marking the commit with
+the batch id, so a batch replayed after a crash is applied exactly once.  SCD1 into Delta, the
+bulk of the work, goes column-wise (`columnar`) whenever a batch has the common shape, else
+event by event (`decode`, `net`), which every other mode and target uses.
 
 `once=True` runs with `Trigger.AvailableNow`: everything there now, then stop.
 """
@@ -20,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from headwater.pipeline import columnar
 from headwater.pipeline.config import PipelineConfig
 from headwater.pipeline.decode import ChangeEvent, TableChanges, decode_topic
 from headwater.pipeline.delta_target import DeltaTarget
@@ -31,6 +33,7 @@ from headwater.pipeline.source import is_table_topic, read_range, register
 
 log = logging.getLogger("headwater.pipeline")
 
+Ranges = dict[str, tuple[int, int]]  # topic -> [start, end) offsets of one micro-batch
 
 
 def spark_session(app: str = "headwater-pipeline", master: str | None = None) -> Any:
@@ -81,15 +84,25 @@ def make_target(cfg: PipelineConfig, spark: Any = None) -> Target:
 
 
 def apply_batch(
-    by_topic: dict[str, list[tuple[int, Any, Any]]], batch_id: int, cfg: PipelineConfig,
-    target: Target,
+    topics_dir: Path, ranges: Ranges, batch_id: int, cfg: PipelineConfig, target: Target,
 ) -> int:
-    """Applies one micro-batch: (offset, key, value) records per topic; returns the events."""
+    """Applies one micro-batch (offset ranges per topic); returns the number of events."""
     total = 0
-    for topic, records in sorted(by_topic.items()):
-        records.sort(key=lambda r: r[0])
+    for topic, (first, end) in sorted(ranges.items()):
         t0 = time.monotonic()
-        changes = decode_topic(topic, records)
+        if cfg.mode == "scd1" and isinstance(target, DeltaTarget):
+            try:
+                net = columnar.read_net(topics_dir, topic, first, end)
+            except columnar.NotColumnar as exc:
+                log.info("batch %d: %s: event by event (%s)", batch_id, topic, exc)
+            else:
+                if net is not None:
+                    target.apply_scd1_net(net, batch_id)
+                    total += net.events
+                    log.info("batch %d: %s: %d events, %d net, applied in %.2fs", batch_id,
+                             topic, net.events, net.net.num_rows, time.monotonic() - t0)
+                continue
+        changes = decode_topic(topic, list(read_range(topics_dir, topic, first, end)))
         log.info("batch %d: %s: decoded %d events in %.1fs", batch_id, topic,
                  len(changes.events), time.monotonic() - t0)
         if not changes.events:
@@ -131,10 +144,9 @@ def start_flows(
         by_source.setdefault(flow.source, []).append(flow)
     target = DeltaTarget(Path(delta_path), pipeline_id)
 
-    def apply(by_topic: dict[str, list[tuple[int, Any, Any]]], batch_id: int) -> None:
-        for topic, records in sorted(by_topic.items()):
-            records.sort(key=lambda r: r[0])
-            changes = decode_topic(topic, records)
+    def apply(ranges: Ranges, batch_id: int) -> None:
+        for topic, (first, end) in sorted(ranges.items()):
+            changes = decode_topic(topic, list(read_range(Path(topics_dir), topic, first, end)))
             if not changes.events:
                 continue
             for flow in by_source.get(topic, ()):
@@ -151,8 +163,8 @@ def start(spark: Any, cfg: PipelineConfig, once: bool = False) -> Any:
     """Starts the streaming query and returns it (call awaitTermination on it)."""
     target = make_target(cfg, spark)
 
-    def apply(by_topic: dict[str, list[tuple[int, Any, Any]]], batch_id: int) -> None:
-        apply_batch(by_topic, batch_id, cfg, target)
+    def apply(ranges: Ranges, batch_id: int) -> None:
+        apply_batch(cfg.topics_dir, ranges, batch_id, cfg, target)
 
     return _start_query(spark, cfg.topics_dir, cfg.topics_glob, cfg.checkpoint_dir,
                         f"headwater-{cfg.topic_prefix}", apply, once, cfg.trigger_interval_ms,
@@ -161,7 +173,7 @@ def start(spark: Any, cfg: PipelineConfig, once: bool = False) -> Any:
 
 def _start_query(
     spark: Any, topics_dir: Path, topics: str, checkpoint: Path, name: str,
-    apply: Callable[[dict[str, list[tuple[int, Any, Any]]], int], None], once: bool,
+    apply: Callable[[Ranges, int], None], once: bool,
     trigger_interval_ms: int, max_records: int | None,
 ) -> Any:
     topics_dir.mkdir(parents=True, exist_ok=True)
@@ -177,15 +189,13 @@ def _start_query(
 
     def on_batch(df: Any, batch_id: int) -> None:
         started = time.monotonic()
-        by_topic: dict[str, list[tuple[int, Any, Any]]] = {}
-        for topic, first, end in df.collect():
-            if is_table_topic(topic):
-                by_topic[topic] = list(read_range(topics_dir, topic, first, end))
-        collected = time.monotonic()
-        apply(by_topic, batch_id)
-        log.info("batch %d: %d records; read %.1fs, decode+apply %.1fs", batch_id,
-                 sum(len(v) for v in by_topic.values()), collected - started,
-                 time.monotonic() - collected)
+        ranges = {topic: (first, end) for topic, first, end in df.collect()
+                  if is_table_topic(topic)}
+        planned = time.monotonic()
+        apply(ranges, batch_id)
+        log.info("batch %d: %d records; ranges %.2fs, read+decode+apply %.2fs", batch_id,
+                 sum(e - f for f, e in ranges.values()), planned - started,
+                 time.monotonic() - planned)
 
     writer = (
         source.writeStream.foreachBatch(on_batch)
