@@ -69,6 +69,7 @@ from headwater.config.definition import (
 )
 from headwater.config.loader import load_properties
 from headwater.config.secrets import REDACTED, Secret, is_sensitive_key
+from headwater.config.signals import SIGNAL_PROPERTIES, SignalConfig, signal_config
 from headwater.relational.column_mappers import (
     COLUMN_PROPAGATE_PROPERTY,
     DATATYPE_PROPAGATE_PROPERTY,
@@ -376,6 +377,8 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     Property("headwater.pgoutput.streaming", _B, True,
              doc="pgoutput protocol 2 with streaming of large in-progress transactions "
                  "(PostgreSQL 14+; buffered on disk until their commit); false: protocol 1"),
+    # signals and incremental snapshots (docs/snapshots.md)
+    *SIGNAL_PROPERTIES,
 )
 
 _NOT_IMPLEMENTED = "a Debezium option Headwater does not implement"
@@ -386,8 +389,7 @@ IGNORED: Final[Mapping[str, str]] = {
         "snapshot.locking.mode", "snapshot.select.statement.overrides", "snapshot.custom.class",
         "snapshot.include.collection.list", "sanitize.field.names",
         "database.sslfactory",
-        "database.query.timeout.ms", "signal.data.collection", "signal.enabled.channels",
-        "incremental.snapshot.chunk.size", "converters", "notification.enabled.channels",
+        "database.query.timeout.ms", "converters", "notification.enabled.channels",
         "table.ignore.builtin",
         "topic.naming.strategy", "topic.delimiter", "schema.name.adjustment.mode",
         "field.name.adjustment.mode", "xmin.fetch.interval.ms",
@@ -576,6 +578,8 @@ class PostgresConnectorConfig:
     )
     # Built from column.truncate/mask/propagate properties; read through `column_mappers`.
     _column_mappers: ColumnMappers = field(default=ColumnMappers(), repr=False, compare=False)
+    # signal.*, incremental.snapshot.*, read.only; read through `signals`
+    _signals: SignalConfig = field(default_factory=SignalConfig, repr=False, compare=False)
     _schema_include: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False,
                                                           compare=False)
     _schema_exclude: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False,
@@ -690,6 +694,7 @@ class PostgresConnectorConfig:
             headwater_topics_segment_bytes=c.get_int("headwater.topics.segment.bytes"),
             headwater_topics_segment_ms=c.get_int("headwater.topics.segment.ms"),
             headwater_pgoutput_streaming=c.get_bool("headwater.pgoutput.streaming"),
+            _signals=signal_config(c),
             passthrough=dict(c.passthrough),
             _column_mappers=ColumnMappers.from_config({
                 **c.patterned,
@@ -704,6 +709,11 @@ class PostgresConnectorConfig:
     def column_mappers(self) -> ColumnMappers:
         """Column truncation, masking, hashing and source-type propagation rules."""
         return self._column_mappers
+
+    @property
+    def signals(self) -> SignalConfig:
+        """Signal channels and incremental snapshot settings (headwater.config.signals)."""
+        return self._signals
 
     @property
     def toasted_value_placeholder(self) -> str:

@@ -30,6 +30,7 @@ from headwater.connectors.postgres.catalog import (
 )
 from headwater.connectors.postgres.config import PostgresConnectorConfig
 from headwater.connectors.postgres.connection import connect, qualified, quote_ident
+from headwater.connectors.postgres.incremental import PostgresChunkSource, PostgresIncrementalHook
 from headwater.connectors.postgres.pgoutput import format_lsn, parse_lsn
 from headwater.connectors.postgres.position import CONNECTOR_VERSION
 from headwater.connectors.postgres.snapshot import PostgresSnapshotSource
@@ -42,6 +43,7 @@ from headwater.connectors.postgres.tables import (
 )
 from headwater.connectors.postgres.types import TypeModes
 from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.signals import split_collection
 from headwater.engine.source import RetriableError, StartPlan
 from headwater.model.record import SourceContext
 
@@ -189,7 +191,11 @@ class PostgresConnector:
         cur.execute("SELECT puballtables FROM pg_publication WHERE pubname = %s", (name,))
         row = cur.fetchone()
         mode = cfg.publication_autocreate_mode
-        tables = ", ".join(qualified(s, t) for _, s, t in captured)
+        published = [(s, t) for _, s, t in captured]
+        signal_table = self._signal_table()
+        if signal_table is not None and signal_table not in published:
+            published.append(signal_table)  # signals and watermarks are read from the stream
+        tables = ", ".join(qualified(s, t) for s, t in published)
         if row is None:
             if mode == "disabled":
                 raise PostgresConnectorError(
@@ -210,6 +216,13 @@ class PostgresConnector:
         elif mode == "filtered" and not row[0] and captured:
             log.info("publication step: ALTER PUBLICATION %s SET TABLE %s", name, tables)
             cur.execute(f"ALTER PUBLICATION {quote_ident(name)} SET TABLE {tables}")
+
+    def _signal_table(self) -> tuple[str, str] | None:
+        name = self.config.signals.data_collection
+        if name is None:
+            return None
+        parts = split_collection(name)
+        return (parts[-2] if len(parts) > 1 else "public", parts[-1])
 
     def _wait_for_slot(self, cur: Any) -> dict[str, Any] | None:
         """The slot's state, once no other process holds it (slot.max.retries x delay).
@@ -315,8 +328,21 @@ class PostgresConnector:
                 spill_dir=Path(cfg.headwater_topics_dir).parent / "spill",
             ),
             metrics=self.metrics,
+            incremental=self._incremental_hook(),
         )
         return self._streaming
+
+    def _incremental_hook(self) -> PostgresIncrementalHook | None:
+        """Signals and incremental snapshots, when a signal channel is configured."""
+        signals = self.config.signals
+        if not signals.source_channel and not signals.file_channel:
+            return None
+        source = PostgresChunkSource(
+            dsn=self._dsn, database=self.database, context=self._context, signals=signals,
+            codec_for=lambda info: self._codec_for(info, incoming_from_catalog(info)),
+            key_override=self.config.key_columns, batch_size=self.config.max_batch_size,
+        )
+        return PostgresIncrementalHook(source, self._context)
 
     def _heartbeat_action(self) -> None:
         """Runs heartbeat.action.query, e.g. an update of a heartbeat table that makes the

@@ -63,6 +63,7 @@ import psycopg2.errors
 from psycopg2.extras import REPLICATION_LOGICAL
 
 from headwater.connectors.postgres import pgoutput
+from headwater.connectors.postgres.incremental import PostgresIncrementalHook
 from headwater.connectors.postgres.position import PostgresPosition
 from headwater.connectors.postgres.spill import SpillBuffer, SpillError, default_spill_root
 from headwater.connectors.postgres.tables import IncomingColumn, TableCodec
@@ -211,8 +212,11 @@ class PostgresStreamingSource:
         codec_factory: CodecFactory,
         options: StreamingOptions,
         metrics: CaptureMetrics,
+        incremental: PostgresIncrementalHook | None = None,
     ) -> None:
         self.conn = repl_conn
+        # signals and incremental snapshots (None: no signal channel configured)
+        self.incremental = incremental
         self.context = context
         self.slot_name = slot_name
         self.publication_name = publication_name
@@ -253,6 +257,8 @@ class PostgresStreamingSource:
         start_lsn = int(offset["lsn"])
         self._durable = max(self._durable, start_lsn)
         self.guard.restart()
+        if self.incremental is not None:
+            self.incremental.start(offset)
         cur = self.conn.cursor()
         self._cur = cur
         spill: SpillBuffer | None = None
@@ -284,6 +290,8 @@ class PostgresStreamingSource:
         finally:
             if spill is not None:
                 spill.close()
+            if self.incremental is not None:
+                self.incremental.close()
 
     def _streaming_supported(self) -> bool:
         if not self.options.pgoutput_streaming:
@@ -324,6 +332,9 @@ class PostgresStreamingSource:
         incoming = tuple(
             IncomingColumn(c.name, c.type_oid, c.type_modifier, c.is_key) for c in m.columns
         )
+        if self.incremental is not None:
+            self.incremental.relation(m.oid, m.namespace, m.name,
+                                      tuple(c.name for c in m.columns))
         old = self._codecs.get(m.oid)
         if old is not None and old.same_shape(incoming):
             return
@@ -400,6 +411,38 @@ class _Loop:
         # end LSN of the last (Stream) Commit received: while `source._durable` is below it,
         # something received is not durable yet (see `settle`)
         self.received_end = self.resume_lsn
+        self.hook = source.incremental
+
+    # -- signals and incremental snapshots (see connectors/postgres/incremental.py) ---------------
+    def _row_position(self, lsn: int) -> PostgresPosition:
+        return PostgresPosition(lsn, self.commit_lsn, self.prev_commit, self.xid)
+
+    def _boundary_position(self) -> PostgresPosition:
+        return PostgresPosition(self.resume_lsn, self.resume_lsn, self.prev_commit, None)
+
+    def _emit_blocking(self, records: list[ChangeRecord]) -> None:
+        self.ctx.emit(Batch(records))  # no offset: a crash re-runs the signal's transaction
+        self.keepalive()
+
+    def _hook_begin(self, m: Any) -> None:
+        assert self.hook is not None
+        self.pending.extend(self.hook.begin(m.final_lsn, self._boundary_position))
+
+    def _hook_commit(self, m: Any, after: bool) -> None:
+        hook = self.hook
+        assert hook is not None
+        if not after:
+            hook.committed(self.xid)
+            hook.actions(self.emit, self._emit_blocking)
+        else:
+            hook.boundary(self._emit_blocking, self.emit)
+
+    def _hook_idle(self) -> None:
+        hook = self.hook
+        assert hook is not None
+        self.pending.extend(hook.idle(self.cur, self.in_tx, self._boundary_position))
+        if not self.in_tx:
+            hook.boundary(self._emit_blocking, self.emit)
 
     def emit(self) -> None:
         offset = {
@@ -410,6 +453,8 @@ class _Loop:
             "ts_usec": self.ts_ms * 1000,
             "snapshot_completed": True,
         }
+        if self.hook is not None:
+            offset.update(self.hook.offset_fields())
         self.ctx.emit(Batch(self.pending, offset=offset, ack=self.ack))
         if self.ack is not None:
             self.emitted_ack = self.ack
@@ -447,12 +492,17 @@ class _Loop:
                     read = live_read
                     continue
                 self.idle()
+                if self.hook is not None:
+                    self._hook_idle()
                 continue
             m: Any = decode(msg.payload)  # dispatched on type(m) below (fastest in CPython)
             kind = type(m)
             if kind is Insert or kind is Update or kind is Delete:
                 codec = codecs.get(m.relation_oid)
                 self.tx_index += 1
+                if self.hook is not None and m.relation_oid in self.hook.watched:
+                    self.pending.extend(self.hook.row(
+                        m, kind, functools.partial(self._row_position, msg.data_start)))
                 if codec is None:
                     if m.relation_oid not in codecs:
                         raise RuntimeError(f"row for unknown relation {m.relation_oid}")
@@ -495,10 +545,16 @@ class _Loop:
                     self.emit()
             elif kind is pgoutput.Begin:
                 source.guard.begin(msg.data_start)
+                if self.hook is not None:
+                    self._hook_begin(m)
                 self.begin(m)
             elif kind is pgoutput.Commit:
                 source.guard.commit(m.end_lsn)
+                if self.hook is not None:
+                    self._hook_commit(m, after=False)
                 self.commit(m)
+                if self.hook is not None:
+                    self._hook_commit(m, after=True)
             elif kind is pgoutput.Relation:
                 source.relation(m)
             elif kind is pgoutput.Truncate:
@@ -552,6 +608,8 @@ class _Loop:
 
     def truncate(self, m: Any, lsn: int) -> None:
         self.tx_index += 1
+        if self.hook is not None:  # emitted or not, the rows are gone
+            self.hook.truncate(m.relation_oids)
         if "t" in self.options.skipped_operations:
             return
         if self.skipping and (
