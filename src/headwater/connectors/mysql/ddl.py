@@ -750,6 +750,7 @@ class _Parser:
             if type_name in ("TEXT", "BLOB") and length is not None:
                 declared, length = length, None
         else:
+            self.i -= 1
             raise self.error(f"unknown data type {token.value!r} for column {name!r}")
         if length is None and type_name in _DEFAULT_LENGTH:
             length = _DEFAULT_LENGTH[type_name]

@@ -1,0 +1,103 @@
+"""Debezium's tableChanges element and its Connect schema."""
+
+from __future__ import annotations
+
+import pytest
+
+from headwater.connectors.mysql.schema_history import MySqlSchema
+from headwater.connectors.mysql.table_changes import (
+    TABLE_CHANGES_CONNECT_SCHEMA,
+    table_change,
+    table_changes,
+)
+
+DDL = """CREATE TABLE t (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  name VARCHAR(40) CHARACTER SET latin1 DEFAULT 'x' COMMENT 'the name',
+  price DECIMAL(10,2) NOT NULL,
+  kind ENUM('a','b'),
+  flag TINYINT(1),
+  ok BOOLEAN,
+  at TIMESTAMP(3) NULL,
+  dt DATETIME,
+  doc JSON,
+  total INT AS (id * 2) VIRTUAL,
+  PRIMARY KEY (id)
+) DEFAULT CHARSET=utf8mb4 COMMENT 'tbl'"""
+
+
+def _create() -> dict[str, object]:
+    schema = MySqlSchema()
+    [change] = schema.apply(DDL, "db")
+    return table_change(change)
+
+
+def test_create_element() -> None:
+    element = _create()
+    assert element["type"] == "CREATE" and element["id"] == '"db"."t"'
+    table = element["table"]
+    assert isinstance(table, dict)
+    assert table["defaultCharsetName"] == "utf8mb4"
+    assert table["primaryKeyColumnNames"] == ["id"]
+    assert table["comment"] == "tbl" and table["attributes"] == []
+    columns = {c["name"]: c for c in table["columns"]}
+    assert [c["position"] for c in table["columns"]] == list(range(1, 11))
+    assert columns["id"] | {} == {
+        "name": "id", "jdbcType": -5, "nativeType": None, "typeName": "BIGINT UNSIGNED",
+        "typeExpression": "BIGINT UNSIGNED", "charsetName": None, "length": None,
+        "scale": None, "position": 1, "optional": False, "autoIncremented": True,
+        "generated": False, "comment": None, "defaultValueExpression": None,
+        "enumValues": None}
+    assert (columns["name"]["jdbcType"], columns["name"]["charsetName"],
+            columns["name"]["length"], columns["name"]["defaultValueExpression"],
+            columns["name"]["comment"]) == (12, "latin1", 40, "x", "the name")
+    assert (columns["price"]["jdbcType"], columns["price"]["length"],
+            columns["price"]["scale"]) == (3, 10, 2)
+    assert (columns["kind"]["jdbcType"], columns["kind"]["enumValues"]) == (1, ["a", "b"])
+    assert columns["flag"]["jdbcType"] == 5  # TINYINT is SMALLINT in Debezium's table
+    assert columns["ok"]["jdbcType"] == 16
+    assert columns["at"]["jdbcType"] == 2014 and columns["at"]["length"] == 3
+    assert columns["dt"]["jdbcType"] == 93
+    assert columns["doc"]["jdbcType"] == 1111
+    assert columns["total"]["generated"] is True
+
+
+def test_alter_rename_drop_and_filtering() -> None:
+    schema = MySqlSchema()
+    schema.apply("CREATE TABLE a (x INT NOT NULL, UNIQUE KEY (x))", "db")
+    changes = schema.apply("RENAME TABLE a TO b; TRUNCATE b; DROP TABLE b; CREATE DATABASE z",
+                           "db")
+    elements = table_changes(changes)
+    assert [(e["type"], e["id"]) for e in elements] == [
+        ("ALTER", '"db"."b"'), ("DROP", '"db"."b"')]
+    # a unique key over NOT NULL columns keys a table without a primary key
+    assert elements[0]["table"]["primaryKeyColumnNames"] == ["x"]
+    with pytest.raises(ValueError, match="TRUNCATE"):
+        table_change(changes[1])
+    with pytest.raises(ValueError, match="CREATE_DATABASE"):
+        table_change(changes[3])
+
+
+def test_nullable_unique_key_is_not_a_key() -> None:
+    schema = MySqlSchema()
+    [change] = schema.apply("CREATE TABLE a (x INT, UNIQUE KEY (x))", "db")
+    assert table_change(change)["table"]["primaryKeyColumnNames"] == []  # type: ignore[index]
+
+
+def test_connect_schema_matches_debezium_names() -> None:
+    schema = TABLE_CHANGES_CONNECT_SCHEMA
+    assert schema.type == "array" and not schema.optional
+    change = schema.items
+    assert change is not None and change.name == "io.debezium.connector.schema.Change"
+    assert [f.name for f in change.fields] == ["type", "id", "table"]
+    table = change.fields[2].schema
+    assert table.name == "io.debezium.connector.schema.Table"
+    assert [f.name for f in table.fields] == [
+        "defaultCharsetName", "primaryKeyColumnNames", "columns", "comment", "attributes"]
+    column = table.fields[2].schema.items
+    assert column is not None and column.name == "io.debezium.connector.schema.Column"
+    element = _create()
+    column_fields = [f.name for f in column.fields]
+    assert column_fields == list(element["table"]["columns"][0])  # type: ignore[index]
+    required = {f.name for f in column.fields if not f.schema.optional}
+    assert required == {"name", "jdbcType", "typeName", "position"}
