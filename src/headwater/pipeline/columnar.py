@@ -212,9 +212,9 @@ def _cast(arrow: pa.DataType, via: pa.DataType | None = None) -> Convert:
 
 
 def _nano_timestamp(col: pa.Array) -> pa.Array:
-    ns = col.to_numpy(zero_copy_only=False)
+    ns = pc.fill_null(col, 0).to_numpy()  # (with nulls, to_numpy would give float64)
     valid = pc.is_valid(col).to_numpy(zero_copy_only=False)
-    us = np.floor_divide(np.where(valid, ns, 0).astype(np.int64), 1000)
+    us = np.floor_divide(ns, 1000)
     return pa.array(us, pa.int64(), mask=~valid).cast(pa.timestamp("us"))
 
 

@@ -408,7 +408,8 @@ class DeltaTarget:
         if dt is None:
             return None
         wanted = ", ".join(f"'{k}'" for k in kinds)
-        return _query(dt, f"SELECT key, kind, {q(SEQ)} FROM t WHERE kind IN ({wanted})")
+        table = _query(dt, f"SELECT key, kind, {q(SEQ)} FROM t WHERE kind IN ({wanted})")
+        return table.cast(STATE_SCHEMA)  # (DataFusion answers with string views)
 
     def _save_state(
         self, changes: TableChanges, net: list[NetChange], truncate: str | None, batch_id: int,
