@@ -6,6 +6,7 @@ to the reference.  No Spark: these call the path's functions directly."""
 from __future__ import annotations
 
 import base64
+import itertools
 import random
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,7 @@ def workload(rng: random.Random, mysql: bool, n: int = 400, keys: int = 40
         src = (mysql_source(3, position, 0, "true") if mysql
                else pg_source(position, None, "true"))
         out.append(document("r", key, row(rng, key), src))
-    for i in range(n):
+    for _ in range(n):
         position += rng.randrange(1, 50)
         key = rng.randrange(keys)
         op = rng.choice("cuuud")
@@ -227,7 +228,7 @@ def test_delta_tables_equal_the_reference_across_batches(tmp_path: Path) -> None
     bounds = [0, 150, 300, 420, len(records)]
     ref = DeltaTarget(tmp_path / "ref", "p")
     mixed = DeltaTarget(tmp_path / "mixed", "p")
-    for batch, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False)):
+    for batch, (a, b) in enumerate(itertools.pairwise(bounds)):
         changes = decode_topic(TOPIC, list(read_range(tmp_path / "topics", TOPIC, a, b)))
         net, truncate = net_changes(changes.events, "public.t")
         ref.apply_scd1(changes, net, truncate, batch)
