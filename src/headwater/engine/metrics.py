@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from headwater.model.record import ChangeRecord, SourceEvent
+from headwater.model.topic import TopicBatch
 
 
 @dataclass(slots=True)
@@ -26,7 +27,13 @@ class CaptureMetrics:
     snapshot_aborted: bool = False
     snapshot_completed: bool = False
     snapshot_duration_s: float = 0.0
+    snapshot_started_monotonic: float | None = None
     rows_scanned: dict[str, int] = field(default_factory=dict)
+    total_table_count: int = 0
+    remaining_table_count: int = 0
+    # Not a Debezium metric: the planner's row estimate per table (pg_class.reltuples), which
+    # progress bars use as their total (-1: unknown).
+    rows_estimated: dict[str, int] = field(default_factory=dict)
     connected: bool = False
     queue_capacity: int = 0
     queue_remaining: int = 0
@@ -40,6 +47,20 @@ class CaptureMetrics:
         self.last_event = f"{last.table.id} op={last.op.value}"
         self.last_event_monotonic = time.monotonic()
         self.last_source_ts_ms = last.source_ts_ms
+
+    def record_rendered(self, batch: TopicBatch) -> None:
+        """Counts events a source rendered itself (a parallel snapshot's worker processes)."""
+        n = sum(len(v) for v in batch.values())
+        if n:
+            self.total_events_seen += n
+            self.last_event = next(reversed(batch))
+            self.last_event_monotonic = time.monotonic()
+
+    def snapshot_duration(self) -> float:
+        """Seconds the snapshot took, or has taken so far while it runs (Debezium's meaning)."""
+        if self.snapshot_running and self.snapshot_started_monotonic is not None:
+            return time.monotonic() - self.snapshot_started_monotonic
+        return self.snapshot_duration_s
 
     def as_dict(self) -> dict[str, object]:
         since = (
@@ -63,8 +84,10 @@ class CaptureMetrics:
             "SnapshotRunning": self.snapshot_running,
             "SnapshotAborted": self.snapshot_aborted,
             "SnapshotCompleted": self.snapshot_completed,
-            "SnapshotDurationInSeconds": int(self.snapshot_duration_s),
+            "SnapshotDurationInSeconds": int(self.snapshot_duration()),
             "RowsScanned": dict(self.rows_scanned),
+            "TotalTableCount": self.total_table_count,
+            "RemainingTableCount": self.remaining_table_count,
             "Connected": self.connected,
             "QueueTotalCapacity": self.queue_capacity,
             "QueueRemainingCapacity": self.queue_remaining,

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from headwater.model.record import SourceEvent
+from headwater.model.topic import TopicBatch
 
 
 class Batch(NamedTuple):
@@ -24,11 +25,21 @@ class Batch(NamedTuple):
 
     `offset` is the connector offset to store (None: nothing new to store) and `ack` an opaque
     token handed back to the source's `acknowledge` (e.g. the LSN to confirm to PostgreSQL).
+    `rendered` holds topic records a source already rendered with the runtime's format (a
+    parallel snapshot renders in its worker processes); they are written after `records`.
     """
 
     records: Sequence[SourceEvent]
     offset: dict[str, Any] | None = None
     ack: Any = None
+    rendered: TopicBatch | None = None
+
+    @property
+    def size(self) -> int:
+        """Events in the batch: what queue capacity and `task_done` count."""
+        if self.rendered is None:
+            return len(self.records)
+        return len(self.records) + sum(len(v) for v in self.rendered.values())
 
 
 class QueueClosed(Exception):
@@ -57,7 +68,7 @@ class ChangeEventQueue:
 
     def put(self, batch: Batch) -> None:
         """Enqueue, blocking while the queue is full (an oversized batch waits for empty)."""
-        n = len(batch.records)
+        n = batch.size
         with self._cond:
             while not self._closed and self._size > 0 and self._size + n > self.capacity:
                 self._cond.wait(0.5)
@@ -80,7 +91,7 @@ class ChangeEventQueue:
             out: list[Batch] = []
             taken = 0
             while self._items:
-                n = len(self._items[0].records)
+                n = self._items[0].size
                 if out and taken + n > self.max_batch_size:
                     break
                 out.append(self._items.popleft())

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.offsets import FileOffsetStore
+from headwater.engine.parallel import merge_rendered
 from headwater.engine.queue import Batch, ChangeEventQueue, QueueClosed
 from headwater.engine.source import (
     Connector,
@@ -122,12 +123,13 @@ class CaptureRuntime:
             self._reader_done.set()
 
     def _run_sources(self, offset: dict[str, Any] | None) -> None:
-        ctx = SourceRunContext(self._emit, self.stopping)
+        ctx = SourceRunContext(self._emit, self.stopping, self.renderer)
         plan = self.connector.start(offset)
         self._set_state(StreamState.RUNNING)
         if plan.snapshot is not None and not self.stopping.is_set():
-            self.metrics.snapshot_running = True
             started = time.monotonic()
+            self.metrics.snapshot_started_monotonic = started
+            self.metrics.snapshot_running = True
             try:
                 result = plan.snapshot.execute(ctx)
             finally:
@@ -160,7 +162,7 @@ class CaptureRuntime:
                 batches = self.queue.drain(self.poll_interval_s)
                 if batches:
                     self._write(batches)
-                    self.queue.task_done(sum(len(b.records) for b in batches))
+                    self.queue.task_done(sum(b.size for b in batches))
                     continue
                 self.writer.maintain()
                 if self._reader_done.is_set() and self.queue.size == 0:
@@ -184,19 +186,31 @@ class CaptureRuntime:
             raise self._reader_error
         self._set_state(StreamState.PAUSED if self.stopping.is_set() else StreamState.NOT_STARTED)
 
+    def _render_into(self, out: TopicBatch, records: list[SourceEvent]) -> None:
+        if records:
+            merge_rendered(out, self.renderer.render_batch(records))
+            self.metrics.record_events(records)
+
     def _write(self, batches: list[Batch]) -> None:
         records: list[SourceEvent] = []
         offset: dict[str, Any] | None = None
         ack: Any = None
+        out: TopicBatch = {}
         for b in batches:
             records.extend(b.records)
+            if b.rendered is not None:
+                # Pre-rendered records follow what is already collected, in topic order.
+                self._render_into(out, records)
+                records = []
+                merge_rendered(out, b.rendered)
+                self.metrics.record_rendered(b.rendered)
             if b.offset is not None:
                 offset = b.offset
             if b.ack is not None:
                 ack = b.ack
-        if records:
-            self.writer.append(self.renderer.render_batch(records))
-            self.metrics.record_events(records)
+        self._render_into(out, records)
+        if out:
+            self.writer.append(out)
         if offset is not None:
             self.offsets.save(offset)
         if ack is not None and self._streaming is not None:

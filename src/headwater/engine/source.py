@@ -37,11 +37,16 @@ class RetriableError(Exception):
 
 
 class SourceRunContext:
-    """What a running source may use: the queue and the stop signal."""
+    """What a running source may use: the queue, the stop signal and the output format.
 
-    def __init__(self, emit: Any, stopping: threading.Event) -> None:
+    `renderer` (the runtime's record renderer, picklable) lets a source render records itself,
+    e.g. in worker processes, and emit `Batch(rendered=...)`; None when the runtime has none.
+    """
+
+    def __init__(self, emit: Any, stopping: threading.Event, renderer: Any = None) -> None:
         self._emit = emit
         self.stopping = stopping
+        self.renderer = renderer
 
     def emit(self, batch: Batch) -> None:
         """Hand a batch to the writer; blocks while the queue is full (back-pressure)."""

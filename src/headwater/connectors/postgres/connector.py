@@ -158,6 +158,9 @@ class PostgresConnector:
                 lock_timeout_ms=cfg.snapshot_lock_timeout_ms,
                 metrics=self.metrics,
                 final_offset={"lsn": cp, "snapshot_completed": True},
+                max_threads=cfg.snapshot_max_threads,
+                config=cfg,
+                database=self.database,
             )
             return StartPlan(snapshot, self._streaming_source() if stream else None)
 

@@ -6,6 +6,11 @@ slot's consistent point and streaming from that point continues with no gap and 
 Tables are read with `COPY (SELECT ...) TO STDOUT` in text format: the same output functions
 pgoutput uses, so one set of converters serves both, and COPY streams rows without a cursor
 round trip per fetch.  The last record is held back so it can be marked `snapshot=last`.
+
+With `snapshot.max.threads` > 1 the tables are split into block-range chunks
+(snapshot_chunks.py) read by worker processes (snapshot_workers.py, engine/parallel.py), each
+importing the same exported snapshot; this connection still imports it first, takes the locks,
+and keeps its transaction open until every chunk is read.  See docs/snapshots-parallel.md.
 """
 
 from __future__ import annotations
@@ -17,14 +22,25 @@ from collections.abc import Callable
 from typing import Any
 
 from headwater.connectors.postgres.catalog import TableInfo
+from headwater.connectors.postgres.config import PostgresConnectorConfig
 from headwater.connectors.postgres.connection import connect, qualified, quote_ident
 from headwater.connectors.postgres.pgoutput import format_lsn
 from headwater.connectors.postgres.position import PostgresPosition
+from headwater.connectors.postgres.snapshot_chunks import TableSize, plan_chunks, table_sizes
 from headwater.connectors.postgres.tables import TableCodec
 from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.parallel import (
+    DONE,
+    ROWS,
+    SnapshotStopped,
+    SnapshotTail,
+    WorkerPool,
+    WorkerSpec,
+)
 from headwater.engine.queue import Batch
 from headwater.engine.source import SourceRunContext
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
+from headwater.model.topic import TopicBatch
 
 log = logging.getLogger("headwater.connectors.postgres.snapshot")
 
@@ -54,7 +70,7 @@ class _Aborted(Exception):
     pass
 
 
-class _CopySink:
+class CopySink:
     """File-like target of psycopg2's copy_expert: parses rows and emits batches."""
 
     def __init__(self, on_row: Callable[[list[str | None]], None]) -> None:
@@ -86,9 +102,11 @@ class _Emitter:
 
     def __init__(
         self, ctx: SourceRunContext, context: SourceContext, position: PostgresPosition,
-        batch_size: int,
+        batch_size: int, rows_scanned: dict[str, int],
     ) -> None:
         self.ctx = ctx
+        self.rows_scanned = rows_scanned  # the metric, updated per batch for progress
+        self.name = ""
         self.context = context
         self.position = position
         self.batch_size = batch_size
@@ -98,7 +116,8 @@ class _Emitter:
         self.scanned = 0
         self.now_ms = int(time.time() * 1000)
 
-    def begin_table(self, codec: TableCodec) -> None:
+    def begin_table(self, name: str, codec: TableCodec) -> None:
+        self.name = name
         self.codec = codec
         self.scanned = 0
         self.now_ms = int(time.time() * 1000)
@@ -111,6 +130,7 @@ class _Emitter:
             if len(self.pending) >= self.batch_size:
                 self.ctx.emit(Batch(self.pending))
                 self.pending = []
+                self.rows_scanned[self.name] = self.scanned
                 self.now_ms = int(time.time() * 1000)
                 if self.ctx.stopping.is_set():
                     raise _Aborted
@@ -140,6 +160,9 @@ class PostgresSnapshotSource:
         lock_timeout_ms: int,
         metrics: CaptureMetrics,
         final_offset: dict[str, Any],
+        max_threads: int = 1,
+        config: PostgresConnectorConfig | None = None,
+        database: str = "",
     ) -> None:
         self.dsn = dsn
         self.context = context
@@ -150,6 +173,9 @@ class PostgresSnapshotSource:
         self.lock_timeout_ms = lock_timeout_ms
         self.metrics = metrics
         self.final_offset = final_offset
+        self.max_threads = max_threads
+        self.config = config  # the workers rebuild the codecs from it
+        self.database = database
 
     def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
         conn = connect(self.dsn, application_name="headwater-snapshot")
@@ -175,28 +201,100 @@ class PostgresSnapshotSource:
         for info, _ in self.tables:
             log.info("snapshot step: lock %s.%s in ACCESS SHARE mode", info.schema, info.name)
             cur.execute(f"LOCK TABLE {qualified(info.schema, info.name)} IN ACCESS SHARE MODE")
+        sizes = table_sizes(cur, [info.oid for info, _ in self.tables])
+        self._start_metrics(sizes)
 
         position = PostgresPosition(self.consistent_lsn, self.consistent_lsn, None, tx_id)
-        emitter = _Emitter(ctx, self.context, position, self.batch_size)
+        parallel = self.max_threads > 1 and ctx.renderer is not None and self.config is not None
+        last: TopicBatch | None = None
+        pending: list[ChangeRecord] = []
+        if parallel and self.tables:
+            last = self._read_parallel(ctx, position, sizes)
+        else:
+            pending = self._read_serial(cur, ctx, position)
+        conn.commit()
+        offset = dict(self.final_offset)
+        offset["txId"] = tx_id
+        ctx.emit(Batch(pending, offset=offset, rendered=last))
+        log.info("snapshot step: completed; streaming continues from its consistent point")
+        return offset
+
+    def _start_metrics(self, sizes: dict[int, TableSize]) -> None:
+        m = self.metrics
+        m.total_table_count = m.remaining_table_count = len(self.tables)
+        for info, _ in self.tables:
+            name = f"{info.schema}.{info.name}"
+            m.rows_scanned[name] = 0
+            size = sizes.get(info.oid)
+            m.rows_estimated[name] = size.estimated_rows if size is not None else -1
+
+    def _read_serial(
+        self, cur: Any, ctx: SourceRunContext, position: PostgresPosition
+    ) -> list[ChangeRecord]:
+        emitter = _Emitter(ctx, self.context, position, self.batch_size, self.metrics.rows_scanned)
         for info, codec in self.tables:
             if ctx.stopping.is_set():
                 raise _Aborted
             name = f"{info.schema}.{info.name}"
             started = time.monotonic()
-            emitter.begin_table(codec)
+            emitter.begin_table(name, codec)
             cols = ", ".join(quote_ident(c.name) for c in codec.incoming)
             sql = f"COPY (SELECT {cols} FROM {qualified(info.schema, info.name)}) TO STDOUT"
             log.info("snapshot step: read %s", name)
-            cur.copy_expert(sql, _CopySink(emitter.on_row), size=1 << 16)
+            cur.copy_expert(sql, CopySink(emitter.on_row), size=1 << 16)
             self.metrics.rows_scanned[name] = emitter.scanned
+            self.metrics.remaining_table_count -= 1
             log.info(
                 "snapshot step: read %s done, %d rows in %.1fs",
                 name, emitter.scanned, time.monotonic() - started,
             )
-        pending = emitter.finish()
-        conn.commit()
-        offset = dict(self.final_offset)
-        offset["txId"] = tx_id
-        ctx.emit(Batch(pending, offset=offset))
-        log.info("snapshot step: completed; streaming continues from its consistent point")
-        return offset
+        return emitter.finish()
+
+    def _read_parallel(
+        self, ctx: SourceRunContext, position: PostgresPosition, sizes: dict[int, TableSize]
+    ) -> TopicBatch | None:
+        """Reads every chunk in worker processes; returns the snapshot's `last` event."""
+        from headwater.connectors.postgres.snapshot_workers import ReaderSpec, open_reader
+
+        assert self.config is not None
+        infos = tuple(info for info, _ in self.tables)
+        names = [f"{i.schema}.{i.name}" for i in infos]
+        chunks = plan_chunks([sizes.get(i.oid, TableSize(0, -1, False)) for i in infos],
+                             self.max_threads)
+        spec = WorkerSpec(
+            open_reader,
+            ReaderSpec(self.dsn, self.snapshot_name, self.config, self.database, infos,
+                       self.context, position),
+            ctx.renderer,
+            self.batch_size,
+        )
+        chunks_left = [0] * len(infos)
+        for c in chunks:
+            chunks_left[c.table] += 1
+        scanned = self.metrics.rows_scanned
+        tail = SnapshotTail()
+        started = time.monotonic()
+        log.info("snapshot step: read %d tables in %d chunks with %d worker processes",
+                 len(infos), len(chunks), min(self.max_threads, len(chunks)))
+        try:
+            with WorkerPool(spec, self.max_threads, chunks, 2 * self.max_threads) as pool:
+                for kind, task, payload, rows in pool.messages(ctx.stopping):
+                    if kind == ROWS:
+                        scanned[names[chunks[task].table]] += rows
+                        ctx.emit(Batch((), rendered=payload))
+                    elif kind == DONE:
+                        table = chunks[task].table
+                        if payload is not None:
+                            scanned[names[table]] += 1  # the chunk's held-back tail
+                        previous = tail.push(payload)
+                        if previous is not None:
+                            ctx.emit(Batch((), rendered=previous))
+                        chunks_left[table] -= 1
+                        if chunks_left[table] == 0:
+                            self.metrics.remaining_table_count -= 1
+                            log.info("snapshot step: read %s done, %d rows at %.1fs",
+                                     names[table], scanned[names[table]],
+                                     time.monotonic() - started)
+        except SnapshotStopped:
+            raise _Aborted from None
+        return tail.last()
