@@ -175,6 +175,8 @@ class _Loop:
         self.tables: dict[int, tuple[Any, MySqlTableCodec | None, RowDecoder | None]] = {}
         self.records: list[SourceEvent] = []
         self.last_offset: dict[str, Any] = dict(offset)
+        # last_offset (a transaction end) not yet handed to the runtime.
+        self.offset_pending = False
         self.last_emit = time.monotonic()
         self.last_heartbeat = time.monotonic()
         self.skipped_ops = self.cfg.skipped_operations
@@ -208,7 +210,7 @@ class _Loop:
                     handler(event)
 
     def idle(self, heartbeat_s: float) -> None:
-        if self.records and not self.in_tx:
+        if (self.records or self.offset_pending) and not self.in_tx:
             self.flush(self.last_offset)
         now = time.monotonic()
         if heartbeat_s and now - self.last_heartbeat >= heartbeat_s and not self.in_tx:
@@ -222,6 +224,7 @@ class _Loop:
         self.ctx.emit(Batch(self.records, dict(offset) if offset is not None else None))
         self.records = []
         self.last_emit = time.monotonic()
+        self.offset_pending = offset is not self.last_offset
 
     # -- events --------------------------------------------------------------------------------
 
@@ -307,6 +310,7 @@ class _Loop:
             self.file, event.log_pos, gtid_set_text(self.gtid_state) or None,
             server_id=event.server_id, ts_sec=event.timestamp,
         )
+        self.offset_pending = True
         now = time.monotonic()
         if len(self.records) >= self.batch_size or now - self.last_emit >= 0.05:
             self.flush(self.last_offset)
