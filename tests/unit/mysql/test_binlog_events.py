@@ -3,6 +3,7 @@ from hand-built bytes for what MariaDB does not write (MySQL's v2 rows and GTID 
 
 from __future__ import annotations
 
+import itertools
 import struct
 import zlib
 from pathlib import Path
@@ -61,7 +62,7 @@ def types_events() -> list[BinlogEvent]:
 
 def test_positions_chain_and_match_log_pos(types_events: list[BinlogEvent]) -> None:
     assert types_events[0].position == 4
-    for prev, cur in zip(types_events, types_events[1:], strict=False):
+    for prev, cur in itertools.pairwise(types_events):
         assert cur.position == prev.log_pos
         assert cur.log_pos - cur.position == cur.event_size
     assert all(e.file == "f.000001" for e in types_events)
