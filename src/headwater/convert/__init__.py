@@ -87,7 +87,8 @@ class ColumnMapping(NamedTuple):
     """How one column's values are represented.
 
     schema: the Connect schema, with the column's optionality.
-    convert: text form → Connect value; never called with None.
+    convert: source value (PostgreSQL: its text form; MySQL: the natural value, see
+        connectors/mysql/columns.py) → Connect value; never called with None.
     fallback: the value Debezium emits for a NOT NULL column whose value is missing.
     supported: False when the type is not mapped (the caller warns, then omits or passes the
         text through); True otherwise, including unknown types carried as opaque bytes under
@@ -95,7 +96,7 @@ class ColumnMapping(NamedTuple):
     """
 
     schema: ConnectSchema
-    convert: Callable[[str], Any]
+    convert: Callable[[Any], Any]
     fallback: Any
     supported: bool = True
 

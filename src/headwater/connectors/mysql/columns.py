@@ -19,16 +19,20 @@ FLOAT, DOUBLE             float
 DECIMAL/NUMERIC           decimal.Decimal
 CHAR/VARCHAR/TEXT family  str (decoded with the column charset)
 BINARY/VARBINARY/BLOB     bytes
-DATE                      datetime.date, or ZERO_TEMPORAL for zero / partly zero dates
+DATE                      datetime.date, or ZERO_TEMPORAL for zero / partly zero dates and
+                          dates only ALLOW_INVALID_DATES admits (2020-02-30)
 DATETIME                  datetime.datetime (naive), or ZERO_TEMPORAL
-TIMESTAMP                 datetime.datetime (naive, UTC), or ZERO_TEMPORAL
+TIMESTAMP                 datetime.datetime (naive, UTC), or ZERO_TEMPORAL (also for a
+                          stored 0, the zero timestamp)
 TIME                      datetime.timedelta (may be negative, up to +-838:59:59.999999)
-YEAR                      int (0 for the zero year)
+YEAR                      int, the full year (YEAR(2) 69 -> 2069; 0 for the zero year)
 BIT(n)                    bytes, big-endian, ceil(n/8) long (as the server sends it)
 ENUM                      str (the member; '' for the invalid-value index 0)
 SET                       str (members joined by ',' in definition order)
 JSON                      str (JSON text; MariaDB stores JSON as LONGTEXT)
 GEOMETRY family           bytes in MySQL's internal format: 4-byte little-endian SRID + WKB
+UUID (MariaDB)            str, or the 16 bytes
+INET4 / INET6 (MariaDB)   str, or the 4 / 16 bytes
 ========================  ===========================================================
 
 NULL is None everywhere.
