@@ -350,10 +350,11 @@ class _Loop:
                 self.events_done += 1
                 return
             skip_rows, self.skip_rows = self.skip_rows, 0
-        if entry is None or entry[1] is None or entry[2] is None:
+        codec = entry[1] if entry is not None else None
+        decoder = entry[2] if entry is not None else None
+        if codec is None or decoder is None:
             self.events_done += 1
             return
-        _, codec, decoder = entry
         code = event.type_code
         rows = decoder.decode(body)
         if code in WRITE_ROWS:
