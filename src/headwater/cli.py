@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -72,11 +73,49 @@ def run(
 
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
+    from headwater.ops.progress import CaptureMonitor, status_path
+
+    monitor = CaptureMonitor(
+        runtime.metrics, lambda: runtime.state.value, cfg.topic_prefix,
+        status_path(Path(cfg.offset_storage_file_filename)), console=err,
+    ).start()
     try:
         runtime.run()
     except Exception as exc:
         log.error("connector %s failed: %s", cfg.topic_prefix, exc)
         raise typer.Exit(1) from exc
+    finally:
+        monitor.stop()
+
+
+@app.command()
+def status(config: ConfigArg) -> None:
+    """Show a connector's state and metrics, as its running `headwater run` last wrote them."""
+    from headwater.ops.progress import read_status, status_path
+
+    cfg = _load(config)
+    path = status_path(Path(cfg.offset_storage_file_filename))
+    doc = read_status(path)
+    if doc is None:
+        console.print(f"no status at {path} (has `headwater run` started?)")
+        raise typer.Exit(1)
+    m = doc["metrics"]
+    age = max(0, int(time.time() * 1000) - int(doc["updated_ms"])) / 1000
+    console.print(f"connector {doc['connector']}: {doc['state']} (pid {doc['pid']}, "
+                  f"updated {age:.0f}s ago)")
+    snap = ("running" if m["SnapshotRunning"] else "completed" if m["SnapshotCompleted"]
+            else "aborted" if m["SnapshotAborted"] else "not run")
+    console.print(f"snapshot: {snap}, {m['SnapshotDurationInSeconds']}s, "
+                  f"{m['RemainingTableCount']} of {m['TotalTableCount']} tables remaining")
+    if m["RowsScanned"]:
+        from rich.table import Table
+
+        table = Table("table", "rows scanned", "estimated rows")
+        for name, rows in m["RowsScanned"].items():
+            est = doc.get("rows_estimated", {}).get(name, -1)
+            table.add_row(name, str(rows), str(est) if est >= 0 else "?")
+        console.print(table)
+    console.print_json(orjson.dumps(m).decode())
 
 
 @app.command()

@@ -38,7 +38,8 @@ INSERT INTO small VALUES (1, 'one'), (2, NULL), (3, 'three');
 CREATE TABLE public.empty (id int PRIMARY KEY);
 CREATE SCHEMA other;
 CREATE TABLE other.mid (k text PRIMARY KEY, d date, f float8);
-INSERT INTO other.mid SELECT 'k' || g, date '2000-01-01' + g, g / 3.0 FROM generate_series(1, 5000) g;
+INSERT INTO other.mid
+  SELECT 'k' || g, date '2000-01-01' + g, g / 3.0 FROM generate_series(1, 5000) g;
 ANALYZE;
 """
 
