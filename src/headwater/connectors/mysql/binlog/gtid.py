@@ -120,8 +120,8 @@ class GtidSet:
     @classmethod
     def parse(cls, text: str) -> GtidSet:
         by_uuid: dict[str, list[tuple[int, int]]] = {}
-        for part in text.replace("\n", "").split(","):
-            part = part.strip()
+        for raw in text.replace("\n", "").split(","):
+            part = raw.strip()
             if not part:
                 continue
             uuid, *ranges = part.split(":")

@@ -13,7 +13,9 @@ per column-presence bitmap, specialised to the table, and `exec`s it once:
   are read with one precompiled `struct.Struct.unpack_from` at constant offsets;
 - rows with NULLs take a general path that tests one bit of the NULL bitmap per column;
 - DECIMAL, temporal and ENUM/SET conversions call small closures specialised per column
-  (precision/scale, fsp, member tuple), which keeps the generated code short.
+  (precision/scale, fsp, member tuple), which keeps the generated code short; DECIMAL and
+  temporal values are memoised per column by their raw bytes (a dict hit costs far less than
+  building a Decimal or datetime, and tables repeat such values a lot).
 
 Compiled functions are cached by the TABLE_MAP signature and the `MySqlTable`, so the
 TABLE_MAP that precedes every statement costs one dict lookup.
@@ -52,7 +54,11 @@ class RowDecodeError(ev.BinlogFormatError):
 _BYTES_TYPES: Final = frozenset({"BINARY", "VARBINARY", "BLOB", "TINYBLOB", "MEDIUMBLOB",
                                  "LONGBLOB", "GEOMETRY", "POINT", "LINESTRING", "POLYGON",
                                  "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON",
-                                 "GEOMETRYCOLLECTION", "GEOMCOLLECTION", "BIT"})
+                                 "GEOMETRYCOLLECTION", "GEOMCOLLECTION", "BIT", "UUID", "INET4",
+                                 "INET6"})
+# MariaDB's UUID/INET4/INET6 travel as fixed-length binary strings whose trailing zero bytes
+# the server strips, like BINARY(n)'s: restored to the type's width.
+_FIXED_BINARY_WIDTH: Final = {"UUID": 16, "INET4": 4, "INET6": 16}
 
 
 class ColumnSpec(NamedTuple):
@@ -86,7 +92,8 @@ def column_specs(table_map: ev.TableMap, table: MySqlTable | None) -> list[Colum
                 codec: str | None = None
             else:
                 codec = codec_for_charset(col.charset or table.default_charset)
-            pad = (col.length or 0) if col.type_name == "BINARY" else 0
+            pad = ((col.length or 0) if col.type_name == "BINARY"
+                   else _FIXED_BINARY_WIDTH.get(col.type_name, 0))
         else:
             name = table_map.column_names[i] if table_map.column_names else f"col{i}"
             unsigned = bool(table_map.unsigned and table_map.unsigned[i])
@@ -285,7 +292,9 @@ def make_bytes_pad(n: int) -> Callable[[bytes], bytes]:
 
 # ---- code generation -------------------------------------------------------------------------
 
-_MEMO_SIZE: Final = 16384
+# Per column; a full memo is cleared.  With at most _CACHE_SIZE cached decoders this bounds
+# the memory (a few hundred bytes per entry) even for wide tables of distinct values.
+_MEMO_SIZE: Final = 4096
 _MISS: Final = object()
 _INT_CODES: Final = {ev.T_TINY: "b", ev.T_SHORT: "h", ev.T_LONG: "i", ev.T_LONGLONG: "q"}
 
@@ -570,6 +579,7 @@ class RowDecoder:
             raise RowDecodeError(f"rows event does not match its TABLE_MAP: {exc}") from None
 
 
+_CACHE_SIZE: Final = 256
 _CACHE: dict[tuple[bytes, MySqlTable | None], RowDecoder] = {}
 
 
@@ -579,7 +589,7 @@ def row_decoder(table_map: ev.TableMap, table: MySqlTable | None = None) -> RowD
     key = (table_map.signature, table)
     dec = _CACHE.get(key)
     if dec is None:
-        if len(_CACHE) > 1024:
+        if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.clear()
         dec = _CACHE[key] = RowDecoder(table_map, table)
     return dec
