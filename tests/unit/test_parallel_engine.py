@@ -195,3 +195,23 @@ def test_runtime_writes_rendered_batches_in_emission_order(tmp_path: Path) -> No
     assert written == ["1:true", "2:true", "3:true", "3:true", "4:true"]
     assert metrics.total_events_seen == 5
     assert rt.offsets.load() == {"done": True}
+
+
+def test_pack_rendered_roundtrips_and_strips_the_shared_schema_prefix() -> None:
+    import pickle
+
+    from headwater.engine.parallel import pack_rendered, unpack_rendered
+
+    schema = b'{"schema":{"type":"struct","fields":[]},"payload":'
+    batch: TopicBatch = {
+        "a": [TopicRecord(b'{"id":%d}' % i, schema + b'{"id":%d}}' % i, i) for i in range(50)],
+        "one": [TopicRecord(b"k", b"v", 1)],
+        "tomb": [TopicRecord(b"k", None, 2), TopicRecord(b"k2", b"{}", 3)],
+        "hdr": [TopicRecord(b"k", b"{}", 4, (("h", b"1"),))],
+    }
+    packed = pack_rendered(batch)
+    assert unpack_rendered(pickle.loads(pickle.dumps(packed))) == batch
+    topics, plain = packed
+    assert set(plain) == {"tomb", "hdr"}
+    a = next(t for t in topics if t[0] == "a")
+    assert a[2].startswith(schema) and all(len(v) < 12 for v in a[4])

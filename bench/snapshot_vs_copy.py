@@ -1,0 +1,153 @@
+"""Initial snapshot throughput: Headwater against `COPY ... TO STDOUT` of the same table.
+
+Loads N rows (default 5M) into a fresh local PostgreSQL, VACUUM ANALYZEs it, then, in one run:
+
+- `COPY (SELECT * FROM bench) TO STDOUT` through psycopg2 into a null sink, twice (the first
+  warms the cache; the faster is kept): how fast the server can hand the table out as text;
+- `headwater run` with snapshot.mode=initial_only and snapshot.max.threads 1 and N (default 2):
+  COPY, convert, render Debezium JSON with schemas, append + fsync to the topic log, store
+  offsets.  Its *snapshot phase* runs from the "import exported snapshot" log line to the
+  moment the stored offset says the snapshot is complete (durable); the whole process time
+  (interpreter start, slot creation, exit) is printed too.
+
+Prints rows/s for each and the ratio Headwater / COPY (goal >= 1.0 with parallel chunks).
+
+    .venv/bin/python bench/snapshot_vs_copy.py [--rows 5000000] [--threads 2] [--fetch 10240]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+from headwater.testing.localpg import LocalPostgres
+
+GEN = """
+CREATE TABLE public.bench (
+  id bigint PRIMARY KEY, qty integer NOT NULL, price numeric(10,2), name varchar(64),
+  note text, updated timestamptz NOT NULL DEFAULT now());
+INSERT INTO bench (id, qty, price, name, note, updated)
+  SELECT g, g % 100, (g % 10000) / 100.0, 'item-' || g, md5(g::text),
+         timestamptz '2024-01-01 00:00:00+00' + g * interval '1 second'
+  FROM generate_series(1, {rows}) g;
+"""
+
+
+class NullSink:
+    def __init__(self) -> None:
+        self.bytes = 0
+
+    def write(self, data: bytes | str) -> int:
+        self.bytes += len(data)
+        return len(data)
+
+
+def copy_reference(pg: LocalPostgres) -> tuple[float, int]:
+    conn = pg.connect("bench")
+    try:
+        best = float("inf")
+        size = 0
+        for _ in range(2):
+            sink = NullSink()
+            t0 = time.monotonic()
+            conn.cursor().copy_expert("COPY (SELECT * FROM bench) TO STDOUT", sink, size=1 << 16)
+            best = min(best, time.monotonic() - t0)
+            size = sink.bytes
+        return best, size
+    finally:
+        conn.close()
+
+
+def _log_time(line: str) -> float:
+    stamp = line[1:line.index("]")]
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def run_headwater(pg: LocalPostgres, work: Path, threads: int, fetch: int) -> tuple[float, float]:
+    """Runs an initial_only snapshot: (snapshot phase seconds, whole process seconds)."""
+    work.mkdir(parents=True)
+    config = work / "bench.properties"
+    offsets = work / "offsets.json"
+    config.write_text(
+        "connector.class=io.debezium.connector.postgresql.PostgresConnector\n"
+        f"database.hostname=127.0.0.1\ndatabase.port={pg.port}\n"
+        f"database.user={pg.user}\ndatabase.dbname=bench\ntopic.prefix=bench\n"
+        f"slot.name=hw_{threads}\npublication.name=bench_pub\nsnapshot.mode=initial_only\n"
+        f"snapshot.max.threads={threads}\nsnapshot.fetch.size={fetch}\n"
+        "slot.drop.on.stop=true\n"
+        f"offset.storage.file.filename={offsets}\nheadwater.topics.dir={work / 'topics'}\n"
+    )
+    log = work / "headwater.log"
+    cmd = [sys.executable, "-m", "headwater.cli", "run", str(config)]
+    t0 = time.monotonic()
+    with log.open("w") as err:
+        proc = subprocess.Popen(cmd, stderr=err)
+        done_at = None
+        while proc.poll() is None or done_at is None:
+            try:
+                if json.loads(offsets.read_text())["offset"].get("snapshot_completed"):
+                    done_at = done_at or time.time()
+            except (OSError, ValueError, KeyError):
+                pass
+            if proc.poll() is not None and done_at is None:
+                raise SystemExit(f"headwater exited with {proc.returncode}: see {log}")
+            time.sleep(0.02)
+    total = time.monotonic() - t0
+    start = next(_log_time(line) for line in log.read_text().splitlines()
+                 if "import exported snapshot" in line)
+    return done_at - start, total
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=5_000_000)
+    ap.add_argument("--threads", type=int, default=2, help="the parallel run's max.threads")
+    ap.add_argument("--fetch", type=int, default=10_240, help="snapshot.fetch.size")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="headwater-bench-"))
+    pg = LocalPostgres(settings={"max_wal_size": "8GB", "checkpoint_timeout": "30min",
+                                 "shared_buffers": "1GB"})
+    pg.start()
+    try:
+        pg.create_database("bench")
+        conn = pg.connect("bench")
+        cur = conn.cursor()
+        t0 = time.monotonic()
+        cur.execute(GEN.format(rows=int(args.rows)))
+        cur.execute("CREATE PUBLICATION bench_pub FOR ALL TABLES")
+        cur.execute("VACUUM (FREEZE, ANALYZE) bench")
+        cur.execute("SELECT pg_size_pretty(pg_relation_size('bench'))")
+        size = cur.fetchone()[0]
+        conn.close()
+        print(f"loaded {args.rows:,} rows ({size}) in {time.monotonic() - t0:.1f}s; "
+              f"{os.cpu_count()} CPUs")
+
+        ref_s, copy_bytes = copy_reference(pg)
+        ref_rate = args.rows / ref_s
+        print(f"COPY TO STDOUT          : {ref_s:7.2f} s  {ref_rate:10,.0f} rows/s  "
+              f"({copy_bytes / 2**20:,.0f} MiB of text)")
+        for threads in dict.fromkeys((1, args.threads)):
+            snap_s, total_s = run_headwater(pg, work / f"t{threads}", threads, args.fetch)
+            rate = args.rows / snap_s
+            print(f"headwater max.threads={threads:<2}: {snap_s:7.2f} s  {rate:10,.0f} rows/s  "
+                  f"ratio {rate / ref_rate:.2f} (goal >= 1.0)  [whole process {total_s:.1f}s: "
+                  f"{args.rows / total_s:,.0f} rows/s]")
+    finally:
+        pg.cleanup()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"work directory kept: {work}")
+
+
+if __name__ == "__main__":
+    main()
