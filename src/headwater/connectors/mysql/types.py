@@ -30,7 +30,9 @@ BIGINT UNSIGNED            ``bigint.unsigned.handling.mode`` long: INT64, values
                            ``Decimal`` scale 0, ``connect.decimal.precision`` 20
 FLOAT, FLOAT(p<=24)        FLOAT32 (current Debezium; the 1.0 guide's FLOAT → FLOAT64 is old)
 FLOAT(M,D), FLOAT(p>24)    FLOAT64 (``BinlogValueConverters``: FLOAT32 only without a scale
-                           and with length <= 24)
+                           and with length <= 24); FLOAT(M,D) values are 4-byte floats,
+                           written as FLOAT32 values are (below), so the binlog's 99.999 is
+                           99.999 (Debezium: ``Float.doubleValue()``, 99.9990005493164)
 DOUBLE (REAL)              FLOAT64
 DECIMAL(M,D)               ``decimal.handling.mode`` precise: BYTES Connect ``Decimal`` with
                            ``scale`` D and ``connect.decimal.precision`` M (DECIMAL = (10,0),
@@ -95,8 +97,8 @@ silent:
   (MySQL never does); the ``string`` mode prints ``BigDecimal.toString()`` of that value.
 * UUID: the binlog carries 16 bytes, a snapshot the text; both become the canonical lower-case
   text.  INET4/INET6: Debezium has no converter of its own (the JDBC string); bytes from the
-  binlog are printed with `ipaddress` (IPv4-mapped IPv6 addresses may print differently from
-  the server on Python < 3.13).
+  binlog are printed as the server prints them (``inet_ntop``'s dotted quad for IPv4-mapped
+  and IPv4-compatible addresses).
 * The fallback (missing NOT NULL value) is Debezium's per type: 0, 0.0, False, "", ``b""``
   (``""`` in the string binary modes), "{}" for JSON, the epoch for temporals, GEOMETRYCOLLECTION
   EMPTY for geometries.
@@ -305,6 +307,10 @@ def _float(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
     single = column.scale is None and (column.length is None or column.length <= 24)
     if single:
         return _mapping(ConnectSchema(FLOAT32, column.nullable), float32_value, 0.0)
+    if column.scale is not None:
+        # FLOAT(M,D) is still a 4-byte float: the binlog's 99.999 is 99.9990005493164 as a
+        # double, the snapshot's text says 99.999; both become the shortest decimal.
+        return _mapping(ConnectSchema(FLOAT64, column.nullable), float32_value, 0.0)
     return _mapping(ConnectSchema(FLOAT64, column.nullable), float, 0.0)
 
 
@@ -408,10 +414,26 @@ def _uuid_text(value: str | bytes) -> str:
     return value
 
 
+_WORDS = struct.Struct(">8H")
+
+
 def _inet_text(value: str | bytes) -> str:
     if isinstance(value, bytes):
+        if len(value) == 16:
+            return _inet6_text(value)
         return str(ipaddress.ip_address(value))
     return value
+
+
+def _inet6_text(packed: bytes) -> str:
+    """The server's text of an INET6 (``inet_ntop``'s rules): IPv4-mapped and IPv4-compatible
+    addresses end in a dotted quad (``::ffff:1.2.3.4``, ``::1.2.3.4``), which Python < 3.13
+    prints as hex words."""
+    words = _WORDS.unpack(packed)
+    if not any(words[:5]) and (words[5] == 0xFFFF or (words[5] == 0 and words[6] != 0)):
+        prefix = "::ffff:" if words[5] else "::"
+        return prefix + str(ipaddress.IPv4Address(packed[12:]))
+    return str(ipaddress.IPv6Address(packed))
 
 
 # ---------------------------------------------------------------------------------------------
