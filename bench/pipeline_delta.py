@@ -6,13 +6,15 @@ from the generated rows, no JSON, no Spark) and prints changes/s for both and th
 under a steady write load and prints the source-commit-to-visible-in-Delta latency, p50 and
 p99 (goal: p99 under 5 s).
 
-    .venv/bin/python bench/pipeline_delta.py [--changes 1000000] [--freshness]
+    .venv/bin/python bench/pipeline_delta.py [--changes 1000000] [--event-path] [--freshness]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -39,6 +41,7 @@ from headwater.model.schema import (
     TableId,
     TableSchema,
 )
+from headwater.pipeline.runner import spark_session
 from headwater.topics.log import TopicLog
 
 CTX = SourceContext("postgresql", "bench", "headwater")
@@ -125,16 +128,34 @@ def bare_merge(path: Path, state: dict[int, tuple[Any, ...] | None]) -> float:
     return time.monotonic() - t0
 
 
-def run_pipeline(work: Path) -> float:
-    config = work / "pipeline.properties"
+def pipeline_config(work: Path, name: str) -> Path:
+    config = work / f"{name}.properties"
     config.write_text(
-        "topic.prefix=bench\nheadwater.topics.dir=topics\nheadwater.pipeline.delta.path=delta\n"
-        "headwater.pipeline.checkpoint.dir=checkpoint\n"
+        f"topic.prefix=bench\nheadwater.topics.dir=topics\nheadwater.pipeline.delta.path={name}\n"
+        f"headwater.pipeline.checkpoint.dir={name}-checkpoint\n"
     )
+    return config
+
+
+def run_pipeline(spark: Any, work: Path, name: str, columnar: bool = True) -> float:
+    """One `--once` run of the pipeline in this process's Spark session; returns its seconds."""
+    from headwater.pipeline.config import load_pipeline_config
+    from headwater.pipeline.runner import start
+
+    os.environ["HEADWATER_PIPELINE_COLUMNAR"] = "1" if columnar else "0"
+    cfg = load_pipeline_config(pipeline_config(work, name))
     t0 = time.monotonic()
-    subprocess.run([sys.executable, "-m", "headwater.cli", "pipeline", str(config), "--once",
-                    "--log-level", "WARNING"], check=True)
+    query = start(spark, cfg, once=True)
+    query.awaitTermination()
+    if query.exception() is not None:
+        raise RuntimeError(str(query.exception()))
     return time.monotonic() - t0
+
+
+def check(work: Path, name: str, state: dict[int, tuple[Any, ...] | None]) -> None:
+    got = DeltaTable(str(work / name / "public" / "items")).to_pyarrow_table()
+    live = sum(1 for r in state.values() if r is not None)
+    assert got.num_rows == live, f"{name}: pipeline produced {got.num_rows} rows, expected {live}"
 
 
 def main() -> None:
@@ -142,8 +163,18 @@ def main() -> None:
     ap.add_argument("--changes", type=int, default=1_000_000)
     ap.add_argument("--keys", type=int, default=200_000)
     ap.add_argument("--freshness", action="store_true")
+    ap.add_argument("--freshness-only", action="store_true")
+    ap.add_argument("--seconds", type=int, default=60, help="freshness measuring time")
+    ap.add_argument("--event-path", action="store_true",
+                    help="also run the event-by-event path (HEADWATER_PIPELINE_COLUMNAR=0)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="headwater-pipeline-bench-"))
+    if args.freshness_only:
+        try:
+            freshness(work, seconds=args.seconds)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     try:
         t0 = time.monotonic()
         state = generate(work / "topics", args.changes, args.keys)
@@ -151,19 +182,37 @@ def main() -> None:
         print(f"generated {args.changes:,} events over {args.keys:,} keys in "
               f"{time.monotonic() - t0:.1f}s ({size / 2**20:,.0f} MiB of topic log)")
         ref_s = bare_merge(work / "bare", state)
-        pipe_s = run_pipeline(work)
-        got = DeltaTable(str(work / "delta" / "public" / "items")).to_pyarrow_table()
-        live = sum(1 for r in state.values() if r is not None)
-        assert got.num_rows == live, f"pipeline produced {got.num_rows} rows, expected {live}"
         print(f"bare delta-rs MERGE of {len(state):,} net changes: {ref_s:6.2f} s "
               f"({args.changes / ref_s:,.0f} changes/s equivalent)")
-        print(f"headwater pipeline (Spark + decode + SCD1 MERGE): {pipe_s:6.2f} s "
-              f"({args.changes / pipe_s:,.0f} changes/s, including Spark start-up)")
-        print(f"ratio pipeline / bare MERGE = {ref_s / pipe_s:.2f}  (goal >= 0.5)")
+        os.chdir(work)
+        t0 = time.monotonic()
+        spark = spark_session("headwater-bench")
+        start_s = time.monotonic() - t0
+        print(f"Spark session start-up: {start_s:6.2f} s")
+        try:
+            pipe_s = run_pipeline(spark, work, "delta")
+            check(work, "delta", state)
+            report("columnar path", args.changes, pipe_s, start_s, ref_s)
+            if args.event_path:
+                slow_s = run_pipeline(spark, work, "delta-events", columnar=False)
+                check(work, "delta-events", state)
+                report("event-by-event path", args.changes, slow_s, start_s, ref_s)
+                print(f"columnar / event-by-event speed-up (processing): {slow_s / pipe_s:.1f}x")
+        finally:
+            spark.stop()
         if args.freshness:
-            freshness(work)
+            freshness(work, seconds=args.seconds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def report(name: str, changes: int, pipe_s: float, start_s: float, ref_s: float) -> None:
+    total = pipe_s + start_s
+    print(f"headwater pipeline, {name} (Spark source + read + decode + SCD1 MERGE): "
+          f"{pipe_s:6.2f} s = {changes / pipe_s:,.0f} changes/s; with Spark start-up "
+          f"{total:6.2f} s = {changes / total:,.0f} changes/s")
+    print(f"  ratio to the bare MERGE: {ref_s / pipe_s:.3f} (processing), "
+          f"{ref_s / total:.3f} (with start-up); goal >= 0.5")
 
 
 def freshness(work: Path, rate: int = 5000, seconds: int = 60) -> None:
@@ -189,12 +238,26 @@ def freshness(work: Path, rate: int = 5000, seconds: int = 60) -> None:
             "headwater.pipeline.delta.path=delta\nheadwater.pipeline.checkpoint.dir=ckpt\n"
             "headwater.pipeline.trigger.interval.ms=500\n"
         )
+        pipeline_log = open(d / "pipeline.log", "wb")  # noqa: SIM115 (closed below)
         for cmd in ("run", "pipeline"):
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "headwater.cli", cmd, str(config), "--log-level",
-                 "WARNING"]))
-        time.sleep(15)  # Spark start-up
+                 "INFO" if cmd == "pipeline" else "WARNING"],
+                stderr=pipeline_log if cmd == "pipeline" else None))
+        probe_path = d / "delta" / "public" / "probe"
+        # Steady state only: wait until the pipeline (Spark start-up) shows a first probe.
+        cur.execute("INSERT INTO probe VALUES (0, now())")
+        started = time.monotonic()
+        while time.monotonic() - started < 300:
+            try:
+                if DeltaTable(str(probe_path)).to_pyarrow_table(columns=["id"]).num_rows:
+                    break
+            except Exception:
+                pass
+            time.sleep(0.5)
+        print(f"pipeline up after {time.monotonic() - started:.0f}s; measuring {seconds}s")
         stop = threading.Event()
+        written = [0]
 
         def load() -> None:
             c = pg.connect("fresh")
@@ -206,19 +269,25 @@ def freshness(work: Path, rate: int = 5000, seconds: int = 60) -> None:
                           "ON CONFLICT (id) DO UPDATE SET n = load.n + 1",
                           ((i * 500) % 50_000, (i * 500) % 50_000 + 499))
                 i += 1
+                written[0] += 500
                 time.sleep(max(0.0, 500 / rate - (time.monotonic() - t)))
             c.close()
 
         threading.Thread(target=load, daemon=True).start()
+        time.sleep(5)  # past the first (largest) batch of the load
         latencies: list[float] = []
-        probe_path = d / "delta" / "public" / "probe"
         committed: dict[int, float] = {}
+        load_start, load_written = time.monotonic(), written[0]
         deadline = time.monotonic() + seconds
         pid = 0
-        while time.monotonic() < deadline:
-            pid += 1
-            cur.execute("INSERT INTO probe VALUES (%s, now())", (pid,))
-            committed[pid] = time.monotonic()
+        drain = deadline + 30  # probes of the last seconds: wait for them (load still on)
+        while time.monotonic() < (deadline if time.monotonic() < deadline else drain):
+            if time.monotonic() < deadline:
+                pid += 1
+                cur.execute("INSERT INTO probe VALUES (%s, now())", (pid,))
+                committed[pid] = time.monotonic()
+            elif not committed:
+                break
             time.sleep(0.25)
             try:
                 seen = DeltaTable(str(probe_path)).to_pyarrow_table(columns=["id"])
@@ -228,7 +297,12 @@ def freshness(work: Path, rate: int = 5000, seconds: int = 60) -> None:
             for i in seen.column("id").to_pylist():
                 if i in committed:
                     latencies.append(now - committed.pop(i))
+        achieved = (written[0] - load_written) / (time.monotonic() - load_start)
         stop.set()
+        lost = len(committed)  # never seen: counted at the longest wait
+        latencies += [drain - t for t in committed.values()]
+        print(f"load: {achieved:,.0f} changes/s written; {lost} probes not visible 30 s after "
+              "the end")
         if len(latencies) > 10:
             latencies.sort()
             p50 = statistics.median(latencies)
@@ -237,11 +311,22 @@ def freshness(work: Path, rate: int = 5000, seconds: int = 60) -> None:
                   f"({len(latencies)} probes; goal p99 < 5 s)")
         else:
             print("freshness: too few probes became visible")
+        batch_costs(d / "pipeline.log")
     finally:
         for p in procs:
             p.terminate()
             p.wait(30)
         pg.cleanup()
+
+
+def batch_costs(path: Path) -> None:
+    """Medians of the pipeline's own per-batch timings (from its log)."""
+    pattern = re.compile(rb"(\d+) records; ranges ([0-9.]+)s, read\+decode\+apply ([0-9.]+)s")
+    found = [tuple(float(x) for x in m.groups()) for m in pattern.finditer(path.read_bytes())]
+    if found:
+        recs, ranges, apply = (statistics.median(c) for c in zip(*found, strict=True))
+        print(f"pipeline: {len(found)} batches; median {recs:,.0f} records, ranges {ranges:.2f}s,"
+              f" read+decode+apply {apply:.2f}s")
 
 
 if __name__ == "__main__":

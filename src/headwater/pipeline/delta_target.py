@@ -91,6 +91,7 @@ class DeltaTarget:
         self.root = Path(root)
         self.app_id = app_id
         self.schema_evolution = schema_evolution
+        self._tables: dict[str, DeltaTable] = {}
 
     def _evolve(self, dt: DeltaTable, path: Path, columns: list[Column]) -> list[Column]:
         """The batch's columns the target takes, per `schema_evolution`.
@@ -142,12 +143,27 @@ class DeltaTarget:
             custom_metadata={"headwater.batch": str(batch_id)},
         )
 
-    @staticmethod
-    def _open(path: Path) -> DeltaTable | None:
+    def _open(self, path: Path) -> DeltaTable | None:
+        """The table at `path`, brought up to date (None if there is none).
+
+        Tables stay open between batches: bringing one up to date reads only the commits
+        since, where opening it replays its log from the last checkpoint, several times per
+        batch and table, which is most of a small batch's cost.
+        """
+        key = str(path)
+        dt = self._tables.get(key)
+        if dt is not None:
+            try:
+                dt.update_incremental()
+                return dt
+            except Exception:  # removed or replaced meanwhile: open it anew
+                del self._tables[key]
         try:
-            return DeltaTable(str(path))
+            dt = DeltaTable(key)
         except TableNotFoundError:
             return None
+        self._tables[key] = dt
+        return dt
 
     def already_applied(self, path: Path, batch_id: int) -> bool:
         dt = self._open(path)
@@ -287,7 +303,8 @@ class DeltaTarget:
         if dt is None:
             path.mkdir(parents=True, exist_ok=True)
             write_deltalake(str(path), schema.empty_table(), mode="error")
-            dt = DeltaTable(str(path))
+            dt = self._open(path)
+            assert dt is not None
         return dt
 
     # -- SCD type 2 ----------------------------------------------------------------------------

@@ -83,6 +83,12 @@ def make_target(cfg: PipelineConfig, spark: Any = None) -> Target:
     return DeltaTarget(cfg.delta_path, cfg.pipeline_id, cfg.schema_evolution)
 
 
+def columnar_enabled() -> bool:
+    """`HEADWATER_PIPELINE_COLUMNAR=0` sends every batch event by event (a way back, and the
+    benchmark's reference)."""
+    return os.environ.get("HEADWATER_PIPELINE_COLUMNAR", "1") != "0"
+
+
 def apply_batch(
     topics_dir: Path, ranges: Ranges, batch_id: int, cfg: PipelineConfig, target: Target,
 ) -> int:
@@ -90,7 +96,7 @@ def apply_batch(
     total = 0
     for topic, (first, end) in sorted(ranges.items()):
         t0 = time.monotonic()
-        if cfg.mode == "scd1" and isinstance(target, DeltaTarget):
+        if cfg.mode == "scd1" and isinstance(target, DeltaTarget) and columnar_enabled():
             try:
                 net = columnar.read_net(topics_dir, topic, first, end)
             except columnar.NotColumnar as exc:
