@@ -189,7 +189,7 @@ class PostgresChunkSource:
     def _where(self, table: SnapshotTable, info: TableInfo, keys: tuple[str, ...],
                after: RawKey | None, maximum: RawKey | None) -> tuple[str, list[Any]]:
         types = {c.name: c.formatted_type for c in info.columns}
-        cols = "(" + ", ".join(quote_ident(k) for k in keys) + ")"
+        cols = "(" + ", ".join(f"_hw.{quote_ident(k)}" for k in keys) + ")"
         lits = "(" + ", ".join(f"%s::{types[k]}" for k in keys) + ")"
         parts: list[str] = []
         params: list[Any] = []
@@ -206,10 +206,11 @@ class PostgresChunkSource:
     def max_key(self, table: SnapshotTable) -> RawKey | None:
         info, _, keys = self._describe(table)
         where, params = self._where(table, info, keys, None, None)
-        order = ", ".join(f"{quote_ident(k)} DESC" for k in keys)
-        texts = ", ".join(f"{quote_ident(k)}::text" for k in keys)
+        # Qualified names: ORDER BY must sort by the columns, not by their text output.
+        order = ", ".join(f"_hw.{quote_ident(k)} DESC" for k in keys)
+        texts = ", ".join(f"_hw.{quote_ident(k)}::text" for k in keys)
         cur = self._conn().cursor()
-        cur.execute(f"SELECT {texts} FROM {qualified(info.schema, info.name)}{where} "
+        cur.execute(f"SELECT {texts} FROM {qualified(info.schema, info.name)} _hw{where} "
                     f"ORDER BY {order} LIMIT 1", params)
         row = cur.fetchone()
         return list(row) if row is not None else None
@@ -224,10 +225,10 @@ class PostgresChunkSource:
         try:
             cur.execute("SELECT txid_current_snapshot()::text")
             snapshot = XidSnapshot(cur.fetchone()[0])
-            cols = ", ".join(quote_ident(c.name) for c in codec.incoming)
-            key_cols = ", ".join(quote_ident(k) for k in keys)
+            cols = ", ".join(f"_hw.{quote_ident(c.name)}" for c in codec.incoming)
+            key_cols = ", ".join(f"_hw.{quote_ident(k)}" for k in keys)
             sql = cur.mogrify(
-                f"SELECT {cols}, {key_cols} FROM {qualified(info.schema, info.name)}{where} "
+                f"SELECT {cols}, {key_cols} FROM {qualified(info.schema, info.name)} _hw{where} "
                 f"ORDER BY {key_cols} LIMIT {int(limit)}", params).decode()
             lines: list[list[str | None]] = []
             sink = _Lines(lines)
@@ -275,9 +276,9 @@ class PostgresChunkSource:
             for table in tables:
                 info, codec, _ = self._describe(table)
                 where, params = self._where(table, info, (), None, None)
-                cols = ", ".join(quote_ident(c.name) for c in codec.incoming)
+                cols = ", ".join(f"_hw.{quote_ident(c.name)}" for c in codec.incoming)
                 sql = cur.mogrify(
-                    f"SELECT {cols} FROM {qualified(info.schema, info.name)}{where}",
+                    f"SELECT {cols} FROM {qualified(info.schema, info.name)} _hw{where}",
                     params).decode()
                 lines: list[list[str | None]] = []
                 log.info("blocking snapshot step: read %s", table.name)
@@ -437,18 +438,15 @@ class PostgresIncrementalHook:
     def _window_row(self, m: Any, kind: type) -> None:
         ctl = self._ctl()
         positions = self._window_keys
-        images = []
-        if kind is pgoutput.Delete:
-            images.append(m.old)
-        else:
-            images.append(m.new)
-            if m.old is not None:
-                images.append(m.old)
+        old = m.old if kind is not pgoutput.Insert else None
+        images = [m.new] if kind is not pgoutput.Delete else []
+        if old is not None:
+            images.append(old)
         keys = []
         for image in images:
             key = tuple(image[i] for i in positions) if positions else None
             if key is None or None in key or UNCHANGED_TOAST in key:
-                if kind is pgoutput.Update and image is m.new and m.old is not None:
+                if image is not old and old is not None:
                     continue  # the old image names the key
                 # The key cannot be told (no old image, key columns not sent): every row of
                 # the chunk may be the one changed.
