@@ -258,3 +258,15 @@ def test_mysql_json_column_type() -> None:
     data = b"\x00" + struct.pack("<I", len(jsonb)) + jsonb
     rows = RowsEvent("insert", 1, 1, 1, 1, None, data, 0, len(data))
     assert RowDecoder(tm).decode(rows) == [('{"a":7}',)]
+
+
+def test_invalid_utf8_falls_back_to_replacement_characters() -> None:
+    tm = TableMap(1, 0, "db", "t", bytes([ev.T_VARCHAR, ev.T_LONG]), (40, 0), (True, True),
+                  None, (224, None), None, None, None, None, None, None, None, b"sig-utf8")
+    good = b"\x00" + b"\x02ok" + struct.pack("<i", 1)
+    bad = b"\x00" + b"\x03a\xffb" + struct.pack("<i", 2)
+    dec = RowDecoder(tm)
+    data = good + bad
+    assert dec.decode(RowsEvent("insert", 1, 1, 2, 3, None, data, 0, len(data))) == [
+        ("ok", 1), ("a\ufffdb", 2)]
+    assert dec.decode(RowsEvent("insert", 1, 1, 2, 3, None, good, 0, len(good))) == [("ok", 1)]

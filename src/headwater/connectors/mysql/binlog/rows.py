@@ -295,15 +295,33 @@ def make_bytes_pad(n: int) -> Callable[[bytes], bytes]:
 # Per column; a full memo is cleared.  With at most _CACHE_SIZE cached decoders this bounds
 # the memory (a few hundred bytes per entry) even for wide tables of distinct values.
 _MEMO_SIZE: Final = 4096
-_MISS: Final = object()
+
+
+class _Memo(dict[bytes, Any]):
+    """raw bytes -> natural value; a hit is one C-level subscript, a miss calls `fn`."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[bytes], Any]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def __missing__(self, raw: bytes) -> Any:
+        value = self.fn(raw)
+        if len(self) >= _MEMO_SIZE:
+            self.clear()
+        self[raw] = value
+        return value
+
 _INT_CODES: Final = {ev.T_TINY: "b", ev.T_SHORT: "h", ev.T_LONG: "i", ev.T_LONGLONG: "q"}
 
 
 class _Col:
     """Generated-code pieces for one column: fixed size + struct code, or variable reader."""
 
-    def __init__(self, spec: ColumnSpec, k: int, ns: dict[str, Any]) -> None:
+    def __init__(self, spec: ColumnSpec, k: int, ns: dict[str, Any], lenient: bool) -> None:
         self.k = k
+        self.lenient = lenient
         self.fixed: int | None = None  # byte size when fixed-width
         self.code = ""  # struct code for the fast path ('' when variable)
         self.post = "{r}"  # expression turning the raw value into the natural value
@@ -394,43 +412,35 @@ class _Col:
         NOW() of a bulk statement); the values are immutable, so sharing them is safe.
         """
         self.fixed, self.code = size, f"{size}s"
-        memo: dict[bytes, Any] = {}
-
-        def miss(raw: bytes) -> Any:
-            value = fn(raw)
-            if len(memo) >= _MEMO_SIZE:
-                memo.clear()
-            memo[raw] = value
-            return value
-
-        h = self._helper(ns, miss)
-        ns[f"_m{self.k}"] = memo.get
-        self.post_lines = [f"{{v}} = _m{self.k}({{r}}, _MISS)",
-                           f"if {{v}} is _MISS: {{v}} = {h}({{r}})"]
+        ns[f"_m{self.k}"] = _Memo(fn)
+        self.post = f"_m{self.k}[{{r}}]"
 
     def _var(self, lenbytes: int, spec: ColumnSpec, ns: dict[str, Any]) -> None:
         k = self.k
+        # `e` is where the value ends: three statements per value, no separate length.
         if lenbytes == 1:
-            lines = ["n = data[pos]", "pos += 1"]
+            end = "e = pos + 1 + data[pos]"
         elif lenbytes == 2:
-            lines = ["n = data[pos] | data[pos + 1] << 8", "pos += 2"]
+            end = "e = pos + 2 + (data[pos] | data[pos + 1] << 8)"
         elif 3 <= lenbytes <= 4:
-            lines = [f"n = _ifb(data[pos:pos + {lenbytes}], 'little')", f"pos += {lenbytes}"]
+            end = f"e = pos + {lenbytes} + _ifb(data[pos:pos + {lenbytes}], 'little')"
         else:
             raise RowDecodeError(f"column {spec.name!r}: length prefix of {lenbytes} bytes")
-        raw = "data[pos:pos + n]"
+        raw = f"data[pos + {lenbytes}:e]"
         if spec.type_code == ev.T_JSON:
             value = f"{self._helper(ns, decode_json_binary)}({raw})"
         elif spec.codec == "utf-8":
-            value = f"{raw}.decode('utf-8', 'replace')"
+            # Strict UTF-8 without arguments is the fastest decode; invalid bytes (which the
+            # server should not let in) make decode() switch to the lenient variant.
+            value = f"{raw}.decode('utf-8', 'replace')" if self.lenient else f"{raw}.decode()"
         elif spec.codec is not None:
             value = f"{self._helper(ns, decoder_for_charset_codec(spec.codec))}({raw})"
         elif spec.pad_to:
             value = f"{self._helper(ns, make_bytes_pad(spec.pad_to))}({raw})"
         else:
             value = raw
-        self.var_lines = [*lines, f"v{k} = {value}", "pos += n"]
-        self.skip_lines = [*lines, "pos += n"]
+        self.var_lines = [end, f"v{k} = {value}", "pos = e"]
+        self.skip_lines = [end, "pos = e"]
 
 
 def decoder_for_charset_codec(codec: str) -> Callable[[bytes], str]:
@@ -526,14 +536,22 @@ class RowDecoder:
         self.table = table
         self.specs = column_specs(table_map, table)
         self.column_names = tuple(s.name for s in self.specs)
-        self._ns: dict[str, Any] = {"_ifb": int.from_bytes, "ABSENT": ABSENT, "_MISS": _MISS,
-                                    "RowDecodeError": RowDecodeError}
-        self._cols = [_Col(s, k, self._ns) for k, s in enumerate(self.specs)]
-        self._fns: dict[tuple[int, int | None, bool], Callable[..., Any]] = {}
+        self._fns: dict[tuple[int, int | None, bool, bool], Callable[..., Any]] = {}
+        self._variants: dict[bool, tuple[dict[str, Any], list[_Col]]] = {}
 
-    def _compile(self, present: int, after: int | None, skip: bool) -> Callable[..., Any]:
-        count = len(self._cols)
-        one = _image_code(self._cols, _bits(present, count), count, "a", self._ns, skip)
+    def _variant(self, lenient: bool) -> tuple[dict[str, Any], list[_Col]]:
+        if lenient not in self._variants:
+            ns: dict[str, Any] = {"_ifb": int.from_bytes, "ABSENT": ABSENT,
+                                  "RowDecodeError": RowDecodeError}
+            cols = [_Col(s, k, ns, lenient) for k, s in enumerate(self.specs)]
+            self._variants[lenient] = (ns, cols)
+        return self._variants[lenient]
+
+    def _compile(self, present: int, after: int | None, skip: bool,
+                 lenient: bool) -> Callable[..., Any]:
+        ns, cols = self._variant(lenient)
+        count = len(cols)
+        one = _image_code(cols, _bits(present, count), count, "a", ns, skip)
         tup = "(" + ", ".join(f"v{i}" for i in range(count)) + ",)"
         body = ["def rows(data, pos, end):", "    out = []", "    append = out.append",
                 "    while pos < end:"]
@@ -541,7 +559,7 @@ class RowDecoder:
         if after is not None:
             if not skip:
                 body.append(f"        before = {tup}")
-            two = _image_code(self._cols, _bits(after, count), count, "b", self._ns, skip)
+            two = _image_code(cols, _bits(after, count), count, "b", ns, skip)
             body.extend("        " + x for x in two)
             body.append("        append(1)" if skip else f"        append((before, {tup}))")
         else:
@@ -552,16 +570,21 @@ class RowDecoder:
         body.append("    return out")
         source = "\n".join(body)
         exec(compile(source, f"<rows {self.table_map.database}.{self.table_map.table}>",
-                     "exec"), self._ns)
-        fn: Callable[..., Any] = self._ns["rows"]
-        self._fns[(present, after, skip)] = fn
+                     "exec"), ns)
+        fn: Callable[..., Any] = ns["rows"]
+        self._fns[(present, after, skip, lenient)] = fn
         return fn
 
     def decode(self, event: ev.RowsEvent) -> list[Any]:
-        key = (event.columns_present, event.columns_present_after, False)
+        key = (event.columns_present, event.columns_present_after, False, False)
         fn = self._fns.get(key) or self._compile(*key)
         try:
-            rows: list[Any] = fn(event.data, event.rows_start, event.rows_end)
+            try:
+                rows: list[Any] = fn(event.data, event.rows_start, event.rows_end)
+            except UnicodeDecodeError:
+                key = (event.columns_present, event.columns_present_after, False, True)
+                fn = self._fns.get(key) or self._compile(*key)
+                rows = fn(event.data, event.rows_start, event.rows_end)
         except (IndexError, struct.error, ValueError, OverflowError) as exc:
             if isinstance(exc, RowDecodeError):
                 raise
@@ -571,7 +594,7 @@ class RowDecoder:
         return rows
 
     def count(self, event: ev.RowsEvent) -> int:
-        key = (event.columns_present, event.columns_present_after, True)
+        key = (event.columns_present, event.columns_present_after, True, False)
         fn = self._fns.get(key) or self._compile(*key)
         try:
             return len(fn(event.data, event.rows_start, event.rows_end))
