@@ -13,6 +13,7 @@ event by event (`decode`, `net`), which every other mode and target uses.
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
 import sys
@@ -177,6 +178,40 @@ def start(spark: Any, cfg: PipelineConfig, once: bool = False) -> Any:
                         cfg.max_records_per_trigger)
 
 
+def _checkpointed_offsets(path: Path) -> dict[str, int] | None:
+    try:
+        lines = path.read_text().splitlines()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+    if len(lines) != 3 or lines[0] != "v1":
+        return None  # another layout, or more than one source: let Spark say
+    try:
+        offsets = json.loads(lines[2])
+    except ValueError:
+        return None
+    if not isinstance(offsets, dict) or not all(
+            isinstance(k, str) and type(v) is int for k, v in offsets.items()):
+        return None
+    return offsets
+
+
+def checkpointed_ranges(checkpoint: Path, batch_id: int) -> Ranges | None:
+    """The offset ranges of a micro-batch, from the query's own offset log.
+
+    Spark writes a batch's end offsets (`offsets/<id>`) before it runs the batch, and the
+    batch starts where the previous one ended (`offsets/<id - 1>`, kept until a later batch
+    commits), also when a batch is replayed after a crash.  Reading the two small files spares
+    each micro-batch a Spark job that would only hand back those same ranges.  None when the
+    log is not there or not in the expected layout: then the batch's rows are collected.
+    """
+    end = _checkpointed_offsets(checkpoint / "offsets" / str(batch_id))
+    start = {} if batch_id == 0 else _checkpointed_offsets(
+        checkpoint / "offsets" / str(batch_id - 1))
+    if end is None or start is None:
+        return None
+    return {t: (start.get(t, 0), o) for t, o in end.items()}
+
+
 def _start_query(
     spark: Any, topics_dir: Path, topics: str, checkpoint: Path, name: str,
     apply: Callable[[Ranges, int], None], once: bool,
@@ -195,8 +230,10 @@ def _start_query(
 
     def on_batch(df: Any, batch_id: int) -> None:
         started = time.monotonic()
-        ranges = {topic: (first, end) for topic, first, end in df.collect()
-                  if is_table_topic(topic)}
+        ranges = checkpointed_ranges(checkpoint, batch_id)
+        if ranges is None:
+            ranges = {topic: (first, end) for topic, first, end in df.collect()}
+        ranges = {t: r for t, r in ranges.items() if is_table_topic(t) and r[1] > r[0]}
         planned = time.monotonic()
         apply(ranges, batch_id)
         log.info("batch %d: %d records; ranges %.2fs, read+decode+apply %.2fs", batch_id,
