@@ -107,11 +107,11 @@ def test_strings_blobs_enum_set_bit_json_geometry(
         fixture_rows: list[tuple[TableMap, RowsEvent]]) -> None:
     rows = decoded(fixture_rows, "strs")
     assert rows[0] == (
-        1, "ab", "\u00e9" * 255, "caf\u00e9\u20ac", "x" * 300, b"a ", b"\x001", b"tiny",
+        1, "ab", "\u00e9" * 255, "caf\u00e9\u20ac", "x" * 300, b"a \x00\x00", b"\x001", b"tiny",
         b"blob", b"medium", b"long", "tt", "text \U0001f600", "mt", "lt",
         '{"k": [1, "two", null]}', "c", "x,z,r", b"\x01", b"\x02\xaa", b"\xff" * 8,
         POINT_1_2, POINT_3_4_SRID)
-    assert rows[1] == (2, "", "", "", "", b"", b"", b"", b"", b"", b"", "", "", "", "", "[]",
+    assert rows[1] == (2, "", "", "", "", bytes(4), b"", b"", b"", b"", b"", "", "", "", "", "[]",
                        "", "", b"\x00", b"\x00\x00", bytes(8), None, None)
     assert rows[2] == (3, *([None] * 22))
     invalid_enum = decoded(fixture_rows, "strs", 1)[0]
@@ -147,6 +147,7 @@ def test_partial_images_mark_absent_columns(
     assert deleted == (3, *([ABSENT] * 12))
     [(nb_before, nb_after)] = decoded(fixture_rows, "strs", 2)  # NOBLOB: no BLOB/TEXT/JSON
     assert nb_before[7:16] == (ABSENT,) * 9 and nb_after[7:16] == (ABSENT,) * 9
+    assert nb_before[5] == bytes(4)  # BINARY(4) '' padded to its length, as SELECT shows it
     assert nb_after[1] == "nb" and nb_before[1] == ""
     assert nb_after[16:] == ("", "", b"\x00", b"\x00\x00", bytes(8), None, None)
 
@@ -186,7 +187,7 @@ def test_mysql_table_decides_names_members_and_pads_binary(
     assert dec.column_names[:3] == ("ID", "C", "C255")
     row = decoded(fixture_rows, "strs", 0, table)[0]
     assert row[16] == "C"  # members from the MySqlTable, not the TABLE_MAP
-    assert row[5] == b"a \x00\x00"  # BINARY(4): the binlog strips trailing spaces... and 0x00
+    assert row[5] == b"a \x00\x00"  # BINARY(4) 'a ': the binlog sends b"a ", padded back
     assert row[7] == "tiny"  # TINYTEXT by the table, not bytes by the TABLE_MAP's collation
 
 

@@ -108,11 +108,19 @@ def column_specs(table_map: ev.TableMap, table: MySqlTable | None) -> list[Colum
                     charset_of_collation(coll))
             else:  # no metadata: VARCHAR/CHAR as UTF-8 text, BLOB family as bytes
                 codec = "utf-8" if t in (ev.T_VARCHAR, ev.T_VAR_STRING, ev.T_STRING) else None
-            pad = 0
+            # BINARY(n): STRING with the binary collation; its metadata holds n.
+            pad = _string_max_length(meta) if t == ev.T_STRING and coll == BINARY_COLLATION \
+                else 0
         if t == ev.T_JSON:
             codec = "utf-8"
         specs.append(ColumnSpec(name, t, meta, unsigned, codec, members, pad))
     return specs
+
+
+def _string_max_length(meta: int) -> int:
+    """CHAR/BINARY's byte length from STRING's metadata (bits 8-9 of it hide, inverted, in the
+    real-type byte)."""
+    return (((meta >> 4) & 0x300) ^ 0x300) + (meta & 0xFF)
 
 
 # ---- value helpers (specialised per column by the factories below) ---------------------------
@@ -393,9 +401,7 @@ class _Col:
             else:
                 self.post = f"{h}({{r}})"
         elif t in (ev.T_VARCHAR, ev.T_VAR_STRING, ev.T_STRING):
-            # CHAR's length above 255 hides in two inverted bits of the real-type byte.
-            maxlen = ((((meta >> 4) & 0x300) ^ 0x300) + (meta & 0xFF) if t == ev.T_STRING
-                      else meta)
+            maxlen = _string_max_length(meta) if t == ev.T_STRING else meta
             self._var(1 if maxlen < 256 else 2, spec, ns)
         elif t in (ev.T_BLOB, ev.T_TINY_BLOB, ev.T_MEDIUM_BLOB, ev.T_LONG_BLOB,
                    ev.T_GEOMETRY, ev.T_JSON):
