@@ -200,7 +200,7 @@ class PostgresChunkSource:
             parts.append(f"{cols} <= {lits}")
             params.extend(maximum)
         if table.condition:
-            parts.append(f"({table.condition})")
+            parts.append(f"({table.condition.replace('%', '%%')})")  # not a placeholder
         return (" WHERE " + " AND ".join(parts) if parts else ""), params
 
     def max_key(self, table: SnapshotTable) -> RawKey | None:
