@@ -452,11 +452,17 @@ def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
          "__row": source.field("row"), SEQ: seq, "__offset": pa.array(offsets),
          "__i": pa.array(np.arange(len(offsets), dtype=np.int64))})
     # 1. re-deliveries: the first (lowest offset) of equal (key, position, op) events
-    first = events.group_by(dedup, use_threads=False).aggregate([("__i", "min")])
-    if first.num_rows != events.num_rows:
-        events = events.take(np.sort(first.column("__i_min").to_numpy()))
+    #    (PostgreSQL stream events all have distinct LSNs: then there is nothing to look for)
+    lsn = source.field("lsn")
+    if lsn.null_count or pc.count_distinct(lsn).as_py() != len(lsn):
+        first = events.group_by(dedup, use_threads=False).aggregate([("__i", "min")])
+        if first.num_rows != events.num_rows:
+            events = events.take(np.sort(first.column("__i_min").to_numpy()))
     # 2. per key the newest event by sequence (sequences are unique: they end with the offset)
-    events = events.take(pc.sort_indices(events.column(SEQ)))
+    seqs = events.column(SEQ)
+    if events.num_rows > 1 and not pc.all(pc.greater(seqs.slice(1),
+                                                     seqs.slice(0, len(seqs) - 1))).as_py():
+        events = events.take(pc.sort_indices(seqs))
     events = events.append_column("__j", pa.array(np.arange(events.num_rows, dtype=np.int64)))
     newest = events.group_by(list(sh.key_columns), use_threads=False).aggregate(
         [("__j", "max")])
