@@ -47,7 +47,7 @@ def _apply(state: State, op: Op, version: int) -> tuple[State, WindowEvent, Op]:
     kind = op[0]
     if kind == "trunc":
         return {}, TableTruncated(), ("trunc",)
-    if kind == "ins" or kind == "upd":
+    if kind in {"ins", "upd"}:
         s[op[1]] = version
         return s, KeyChange((op[1],)), ("set", op[1], version)
     if kind == "del":
@@ -75,7 +75,7 @@ def _histories(max_len: int) -> Iterator[tuple[State, list[Op]]]:
 
 def _consume(table: State, event: Op) -> None:
     kind = event[0]
-    if kind == "set" or kind == "read":
+    if kind in {"set", "read"}:
         table[event[1]] = event[2]
     elif kind == "del":
         table.pop(event[1], None)
