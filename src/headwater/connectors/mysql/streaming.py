@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
-from headwater.connectors.mysql.binlog.rows import RowDecoder
+from headwater.connectors.mysql.binlog.rows import RowDecoder, row_decoder
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
 from headwater.connectors.mysql.schema_state import SchemaState
@@ -339,7 +339,7 @@ class _Loop:
                 log.warning("%s: skipped", message)
             self.tables[body.table_id] = (body, None, None)
             return
-        self.tables[body.table_id] = (body, codec, RowDecoder(body, codec.table))
+        self.tables[body.table_id] = (body, codec, row_decoder(body, codec.table))
 
     def on_rows(self, event: Any) -> None:
         body = event.body
