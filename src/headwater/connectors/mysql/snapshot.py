@@ -27,6 +27,7 @@ from typing import Any
 import pymysql  # type: ignore[import-untyped]
 import pymysql.cursors  # type: ignore[import-untyped]
 
+from headwater.connectors.mysql.columns import MySqlTable
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.connection import (
     binlog_status_statement,
@@ -45,6 +46,16 @@ from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceEvent
 log = logging.getLogger("headwater.connectors.mysql")
 
 _ACCESS_DENIED = (1227, 1045, 1044)
+
+
+def _select_list(table: MySqlTable) -> str:
+    """Every column in table order; FLOAT read as DOUBLE, since the text protocol prints a
+    FLOAT with 6 significant digits only (the binlog carries all of the stored float)."""
+    return ", ".join(
+        f"CAST({quote_ident(c.name)} AS DOUBLE)" if c.type_name == "FLOAT"
+        else quote_ident(c.name)
+        for c in table.columns
+    )
 
 
 class SnapshotPoint:
@@ -241,7 +252,7 @@ class MySqlSnapshotSource:
             convert = codec.convert
             rows = 0
             cur = conn.cursor(pymysql.cursors.SSCursor)
-            cur.execute(f"SELECT * FROM {qualified(db, table)}")
+            cur.execute(f"SELECT {_select_list(codec.table)} FROM {qualified(db, table)}")
             try:
                 while True:
                     chunk = cur.fetchmany(batch_size)
