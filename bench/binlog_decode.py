@@ -19,6 +19,7 @@ both and the ratio (goal >= 0.5).
 from __future__ import annotations
 
 import argparse
+import resource
 import subprocess
 import time
 
@@ -92,6 +93,11 @@ def headwater_decode(db: LocalMariaDB, first: str, end: tuple[str, int]) -> tupl
     return time.monotonic() - t0, rows
 
 
+def cpu(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -123,9 +129,10 @@ def main() -> None:
         print(f"generated {args.rows} row changes in {gen_s:.1f}s "
               f"({size_mb:.0f} MB of binlog in {len(files)} file(s))")
 
-        ref_times, hw_times = [], []
+        ref_times, hw_times, ref_cpu, hw_cpu = [], [], [], []
         rows = 0
         for run in range(args.repeat):
+            c0 = cpu(resource.RUSAGE_CHILDREN)
             t0 = time.monotonic()
             with open("/dev/null", "wb") as sink:
                 subprocess.run(
@@ -134,6 +141,8 @@ def main() -> None:
                      "--verbose", "--base64-output=DECODE-ROWS", *files],
                     check=True, stdout=sink)
             ref_times.append(time.monotonic() - t0)
+            ref_cpu.append(cpu(resource.RUSAGE_CHILDREN) - c0)
+            c0 = cpu(resource.RUSAGE_SELF)
             if args.profile and run == 0:
                 import cProfile
                 import pstats
@@ -145,7 +154,9 @@ def main() -> None:
             else:
                 hw_s, rows = headwater_decode(db, first, (end_file, end_pos))
             hw_times.append(hw_s)
-            print(f"run {run + 1}: mariadb-binlog {ref_times[-1]:.2f}s, headwater {hw_s:.2f}s")
+            hw_cpu.append(cpu(resource.RUSAGE_SELF) - c0)
+            print(f"run {run + 1}: mariadb-binlog {ref_times[-1]:.2f}s "
+                  f"(CPU {ref_cpu[-1]:.2f}s), headwater {hw_s:.2f}s (CPU {hw_cpu[-1]:.2f}s)")
         ref_s, hw_s = min(ref_times), min(hw_times)
         ref_rate = args.rows / ref_s
         hw_rate = rows / hw_s
@@ -153,6 +164,9 @@ def main() -> None:
         print(f"headwater BinlogClient + RowDecoder: {hw_s:.2f}s, {rows} rows, "
               f"{hw_rate:,.0f} rows/s")
         print(f"ratio headwater / mariadb-binlog: {hw_rate / ref_rate:.2f} (goal >= 0.5)")
+        # Client CPU time only (the server's dump thread works the same for both): steadier
+        # than wall time when other processes compete for the cores.
+        print(f"CPU-time ratio (client processes only): {min(ref_cpu) / min(hw_cpu):.2f}")
     finally:
         db.cleanup()
 

@@ -334,8 +334,8 @@ class _Col:
         self.code = ""  # struct code for the fast path ('' when variable)
         self.post = "{r}"  # expression turning the raw value into the natural value
         self.post_lines: list[str] = []  # or statements assigning {v} from {r}
-        self.var_lines: list[str] = []  # variable-width reader (reads at pos, advances pos)
-        self.skip_lines: list[str] = []  # the same without building the value
+        self.lenbytes = 0  # variable width: bytes of the length prefix
+        self.value = ""  # variable width: "vK = <expression of {raw}>"
         self._build(spec, ns)
 
     @property
@@ -423,16 +423,10 @@ class _Col:
 
     def _var(self, lenbytes: int, spec: ColumnSpec, ns: dict[str, Any]) -> None:
         k = self.k
-        # `e` is where the value ends: three statements per value, no separate length.
-        if lenbytes == 1:
-            end = "e = pos + 1 + data[pos]"
-        elif lenbytes == 2:
-            end = "e = pos + 2 + (data[pos] | data[pos + 1] << 8)"
-        elif 3 <= lenbytes <= 4:
-            end = f"e = pos + {lenbytes} + _ifb(data[pos:pos + {lenbytes}], 'little')"
-        else:
+        if not 1 <= lenbytes <= 4:
             raise RowDecodeError(f"column {spec.name!r}: length prefix of {lenbytes} bytes")
-        raw = f"data[pos + {lenbytes}:e]"
+        self.lenbytes = lenbytes
+        raw = "{raw}"
         if spec.type_code == ev.T_JSON:
             value = f"{self._helper(ns, decode_json_binary)}({raw})"
         elif spec.codec == "utf-8":
@@ -445,8 +439,22 @@ class _Col:
             value = f"{self._helper(ns, make_bytes_pad(spec.pad_to))}({raw})"
         else:
             value = raw
-        self.var_lines = [end, f"v{k} = {value}", "pos = e"]
-        self.skip_lines = [end, "pos = e"]
+        self.value = f"v{k} = {value}"
+
+    def var_code(self, off: int, skip: bool) -> list[str]:
+        """Reads the value at ``pos + off`` and sets pos after it (`e` is where it ends)."""
+        def at(i: int) -> str:
+            return f"pos + {off + i}" if off + i else "pos"
+        n = self.lenbytes
+        if n == 1:
+            end = f"e = {at(1)} + data[{at(0)}]"
+        elif n == 2:
+            end = f"e = {at(2)} + (data[{at(0)}] | data[{at(1)}] << 8)"
+        else:
+            end = f"e = {at(n)} + _ifb(data[{at(0)}:{at(n)}], 'little')"
+        if skip:
+            return [end, "pos = e"]
+        return [end, self.value.format(raw=f"data[{at(n)}:e]"), "pos = e"]
 
 
 def decoder_for_charset_codec(codec: str) -> Callable[[bytes], str]:
@@ -460,30 +468,32 @@ def _image_code(cols: list[_Col], present: list[int], count: int, prefix: str,
                 ns: dict[str, Any], skip: bool) -> list[str]:
     """Statements decoding one row image at `pos` into v0..v{count-1} (ABSENT if missing)."""
     nb = (len(present) + 7) // 8
-    if nb == 1:
-        lines = ["nulls = data[pos]", "pos += 1"]
-    else:
-        lines = [f"nulls = _ifb(data[pos:pos + {nb}], 'little')", f"pos += {nb}"]
-    # Fast path: no NULLs.  Runs of fixed-width columns -> one struct each.
+    read = "data[pos]" if nb == 1 else f"_ifb(data[pos:pos + {nb}], 'little')"
+    lines = [f"nulls = {read}"]
+    # Fast path: no NULLs.  Runs of fixed-width columns -> one struct each, read at constant
+    # offsets from `pos`, which moves only past variable-width values and at the row's end.
     fast: list[str] = []
     run: list[_Col] = []
+    off = nb
 
     def flush() -> None:
+        nonlocal off
         if not run:
             return
         fmt = "<" + "".join(c.code for c in run)
         size = struct.calcsize(fmt)
+        where = f"pos + {off}" if off else "pos"
+        off += size
         if not skip:
             name = f"_s{prefix}{run[0].k}"
             ns[name] = struct.Struct(fmt).unpack_from
             # Values that need no conversion are unpacked straight into their variable.
             names = [f"v{c.k}" if c.identity else f"r{c.k}" for c in run]
             fast.append(f"{', '.join(names)}{',' if len(names) == 1 else ''} = "
-                        f"{name}(data, pos)")
+                        f"{name}(data, {where})")
             for c in run:
                 if not c.identity:
                     fast.extend(c.convert(f"r{c.k}", f"v{c.k}"))
-        fast.append(f"pos += {size}")
         run.clear()
 
     for idx in present:
@@ -492,10 +502,13 @@ def _image_code(cols: list[_Col], present: list[int], count: int, prefix: str,
             run.append(c)
         else:
             flush()
-            fast.extend(c.skip_lines if skip else c.var_lines)
+            fast.extend(c.var_code(off, skip))
+            off = 0
     flush()
+    if off:
+        fast.append(f"pos += {off}")
     # General path: one NULL bit per present column.
-    general: list[str] = []
+    general: list[str] = [f"pos += {nb}"]
     for bit, idx in enumerate(present):
         c = cols[idx]
         general.append(f"if nulls & {1 << bit}:")
@@ -514,7 +527,7 @@ def _image_code(cols: list[_Col], present: list[int], count: int, prefix: str,
             general.extend("    " + x for x in c.convert(f"r{idx}", f"v{idx}"))
             general.append(f"    pos += {c.fixed}")
         else:
-            general.extend("    " + x for x in (c.skip_lines if skip else c.var_lines))
+            general.extend("    " + x for x in c.var_code(0, skip))
     lines.append("if not nulls:")
     lines.extend("    " + x for x in fast or ["pass"])
     lines.append("else:")
