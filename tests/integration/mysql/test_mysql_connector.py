@@ -354,3 +354,21 @@ def test_missing_history_is_an_error_that_says_what_to_do(menv: MariaEnv) -> Non
     finally:
         cap.stop()
     assert values(menv, "t")[-1]["after"] == {"id": 7}
+
+
+def test_truncate_emits_op_t_unless_skipped(menv: MariaEnv) -> None:
+    menv.sql("CREATE TABLE t (id INT PRIMARY KEY)")
+    menv.sql("INSERT INTO t VALUES (1), (2)")
+    cap = menv.capture({"skipped.operations": "none"})
+    try:
+        wait_for(lambda: count(menv, "t") >= 2, what="snapshot")
+        menv.sql("TRUNCATE TABLE t")
+        menv.sql("INSERT INTO t VALUES (3)")
+        wait_for(lambda: count(menv, "t") >= 4, what="truncate and insert")
+    finally:
+        cap.stop()
+    vals = values(menv, "t")
+    assert [v["op"] for v in vals] == ["r", "r", "t", "c"]
+    assert vals[2]["before"] is None and vals[2]["after"] is None
+    assert vals[2]["source"]["table"] == "t"
+    assert set(replayed(menv, "t")) == {3}

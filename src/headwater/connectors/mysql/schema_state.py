@@ -28,7 +28,7 @@ from headwater.connectors.mysql.position import (
     binlog_order,
 )
 from headwater.connectors.mysql.schema_history import FileSchemaHistory, MySqlSchema
-from headwater.connectors.mysql.table_changes import TABLE_CHANGES_CONNECT_SCHEMA, table_change
+from headwater.connectors.mysql.table_changes import TABLE_CHANGES_CONNECT_SCHEMA, table_changes
 from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
 from headwater.connectors.mysql.types import MySqlTypeModes
 from headwater.model.record import SchemaChangeEvent, SnapshotMarker, SourceContext
@@ -74,6 +74,7 @@ class SchemaState:
         self._source_block = MySqlSourceBlock()
         self._last_recorded: tuple[int, int] | None = None
         self.changes_applied = 0
+        self.last_changes: list[SchemaChange] = []  # of the latest `apply`
 
     # -- codecs ---------------------------------------------------------------------------------
 
@@ -136,6 +137,7 @@ class SchemaState:
         snapshot: SnapshotMarker = SnapshotMarker.FALSE,
     ) -> list[SchemaChangeEvent]:
         """Applies DDL at `position`, records it, and returns the schema change events."""
+        self.last_changes = []
         try:
             changes = self.schema.apply(sql, database)
         except DdlParseError as exc:
@@ -150,6 +152,7 @@ class SchemaState:
                 "schema.history.internal.skip.unparseable.ddl=true to skip it (tables it "
                 "changes will then be decoded with an outdated definition)"
             ) from exc
+        self.last_changes = changes
         if not changes:
             return []
         for change in changes:
@@ -228,9 +231,7 @@ class SchemaState:
                 "databaseName": db,
                 "schemaName": None,
                 "ddl": ";\n".join(c.ddl for c in group),
-                "tableChanges": [
-                    table_change(c) for c in group if c.table is not None
-                ],
+                "tableChanges": table_changes(group),
             }
             events.append(SchemaChangeEvent(
                 self.context, db, now, SCHEMA_CHANGE_KEY_SCHEMA, {"databaseName": db},

@@ -281,8 +281,21 @@ class _Loop:
         self.tables.clear()  # codecs may have changed
         if events:
             self.records.extend(events)
+        if "t" not in self.skipped_ops:
+            self._truncates(position, event.timestamp * 1000)
         if not self.in_tx:
             self.end_tx(event)
+
+    def _truncates(self, position: MySqlPosition, ts: int) -> None:
+        """TRUNCATE TABLE of a captured table: a truncate event (op t) on its topic."""
+        for change in self.state.last_changes:
+            if change.kind != "TRUNCATE" or change.table is None:
+                continue
+            codec = self.state.codec(change.database, change.table)
+            if codec is not None:
+                self.records.append(ChangeRecord(
+                    self.context, codec.schema, Op.TRUNCATE, None, None, ts,
+                    int(time.time() * 1000), SnapshotMarker.FALSE, position))
 
     def _in_current_tx(self, record: SourceEvent) -> bool:
         pos = getattr(record, "position", None)
