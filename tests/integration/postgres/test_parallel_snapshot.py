@@ -186,7 +186,7 @@ def test_writes_during_parallel_snapshot_are_neither_lost_nor_duplicated(
             got = replay(env.topics, topic)
             return {k: (v["qty"], v["name"], v["note"]) for k, v in got.items()} == expected
 
-        wait_for(caught_up, timeout=120, what="topic equal to the table")
+        wait_for(caught_up, timeout=180, interval=1.0, what="topic equal to the table")
     finally:
         stop.set()
         cap.stop()
