@@ -261,11 +261,16 @@ IGNORED: Final[Mapping[str, str]] = {
     "schema.history.internal.kafka.bootstrap.servers": "the schema history is a local file: "
     "schema.history.internal.file.filename",
 }
+IGNORED_PATTERNS: Final = (
+    (r"(database\.history|schema\.history\.internal)\.kafka\..+",
+     "the schema history is a local file: schema.history.internal.file.filename"),
+    (r"snapshot\.select\.statement\.overrides\..+", _NOT_IMPLEMENTED),
+)
 PASSTHROUGH_PREFIXES: Final = (
     "offset.storage.", "transforms.", "predicates.", "key.converter.", "value.converter.",
-    "header.converter.", "debezium.", "database.history.kafka.", "database.history.producer.",
-    "database.history.consumer.", "schema.history.internal.kafka.",
-    "schema.history.internal.producer.", "schema.history.internal.consumer.",
+    "header.converter.", "debezium.", "database.history.producer.",
+    "database.history.consumer.", "schema.history.internal.producer.",
+    "schema.history.internal.consumer.",
     *HEADWATER_PASSTHROUGH_PREFIXES,
 )
 _EXCLUSIVE: Final = (
@@ -297,6 +302,7 @@ MYSQL_CONFIG_DEF: Final = ConfigDef(
     PROPERTIES,
     passthrough_prefixes=PASSTHROUGH_PREFIXES,
     ignored=IGNORED,
+    ignored_patterns=IGNORED_PATTERNS,
     exclusive=_EXCLUSIVE,
     checks=(_check_queue, _check_server_id),
     pattern_properties=PATTERN_PROPERTIES,
