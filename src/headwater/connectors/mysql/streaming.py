@@ -109,7 +109,7 @@ class MySqlStreamingSource:
                                   if cfg.heartbeat_interval_ms else 30.0),
         )
         self._client = client
-        gtids = offset.get("gtids")
+        gtids = self._filtered_gtids(offset.get("gtids"))
         try:
             if gtids:
                 log.info("streaming: from GTID position %s (skip %s events, %s rows)", gtids,
@@ -139,6 +139,16 @@ class MySqlStreamingSource:
             self._client = None
 
 
+    def _filtered_gtids(self, gtids: Any) -> str | None:
+        """gtid.source.includes/excludes: only the GTIDs of accepted sources locate the start
+        (MariaDB sources are "domain-server")."""
+        if not gtids:
+            return None
+        kept = [g for g in str(gtids).split(",")
+                if g.strip() and self.cfg.gtid_source_filter(g.strip().rsplit("-", 1)[0])]
+        return ",".join(g.strip() for g in kept) or None
+
+
 class _Loop:
     """One streaming session: the state of the transaction being read."""
 
@@ -157,6 +167,9 @@ class _Loop:
         self.context = source.context
         self.file = str(offset["file"])
         self.gtid_state = parse_gtid_state(offset.get("gtids"))
+        # GTIDs go into offsets only when the start position had them: a set built from the
+        # GTIDs seen since a file/pos start would miss the other replication domains.
+        self.track_gtids = bool(self.gtid_state)
         self.server_id = int(offset.get("server_id", 0))
         # Restart skipping (only the first transaction read).
         self.skip_events = int(offset.get("event", 0))
@@ -310,7 +323,7 @@ class _Loop:
         self.end_tx(event)
 
     def end_tx(self, event: Any) -> None:
-        if self.gtid is not None and "-" in self.gtid and ":" not in self.gtid:
+        if self.track_gtids and self.gtid is not None and "-" in self.gtid and ":" not in self.gtid:
             self.gtid_state[int(self.gtid.split("-", 1)[0])] = self.gtid
         self.in_tx = False
         self.gtid = None
