@@ -439,3 +439,34 @@ def test_initial_only_and_never(menv: MariaEnv) -> None:
     finally:
         cap.stop()
     assert [(v["op"], v["after"]["id"]) for v in values(menv, "t")] == [("c", 1)]
+
+
+def test_restart_before_a_recorded_ddl_replays_it_once(menv: MariaEnv) -> None:
+    """Offsets older than the history's last DDL (a crash between the two writes): the DDL
+    is re-read from the binlog, decoded rows use the right definition on both sides of it,
+    and the history keeps one record of it."""
+    menv.sql("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
+    cap = menv.capture()
+    try:
+        wait_for(menv.offsets.exists, what="snapshot offsets")
+        menv.sql("INSERT INTO t VALUES (1, 1)")
+        wait_for(lambda: count(menv, "t") >= 1, what="first insert")
+        time.sleep(0.3)
+        early = menv.offsets.read_bytes()
+        menv.sql("ALTER TABLE t ADD COLUMN b VARCHAR(5) DEFAULT 'z'")
+        menv.sql("INSERT INTO t VALUES (2, 2, 'x')")
+        wait_for(lambda: count(menv, "t") >= 2, what="insert after the DDL")
+    finally:
+        cap.stop()
+    history_lines = menv.history.read_bytes().count(b"\n")
+    menv.offsets.write_bytes(early)
+    cap = menv.capture()
+    try:
+        menv.sql("INSERT INTO t VALUES (3, 3, 'y')")
+        wait_for(lambda: count(menv, "t") >= 4, what="re-read and new events")
+    finally:
+        cap.stop()
+    assert menv.history.read_bytes().count(b"\n") == history_lines
+    after = [v["after"] for v in values(menv, "t")]
+    assert after == [{"id": 1, "a": 1}, {"id": 2, "a": 2, "b": "x"},
+                     {"id": 2, "a": 2, "b": "x"}, {"id": 3, "a": 3, "b": "y"}]

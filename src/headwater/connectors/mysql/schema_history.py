@@ -637,6 +637,23 @@ class FileSchemaHistory:
             count += 1
         return count
 
+    def last_position(self) -> dict[str, Any] | None:
+        """Position of the last complete record: DDL up to there is recorded already, and a
+        connector re-reading the binlog after a restart must not record it twice."""
+        if not self.path.exists():
+            return None
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n")
+        if end < 0:
+            return None
+        start = data.rfind(b"\n", 0, end) + 1
+        try:
+            position: dict[str, Any] = orjson.loads(data[start:end])["position"]
+        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+            raise SchemaHistoryError(
+                f"schema history {self.path}: the last record is corrupt: {exc}") from None
+        return position
+
     def clear(self) -> None:
         """Atomically replaces the history with an empty one."""
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -116,7 +116,11 @@ class SchemaState:
         self.schema = MySqlSchema()
         self._codecs.clear()
         count = self.history.recover(self.schema, include)
-        self._last_recorded = None
+        last = self.history.last_position()
+        self._last_recorded = (
+            binlog_order(str(last["file"]), int(last["pos"]))
+            if last is not None and not last.get("snapshot") else None
+        )
         log.info("schema history: recovered %d entries up to %s:%s", count,
                  offset["file"], offset["pos"])
         return count
