@@ -46,7 +46,6 @@ def test_mysql_position_and_gtid_set(version: str, statement: str) -> None:
         statement: [("mysql-bin.000003", 154, "", "", gtids)],
     })
     point = _source()._binlog_position(cur, locked=True)
-    assert (point.file, point.pos, point.gtids) == ("mariadb-bin.000007", 991, "0-1-42")
     assert cur.asked == ["SELECT VERSION(), @@server_id", statement]
     assert (point.file, point.pos, point.server_id) == ("mysql-bin.000003", 154, 223344)
     assert point.gtids == "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5,4a1b-uuid:1-3"
@@ -57,7 +56,6 @@ def test_mysql_without_gtids_and_without_binlog() -> None:
     cur = ScriptedCursor({"SELECT VERSION(), @@server_id": [("5.7.44-log", 1)],
                           "SHOW MASTER STATUS": [("mysql-bin.000001", 4, "", "", "")]})
     point = _source()._binlog_position(cur, locked=True)
-    assert (point.file, point.pos, point.gtids) == ("mariadb-bin.000007", 991, "0-1-42")
     assert point.gtids is None and "gtids" not in point.offset()
     cur = ScriptedCursor({"SELECT VERSION(), @@server_id": [("8.0.36", 1)]})
     with pytest.raises(RuntimeError, match="no binary log"):
