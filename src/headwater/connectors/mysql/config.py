@@ -160,6 +160,9 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     Property("snapshot.lock.timeout.ms", _L, 10_000, min_value=0),
     Property("snapshot.fetch.size", _I, 10_240, min_value=1),
     Property("snapshot.delay.ms", _L, 0, min_value=0),
+    Property("snapshot.max.threads", _I, 1, min_value=1,
+             doc="initial snapshot reader processes (key-range chunks, snapshots opened under"
+                 " the read lock); > 1 needs snapshot.locking.mode minimal or extended"),
     Property("min.row.count.to.stream.results", _L, 1000, min_value=0),
     # -- filters --------------------------------------------------------------------------------
     Property("database.include.list", _LIST, aliases=("database.whitelist",),
@@ -243,7 +246,7 @@ IGNORED: Final[Mapping[str, str]] = {
     name: _NOT_IMPLEMENTED
     for name in (
         "snapshot.select.statement.overrides", "snapshot.include.collection.list",
-        "snapshot.max.threads", "sanitize.field.names", "converters", "binlog.buffer.size",
+        "sanitize.field.names", "converters", "binlog.buffer.size",
         "topic.naming.strategy", "topic.delimiter", "schema.name.adjustment.mode",
         "field.name.adjustment.mode", "signal.data.collection", "signal.enabled.channels",
         "incremental.snapshot.chunk.size", "read.only", "notification.enabled.channels",
@@ -290,6 +293,19 @@ def _check_queue(context: ValidationContext) -> None:
         )
 
 
+def _check_snapshot_threads(context: ValidationContext) -> None:
+    # Parallel readers are one consistent point only because each opens its snapshot while the
+    # parent holds the read lock; without a lock they would be snapshots of different moments.
+    threads = context.values.get("snapshot.max.threads")
+    if isinstance(threads, int) and threads > 1 and \
+            context.values.get("snapshot.locking.mode") == "none":
+        context.error(
+            f"{context.label('snapshot.max.threads')} ({threads}) needs a read lock to open "
+            "every reader's snapshot at one point: set snapshot.locking.mode to minimal or "
+            "extended, or snapshot.max.threads=1"
+        )
+
+
 def _check_server_id(context: ValidationContext) -> None:
     if context.values.get("database.server.id") is None:
         context.warning(
@@ -304,7 +320,7 @@ MYSQL_CONFIG_DEF: Final = ConfigDef(
     ignored=IGNORED,
     ignored_patterns=IGNORED_PATTERNS,
     exclusive=_EXCLUSIVE,
-    checks=(_check_queue, _check_server_id),
+    checks=(_check_queue, _check_snapshot_threads, _check_server_id),
     pattern_properties=PATTERN_PROPERTIES,
 )
 
@@ -347,6 +363,7 @@ class MySqlConnectorConfig:
     snapshot_lock_timeout_ms: int = 10_000
     snapshot_fetch_size: int = 10_240
     snapshot_delay_ms: int = 0
+    snapshot_max_threads: int = 1
     database_include_list: tuple[str, ...] = ()
     database_exclude_list: tuple[str, ...] = ()
     table_include_list: tuple[str, ...] = ()
@@ -449,6 +466,7 @@ class MySqlConnectorConfig:
             snapshot_lock_timeout_ms=c.get_int("snapshot.lock.timeout.ms"),
             snapshot_fetch_size=c.get_int("snapshot.fetch.size"),
             snapshot_delay_ms=c.get_int("snapshot.delay.ms"),
+            snapshot_max_threads=c.get_int("snapshot.max.threads"),
             database_include_list=c.get_list("database.include.list"),
             database_exclude_list=c.get_list("database.exclude.list"),
             table_include_list=c.get_list("table.include.list"),
