@@ -42,6 +42,7 @@ from headwater.config.definition import (
 )
 from headwater.config.loader import load_properties
 from headwater.config.secrets import REDACTED, Secret, is_sensitive_key
+from headwater.config.signals import SIGNAL_PROPERTIES, SignalConfig, signal_config
 from headwater.connectors.postgres.config import (
     FILE_OFFSET_BACKING_STORE,
     HEADWATER_PASSTHROUGH_PREFIXES,
@@ -239,6 +240,8 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     Property("headwater.topics.dir", _P, Path("data/topics")),
     Property("headwater.topics.segment.bytes", _L, 67_108_864, min_value=1),
     Property("headwater.topics.segment.ms", _L, 1000, min_value=1),
+    # signals and incremental snapshots (docs/snapshots.md, MariaDB section)
+    *SIGNAL_PROPERTIES,
 )
 
 _NOT_IMPLEMENTED = "a Debezium option Headwater does not implement"
@@ -248,8 +251,7 @@ IGNORED: Final[Mapping[str, str]] = {
         "snapshot.select.statement.overrides", "snapshot.include.collection.list",
         "sanitize.field.names", "converters", "binlog.buffer.size",
         "topic.naming.strategy", "topic.delimiter", "schema.name.adjustment.mode",
-        "field.name.adjustment.mode", "signal.data.collection", "signal.enabled.channels",
-        "incremental.snapshot.chunk.size", "read.only", "notification.enabled.channels",
+        "field.name.adjustment.mode", "notification.enabled.channels",
         "source.struct.version", "include.schema.comments", "custom.metric.tags",
         "header.converter", "max.queue.size.in.bytes", "offset.flush.timeout.ms",
         "database.jdbc.driver", "database.protocol", "use.nongraceful.disconnect",
@@ -408,6 +410,8 @@ class MySqlConnectorConfig:
         default_factory=dict, repr=False, compare=False, hash=False
     )
     _column_mappers: ColumnMappers = field(default=ColumnMappers(), repr=False, compare=False)
+    # signal.*, incremental.snapshot.*, read.only; read through `signals`
+    _signals: SignalConfig = field(default_factory=SignalConfig, repr=False, compare=False)
     _patterns: dict[str, tuple[re.Pattern[str], ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -516,6 +520,7 @@ class MySqlConnectorConfig:
             headwater_topics_segment_bytes=c.get_int("headwater.topics.segment.bytes"),
             headwater_topics_segment_ms=c.get_int("headwater.topics.segment.ms"),
             passthrough=dict(c.passthrough),
+            _signals=signal_config(c),
             _column_mappers=ColumnMappers.from_config({
                 **c.patterned,
                 COLUMN_PROPAGATE_PROPERTY: c.get_list(COLUMN_PROPAGATE_PROPERTY),
@@ -528,6 +533,11 @@ class MySqlConnectorConfig:
     @property
     def column_mappers(self) -> ColumnMappers:
         return self._column_mappers
+
+    @property
+    def signals(self) -> SignalConfig:
+        """Signal channels and incremental snapshot settings (headwater.config.signals)."""
+        return self._signals
 
     @property
     def is_mariadb(self) -> bool:

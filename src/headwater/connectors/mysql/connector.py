@@ -21,6 +21,7 @@ import pymysql  # type: ignore[import-untyped]
 
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.connection import connect
+from headwater.connectors.mysql.incremental import MySqlChunkSource, MySqlIncrementalHook
 from headwater.connectors.mysql.position import CONNECTOR_VERSION, binlog_order
 from headwater.connectors.mysql.schema_state import SchemaState
 from headwater.connectors.mysql.snapshot import MySqlSnapshotSource
@@ -86,7 +87,8 @@ class MySqlConnector:
             binlogs = self._binlog_files(conn)
             self._started = True
             mode = cfg.snapshot_mode
-            streaming = MySqlStreamingSource(cfg, self.state, self.metrics)
+            streaming = MySqlStreamingSource(cfg, self.state, self.metrics,
+                                             incremental=self._incremental_hook())
             data_snapshot = MySqlSnapshotSource(cfg, self.state, self.metrics)
             has_offset = bool(offset and offset.get("file"))
             if mode == "always" or (not has_offset and mode in ("initial", "when_needed")):
@@ -132,6 +134,14 @@ class MySqlConnector:
 
     def close(self) -> None:
         pass
+
+    def _incremental_hook(self) -> MySqlIncrementalHook | None:
+        """Signals and incremental snapshots, when a signal channel is configured."""
+        signals = self.config.signals
+        if not signals.source_channel and not signals.file_channel:
+            return None
+        source = MySqlChunkSource(self.config, self.state, self._context)
+        return MySqlIncrementalHook(source, self._context)
 
     # -- checks --------------------------------------------------------------------------------
 

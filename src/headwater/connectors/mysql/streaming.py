@@ -20,6 +20,7 @@ from typing import Any
 from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
 from headwater.connectors.mysql.binlog.rows import RowDecoder, row_decoder
 from headwater.connectors.mysql.config import MySqlConnectorConfig
+from headwater.connectors.mysql.incremental import MySqlIncrementalHook, boundary_position
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
 from headwater.connectors.mysql.schema_state import SchemaState
 from headwater.connectors.mysql.tables import MySqlTableCodec
@@ -86,12 +87,15 @@ class MySqlStreamingSource:
         cfg: MySqlConnectorConfig,
         state: SchemaState,
         metrics: CaptureMetrics,
+        incremental: MySqlIncrementalHook | None = None,
     ) -> None:
         self.cfg = cfg
         self.state = state
         self.metrics = metrics
         self.context = state.context
         self._client: BinlogClient | None = None
+        # signals and incremental snapshots (None: no signal channel configured)
+        self.incremental = incremental
 
     def acknowledge(self, token: Any) -> None:
         """MySQL keeps no reader state: the stored offset is all there is."""
@@ -137,6 +141,8 @@ class MySqlStreamingSource:
             self.metrics.connected = False
             client.close()
             self._client = None
+            if self.incremental is not None:
+                self.incremental.close()
 
 
     def _filtered_gtids(self, gtids: Any) -> str | None:
@@ -195,6 +201,9 @@ class _Loop:
         self.skipped_ops = self.cfg.skipped_operations
         self.batch_size = self.cfg.max_batch_size
         self.tx_metadata = self.cfg.provide_transaction_metadata
+        self.hook = source.incremental
+        if self.hook is not None:
+            self.hook.start(offset, self.file, self.tx_pos)
 
     # -- loop ------------------------------------------------------------------------------------
 
@@ -221,8 +230,13 @@ class _Loop:
                 handler = handlers.get(code)
                 if handler is not None:
                     handler(event)
+                elif self.hook is not None and not self.in_tx:
+                    self.hook.moved(self.file, event.log_pos)
 
     def idle(self, heartbeat_s: float) -> None:
+        if self.hook is not None and not self.in_tx:
+            self.records.extend(self.hook.boundary(
+                self._emit_blocking, self._flush_before_blocking, self._boundary_position))
         if (self.records or self.offset_pending) and not self.in_tx:
             self.flush(self.last_offset)
         now = time.monotonic()
@@ -230,11 +244,17 @@ class _Loop:
             self.last_heartbeat = now
             self.ctx.emit(Batch(
                 [HeartbeatEvent(self.context, int(time.time() * 1000), None)],
-                dict(self.last_offset),
+                self._offset(self.last_offset),
             ))
 
+    def _offset(self, offset: dict[str, Any]) -> dict[str, Any]:
+        out = dict(offset)
+        if self.hook is not None:
+            out.update(self.hook.offset_fields())  # incremental snapshot progress
+        return out
+
     def flush(self, offset: dict[str, Any] | None) -> None:
-        self.ctx.emit(Batch(self.records, dict(offset) if offset is not None else None))
+        self.ctx.emit(Batch(self.records, self._offset(offset) if offset is not None else None))
         self.records = []
         self.last_emit = time.monotonic()
         self.offset_pending = offset is not self.last_offset
@@ -247,7 +267,26 @@ class _Loop:
         if not self.in_tx:
             self.tx_file, self.tx_pos = self.file, body.position
 
+    # -- signals and incremental snapshots (see incremental.py) --------------------------------
+
+    def _boundary_position(self) -> MySqlPosition:
+        return boundary_position(self.file, int(self.last_offset["pos"]), self.server_id,
+                                 int(self.last_offset.get("ts_sec") or 0))
+
+    def _emit_blocking(self, records: list[ChangeRecord]) -> None:
+        self.ctx.emit(Batch(records))  # no offset: a crash re-runs the signal's transaction
+
+    def _flush_before_blocking(self) -> None:
+        self.flush(self.last_offset)
+
+    def _hook_begin(self, gtid: str | None, event: Any) -> None:
+        assert self.hook is not None
+        self.records.extend(self.hook.begin(gtid, self.file, event.position,
+                                            self._boundary_position))
+
     def on_gtid(self, event: Any) -> None:
+        if self.hook is not None:
+            self._hook_begin(event.body.gtid, event)
         self.begin(event)
         body = event.body
         self.gtid = body.gtid
@@ -273,6 +312,8 @@ class _Loop:
         head = sql[:9].upper()
         if head.startswith("BEGIN"):
             if self.gtid is None:  # no GTID event (MySQL without GTIDs)
+                if self.hook is not None:
+                    self._hook_begin(None, event)
                 self.begin(event)
             self.in_tx = True
             self.thread = body.thread_id
@@ -292,6 +333,8 @@ class _Loop:
         events = self.state.apply(sql, body.database or None, position,
                                   event.timestamp * 1000)
         self.tables.clear()  # codecs may have changed
+        if self.hook is not None:
+            self.hook.ddl(self.state.last_changes)
         if events:
             self.records.extend(events)
         if "t" not in self.skipped_ops:
@@ -323,6 +366,10 @@ class _Loop:
         self.end_tx(event)
 
     def end_tx(self, event: Any) -> None:
+        hook = self.hook
+        if hook is not None:  # signals of the transaction take effect at its commit
+            hook.committed(self.file, event.log_pos)
+            hook.actions(self._flush_before_blocking, self._emit_blocking)
         if self.track_gtids and self.gtid is not None and "-" in self.gtid and ":" not in self.gtid:
             self.gtid_state[int(self.gtid.split("-", 1)[0])] = self.gtid
         self.in_tx = False
@@ -337,6 +384,9 @@ class _Loop:
             server_id=event.server_id, ts_sec=event.timestamp,
         )
         self.offset_pending = True
+        if hook is not None:  # between transactions: a window may close, a chunk start
+            self.records.extend(hook.boundary(
+                self._emit_blocking, self._flush_before_blocking, self._boundary_position))
         now = time.monotonic()
         if len(self.records) >= self.batch_size or now - self.last_emit >= 0.05:
             self.flush(self.last_offset)
@@ -348,6 +398,8 @@ class _Loop:
 
     def on_table_map(self, event: Any) -> None:
         body = event.body
+        if self.hook is not None:
+            self.hook.table_map(body)
         db, table = body.database, body.table
         if not self.state.captured(db, table):
             self.tables[body.table_id] = (body, None, None)
@@ -376,6 +428,10 @@ class _Loop:
                 self.events_done += 1
                 return
             skip_rows, self.skip_rows = self.skip_rows, 0
+        if self.hook is not None and body.table_id in self.hook.watched:
+            self.records.extend(self.hook.rows(event, MySqlPosition(
+                self.file, event.position, 0, event.server_id, None, self.thread, None,
+                event.timestamp)))
         codec = entry[1] if entry is not None else None
         decoder = entry[2] if entry is not None else None
         if codec is None or decoder is None:
