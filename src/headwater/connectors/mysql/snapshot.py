@@ -16,12 +16,20 @@
 
 A snapshot interrupted by a crash is not resumed: no offset was stored, so the next start
 takes a new one (as Debezium does), with the schema history started over.
+
+With `snapshot.max.threads` N > 1 (and a lock), step 7 runs in N worker processes
+(snapshot_workers.py, engine/parallel.py) over primary-key ranges and whole tables.  They are
+started while the lock is still held, each opens its own consistent snapshot and reports it,
+and only then does step 5 release the lock: the lock forbids every change to the captured
+tables, so all the snapshots see the data as of the binlog position read in step 3.  See
+docs/snapshots-parallel.md.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import pymysql  # type: ignore[import-untyped]
@@ -38,17 +46,29 @@ from headwater.connectors.mysql.connection import (
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
 from headwater.connectors.mysql.schema_state import SchemaState
 from headwater.connectors.mysql.snapshot_values import snapshot_conversions
+from headwater.connectors.mysql.snapshot_workers import TableSize, plan_chunks, split_key
+from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.parallel import (
+    DONE,
+    READY,
+    ROWS,
+    SnapshotStopped,
+    SnapshotTail,
+    WorkerPool,
+    WorkerSpec,
+)
 from headwater.engine.queue import Batch
 from headwater.engine.source import SourceRunContext
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceEvent
+from headwater.model.topic import TopicBatch
 
 log = logging.getLogger("headwater.connectors.mysql")
 
 _ACCESS_DENIED = (1227, 1045, 1044)
 
 
-def _select_list(table: MySqlTable) -> str:
+def select_list(table: MySqlTable) -> str:
     """Every column in table order; FLOAT read as DOUBLE, since the text protocol prints a
     FLOAT with 6 significant digits only (the binlog carries all of the stored float)."""
     return ", ".join(
@@ -90,6 +110,8 @@ class MySqlSnapshotSource:
         self.metrics = metrics
         self.with_data = with_data
         self._pending: list[SourceEvent] = []
+        self._locked = False  # this connection holds the read lock (global or tables)
+        self._locked_at = 0.0
 
     def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
         cfg = self.cfg
@@ -98,46 +120,55 @@ class MySqlSnapshotSource:
             if ctx.stopping.wait(cfg.snapshot_delay_ms / 1000):
                 return None
         conn = connect(cfg, conv=snapshot_conversions())
-        locked = False
+        self._locked = False
         try:
             cur = conn.cursor()
             cur.execute(f"SET SESSION lock_wait_timeout = "
                         f"{max(1, cfg.snapshot_lock_timeout_ms // 1000)}")
             tables = self._list_tables(cur)
             if cfg.snapshot_locking_mode != "none":
-                locked = self._lock(cur, tables)
+                self._locked = self._lock(cur, tables)
+                self._locked_at = time.monotonic()
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            point = self._binlog_position(cur, locked)
+            point = self._binlog_position(cur, self._locked)
             log.info("snapshot: binlog position %s:%d, GTIDs %s", point.file, point.pos,
                      point.gtids or "-")
             schema_events = self._read_schema(cur, tables, point)
-            if locked and cfg.snapshot_locking_mode == "minimal":
-                cur.execute("UNLOCK TABLES")
-                locked = False
-                log.info("snapshot: unlocked (snapshot.locking.mode=minimal)")
+            captured = [(db, t) for db, t in tables if self.state.captured(db, t)]
+            parallel = self._parallel(ctx, captured)
+            if not parallel:
+                self._unlock_minimal(cur)
             if schema_events:
                 ctx.emit(Batch(schema_events))
-            captured = [(db, t) for db, t in tables if self.state.captured(db, t)]
             m = self.metrics
             m.snapshot_running, m.snapshot_started_monotonic = True, time.monotonic()
             m.total_table_count = m.remaining_table_count = len(captured) if self.with_data else 0
-            if self.with_data and not self._scan(ctx, conn, captured, point):
-                return None
+            last: TopicBatch | None = None
+            if self.with_data:
+                sizes = self._table_sizes(cur, captured, split=parallel)
+                if parallel:
+                    try:
+                        last = self._read_parallel(ctx, cur, captured, sizes, point)
+                    except SnapshotStopped:
+                        log.info("snapshot: stopped; it starts over on the next run")
+                        return None
+                elif not self._scan(ctx, conn, captured, point):
+                    return None
             # The snapshot's end is durable once its last events are: store the offset then.
-            ctx.emit(Batch(self._pending, point.offset()))
+            ctx.emit(Batch(self._pending, point.offset(), rendered=last))
             self._pending = []
             cur = conn.cursor()
             cur.execute("COMMIT")
-            if locked:
+            if self._locked:
                 cur.execute("UNLOCK TABLES")
-                locked = False
+                self._locked = False
             m.snapshot_running, m.snapshot_completed = False, True
             m.snapshot_duration_s = time.monotonic() - (m.snapshot_started_monotonic or 0.0)
             return point.offset()
         finally:
             try:
-                if locked:
+                if self._locked:
                     conn.cursor().execute("UNLOCK TABLES")
             finally:
                 conn.close()
@@ -227,6 +258,123 @@ class MySqlSnapshotSource:
             events.extend(state.apply(ddl, db, position, now, SnapshotMarker.TRUE))
         return events
 
+    def _parallel(self, ctx: SourceRunContext, captured: Sequence[tuple[str, str]]) -> bool:
+        """Whether step 7 runs in worker processes (else the serial in-process scan)."""
+        threads = self.cfg.snapshot_max_threads
+        if threads <= 1 or not self.with_data or not captured:
+            return False
+        if not self._locked:
+            # Configuration validation refuses this; a config built in code still gets the
+            # serial scan rather than readers at different points.
+            log.warning("snapshot: snapshot.max.threads=%d needs a read lock "
+                        "(snapshot.locking.mode minimal or extended); reading serially", threads)
+            return False
+        if ctx.renderer is None:
+            log.warning("snapshot: the runtime offers no renderer; reading serially")
+            return False
+        return True
+
+    def _unlock_minimal(self, cur: Any) -> None:
+        """Step 5: with snapshot.locking.mode=minimal, writes resume now."""
+        if self._locked and self.cfg.snapshot_locking_mode == "minimal":
+            cur.execute("UNLOCK TABLES")
+            self._locked = False
+            log.info("snapshot: unlocked (snapshot.locking.mode=minimal) after %.2f s",
+                     time.monotonic() - self._locked_at)
+
+    def _table_sizes(
+        self, cur: Any, tables: Sequence[tuple[str, str]], *, split: bool
+    ) -> list[TableSize]:
+        """Row estimates (information_schema.TABLES.TABLE_ROWS, for the progress bars and the
+        chunk plan) and, with `split`, the split key's range read in the snapshot."""
+        estimates: dict[tuple[str, str], int] = {}
+        for db in sorted({db for db, _ in tables}):
+            cur.execute("SELECT TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES "
+                        "WHERE TABLE_SCHEMA = %s", (db,))
+            for name, rows in cur.fetchall():
+                estimates[(db, str(name))] = -1 if rows is None else int(rows)
+        sizes = []
+        for db, table in tables:
+            name = f"{db}.{table}"
+            estimate = estimates.get((db, table), -1)
+            self.metrics.rows_scanned[name] = 0
+            self.metrics.rows_estimated[name] = estimate
+            codec = self.state.codec(db, table)
+            key = split_key(codec.table) if split and codec is not None else None
+            low = high = None
+            if key is not None:
+                cur.execute(f"SELECT MIN({quote_ident(key)}), MAX({quote_ident(key)}) "
+                            f"FROM {qualified(db, table)}")
+                low, high = cur.fetchone()
+            sizes.append(TableSize(estimate, low, high))
+        return sizes
+
+    def _read_parallel(
+        self,
+        ctx: SourceRunContext,
+        cur: Any,
+        tables: Sequence[tuple[str, str]],
+        sizes: Sequence[TableSize],
+        point: SnapshotPoint,
+    ) -> TopicBatch | None:
+        """Step 7 in worker processes; returns the snapshot's `last` event, rendered.
+
+        The lock is held until every worker reported its consistent snapshot open (READY),
+        or until every chunk is read if some worker is not ready by then (it then reads
+        nothing: a chunk is only taken by a ready worker, and no chunk is left)."""
+        from headwater.connectors.mysql.snapshot_workers import ReaderSpec, open_reader
+
+        threads = self.cfg.snapshot_max_threads
+        codecs: list[MySqlTableCodec] = []
+        for db, table in tables:
+            codec = self.state.codec(db, table)
+            assert codec is not None, f"{db}.{table} has no definition"
+            codecs.append(codec)
+        names = [f"{db}.{table}" for db, table in tables]
+        chunks = plan_chunks(sizes, threads)
+        spec = WorkerSpec(
+            open_reader,
+            ReaderSpec(self.cfg, self.state.modes, self.state.context, point.position(),
+                       tuple(c.table for c in codecs)),
+            ctx.renderer,
+            self.cfg.max_batch_size,
+        )
+        processes = max(1, min(threads, len(chunks)))
+        chunks_left = [0] * len(tables)
+        for chunk in chunks:
+            chunks_left[chunk.table] += 1
+        scanned = self.metrics.rows_scanned
+        tail = SnapshotTail()
+        ready = 0
+        started = time.monotonic()
+        log.info("snapshot: reading %d tables in %d chunks with %d worker processes",
+                 len(tables), len(chunks), processes)
+        with WorkerPool(spec, processes, chunks, 2 * processes) as pool:
+            for kind, task, payload, rows in pool.messages(ctx.stopping):
+                if kind == READY:
+                    ready += 1
+                    if ready == processes:
+                        log.info("snapshot: %d consistent snapshots open in the workers",
+                                 processes)
+                        self._unlock_minimal(cur)
+                elif kind == ROWS:
+                    scanned[names[chunks[task].table]] += rows
+                    ctx.emit(Batch((), rendered=payload))
+                elif kind == DONE:
+                    index = chunks[task].table
+                    if payload is not None:
+                        scanned[names[index]] += 1  # the chunk's held-back tail
+                    previous = tail.push(payload)
+                    if previous is not None:
+                        ctx.emit(Batch((), rendered=previous))
+                    chunks_left[index] -= 1
+                    if chunks_left[index] == 0:
+                        self.metrics.remaining_table_count -= 1
+                        log.info("snapshot: %s done, %d rows at %.1f s", names[index],
+                                 scanned[names[index]], time.monotonic() - started)
+        self._unlock_minimal(cur)
+        return tail.last()
+
     def _scan(
         self,
         ctx: SourceRunContext,
@@ -252,7 +400,7 @@ class MySqlSnapshotSource:
             convert = codec.convert
             rows = 0
             cur = conn.cursor(pymysql.cursors.SSCursor)
-            cur.execute(f"SELECT {_select_list(codec.table)} FROM {qualified(db, table)}")
+            cur.execute(f"SELECT {select_list(codec.table)} FROM {qualified(db, table)}")
             try:
                 while True:
                     chunk = cur.fetchmany(batch_size)

@@ -1,0 +1,194 @@
+"""The parallel MySQL/MariaDB snapshot's chunks and the reader each worker process runs.
+
+Why key ranges: InnoDB stores a table in its primary key's order (the clustered index), so
+`WHERE pk >= a AND pk < b` reads exactly that slice of the index and N chunks cost about one
+pass over the table in total.  MySQL has no equivalent of PostgreSQL's block (ctid) ranges.
+Only tables with a single-column integer primary key are split: their key space can be cut
+arithmetically from `MIN(pk)`/`MAX(pk)` (two index look-ups) without reading the data.  The
+cut assumes keys spread evenly, which AUTO_INCREMENT keys mostly do; a skewed table makes
+uneven chunks, never wrong ones, since the first chunk is open below and the last open above.
+Every other table (composite, character or no key) is one chunk: parallel across tables only.
+
+Why every worker sees the same data: each opens its own `START TRANSACTION WITH CONSISTENT
+SNAPSHOT` (REPEATABLE READ) while the parent holds the read lock (`FLUSH TABLES WITH READ
+LOCK`, or the captured tables' read locks), so no captured row can change between the parent's
+binlog position and any worker's snapshot; the parent releases the lock only after every
+worker reported its snapshot open (see snapshot.py).  A worker keeps that one transaction for
+all the chunks it reads.
+
+Codecs hold closures and cannot cross the process boundary, so a worker builds them from the
+table definitions (`MySqlTable`, parsed from `SHOW CREATE TABLE` by the parent), the type
+modes and the configuration, with the same `build_codec` call `SchemaState` makes: the same
+inputs give the same codec.  Rows are read with the natural-value conversions of the serial
+path (`snapshot_conversions`, FLOAT read as DOUBLE).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import pymysql  # type: ignore[import-untyped]
+import pymysql.cursors  # type: ignore[import-untyped]
+
+from headwater.connectors.mysql.columns import MySqlTable
+from headwater.connectors.mysql.config import MySqlConnectorConfig
+from headwater.connectors.mysql.connection import connect, qualified, quote_ident
+from headwater.connectors.mysql.position import MySqlPosition
+from headwater.connectors.mysql.snapshot_values import snapshot_conversions
+from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
+from headwater.connectors.mysql.types import MySqlTypeModes
+from headwater.engine.parallel import ChunkEmitter
+from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
+
+# Aim for this many chunks per worker on a big table, so a slow chunk does not idle the rest.
+CHUNKS_PER_WORKER = 4
+# A table is split only into chunks of at least this many (estimated) rows: below that, the
+# per-chunk query start-up and the chunk's held-back tail are not worth it.
+MIN_CHUNK_ROWS = 2048
+
+INTEGER_TYPES = frozenset({"TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT"})
+
+
+def split_key(table: MySqlTable) -> str | None:
+    """The column a table's chunks are cut on: its primary key if that is one integer column."""
+    if len(table.primary_key) != 1:
+        return None
+    column = table.column(table.primary_key[0])
+    return column.name if column.type_name in INTEGER_TYPES else None
+
+
+class TableSize(NamedTuple):
+    """What the planner knows of a table before reading it."""
+
+    estimated_rows: int  # information_schema.TABLES.TABLE_ROWS (-1: unknown)
+    key_min: int | None = None  # MIN/MAX of the split key; None: not splittable, or empty
+    key_max: int | None = None
+
+
+class KeyChunk(NamedTuple):
+    """Rows of one table with `low <= key < high`; None means open on that side."""
+
+    table: int  # index into the snapshot's table list
+    low: int | None
+    high: int | None
+
+    def where(self, key: str | None) -> str:
+        """The SQL condition selecting the chunk's rows ('' for the whole table)."""
+        conds = []
+        if key is not None and self.low is not None:
+            conds.append(f"{quote_ident(key)} >= {int(self.low)}")
+        if key is not None and self.high is not None:
+            conds.append(f"{quote_ident(key)} < {int(self.high)}")
+        return " AND ".join(conds)
+
+
+def chunk_count(size: TableSize, workers: int) -> int:
+    """How many key ranges a table is cut into (1: read whole)."""
+    if workers <= 1 or size.key_min is None or size.key_max is None:
+        return 1
+    span = size.key_max - size.key_min + 1
+    wanted = min(workers * CHUNKS_PER_WORKER, max(0, size.estimated_rows) // MIN_CHUNK_ROWS)
+    return max(1, min(wanted, span))
+
+
+def plan_chunks(sizes: Sequence[TableSize], workers: int) -> list[KeyChunk]:
+    """Chunks covering every table exactly once, largest tables first.
+
+    Largest-first keeps the workers busy until the end (a big table scheduled last would be
+    read by few workers while the others idle).  Boundaries cut `key_min..key_max` evenly; the
+    first chunk is open below and the last open above, so a row outside the range read at
+    planning time (there is none in the snapshot, but the estimate may be stale) still falls
+    in exactly one chunk.
+    """
+    order = sorted(range(len(sizes)), key=lambda i: -max(0, sizes[i].estimated_rows))
+    chunks: list[KeyChunk] = []
+    for i in order:
+        size = sizes[i]
+        n = chunk_count(size, workers)
+        if n <= 1 or size.key_min is None or size.key_max is None:
+            chunks.append(KeyChunk(i, None, None))
+            continue
+        step = math.ceil((size.key_max - size.key_min + 1) / n)
+        span_last = size.key_max - size.key_min  # offset of the last key from the first
+        bounds = [size.key_min + k * step for k in range(1, n) if k * step <= span_last]
+        edges: list[int | None] = [None, *bounds, None]
+        chunks.extend(KeyChunk(i, edges[k], edges[k + 1]) for k in range(len(edges) - 1))
+    return chunks
+
+
+class ReaderSpec(NamedTuple):
+    """What a worker needs to read chunks (pickled to the spawned process)."""
+
+    config: MySqlConnectorConfig
+    modes: MySqlTypeModes
+    context: SourceContext
+    position: MySqlPosition
+    tables: tuple[MySqlTable, ...]
+
+
+def open_reader(spec: ReaderSpec) -> MySqlChunkReader:
+    """The worker factory: connects and opens the consistent snapshot (the parent still holds
+    the read lock until every worker's factory has returned)."""
+    return MySqlChunkReader(spec)
+
+
+def chunk_sql(table: MySqlTable, chunk: KeyChunk) -> str:
+    from headwater.connectors.mysql.snapshot import select_list
+
+    where = chunk.where(split_key(table))
+    select = f"SELECT {select_list(table)} FROM {qualified(table.database, table.name)}"
+    return f"{select} WHERE {where}" if where else select
+
+
+class MySqlChunkReader:
+    """One worker's connection, inside its consistent snapshot, reading chunk after chunk."""
+
+    def __init__(self, spec: ReaderSpec) -> None:
+        self.spec = spec
+        self._codecs: dict[int, MySqlTableCodec] = {}
+        self.conn = connect(spec.config, conv=snapshot_conversions())
+        with self.conn.cursor() as cur:
+            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+
+    def _codec(self, index: int) -> MySqlTableCodec:
+        codec = self._codecs.get(index)
+        if codec is None:
+            table = self.spec.tables[index]
+            cfg = self.spec.config
+            codec = build_codec(
+                table, self.spec.modes, cfg.column_filter,
+                cfg.key_columns(table.database, table.name), cfg.column_mappers,
+            )
+            self._codecs[index] = codec
+        return codec
+
+    def read(self, chunk: KeyChunk, emitter: ChunkEmitter) -> None:
+        codec = self._codec(chunk.table)
+        convert, schema = codec.convert, codec.schema
+        context, position = self.spec.context, self.spec.position
+        read_op, true = Op.READ, SnapshotMarker.TRUE
+        add = emitter.add
+        batch = emitter.batch_size
+        cur: Any = self.conn.cursor(pymysql.cursors.SSCursor)
+        try:
+            cur.execute(chunk_sql(self.spec.tables[chunk.table], chunk))
+            while True:
+                rows = cur.fetchmany(batch)
+                if not rows:
+                    break
+                now = int(time.time() * 1000)
+                for values in rows:
+                    add(ChangeRecord(context, schema, read_op, None, convert(values), now, now,
+                                     true, position))
+        finally:
+            cur.close()
+
+    def close(self) -> None:
+        try:
+            self.conn.cursor().execute("COMMIT")
+        finally:
+            self.conn.close()
