@@ -49,19 +49,27 @@ def row(rng: random.Random, key: int) -> dict[str, Any]:
     def maybe(v: Any) -> Any:
         return None if rng.random() < 0.1 else v
 
-    unscaled = rng.randrange(-10**9, 10**9)
+    def edge(v: Any, *edges: Any) -> Any:  # the type's limits, now and then
+        return rng.choice(edges) if rng.random() < 0.15 else v
+
+    unscaled = edge(rng.randrange(-10**9, 10**9), 10**12 - 1, -(10**12 - 1), 0, -1)
     return {
-        "id": key, "v": maybe(f"v{rng.randrange(1000)}"),
+        "id": key, "v": maybe(edge(f"v{rng.randrange(1000)}", "", "é\u2603\"\\\n")),
         "amount": maybe(base64.b64encode(
             unscaled.to_bytes(8, "big", signed=True).lstrip(b"\x00") or b"\x00").decode()),
-        "at": maybe(rng.randrange(-10**15, 10**15)), "ms": maybe(rng.randrange(10**12)),
-        "ns": maybe(rng.randrange(-10**18, 10**18)), "day": maybe(rng.randrange(-9999, 30000)),
-        "t": maybe(rng.randrange(86_400_000_000)),
+        "at": maybe(edge(rng.randrange(-10**15, 10**15), -62135596800000000,
+                         253402300799999999)),  # years 1 and 9999
+        "ms": maybe(rng.randrange(10**12)),
+        "ns": maybe(edge(rng.randrange(-10**18, 10**18), -1, 2**63 - 1, -(2**63))),
+        "day": maybe(edge(rng.randrange(-9999, 30000), -719162, 2932896)),
+        "t": maybe(edge(rng.randrange(86_400_000_000), 0, 86_399_999_999)),
         "zts": maybe(rng.choice(["2024-03-01T10:00:00.123456Z", "infinity",
                                  "2020-01-01T00:00:00+02:00"])),
         "blob": maybe(base64.b64encode(rng.randbytes(5)).decode()),
-        "x": maybe(rng.random() * 1e6), "small": maybe(rng.randrange(-30000, 30000)),
-        "ok": maybe(rng.random() < 0.5), "big": maybe(rng.randrange(-2**62, 2**62)),
+        "x": maybe(edge(rng.random() * 1e6, -0.0, 1.7976931348623157e308, 5e-324)),
+        "small": maybe(edge(rng.randrange(-30000, 30000), -32768, 32767)),
+        "ok": maybe(rng.random() < 0.5),
+        "big": maybe(edge(rng.randrange(-2**62, 2**62), -(2**63), 2**63 - 1)),
     }
 
 

@@ -23,7 +23,7 @@ connector, so the two layouts are never compared with each other.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import orjson
@@ -91,10 +91,8 @@ def mysql_sequence_key(source: dict[str, Any], offset: int) -> str:
             f"{offset:016x}")
 
 
-def sequence_key(source: dict[str, Any], total_order: int | None, offset: int) -> str:
-    """Sortable sequence of an event (see the module docstring)."""
-    if source.get("connector") == "mysql":
-        return mysql_sequence_key(source, offset)
+def postgres_sequence_key(source: dict[str, Any], total_order: int | None, offset: int) -> str:
+    """Sortable sequence of a PostgreSQL event (see the module docstring)."""
     lsn = source.get("lsn") or 0
     seq0: int | None = None
     sequence = source.get("sequence")
@@ -107,6 +105,35 @@ def sequence_key(source: dict[str, Any], total_order: int | None, offset: int) -
     is_stream = 0 if source.get("snapshot") in _SNAPSHOT_VALUES else 1
     primary = seq0 if seq0 is not None else lsn
     return f"{primary:016x}{is_stream}{lsn:016x}{total_order or 0:08x}{offset:016x}"
+
+
+class SourceOrder(NamedTuple):
+    """How one connector's source block orders its events and names a re-delivery."""
+
+    sequence: Callable[[dict[str, Any], int | None, int], str]  # (source, total_order, offset)
+    position: Callable[[dict[str, Any]], tuple[Any, ...]]  # equal for re-deliveries of a change
+
+
+POSTGRES_ORDER = SourceOrder(postgres_sequence_key,
+                             lambda s: (s.get("lsn"), s.get("txId")))
+# By `source.connector`; any other connector is ordered like PostgreSQL (by offset when it has
+# no LSN).
+SOURCE_ORDERS: dict[str, SourceOrder] = {
+    "postgresql": POSTGRES_ORDER,
+    "mysql": SourceOrder(lambda s, _total_order, offset: mysql_sequence_key(s, offset),
+                         lambda s: (s.get("file"), s.get("pos"), s.get("row"))),
+}
+
+
+def source_order(source: dict[str, Any]) -> SourceOrder:
+    connector = source.get("connector")
+    return SOURCE_ORDERS.get(connector, POSTGRES_ORDER) if isinstance(connector, str) else (
+        POSTGRES_ORDER)
+
+
+def sequence_key(source: dict[str, Any], total_order: int | None, offset: int) -> str:
+    """Sortable sequence of an event (see the module docstring)."""
+    return source_order(source).sequence(source, total_order, offset)
 
 
 class _RowDecoder:
@@ -269,16 +296,12 @@ def decode_topic(
         tx = payload.get("transaction") or {}
         lsn = source.get("lsn")
         tx_id = source.get("txId")
-        if source.get("connector") == "mysql":
-            # Re-deliveries share the binlog coordinates of the row; there is no LSN.
-            dedup_id: tuple[Any, ...] = (key, source.get("file"), source.get("pos"),
-                                         source.get("row"), op)
-            tx_id = source.get("gtid") if tx_id is None else tx_id
-        else:
-            dedup_id = (key, lsn, tx_id, op)
+        if tx_id is None:
+            tx_id = source.get("gtid")  # MySQL/MariaDB: the transaction's GTID
+        order = source_order(source)
         changes.events.append(ChangeEvent(  # positional: the hot loop of the pipeline
-            op, key, row, sequence_key(source, tx.get("total_order"), offset),
-            dedup_id, offset, unavailable, source.get("ts_ms"),
+            op, key, row, order.sequence(source, tx.get("total_order"), offset),
+            (key, *order.position(source), op), offset, unavailable, source.get("ts_ms"),
             payload.get("ts_ms"), lsn, tx_id, source.get("snapshot"),
         ))
     return changes
