@@ -20,6 +20,8 @@ deprecated aliases:
 * ``database.server.id`` defaults to a random number in 5400..6400 (as Debezium 1.0) and a
   warning says to set it: two readers with one id disconnect each other.
 * ``database.ssl.mode`` accepts Debezium's values; ``disabled`` is the default.
+* ``signal.*``, ``incremental.snapshot.*`` and ``read.only`` are the shared signal properties
+  (`headwater.config.signals`); the signal table is named ``<database>.<table>``.
 """
 
 from __future__ import annotations
