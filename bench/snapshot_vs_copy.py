@@ -12,7 +12,13 @@ Loads N rows (default 5M) into a fresh local PostgreSQL, VACUUM ANALYZEs it, the
 
 Prints rows/s for each and the ratio Headwater / COPY (goal >= 1.0 with parallel chunks).
 
+With `--mariadb` the same table goes into a fresh local MariaDB instead, and the reference is
+the command-line client streaming the table to nowhere, `mariadb --quick -e 'SELECT * FROM
+bench' > /dev/null` (best of two); Headwater's snapshot phase runs from the "global read lock
+acquired" log line to the durable snapshot offset.
+
     .venv/bin/python bench/snapshot_vs_copy.py [--rows 5000000] [--threads 2] [--fetch 10240]
+    .venv/bin/python bench/snapshot_vs_copy.py --mariadb [--rows 1000000] [--threads 2]
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from headwater.testing.localmariadb import LocalMariaDB
 from headwater.testing.localpg import LocalPostgres
 
 GEN = """
@@ -112,7 +119,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="the parallel run's max.threads")
     ap.add_argument("--fetch", type=int, default=10_240, help="snapshot.fetch.size")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--mariadb", action="store_true", help="MariaDB instead of PostgreSQL")
     args = ap.parse_args()
+    if args.mariadb:
+        mariadb_main(args)
+        return
     work = Path(tempfile.mkdtemp(prefix="headwater-bench-"))
     pg = LocalPostgres(settings={"max_wal_size": "8GB", "checkpoint_timeout": "30min",
                                  "shared_buffers": "1GB"})
@@ -145,6 +156,103 @@ def main() -> None:
                   f"{args.rows / total_s:,.0f} rows/s]")
     finally:
         pg.cleanup()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"work directory kept: {work}")
+
+
+MARIA_GEN = (
+    "SET SESSION max_recursive_iterations = 100000000",
+    """CREATE TABLE bench (
+      id BIGINT PRIMARY KEY, qty INT NOT NULL, price DECIMAL(10,2), name VARCHAR(64),
+      note TEXT, updated DATETIME(6) NOT NULL)""",
+    """INSERT INTO bench WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s
+       WHERE g < {rows}) SELECT g, g % 100, (g % 10000) / 100.0, CONCAT('item-', g), MD5(g),
+       TIMESTAMP('2024-01-01') + INTERVAL g SECOND FROM s""",
+    "ANALYZE TABLE bench",
+)
+
+
+def mariadb_reference(server: LocalMariaDB) -> float:
+    """Seconds for the `mariadb` client to stream the table into /dev/null (best of two)."""
+    cmd = ["mariadb", "--quick", "-h", "127.0.0.1", "-P", str(server.port), "-u", server.user,
+           f"-p{server.password}", "bench", "-e", "SELECT * FROM bench"]
+    best = float("inf")
+    for _ in range(2):
+        t0 = time.monotonic()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+        best = min(best, time.monotonic() - t0)
+    return best
+
+
+def run_headwater_mariadb(
+    server: LocalMariaDB, work: Path, threads: int, batch: int
+) -> tuple[float, float]:
+    """Runs an initial_only snapshot: (snapshot phase seconds, whole process seconds)."""
+    work.mkdir(parents=True)
+    config = work / "bench.properties"
+    offsets = work / "offsets.json"
+    config.write_text(
+        "connector.class=io.debezium.connector.mysql.MySqlConnector\n"
+        f"database.hostname=127.0.0.1\ndatabase.port={server.port}\n"
+        f"database.user={server.user}\ndatabase.password={server.password}\n"
+        f"database.server.id={5400 + threads}\ndatabase.include.list=bench\n"
+        "topic.prefix=bench\nsnapshot.mode=initial_only\n"
+        f"snapshot.max.threads={threads}\nmax.batch.size={batch}\n"
+        f"max.queue.size={4 * batch}\n"
+        f"offset.storage.file.filename={offsets}\n"
+        f"schema.history.internal.file.filename={work / 'history.jsonl'}\n"
+        f"headwater.topics.dir={work / 'topics'}\n"
+    )
+    log = work / "headwater.log"
+    cmd = [sys.executable, "-m", "headwater.cli", "run", str(config)]
+    t0 = time.monotonic()
+    with log.open("w") as err:
+        proc = subprocess.Popen(cmd, stderr=err)
+        done_at = None
+        while proc.poll() is None or done_at is None:
+            try:
+                if json.loads(offsets.read_text())["offset"].get("snapshot_completed"):
+                    done_at = done_at or time.time()
+            except (OSError, ValueError, KeyError):
+                pass
+            if proc.poll() is not None and done_at is None:
+                raise SystemExit(f"headwater exited with {proc.returncode}: see {log}")
+            time.sleep(0.02)
+    total = time.monotonic() - t0
+    start = next(_log_time(line) for line in log.read_text().splitlines()
+                 if "read lock acquired" in line)
+    return done_at - start, total
+
+
+def mariadb_main(args: argparse.Namespace) -> None:
+    work = Path(tempfile.mkdtemp(prefix="headwater-bench-"))
+    server = LocalMariaDB(settings={"innodb_buffer_pool_size": "1G"}).start()
+    try:
+        server.create_database("bench")
+        conn = server.connect("bench")
+        t0 = time.monotonic()
+        with conn.cursor() as cur:
+            for statement in MARIA_GEN:
+                cur.execute(statement.format(rows=int(args.rows)))
+        conn.close()
+        print(f"loaded {args.rows:,} rows in {time.monotonic() - t0:.1f}s; "
+              f"{os.cpu_count()} CPUs")
+        ref_s = mariadb_reference(server)
+        ref_rate = args.rows / ref_s
+        print(f"mariadb --quick > null  : {ref_s:7.2f} s  {ref_rate:10,.0f} rows/s")
+        batch = min(args.fetch, 2048)
+        for threads in dict.fromkeys((1, args.threads)):
+            snap_s, total_s = run_headwater_mariadb(server, work / f"t{threads}", threads, batch)
+            if not args.keep:
+                shutil.rmtree(work / f"t{threads}" / "topics", ignore_errors=True)
+            rate = args.rows / snap_s
+            print(f"headwater max.threads={threads:<2}: {snap_s:7.2f} s  {rate:10,.0f} rows/s  "
+                  f"ratio {rate / ref_rate:.2f}  [whole process {total_s:.1f}s: "
+                  f"{args.rows / total_s:,.0f} rows/s]")
+    finally:
+        server.cleanup()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
         else:

@@ -34,6 +34,7 @@ BIG_ROWS = 40_000
 # FLOAT read as DOUBLE, tabs/newlines/backslashes/quotes, 4-byte UTF-8, zero bytes, negative
 # TIME with fractions, JSON, ENUM/SET, BIT, YEAR, the largest unsigned BIGINT).
 SCHEMA = (
+    "SET SESSION max_recursive_iterations = 1000000",
     """CREATE TABLE big (
       id BIGINT PRIMARY KEY, qty INT NOT NULL, price DECIMAL(12,2), f FLOAT, d DOUBLE,
       name VARCHAR(64) CHARACTER SET utf8mb4, note TEXT, at DATETIME(6), ts TIMESTAMP(3) NULL,
