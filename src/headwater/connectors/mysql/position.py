@@ -16,11 +16,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from headwater import __version__
 from headwater.model.record import ChangeRecord
 from headwater.model.schema import INT32, INT64, STRING, STRUCT, ConnectField, ConnectSchema
-
-CONNECTOR_VERSION = f"headwater-{__version__}"
+from headwater.model.source_block import SNAPSHOT_ENUM_SCHEMA, source_field
 
 
 def binlog_file_number(name: str) -> int:
@@ -70,40 +68,26 @@ def restart_offset(
     return offset
 
 
-_SNAPSHOT_ENUM = ConnectSchema(
-    STRING,
-    optional=True,
-    name="io.debezium.data.Enum",
-    version=1,
-    parameters={"allowed": "true,last,false,incremental"},
-    default="false",
-)
-
-
-def _f(name: str, schema: ConnectSchema) -> ConnectField:
-    return ConnectField(name, schema)
-
-
 MYSQL_SOURCE_SCHEMA = ConnectSchema(
     STRUCT,
     optional=False,
     name="io.debezium.connector.mysql.Source",
     fields=(
-        _f("version", ConnectSchema(STRING, optional=False)),
-        _f("connector", ConnectSchema(STRING, optional=False)),
-        _f("name", ConnectSchema(STRING, optional=False)),
-        _f("ts_ms", ConnectSchema(INT64, optional=False)),
-        _f("snapshot", _SNAPSHOT_ENUM),
-        _f("db", ConnectSchema(STRING, optional=False)),
-        _f("sequence", ConnectSchema(STRING, optional=True)),
-        _f("table", ConnectSchema(STRING, optional=True)),
-        _f("server_id", ConnectSchema(INT64, optional=False)),
-        _f("gtid", ConnectSchema(STRING, optional=True)),
-        _f("file", ConnectSchema(STRING, optional=False)),
-        _f("pos", ConnectSchema(INT64, optional=False)),
-        _f("row", ConnectSchema(INT32, optional=False)),
-        _f("thread", ConnectSchema(INT64, optional=True)),
-        _f("query", ConnectSchema(STRING, optional=True)),
+        source_field("version", STRING, False),
+        source_field("connector", STRING, False),
+        source_field("name", STRING, False),
+        source_field("ts_ms", INT64, False),
+        ConnectField("snapshot", SNAPSHOT_ENUM_SCHEMA),
+        source_field("db", STRING, False),
+        source_field("sequence", STRING, True),
+        source_field("table", STRING, True),
+        source_field("server_id", INT64, False),
+        source_field("gtid", STRING, True),
+        source_field("file", STRING, False),
+        source_field("pos", INT64, False),
+        source_field("row", INT32, False),
+        source_field("thread", INT64, True),
+        source_field("query", STRING, True),
     ),
 )
 

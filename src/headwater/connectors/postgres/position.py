@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from headwater import __version__
 from headwater.model.record import ChangeRecord
 from headwater.model.schema import INT64, STRING, STRUCT, ConnectField, ConnectSchema
-
-CONNECTOR_VERSION = f"headwater-{__version__}"
+from headwater.model.source_block import SNAPSHOT_ENUM_SCHEMA, source_field
 
 
 class PostgresPosition(NamedTuple):
@@ -29,37 +27,23 @@ class PostgresPosition(NamedTuple):
         return (self.commit_lsn, self.lsn)
 
 
-_SNAPSHOT_ENUM = ConnectSchema(
-    STRING,
-    optional=True,
-    name="io.debezium.data.Enum",
-    version=1,
-    parameters={"allowed": "true,last,false,incremental"},
-    default="false",
-)
-
-
-def _f(name: str, schema: ConnectSchema) -> ConnectField:
-    return ConnectField(name, schema)
-
-
 POSTGRES_SOURCE_SCHEMA = ConnectSchema(
     STRUCT,
     optional=False,
     name="io.debezium.connector.postgresql.Source",
     fields=(
-        _f("version", ConnectSchema(STRING, optional=False)),
-        _f("connector", ConnectSchema(STRING, optional=False)),
-        _f("name", ConnectSchema(STRING, optional=False)),
-        _f("ts_ms", ConnectSchema(INT64, optional=False)),
-        _f("snapshot", _SNAPSHOT_ENUM),
-        _f("db", ConnectSchema(STRING, optional=False)),
-        _f("sequence", ConnectSchema(STRING, optional=True)),
-        _f("schema", ConnectSchema(STRING, optional=False)),
-        _f("table", ConnectSchema(STRING, optional=False)),
-        _f("txId", ConnectSchema(INT64, optional=True)),
-        _f("lsn", ConnectSchema(INT64, optional=True)),
-        _f("xmin", ConnectSchema(INT64, optional=True)),
+        source_field("version", STRING, False),
+        source_field("connector", STRING, False),
+        source_field("name", STRING, False),
+        source_field("ts_ms", INT64, False),
+        ConnectField("snapshot", SNAPSHOT_ENUM_SCHEMA),
+        source_field("db", STRING, False),
+        source_field("sequence", STRING, True),
+        source_field("schema", STRING, False),
+        source_field("table", STRING, False),
+        source_field("txId", INT64, True),
+        source_field("lsn", INT64, True),
+        source_field("xmin", INT64, True),
     ),
 )
 
