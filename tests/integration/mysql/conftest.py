@@ -7,13 +7,13 @@ the server's binlog without seeing each other's changes.
 from __future__ import annotations
 
 import itertools
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from headwater.testing.capture_thread import Capture
 from headwater.testing.localmariadb import LocalMariaDB
 from headwater.testing.localpg import wait_for
 
@@ -27,36 +27,6 @@ def maria() -> Iterator[LocalMariaDB]:
         yield server
     finally:
         server.cleanup()
-
-
-class Capture:
-    """A connector running in a background thread of the test process."""
-
-    def __init__(self, config_path: Path) -> None:
-        from headwater.capture import build_runtime
-        from headwater.connectors.mysql.config import load_mysql_config
-
-        self.config, _ = load_mysql_config(config_path)
-        self.runtime = build_runtime(self.config)
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        try:
-            self.runtime.run()
-        except BaseException as exc:
-            self.error = exc
-
-    def start(self) -> Capture:
-        self.thread.start()
-        return self
-
-    def stop(self, timeout: float = 60) -> None:
-        self.runtime.stop()
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "capture did not stop"
-        if self.error is not None:
-            raise self.error
 
 
 class MariaEnv:

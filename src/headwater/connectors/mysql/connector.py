@@ -22,13 +22,14 @@ import pymysql  # type: ignore[import-untyped]
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.connection import connect
 from headwater.connectors.mysql.incremental import MySqlChunkSource, MySqlIncrementalHook
-from headwater.connectors.mysql.position import CONNECTOR_VERSION, binlog_order
+from headwater.connectors.mysql.position import binlog_order
 from headwater.connectors.mysql.schema_state import SchemaState
 from headwater.connectors.mysql.snapshot import MySqlSnapshotSource
 from headwater.connectors.mysql.streaming import BinlogPositionLostError, MySqlStreamingSource
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.source import RetriableError, SourceRunContext, StartPlan
 from headwater.model.record import SourceContext
+from headwater.model.source_block import CONNECTOR_VERSION
 
 log = logging.getLogger("headwater.connectors.mysql")
 

@@ -32,7 +32,6 @@ from headwater.connectors.postgres.config import PostgresConnectorConfig
 from headwater.connectors.postgres.connection import connect, qualified, quote_ident
 from headwater.connectors.postgres.incremental import PostgresChunkSource, PostgresIncrementalHook
 from headwater.connectors.postgres.pgoutput import format_lsn, parse_lsn
-from headwater.connectors.postgres.position import CONNECTOR_VERSION
 from headwater.connectors.postgres.snapshot import PostgresSnapshotSource
 from headwater.connectors.postgres.streaming import PostgresStreamingSource, StreamingOptions
 from headwater.connectors.postgres.tables import (
@@ -46,6 +45,7 @@ from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.signals import split_collection
 from headwater.engine.source import RetriableError, StartPlan
 from headwater.model.record import SourceContext
+from headwater.model.source_block import CONNECTOR_VERSION
 
 log = logging.getLogger("headwater.connectors.postgres")
 

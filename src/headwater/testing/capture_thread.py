@@ -1,0 +1,47 @@
+"""A connector running in a background thread of the calling process (tests, demos)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from headwater.config.loader import load_properties
+
+
+def load_connector_config(path: Path) -> Any:
+    """The typed configuration of either connector, chosen by `connector.class`."""
+    from headwater.connectors.mysql.config import load_mysql_config
+    from headwater.connectors.postgres.config import load_postgres_config
+
+    kind = str(load_properties(path).get("connector.class", "")).lower()
+    loader = load_mysql_config if ("mysql" in kind or "maria" in kind) else load_postgres_config
+    return loader(path)[0]
+
+
+class Capture:
+    def __init__(self, config_path: Path) -> None:
+        from headwater.capture import build_runtime
+
+        self.config = load_connector_config(config_path)
+        self.runtime = build_runtime(self.config)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.runtime.run()
+        except BaseException as exc:
+            self.error = exc
+
+    def start(self) -> Capture:
+        self.thread.start()
+        return self
+
+    def stop(self, timeout: float = 60) -> None:
+        """Stops gracefully and re-raises what the connector failed with, if anything."""
+        self.runtime.stop()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "capture did not stop"
+        if self.error is not None:
+            raise self.error
