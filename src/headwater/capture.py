@@ -17,6 +17,18 @@ from headwater.ops.logging import connector_name, connector_type
 from headwater.topics.sink import TopicLogSink
 
 
+def load_connector_config(path: Path) -> PostgresConnectorConfig | MySqlConnectorConfig:
+    """The typed configuration of either connector, chosen by `connector.class`."""
+    from headwater.config.loader import load_properties
+    from headwater.connectors.mysql.config import load_mysql_config
+    from headwater.connectors.postgres.config import load_postgres_config
+
+    kind = str(load_properties(path).get("connector.class", "")).lower()
+    if "mysql" in kind or "maria" in kind:
+        return load_mysql_config(path)[0]
+    return load_postgres_config(path)[0]
+
+
 def build_runtime(cfg: PostgresConnectorConfig | MySqlConnectorConfig) -> CaptureRuntime:
     metrics = CaptureMetrics(queue_capacity=cfg.max_queue_size)
     connector: Connector

@@ -35,16 +35,11 @@ DirOpt = Annotated[Path | None, typer.Option("--dir", help="topic log directory"
 
 
 def _load(config: Path) -> Any:
+    from headwater.capture import load_connector_config
     from headwater.config import ConfigError
-    from headwater.config.loader import load_properties
-    from headwater.connectors.mysql.config import load_mysql_config
-    from headwater.connectors.postgres.config import load_postgres_config
 
     try:
-        kind = str(load_properties(config).get("connector.class", "")).lower()
-        loader = load_mysql_config if ("mysql" in kind or "maria" in kind) else (
-            load_postgres_config)
-        cfg, _warnings = loader(config)
+        cfg = load_connector_config(config)
     except (ConfigError, OSError) as exc:
         err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
         raise typer.Exit(2) from exc

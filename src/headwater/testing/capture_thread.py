@@ -4,19 +4,8 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
 
-from headwater.config.loader import load_properties
-
-
-def load_connector_config(path: Path) -> Any:
-    """The typed configuration of either connector, chosen by `connector.class`."""
-    from headwater.connectors.mysql.config import load_mysql_config
-    from headwater.connectors.postgres.config import load_postgres_config
-
-    kind = str(load_properties(path).get("connector.class", "")).lower()
-    loader = load_mysql_config if ("mysql" in kind or "maria" in kind) else load_postgres_config
-    return loader(path)[0]
+from headwater.capture import load_connector_config
 
 
 class Capture:
