@@ -17,7 +17,7 @@ the same net rows and sequences, so batches may alternate between them.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import io
 import logging
 import mmap
@@ -184,8 +184,8 @@ def _per_value(schema: dict[str, Any]) -> Convert:
 
 
 def _bytes(col: pa.Array) -> pa.Array:
-    return pa.array([None if v is None else base64.b64decode(v) for v in col.to_pylist()],
-                    pa.binary())
+    a2b = binascii.a2b_base64
+    return pa.array([None if v is None else a2b(v) for v in col.to_pylist()], pa.binary())
 
 
 def _decimal(precision: int, scale: int) -> Convert:
@@ -193,7 +193,8 @@ def _decimal(precision: int, scale: int) -> Convert:
     limit = 10 ** precision
 
     def convert(col: pa.Array) -> pa.Array:
-        ints = [0 if v is None else int.from_bytes(base64.b64decode(v), "big", signed=True)
+        a2b, from_bytes = binascii.a2b_base64, int.from_bytes
+        ints = [0 if v is None else from_bytes(a2b(v), "big", signed=True)
                 for v in col.to_pylist()]
         if ints and (max(ints) >= min(limit, 1 << 63) or min(ints) <= -min(limit, 1 << 63)):
             raise NotColumnar("decimal beyond int64")  # the per-value path checks precision
@@ -328,14 +329,15 @@ def _convert(col: pa.Array, form: tuple[pa.DataType, Convert | None]) -> pa.Arra
 
 # -- sequences ----------------------------------------------------------------------------------
 
-_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+# The two hex digits of every byte value, as the two bytes of a little-endian uint16.
+_HEX2 = np.array([int.from_bytes(b"%02x" % i, "little") for i in range(256)], dtype="<u2")
 
 
 def _hex(values: np.ndarray, width: int) -> np.ndarray:
-    """(n, width) ASCII matrix of zero-padded lowercase hex, as f"{v:0{width}x}" writes."""
-    shifts = np.arange(width - 1, -1, -1, dtype=np.uint64) * np.uint64(4)
-    nibbles = (values.astype(np.uint64)[:, None] >> shifts[None, :]) & np.uint64(15)
-    return np.asarray(_HEX[nibbles], dtype=np.uint8)
+    """(n, width) ASCII matrix of zero-padded lowercase hex, as f"{v:0{width}x}" writes
+    (width 8 or 16; the values fit in width / 2 bytes)."""
+    octets = values.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - width // 2:]
+    return np.ascontiguousarray(_HEX2[octets]).view(np.uint8).reshape(-1, width)
 
 
 def _ints(col: pa.Array | pa.ChunkedArray, limit: int) -> np.ndarray:
