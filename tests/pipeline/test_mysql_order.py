@@ -18,8 +18,8 @@ KEY = {"type": "struct", "optional": False, "fields": [
 
 
 def source(file: str | None, pos: int | None, row: int | None,
-           snapshot: Any = "false") -> dict[str, Any]:
-    return {"version": "2.7", "connector": "mysql", "name": "shop", "ts_ms": 0,
+           snapshot: Any = "false", connector: str = "mysql") -> dict[str, Any]:
+    return {"version": "2.7", "connector": connector, "name": "shop", "ts_ms": 0,
             "snapshot": snapshot, "db": "shop", "sequence": None, "table": "t",
             "server_id": 1, "gtid": None, "file": file, "pos": pos, "row": row,
             "thread": None, "query": None}
@@ -103,3 +103,11 @@ def test_redeliveries_collapse_but_distinct_updates_do_not() -> None:
     kept = dedup(changes.events)
     assert [e.offset for e in kept] == [0, 1]  # same op, same key, other position: both kept
     assert final([a, b, a]) == {1: "b"}
+
+
+def test_mariadb_connector_orders_by_the_binlog_too() -> None:
+    def maria(pos: int, snapshot: str = "false") -> str:
+        return sequence_key(source("mariadb-bin.000002", pos, 0, snapshot, "mariadb"), None, 0)
+
+    assert maria(100) < maria(200, "true") < maria(200) < maria(300)
+    assert maria(200) == seq("mariadb-bin.000002", 200, 0)

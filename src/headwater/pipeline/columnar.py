@@ -357,6 +357,7 @@ def _strings(parts: list[np.ndarray]) -> pa.Array:
 
 
 _SNAPSHOT = pa.array(["true", "last", "incremental"])
+_BINLOG_CONNECTORS = pa.array(["mysql", "mariadb"])
 _SEQ0 = r'^\[(?:"(?P<q>[0-9]+)"|(?P<n>[0-9]+)|null)\s*[,\]]'
 
 
@@ -366,7 +367,7 @@ def sequences(source: pa.StructArray, total_order: pa.Array, offsets: np.ndarray
     is_stream = pc.invert(pc.fill_null(pc.is_in(source.field("snapshot"), _SNAPSHOT), False))
     stream = np.asarray(is_stream.to_numpy(zero_copy_only=False), dtype=np.uint64)
     offs = _hex(offsets.astype(np.uint64), 16)
-    mysql = pc.fill_null(pc.equal(connector, "mysql"), False)
+    mysql = pc.fill_null(pc.is_in(connector, _BINLOG_CONNECTORS), False)
     if pc.all(mysql).as_py():
         digits = pc.extract_regex(pc.fill_null(source.field("file"), ""), r"(?P<d>[0-9]*)$")
         number = pc.struct_field(digits, [0])

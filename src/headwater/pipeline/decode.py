@@ -13,12 +13,13 @@ topic offset).  The commit position is `source.sequence[0]` (the last commit LSN
 was emitted, increasing from one transaction to the next); snapshot reads, which have none,
 rank at their consistent point, below stream events of later transactions.
 
-MySQL/MariaDB order is (binlog file number, position of the row event in it, snapshot-before-
-stream, row within the event, topic offset).  A snapshot read carries the binlog position the
-snapshot is consistent with (and row 0), so it ranks below every stream event from that position
-on and above the stream events before it, as PostgreSQL snapshot reads do.  Both layouts are
-fixed-width, so the string order is the tuple order; the events of one table all come from one
-connector, so the two layouts are never compared with each other.
+MySQL/MariaDB order (`source.connector` "mysql" or "mariadb") is (binlog file number,
+position of the row event in it, snapshot-before-stream, row within the event, topic offset).
+A snapshot read carries the binlog position the snapshot is consistent with (and row 0), so it
+ranks below every stream event from that position on and above the stream events before it, as
+PostgreSQL snapshot reads do.  Both layouts are fixed-width, so the string order is the tuple
+order; the events of one table all come from one connector, so the two layouts are never
+compared with each other.
 """
 
 from __future__ import annotations
@@ -118,10 +119,12 @@ POSTGRES_ORDER = SourceOrder(postgres_sequence_key,
                              lambda s: (s.get("lsn"), s.get("txId")))
 # By `source.connector`; any other connector is ordered like PostgreSQL (by offset when it has
 # no LSN).
+MYSQL_ORDER = SourceOrder(lambda s, _total_order, offset: mysql_sequence_key(s, offset),
+                          lambda s: (s.get("file"), s.get("pos"), s.get("row")))
 SOURCE_ORDERS: dict[str, SourceOrder] = {
     "postgresql": POSTGRES_ORDER,
-    "mysql": SourceOrder(lambda s, _total_order, offset: mysql_sequence_key(s, offset),
-                         lambda s: (s.get("file"), s.get("pos"), s.get("row"))),
+    "mysql": MYSQL_ORDER,
+    "mariadb": MYSQL_ORDER,  # Debezium's MariaDB connector names itself so; same binlog block
 }
 
 
