@@ -53,7 +53,7 @@ from headwater.connectors.mysql.ddl import SchemaChange
 from headwater.connectors.mysql.position import MySqlPosition, binlog_order
 from headwater.connectors.mysql.schema_history import MySqlSchema
 from headwater.connectors.mysql.schema_state import SchemaState
-from headwater.connectors.mysql.snapshot_values import snapshot_conversions
+from headwater.connectors.mysql.snapshot_values import select_list, snapshot_conversions
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.incremental import (
     ChunkRead,
@@ -80,15 +80,6 @@ DELETE_ROWS = frozenset({25, 32})
 Order = tuple[int, int]  # binlog_order(file, pos)
 Emit = Callable[[list[ChangeRecord]], None]
 
-
-def select_columns(table: MySqlTable) -> str:
-    """Every column in table order, FLOAT read as DOUBLE as the snapshot reads it (the text
-    protocol prints a FLOAT with 6 significant digits; the binlog carries the whole float)."""
-    return ", ".join(
-        f"CAST({quote_ident(c.name)} AS DOUBLE)" if c.type_name == "FLOAT"
-        else quote_ident(c.name)
-        for c in table.columns
-    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -330,7 +321,7 @@ class MySqlChunkSource:
         where, params = self._where(table, t.keys, after, maximum)
         conn = self._read_conn()
         order = ", ".join(quote_ident(k) for k in t.keys)
-        sql = (f"SELECT {select_columns(t.codec.table)} FROM {qualified(*table.collection)}"
+        sql = (f"SELECT {select_list(t.codec.table)} FROM {qualified(*table.collection)}"
                f"{where} ORDER BY {order} LIMIT {int(limit)}")
         cur = conn.cursor()
         try:
@@ -431,7 +422,7 @@ class MySqlChunkSource:
                 t = self._describe(table)
                 where, params = self._where(table, (), None, None)
                 log.info("blocking snapshot step: read %s", table.name)
-                cur.execute(f"SELECT {select_columns(t.codec.table)} FROM "
+                cur.execute(f"SELECT {select_list(t.codec.table)} FROM "
                             f"{qualified(*table.collection)}{where}", params)
                 count = 0
                 while True:

@@ -35,7 +35,6 @@ from typing import Any
 import pymysql  # type: ignore[import-untyped]
 import pymysql.cursors  # type: ignore[import-untyped]
 
-from headwater.connectors.mysql.columns import MySqlTable
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.connection import (
     binlog_status_statement,
@@ -45,7 +44,7 @@ from headwater.connectors.mysql.connection import (
 )
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
 from headwater.connectors.mysql.schema_state import SchemaState
-from headwater.connectors.mysql.snapshot_values import snapshot_conversions
+from headwater.connectors.mysql.snapshot_values import select_list, snapshot_conversions
 from headwater.connectors.mysql.snapshot_workers import TableSize, plan_chunks, split_key
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.metrics import CaptureMetrics
@@ -67,15 +66,6 @@ log = logging.getLogger("headwater.connectors.mysql")
 
 _ACCESS_DENIED = (1227, 1045, 1044)
 
-
-def select_list(table: MySqlTable) -> str:
-    """Every column in table order; FLOAT read as DOUBLE, since the text protocol prints a
-    FLOAT with 6 significant digits only (the binlog carries all of the stored float)."""
-    return ", ".join(
-        f"CAST({quote_ident(c.name)} AS DOUBLE)" if c.type_name == "FLOAT"
-        else quote_ident(c.name)
-        for c in table.columns
-    )
 
 
 class SnapshotPoint:

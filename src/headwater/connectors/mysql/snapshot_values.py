@@ -35,7 +35,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from headwater.connectors.mysql.columns import ZERO_TEMPORAL
+from headwater.connectors.mysql.columns import ZERO_TEMPORAL, MySqlTable
 
 __all__ = [
     "SNAPSHOT_SESSION_SQL",
@@ -115,3 +115,16 @@ def snapshot_conversions() -> dict[Any, Any]:
         }
     )
     return conv
+
+
+def select_list(table: MySqlTable) -> str:
+    """Every column in table order for a snapshot SELECT; FLOAT read as DOUBLE, since the text
+    protocol prints a FLOAT with 6 significant digits only (the binlog carries all of the
+    stored float)."""
+    from headwater.connectors.mysql.connection import quote_ident
+
+    return ", ".join(
+        f"CAST({quote_ident(c.name)} AS DOUBLE)" if c.type_name == "FLOAT"
+        else quote_ident(c.name)
+        for c in table.columns
+    )

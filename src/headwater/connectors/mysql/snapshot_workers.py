@@ -136,7 +136,7 @@ def open_reader(spec: ReaderSpec) -> MySqlChunkReader:
 
 
 def chunk_sql(table: MySqlTable, chunk: KeyChunk) -> str:
-    from headwater.connectors.mysql.snapshot import select_list
+    from headwater.connectors.mysql.snapshot_values import select_list
 
     where = chunk.where(split_key(table))
     select = f"SELECT {select_list(table)} FROM {qualified(table.database, table.name)}"
