@@ -7,19 +7,18 @@ key and value *payloads* are cut out of the lines, and pyarrow's JSON reader par
 once into columns typed from the schema; values are then converted column by column, the
 sequence strings are built with numpy, and the net change per key is an Arrow sort and group-by.
 
-It covers the common shape of a batch, and says so by returning None for anything else, in which
+It covers the common shape of a batch and raises `NotColumnar` for anything else, in which
 case the caller takes the event-by-event path of `decode` and `net`, which is the reference
-(tests compare the two): a schema change inside the batch, tombstone-free keyless or truncate
-events, unchanged-TOAST placeholders, record headers, nested column types, values the JSON
-reader cannot type (e.g. "NaN" floats), or anything that fails to parse.  Both paths produce
-the same net rows and sequences, so batches may alternate between them.
+(tests compare the two): a schema change inside the batch, keyless tables, truncates,
+unchanged-TOAST placeholders, record headers, nested column types, values the JSON reader cannot
+type (e.g. "NaN" floats), or anything that fails to parse.  Both paths produce the same net rows
+and sequences, so batches may alternate between them.
 """
 
 from __future__ import annotations
 
 import binascii
 import io
-import logging
 import mmap
 import os
 from collections.abc import Callable, Iterator
@@ -36,8 +35,6 @@ import pyarrow.json as pj
 from headwater.pipeline.connect_types import field_type
 from headwater.pipeline.decode import PLACEHOLDER, Column
 from headwater.topics.segment import list_segments, sealed_name
-
-log = logging.getLogger("headwater.pipeline.columnar")
 
 SEQ = "__hw_sequence"
 OP = "__hw_op"
