@@ -4,8 +4,10 @@ Spark's file source would parse every JSON line in the JVM and ship each event, 
 to Python.  This source instead gives Spark only *offset ranges*: its offsets are
 `{topic: next offset}` (checkpointed by Spark like any source's), a micro-batch is one row per
 topic `(topic, start_offset, end_offset)`, and `foreachBatch` reads those ranges straight from
-the segment files with `read_range`.  Records are visible as soon as the capture has written
-them (in-progress segments included), so freshness does not wait for segments to seal.
+the segment files (`read_range` here, `columnar.scan` for the column-wise path).  The runner
+usually takes a batch's ranges from the query's offset log rather than collecting these rows,
+which would cost a Spark job per micro-batch.  Records are visible as soon as the capture has
+written them (in-progress segments included), so freshness does not wait for segments to seal.
 
 Rate limiting: `headwater.pipeline.max.records.per.trigger` (Spark's `ReadMaxRows`);
 `Trigger.AvailableNow` is supported (the batch set is fixed when the query starts).
