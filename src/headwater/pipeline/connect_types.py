@@ -99,14 +99,19 @@ def _date(v: Any) -> dt.date:
 
 
 def _time_of_day(unit_per_second: int) -> Decoder:
+    """Times as text the way the source prints them: MySQL's TIME is a signed duration up to
+    +-838:59:59, so a negative value keeps its sign in front ('-00:00:01', not '-1:59:59')."""
+
     def decode(v: Any) -> str:
-        seconds, frac = divmod(int(v), unit_per_second)
+        value = int(v)
+        sign = "-" if value < 0 else ""
+        seconds, frac = divmod(abs(value), unit_per_second)
         h, rem = divmod(seconds, 3600)
         m, s = divmod(rem, 60)
         if frac:
             micros = frac * 1_000_000 // unit_per_second
-            return f"{h:02d}:{m:02d}:{s:02d}.{micros:06d}"
-        return f"{h:02d}:{m:02d}:{s:02d}"
+            return f"{sign}{h:02d}:{m:02d}:{s:02d}.{micros:06d}"
+        return f"{sign}{h:02d}:{m:02d}:{s:02d}"
 
     return decode
 

@@ -470,3 +470,18 @@ def test_restart_before_a_recorded_ddl_replays_it_once(menv: MariaEnv) -> None:
     after = [v["after"] for v in values(menv, "t")]
     assert after == [{"id": 1, "a": 1}, {"id": 2, "a": 2, "b": "x"},
                      {"id": 2, "a": 2, "b": "x"}, {"id": 3, "a": 3, "b": "y"}]
+
+
+def test_mariadb_connector_class_names_itself_in_source(menv: MariaEnv) -> None:
+    menv.sql("CREATE TABLE t (id INT PRIMARY KEY)")
+    menv.sql("INSERT INTO t VALUES (1)")
+    cap = menv.capture({"connector.class": "io.debezium.connector.mariadb.MariaDbConnector"})
+    try:
+        wait_for(lambda: count(menv, "t") >= 1, what="snapshot")
+        menv.sql("INSERT INTO t VALUES (2)")
+        wait_for(lambda: count(menv, "t") >= 2, what="stream")
+    finally:
+        cap.stop()
+    assert [v["source"]["connector"] for v in values(menv, "t")] == ["mariadb", "mariadb"]
+    ddl = [v for _, _, v in events(menv.topics, menv.prefix)]
+    assert ddl and all(v["source"]["connector"] == "mariadb" for v in ddl)

@@ -356,9 +356,6 @@ def test_delta_tables_equal_the_source(menv: MariaEnv, spark: Any, variant: str)
     assert not problems, "\n".join(problems[:40]) + f"\n({len(problems)} differences)"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "headwater.pipeline.connect_types._time_of_day floors negative durations: MySQL's "
-    "TIME '-00:00:01' (MicroTime -1000000) becomes '-1:59:59'"))
 def test_negative_time_is_written_as_the_source_prints_it() -> None:
     from headwater.pipeline.connect_types import field_type
 

@@ -102,7 +102,7 @@ class MySqlSourceBlock:
         table = record.table.id
         return {
             "version": record.context.connector_version,
-            "connector": "mysql",
+            "connector": record.context.kind,  # "mysql", or "mariadb" for the MariaDB class
             "name": record.context.server_name,
             "ts_ms": record.source_ts_ms,
             "snapshot": record.snapshot,
@@ -124,7 +124,7 @@ class MySqlSourceBlock:
         """The same block for a schema change event (no table)."""
         return {
             "version": context.connector_version,
-            "connector": "mysql",
+            "connector": context.kind,
             "name": context.server_name,
             "ts_ms": ts_ms,
             "snapshot": snapshot,
