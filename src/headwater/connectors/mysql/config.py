@@ -33,6 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from headwater.config.connector_common import (
+    NameFilter,
+    check_queue,
+    redacted_fields,
+    split_statements,
+)
 from headwater.config.definition import (
     ConfigDef,
     ConfigValue,
@@ -43,7 +49,7 @@ from headwater.config.definition import (
     regex_list_validator,
 )
 from headwater.config.loader import load_properties
-from headwater.config.secrets import REDACTED, Secret, is_sensitive_key
+from headwater.config.secrets import Secret
 from headwater.config.signals import SIGNAL_PROPERTIES, SignalConfig, signal_config
 from headwater.connectors.postgres.config import (
     FILE_OFFSET_BACKING_STORE,
@@ -118,11 +124,6 @@ def _message_key_columns(value: ConfigValue) -> str | None:
             return str(exc)
     return None
 
-
-def split_statements(text: str) -> tuple[str, ...]:
-    """``database.initial.statements``: ``;``-separated, ``;;`` is a literal semicolon."""
-    parts = text.replace(";;", "\x00").split(";")
-    return tuple(p.replace("\x00", ";").strip() for p in parts if p.strip())
 
 
 _DOC_REGEX = "comma-separated regular expressions matched against the whole "
@@ -288,14 +289,6 @@ _EXCLUSIVE: Final = (
 )
 
 
-def _check_queue(context: ValidationContext) -> None:
-    batch, queue = context.values.get("max.batch.size"), context.values.get("max.queue.size")
-    if isinstance(batch, int) and isinstance(queue, int) and queue <= batch:
-        context.error(
-            f"{context.label('max.queue.size')} ({queue}) must be larger than "
-            f"{context.label('max.batch.size')} ({batch})"
-        )
-
 
 def _check_snapshot_threads(context: ValidationContext) -> None:
     # Parallel readers are one consistent point only because each opens its snapshot while the
@@ -324,17 +317,9 @@ MYSQL_CONFIG_DEF: Final = ConfigDef(
     ignored=IGNORED,
     ignored_patterns=IGNORED_PATTERNS,
     exclusive=_EXCLUSIVE,
-    checks=(_check_queue, _check_snapshot_threads, _check_server_id),
+    checks=(check_queue, _check_snapshot_threads, _check_server_id),
     pattern_properties=PATTERN_PROPERTIES,
 )
-
-
-def _compile(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(pattern, re.IGNORECASE) for pattern in patterns)
-
-
-def _matches(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
-    return any(pattern.fullmatch(text) for pattern in patterns)
 
 
 _UNSET_PATH: Final = Path()
@@ -414,7 +399,7 @@ class MySqlConnectorConfig:
     _column_mappers: ColumnMappers = field(default=ColumnMappers(), repr=False, compare=False)
     # signal.*, incremental.snapshot.*, read.only; read through `signals`
     _signals: SignalConfig = field(default_factory=SignalConfig, repr=False, compare=False)
-    _patterns: dict[str, tuple[re.Pattern[str], ...]] = field(
+    _filters: dict[str, NameFilter] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
     _key_columns: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = field(
@@ -432,14 +417,11 @@ class MySqlConnectorConfig:
         if self.schema_history_internal_file_filename == _UNSET_PATH:
             put(self, "schema_history_internal_file_filename",
                 default_history_file(self.topic_prefix))
-        put(self, "_patterns", {
-            name: _compile(getattr(self, name))
-            for name in (
-                "database_include_list", "database_exclude_list", "table_include_list",
-                "table_exclude_list", "column_include_list", "column_exclude_list",
-                "gtid_source_includes", "gtid_source_excludes",
-            )
-        })
+        put(self, "_filters", {
+            kind: NameFilter(getattr(self, f"{kind}_include_list"),
+                             getattr(self, f"{kind}_exclude_list"))
+            for kind in ("database", "table", "column")
+        } | {"gtid": NameFilter(self.gtid_source_includes, self.gtid_source_excludes)})
         put(self, "_key_columns", tuple(
             (re.compile(table, re.IGNORECASE), columns)
             for table, columns in self.message_key_columns
@@ -558,33 +540,19 @@ class MySqlConnectorConfig:
     def database_filter(self, database: str) -> bool:
         if self.table_ignore_builtin and database.lower() in SYSTEM_DATABASES:
             return False
-        p = self._patterns
-        if p["database_include_list"]:
-            return _matches(p["database_include_list"], database)
-        return not _matches(p["database_exclude_list"], database)
+        return self._filters["database"].admits(database)
 
     def table_filter(self, database: str, table: str) -> bool:
         if not self.database_filter(database):
             return False
-        name = f"{database}.{table}"
-        p = self._patterns
-        if p["table_include_list"]:
-            return _matches(p["table_include_list"], name)
-        return not _matches(p["table_exclude_list"], name)
+        return self._filters["table"].admits(f"{database}.{table}")
 
     def column_filter(self, database: str, table: str, column: str) -> bool:
-        name = f"{database}.{table}.{column}"
-        p = self._patterns
-        if p["column_include_list"]:
-            return _matches(p["column_include_list"], name)
-        return not _matches(p["column_exclude_list"], name)
+        return self._filters["column"].admits(f"{database}.{table}.{column}")
 
     def gtid_source_filter(self, source: str) -> bool:
         """Whether GTIDs of `source` (MySQL server UUID, MariaDB "domain-server") are used."""
-        p = self._patterns
-        if p["gtid_source_includes"]:
-            return _matches(p["gtid_source_includes"], source)
-        return not _matches(p["gtid_source_excludes"], source)
+        return self._filters["gtid"].admits(source)
 
     def key_columns(self, database: str, table: str) -> tuple[str, ...] | None:
         name = f"{database}.{table}"
@@ -613,17 +581,7 @@ class MySqlConnectorConfig:
         return kwargs
 
     def redacted(self) -> dict[str, object]:
-        out: dict[str, object] = {}
-        for name in self.__dataclass_fields__:
-            if name.startswith("_"):
-                continue
-            value = getattr(self, name)
-            if isinstance(value, Secret):
-                value = REDACTED
-            elif name == "passthrough":
-                value = {k: REDACTED if is_sensitive_key(k) else v for k, v in value.items()}
-            out[name] = value
-        return out
+        return redacted_fields(self)
 
 
 def validate_mysql_config(

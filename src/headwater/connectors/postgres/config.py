@@ -56,6 +56,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from headwater.config.connector_common import (
+    NameFilter,
+    check_queue,
+    redacted_fields,
+    split_statements,
+)
 from headwater.config.definition import (
     ConfigDef,
     ConfigValue,
@@ -68,7 +74,7 @@ from headwater.config.definition import (
     regex_list_validator,
 )
 from headwater.config.loader import load_properties
-from headwater.config.secrets import REDACTED, Secret, is_sensitive_key
+from headwater.config.secrets import Secret
 from headwater.config.signals import SIGNAL_PROPERTIES, SignalConfig, signal_config
 from headwater.relational.column_mappers import (
     COLUMN_PROPAGATE_PROPERTY,
@@ -221,26 +227,6 @@ def _message_key_columns(value: ConfigValue) -> str | None:
             return str(exc)
     return None
 
-
-def _split_statements(text: str) -> tuple[str, ...]:
-    """Split ``database.initial.statements`` on ``;`` (``;;`` is a literal semicolon)."""
-    statements: list[str] = []
-    buffer: list[str] = []
-    position = 0
-    while position < len(text):
-        char = text[position]
-        if char == ";":
-            if text[position + 1 : position + 2] == ";":
-                buffer.append(";")
-                position += 2
-                continue
-            statements.append("".join(buffer).strip())
-            buffer = []
-        else:
-            buffer.append(char)
-        position += 1
-    statements.append("".join(buffer).strip())
-    return tuple(statement for statement in statements if statement)
 
 
 # --------------------------------------------------------------------------------------------
@@ -444,14 +430,6 @@ _EXCLUSIVE: Final = (
 )
 
 
-def _check_queue(context: ValidationContext) -> None:
-    batch, queue = context.values.get("max.batch.size"), context.values.get("max.queue.size")
-    if isinstance(batch, int) and isinstance(queue, int) and queue <= batch:
-        context.error(
-            f"{context.label('max.queue.size')} ({queue}) must be larger than "
-            f"{context.label('max.batch.size')} ({batch})"
-        )
-
 
 def _check_tasks(context: ValidationContext) -> None:
     tasks = context.values.get("tasks.max")
@@ -474,7 +452,7 @@ POSTGRES_CONFIG_DEF: Final = ConfigDef(
     ignored=IGNORED,
     ignored_patterns=IGNORED_PATTERNS,
     exclusive=_EXCLUSIVE,
-    checks=(_check_queue, _check_tasks, _check_heartbeat),
+    checks=(check_queue, _check_tasks, _check_heartbeat),
     pattern_properties=PATTERN_PROPERTIES,
 )
 
@@ -487,14 +465,6 @@ def is_system_schema(schema: str) -> bool:
     """PostgreSQL system schemas, never captured whatever the filters say."""
     lowered = schema.lower()
     return lowered in _SYSTEM_SCHEMAS or lowered.startswith(_SYSTEM_SCHEMA_PREFIXES)
-
-
-def _compile(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(pattern, re.IGNORECASE) for pattern in patterns)
-
-
-def _matches(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
-    return any(pattern.fullmatch(text) for pattern in patterns)
 
 
 _UNSET_PATH: Final = Path()
@@ -580,18 +550,12 @@ class PostgresConnectorConfig:
     _column_mappers: ColumnMappers = field(default=ColumnMappers(), repr=False, compare=False)
     # signal.*, incremental.snapshot.*, read.only; read through `signals`
     _signals: SignalConfig = field(default_factory=SignalConfig, repr=False, compare=False)
-    _schema_include: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False,
-                                                          compare=False)
-    _schema_exclude: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False,
-                                                          compare=False)
-    _table_include: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False,
-                                                         compare=False)
-    _table_exclude: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False,
-                                                         compare=False)
-    _column_include: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False,
-                                                          compare=False)
-    _column_exclude: tuple[re.Pattern[str], ...] = field(default=(), init=False, repr=False,
-                                                          compare=False)
+    _schemas: NameFilter = field(default=NameFilter((), ()), init=False, repr=False,
+                                 compare=False)
+    _tables: NameFilter = field(default=NameFilter((), ()), init=False, repr=False,
+                                compare=False)
+    _columns: NameFilter = field(default=NameFilter((), ()), init=False, repr=False,
+                                 compare=False)
     _key_columns: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = field(
         default=(), init=False, repr=False, compare=False
     )
@@ -602,12 +566,9 @@ class PostgresConnectorConfig:
             put(self, "name", self.topic_prefix)
         if self.offset_storage_file_filename == _UNSET_PATH:
             put(self, "offset_storage_file_filename", default_offsets_file(self.topic_prefix))
-        put(self, "_schema_include", _compile(self.schema_include_list))
-        put(self, "_schema_exclude", _compile(self.schema_exclude_list))
-        put(self, "_table_include", _compile(self.table_include_list))
-        put(self, "_table_exclude", _compile(self.table_exclude_list))
-        put(self, "_column_include", _compile(self.column_include_list))
-        put(self, "_column_exclude", _compile(self.column_exclude_list))
+        put(self, "_schemas", NameFilter(self.schema_include_list, self.schema_exclude_list))
+        put(self, "_tables", NameFilter(self.table_include_list, self.table_exclude_list))
+        put(self, "_columns", NameFilter(self.column_include_list, self.column_exclude_list))
         put(self, "_key_columns", tuple(
             (re.compile(table, re.IGNORECASE), columns)
             for table, columns in self.message_key_columns
@@ -642,7 +603,7 @@ class PostgresConnectorConfig:
             database_sslrootcert=c.get_optional_path("database.sslrootcert"),
             database_sslpassword=c.get_secret("database.sslpassword"),
             database_tcp_keepalive=c.get_bool("database.tcpKeepAlive"),
-            database_initial_statements=_split_statements(statements) if statements else (),
+            database_initial_statements=split_statements(statements) if statements else (),
             plugin_name=c.get_str("plugin.name"),
             slot_name=c.get_str("slot.name"),
             slot_drop_on_stop=c.get_bool("slot.drop.on.stop"),
@@ -740,11 +701,7 @@ class PostgresConnectorConfig:
 
     def schema_filter(self, schema: str) -> bool:
         """Whether ``schema`` is captured (system schemas never are)."""
-        if is_system_schema(schema):
-            return False
-        if self._schema_include:
-            return _matches(self._schema_include, schema)
-        return not _matches(self._schema_exclude, schema)
+        return not is_system_schema(schema) and self._schemas.admits(schema)
 
     def table_filter(self, schema: str, table: str) -> bool:
         """Whether ``schema.table`` is captured.
@@ -755,17 +712,11 @@ class PostgresConnectorConfig:
         """
         if not self.schema_filter(schema) or table.lower() in _BUILTIN_TABLES:
             return False
-        name = f"{schema}.{table}"
-        if self._table_include:
-            return _matches(self._table_include, name)
-        return not _matches(self._table_exclude, name)
+        return self._tables.admits(f"{schema}.{table}")
 
     def column_filter(self, schema: str, table: str, column: str) -> bool:
         """Whether a column is kept in events (matched as ``<schema>.<table>.<column>``)."""
-        name = f"{schema}.{table}.{column}"
-        if self._column_include:
-            return _matches(self._column_include, name)
-        return not _matches(self._column_exclude, name)
+        return self._columns.admits(f"{schema}.{table}.{column}")
 
     def key_columns(self, schema: str, table: str) -> tuple[str, ...] | None:
         """``message.key.columns`` for ``schema.table`` (first matching entry), else ``None``."""
@@ -803,19 +754,7 @@ class PostgresConnectorConfig:
 
     def redacted(self) -> dict[str, object]:
         """Attributes as a dict safe to print or log (secrets masked)."""
-        out: dict[str, object] = {}
-        for name in self.__dataclass_fields__:
-            if name.startswith("_"):
-                continue
-            value = getattr(self, name)
-            if isinstance(value, Secret):
-                value = REDACTED
-            elif name == "passthrough":
-                value = {
-                    key: REDACTED if is_sensitive_key(key) else text
-                    for key, text in value.items()
-                }
-            out[name] = value
+        out = redacted_fields(self)
         out["column_mappers"] = self._column_mappers.describe()
         return out
 
