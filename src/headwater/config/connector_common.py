@@ -5,10 +5,55 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
-from headwater.config.definition import ValidationContext
+from headwater.config.definition import Property, PropertyType, ValidationContext
 from headwater.config.secrets import REDACTED, Secret, is_sensitive_key
+
+JSON_CONVERTER: Final = "org.apache.kafka.connect.json.JsonConverter"
+FILE_OFFSET_BACKING_STORE: Final = "org.apache.kafka.connect.storage.FileOffsetBackingStore"
+
+
+def _json_converter(text: str) -> str:
+    if text != JSON_CONVERTER:
+        raise ValueError(f"{JSON_CONVERTER} (Headwater encodes events like Kafka's JsonConverter)")
+    return text
+
+
+def _offset_store(text: str) -> str:
+    if text != FILE_OFFSET_BACKING_STORE:
+        raise ValueError(
+            f"{FILE_OFFSET_BACKING_STORE} (Headwater keeps offsets in "
+            "offset.storage.file.filename)"
+        )
+    return text
+
+
+_I, _L, _B, _S, _P = (PropertyType.INT, PropertyType.LONG, PropertyType.BOOLEAN,
+                      PropertyType.STRING, PropertyType.PATH)
+
+# The runtime's properties (queue, converters, offsets, topic log): the same for every connector.
+RUNTIME_PROPERTIES: Final[tuple[Property, ...]] = (
+    Property("max.batch.size", _I, 2048, min_value=1),
+    Property("max.queue.size", _I, 8192, min_value=1, doc="must be larger than max.batch.size"),
+    Property("poll.interval.ms", _L, 500, min_value=1),
+    Property("key.converter", _S, JSON_CONVERTER, parser=_json_converter),
+    Property("value.converter", _S, JSON_CONVERTER, parser=_json_converter),
+    Property("key.converter.schemas.enable", _B, True),
+    Property("value.converter.schemas.enable", _B, True),
+    Property("offset.storage", _S, FILE_OFFSET_BACKING_STORE, parser=_offset_store),
+    Property("offset.storage.file.filename", _P,
+             doc="offsets file; default data/offsets/<topic.prefix>.json next to the config"),
+    Property("offset.flush.interval.ms", _L, 60_000, min_value=0,
+             doc="accepted for compatibility; offsets are flushed with every durable batch"),
+    Property("headwater.topics.dir", _P, Path("data/topics"),
+             doc="directory of the local topic log (relative to the config file)"),
+    Property("headwater.topics.segment.bytes", _L, 67_108_864, min_value=1,
+             doc="maximum size of a topic log segment"),
+    Property("headwater.topics.segment.ms", _L, 1000, min_value=1,
+             doc="time-based segment roll interval of the topic log"),
+)
 
 
 class NameFilter:

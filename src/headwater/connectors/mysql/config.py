@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from headwater.config.connector_common import (
+    RUNTIME_PROPERTIES,
     NameFilter,
     check_queue,
     redacted_fields,
@@ -52,9 +53,7 @@ from headwater.config.loader import load_properties
 from headwater.config.secrets import Secret
 from headwater.config.signals import SIGNAL_PROPERTIES, SignalConfig, signal_config
 from headwater.connectors.postgres.config import (
-    FILE_OFFSET_BACKING_STORE,
     HEADWATER_PASSTHROUGH_PREFIXES,
-    JSON_CONVERTER,
     PATTERN_PROPERTIES,
     default_offsets_file,
     parse_message_key_columns,
@@ -227,22 +226,7 @@ PROPERTIES: Final[tuple[Property, ...]] = (
              aliases=("heartbeat.topics.prefix",), validator=_topic_name),
     Property("errors.max.retries", _I, -1, min_value=-1),
     Property("retriable.restart.connector.wait.ms", _L, 10_000, min_value=0),
-    Property("max.batch.size", _I, 2048, min_value=1),
-    Property("max.queue.size", _I, 8192, min_value=1),
-    Property("poll.interval.ms", _L, 500, min_value=1),
-    Property("key.converter", _S, JSON_CONVERTER,
-             parser=_fixed(JSON_CONVERTER, "Headwater encodes events like JsonConverter")),
-    Property("value.converter", _S, JSON_CONVERTER,
-             parser=_fixed(JSON_CONVERTER, "Headwater encodes events like JsonConverter")),
-    Property("key.converter.schemas.enable", _B, True),
-    Property("value.converter.schemas.enable", _B, True),
-    Property("offset.storage", _S, FILE_OFFSET_BACKING_STORE,
-             parser=_fixed(FILE_OFFSET_BACKING_STORE, "offsets live in a local file")),
-    Property("offset.storage.file.filename", _P),
-    Property("offset.flush.interval.ms", _L, 60_000, min_value=0),
-    Property("headwater.topics.dir", _P, Path("data/topics")),
-    Property("headwater.topics.segment.bytes", _L, 67_108_864, min_value=1),
-    Property("headwater.topics.segment.ms", _L, 1000, min_value=1),
+    *RUNTIME_PROPERTIES,
     # signals and incremental snapshots (docs/snapshots.md, MariaDB section)
     *SIGNAL_PROPERTIES,
 )

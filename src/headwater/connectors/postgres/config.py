@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Final
 
 from headwater.config.connector_common import (
+    RUNTIME_PROPERTIES,
     NameFilter,
     check_queue,
     redacted_fields,
@@ -98,8 +99,6 @@ __all__ = [
 ]
 
 CONNECTOR_CLASS: Final = "io.debezium.connector.postgresql.PostgresConnector"
-JSON_CONVERTER: Final = "org.apache.kafka.connect.json.JsonConverter"
-FILE_OFFSET_BACKING_STORE: Final = "org.apache.kafka.connect.storage.FileOffsetBackingStore"
 
 _S = PropertyType.STRING
 _I = PropertyType.INT
@@ -135,19 +134,6 @@ def _connector_class(text: str) -> str:
     raise ValueError(f"the PostgreSQL connector ({CONNECTOR_CLASS}, or 'postgres'/'postgresql')")
 
 
-def _json_converter(text: str) -> str:
-    if text != JSON_CONVERTER:
-        raise ValueError(f"{JSON_CONVERTER} (Headwater encodes events like Kafka's JsonConverter)")
-    return text
-
-
-def _offset_store(text: str) -> str:
-    if text != FILE_OFFSET_BACKING_STORE:
-        raise ValueError(
-            f"{FILE_OFFSET_BACKING_STORE} (Headwater keeps offsets in "
-            "offset.storage.file.filename)"
-        )
-    return text
 
 
 def _topic_name(what: str) -> Validator:
@@ -342,24 +328,7 @@ PROPERTIES: Final[tuple[Property, ...]] = (
              aliases=("heartbeat.topics.prefix",), validator=_topic_name("topic prefix"),
              doc="heartbeat topic is <topic.heartbeat.prefix>.<topic.prefix>"),
     # -- runtime --------------------------------------------------------------------------------
-    Property("max.batch.size", _I, 2048, min_value=1),
-    Property("max.queue.size", _I, 8192, min_value=1, doc="must be larger than max.batch.size"),
-    Property("poll.interval.ms", _L, 500, min_value=1),
-    Property("key.converter", _S, JSON_CONVERTER, parser=_json_converter),
-    Property("value.converter", _S, JSON_CONVERTER, parser=_json_converter),
-    Property("key.converter.schemas.enable", _B, True),
-    Property("value.converter.schemas.enable", _B, True),
-    Property("offset.storage", _S, FILE_OFFSET_BACKING_STORE, parser=_offset_store),
-    Property("offset.storage.file.filename", _P,
-             doc="offsets file; default data/offsets/<topic.prefix>.json next to the config"),
-    Property("offset.flush.interval.ms", _L, 60_000, min_value=0,
-             doc="accepted for compatibility; offsets are flushed with every durable batch"),
-    Property("headwater.topics.dir", _P, Path("data/topics"),
-             doc="directory of the local topic log (relative to the config file)"),
-    Property("headwater.topics.segment.bytes", _L, 67_108_864, min_value=1,
-             doc="maximum size of a topic log segment"),
-    Property("headwater.topics.segment.ms", _L, 1000, min_value=1,
-             doc="time-based segment roll interval of the topic log"),
+    *RUNTIME_PROPERTIES,
     Property("headwater.pgoutput.streaming", _B, True,
              doc="pgoutput protocol 2 with streaming of large in-progress transactions "
                  "(PostgreSQL 14+; buffered on disk until their commit); false: protocol 1"),
