@@ -438,16 +438,16 @@ class _Loop:
             self.events_done += 1
             return
         code = event.type_code
-        rows = decoder.decode(body)
         if code in WRITE_ROWS:
             op = Op.CREATE
         elif code in UPDATE_ROWS:
             op = Op.UPDATE
         else:
             op = Op.DELETE
-        if op.value in self.skipped_ops:
+        if op.value in self.skipped_ops:  # before decoding: skipped rows cost nothing
             self.events_done += 1
             return
+        rows = decoder.decode(body)
         schema = codec.schema
         convert = codec.convert
         context = self.context
