@@ -29,7 +29,9 @@ def run_once(spark: Any, env: Env, props: dict[str, Any]) -> None:
 
 
 def caught_up(env: Env, cap: Any) -> None:
-    lsn = env.sql("SELECT pg_current_wal_lsn()::text")[0][0]
+    # The insert position: with synchronous_commit off (test servers) the write position
+    # pg_current_wal_lsn() can lag behind the last commit, and the wait would end too early.
+    lsn = env.sql("SELECT pg_current_wal_insert_lsn()::text")[0][0]
     hi, lo = lsn.split("/")
     end = (int(hi, 16) << 32) | int(lo, 16)
     wait_for(lambda: int((cap.runtime.offsets.load() or {}).get("lsn", 0)) >= end,
