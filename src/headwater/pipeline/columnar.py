@@ -18,7 +18,7 @@ and sequences, so batches may alternate between them.
 from __future__ import annotations
 
 import binascii
-import io
+import contextlib
 import mmap
 import os
 from collections.abc import Callable, Iterator
@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from headwater.pipeline import scan_kernel as kernel
 from headwater.pipeline.connect_types import field_type
 from headwater.pipeline.decode import PLACEHOLDER, Column
 from headwater.topics.segment import list_segments, sealed_name
@@ -39,10 +40,8 @@ from headwater.topics.segment import list_segments, sealed_name
 SEQ = "__hw_sequence"
 OP = "__hw_op"
 _OFFSET_HEAD = b'{"offset":'
-_KEY = b',"key":'
 _VALUE_SCHEMA = b'},"value":{"schema":'
 _PAYLOAD = b',"payload":'
-_TAIL = b"}}"  # closes the value document, then the record
 
 
 class NotColumnar(Exception):
@@ -72,13 +71,22 @@ POSITIONS = Positions()
 @dataclass
 class Lines:
     """The key and value payloads of a range of records that all share one key schema and one
-    value schema (`key_head`/`value_head`: the document text before the payload)."""
+    value schema (`key_head`/`value_head`: the document text before the payload), each set as
+    newline-separated JSON lines in one buffer, as pyarrow's JSON reader takes them."""
 
     key_head: bytes = b""
     value_head: bytes = b""
-    offsets: list[int] = field(default_factory=list)
-    keys: list[bytes] = field(default_factory=list)
-    values: list[bytes] = field(default_factory=list)
+    offsets: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    key_lines: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint8))
+    value_lines: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint8))
+
+    @property
+    def count(self) -> int:
+        return len(self.offsets)
+
+    def values(self) -> list[bytes]:
+        """The value payloads one by one (for tests and messages; the path uses the buffer)."""
+        return self.value_lines.tobytes().split(b"\n")[:-1]
 
 
 def _chunks(root: Path, topic: str, start: int, end: int,
@@ -103,63 +111,78 @@ def _chunks(root: Path, topic: str, start: int, end: int,
             if os.fstat(f.fileno()).st_size == 0:
                 continue
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        with data:
+        try:
             pos = positions.get(path.parent, seg.base, start) if start > seg.base else 0
             head = _OFFSET_HEAD + b"%d," % start
             if pos and data[pos:pos + len(head)] != head:
                 pos = 0
             yield data, pos, path, seg.base
+        finally:
+            # An array may still point into the map (numba's first compilation keeps its
+            # arguments for a while): then the map is unmapped when that array is freed.
+            with contextlib.suppress(BufferError):
+                data.close()
+
+
+_STATUS = {
+    kernel.LAYOUT: "record layout",
+    kernel.NO_SCHEMA: "value without an embedded schema",
+    kernel.OTHER_SHAPE: "another schema, a null key or headers",
+}
+
+
+def _heads(data: mmap.mmap, line: int, k: int) -> tuple[bytes, bytes]:
+    """The key and value heads (document text before the payloads) of the record line at
+    `line` whose key document starts at `k`."""
+    stop = data.find(b"\n", line)
+    v = data.find(_VALUE_SCHEMA, k, stop)
+    kp = data.find(_PAYLOAD, k, v)
+    vp = data.find(_PAYLOAD, v, stop)
+    if v < 0 or kp < 0 or vp < 0 or not data[k:k + 10] == b'{"schema":':
+        raise NotColumnar("document layout")
+    return data[k:kp + len(_PAYLOAD)], data[v:vp + len(_PAYLOAD)]
 
 
 def scan(root: Path, topic: str, start: int, end: int,
          positions: Positions = POSITIONS) -> Lines:
     """The payloads of the records start <= offset < end of a topic (tombstones skipped)."""
     out = Lines()
-    kh = vh = b""
-    lk = lv = 0
-    offsets, keys, values = out.offsets, out.keys, out.values
+    kh = vh = np.empty(0, np.uint8)
+    offsets: list[np.ndarray] = []
+    key_parts: list[np.ndarray] = []
+    value_parts: list[np.ndarray] = []
     for data, first, path, seg_base in _chunks(root, topic, start, end, positions):
-        find = data.find
-        pos, n = first, len(data)
-        last_off = -1
-        while pos < n:
-            stop = find(b"\n", pos)
-            if stop < 0:
-                break  # a torn last line of an in-progress segment
-            k = find(_KEY, pos, stop)
-            if k < 0 or data[pos:pos + 10] != _OFFSET_HEAD:
-                raise NotColumnar("record layout")
-            offset = int(data[pos + 10:find(b",", pos + 10, stop)])
-            if offset < start:
-                pos = stop + 1
-                continue
-            if offset >= end:
-                break
-            last_off = offset
-            v = find(_VALUE_SCHEMA, k, stop)
-            if v < 0:
-                if data[stop - 14:stop] == b',"value":null}':  # a tombstone
-                    pos = stop + 1
+        view = np.frombuffer(data, np.uint8)
+        try:
+            if not len(kh):
+                status, line, k = kernel.first_record(view, first, start, end)
+                if status != kernel.OK:
+                    raise NotColumnar(_STATUS[status])
+                if line < 0:
                     continue
-                raise NotColumnar("value without an embedded schema")
-            if not kh:
-                kp = find(_PAYLOAD, k, v)
-                vp = find(_PAYLOAD, v, stop)
-                if kp < 0 or vp < 0:
-                    raise NotColumnar("document layout")
-                kh = data[k + len(_KEY):kp + len(_PAYLOAD)]
-                vh = data[v:vp + len(_PAYLOAD)]
-                out.key_head, out.value_head = kh, vh
-                lk, lv = len(_KEY) + len(kh), len(vh)
-            if (data[v:v + lv] != vh or data[k + len(_KEY):k + lk] != kh
-                    or data[stop - 2:stop] != _TAIL):
-                raise NotColumnar("another schema, a null key or headers")
-            offsets.append(offset)
-            keys.append(data[k + lk:v])
-            values.append(data[v + lv:stop - 2])
-            pos = stop + 1
-        if last_off >= 0:
-            positions.put(path.parent, seg_base, last_off + 1, pos)
+                out.key_head, out.value_head = _heads(data, line, k)
+                kh = np.frombuffer(out.key_head, np.uint8)
+                vh = np.frombuffer(out.value_head, np.uint8)
+            # every stored line holds both heads: a bound on the number of records
+            found = np.empty(((len(view) - first) // (len(kh) + len(vh)) + 1, 5), np.int64)
+            status, count, pos, last = kernel.scan_records(view, first, start, end, kh, vh,
+                                                           found)
+            if status != kernel.OK:
+                raise NotColumnar(_STATUS[status])
+            found = found[:count]
+            offsets.append(found[:, kernel.OFFSET].copy())
+            key_parts.append(kernel.gather(view, found[:, kernel.KEY_BEGIN],
+                                           found[:, kernel.KEY_END]))
+            value_parts.append(kernel.gather(view, found[:, kernel.VALUE_BEGIN],
+                                             found[:, kernel.VALUE_END]))
+        finally:
+            del view  # the map cannot close while an array still points into it
+        if last >= 0:
+            positions.put(path.parent, seg_base, last + 1, pos)
+    if offsets:
+        out.offsets = np.concatenate(offsets)
+        out.key_lines = np.concatenate(key_parts)
+        out.value_lines = np.concatenate(value_parts)
     return out
 
 
@@ -306,10 +329,10 @@ def shape(key_head: bytes, value_head: bytes) -> Shape:
     return result
 
 
-def _read_json(lines: list[bytes], schema: pa.Schema) -> pa.Table:
+def _read_json(lines: np.ndarray, schema: pa.Schema) -> pa.Table:
     try:
         return pj.read_json(
-            io.BytesIO(b"\n".join(lines)),
+            pa.BufferReader(pa.py_buffer(lines)),
             read_options=pj.ReadOptions(block_size=4 << 20),
             parse_options=pj.ParseOptions(explicit_schema=schema,
                                           unexpected_field_behavior="ignore"))
@@ -412,12 +435,12 @@ class ColumnarChanges:
 
 def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
     """Decoded net changes of the scanned payloads (None: no events)."""
-    if not lines.values:
+    if not lines.count:
         return None
     sh = shape(lines.key_head, lines.value_head)
-    payload = _read_json(lines.values, sh.value_schema)
-    keys = _read_json(lines.keys, sh.key_schema)
-    if payload.num_rows != len(lines.values) or keys.num_rows != len(lines.keys):
+    payload = _read_json(lines.value_lines, sh.value_schema)
+    keys = _read_json(lines.key_lines, sh.key_schema)
+    if payload.num_rows != lines.count or keys.num_rows != lines.count:
         raise NotColumnar("line count")
     payload = payload.combine_chunks()
     keys = keys.combine_chunks()
@@ -429,7 +452,7 @@ def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
         raise NotColumnar("no source block")
     tx = payload.column("transaction").chunk(0)
     total_order = pc.struct_field(tx, [0])
-    offsets = np.asarray(lines.offsets, dtype=np.int64)
+    offsets = lines.offsets
     seq = sequences(source, total_order, offsets)
     is_delete = pc.equal(op, "d")
     after = payload.column("after").chunk(0)
@@ -485,7 +508,7 @@ def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
     first_source = source[0].as_py()
     return ColumnarChanges(
         topic, first_source.get("schema") or first_source.get("db"), first_source.get("table"),
-        sh.key_columns, sh.columns, len(lines.values), net)
+        sh.key_columns, sh.columns, lines.count, net)
 
 
 def read_net(root: Path, topic: str, start: int, end: int,

@@ -1,0 +1,252 @@
+"""Compiled line scanner of topic log segments for the column-wise pipeline path.
+
+The segment format (`headwater.topics.log`) is JSON lines of
+``{"offset":N,"timestamp":T,"key":<key doc>,"value":<value doc>}``, where every data record of a
+table version carries the same key schema and value schema text in front of its payloads.  Cut
+out in Python, the payloads cost about 5 µs per record (a dozen bytecode operations per line,
+two `bytes` objects per record); this scanner does the same walk in machine code (numba) and
+returns positions in arrays, so the per-record cost is the memory it touches: the schema texts
+are compared byte for byte on every line (a schema of the same length with another column type
+must not slip through), without branches so that the comparison is vectorised.
+
+It mirrors `columnar.scan`'s rules exactly: lines below the range's first offset are skipped,
+the scan stops at the range's end, tombstones (``"value":null``) are skipped, a torn last line
+(an in-progress segment) ends the segment, and any other layout stops with a status that the
+caller turns into `NotColumnar`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+import numba
+import numpy as np
+
+OK = 0
+LAYOUT = 1  # not a record line of the topic log
+NO_SCHEMA = 2  # a value without an embedded schema
+OTHER_SHAPE = 3  # another schema, a null key, headers
+
+_HEAD = np.frombuffer(b'{"offset":', np.uint8)
+_TIMESTAMP = np.frombuffer(b'"timestamp":', np.uint8)
+_KEY = np.frombuffer(b',"key":', np.uint8)
+_VALUE = np.frombuffer(b'},"value":', np.uint8)
+_SCHEMA = np.frombuffer(b'{"schema":', np.uint8)
+_NULL_END = np.frombuffer(b"null}", np.uint8)
+_HEADERS = np.frombuffer(b'},"headers":{', np.uint8)
+_NL = 10
+_COMMA = 44
+_BRACE = 125
+
+# Columns of the position matrix the scanner fills, one row per data record.
+OFFSET, KEY_BEGIN, KEY_END, VALUE_BEGIN, VALUE_END = range(5)
+
+
+def _same(data: Any, at: int, pattern: Any) -> bool:
+    """data[at:at + len(pattern)] == pattern, branch-free (the loop vectorises)."""
+    m = pattern.shape[0]
+    if at < 0 or at + m > data.shape[0]:
+        return False
+    acc = 0
+    for j in range(m):
+        acc |= data[at + j] ^ pattern[j]
+    return acc == 0
+
+
+def _find_in_line(data: Any, pattern: Any, lo: int, n: int) -> int:
+    """Index of `pattern` at or after `lo`, -1 if a newline or the end of the data comes first."""
+    first = pattern[0]
+    m = pattern.shape[0]
+    i = lo
+    while i < n:
+        c = data[i]
+        if c == _NL:
+            return -1
+        if c == first and i + m <= n:
+            j = 1
+            while j < m and data[i + j] == pattern[j]:
+                j += 1
+            if j == m:
+                return i
+        i += 1
+    return -1
+
+
+def _newline(data: Any, lo: int, n: int) -> int:
+    i = lo
+    while i < n:
+        if data[i] == _NL:
+            return i
+        i += 1
+    return -1
+
+
+def _digits(data: Any, i: int, n: int) -> tuple[int, int]:
+    """(value, index after) of the decimal digits at i; index -1 if none or the data ends."""
+    value = 0
+    start = i
+    while i < n and 48 <= data[i] <= 57:
+        value = value * 10 + (data[i] - 48)
+        i += 1
+    if i == start or i >= n:
+        return 0, -1
+    return value, i
+
+
+# What `_line` found at a position (besides the error statuses above).
+_DATA = -1  # a data record in the range
+_SKIP = -2  # a line before the range, or a tombstone
+_END = -3  # the range ends here
+_TORN = -4  # no complete line: the end of an in-progress segment
+
+
+def _line(data: Any, pos: int, start: int, end: int, key_head: Any,
+          value_head: Any) -> tuple[int, int, int, int, int]:
+    """Reads the line at `pos`: (what, offset, key document start, `},"value":` position,
+    position after the line's newline).  With empty heads, a data record is not checked
+    against them (the caller reads them from it).  A line that breaks a rule is torn if it has
+    no newline, since a torn line can break any of them."""
+    n = data.shape[0]
+    what, offset, k, v = _line_checked(data, pos, start, end, key_head, value_head)
+    if what == _DATA and value_head.shape[0]:
+        stop, headers = _payload_end(data, v + value_head.shape[0], n)
+        if headers:
+            what = OTHER_SHAPE
+    else:
+        stop = _newline(data, v if v >= 0 else pos, n)
+    if stop < 0:
+        return _TORN, offset, k, v, n
+    if what == _DATA and (data[stop - 1] != _BRACE or data[stop - 2] != _BRACE):
+        what = OTHER_SHAPE
+    return what, offset, k, v, stop + 1
+
+
+def _payload_end(data: Any, lo: int, n: int) -> tuple[int, bool]:
+    """(newline position or -1, whether record headers follow the value document).
+
+    Outside JSON strings a quote is never escaped, so ``},"headers":{`` can only be the
+    writer's headers member (a payload has no object-valued member of that name)."""
+    i = lo
+    while i < n:
+        c = data[i]
+        if c == _NL:
+            return i, False
+        if c == _BRACE and _same(data, i, _HEADERS):
+            return _newline(data, i, n), True
+        i += 1
+    return -1, False
+
+
+def _line_checked(data: Any, pos: int, start: int, end: int, key_head: Any,
+                  value_head: Any) -> tuple[int, int, int, int]:
+    n = data.shape[0]
+    if not _same(data, pos, _HEAD):
+        return LAYOUT, -1, -1, -1
+    offset, i = _digits(data, pos + _HEAD.shape[0], n)
+    if i < 0 or data[i] != _COMMA:
+        return LAYOUT, -1, -1, -1
+    if offset >= end:
+        return _END, offset, -1, -1
+    if offset < start:
+        return _SKIP, offset, -1, -1
+    if not _same(data, i + 1, _TIMESTAMP):
+        return LAYOUT, offset, -1, -1
+    _, j = _digits(data, i + 1 + _TIMESTAMP.shape[0], n)
+    if j < 0 or not _same(data, j, _KEY):
+        return LAYOUT, offset, -1, -1
+    k = j + _KEY.shape[0]
+    v = _find_in_line(data, _VALUE, k, n)
+    if v < 0:
+        return LAYOUT, offset, k, -1
+    after = v + _VALUE.shape[0]
+    if _same(data, after, _NULL_END):
+        return _SKIP, offset, k, v  # a tombstone
+    if not _same(data, after, _SCHEMA):
+        return NO_SCHEMA, offset, k, v
+    lv = value_head.shape[0]
+    if lv and (not _same(data, k, key_head) or not _same(data, v, value_head)):
+        return OTHER_SHAPE, offset, k, v
+    return _DATA, offset, k, v
+
+
+def _first_record(data: Any, pos: int, start: int, end: int) -> tuple[int, int, int]:
+    """(status, line start, key document start) of the first data record with offset in
+    [start, end) from `pos`; line start -1 when there is none (or only a torn line)."""
+    n = data.shape[0]
+    none = np.empty(0, np.uint8)
+    while pos < n:
+        what, _, k, _, after = _line(data, pos, start, end, none, none)
+        if what == _DATA:
+            return OK, pos, k
+        if what in (_END, _TORN):
+            break
+        if what != _SKIP:
+            return what, pos, -1
+        pos = after
+    return OK, -1, -1
+
+
+def _scan(data: Any, pos: int, start: int, end: int, key_head: Any, value_head: Any,
+          out: Any) -> tuple[int, int, int, int]:
+    """Fills `out` (OFFSET, KEY_BEGIN, KEY_END, VALUE_BEGIN, VALUE_END per record) from `pos`.
+
+    Returns (status, records, position after the last line read, last offset read or -1).
+    `value_head` starts with ``},"value":{"schema":`` and ends with ``,"payload":``; the key
+    payload lies between the key head and it, the value payload between it and the ``}}`` that
+    closes the value document and the record."""
+    n = data.shape[0]
+    lk = key_head.shape[0]
+    lv = value_head.shape[0]
+    count = 0
+    last = -1
+    while pos < n:
+        what, offset, k, v, after = _line(data, pos, start, end, key_head, value_head)
+        if what in (_END, _TORN):
+            break
+        if what == _DATA:
+            if count == out.shape[0]:
+                return LAYOUT, count, pos, last  # cannot happen: the caller sizes `out`
+            out[count, OFFSET] = offset
+            out[count, KEY_BEGIN] = k + lk
+            out[count, KEY_END] = v
+            out[count, VALUE_BEGIN] = v + lv
+            out[count, VALUE_END] = after - 3
+            count += 1
+        elif what != _SKIP:
+            return what, count, pos, last
+        if offset >= start:
+            last = offset
+        pos = after
+    return OK, count, pos, last
+
+
+def _gather(data: Any, begin: Any, end: Any, out: Any) -> int:
+    """Copies data[begin[i]:end[i]] followed by a newline, for every i, to `out`."""
+    p = 0
+    for i in range(begin.shape[0]):
+        m = end[i] - begin[i]
+        out[p:p + m] = data[begin[i]:end[i]]
+        out[p + m] = _NL
+        p += m + 1
+    return p
+
+
+_jit = numba.njit(cache=True, nogil=True, boundscheck=False)
+_same = _jit(_same)
+_find_in_line = _jit(_find_in_line)
+_newline = _jit(_newline)
+_digits = _jit(_digits)
+_line_checked = _jit(_line_checked)
+_payload_end = _jit(_payload_end)
+_line = _jit(_line)
+first_record = cast(Callable[..., tuple[int, int, int]], _jit(_first_record))
+scan_records = cast(Callable[..., tuple[int, int, int, int]], _jit(_scan))
+_gather_jit = cast(Callable[..., int], _jit(_gather))
+
+
+def gather(data: np.ndarray, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The byte ranges [begin, end) of `data`, each followed by a newline, in one buffer."""
+    out = np.empty(int((end - begin).sum()) + len(begin), dtype=np.uint8)
+    _gather_jit(data, begin, end, out)
+    return out
