@@ -78,20 +78,10 @@ def _log_time(line: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
-def run_headwater(pg: LocalPostgres, work: Path, threads: int, fetch: int) -> tuple[float, float]:
-    """Runs an initial_only snapshot: (snapshot phase seconds, whole process seconds)."""
-    work.mkdir(parents=True)
-    config = work / "bench.properties"
-    offsets = work / "offsets.json"
-    config.write_text(
-        "connector.class=io.debezium.connector.postgresql.PostgresConnector\n"
-        f"database.hostname=127.0.0.1\ndatabase.port={pg.port}\n"
-        f"database.user={pg.user}\ndatabase.dbname=bench\ntopic.prefix=bench\n"
-        f"slot.name=hw_{threads}\npublication.name=bench_pub\nsnapshot.mode=initial_only\n"
-        f"snapshot.max.threads={threads}\nsnapshot.fetch.size={fetch}\n"
-        "slot.drop.on.stop=true\n"
-        f"offset.storage.file.filename={offsets}\nheadwater.topics.dir={work / 'topics'}\n"
-    )
+def _run_until_snapshot_completed(config: Path, offsets: Path, work: Path,
+                                  start_marker: str) -> tuple[float, float]:
+    """Runs `headwater run CONFIG` until its offsets say the snapshot completed; returns (seconds
+    from the log line containing `start_marker` to completion, seconds of the whole run)."""
     log = work / "headwater.log"
     cmd = [sys.executable, "-m", "headwater.cli", "run", str(config)]
     t0 = time.monotonic()
@@ -109,8 +99,25 @@ def run_headwater(pg: LocalPostgres, work: Path, threads: int, fetch: int) -> tu
             time.sleep(0.02)
     total = time.monotonic() - t0
     start = next(_log_time(line) for line in log.read_text().splitlines()
-                 if "import exported snapshot" in line)
+                 if start_marker in line)
     return done_at - start, total
+
+
+def run_headwater(pg: LocalPostgres, work: Path, threads: int, fetch: int) -> tuple[float, float]:
+    """Runs an initial_only snapshot: (snapshot phase seconds, whole process seconds)."""
+    work.mkdir(parents=True)
+    config = work / "bench.properties"
+    offsets = work / "offsets.json"
+    config.write_text(
+        "connector.class=io.debezium.connector.postgresql.PostgresConnector\n"
+        f"database.hostname=127.0.0.1\ndatabase.port={pg.port}\n"
+        f"database.user={pg.user}\ndatabase.dbname=bench\ntopic.prefix=bench\n"
+        f"slot.name=hw_{threads}\npublication.name=bench_pub\nsnapshot.mode=initial_only\n"
+        f"snapshot.max.threads={threads}\nsnapshot.fetch.size={fetch}\n"
+        "slot.drop.on.stop=true\n"
+        f"offset.storage.file.filename={offsets}\nheadwater.topics.dir={work / 'topics'}\n"
+    )
+    return _run_until_snapshot_completed(config, offsets, work, "import exported snapshot")
 
 
 def main() -> None:
@@ -205,25 +212,7 @@ def run_headwater_mariadb(
         f"schema.history.internal.file.filename={work / 'history.jsonl'}\n"
         f"headwater.topics.dir={work / 'topics'}\n"
     )
-    log = work / "headwater.log"
-    cmd = [sys.executable, "-m", "headwater.cli", "run", str(config)]
-    t0 = time.monotonic()
-    with log.open("w") as err:
-        proc = subprocess.Popen(cmd, stderr=err)
-        done_at = None
-        while proc.poll() is None or done_at is None:
-            try:
-                if json.loads(offsets.read_text())["offset"].get("snapshot_completed"):
-                    done_at = done_at or time.time()
-            except (OSError, ValueError, KeyError):
-                pass
-            if proc.poll() is not None and done_at is None:
-                raise SystemExit(f"headwater exited with {proc.returncode}: see {log}")
-            time.sleep(0.02)
-    total = time.monotonic() - t0
-    start = next(_log_time(line) for line in log.read_text().splitlines()
-                 if "read lock acquired" in line)
-    return done_at - start, total
+    return _run_until_snapshot_completed(config, offsets, work, "read lock acquired")
 
 
 def mariadb_main(args: argparse.Namespace) -> None:

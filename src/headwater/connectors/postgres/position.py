@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from headwater.model.record import ChangeRecord
-from headwater.model.schema import INT64, STRING, STRUCT, ConnectField, ConnectSchema
-from headwater.model.source_block import SNAPSHOT_ENUM_SCHEMA, source_field
+from headwater.model.schema import INT64, STRING, STRUCT, ConnectSchema
+from headwater.model.source_block import COMMON_SOURCE_FIELDS, source_field
 
 
 class PostgresPosition(NamedTuple):
@@ -32,13 +32,7 @@ POSTGRES_SOURCE_SCHEMA = ConnectSchema(
     optional=False,
     name="io.debezium.connector.postgresql.Source",
     fields=(
-        source_field("version", STRING, False),
-        source_field("connector", STRING, False),
-        source_field("name", STRING, False),
-        source_field("ts_ms", INT64, False),
-        ConnectField("snapshot", SNAPSHOT_ENUM_SCHEMA),
-        source_field("db", STRING, False),
-        source_field("sequence", STRING, True),
+        *COMMON_SOURCE_FIELDS,
         source_field("schema", STRING, False),
         source_field("table", STRING, False),
         source_field("txId", INT64, True),
