@@ -143,3 +143,26 @@ def test_gather_joins_ranges_with_newlines() -> None:
     data = np.frombuffer(b"abcdefghij", np.uint8)
     out = scan_kernel.gather(data, np.array([0, 5, 9]), np.array([2, 5, 10]))
     assert out.tobytes() == b"ab\n\nj\n"
+
+
+def test_byte_primitives_at_the_edges() -> None:
+    """The libc-backed primitives never read past their bounds or the data."""
+    from headwater.pipeline import scan_kernel as kernel
+
+    data = np.frombuffer(b"ab}c\n", np.uint8)
+
+    def pat(b: bytes) -> np.ndarray:
+        return np.frombuffer(b, np.uint8)
+
+    assert kernel._newline(data, 0, 5) == 4
+    assert kernel._newline(data, 4, 5) == 4
+    assert kernel._newline(data, 0, 4) == -1
+    assert kernel._newline(data, 5, 5) == -1
+    assert kernel._same(data, 3, pat(b"c\n"))
+    assert not kernel._same(data, 3, pat(b"c\n\n"))  # would run past the end
+    assert not kernel._same(data, -1, pat(b"a"))
+    assert not kernel._same(data, 0, pat(b"ac"))
+    assert kernel._same(data, 5, pat(b""))
+    assert kernel._find_before(data, pat(b"}c"), 0, 5) == 2
+    assert kernel._find_before(data, pat(b"}c"), 0, 3) == -1  # the match would cross `stop`
+    assert kernel._find_before(data, pat(b"}c"), 3, 5) == -1

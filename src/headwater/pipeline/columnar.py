@@ -72,7 +72,8 @@ POSITIONS = Positions()
 class Lines:
     """The key and value payloads of a range of records that all share one key schema and one
     value schema (`key_head`/`value_head`: the document text before the payload), each set as
-    newline-separated JSON lines in one buffer, as pyarrow's JSON reader takes them."""
+    newline-separated JSON lines in one buffer, as pyarrow's JSON reader takes them.  The
+    buffers are reused by the next `scan`."""
 
     key_head: bytes = b""
     value_head: bytes = b""
@@ -89,13 +90,14 @@ class Lines:
         return self.value_lines.tobytes().split(b"\n")[:-1]
 
 
-def _chunks(root: Path, topic: str, start: int, end: int,
-            positions: Positions) -> Iterator[tuple[mmap.mmap, int, Path, int]]:
+def _chunks(root: Path, topic: str, start: int, end: int, positions: Positions,
+            stack: contextlib.ExitStack) -> Iterator[tuple[mmap.mmap, int, Path, int]]:
     """(mapped file, first position, path, base) of the segments that hold the range; the
-    position is that of the first line with offset >= start when it is known, else 0.
+    position is that of the first line with offset >= start when it is known, else 0.  The
+    maps stay open until `stack` closes.
 
-    Mapped rather than read: the scan touches a small part of every line's bytes, and copying
-    the whole file out of the page cache first would cost as much as the scan itself."""
+    Mapped rather than read: reading copies every byte out of the page cache once more, which
+    costs as much as the whole scan (bench/pipeline_delta.py prints both)."""
     segments = list_segments(root / topic)
     for i, seg in enumerate(segments):
         nxt = segments[i + 1].base if i + 1 < len(segments) else None
@@ -111,17 +113,19 @@ def _chunks(root: Path, topic: str, start: int, end: int,
             if os.fstat(f.fileno()).st_size == 0:
                 continue
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        try:
-            pos = positions.get(path.parent, seg.base, start) if start > seg.base else 0
-            head = _OFFSET_HEAD + b"%d," % start
-            if pos and data[pos:pos + len(head)] != head:
-                pos = 0
-            yield data, pos, path, seg.base
-        finally:
-            # An array may still point into the map (numba's first compilation keeps its
-            # arguments for a while): then the map is unmapped when that array is freed.
-            with contextlib.suppress(BufferError):
-                data.close()
+        stack.callback(_unmap, data)
+        pos = positions.get(path.parent, seg.base, start) if start > seg.base else 0
+        head = _OFFSET_HEAD + b"%d," % start
+        if pos and data[pos:pos + len(head)] != head:
+            pos = 0
+        yield data, pos, path, seg.base
+
+
+def _unmap(data: mmap.mmap) -> None:
+    # An array may still point into the map (numba's first compilation keeps its arguments
+    # for a while): then the map is unmapped when that array is freed.
+    with contextlib.suppress(BufferError):
+        data.close()
 
 
 _STATUS = {
@@ -145,15 +149,17 @@ def _heads(data: mmap.mmap, line: int, k: int) -> tuple[bytes, bytes]:
 
 def scan(root: Path, topic: str, start: int, end: int,
          positions: Positions = POSITIONS) -> Lines:
-    """The payloads of the records start <= offset < end of a topic (tombstones skipped)."""
+    """The payloads of the records start <= offset < end of a topic (tombstones skipped).
+
+    Two passes: positions of every segment's records first, then the payloads copied once
+    into buffers of the final size (joining per-segment buffers cost as much as the scan)."""
     out = Lines()
     kh = vh = np.empty(0, np.uint8)
-    offsets: list[np.ndarray] = []
-    key_parts: list[np.ndarray] = []
-    value_parts: list[np.ndarray] = []
-    for data, first, path, seg_base in _chunks(root, topic, start, end, positions):
-        view = np.frombuffer(data, np.uint8)
-        try:
+    found_parts: list[tuple[np.ndarray, np.ndarray]] = []
+    view: np.ndarray | None = None
+    with contextlib.ExitStack() as stack:
+        for data, first, path, seg_base in _chunks(root, topic, start, end, positions, stack):
+            view = np.frombuffer(data, np.uint8)
             if not len(kh):
                 status, line, k = kernel.first_record(view, first, start, end)
                 if status != kernel.OK:
@@ -169,20 +175,49 @@ def scan(root: Path, topic: str, start: int, end: int,
                                                            found)
             if status != kernel.OK:
                 raise NotColumnar(_STATUS[status])
-            found = found[:count]
-            offsets.append(found[:, kernel.OFFSET].copy())
-            key_parts.append(kernel.gather(view, found[:, kernel.KEY_BEGIN],
-                                           found[:, kernel.KEY_END]))
-            value_parts.append(kernel.gather(view, found[:, kernel.VALUE_BEGIN],
-                                             found[:, kernel.VALUE_END]))
-        finally:
-            del view  # the map cannot close while an array still points into it
-        if last >= 0:
-            positions.put(path.parent, seg_base, last + 1, pos)
-    if offsets:
-        out.offsets = np.concatenate(offsets)
-        out.key_lines = np.concatenate(key_parts)
-        out.value_lines = np.concatenate(value_parts)
+            if last >= 0:
+                positions.put(path.parent, seg_base, last + 1, pos)
+            if count:
+                found_parts.append((view, found[:count]))
+        if found_parts:
+            out.offsets = np.concatenate([f[:, kernel.OFFSET] for _, f in found_parts])
+            out.key_lines = _gather_all(found_parts, kernel.KEY_BEGIN, kernel.KEY_END,
+                                        _KEY_SCRATCH)
+            out.value_lines = _gather_all(found_parts, kernel.VALUE_BEGIN, kernel.VALUE_END,
+                                          _VALUE_SCRATCH)
+        found_parts.clear()  # the views point into the maps, which close on leaving
+        view = None
+    return out
+
+
+class Scratch:
+    """A buffer kept from batch to batch.  The payload buffers of a 500k-record batch are
+    ~170 MB; fresh memory of that size costs 0.1-0.6 s of page faults here every batch (the
+    kernel zeroes each page on first touch), more than the scan itself."""
+
+    def __init__(self) -> None:
+        self.buffer = np.empty(0, np.uint8)
+
+    def take(self, size: int) -> np.ndarray:
+        if size > len(self.buffer) or size < len(self.buffer) // 8:
+            self.buffer = np.empty(size + size // 4, np.uint8)  # shrinks after a huge batch
+        return self.buffer[:size]
+
+
+# The payload buffers of `Lines`: valid until the next scan (the path decodes a batch before
+# scanning the next; pyarrow copies what it reads).
+_KEY_SCRATCH = Scratch()
+_VALUE_SCRATCH = Scratch()
+
+
+def _gather_all(parts: list[tuple[np.ndarray, np.ndarray]], begin: int, end: int,
+                scratch: Scratch) -> np.ndarray:
+    """The byte ranges [begin, end) of every part's records, each followed by a newline."""
+    size = sum(int((f[:, end] - f[:, begin]).sum()) + len(f) for _, f in parts)
+    out = scratch.take(size)
+    at = 0
+    for view, f in parts:
+        at += kernel.gather_into(view, f[:, begin], f[:, end], out[at:])
     return out
 
 
