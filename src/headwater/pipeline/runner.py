@@ -99,15 +99,19 @@ def apply_batch(
         t0 = time.monotonic()
         if cfg.mode == "scd1" and isinstance(target, DeltaTarget) and columnar_enabled():
             try:
-                net = columnar.read_net(topics_dir, topic, first, end)
+                lines = columnar.scan(topics_dir, topic, first, end)
+                t1 = time.monotonic()
+                net = columnar.decode_net(topic, lines)
             except columnar.NotColumnar as exc:
                 log.info("batch %d: %s: event by event (%s)", batch_id, topic, exc)
             else:
                 if net is not None:
+                    t2 = time.monotonic()
                     target.apply_scd1_net(net, batch_id)
                     total += net.events
-                    log.info("batch %d: %s: %d events, %d net, applied in %.2fs", batch_id,
-                             topic, net.events, net.net.num_rows, time.monotonic() - t0)
+                    log.info("batch %d: %s: %d events, %d net; scan %.2fs, decode %.2fs, "
+                             "merge %.2fs", batch_id, topic, net.events, net.net.num_rows,
+                             t1 - t0, t2 - t1, time.monotonic() - t2)
                 continue
         changes = decode_topic(topic, list(read_range(topics_dir, topic, first, end)))
         log.info("batch %d: %s: decoded %d events in %.1fs", batch_id, topic,
