@@ -193,6 +193,7 @@ def main() -> None:
         start_s = time.monotonic() - t0
         print(f"Spark session start-up and a first query of 100 events: {start_s:6.2f} s")
         try:
+            bounds(spark, work, ref_s)
             pipe_s = run_pipeline(spark, work, "delta")
             check(work, "delta", state)
             report("columnar path", args.changes, pipe_s, start_s, ref_s)
@@ -207,6 +208,56 @@ def main() -> None:
             freshness(work, seconds=args.seconds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def bounds(spark: Any, work: Path, ref_s: float) -> None:
+    """What no pipeline of this shape can go below, measured here: reading the topic log's
+    bytes once (memchr over the mapped segments), parsing its payloads with pyarrow's JSON
+    reader (multithreaded C++), and a Spark --once query of 10 events."""
+    import mmap
+
+    import numba
+    import numpy as np
+
+    from headwater.pipeline import columnar
+    from headwater.pipeline import scan_kernel as kernel
+
+    newline = kernel._newline
+
+    @numba.njit(nogil=True)
+    def count_lines(data: Any) -> int:
+        n, i, end = 0, 0, data.shape[0]
+        while True:
+            i = newline(data, i, end) + 1
+            if i == 0:
+                return n
+            n += 1
+
+    count_lines(np.frombuffer(b"x\n", np.uint8))  # compile outside the timing
+    files = sorted((work / "topics").rglob("*.jsonl"))
+    t0 = time.monotonic()
+    lines = 0
+    for f in files:
+        with open(f, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            view = np.frombuffer(m, np.uint8)
+            lines += count_lines(view)
+            del view
+    read_s = time.monotonic() - t0
+    topic = files[0].parent.name
+    parse_s = 0.0
+    for first in range(0, lines, 500_000):
+        scanned = columnar.scan(work / "topics", topic, first, first + 500_000)
+        if scanned.count:
+            sh = columnar.shape(scanned.key_head, scanned.value_head)
+            t0 = time.monotonic()
+            columnar._read_json(scanned.value_lines, sh.value_schema)
+            parse_s += time.monotonic() - t0
+    generate(work / "tiny-topics", 10, 10)
+    query_s = run_pipeline(spark, work, "tiny", topics="tiny-topics")
+    print(f"floors: reading the {lines:,} lines once {read_s:.2f} s; pyarrow JSON parse of "
+          f"their payloads {parse_s:.2f} s; a Spark --once query of 10 events {query_s:.2f} s")
+    print(f"  so the ratio cannot exceed {ref_s / (read_s + parse_s + query_s):.2f} with this "
+          f"topic format and one Spark query ({ref_s / read_s:.2f} on the bytes alone)")
 
 
 def report(name: str, changes: int, pipe_s: float, start_s: float, ref_s: float) -> None:

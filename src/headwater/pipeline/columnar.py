@@ -9,9 +9,10 @@ sequence strings are built with numpy, and the net change per key is an Arrow so
 
 It covers the common shape of a batch and raises `NotColumnar` for anything else, in which
 case the caller takes the event-by-event path of `decode` and `net`, which is the reference
-(tests compare the two): a schema change inside the batch, keyless tables, truncates,
-unchanged-TOAST placeholders, record headers, nested column types, values the JSON reader cannot
-type (e.g. "NaN" floats), or anything that fails to parse.  Both paths produce the same net rows
+(tests compare the two): a schema change inside the batch, keyless tables, truncates, record
+headers, nested column types, values the JSON reader cannot type (e.g. "NaN" floats), or
+anything that fails to parse.  Unchanged-TOAST placeholders are resolved here too, by the same
+rule as `net` (`_toast_sources`).  Both paths produce the same net rows
 and sequences, so batches may alternate between them.
 """
 
@@ -39,6 +40,7 @@ from headwater.topics.segment import list_segments, sealed_name
 
 SEQ = "__hw_sequence"
 OP = "__hw_op"
+TOAST_FLAG = "__hw_u_"  # + column: true where the target's value of the column is kept
 _OFFSET_HEAD = b'{"offset":'
 _VALUE_SCHEMA = b'},"value":{"schema":'
 _PAYLOAD = b',"payload":'
@@ -456,7 +458,8 @@ def sequences(source: pa.StructArray, total_order: pa.Array, offsets: np.ndarray
 @dataclass
 class ColumnarChanges:
     """One topic's batch, decoded and netted: `net` holds per key the newest event, with the row
-    columns (upserts) or only the key columns (deletes), then `__hw_sequence` and `__hw_op`."""
+    columns (upserts) or only the key columns (deletes), then `__hw_sequence` and `__hw_op`,
+    then a `TOAST_FLAG` column per name in `toast`."""
 
     topic: str
     schema_name: str | None
@@ -465,6 +468,7 @@ class ColumnarChanges:
     columns: list[Column]
     events: int
     net: pa.Table
+    toast: list[str] = field(default_factory=list)  # columns with `TOAST_FLAG` + name flags
     target: str | None = None
 
 
@@ -524,26 +528,81 @@ def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
     events = events.append_column("__j", pa.array(np.arange(events.num_rows, dtype=np.int64)))
     newest = events.group_by(list(sh.key_columns), use_threads=False).aggregate(
         [("__j", "max")])
-    chosen = events.take(np.sort(newest.column("__j_max").to_numpy()))
+    winners = np.sort(newest.column("__j_max").to_numpy())
+    chosen = events.take(winners)
     rows = chosen.column("__i").combine_chunks()
     net_delete = pc.equal(chosen.column(OP), "d")
     images = after.take(rows).flatten()
+    all_images = after.flatten()
+    toast = [c.name for c, form, col in zip(sh.columns, sh.forms, all_images, strict=True)
+             if c.name not in key_cols and _has_placeholder(col, form)]
+    sources = _toast_sources(events, newest, sh.key_columns, toast, all_images, names)
     arrays: list[pa.Array | pa.ChunkedArray] = []
+    flags: list[pa.Array] = []
     for i, (c, form) in enumerate(zip(sh.columns, sh.forms, strict=True)):
         if c.name in key_cols:
             arrays.append(chosen.column(c.name))
             continue
-        col = _convert(images[i], form)
+        raw = images[i]
+        if c.name in sources:
+            # the newest sent value of the key in the batch; none: keep the target's (flag)
+            source_rows = sources[c.name]
+            missing = pa.array(source_rows < 0)
+            raw = pc.if_else(missing, pa.scalar(None, raw.type),
+                             all_images[i].take(np.maximum(source_rows, 0)))
+            flags.append(pc.and_(missing, pc.invert(net_delete)))
+        col = _convert(raw, form)
         if col.type != c.type.arrow:
             col = col.cast(c.type.arrow)
         arrays.append(pc.if_else(net_delete, pa.scalar(None, c.type.arrow), col))
     arrays.append(chosen.column(SEQ))
     arrays.append(pc.if_else(net_delete, "d", "u"))
-    net = pa.Table.from_arrays(arrays, names=[*names, SEQ, OP])
+    net = pa.Table.from_arrays(arrays + flags,
+                               names=[*names, SEQ, OP, *(TOAST_FLAG + c for c in toast)])
     first_source = source[0].as_py()
     return ColumnarChanges(
         topic, first_source.get("schema") or first_source.get("db"), first_source.get("table"),
-        sh.key_columns, sh.columns, lines.count, net)
+        sh.key_columns, sh.columns, lines.count, net, toast=toast)
+
+
+def _has_placeholder(col: pa.Array, form: tuple[pa.DataType, Convert | None]) -> bool:
+    return (pa.types.is_string(form[0]) and col.null_count < len(col)
+            and bool(pc.any(pc.equal(col, PLACEHOLDER)).as_py()))
+
+
+def _toast_sources(events: pa.Table, newest: pa.Table, keys: tuple[str, ...], toast: list[str],
+                   images: list[pa.Array], names: list[str]) -> dict[str, np.ndarray]:
+    """Per unchanged-TOAST column, for each key's newest event (in `winners` order): the row of
+    `images` holding the newest value actually sent since the key's last delete, or -1.
+    Keys come in ascending `__j_max` order, the order of the net rows.
+
+    The event-by-event rule of `net.net_changes`, column-wise: events are ordered by key, then
+    sequence; a running maximum of "positions with a value" against a running maximum of
+    "positions where the key starts or is deleted" says whether a value survives."""
+    if not toast:
+        return {}
+    # `__j_max` identifies the key: give it to each of the key's events
+    keyed = events.select([*keys, "__j", "__i", OP]).join(
+        newest, list(keys), join_type="inner", use_threads=False)
+    group = keyed.column("__j_max").to_numpy()
+    order = np.lexsort((keyed.column("__j").to_numpy(), group))
+    group = group[order]
+    rows = keyed.column("__i").to_numpy()[order]
+    deleted = pc.equal(keyed.column(OP), "d").to_numpy(zero_copy_only=False)[order]
+    at = np.arange(len(order))
+    starts = np.ones(len(order), dtype=bool)
+    starts[1:] = group[1:] != group[:-1]
+    reset = np.maximum.accumulate(np.where(starts | deleted, at, -1))
+    # each key's newest event; keys are in `__j_max` order, which is the order of `winners`
+    ends = np.flatnonzero(np.append(starts[1:], True))
+    out = {}
+    for name in toast:
+        col = images[names.index(name)].take(pa.array(rows))
+        sent = ~pc.fill_null(pc.equal(col, PLACEHOLDER), False).to_numpy(
+            zero_copy_only=False) & ~deleted
+        last_sent = np.maximum.accumulate(np.where(sent, at, -1))[ends]
+        out[name] = np.where(last_sent >= reset[ends], rows[np.maximum(last_sent, 0)], -1)
+    return out
 
 
 def read_net(root: Path, topic: str, start: int, end: int,

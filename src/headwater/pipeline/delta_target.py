@@ -25,17 +25,15 @@ import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, QueryBuilder, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from headwater.pipeline.columnar import ColumnarChanges
+from headwater.pipeline.columnar import OP, SEQ, TOAST_FLAG, ColumnarChanges
 from headwater.pipeline.decode import ChangeEvent, Column, TableChanges
 from headwater.pipeline.net import NetChange
 from headwater.pipeline.scd2 import Point, Version, rebuild
 
 log = logging.getLogger("headwater.pipeline.delta")
 
-SEQ = "__hw_sequence"
 START = "__START_AT"
 END = "__END_AT"
-OP = "__hw_op"
 STATE_SCHEMA = pa.schema([("key", pa.string()), ("kind", pa.string()), (SEQ, pa.string())])
 
 
@@ -214,7 +212,7 @@ class DeltaTarget:
         match = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys)
         updates = {
             q(c.name): (
-                f"CASE WHEN s.{q('__hw_u_' + c.name)} THEN t.{q(c.name)} ELSE s.{q(c.name)} END"
+                f"CASE WHEN s.{q(TOAST_FLAG + c.name)} THEN t.{q(c.name)} ELSE s.{q(c.name)} END"
                 if c.name in toast else f"s.{q(c.name)}"
             )
             for c in columns
@@ -258,8 +256,9 @@ class DeltaTarget:
                                pc.greater(joined.column(SEQ), pc.fill_null(tomb, "")))
                 net = joined.filter(newer).drop_columns(["__hw_key", "__hw_tomb"])
         dt, columns = self._scd1_table(path, changes.columns)
-        source = net.select([c.name for c in columns] + [SEQ, OP])
-        self._merge_scd1(dt, source, columns, keys, [], batch_id)
+        source = net.select([c.name for c in columns] + [SEQ, OP]
+                            + [TOAST_FLAG + c for c in changes.toast])
+        self._merge_scd1(dt, source, columns, keys, changes.toast, batch_id)
         deletes = net.filter(pc.equal(net.column(OP), "d"))
         if deletes.num_rows:
             n = deletes.num_rows
@@ -295,7 +294,7 @@ class DeltaTarget:
         names += [SEQ, OP]
         for name in toast:
             arrays.append(pa.array(flags[name], pa.bool_()))
-            names.append("__hw_u_" + name)
+            names.append(TOAST_FLAG + name)
         return pa.Table.from_arrays(arrays, names=names)
 
     def _ensure_table(self, path: Path, schema: pa.Schema) -> DeltaTable:
