@@ -14,6 +14,7 @@ The pipeline reads what the connector wrote, so it takes `topic.prefix` and
 | headwater.pipeline.id | headwater-<topic.prefix> | the Delta app transaction id |
 | headwater.pipeline.target | delta | delta, or jdbc (PostgreSQL, MariaDB) |
 | headwater.pipeline.schema.evolution | evolve | new source columns: evolve, ignore, fail |
+| headwater.pipeline.delta.compact.interval.batches | 100 | compact + vacuum (0: never) |
 | headwater.pipeline.jdbc.url | | jdbc:postgresql://h:5432/db, jdbc:mysql://h:3306/db |
 | headwater.pipeline.jdbc.user / .password | | credentials (${env:VAR}, ${file:/path}) |
 | headwater.pipeline.jdbc.schema | public / the URL's database | target schema |
@@ -45,7 +46,7 @@ _KNOWN = (
     "headwater.pipeline.track.history.except.column.list", "headwater.pipeline.target",
     "headwater.pipeline.jdbc.url", "headwater.pipeline.jdbc.user",
     "headwater.pipeline.jdbc.password", "headwater.pipeline.jdbc.schema",
-    "headwater.pipeline.schema.evolution",
+    "headwater.pipeline.schema.evolution", "headwater.pipeline.delta.compact.interval.batches",
 )
 EVOLUTION = ("evolve", "ignore", "fail")
 TARGETS = ("delta", "jdbc")
@@ -70,19 +71,22 @@ class PipelineConfig:
     jdbc_user: str | None = None
     jdbc_password: Secret | None = None
     jdbc_schema: str | None = None
+    compact_interval_batches: int = 100
 
 
-def _int(props: dict[str, str], name: str, default: int, errors: list[str]) -> int:
+def _int(props: dict[str, str], name: str, default: int, errors: list[str],
+         minimum: int = 1) -> int:
+    kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
     text = props.get(name)
     if text is None or text == "":
         return default
     try:
         value = int(text)
     except ValueError:
-        errors.append(f"{name}: expected a positive integer, got {text!r}")
+        errors.append(f"{name}: expected {kind}, got {text!r}")
         return default
-    if value <= 0:
-        errors.append(f"{name}: expected a positive integer, got {value}")
+    if value < minimum:
+        errors.append(f"{name}: expected {kind}, got {value}")
     return value
 
 
@@ -132,6 +136,8 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
             errors.append(f"headwater.pipeline.jdbc.password: {exc}")
     interval = _int(props, "headwater.pipeline.trigger.interval.ms", 1000, errors)
     max_records = _int(props, "headwater.pipeline.max.records.per.trigger", 500_000, errors)
+    compact = _int(props, "headwater.pipeline.delta.compact.interval.batches", 100, errors,
+                   minimum=0)
     if errors:
         raise ConfigError(errors, source=str(path))
     return PipelineConfig(
@@ -152,6 +158,7 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         jdbc_user=props.get("headwater.pipeline.jdbc.user") or None,
         jdbc_password=password,
         jdbc_schema=props.get("headwater.pipeline.jdbc.schema") or None,
+        compact_interval_batches=compact,
     )
 
 

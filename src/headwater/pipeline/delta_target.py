@@ -82,14 +82,44 @@ Changes = TableChanges | ColumnarChanges
 
 
 class DeltaTarget:
-    def __init__(self, root: Path, app_id: str, schema_evolution: str = "evolve") -> None:
+    def __init__(self, root: Path, app_id: str, schema_evolution: str = "evolve",
+                 compact_interval_batches: int = 0) -> None:
         if schema_evolution not in EVOLUTION_MODES:
             raise ValueError(f"schema evolution mode {schema_evolution!r} is not one of "
                              f"{', '.join(EVOLUTION_MODES)}")
         self.root = Path(root)
         self.app_id = app_id
         self.schema_evolution = schema_evolution
+        self.compact_interval_batches = compact_interval_batches
         self._tables: dict[str, DeltaTable] = {}
+
+    def maintain(self, batch_id: int) -> None:
+        """Every `compact_interval_batches` batches: compacts the small files of the tables
+        this pipeline has opened, then vacuums the files older than the table's retention
+        (`delta.deletedFileRetentionDuration`, a week unless set).
+
+        A continuous pipeline commits every trigger, and each MERGE leaves new small files:
+        without this, reading a table slows down as it lives.  Keyed by batch id, so the
+        cadence survives restarts; compaction changes no row, so replaying a batch after a
+        crash here is harmless, and a failure only logs (the next interval retries)."""
+        every = self.compact_interval_batches
+        if every <= 0 or (batch_id + 1) % every:
+            return
+        for key in sorted(self._tables):
+            dt = self._open(Path(key))
+            if dt is None:
+                continue
+            try:
+                metrics = dt.optimize.compact()
+                removed = dt.vacuum(dry_run=False)
+            except Exception as exc:  # maintenance must not stop the pipeline
+                log.warning("batch %d: compacting %s failed (retried in %d batches): %s",
+                            batch_id, key, every, exc)
+                continue
+            if metrics.get("numFilesRemoved") or removed:
+                log.info("batch %d: %s compacted: %s files into %s; %d old files vacuumed",
+                         batch_id, key, metrics.get("numFilesRemoved"),
+                         metrics.get("numFilesAdded"), len(removed))
 
     def _evolve(self, dt: DeltaTable, path: Path, columns: list[Column]) -> list[Column]:
         """The batch's columns the target takes, per `schema_evolution`.

@@ -81,7 +81,8 @@ def make_target(cfg: PipelineConfig, spark: Any = None) -> Target:
         module = importlib.import_module("headwater.pipeline.jdbc_target")
         target: Target = module.JdbcTarget(cfg, spark)
         return target
-    return DeltaTarget(cfg.delta_path, cfg.pipeline_id, cfg.schema_evolution)
+    return DeltaTarget(cfg.delta_path, cfg.pipeline_id, cfg.schema_evolution,
+                       cfg.compact_interval_batches)
 
 
 def columnar_enabled() -> bool:
@@ -148,12 +149,14 @@ def start_flows(
     spark: Any, flows: Sequence[AutoCdcFlow], *, topics_dir: Path | str,
     delta_path: Path | str, checkpoint_dir: Path | str, once: bool = False,
     pipeline_id: str = "headwater-flows", trigger_interval_ms: int = 1000,
+    compact_interval_batches: int = 100,
 ) -> Any:
     """Starts one streaming query applying AUTO CDC-style flows; returns the query."""
     by_source: dict[str, list[AutoCdcFlow]] = {}
     for flow in flows:
         by_source.setdefault(flow.source, []).append(flow)
-    target = DeltaTarget(Path(delta_path), pipeline_id)
+    target = DeltaTarget(Path(delta_path), pipeline_id,
+                         compact_interval_batches=compact_interval_batches)
 
     def apply(ranges: Ranges, batch_id: int) -> None:
         for topic, (first, end) in sorted(ranges.items()):
@@ -165,6 +168,7 @@ def start_flows(
                 apply_changes(transform(flow, changes), batch_id, target, mode,
                               flow.track_history_column_list,
                               flow.track_history_except_column_list)
+        target.maintain(batch_id)
 
     return _start_query(spark, Path(topics_dir), ",".join(by_source), Path(checkpoint_dir),
                         "headwater-flows", apply, once, trigger_interval_ms, None)
@@ -176,6 +180,8 @@ def start(spark: Any, cfg: PipelineConfig, once: bool = False) -> Any:
 
     def apply(ranges: Ranges, batch_id: int) -> None:
         apply_batch(cfg.topics_dir, ranges, batch_id, cfg, target)
+        if isinstance(target, DeltaTarget):
+            target.maintain(batch_id)
 
     return _start_query(spark, cfg.topics_dir, cfg.topics_glob, cfg.checkpoint_dir,
                         f"headwater-{cfg.topic_prefix}", apply, once, cfg.trigger_interval_ms,
