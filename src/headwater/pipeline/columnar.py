@@ -378,8 +378,7 @@ def _read_json(lines: np.ndarray, schema: pa.Schema) -> pa.Table:
 
 
 def _convert(col: pa.Array, form: tuple[pa.DataType, Convert | None]) -> pa.Array:
-    if (pa.types.is_string(form[0]) and col.null_count < len(col)
-            and pc.any(pc.equal(col, PLACEHOLDER)).as_py()):
+    if _has_placeholder(col, form):  # `decode_net` resolves them first: a guard
         raise NotColumnar("unchanged TOAST placeholder")
     return col if form[1] is None else form[1](col)
 
@@ -528,15 +527,14 @@ def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
     events = events.append_column("__j", pa.array(np.arange(events.num_rows, dtype=np.int64)))
     newest = events.group_by(list(sh.key_columns), use_threads=False).aggregate(
         [("__j", "max")])
-    winners = np.sort(newest.column("__j_max").to_numpy())
-    chosen = events.take(winners)
+    chosen = events.take(np.sort(newest.column("__j_max").to_numpy()))
     rows = chosen.column("__i").combine_chunks()
     net_delete = pc.equal(chosen.column(OP), "d")
     images = after.take(rows).flatten()
     all_images = after.flatten()
-    toast = [c.name for c, form, col in zip(sh.columns, sh.forms, all_images, strict=True)
-             if c.name not in key_cols and _has_placeholder(col, form)]
-    sources = _toast_sources(events, newest, sh.key_columns, toast, all_images, names)
+    toast = {c.name: col for c, form, col in zip(sh.columns, sh.forms, all_images, strict=True)
+             if c.name not in key_cols and _has_placeholder(col, form)}
+    sources = _toast_sources(events, newest, sh.key_columns, toast)
     arrays: list[pa.Array | pa.ChunkedArray] = []
     flags: list[pa.Array] = []
     for i, (c, form) in enumerate(zip(sh.columns, sh.forms, strict=True)):
@@ -562,7 +560,7 @@ def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
     first_source = source[0].as_py()
     return ColumnarChanges(
         topic, first_source.get("schema") or first_source.get("db"), first_source.get("table"),
-        sh.key_columns, sh.columns, lines.count, net, toast=toast)
+        sh.key_columns, sh.columns, lines.count, net, toast=list(toast))
 
 
 def _has_placeholder(col: pa.Array, form: tuple[pa.DataType, Convert | None]) -> bool:
@@ -570,10 +568,10 @@ def _has_placeholder(col: pa.Array, form: tuple[pa.DataType, Convert | None]) ->
             and bool(pc.any(pc.equal(col, PLACEHOLDER)).as_py()))
 
 
-def _toast_sources(events: pa.Table, newest: pa.Table, keys: tuple[str, ...], toast: list[str],
-                   images: list[pa.Array], names: list[str]) -> dict[str, np.ndarray]:
-    """Per unchanged-TOAST column, for each key's newest event (in `winners` order): the row of
-    `images` holding the newest value actually sent since the key's last delete, or -1.
+def _toast_sources(events: pa.Table, newest: pa.Table, keys: tuple[str, ...],
+                   toast: dict[str, pa.Array]) -> dict[str, np.ndarray]:
+    """Per unchanged-TOAST column (its values in payload order), for each key's newest event:
+    the payload row holding the newest value actually sent since the key's last delete, or -1.
     Keys come in ascending `__j_max` order, the order of the net rows.
 
     The event-by-event rule of `net.net_changes`, column-wise: events are ordered by key, then
@@ -596,8 +594,8 @@ def _toast_sources(events: pa.Table, newest: pa.Table, keys: tuple[str, ...], to
     # each key's newest event; keys are in `__j_max` order, which is the order of `winners`
     ends = np.flatnonzero(np.append(starts[1:], True))
     out = {}
-    for name in toast:
-        col = images[names.index(name)].take(pa.array(rows))
+    for name, values in toast.items():
+        col = values.take(pa.array(rows))
         sent = ~pc.fill_null(pc.equal(col, PLACEHOLDER), False).to_numpy(
             zero_copy_only=False) & ~deleted
         last_sent = np.maximum.accumulate(np.where(sent, at, -1))[ends]

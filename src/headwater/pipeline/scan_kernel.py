@@ -273,13 +273,7 @@ scan_records = cast(Callable[..., tuple[int, int, int, int]], _jit(_scan))
 _gather_jit = cast(Callable[..., int], _jit(_gather))
 
 
-def gather(data: np.ndarray, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """The byte ranges [begin, end) of `data`, each followed by a newline, in one buffer."""
-    out = np.empty(int((end - begin).sum()) + len(begin), dtype=np.uint8)
-    _gather_jit(data, begin, end, out)
-    return out
-
-
 def gather_into(data: np.ndarray, begin: np.ndarray, end: np.ndarray, out: np.ndarray) -> int:
-    """`gather` into the front of `out` (large enough); returns the number of bytes written."""
+    """Copies the byte ranges [begin, end) of `data`, each followed by a newline, to the front
+    of `out` (large enough); returns the number of bytes written."""
     return _gather_jit(data, begin, end, out)
