@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from headwater.pipeline.runner import checkpointed_ranges
+from headwater.pipeline.runner import checkpointed_ranges, clear_unstarted_checkpoint
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1795269363963,"conf":{}}'
 
@@ -36,3 +37,45 @@ def test_anything_unexpected_defers_to_spark(tmp_path: Path) -> None:
     assert checkpointed_ranges(tmp_path, 5) is None  # not our offsets
     (tmp_path / "offsets" / "6").write_text(f"v2\n{META}\n{{}}")
     assert checkpointed_ranges(tmp_path, 6) is None  # another log version
+
+
+def test_an_interrupted_first_offset_write_is_cleared(tmp_path: Path) -> None:
+    """kill -9 before Spark renamed `offsets/0` into place leaves only its temporary file,
+    which would make Spark refuse the checkpoint on restart."""
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "offsets" / ".0.3f2a.tmp").write_text("v1\n")
+    (tmp_path / "offsets" / "..0.3f2a.tmp.crc").write_text("x")
+    (tmp_path / "metadata").write_text('{"id":"q"}')
+    clear_unstarted_checkpoint(tmp_path)
+    assert list((tmp_path / "offsets").iterdir()) == []
+    assert (tmp_path / "metadata").exists()
+
+
+def test_a_started_offset_log_is_left_alone(tmp_path: Path) -> None:
+    offsets(tmp_path, 0, '{"a.public.t": 120}')
+    (tmp_path / "offsets" / ".1.77aa.tmp").write_text("v1\n")
+    clear_unstarted_checkpoint(tmp_path)
+    assert sorted(p.name for p in (tmp_path / "offsets").iterdir()) == [".1.77aa.tmp", "0"]
+    clear_unstarted_checkpoint(tmp_path / "absent")  # no checkpoint yet: nothing to do
+
+
+def test_spark_restarts_after_an_interrupted_first_offset_write(tmp_path: Path,
+                                                                spark: Any) -> None:
+    import random
+
+    from headwater.pipeline.config import load_pipeline_config
+    from headwater.pipeline.delta_target import read_table
+    from headwater.pipeline.runner import start
+    from tests.pipeline.test_columnar import TOPIC, workload, write
+
+    write(tmp_path / "topics", workload(random.Random(3), mysql=False, n=50))
+    config = tmp_path / "p.properties"
+    config.write_text(f"topic.prefix={TOPIC.split('.')[0]}\nheadwater.topics.dir=topics\n"
+                      "headwater.pipeline.delta.path=delta\n"
+                      "headwater.pipeline.checkpoint.dir=checkpoint\n")
+    (tmp_path / "checkpoint" / "offsets").mkdir(parents=True)
+    (tmp_path / "checkpoint" / "offsets" / ".0.3f2a.tmp").write_text("v1\n")
+    query = start(spark, load_pipeline_config(config), once=True)
+    query.awaitTermination()
+    assert query.exception() is None
+    assert read_table(tmp_path / "delta" / "public" / "t").num_rows > 0

@@ -222,12 +222,33 @@ def checkpointed_ranges(checkpoint: Path, batch_id: int) -> Ranges | None:
     return {t: (start.get(t, 0), o) for t, o in end.items()}
 
 
+def clear_unstarted_checkpoint(checkpoint: Path) -> None:
+    """Removes what a crash left in the offset log of a query that never planned a batch.
+
+    Spark writes `offsets/<id>` through a temporary file renamed into place.  Killed before
+    the first rename, it leaves only that temporary file (and its checksum), and on restart
+    Spark sees no batch yet but a non-empty offset log and refuses the checkpoint
+    (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY).  With no batch planned, nothing was applied,
+    so the leftovers carry nothing to keep."""
+    offsets = checkpoint / "offsets"
+    if not offsets.is_dir():
+        return
+    leftovers = [p for p in offsets.iterdir() if p.is_file()]
+    if not leftovers or any(p.name.isdigit() for p in leftovers):
+        return
+    log.warning("%s: no batch was planned before the last stop; removing the interrupted "
+                "offset log write (%s)", checkpoint, ", ".join(sorted(p.name for p in leftovers)))
+    for p in leftovers:
+        p.unlink()
+
+
 def _start_query(
     spark: Any, topics_dir: Path, topics: str, checkpoint: Path, name: str,
     apply: Callable[[Ranges, int], None], once: bool,
     trigger_interval_ms: int, max_records: int | None,
 ) -> Any:
     topics_dir.mkdir(parents=True, exist_ok=True)
+    clear_unstarted_checkpoint(checkpoint)
     register(spark)
     reader = (
         spark.readStream.format(SOURCE_NAME)
