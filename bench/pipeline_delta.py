@@ -6,7 +6,8 @@ from the generated rows, no JSON, no Spark) and prints changes/s for both and th
 under a steady write load and prints the source-commit-to-visible-in-Delta latency, p50 and
 p99 (goal: p99 under 5 s).
 
-    .venv/bin/python bench/pipeline_delta.py [--changes 1000000] [--event-path] [--freshness]
+    .venv/bin/python bench/pipeline_delta.py [--changes 1000000] [--event-path] [--changelog]
+                                             [--freshness]
 """
 
 from __future__ import annotations
@@ -128,23 +129,23 @@ def bare_merge(path: Path, state: dict[int, tuple[Any, ...] | None]) -> float:
     return time.monotonic() - t0
 
 
-def pipeline_config(work: Path, name: str, topics: str = "topics") -> Path:
+def pipeline_config(work: Path, name: str, topics: str = "topics", mode: str = "scd1") -> Path:
     config = work / f"{name}.properties"
     config.write_text(
-        f"topic.prefix=bench\nheadwater.topics.dir={topics}\n"
+        f"topic.prefix=bench\nheadwater.topics.dir={topics}\nheadwater.pipeline.mode={mode}\n"
         f"headwater.pipeline.delta.path={name}\nheadwater.pipeline.checkpoint.dir={name}-checkpoint\n"
     )
     return config
 
 
 def run_pipeline(spark: Any, work: Path, name: str, columnar: bool = True,
-                 topics: str = "topics") -> float:
+                 topics: str = "topics", mode: str = "scd1") -> float:
     """One `--once` run of the pipeline in this process's Spark session; returns its seconds."""
     from headwater.pipeline.config import load_pipeline_config
     from headwater.pipeline.runner import start
 
     os.environ["HEADWATER_PIPELINE_COLUMNAR"] = "1" if columnar else "0"
-    cfg = load_pipeline_config(pipeline_config(work, name, topics))
+    cfg = load_pipeline_config(pipeline_config(work, name, topics, mode))
     t0 = time.monotonic()
     query = start(spark, cfg, once=True)
     query.awaitTermination()
@@ -168,6 +169,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=60, help="freshness measuring time")
     ap.add_argument("--event-path", action="store_true",
                     help="also run the event-by-event path (HEADWATER_PIPELINE_COLUMNAR=0)")
+    ap.add_argument("--changelog", action="store_true",
+                    help="also append every event in changelog mode (both paths with "
+                         "--event-path)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="headwater-pipeline-bench-"))
     if args.freshness_only:
@@ -202,12 +206,30 @@ def main() -> None:
                 check(work, "delta-events", state)
                 report("event-by-event path", args.changes, slow_s, start_s, ref_s)
                 print(f"columnar / event-by-event speed-up (processing): {slow_s / pipe_s:.1f}x")
+            if args.changelog:
+                changelog(spark, work, args.changes, args.event_path)
         finally:
             spark.stop()
         if args.freshness:
             freshness(work, seconds=args.seconds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def changelog(spark: Any, work: Path, changes: int, event_path: bool) -> None:
+    """The changelog mode (every event appended, no MERGE): no bare reference of its own, so
+    it prints changes/s and, with the event path, the column-wise speed-up."""
+    paths = [("columnar path", True)] + ([("event-by-event path", False)] if event_path else [])
+    took = {}
+    for name, columnar in paths:
+        table = f"changelog-{int(columnar)}"
+        took[columnar] = run_pipeline(spark, work, table, columnar=columnar, mode="changelog")
+        rows = DeltaTable(str(work / table / "public" / "items")).to_pyarrow_table().num_rows
+        assert rows == changes, f"{table}: {rows} changelog rows, expected {changes}"
+        print(f"headwater pipeline, changelog, {name}: {took[columnar]:6.2f} s = "
+              f"{changes / took[columnar]:,.0f} changes/s")
+    if event_path:
+        print(f"  columnar / event-by-event speed-up: {took[False] / took[True]:.1f}x")
 
 
 def bounds(spark: Any, work: Path, ref_s: float) -> None:

@@ -458,7 +458,8 @@ def sequences(source: pa.StructArray, total_order: pa.Array, offsets: np.ndarray
 class ColumnarChanges:
     """One topic's batch, decoded and netted: `net` holds per key the newest event, with the row
     columns (upserts) or only the key columns (deletes), then `__hw_sequence` and `__hw_op`,
-    then a `TOAST_FLAG` column per name in `toast`."""
+    then a `TOAST_FLAG` column per name in `toast`.  (From `decode_changelog`, `net` holds
+    every event as a changelog row instead.)"""
 
     topic: str
     schema_name: str | None
@@ -561,6 +562,61 @@ def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
     return ColumnarChanges(
         topic, first_source.get("schema") or first_source.get("db"), first_source.get("table"),
         sh.key_columns, sh.columns, lines.count, net, toast=list(toast))
+
+
+# -- the changelog: every event, no netting ------------------------------------------------------
+
+# The changelog's bookkeeping columns, in front of the row columns (as `append_changelog`).
+CHANGELOG_META = pa.schema([
+    ("__op", pa.string()), (SEQ, pa.string()), ("__source_ts_ms", pa.int64()),
+    ("__ts_ms", pa.int64()), ("__lsn", pa.int64()), ("__tx_id", pa.string()),
+    ("__snapshot", pa.string()), ("__offset", pa.int64()),
+])
+_CHANGELOG_SOURCE = pa.struct([*_SOURCE, ("ts_ms", pa.int64()), ("gtid", pa.string())])
+
+
+def decode_changelog(topic: str, lines: Lines) -> ColumnarChanges | None:
+    """Every scanned event as a changelog row (its `net` holds them all, in offset order): the
+    event path's `append_changelog` rows, column-wise.  The row is the after image, the before
+    image for deletes, nothing for truncates; an unchanged-TOAST value is null, as there."""
+    if not lines.count:
+        return None
+    sh = shape(lines.key_head, lines.value_head)
+    image_type = sh.value_schema.field("after").type
+    payload = _read_json(lines.value_lines, pa.schema([
+        ("before", image_type), ("after", image_type), ("source", _CHANGELOG_SOURCE),
+        ("op", pa.string()), ("ts_ms", pa.int64()),
+        ("transaction", pa.struct([("total_order", pa.int64())])),
+    ])).combine_chunks()
+    if payload.num_rows != lines.count:
+        raise NotColumnar("line count")
+    op = payload.column("op").chunk(0) if payload.num_rows else pa.array([], pa.string())
+    if not pc.all(pc.is_in(op, pa.array(["c", "u", "d", "r", "t"]))).as_py():
+        raise NotColumnar("unknown op")
+    source = payload.column("source").chunk(0)
+    if source.null_count:
+        raise NotColumnar("no source block")
+    total_order = pc.struct_field(payload.column("transaction").chunk(0), [0])
+    is_delete = pc.equal(op, "d")
+    before = payload.column("before").chunk(0).flatten()  # (nulls of the image included)
+    after = payload.column("after").chunk(0).flatten()
+    tx_id = pc.coalesce(source.field("txId").cast(pa.string()), source.field("gtid"))
+    meta = [op, sequences(source, total_order, lines.offsets), source.field("ts_ms"),
+            payload.column("ts_ms").chunk(0), source.field("lsn"), tx_id,
+            source.field("snapshot"), pa.array(lines.offsets)]
+    rows: list[pa.Array] = []
+    for c, form, old, new in zip(sh.columns, sh.forms, before, after, strict=True):
+        raw = pc.if_else(is_delete, old, new)
+        if _has_placeholder(raw, form):
+            raw = pc.if_else(pc.fill_null(pc.equal(raw, PLACEHOLDER), False),
+                             pa.scalar(None, raw.type), raw)
+        col = _convert(raw, form)
+        rows.append(col if col.type == c.type.arrow else col.cast(c.type.arrow))
+    table = pa.Table.from_arrays(meta + rows, schema=pa.schema(
+        [*CHANGELOG_META, *(pa.field(c.name, c.type.arrow) for c in sh.columns)]))
+    first = source[0].as_py()
+    return ColumnarChanges(topic, first.get("schema") or first.get("db"), first.get("table"),
+                           sh.key_columns, sh.columns, lines.count, table)
 
 
 def _has_placeholder(col: pa.Array, form: tuple[pa.DataType, Convert | None]) -> bool:

@@ -25,7 +25,13 @@ import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, QueryBuilder, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from headwater.pipeline.columnar import OP, SEQ, TOAST_FLAG, ColumnarChanges
+from headwater.pipeline.columnar import (
+    CHANGELOG_META,
+    OP,
+    SEQ,
+    TOAST_FLAG,
+    ColumnarChanges,
+)
 from headwater.pipeline.decode import ChangeEvent, Column, TableChanges
 from headwater.pipeline.net import NetChange
 from headwater.pipeline.scd2 import Point, Version, rebuild
@@ -488,14 +494,8 @@ class DeltaTarget:
 
     # -- changelog -----------------------------------------------------------------------------
     def append_changelog(self, changes: TableChanges, batch_id: int) -> None:
-        path = self.table_path(changes)
-        if self.already_applied(path, batch_id):
-            return
         columns = changes.column_list
-        meta: dict[str, list[Any]] = {
-            "__op": [], SEQ: [], "__source_ts_ms": [], "__ts_ms": [], "__lsn": [],
-            "__tx_id": [], "__snapshot": [], "__offset": [],
-        }
+        meta: dict[str, list[Any]] = {name: [] for name in CHANGELOG_META.names}
         data: dict[str, list[Any]] = {c.name: [] for c in columns}
         for e in changes.events:
             meta["__op"].append(e.op)
@@ -509,14 +509,22 @@ class DeltaTarget:
             row = e.row or {}
             for c in columns:
                 data[c.name].append(row.get(c.name))
-        types = {"__op": pa.string(), SEQ: pa.string(), "__source_ts_ms": pa.int64(),
-                 "__ts_ms": pa.int64(), "__lsn": pa.int64(), "__tx_id": pa.string(),
-                 "__snapshot": pa.string(), "__offset": pa.int64()}
         table = pa.Table.from_arrays(
-            [pa.array(v, types[k]) for k, v in meta.items()]
+            [pa.array(meta[f.name], f.type) for f in CHANGELOG_META]
             + [pa.array(data[c.name], c.type.arrow) for c in columns],
-            names=list(meta) + [c.name for c in columns],
+            names=CHANGELOG_META.names + [c.name for c in columns],
         )
+        self._append_changelog(changes, table, batch_id)
+
+    def append_changelog_rows(self, changes: ColumnarChanges, batch_id: int) -> None:
+        """`append_changelog` for rows decoded column-wise (`columnar.decode_changelog`)."""
+        self._append_changelog(changes, changes.net, batch_id)
+
+    def _append_changelog(self, changes: Changes, table: pa.Table, batch_id: int) -> None:
+        path = self.table_path(changes)
+        if self.already_applied(path, batch_id):
+            log.info("batch %d already applied to %s: skipped", batch_id, path)
+            return
         path.mkdir(parents=True, exist_ok=True)
         write_deltalake(str(path), table, mode="append", schema_mode="merge",
                         commit_properties=self._commit(batch_id))

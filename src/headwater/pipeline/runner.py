@@ -98,21 +98,26 @@ def apply_batch(
     total = 0
     for topic, (first, end) in sorted(ranges.items()):
         t0 = time.monotonic()
-        if cfg.mode == "scd1" and isinstance(target, DeltaTarget) and columnar_enabled():
+        if (cfg.mode in ("scd1", "changelog") and isinstance(target, DeltaTarget)
+                and columnar_enabled()):
+            scd1 = cfg.mode == "scd1"
             try:
                 lines = columnar.scan(topics_dir, topic, first, end)
                 t1 = time.monotonic()
-                net = columnar.decode_net(topic, lines)
+                rows = (columnar.decode_net if scd1 else columnar.decode_changelog)(topic, lines)
             except columnar.NotColumnar as exc:
                 log.info("batch %d: %s: event by event (%s)", batch_id, topic, exc)
             else:
-                if net is not None:
+                if rows is not None:
                     t2 = time.monotonic()
-                    target.apply_scd1_net(net, batch_id)
-                    total += net.events
-                    log.info("batch %d: %s: %d events, %d net; scan %.2fs, decode %.2fs, "
-                             "merge %.2fs", batch_id, topic, net.events, net.net.num_rows,
-                             t1 - t0, t2 - t1, time.monotonic() - t2)
+                    if scd1:
+                        target.apply_scd1_net(rows, batch_id)
+                    else:
+                        target.append_changelog_rows(rows, batch_id)
+                    total += rows.events
+                    log.info("batch %d: %s: %d events, %d rows (%s); scan %.2fs, decode %.2fs, "
+                             "write %.2fs", batch_id, topic, rows.events, rows.net.num_rows,
+                             cfg.mode, t1 - t0, t2 - t1, time.monotonic() - t2)
                 continue
         changes = decode_topic(topic, list(read_range(topics_dir, topic, first, end)))
         log.info("batch %d: %s: decoded %d events in %.1fs", batch_id, topic,
