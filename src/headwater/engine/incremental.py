@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
+from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.signals import (
     Action,
     ExecuteSnapshot,
@@ -204,8 +205,13 @@ class IncrementalSnapshotController:
         file_channel: Path | None = None,
         poll_interval_s: float = 5.0,
         allow_schema_changes: bool = False,
+        metrics: CaptureMetrics | None = None,
     ) -> None:
         self.source = source
+        # RowsScanned of the table being snapshotted: rows read so far (as Debezium's
+        # incremental source counts them, from 0 for each table it starts)
+        self.metrics = metrics
+        self._table_rows = 0
         self.context = context
         self.chunk_size = chunk_size
         self.allow_schema_changes = allow_schema_changes
@@ -443,6 +449,9 @@ class IncrementalSnapshotController:
             log.info("incremental snapshot: chunk %s of %s did not see a transaction committed "
                      "before its window opened; reading it again", c.id, c.table.name)
             return []
+        self._table_rows += len(read.rows)  # (a chunk read again above is counted once)
+        if self.metrics is not None:
+            self.metrics.rows_scanned[c.table.name] = self._table_rows
         seen = c.window.events_seen
         survivors = c.window.close()
         log.debug("incremental snapshot step: merge chunk %s: %d rows read, %d stream events "
@@ -465,6 +474,7 @@ class IncrementalSnapshotController:
 
     def _table_done(self, table: SnapshotTable) -> None:
         log.info("incremental snapshot: %s completed", table.name)
+        self._table_rows = 0
         if self.ctx.tables and self.ctx.tables[0] == table:
             self.ctx.tables.pop(0)
         self.ctx.last_key, self.ctx.max_key, self.ctx.max_known = None, None, False

@@ -220,6 +220,8 @@ def test_composite_key_and_filter_under_updates(menv: MariaEnv) -> None:
              if v is not None and v["op"] == "r"]
     assert reads == sorted(reads)
     assert len(reads) == len(set(reads))
+    # RowsScanned: the rows the filtered chunks read, whether or not the window kept them
+    assert capture.runtime.metrics.as_dict()["RowsScanned"] == {f"{menv.db}.c": 80}
     expected = {(a, b) for a in range(1, 41) for b in ("x", "z")}
     assert set(reads) <= expected
     # Only a row the concurrent update touched inside its chunk's window may be missing.

@@ -142,7 +142,7 @@ class MySqlConnector:
         if not signals.source_channel and not signals.file_channel:
             return None
         source = MySqlChunkSource(self.config, self.state, self._context)
-        return MySqlIncrementalHook(source, self._context)
+        return MySqlIncrementalHook(source, self._context, self.metrics)
 
     # -- checks --------------------------------------------------------------------------------
 

@@ -62,6 +62,7 @@ from headwater.engine.incremental import (
     RawKey,
     SnapshotTable,
 )
+from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.signals import (
     WINDOW_CLOSE,
     WINDOW_OPEN,
@@ -473,9 +474,11 @@ class MySqlIncrementalHook:
     `binlog_order` form; the read-only window closes against it.
     """
 
-    def __init__(self, source: MySqlChunkSource, context: SourceContext) -> None:
+    def __init__(self, source: MySqlChunkSource, context: SourceContext,
+                 metrics: CaptureMetrics | None = None) -> None:
         self.source = source
         self.context = context
+        self.metrics = metrics
         self.state = source.state
         self.controller: IncrementalSnapshotController | None = None
         self.watched: frozenset[int] = frozenset()
@@ -492,7 +495,7 @@ class MySqlIncrementalHook:
             self.source, self.context, chunk_size=cfg.chunk_size, offset=offset,
             file_channel=cfg.file if cfg.file_channel else None,
             poll_interval_s=cfg.poll_interval_ms / 1000.0,
-            allow_schema_changes=cfg.allow_schema_changes,
+            allow_schema_changes=cfg.allow_schema_changes, metrics=self.metrics,
         )
         self.position = binlog_order(file, pos)
         self._maps.clear()

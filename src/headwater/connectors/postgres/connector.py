@@ -345,7 +345,7 @@ class PostgresConnector:
             codec_for=lambda info: self._codec_for(info, incoming_from_catalog(info)),
             key_override=self.config.key_columns, batch_size=self.config.max_batch_size,
         )
-        return PostgresIncrementalHook(source, self._context)
+        return PostgresIncrementalHook(source, self._context, self.metrics)
 
     def _heartbeat_action(self) -> None:
         """Runs heartbeat.action.query, e.g. an update of a heartbeat table that makes the

@@ -45,6 +45,7 @@ from headwater.engine.incremental import (
     RawKey,
     SnapshotTable,
 )
+from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.signals import WINDOW_CLOSE, WINDOW_OPEN, signal_from_row, split_collection
 from headwater.model.record import UNCHANGED_TOAST, ChangeRecord, Op, SnapshotMarker, SourceContext
 
@@ -350,9 +351,11 @@ class PostgresIncrementalHook:
     so it is a plain set, recomputed when a relation arrives or a window starts or ends.
     """
 
-    def __init__(self, source: PostgresChunkSource, context: SourceContext) -> None:
+    def __init__(self, source: PostgresChunkSource, context: SourceContext,
+                 metrics: CaptureMetrics | None = None) -> None:
         self.source = source
         self.context = context
+        self.metrics = metrics
         self.controller: IncrementalSnapshotController | None = None
         self.watched: frozenset[int] = frozenset()
         self._relations: dict[int, tuple[str, str, tuple[str, ...]]] = {}
@@ -369,7 +372,7 @@ class PostgresIncrementalHook:
             self.source, self.context, chunk_size=cfg.chunk_size, offset=offset,
             file_channel=cfg.file if cfg.file_channel else None,
             poll_interval_s=cfg.poll_interval_ms / 1000.0,
-            allow_schema_changes=cfg.allow_schema_changes,
+            allow_schema_changes=cfg.allow_schema_changes, metrics=self.metrics,
         )
         self._relations.clear()
         self._signal_oid = self._window_oid = None
