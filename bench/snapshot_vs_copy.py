@@ -78,10 +78,16 @@ def _log_time(line: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
-def _run_until_snapshot_completed(config: Path, offsets: Path, work: Path,
+def _run_until_snapshot_completed(work: Path, properties: str,
                                   start_marker: str) -> tuple[float, float]:
-    """Runs `headwater run CONFIG` until its offsets say the snapshot completed; returns (seconds
-    from the log line containing `start_marker` to completion, seconds of the whole run)."""
+    """Runs `headwater run` with the connector `properties` (plus offsets and topics in `work`)
+    until its offsets say the snapshot completed; returns (seconds from the log line containing
+    `start_marker` to completion, seconds of the whole run)."""
+    work.mkdir(parents=True)
+    config = work / "bench.properties"
+    offsets = work / "offsets.json"
+    config.write_text(f"{properties}offset.storage.file.filename={offsets}\n"
+                      f"headwater.topics.dir={work / 'topics'}\n")
     log = work / "headwater.log"
     cmd = [sys.executable, "-m", "headwater.cli", "run", str(config)]
     t0 = time.monotonic()
@@ -105,19 +111,14 @@ def _run_until_snapshot_completed(config: Path, offsets: Path, work: Path,
 
 def run_headwater(pg: LocalPostgres, work: Path, threads: int, fetch: int) -> tuple[float, float]:
     """Runs an initial_only snapshot: (snapshot phase seconds, whole process seconds)."""
-    work.mkdir(parents=True)
-    config = work / "bench.properties"
-    offsets = work / "offsets.json"
-    config.write_text(
+    return _run_until_snapshot_completed(work, (
         "connector.class=io.debezium.connector.postgresql.PostgresConnector\n"
         f"database.hostname=127.0.0.1\ndatabase.port={pg.port}\n"
         f"database.user={pg.user}\ndatabase.dbname=bench\ntopic.prefix=bench\n"
         f"slot.name=hw_{threads}\npublication.name=bench_pub\nsnapshot.mode=initial_only\n"
         f"snapshot.max.threads={threads}\nsnapshot.fetch.size={fetch}\n"
         "slot.drop.on.stop=true\n"
-        f"offset.storage.file.filename={offsets}\nheadwater.topics.dir={work / 'topics'}\n"
-    )
-    return _run_until_snapshot_completed(config, offsets, work, "import exported snapshot")
+    ), "import exported snapshot")
 
 
 def main() -> None:
@@ -197,10 +198,7 @@ def run_headwater_mariadb(
     server: LocalMariaDB, work: Path, threads: int, batch: int
 ) -> tuple[float, float]:
     """Runs an initial_only snapshot: (snapshot phase seconds, whole process seconds)."""
-    work.mkdir(parents=True)
-    config = work / "bench.properties"
-    offsets = work / "offsets.json"
-    config.write_text(
+    return _run_until_snapshot_completed(work, (
         "connector.class=io.debezium.connector.mysql.MySqlConnector\n"
         f"database.hostname=127.0.0.1\ndatabase.port={server.port}\n"
         f"database.user={server.user}\ndatabase.password={server.password}\n"
@@ -208,11 +206,8 @@ def run_headwater_mariadb(
         "topic.prefix=bench\nsnapshot.mode=initial_only\n"
         f"snapshot.max.threads={threads}\nmax.batch.size={batch}\n"
         f"max.queue.size={4 * batch}\n"
-        f"offset.storage.file.filename={offsets}\n"
         f"schema.history.internal.file.filename={work / 'history.jsonl'}\n"
-        f"headwater.topics.dir={work / 'topics'}\n"
-    )
-    return _run_until_snapshot_completed(config, offsets, work, "read lock acquired")
+    ), "read lock acquired")
 
 
 def mariadb_main(args: argparse.Namespace) -> None:

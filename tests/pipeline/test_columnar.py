@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import itertools
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from deltalake import DeltaTable
 
 from headwater.model.topic import TopicRecord
 from headwater.pipeline import columnar
-from headwater.pipeline.decode import decode_topic
+from headwater.pipeline.decode import TableChanges, decode_topic
 from headwater.pipeline.delta_target import DeltaTarget, read_table
 from headwater.pipeline.net import net_changes
 from headwater.pipeline.source import read_range
@@ -168,7 +169,7 @@ def fast(root: Path, start: int, end: int) -> dict[Any, Any]:
     assert ch is not None
     names = [c.name for c in ch.columns]
     out = {}
-    for r in ch.net.to_pylist():
+    for r in ch.rows.to_pylist():
         delete = r["__hw_op"] == "d"
         kept = frozenset(c for c in ch.toast if r[columnar.TOAST_FLAG + c])
         out[r["id"]] = (delete, r["__hw_sequence"],
@@ -267,26 +268,43 @@ def test_only_tombstones_is_no_change(tmp_path: Path) -> None:
     assert columnar.read_net(tmp_path, TOPIC, 0, 2, columnar.Positions()) is None
 
 
+def apply_by_both_paths(
+    root: Path, bounds: list[int],
+    by_events: Callable[[DeltaTarget, TableChanges, int], None],
+    by_columns: Callable[[DeltaTarget, columnar.ColumnarChanges, int], None],
+    decode: Callable[[str, columnar.Lines], columnar.ColumnarChanges | None],
+) -> None:
+    """Applies the batches between `bounds` of the topic log under `root` event by event into
+    `root/ref`, and alternately by both paths into `root/mixed`, each batch twice (a replay)."""
+    ref = DeltaTarget(root / "ref", "p")
+    mixed = DeltaTarget(root / "mixed", "p")
+    for batch, (a, b) in enumerate(itertools.pairwise(bounds)):
+        changes = decode_topic(TOPIC, list(read_range(root / "topics", TOPIC, a, b)))
+        by_events(ref, changes, batch)
+        for _ in range(2):
+            if batch % 2:
+                by_events(mixed, changes, batch)
+            else:
+                ch = decode(TOPIC, columnar.scan(root / "topics", TOPIC, a, b,
+                                                 columnar.Positions()))
+                assert ch is not None
+                by_columns(mixed, ch, batch)
+
+
+def scd1_by_events(target: DeltaTarget, changes: TableChanges, batch: int) -> None:
+    net, truncate = net_changes(changes.events, "public.t")
+    target.apply_scd1(changes, net, truncate, batch)
+
+
 @pytest.mark.parametrize("toast", [False, True], ids=["plain", "unchanged-toast"])
 def test_delta_tables_equal_the_reference_across_batches(tmp_path: Path, toast: bool) -> None:
     """Batches applied alternately by both paths, against all batches by the reference: late
-    events, remembered deletes, replays and kept TOAST values give the same table."""
+    events, remembered deletes, replays (applied once) and kept TOAST values give the same
+    table."""
     records = workload(random.Random(11), mysql=False, n=600, toast=toast)
     write(tmp_path / "topics", records)
-    bounds = [0, 150, 300, 420, len(records)]
-    ref = DeltaTarget(tmp_path / "ref", "p")
-    mixed = DeltaTarget(tmp_path / "mixed", "p")
-    for batch, (a, b) in enumerate(itertools.pairwise(bounds)):
-        changes = decode_topic(TOPIC, list(read_range(tmp_path / "topics", TOPIC, a, b)))
-        net, truncate = net_changes(changes.events, "public.t")
-        ref.apply_scd1(changes, net, truncate, batch)
-        for _ in range(2):  # a replayed batch is applied once
-            if batch % 2:
-                mixed.apply_scd1(changes, net, truncate, batch)
-            else:
-                ch = columnar.read_net(tmp_path / "topics", TOPIC, a, b, columnar.Positions())
-                assert ch is not None
-                mixed.apply_scd1_net(ch, batch)
+    apply_by_both_paths(tmp_path, [0, 150, 300, 420, len(records)], scd1_by_events,
+                        DeltaTarget.apply_scd1_net, columnar.decode_net)
     want = read_table(tmp_path / "ref" / "public" / "t").sort_by("id")
     got = read_table(tmp_path / "mixed" / "public" / "t").sort_by("id")
     assert want.num_rows > 0
@@ -296,15 +314,15 @@ def test_delta_tables_equal_the_reference_across_batches(tmp_path: Path, toast: 
 def changelog_by_both(root: Path, start: int, end: int) -> tuple[pa.Table, pa.Table]:
     """(event path, column-wise path) changelog tables of one range, as written to Delta."""
     changes = decode_topic(TOPIC, list(read_range(root / "topics", TOPIC, start, end)))
-    DeltaTarget(root / "ref", "p").append_changelog(changes, 0)
+    ref, fast = DeltaTarget(root / "ref", "p"), DeltaTarget(root / "fast", "p")
+    ref.append_changelog(changes, 0)
     ch = columnar.decode_changelog(
         TOPIC, columnar.scan(root / "topics", TOPIC, start, end, columnar.Positions()))
     assert ch is not None
     assert ch.events == len(changes.events)
-    DeltaTarget(root / "fast", "p").append_changelog_rows(ch, 0)
-    schema = "shop" if changes.schema_name == "shop" else "public"  # (MySQL: the database)
-    return (DeltaTable(str(root / "ref" / schema / "t")).to_pyarrow_table(),
-            DeltaTable(str(root / "fast" / schema / "t")).to_pyarrow_table())
+    fast.append_changelog_rows(ch, 0)
+    return (DeltaTable(str(ref.table_path(changes))).to_pyarrow_table(),
+            DeltaTable(str(fast.table_path(ch))).to_pyarrow_table())
 
 
 @pytest.mark.parametrize("toast", [False, True], ids=["plain", "unchanged-toast"])
@@ -354,22 +372,12 @@ def test_changelog_truncate_rows_and_transaction_ids(tmp_path: Path) -> None:
 
 
 def test_changelog_across_batches_by_both_paths_holds_every_event_once(tmp_path: Path) -> None:
+    """A replayed batch is appended once, whichever path applied it."""
     records = workload(random.Random(3), mysql=False, n=500, toast=True)
     write(tmp_path / "topics", records)
-    bounds = [0, 120, 260, 400, len(records)]
-    ref = DeltaTarget(tmp_path / "ref", "p")
-    mixed = DeltaTarget(tmp_path / "mixed", "p")
-    for batch, (a, b) in enumerate(itertools.pairwise(bounds)):
-        changes = decode_topic(TOPIC, list(read_range(tmp_path / "topics", TOPIC, a, b)))
-        ref.append_changelog(changes, batch)
-        for _ in range(2):  # a replayed batch is appended once
-            if batch % 2:
-                mixed.append_changelog(changes, batch)
-            else:
-                ch = columnar.decode_changelog(TOPIC, columnar.scan(
-                    tmp_path / "topics", TOPIC, a, b, columnar.Positions()))
-                assert ch is not None
-                mixed.append_changelog_rows(ch, batch)
+    apply_by_both_paths(tmp_path, [0, 120, 260, 400, len(records)],
+                        DeltaTarget.append_changelog, DeltaTarget.append_changelog_rows,
+                        columnar.decode_changelog)
     want = DeltaTable(str(tmp_path / "ref" / "public" / "t")).to_pyarrow_table()
     got = DeltaTable(str(tmp_path / "mixed" / "public" / "t")).to_pyarrow_table()
     events = sum(1 for _, v in records if v is not None)

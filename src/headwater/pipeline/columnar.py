@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
@@ -456,10 +456,10 @@ def sequences(source: pa.StructArray, total_order: pa.Array, offsets: np.ndarray
 
 @dataclass
 class ColumnarChanges:
-    """One topic's batch, decoded and netted: `net` holds per key the newest event, with the row
-    columns (upserts) or only the key columns (deletes), then `__hw_sequence` and `__hw_op`,
-    then a `TOAST_FLAG` column per name in `toast`.  (From `decode_changelog`, `net` holds
-    every event as a changelog row instead.)"""
+    """One topic's batch, decoded column-wise: the rows to write.  From `decode_net`, per key
+    the newest event, with the row columns (upserts) or only the key columns (deletes), then
+    `__hw_sequence` and `__hw_op`, then a `TOAST_FLAG` column per name in `toast`; from
+    `decode_changelog`, every event as a changelog row."""
 
     topic: str
     schema_name: str | None
@@ -467,9 +467,40 @@ class ColumnarChanges:
     key_columns: tuple[str, ...]
     columns: list[Column]
     events: int
-    net: pa.Table
+    rows: pa.Table
     toast: list[str] = field(default_factory=list)  # columns with `TOAST_FLAG` + name flags
     target: str | None = None
+
+
+class _Envelope(NamedTuple):
+    """What every column-wise decode takes from the payloads' envelopes."""
+
+    op: pa.Array
+    source: pa.StructArray
+    sequence: pa.Array
+    schema_name: str | None  # of the first event (a batch holds one table)
+    table_name: str | None
+
+
+def _envelope(payload: pa.Table, lines: Lines, ops: pa.Array, refused: str) -> _Envelope:
+    """The op, source and sequence columns of the parsed payloads (one chunk each); refuses a
+    batch with an op outside `ops` (`refused` says what) or an event without a source."""
+    if payload.num_rows != lines.count:
+        raise NotColumnar("line count")
+    op = payload.column("op").chunk(0)
+    if not pc.all(pc.is_in(op, ops)).as_py():
+        raise NotColumnar(refused)
+    source = payload.column("source").chunk(0)
+    if source.null_count:
+        raise NotColumnar("no source block")
+    total_order = pc.struct_field(payload.column("transaction").chunk(0), [0])
+    first = source[0].as_py()
+    return _Envelope(op, source, sequences(source, total_order, lines.offsets),
+                     first.get("schema") or first.get("db"), first.get("table"))
+
+
+_UPSERT_OR_DELETE = pa.array(["c", "u", "d", "r"])
+_ANY_OP = pa.array(["c", "u", "d", "r", "t"])
 
 
 def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
@@ -477,22 +508,12 @@ def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
     if not lines.count:
         return None
     sh = shape(lines.key_head, lines.value_head)
-    payload = _read_json(lines.value_lines, sh.value_schema)
-    keys = _read_json(lines.key_lines, sh.key_schema)
-    if payload.num_rows != lines.count or keys.num_rows != lines.count:
+    payload = _read_json(lines.value_lines, sh.value_schema).combine_chunks()
+    env = _envelope(payload, lines, _UPSERT_OR_DELETE, "truncate or unknown op")
+    keys = _read_json(lines.key_lines, sh.key_schema).combine_chunks()
+    if keys.num_rows != lines.count:
         raise NotColumnar("line count")
-    payload = payload.combine_chunks()
-    keys = keys.combine_chunks()
-    op = payload.column("op").chunk(0) if payload.num_rows else pa.array([], pa.string())
-    if not pc.all(pc.is_in(op, pa.array(["c", "u", "d", "r"]))).as_py():
-        raise NotColumnar("truncate or unknown op")
-    source = payload.column("source").chunk(0)
-    if source.null_count:
-        raise NotColumnar("no source block")
-    tx = payload.column("transaction").chunk(0)
-    total_order = pc.struct_field(tx, [0])
-    offsets = lines.offsets
-    seq = sequences(source, total_order, offsets)
+    op, source, seq, offsets = env.op, env.source, env.sequence, lines.offsets
     is_delete = pc.equal(op, "d")
     after = payload.column("after").chunk(0)
     if pc.any(pc.and_(pc.invert(is_delete), pc.is_null(after))).as_py():
@@ -558,10 +579,8 @@ def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
     arrays.append(pc.if_else(net_delete, "d", "u"))
     net = pa.Table.from_arrays(arrays + flags,
                                names=[*names, SEQ, OP, *(TOAST_FLAG + c for c in toast)])
-    first_source = source[0].as_py()
-    return ColumnarChanges(
-        topic, first_source.get("schema") or first_source.get("db"), first_source.get("table"),
-        sh.key_columns, sh.columns, lines.count, net, toast=list(toast))
+    return ColumnarChanges(topic, env.schema_name, env.table_name, sh.key_columns, sh.columns,
+                           lines.count, net, toast=list(toast))
 
 
 # -- the changelog: every event, no netting ------------------------------------------------------
@@ -588,20 +607,13 @@ def decode_changelog(topic: str, lines: Lines) -> ColumnarChanges | None:
         ("op", pa.string()), ("ts_ms", pa.int64()),
         ("transaction", pa.struct([("total_order", pa.int64())])),
     ])).combine_chunks()
-    if payload.num_rows != lines.count:
-        raise NotColumnar("line count")
-    op = payload.column("op").chunk(0) if payload.num_rows else pa.array([], pa.string())
-    if not pc.all(pc.is_in(op, pa.array(["c", "u", "d", "r", "t"]))).as_py():
-        raise NotColumnar("unknown op")
-    source = payload.column("source").chunk(0)
-    if source.null_count:
-        raise NotColumnar("no source block")
-    total_order = pc.struct_field(payload.column("transaction").chunk(0), [0])
-    is_delete = pc.equal(op, "d")
+    env = _envelope(payload, lines, _ANY_OP, "unknown op")
+    source = env.source
+    is_delete = pc.equal(env.op, "d")
     before = payload.column("before").chunk(0).flatten()  # (nulls of the image included)
     after = payload.column("after").chunk(0).flatten()
     tx_id = pc.coalesce(source.field("txId").cast(pa.string()), source.field("gtid"))
-    meta = [op, sequences(source, total_order, lines.offsets), source.field("ts_ms"),
+    meta = [env.op, env.sequence, source.field("ts_ms"),
             payload.column("ts_ms").chunk(0), source.field("lsn"), tx_id,
             source.field("snapshot"), pa.array(lines.offsets)]
     rows: list[pa.Array] = []
@@ -614,9 +626,8 @@ def decode_changelog(topic: str, lines: Lines) -> ColumnarChanges | None:
         rows.append(col if col.type == c.type.arrow else col.cast(c.type.arrow))
     table = pa.Table.from_arrays(meta + rows, schema=pa.schema(
         [*CHANGELOG_META, *(pa.field(c.name, c.type.arrow) for c in sh.columns)]))
-    first = source[0].as_py()
-    return ColumnarChanges(topic, first.get("schema") or first.get("db"), first.get("table"),
-                           sh.key_columns, sh.columns, lines.count, table)
+    return ColumnarChanges(topic, env.schema_name, env.table_name, sh.key_columns, sh.columns,
+                           lines.count, table)
 
 
 def _has_placeholder(col: pa.Array, form: tuple[pa.DataType, Convert | None]) -> bool:

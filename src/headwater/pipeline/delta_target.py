@@ -274,7 +274,7 @@ class DeltaTarget:
             log.info("batch %d already applied to %s: skipped", batch_id, path)
             return
         keys = changes.key_columns
-        net = changes.net
+        net = changes.rows
         state = self._state_arrow(changes, ("truncate", "delete"))
         if state is not None and state.num_rows:
             kinds = state.column("kind")
@@ -518,7 +518,7 @@ class DeltaTarget:
 
     def append_changelog_rows(self, changes: ColumnarChanges, batch_id: int) -> None:
         """`append_changelog` for rows decoded column-wise (`columnar.decode_changelog`)."""
-        self._append_changelog(changes, changes.net, batch_id)
+        self._append_changelog(changes, changes.rows, batch_id)
 
     def _append_changelog(self, changes: Changes, table: pa.Table, batch_id: int) -> None:
         path = self.table_path(changes)

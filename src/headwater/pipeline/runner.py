@@ -91,33 +91,46 @@ def columnar_enabled() -> bool:
     return os.environ.get("HEADWATER_PIPELINE_COLUMNAR", "1") != "0"
 
 
+ColumnarPath = tuple[Callable[[str, columnar.Lines], columnar.ColumnarChanges | None],
+                     Callable[[columnar.ColumnarChanges, int], None]]
+
+
+def columnar_path(mode: str, target: Target) -> ColumnarPath | None:
+    """(decode, write) of the modes and targets that have a column-wise path, else None."""
+    if not isinstance(target, DeltaTarget) or not columnar_enabled():
+        return None
+    if mode == "scd1":
+        return columnar.decode_net, target.apply_scd1_net
+    if mode == "changelog":
+        return columnar.decode_changelog, target.append_changelog_rows
+    return None
+
+
 def apply_batch(
     topics_dir: Path, ranges: Ranges, batch_id: int, cfg: PipelineConfig, target: Target,
 ) -> int:
     """Applies one micro-batch (offset ranges per topic); returns the number of events."""
     total = 0
+    path = columnar_path(cfg.mode, target)
     for topic, (first, end) in sorted(ranges.items()):
         t0 = time.monotonic()
-        if (cfg.mode in ("scd1", "changelog") and isinstance(target, DeltaTarget)
-                and columnar_enabled()):
-            scd1 = cfg.mode == "scd1"
+        if path is not None:
+            decode, write = path
             try:
                 lines = columnar.scan(topics_dir, topic, first, end)
                 t1 = time.monotonic()
-                rows = (columnar.decode_net if scd1 else columnar.decode_changelog)(topic, lines)
+                decoded = decode(topic, lines)
             except columnar.NotColumnar as exc:
                 log.info("batch %d: %s: event by event (%s)", batch_id, topic, exc)
             else:
-                if rows is not None:
+                if decoded is not None:
                     t2 = time.monotonic()
-                    if scd1:
-                        target.apply_scd1_net(rows, batch_id)
-                    else:
-                        target.append_changelog_rows(rows, batch_id)
-                    total += rows.events
+                    write(decoded, batch_id)
+                    total += decoded.events
                     log.info("batch %d: %s: %d events, %d rows (%s); scan %.2fs, decode %.2fs, "
-                             "write %.2fs", batch_id, topic, rows.events, rows.net.num_rows,
-                             cfg.mode, t1 - t0, t2 - t1, time.monotonic() - t2)
+                             "write %.2fs", batch_id, topic, decoded.events,
+                             decoded.rows.num_rows, cfg.mode, t1 - t0, t2 - t1,
+                             time.monotonic() - t2)
                 continue
         changes = decode_topic(topic, list(read_range(topics_dir, topic, first, end)))
         log.info("batch %d: %s: decoded %d events in %.1fs", batch_id, topic,
