@@ -18,6 +18,8 @@ from headwater.model.topic import TopicBatch
 class CaptureMetrics:
     total_events_seen: int = 0
     events_filtered: int = 0
+    # events (or column values) the failure handling modes let through as warn/skip
+    erroneous_events: int = 0
     committed_transactions: int = 0
     last_event: str = ""
     last_event_monotonic: float | None = None
@@ -76,6 +78,7 @@ class CaptureMetrics:
         return {
             "TotalNumberOfEventsSeen": self.total_events_seen,
             "NumberOfEventsFiltered": self.events_filtered,
+            "NumberOfErroneousEvents": self.erroneous_events,
             "NumberOfCommittedTransactions": self.committed_transactions,
             "LastEvent": self.last_event,
             "MilliSecondsSinceLastEvent": since,

@@ -20,22 +20,16 @@ from typing import Any
 from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
 from headwater.connectors.mysql.binlog.rows import RowDecoder, row_decoder
 from headwater.connectors.mysql.config import MySqlConnectorConfig
+from headwater.connectors.mysql.connection import connect
 from headwater.connectors.mysql.incremental import MySqlIncrementalHook, boundary_position
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
 from headwater.connectors.mysql.schema_state import SchemaState
 from headwater.connectors.mysql.tables import MySqlTableCodec
+from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import Batch
 from headwater.engine.source import RetriableError, SourceRunContext
-from headwater.model.record import (
-    ChangeRecord,
-    HeartbeatEvent,
-    Op,
-    SnapshotMarker,
-    SourceEvent,
-    TransactionEvent,
-    TxInfo,
-)
+from headwater.model.record import ChangeRecord, Op
 
 log = logging.getLogger("headwater.connectors.mysql")
 
@@ -96,6 +90,14 @@ class MySqlStreamingSource:
         self._client: BinlogClient | None = None
         # signals and incremental snapshots (None: no signal channel configured)
         self.incremental = incremental
+        self._action_conn: Any = None
+
+    def heartbeat_action(self) -> None:
+        """Runs heartbeat.action.query on a connection of its own (opened on first use)."""
+        if self._action_conn is None:
+            self._action_conn = connect(self.cfg)
+        with self._action_conn.cursor() as cur:
+            cur.execute(self.cfg.heartbeat_action_query)
 
     def acknowledge(self, token: Any) -> None:
         """MySQL keeps no reader state: the stored offset is all there is."""
@@ -143,6 +145,12 @@ class MySqlStreamingSource:
             self._client = None
             if self.incremental is not None:
                 self.incremental.close()
+            if self._action_conn is not None:
+                try:
+                    self._action_conn.close()
+                except Exception as exc:  # already gone with the server
+                    log.debug("close: %s", exc)
+                self._action_conn = None
 
 
     def _filtered_gtids(self, gtids: Any) -> str | None:
@@ -189,17 +197,14 @@ class _Loop:
         self.thread: int | None = None
         self.query: str | None = None
         self.events_done = 0
-        self.tx_counts: dict[str, int] = {}
-        self.tx_total = 0
         self.tables: dict[int, tuple[Any, MySqlTableCodec | None, RowDecoder | None]] = {}
-        self.records: list[SourceEvent] = []
+        self.dispatcher = EventDispatcher(
+            self.context, DispatchOptions.from_config(self.cfg), source.metrics, ctx.emit,
+            source.heartbeat_action if self.cfg.heartbeat_action_query else None)
         self.last_offset: dict[str, Any] = dict(offset)
         # last_offset (a transaction end) not yet handed to the runtime.
         self.offset_pending = False
         self.last_emit = time.monotonic()
-        self.last_heartbeat = time.monotonic()
-        self.skipped_ops = self.cfg.skipped_operations
-        self.batch_size = self.cfg.max_batch_size
         self.tx_metadata = self.cfg.provide_transaction_metadata
         self.hook = source.incremental
         if self.hook is not None:
@@ -209,7 +214,6 @@ class _Loop:
 
     def run(self) -> None:
         poll = self.cfg.poll_interval_ms / 1000
-        heartbeat_s = self.cfg.heartbeat_interval_ms / 1000
         stopping = self.ctx.stopping
         read = self.client.read_event
         handlers = {
@@ -221,7 +225,7 @@ class _Loop:
         while not stopping.is_set():
             event = read(poll)
             if event is None or event.type_code == HEARTBEAT:
-                self.idle(heartbeat_s)
+                self.idle()
                 continue
             code = event.type_code
             if code in ROWS:
@@ -233,19 +237,17 @@ class _Loop:
                 elif self.hook is not None and not self.in_tx:
                     self.hook.moved(self.file, event.log_pos)
 
-    def idle(self, heartbeat_s: float) -> None:
+    def idle(self) -> None:
+        dispatcher = self.dispatcher
         if self.hook is not None and not self.in_tx:
-            self.records.extend(self.hook.boundary(
+            dispatcher.extend(self.hook.boundary(
                 self._emit_blocking, self._flush_before_blocking, self._boundary_position))
-        if (self.records or self.offset_pending) and not self.in_tx:
+        if (dispatcher.pending or self.offset_pending) and not self.in_tx:
             self.flush(self.last_offset)
-        now = time.monotonic()
-        if heartbeat_s and now - self.last_heartbeat >= heartbeat_s and not self.in_tx:
-            self.last_heartbeat = now
-            self.ctx.emit(Batch(
-                [HeartbeatEvent(self.context, int(time.time() * 1000), None)],
-                self._offset(self.last_offset),
-            ))
+        if not self.in_tx and dispatcher.heartbeat_due():
+            dispatcher.run_heartbeat_action()
+            dispatcher.heartbeat(None)
+            dispatcher.flush(self._offset(self.last_offset))
 
     def _offset(self, offset: dict[str, Any]) -> dict[str, Any]:
         out = dict(offset)
@@ -254,8 +256,7 @@ class _Loop:
         return out
 
     def flush(self, offset: dict[str, Any] | None) -> None:
-        self.ctx.emit(Batch(self.records, self._offset(offset) if offset is not None else None))
-        self.records = []
+        self.dispatcher.flush(self._offset(offset) if offset is not None else None)
         self.last_emit = time.monotonic()
         self.offset_pending = offset is not self.last_offset
 
@@ -281,15 +282,15 @@ class _Loop:
 
     def _hook_begin(self, gtid: str | None, event: Any) -> None:
         assert self.hook is not None
-        self.records.extend(self.hook.begin(gtid, self.file, event.position,
-                                            self._boundary_position))
+        self.dispatcher.extend(self.hook.begin(gtid, self.file, event.position,
+                                               self._boundary_position))
 
     def on_gtid(self, event: Any) -> None:
         if self.hook is not None:
             self._hook_begin(event.body.gtid, event)
-        self.begin(event)
         body = event.body
         self.gtid = body.gtid
+        self.begin(event)
         self.in_tx = not getattr(body, "standalone", False)
 
     def begin(self, event: Any) -> None:
@@ -297,10 +298,9 @@ class _Loop:
         self.tx_pos = event.position
         self.tx_gtids_before = gtid_set_text(self.gtid_state) or None
         self.events_done = 0
-        self.tx_counts = {}
-        self.tx_total = 0
         self.query = None
         self.server_id = event.server_id
+        self.dispatcher.begin(self.tx_id(), event.timestamp * 1000, None)
 
     def on_annotate(self, event: Any) -> None:
         if self.cfg.include_query:
@@ -322,7 +322,7 @@ class _Loop:
             self.on_commit(event)
             return
         if head.startswith("ROLLBACK"):
-            self.records = [r for r in self.records if not self._in_current_tx(r)]
+            self.dispatcher.rollback()
             self.end_tx(event)
             return
         if head.startswith(("SAVEPOINT", "XA ")):
@@ -336,9 +336,10 @@ class _Loop:
         if self.hook is not None:
             self.hook.ddl(self.state.last_changes)
         if events:
-            self.records.extend(events)
-        if "t" not in self.skipped_ops:
-            self._truncates(position, event.timestamp * 1000)
+            self.dispatcher.extend(events)
+        # A DDL statement commits implicitly: its truncates belong to no data transaction.
+        self.dispatcher.in_tx = False
+        self._truncates(position, event.timestamp * 1000)
         if not self.in_tx:
             self.end_tx(event)
 
@@ -349,20 +350,10 @@ class _Loop:
                 continue
             codec = self.state.codec(change.database, change.table)
             if codec is not None:
-                self.records.append(ChangeRecord(
-                    self.context, codec.schema, Op.TRUNCATE, None, None, ts,
-                    int(time.time() * 1000), SnapshotMarker.FALSE, position))
-
-    def _in_current_tx(self, record: SourceEvent) -> bool:
-        pos = getattr(record, "position", None)
-        return isinstance(pos, MySqlPosition) and pos.gtid == self.gtid and self.in_tx
+                self.dispatcher.truncate(codec.schema, ts, position)
 
     def on_commit(self, event: Any) -> None:
-        if self.tx_metadata and self.tx_total:
-            self.records.append(TransactionEvent(
-                self.context, "END", self.tx_id(), event.timestamp * 1000, self.tx_total,
-                tuple(self.tx_counts.items()), None,
-            ))
+        self.dispatcher.commit(event.timestamp * 1000, None)
         self.end_tx(event)
 
     def end_tx(self, event: Any) -> None:
@@ -384,13 +375,14 @@ class _Loop:
             server_id=event.server_id, ts_sec=event.timestamp,
         )
         self.offset_pending = True
+        dispatcher = self.dispatcher
         if hook is not None:  # between transactions: a window may close, a chunk start
-            self.records.extend(hook.boundary(
+            dispatcher.extend(hook.boundary(
                 self._emit_blocking, self._flush_before_blocking, self._boundary_position))
         now = time.monotonic()
-        if len(self.records) >= self.batch_size or now - self.last_emit >= 0.05:
+        if dispatcher.full or now - self.last_emit >= 0.05:
             self.flush(self.last_offset)
-        elif not self.records and now - self.last_emit >= 1.0:
+        elif not dispatcher.pending and now - self.last_emit >= 1.0:
             self.flush(self.last_offset)  # filtered traffic: move the offset now and then
 
     def tx_id(self) -> str:
@@ -422,78 +414,72 @@ class _Loop:
     def on_rows(self, event: Any) -> None:
         body = event.body
         entry = self.tables.get(body.table_id)
+        dispatcher = self.dispatcher
         skip_rows = 0
         if self.skip_events or self.skip_rows:
             if self.events_done < self.skip_events:
+                # Written by an earlier run; with transaction metadata it still counts.
+                if self.tx_metadata:
+                    dispatcher.replaying = True
+                    try:
+                        self._dispatch_rows(event, entry, 0, None)
+                    finally:
+                        dispatcher.replaying = False
                 self.events_done += 1
                 return
             skip_rows, self.skip_rows = self.skip_rows, 0
         if self.hook is not None and body.table_id in self.hook.watched:
-            self.records.extend(self.hook.rows(event, MySqlPosition(
+            dispatcher.extend(self.hook.rows(event, MySqlPosition(
                 self.file, event.position, 0, event.server_id, None, self.thread, None,
                 event.timestamp)))
+        try:
+            self._dispatch_rows(event, entry, skip_rows, self._mid_flush)
+        except Exception as exc:
+            dispatcher.processing_failed(
+                exc, f"{self.file}:{event.position} (table "
+                     f"{entry[0].database}.{entry[0].table})" if entry else
+                     f"{self.file}:{event.position}")
+        self.events_done += 1
+        if dispatcher.full:
+            self.flush(self._mid_offset(self.events_done, 0))
+
+    def _mid_flush(self, rows_done: int) -> None:
+        self.flush(self._mid_offset(self.events_done, rows_done))
+
+    def _dispatch_rows(
+        self, event: Any, entry: tuple[Any, MySqlTableCodec | None, RowDecoder | None] | None,
+        skip_rows: int, mid_flush: Any,
+    ) -> None:
+        """The rows of one row event, from `skip_rows` on, to the dispatcher; `mid_flush(n)`
+        hands a full batch over with the offset that restarts after row n of this event."""
         codec = entry[1] if entry is not None else None
         decoder = entry[2] if entry is not None else None
         if codec is None or decoder is None:
-            self.events_done += 1
             return
         code = event.type_code
-        if code in WRITE_ROWS:
-            op = Op.CREATE
-        elif code in UPDATE_ROWS:
-            op = Op.UPDATE
-        else:
-            op = Op.DELETE
-        if op.value in self.skipped_ops:  # before decoding: skipped rows cost nothing
-            self.events_done += 1
-            return
-        rows = decoder.decode(body)
+        op = Op.CREATE if code in WRITE_ROWS else Op.UPDATE if code in UPDATE_ROWS else Op.DELETE
+        dispatcher = self.dispatcher
+        rows = decoder.decode(event.body)
         schema = codec.schema
-        convert = codec.convert
-        context = self.context
-        now = int(time.time() * 1000)
+        convert = dispatcher.convert
+        change = dispatcher.change
         ts = event.timestamp * 1000
-        false = SnapshotMarker.FALSE
         file, pos, server, gtid, thread, query = (
             self.file, event.position, event.server_id, self.gtid, self.thread, self.query)
-        key_positions = schema.key_positions
-        out = self.records
-        tx_name = f"{schema.id.database}.{schema.id.table}"
+        last = len(rows) - 1
         for index in range(skip_rows, len(rows)):
             row = rows[index]
             position = MySqlPosition(file, pos, index, server, gtid, thread, query,
                                      event.timestamp)
-            tx = None
-            if self.tx_metadata:
-                if self.tx_total == 0:
-                    out.append(TransactionEvent(context, "BEGIN", self.tx_id(), ts, None, None,
-                                                None))
-                self.tx_total += 1
-                count = self.tx_counts.get(tx_name, 0) + 1
-                self.tx_counts[tx_name] = count
-                tx = TxInfo(self.tx_id(), self.tx_total, count)
             if op is Op.CREATE:
-                out.append(ChangeRecord(context, schema, op, None, convert(row), ts, now, false,
-                                        position, tx))
+                change(schema, op, None, convert(codec, row), ts, position)
             elif op is Op.DELETE:
-                out.append(ChangeRecord(context, schema, op, convert(row), None, ts, now, false,
-                                        position, tx))
+                change(schema, op, convert(codec, row), None, ts, position)
             else:
-                before, after = convert(row[0]), convert(row[1])
-                if key_positions and any(before[k] != after[k] for k in key_positions):
-                    out.append(ChangeRecord(context, schema, Op.DELETE, before, None, ts, now,
-                                            false, position, tx, after))
-                    out.append(ChangeRecord(context, schema, Op.CREATE, None, after, ts, now,
-                                            false, position, tx, before))
-                else:
-                    out.append(ChangeRecord(context, schema, op, before, after, ts, now, false,
-                                            position, tx))
-            if len(out) >= self.batch_size and index + 1 < len(rows):
-                self.flush(self._mid_offset(self.events_done, index + 1))
-                out = self.records
-        self.events_done += 1
-        if len(out) >= self.batch_size:
-            self.flush(self._mid_offset(self.events_done, 0))
+                change(schema, op, convert(codec, row[0]), convert(codec, row[1]), ts,
+                       position)
+            if mid_flush is not None and index < last and dispatcher.full:
+                mid_flush(index + 1)
 
     def _mid_offset(self, events: int, rows: int) -> dict[str, Any]:
         return restart_offset(

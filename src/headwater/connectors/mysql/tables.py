@@ -8,26 +8,23 @@ are all NOT NULL (what Debezium's MySQL connector does); tables without any have
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
 from headwater.connectors.mysql.columns import MySqlTable
 from headwater.connectors.mysql.types import MySqlTypeModes, mysql_column_mapping
-from headwater.model.record import ABSENT
 from headwater.model.schema import Column, TableId, TableSchema
+from headwater.relational.codec import Converter, RelationalTableCodec
 from headwater.relational.column_mappers import ColumnMappers, is_character_type
-
-Converter = Callable[[Any], Any]
 
 
 class UnsupportedColumnError(ValueError):
     """A column whose type cannot be mapped; the message names table, column and type."""
 
 
-class MySqlTableCodec:
-    """Schema plus converters for one version of one table."""
+class MySqlTableCodec(RelationalTableCodec):
+    """Schema plus converters for one version of one table (natural values in)."""
 
-    __slots__ = ("all_kept", "converters", "keep", "schema", "table")
+    __slots__ = ("table",)
 
     def __init__(
         self,
@@ -36,24 +33,8 @@ class MySqlTableCodec:
         converters: tuple[Converter, ...],
         keep: tuple[int, ...],
     ) -> None:
+        super().__init__(schema, converters, keep, len(table.columns))
         self.table = table
-        self.schema = schema
-        self.converters = converters  # one per kept column, in schema order
-        self.keep = keep  # positions of kept columns in the table's column order
-        self.all_kept = len(keep) == len(table.columns)
-
-    def convert(self, values: Sequence[Any]) -> tuple[Any, ...]:
-        """One row in the table's column order (natural values) to the schema's Connect values."""
-        if not self.all_kept:
-            values = [values[i] for i in self.keep]
-        if ABSENT in values:
-            return tuple(
-                v if v is None or v is ABSENT else c(v)
-                for c, v in zip(self.converters, values, strict=True)
-            )
-        return tuple(
-            [None if v is None else c(v) for c, v in zip(self.converters, values, strict=True)]
-        )
 
 
 def key_candidates(table: MySqlTable, override: tuple[str, ...] | None) -> tuple[str, ...]:

@@ -329,6 +329,8 @@ class PostgresConnector:
                 heartbeat_action=self._heartbeat_action if cfg.heartbeat_action_query else None,
                 pgoutput_streaming=cfg.headwater_pgoutput_streaming,
                 spill_dir=Path(cfg.headwater_topics_dir).parent / "spill",
+                processing_failure_mode=cfg.event_processing_failure_handling_mode,
+                converting_failure_mode=cfg.event_converting_failure_handling_mode,
             ),
             metrics=self.metrics,
             incremental=self._incremental_hook(),

@@ -67,6 +67,7 @@ from headwater.connectors.postgres.incremental import PostgresIncrementalHook
 from headwater.connectors.postgres.position import PostgresPosition
 from headwater.connectors.postgres.spill import SpillBuffer, SpillError, default_spill_root
 from headwater.connectors.postgres.tables import IncomingColumn, TableCodec
+from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import Batch
 from headwater.engine.source import RetriableError, SourceRunContext
@@ -74,13 +75,8 @@ from headwater.model.record import (
     ABSENT,
     UNCHANGED_TOAST,
     ChangeRecord,
-    HeartbeatEvent,
     Op,
-    SnapshotMarker,
     SourceContext,
-    SourceEvent,
-    TransactionEvent,
-    TxInfo,
 )
 
 log = logging.getLogger("headwater.connectors.postgres.streaming")
@@ -188,12 +184,20 @@ class StreamingOptions:
         heartbeat_action: Callable[[], None] | None = None,
         pgoutput_streaming: bool = True,
         spill_dir: Path | None = None,
+        processing_failure_mode: str = "fail",
+        converting_failure_mode: str = "fail",
     ) -> None:
         self.max_batch_size = max_batch_size
         self.status_interval_s = max(0.5, status_interval_s)
-        self.skipped_operations = skipped_operations
-        self.transaction_metadata = transaction_metadata
-        self.heartbeat_interval_s = heartbeat_interval_s
+        # What the engine's dispatcher does with the decoded changes.
+        self.dispatch = DispatchOptions(
+            max_batch_size=max_batch_size,
+            skipped_operations=skipped_operations,
+            transaction_metadata=transaction_metadata,
+            heartbeat_interval_s=heartbeat_interval_s,
+            processing_failure_mode=processing_failure_mode,
+            converting_failure_mode=converting_failure_mode,
+        )
         self.heartbeat_action = heartbeat_action
         # headwater.pgoutput.streaming: protocol 2 with streaming 'on' where the server has it.
         self.pgoutput_streaming = pgoutput_streaming
@@ -341,11 +345,13 @@ class PostgresStreamingSource:
         self._codecs[m.oid] = self.codec_factory(m.oid, m.namespace, m.name, incoming)
 
 
-def old_image(codec: TableCodec, old: Any, kind: str | None) -> tuple[Any, ...] | None:
+def old_image(
+    codec: TableCodec, old: Any, kind: str | None, dispatcher: EventDispatcher
+) -> tuple[Any, ...] | None:
     """The before image: converted old tuple, ABSENT where a key-only tuple has no value."""
     if old is None:
         return None
-    values = codec.convert(old)
+    values = dispatcher.convert(codec, old)
     if kind == "K":
         # Only replica identity columns were sent; the rest are unknown, not NULL.
         ident = codec.identity
@@ -382,16 +388,15 @@ class _Loop:
         self.cur = cur
         self.options = source.options
         self.spill = spill  # protocol 2 (streaming on) only
-        self.pending: list[SourceEvent] = []
+        self.dispatcher = EventDispatcher(
+            source.context, self.options.dispatch, source.metrics, ctx.emit,
+            self.options.heartbeat_action)
         # transaction state
         self.commit_lsn = 0
         self.xid: int | None = None
-        self.xid_str = ""
         self.ts_ms = 0
-        self.tx_index = 0
-        self.per_table: dict[int, int] = {}
+        self.tx_index = 0  # data messages of the transaction so far (restart skipping)
         self.in_tx = False
-        self.tx_events = 0
         # `source.sequence[0]` of the first transaction: the position we resume from (the end of
         # the last durable transaction, or the snapshot's consistent point) is at or after every
         # earlier commit and before the next one, so the sequence keeps increasing across
@@ -407,7 +412,6 @@ class _Loop:
         self.skip_index: int = int(offset.get("tx_index") or 0)
         self.skipping = self.skip_commit is not None
         self.last_feedback = time.monotonic()
-        self.last_heartbeat = time.monotonic()
         # end LSN of the last (Stream) Commit received: while `source._durable` is below it,
         # something received is not durable yet (see `settle`)
         self.received_end = self.resume_lsn
@@ -426,7 +430,7 @@ class _Loop:
 
     def _hook_begin(self, m: Any) -> None:
         assert self.hook is not None
-        self.pending.extend(self.hook.begin(m.final_lsn, self._boundary_position))
+        self.dispatcher.extend(self.hook.begin(m.final_lsn, self._boundary_position))
 
     def _hook_commit(self, m: Any, after: bool) -> None:
         hook = self.hook
@@ -440,7 +444,7 @@ class _Loop:
     def _hook_idle(self) -> None:
         hook = self.hook
         assert hook is not None
-        self.pending.extend(hook.idle(self.cur, self.in_tx, self._boundary_position))
+        self.dispatcher.extend(hook.idle(self.cur, self.in_tx, self._boundary_position))
         if not self.in_tx:
             hook.boundary(self._emit_blocking, self.emit)
 
@@ -455,10 +459,9 @@ class _Loop:
         }
         if self.hook is not None:
             offset.update(self.hook.offset_fields())
-        self.ctx.emit(Batch(self.pending, offset=offset, ack=self.ack))
+        self.dispatcher.flush(offset, self.ack)
         if self.ack is not None:
             self.emitted_ack = self.ack
-        self.pending = []
         self.ack = None
 
     def run(self) -> None:
@@ -469,21 +472,18 @@ class _Loop:
         new = tuple.__new__
         create = Op.CREATE
         delete = Op.DELETE
-        streaming = SnapshotMarker.FALSE
-        context = source.context
         codecs = source._codecs
-        max_batch = self.options.max_batch_size
-        skipped = self.options.skipped_operations
-        skip_c, skip_u, skip_d = "c" in skipped, "u" in skipped, "d" in skipped
-        tx_metadata = self.options.transaction_metadata
-        metrics = source.metrics
+        dispatcher = self.dispatcher
+        change = dispatcher.change
+        convert = dispatcher.convert
+        tx_metadata = self.options.dispatch.transaction_metadata
         Insert, Update, Delete = pgoutput.Insert, pgoutput.Update, pgoutput.Delete  # noqa: N806
         # `read` is the socket, or the replay of a committed streamed transaction until it
         # runs dry (then back to the socket).
         read = live_read = cur.read_message
         while True:
             if ctx.stopping.is_set():
-                if self.pending or self.ack is not None:
+                if dispatcher.pending or self.ack is not None:
                     self.emit()
                 return
             msg = read()
@@ -501,47 +501,43 @@ class _Loop:
                 codec = codecs.get(m.relation_oid)
                 self.tx_index += 1
                 if self.hook is not None and m.relation_oid in self.hook.watched:
-                    self.pending.extend(self.hook.row(
+                    dispatcher.extend(self.hook.row(
                         m, kind, functools.partial(self._row_position, msg.data_start)))
                 if codec is None:
                     if m.relation_oid not in codecs:
                         raise RuntimeError(f"row for unknown relation {m.relation_oid}")
-                    metrics.events_filtered += 1
+                    dispatcher.filtered()
                     continue
-                if self.skipping and (
+                replay = self.skipping and (
                     self.commit_lsn < self.skip_commit  # type: ignore[operator]
                     or (self.commit_lsn == self.skip_commit and self.tx_index <= self.skip_index)
-                ):
-                    continue
-                if (skip_c and kind is Insert) or (skip_d and kind is Delete):
-                    metrics.events_filtered += 1
-                    continue
-                if tx_metadata and self.tx_events == 0:
-                    self.begin_event()
-                table = codec.schema
-                count = self.per_table.get(m.relation_oid, 0) + 1
-                self.per_table[m.relation_oid] = count
+                )
+                if replay:
+                    if not tx_metadata:
+                        continue
+                    # Written by an earlier run: counted for the transaction block, not emitted.
+                    dispatcher.replaying = True
                 # tuple.__new__ on NamedTuples skips their Python-level __new__ (hot path).
                 pos = new(PostgresPosition,
                           (msg.data_start, self.commit_lsn, self.prev_commit, self.xid, None))
-                tx = new(TxInfo, (self.xid_str, self.tx_index, count))
-                now = int(time.time() * 1000)
-                if kind is Insert:
-                    self.pending.append(new(ChangeRecord, (
-                        context, table, create, None, codec.convert(m.new), self.ts_ms, now,
-                        streaming, pos, tx, None)))
-                    self.tx_events += 1
-                elif kind is Update:
-                    self.update(codec, m, now, pos, tx, skip_u)
-                else:
-                    before = old_image(codec, m.old, m.old_kind)
-                    self.pending.append(new(ChangeRecord, (
-                        context, table, delete, before, None, self.ts_ms, now, streaming, pos,
-                        tx, None)))
-                    self.tx_events += 1
+                try:
+                    if kind is Insert:
+                        change(codec.schema, create, None, convert(codec, m.new), self.ts_ms,
+                               pos)
+                    elif kind is Update:
+                        self.update(codec, m, pos)
+                    else:
+                        change(codec.schema, delete, old_image(codec, m.old, m.old_kind,
+                                                               dispatcher),
+                               None, self.ts_ms, pos)
+                except Exception as exc:
+                    dispatcher.processing_failed(exc, self._where(msg.data_start, codec))
+                if replay:
+                    dispatcher.replaying = False
+                    continue
                 self.last_commit_lsn = self.commit_lsn
                 self.last_index = self.tx_index
-                if len(self.pending) >= max_batch:
+                if dispatcher.full:
                     self.emit()
             elif kind is pgoutput.Begin:
                 source.guard.begin(msg.data_start)
@@ -571,31 +567,21 @@ class _Loop:
     def begin(self, m: Any) -> None:
         self.commit_lsn = m.final_lsn
         self.xid = m.xid
-        self.xid_str = str(m.xid)
         self.ts_ms = m.commit_ts_us // 1000
         self.tx_index = 0
-        self.tx_events = 0
-        self.per_table = {}
         self.in_tx = True
+        self.dispatcher.begin(str(m.xid), self.ts_ms, PostgresPosition(
+            self.commit_lsn, self.commit_lsn, self.prev_commit, self.xid))
         if self.skipping and self.skip_commit is not None and self.commit_lsn > self.skip_commit:
             self.skipping = False
 
-    def begin_event(self) -> None:
-        pos = PostgresPosition(self.commit_lsn, self.commit_lsn, self.prev_commit, self.xid)
-        self.pending.append(TransactionEvent(
-            self.source.context, "BEGIN", self.xid_str, self.ts_ms, None, None, pos))
+    def _where(self, lsn: int, codec: TableCodec) -> str:
+        return (f"LSN {pgoutput.format_lsn(lsn)} (transaction {self.xid}, commit "
+                f"{pgoutput.format_lsn(self.commit_lsn)}, table {codec.schema.id})")
 
     def commit(self, m: Any) -> None:
-        if self.options.transaction_metadata and self.tx_events:
-            collections = []
-            for oid, count in self.per_table.items():
-                codec = self.source._codecs.get(oid)
-                if codec is not None:
-                    collections.append((codec.schema.id.identifier, count))
-            pos = PostgresPosition(m.commit_lsn, m.commit_lsn, self.prev_commit, self.xid)
-            self.pending.append(TransactionEvent(
-                self.source.context, "END", self.xid_str, self.ts_ms, self.tx_events,
-                tuple(collections), pos))
+        self.dispatcher.commit(self.ts_ms, PostgresPosition(
+            m.commit_lsn, m.commit_lsn, self.prev_commit, self.xid))
         self.prev_commit = m.commit_lsn
         self.resume_lsn = m.end_lsn
         self.received_end = max(self.received_end, m.end_lsn)
@@ -603,70 +589,39 @@ class _Loop:
         self.last_index = self.tx_index
         self.ack = m.end_lsn
         self.in_tx = False
-        self.source.metrics.committed_transactions += 1
-        self.source.metrics.last_transaction_id = self.xid_str
 
     def truncate(self, m: Any, lsn: int) -> None:
         self.tx_index += 1
         if self.hook is not None:  # emitted or not, the rows are gone
             self.hook.truncate(m.relation_oids)
-        if "t" in self.options.skipped_operations:
-            return
-        if self.skipping and (
+        dispatcher = self.dispatcher
+        replay = self.skipping and (
             self.commit_lsn < self.skip_commit  # type: ignore[operator]
             or (self.commit_lsn == self.skip_commit and self.tx_index <= self.skip_index)
-        ):
-            return
-        now = int(time.time() * 1000)
+        )
+        dispatcher.replaying = replay
+        pos = PostgresPosition(lsn, self.commit_lsn, self.prev_commit, self.xid)
         for oid in m.relation_oids:
             codec = self.source._codecs.get(oid)
-            if codec is None:
-                continue
-            if self.options.transaction_metadata and self.tx_events == 0:
-                self.begin_event()
-            count = self.per_table.get(oid, 0) + 1
-            self.per_table[oid] = count
-            pos = PostgresPosition(lsn, self.commit_lsn, self.prev_commit, self.xid)
-            self.pending.append(ChangeRecord(
-                self.source.context, codec.schema, Op.TRUNCATE, None, None, self.ts_ms, now,
-                SnapshotMarker.FALSE, pos, TxInfo(self.xid_str, self.tx_index, count)))
-            self.tx_events += 1
+            if codec is not None:
+                dispatcher.truncate(codec.schema, self.ts_ms, pos)
+        dispatcher.replaying = False
+        if replay:
+            return
         self.last_commit_lsn = self.commit_lsn
         self.last_index = self.tx_index
 
-    def update(
-        self, codec: TableCodec, m: Any, now: int, pos: PostgresPosition, tx: TxInfo,
-        skip_u: bool,
-    ) -> None:
-        context = self.source.context
-        table = codec.schema
-        after = codec.convert(m.new)
-        before = old_image(codec, m.old, m.old_kind)
+    def update(self, codec: TableCodec, m: Any, pos: PostgresPosition) -> None:
+        dispatcher = self.dispatcher
+        after = dispatcher.convert(codec, m.new)
+        before = old_image(codec, m.old, m.old_kind, dispatcher)
         if before is not None and UNCHANGED_TOAST in after and m.old_kind == "O":
+            # REPLICA IDENTITY FULL sends the old TOAST value the new tuple leaves out.
             after = tuple(
                 b if a is UNCHANGED_TOAST and b is not UNCHANGED_TOAST else a
                 for a, b in zip(after, before, strict=True)
             )
-        keys = table.key_positions
-        if before is not None and keys:
-            old_key = tuple(before[i] for i in keys)
-            new_key = tuple(after[i] for i in keys)
-            if ABSENT not in old_key and old_key != new_key:
-                self.pending.append(ChangeRecord(
-                    context, table, Op.DELETE, before, None, self.ts_ms, now,
-                    SnapshotMarker.FALSE, pos, tx, other_key=after))
-                self.pending.append(ChangeRecord(
-                    context, table, Op.CREATE, None, after, self.ts_ms, now,
-                    SnapshotMarker.FALSE, pos, tx, other_key=before))
-                self.tx_events += 2
-                return
-        if skip_u:
-            self.source.metrics.events_filtered += 1
-            return
-        self.pending.append(ChangeRecord(
-            context, table, Op.UPDATE, before, after, self.ts_ms, now, SnapshotMarker.FALSE,
-            pos, tx))
-        self.tx_events += 1
+        dispatcher.change(codec.schema, Op.UPDATE, before, after, self.ts_ms, pos)
 
     # -- streamed transactions (protocol 2) -----------------------------------------------------
     def _spill(self) -> SpillBuffer:
@@ -720,7 +675,7 @@ class _Loop:
         Called when psycopg2 would forward the flush position on the next keepalive (the last
         message's position is not after what we confirmed) while a received commit is not
         durable yet: once it is, forwarding confirms nothing that is not durable."""
-        if self.pending or self.ack is not None:
+        if self.dispatcher.pending or self.ack is not None:
             self.emit()
         source = self.source
         stopping = self.ctx.stopping
@@ -769,12 +724,10 @@ class _Loop:
     # -- idle: flush, feedback, heartbeats ------------------------------------------------------
     def idle(self) -> None:
         source = self.source
-        if self.pending or self.ack is not None:
+        if self.dispatcher.pending or self.ack is not None:
             self.emit()
         now = time.monotonic()
-        interval = self.options.heartbeat_interval_s
-        if interval > 0 and now - self.last_heartbeat >= interval:
-            self.last_heartbeat = now
+        if self.dispatcher.heartbeat_due():
             self.heartbeat()
         if (source.guard.safe(source._durable) > source._confirmed
                 or now - self.last_feedback > self.options.status_interval_s):
@@ -784,12 +737,7 @@ class _Loop:
 
     def heartbeat(self) -> None:
         """Heartbeat record plus, when nothing of ours is in flight, the server's position."""
-        action = self.options.heartbeat_action
-        if action is not None:
-            try:
-                action()
-            except Exception as exc:
-                log.warning("heartbeat.action.query failed: %s", exc)
+        self.dispatcher.run_heartbeat_action()
         source = self.source
         wal_end = int(getattr(self.cur, "wal_end", 0) or 0)
         quiet = not self.in_tx and source._durable >= self.emitted_ack
@@ -799,7 +747,5 @@ class _Loop:
             # other databases write is not pinned by this slot.
             self.resume_lsn = position = wal_end
             self.ack = wal_end
-        self.pending.append(HeartbeatEvent(
-            source.context, int(time.time() * 1000),
-            PostgresPosition(position, position, self.prev_commit, None)))
+        self.dispatcher.heartbeat(PostgresPosition(position, position, self.prev_commit, None))
         self.emit()

@@ -9,18 +9,17 @@ path only for rows that carry unchanged-TOAST markers.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from headwater.connectors.postgres.catalog import ColumnInfo, TableInfo
 from headwater.connectors.postgres.types import PgType, TypeModes, pg_column_mapping
 from headwater.model.record import UNCHANGED_TOAST
 from headwater.model.schema import Column, TableId, TableSchema
+from headwater.relational.codec import Converter, RelationalTableCodec
 from headwater.relational.column_mappers import ColumnMappers, is_character_type
 
 log = logging.getLogger("headwater.connectors.postgres")
-
-Converter = Callable[[str], Any]
 
 
 class IncomingColumn(NamedTuple):
@@ -36,10 +35,12 @@ def _passthrough(value: str) -> Any:
     return value
 
 
-class TableCodec:
-    """Schema plus converters for one version of one table."""
+class TableCodec(RelationalTableCodec):
+    """Schema plus converters for one version of one table (pgoutput / COPY text in)."""
 
-    __slots__ = ("all_kept", "converters", "identity", "incoming", "keep", "schema")
+    __slots__ = ("identity", "incoming")
+
+    UNSENT = UNCHANGED_TOAST
 
     def __init__(
         self,
@@ -48,30 +49,11 @@ class TableCodec:
         converters: tuple[Converter, ...],
         keep: tuple[int, ...],
     ) -> None:
-        self.schema = schema
+        super().__init__(schema, converters, keep, len(incoming))
         self.incoming = incoming
-        self.converters = converters  # one per kept incoming column, in schema order
-        self.keep = keep  # positions of kept incoming columns
-        self.all_kept = len(keep) == len(incoming)
         # Schema positions of replica identity columns: the only ones a key-only old tuple has.
         self.identity = frozenset(
             pos for pos, i in enumerate(keep) if incoming[i].is_identity_key
-        )
-
-    def convert(self, values: Sequence[Any]) -> tuple[Any, ...]:
-        """Converts one row in the source's column order to schema order.
-
-        `values` hold text (or None for NULL, UNCHANGED_TOAST for an unsent TOAST value).
-        """
-        if not self.all_kept:
-            values = [values[i] for i in self.keep]
-        if UNCHANGED_TOAST in values:
-            return tuple(
-                v if v is None or v is UNCHANGED_TOAST else conv(v)
-                for conv, v in zip(self.converters, values, strict=True)
-            )
-        return tuple(
-            [None if v is None else c(v) for c, v in zip(self.converters, values, strict=True)]
         )
 
     def same_shape(self, incoming: tuple[IncomingColumn, ...]) -> bool:

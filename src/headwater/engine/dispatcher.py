@@ -1,0 +1,312 @@
+"""The event dispatcher: the one place every connector's changes pass through on their way out.
+
+Debezium's `EventDispatcher` with its `TransactionMonitor` and `RelationalChangeRecordEmitter`,
+in one small object per streaming session.  A connector's streaming loop reads and decodes the
+log, converts row images with :meth:`EventDispatcher.convert`, and hands typed changes to
+:meth:`change` between :meth:`begin` and :meth:`commit`; everything that is the same for every
+database happens here, once:
+
+- ``skipped.operations``, per *emitted* operation (Debezium 3.x checks the operation of each
+  record the emitter produces, so with ``u`` skipped a key-changing update still emits its
+  delete and create);
+- the primary-key change split: an update whose key changed becomes a delete (with the new row
+  as ``__debezium.newkey``) and a create (with the old row as ``__debezium.oldkey``); the
+  tombstone between them is the format's business (``tombstones.on.delete``);
+- transaction metadata: a BEGIN before the first event of a transaction, the ``transaction``
+  block (``total_order`` and ``data_collection_order`` count *emitted* events, as Debezium's
+  transaction monitor does), and an END with the event count per data collection;
+- heartbeats: the interval, ``heartbeat.action.query`` and the heartbeat record;
+- flushing by size: `full` says when the pending records reach ``max.batch.size``;
+- ``event.processing.failure.handling.mode`` (:meth:`processing_failed`) and
+  ``event.converting.failure.handling.mode`` (:meth:`convert`): fail, warn or skip, honoured;
+- the metrics the dispatch decides (filtered, erroneous and committed counts).
+
+What stays with the connector is what only it knows: where a position is, what offset restarts
+after the pending records (it passes it to :meth:`flush`), and how far a restart has to skip.
+While it re-reads what a previous run already wrote, it sets `replaying`: the dispatcher then
+counts exactly as the first run did (so ``total_order`` and the END counts agree across a
+crash) but emits nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, Protocol
+
+from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.queue import Batch
+from headwater.model.record import (
+    ABSENT,
+    ChangeRecord,
+    HeartbeatEvent,
+    Op,
+    SnapshotMarker,
+    SourceContext,
+    SourceEvent,
+    TransactionEvent,
+    TxInfo,
+)
+from headwater.model.schema import TableSchema
+
+log = logging.getLogger("headwater.engine.dispatcher")
+
+FAILURE_MODES = ("fail", "warn", "skip")
+
+
+class DispatchOptions(NamedTuple):
+    """What the dispatcher honours, all from the connector configuration."""
+
+    max_batch_size: int = 2048
+    skipped_operations: frozenset[str] = frozenset({"t"})
+    transaction_metadata: bool = False
+    heartbeat_interval_s: float = 0.0
+    # event.processing.failure.handling.mode / event.converting.failure.handling.mode
+    processing_failure_mode: str = "fail"
+    converting_failure_mode: str = "fail"
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> DispatchOptions:
+        """From any relational connector configuration (the shared property names)."""
+        return cls(
+            max_batch_size=cfg.max_batch_size,
+            skipped_operations=frozenset(cfg.skipped_operations),
+            transaction_metadata=cfg.provide_transaction_metadata,
+            heartbeat_interval_s=cfg.heartbeat_interval_ms / 1000.0,
+            processing_failure_mode=cfg.event_processing_failure_handling_mode,
+            converting_failure_mode=cfg.event_converting_failure_handling_mode,
+        )
+
+
+class RowCodec(Protocol):
+    """What :meth:`EventDispatcher.convert` needs of a table codec (see relational/codec.py)."""
+
+    @property
+    def schema(self) -> TableSchema: ...
+
+    def convert(self, values: Sequence[Any]) -> tuple[Any, ...]: ...
+
+    def convert_each(
+        self, values: Sequence[Any], failed: Callable[[int, Any, Exception], None]
+    ) -> tuple[Any, ...]: ...
+
+
+class EventProcessingError(RuntimeError):
+    """An event could not be processed (event.processing.failure.handling.mode=fail)."""
+
+
+class EventConvertingError(ValueError):
+    """A column value could not be converted (event.converting.failure.handling.mode=fail)."""
+
+
+_new = tuple.__new__
+_CREATE, _UPDATE, _DELETE, _TRUNCATE = Op.CREATE, Op.UPDATE, Op.DELETE, Op.TRUNCATE
+_STREAMING = SnapshotMarker.FALSE
+
+
+class EventDispatcher:
+    """Turns a connector's typed changes into source events, one streaming session long."""
+
+    def __init__(
+        self,
+        context: SourceContext,
+        options: DispatchOptions,
+        metrics: CaptureMetrics,
+        emit: Callable[[Batch], None],
+        heartbeat_action: Callable[[], None] | None = None,
+    ) -> None:
+        self.context = context
+        self.options = options
+        self.metrics = metrics
+        self._emit = emit
+        self.heartbeat_action = heartbeat_action
+        self.pending: list[SourceEvent] = []
+        self.max_batch_size = options.max_batch_size
+        skipped = options.skipped_operations
+        self.skip_c, self.skip_u, self.skip_d = "c" in skipped, "u" in skipped, "d" in skipped
+        self.skip_t = "t" in skipped
+        self.tx_metadata = options.transaction_metadata
+        # set by the connector while it re-reads what an earlier run already wrote
+        self.replaying = False
+        # the transaction being read
+        self.tx_id = ""
+        self.tx_ts_ms = 0
+        self.tx_position: Any = None
+        self.tx_total = 0
+        self.tx_counts: dict[str, int] = {}
+        self.in_tx = False
+        self._tx_start = 0  # where the transaction's events start in `pending`
+        self.last_heartbeat = time.monotonic()
+
+    # -- transactions -------------------------------------------------------------------------
+    def begin(self, tx_id: str, ts_ms: int, position: Any) -> None:
+        """A transaction starts; its BEGIN event waits for its first emitted change."""
+        self.tx_id = tx_id
+        self.tx_ts_ms = ts_ms
+        self.tx_position = position
+        self.tx_total = 0
+        self.tx_counts = {}
+        self.in_tx = True
+        self._tx_start = len(self.pending)
+
+    def commit(self, ts_ms: int, position: Any) -> None:
+        """The transaction ends: its END event (with metadata on and events emitted)."""
+        if self.tx_metadata and self.tx_total and not self.replaying:
+            self.pending.append(TransactionEvent(
+                self.context, "END", self.tx_id, ts_ms, self.tx_total,
+                tuple(self.tx_counts.items()), position))
+        self.in_tx = False
+        metrics = self.metrics
+        metrics.committed_transactions += 1
+        metrics.last_transaction_id = self.tx_id
+
+    def rollback(self) -> None:
+        """The transaction was rolled back: drop what it has pending."""
+        if self.in_tx:
+            del self.pending[self._tx_start:]
+        self.in_tx = False
+
+    def _tx(self, table: TableSchema) -> TxInfo:
+        """The transaction block of the next emitted event of `table` (counts it)."""
+        if self.tx_total == 0 and not self.replaying:
+            self.pending.append(TransactionEvent(
+                self.context, "BEGIN", self.tx_id, self.tx_ts_ms, None, None, self.tx_position))
+        self.tx_total += 1
+        name = table.id.identifier
+        count = self.tx_counts.get(name, 0) + 1
+        self.tx_counts[name] = count
+        return _new(TxInfo, (self.tx_id, self.tx_total, count))
+
+    # -- changes --------------------------------------------------------------------------------
+    def change(
+        self,
+        table: TableSchema,
+        op: Op,
+        before: tuple[Any, ...] | None,
+        after: tuple[Any, ...] | None,
+        ts_ms: int,
+        position: Any,
+    ) -> None:
+        """One row change (c, u or d) of a captured table, its images already converted."""
+        if op is _UPDATE:
+            keys = table.key_positions
+            if before is not None and keys and after is not None:
+                old_key = tuple([before[i] for i in keys])
+                if ABSENT not in old_key and old_key != tuple([after[i] for i in keys]):
+                    self._emit_record(table, _DELETE, before, None, ts_ms, position, after)
+                    self._emit_record(table, _CREATE, None, after, ts_ms, position, before)
+                    return
+        self._emit_record(table, op, before, after, ts_ms, position, None)
+
+    def _emit_record(
+        self, table: TableSchema, op: Op, before: tuple[Any, ...] | None,
+        after: tuple[Any, ...] | None, ts_ms: int, position: Any,
+        other_key: tuple[Any, ...] | None,
+    ) -> None:
+        if (self.skip_c and op is _CREATE) or (self.skip_u and op is _UPDATE) or (
+                self.skip_d and op is _DELETE):
+            if not self.replaying:
+                self.metrics.events_filtered += 1
+            return
+        tx = self._tx(table) if self.tx_metadata else None
+        if self.replaying:
+            return
+        self.pending.append(_new(ChangeRecord, (
+            self.context, table, op, before, after, ts_ms, int(time.time() * 1000), _STREAMING,
+            position, tx, other_key)))
+
+    def truncate(self, table: TableSchema, ts_ms: int, position: Any) -> None:
+        """A captured table was truncated (op ``t``, unless ``skipped.operations`` has it)."""
+        if self.skip_t:
+            return
+        self._emit_record(table, _TRUNCATE, None, None, ts_ms, position, None)
+
+    def filtered(self) -> None:
+        """A change of a table the filters leave out (counted, as Debezium does)."""
+        if not self.replaying:
+            self.metrics.events_filtered += 1
+
+    def extend(self, events: Sequence[SourceEvent]) -> None:
+        """Events the connector built itself (schema changes, incremental snapshot windows)."""
+        self.pending.extend(events)
+
+    # -- conversion and failures ------------------------------------------------------------------
+    def convert(self, codec: RowCodec, values: Sequence[Any]) -> tuple[Any, ...]:
+        """A row image through its table's converters, honouring the converting failure mode.
+
+        fail: an error naming the table, column and value; warn / skip: the column's value
+        becomes null, logged at WARNING (warn) or INFO (skip) - never dropped unannounced.
+        """
+        try:
+            return codec.convert(values)
+        except Exception:
+            return self._convert_slowly(codec, values)
+
+    def _convert_slowly(self, codec: RowCodec, values: Sequence[Any]) -> tuple[Any, ...]:
+        mode = self.options.converting_failure_mode
+        table = codec.schema.id
+
+        def failed(index: int, value: Any, exc: Exception) -> None:
+            column = codec.schema.columns[index]
+            message = (f"table {table}, column {column.name} ({column.type_name}): cannot "
+                       f"convert {value!r}: {exc}")
+            if mode == "fail":
+                raise EventConvertingError(
+                    message + " (event.converting.failure.handling.mode=fail; warn or skip "
+                    "write null instead)") from exc
+            self.metrics.erroneous_events += 1
+            log.log(logging.WARNING if mode == "warn" else logging.INFO,
+                    "%s: written as null (event.converting.failure.handling.mode=%s)",
+                    message, mode)
+
+        return codec.convert_each(values, failed)
+
+    def processing_failed(self, exc: Exception, where: str) -> None:
+        """An event at `where` could not be processed: raise, or log and go on (warn, skip)."""
+        if isinstance(exc, EventConvertingError) or (
+                self.options.processing_failure_mode == "fail"):
+            raise EventProcessingError(
+                f"error while processing the event at {where}: {exc} "
+                "(event.processing.failure.handling.mode=fail)") from exc
+        self.metrics.erroneous_events += 1
+        mode = self.options.processing_failure_mode
+        log.log(logging.WARNING if mode == "warn" else logging.INFO,
+                "event at %s not emitted (event.processing.failure.handling.mode=%s): %s",
+                where, mode, exc)
+
+    # -- heartbeats -------------------------------------------------------------------------------
+    def heartbeat_due(self) -> bool:
+        """Whether ``heartbeat.interval.ms`` has passed since the last heartbeat (0: never)."""
+        interval = self.options.heartbeat_interval_s
+        if interval <= 0:
+            return False
+        now = time.monotonic()
+        if now - self.last_heartbeat < interval:
+            return False
+        self.last_heartbeat = now
+        return True
+
+    def run_heartbeat_action(self) -> None:
+        """``heartbeat.action.query``: a failure is logged; the heartbeat still goes out."""
+        if self.heartbeat_action is not None:
+            try:
+                self.heartbeat_action()
+            except Exception as exc:
+                log.warning("heartbeat.action.query failed: %s", exc)
+
+    def heartbeat(self, position: Any) -> None:
+        """A heartbeat record at `position`."""
+        self.pending.append(HeartbeatEvent(self.context, int(time.time() * 1000), position))
+
+    # -- flushing -------------------------------------------------------------------------------
+    @property
+    def full(self) -> bool:
+        return len(self.pending) >= self.max_batch_size
+
+    def flush(self, offset: dict[str, Any] | None, ack: Any = None) -> None:
+        """Hand the pending events to the writer with the offset that restarts after them."""
+        self._emit(Batch(self.pending, offset=offset, ack=ack))
+        self.pending = []
+        self._tx_start = 0
+

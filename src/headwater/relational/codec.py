@@ -1,0 +1,75 @@
+"""The table codec base: a table version's Connect schema plus one converter per kept column.
+
+Every relational connector turns the row images its log or snapshot hands it (text for
+PostgreSQL, natural Python values for MySQL) into the schema's Connect values the same way: keep
+the columns the filters keep, convert each non-null value with its column's converter, and pass
+a value the source did not send (`UNSENT`: an unchanged TOAST value, a column a key-only image
+lacks) through untouched.  Connectors subclass it for what they know more (the incoming column
+list of a pgoutput Relation, a MySQL table definition) and set `UNSENT`.
+
+`convert` is on the capture hot path: one list comprehension over precomputed converters.
+`convert_each` is the slow path the dispatcher takes after `convert` failed, to name the column
+and apply ``event.converting.failure.handling.mode``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from headwater.model.record import ABSENT
+from headwater.model.schema import TableSchema
+
+Converter = Callable[[Any], Any]
+
+
+class RelationalTableCodec:
+    """Schema plus converters for one version of one table."""
+
+    __slots__ = ("all_kept", "converters", "keep", "schema")
+
+    # The marker of a value the source did not send; passed through unconverted.
+    UNSENT: ClassVar[Any] = ABSENT
+
+    def __init__(
+        self, schema: TableSchema, converters: tuple[Converter, ...], keep: tuple[int, ...],
+        source_width: int,
+    ) -> None:
+        self.schema = schema
+        self.converters = converters  # one per kept column, in schema order
+        self.keep = keep  # positions of the kept columns in the source's column order
+        self.all_kept = len(keep) == source_width
+
+    def convert(self, values: Sequence[Any]) -> tuple[Any, ...]:
+        """One row in the source's column order to the schema's Connect values."""
+        if not self.all_kept:
+            values = [values[i] for i in self.keep]
+        unsent = self.UNSENT
+        if unsent in values:
+            return tuple(
+                v if v is None or v is unsent else c(v)
+                for c, v in zip(self.converters, values, strict=True)
+            )
+        return tuple(
+            [None if v is None else c(v) for c, v in zip(self.converters, values, strict=True)]
+        )
+
+    def convert_each(
+        self, values: Sequence[Any], failed: Callable[[int, Any, Exception], None]
+    ) -> tuple[Any, ...]:
+        """Like `convert`, column by column: a value that fails goes to `failed` (which may
+        raise) and becomes null."""
+        if not self.all_kept:
+            values = [values[i] for i in self.keep]
+        unsent = self.UNSENT
+        out: list[Any] = []
+        for index, (convert, value) in enumerate(zip(self.converters, values, strict=True)):
+            if value is None or value is unsent:
+                out.append(value)
+                continue
+            try:
+                out.append(convert(value))
+            except Exception as exc:
+                failed(index, value, exc)
+                out.append(None)
+        return tuple(out)
