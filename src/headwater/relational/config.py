@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 from headwater.config.connector_common import (
     RUNTIME_PROPERTIES,
@@ -25,6 +25,7 @@ from headwater.config.connector_common import (
     split_statements,
 )
 from headwater.config.definition import (
+    ConfigDef,
     ConfigValue,
     PatternProperty,
     Property,
@@ -34,6 +35,7 @@ from headwater.config.definition import (
     Validator,
     regex_list_validator,
 )
+from headwater.config.loader import load_properties
 from headwater.config.secrets import Secret
 from headwater.config.signals import SIGNAL_PROPERTIES, SignalConfig, signal_config
 from headwater.relational.column_mappers import (
@@ -434,3 +436,40 @@ class RelationalConnectorConfig:
         out = redacted_fields(self)
         out["column_mappers"] = self._column_mappers.describe()
         return out
+
+
+C = TypeVar("C", bound=RelationalConnectorConfig)
+
+
+class ConfigLoader(Generic[C]):
+    """A connector's entry points: validate a property map, or load a configuration file."""
+
+    def __init__(self, definition: ConfigDef, build: Any) -> None:
+        self.definition = definition
+        self.build = build  # ValidatedConfig -> the connector's typed configuration
+
+    def validate(
+        self,
+        raw: Mapping[str, object],
+        *,
+        base_dir: Path | None = None,
+        source: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> tuple[C, list[str]]:
+        """Validate a flat property map; return the typed config and the warnings.
+
+        Raises :class:`~headwater.config.definition.ConfigError` listing every problem.
+        """
+        validated = self.definition.validate(raw, base_dir=base_dir, source=source, env=env)
+        config: C = self.build(validated)
+        return config, list(validated.warnings)
+
+    def load(self, path: Path, overrides: Mapping[str, str] | None = None) -> tuple[C, list[str]]:
+        """Load, merge ``overrides`` (e.g. from the command line) and validate a config file.
+
+        Relative paths in the file are resolved against the file's directory.
+        """
+        raw = load_properties(path)
+        if overrides:
+            raw = self.definition.merge(raw, overrides)
+        return self.validate(raw, base_dir=path.parent.resolve(), source=str(path))

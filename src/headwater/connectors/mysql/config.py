@@ -41,7 +41,6 @@ from headwater.config.definition import (
     ValidationContext,
     regex_list_validator,
 )
-from headwater.config.loader import load_properties
 from headwater.relational.config import (
     EVENT_PROPERTIES,
     IGNORED_NAMES,
@@ -51,6 +50,7 @@ from headwater.relational.config import (
     PASSTHROUGH_PREFIXES,
     PATTERN_PROPERTIES,
     UNSET_PATH,
+    ConfigLoader,
     RelationalConnectorConfig,
     check_heartbeat,
     check_tasks,
@@ -339,21 +339,10 @@ class MySqlConnectorConfig(RelationalConnectorConfig):
         return kwargs
 
 
-def validate_mysql_config(
-    raw: Mapping[str, object],
-    *,
-    base_dir: Path | None = None,
-    source: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> tuple[MySqlConnectorConfig, list[str]]:
-    validated = MYSQL_CONFIG_DEF.validate(raw, base_dir=base_dir, source=source, env=env)
-    return MySqlConnectorConfig.from_validated(validated), list(validated.warnings)
+# --------------------------------------------------------------------------------------------
+# Entry points
 
-
-def load_mysql_config(
-    path: Path, overrides: Mapping[str, str] | None = None
-) -> tuple[MySqlConnectorConfig, list[str]]:
-    raw = load_properties(path)
-    if overrides:
-        raw = MYSQL_CONFIG_DEF.merge(raw, overrides)
-    return validate_mysql_config(raw, base_dir=path.parent.resolve(), source=str(path))
+_LOADER: Final = ConfigLoader[MySqlConnectorConfig](
+    MYSQL_CONFIG_DEF, MySqlConnectorConfig.from_validated)
+validate_mysql_config = _LOADER.validate
+load_mysql_config = _LOADER.load

@@ -57,7 +57,6 @@ from headwater.connectors.mysql.snapshot_values import select_list, snapshot_con
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.incremental import (
     ChunkRead,
-    IncrementalSnapshotController,
     IncrementalSnapshotError,
     RawKey,
     SnapshotTable,
@@ -71,6 +70,7 @@ from headwater.engine.signals import (
     split_collection,
 )
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
+from headwater.relational.incremental import ChunkConnections, IncrementalHookBase, keyset_where
 
 log = logging.getLogger("headwater.connectors.mysql.incremental")
 
@@ -121,30 +121,6 @@ def decode_key_value(value: Any) -> Any:
     raise IncrementalSnapshotError(f"a stored key value {value!r} is not understood")
 
 
-def _lexicographic(columns: Sequence[str], op: str) -> str:
-    """``(c1, c2, ...) op (%s, %s, ...)`` spelled out (op ``>`` or ``<=``); placeholders are
-    consumed as `_lex_params` lists them."""
-    strict = ">" if op == ">" else "<"
-    terms: list[str] = []
-    for i, col in enumerate(columns):
-        eq = [f"{c} = %s" for c in columns[:i]]
-        terms.append("(" + " AND ".join([*eq, f"{col} {strict} %s"]) + ")")
-    if op == "<=":
-        terms.append("(" + " AND ".join(f"{c} = %s" for c in columns) + ")")
-    text = " OR ".join(terms)
-    # The first column bounds the range, which lets the optimizer use the index.
-    return f"{columns[0]} {op[0]}= %s AND ({text})"
-
-
-def _lex_params(values: Sequence[Any], op: str) -> list[Any]:
-    params: list[Any] = [values[0]]
-    for i in range(len(values)):
-        params.extend(values[: i + 1])
-    if op == "<=":
-        params.extend(values)
-    return params
-
-
 # ----------------------------------------------------------------------------------------------
 # The chunk source
 
@@ -182,7 +158,7 @@ class _Table(NamedTuple):
     key_index: tuple[int, ...]  # positions of the key columns in the table's column order
 
 
-class MySqlChunkSource:
+class MySqlChunkSource(ChunkConnections):
     """Chunk, max-key and watermark queries (`headwater.engine.incremental.ChunkSource`)."""
 
     def __init__(
@@ -192,8 +168,7 @@ class MySqlChunkSource:
         self.state = state
         self.context = context
         self.signals: SignalConfig = cfg.signals
-        self._rw: Any = None
-        self._ro: Any = None
+        super().__init__()
         self._mariadb: bool | None = None
         self.signal_table: tuple[str, ...] | None = None
         if self.signals.data_collection:
@@ -204,32 +179,16 @@ class MySqlChunkSource:
                     "table as <database>.<table>")
             self.signal_table = parts
 
-    @property
-    def read_only(self) -> bool:
-        return self.signals.read_only
+    def _open_rw(self) -> Any:
+        return connect(self.cfg, conv=snapshot_conversions())
 
-    def _conn(self) -> Any:
-        if self._rw is None:
-            self._rw = connect(self.cfg, conv=snapshot_conversions())
-        return self._rw
-
-    def _read_conn(self) -> Any:
-        if self._ro is None:
-            self._ro = connect(self.cfg, conv=snapshot_conversions())
-            with self._ro.cursor() as cur:
-                cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                cur.execute("SELECT VERSION()")
-                self._mariadb = "mariadb" in str(cur.fetchone()[0]).lower()
-        return self._ro
-
-    def close(self) -> None:
-        for c in (self._rw, self._ro):
-            if c is not None:
-                try:
-                    c.close()
-                except Exception as exc:  # already gone
-                    log.debug("close: %s", exc)
-        self._rw = self._ro = None
+    def _open_ro(self) -> Any:
+        conn = connect(self.cfg, conv=snapshot_conversions())
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            cur.execute("SELECT VERSION()")
+            self._mariadb = "mariadb" in str(cur.fetchone()[0]).lower()
+        return conn
 
     # -- tables --------------------------------------------------------------------------------
     def resolve(self, table: SnapshotTable) -> SnapshotTable:
@@ -288,21 +247,11 @@ class MySqlChunkSource:
     def _where(self, table: SnapshotTable, keys: Sequence[str], after: RawKey | None,
                maximum: RawKey | None) -> tuple[str, list[Any]]:
         cols = [quote_ident(k) for k in keys]
-        parts: list[str] = []
-        params: list[Any] = []
-        for bound, op in ((after, ">"), (maximum, "<=")):
-            if bound is None:
-                continue
-            values = [decode_key_value(v) for v in bound]
-            if len(cols) == 1:
-                parts.append(f"{cols[0]} {op} %s")
-                params.append(values[0])
-            else:
-                parts.append(_lexicographic(cols, op))
-                params.extend(_lex_params(values, op))
-        if table.condition:
-            parts.append(f"({table.condition.replace('%', '%%')})")  # not a placeholder
-        return (" WHERE " + " AND ".join(parts) if parts else ""), params
+        return keyset_where(
+            cols, ["%s"] * len(cols),
+            [decode_key_value(v) for v in after] if after is not None else None,
+            [decode_key_value(v) for v in maximum] if maximum is not None else None,
+            table.condition, row_comparison=False)
 
     def max_key(self, table: SnapshotTable) -> RawKey | None:
         t = self._describe(table)
@@ -465,7 +414,7 @@ def key_names(state: SchemaState, table: SnapshotTable) -> tuple[str, ...]:
 # The streaming loop's hook
 
 
-class MySqlIncrementalHook:
+class MySqlIncrementalHook(IncrementalHookBase):
     """What the binlog streaming loop calls: table maps, rows of watched tables, boundaries.
 
     The loop asks `watched` (table ids whose rows events must be shown to `rows`) on every
@@ -476,12 +425,9 @@ class MySqlIncrementalHook:
 
     def __init__(self, source: MySqlChunkSource, context: SourceContext,
                  metrics: CaptureMetrics | None = None) -> None:
-        self.source = source
-        self.context = context
-        self.metrics = metrics
+        super().__init__(source, context, metrics)
+        self.source: MySqlChunkSource = source
         self.state = source.state
-        self.controller: IncrementalSnapshotController | None = None
-        self.watched: frozenset[int] = frozenset()
         self.position: Order = (0, 0)
         self._maps: dict[int, Any] = {}  # table id -> TABLE_MAP body
         self._signal_ids: set[int] = set()
@@ -490,24 +436,11 @@ class MySqlIncrementalHook:
 
     # -- session -------------------------------------------------------------------------------
     def start(self, offset: dict[str, Any], file: str, pos: int) -> None:
-        cfg = self.source.signals
-        self.controller = IncrementalSnapshotController(
-            self.source, self.context, chunk_size=cfg.chunk_size, offset=offset,
-            file_channel=cfg.file if cfg.file_channel else None,
-            poll_interval_s=cfg.poll_interval_ms / 1000.0,
-            allow_schema_changes=cfg.allow_schema_changes, metrics=self.metrics,
-        )
+        self._start_controller(offset)
         self.position = binlog_order(file, pos)
         self._maps.clear()
         self._signal_definition = None
         self._refresh()
-
-    def _ctl(self) -> IncrementalSnapshotController:
-        assert self.controller is not None, "hook used before start"
-        return self.controller
-
-    def offset_fields(self) -> dict[str, Any]:
-        return self._ctl().offset_fields()
 
     def _is_signal(self, database: str, table: str) -> bool:
         st = self.source.signal_table
@@ -642,11 +575,6 @@ class MySqlIncrementalHook:
         if end:
             self.position = max(self.position, binlog_order(file, end))
 
-    def actions(self, before_blocking: Callable[[], None], emit_blocking: Emit) -> None:
-        """At a commit, before the offset passes it: signals of the transaction take effect."""
-        self._ctl().boundary(emit_blocking, before_blocking, start_chunk=False)
-        self._refresh()
-
     def boundary(self, emit_blocking: Emit, before_blocking: Callable[[], None],
                  position: Callable[[], MySqlPosition]) -> list[ChangeRecord]:
         """Between transactions: read-only close, actions, file channel, next chunk."""
@@ -665,13 +593,6 @@ class MySqlIncrementalHook:
             return self._close(position())
         return []
 
-    def _close(self, position: MySqlPosition) -> list[ChangeRecord]:
-        records = self._ctl().close(position)
-        self._refresh()
-        return records
-
-    def close(self) -> None:
-        self.source.close()
 
 
 def _text(value: Any) -> Any:

@@ -64,7 +64,6 @@ from headwater.config.definition import (
     PropertyType,
     ValidatedConfig,
 )
-from headwater.config.loader import load_properties
 from headwater.config.secrets import Secret
 from headwater.relational.config import (
     EVENT_PROPERTIES,
@@ -74,6 +73,7 @@ from headwater.relational.config import (
     OPERATION_PROPERTIES,
     PASSTHROUGH_PREFIXES,
     PATTERN_PROPERTIES,
+    ConfigLoader,
     RelationalConnectorConfig,
     check_heartbeat,
     check_tasks,
@@ -401,30 +401,7 @@ class PostgresConnectorConfig(RelationalConnectorConfig):
 # --------------------------------------------------------------------------------------------
 # Entry points
 
-
-def validate_postgres_config(
-    raw: Mapping[str, object],
-    *,
-    base_dir: Path | None = None,
-    source: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> tuple[PostgresConnectorConfig, list[str]]:
-    """Validate a flat property map; return the typed config and the warnings.
-
-    Raises :class:`~headwater.config.definition.ConfigError` listing every problem.
-    """
-    validated = POSTGRES_CONFIG_DEF.validate(raw, base_dir=base_dir, source=source, env=env)
-    return PostgresConnectorConfig.from_validated(validated), list(validated.warnings)
-
-
-def load_postgres_config(
-    path: Path, overrides: Mapping[str, str] | None = None
-) -> tuple[PostgresConnectorConfig, list[str]]:
-    """Load, merge ``overrides`` (e.g. from the command line) and validate a config file.
-
-    Relative paths in the file are resolved against the file's directory.
-    """
-    raw = load_properties(path)
-    if overrides:
-        raw = POSTGRES_CONFIG_DEF.merge(raw, overrides)
-    return validate_postgres_config(raw, base_dir=path.parent.resolve(), source=str(path))
+_LOADER: Final = ConfigLoader[PostgresConnectorConfig](
+    POSTGRES_CONFIG_DEF, PostgresConnectorConfig.from_validated)
+validate_postgres_config = _LOADER.validate
+load_postgres_config = _LOADER.load

@@ -40,7 +40,6 @@ from headwater.connectors.postgres.snapshot import parse_copy_line
 from headwater.connectors.postgres.tables import TableCodec
 from headwater.engine.incremental import (
     ChunkRead,
-    IncrementalSnapshotController,
     IncrementalSnapshotError,
     RawKey,
     SnapshotTable,
@@ -48,6 +47,7 @@ from headwater.engine.incremental import (
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.signals import WINDOW_CLOSE, WINDOW_OPEN, signal_from_row, split_collection
 from headwater.model.record import UNCHANGED_TOAST, ChangeRecord, Op, SnapshotMarker, SourceContext
+from headwater.relational.incremental import ChunkConnections, IncrementalHookBase, keyset_where
 
 log = logging.getLogger("headwater.connectors.postgres.incremental")
 
@@ -87,7 +87,7 @@ def high_watermark(insert_lsn: int) -> int:
     return insert_lsn - offset if offset in (24, 40) else insert_lsn
 
 
-class PostgresChunkSource:
+class PostgresChunkSource(ChunkConnections):
     """Chunk, max-key and watermark queries (`headwater.engine.incremental.ChunkSource`)."""
 
     def __init__(
@@ -103,38 +103,22 @@ class PostgresChunkSource:
         self.codec_for = codec_for
         self.key_override = key_override
         self.batch_size = batch_size
-        self._rw: Any = None
-        self._ro: Any = None
+        super().__init__()
         self._tables: dict[SnapshotTable, tuple[TableInfo, TableCodec, tuple[str, ...]]] = {}
         self.signal_table = (
             _schema_table(split_collection(signals.data_collection), database)
             if signals.data_collection else None
         )
 
-    @property
-    def read_only(self) -> bool:
-        return self.signals.read_only
+    def _open_rw(self) -> Any:
+        conn = connect(self.dsn, application_name="headwater-incremental")
+        conn.autocommit = True
+        return conn
 
-    def _conn(self) -> Any:
-        if self._rw is None:
-            self._rw = connect(self.dsn, application_name="headwater-incremental")
-            self._rw.autocommit = True
-        return self._rw
-
-    def _read_conn(self) -> Any:
-        if self._ro is None:
-            self._ro = connect(self.dsn, application_name="headwater-chunks")
-            self._ro.set_session(isolation_level="REPEATABLE READ", readonly=True)
-        return self._ro
-
-    def close(self) -> None:
-        for c in (self._rw, self._ro):
-            if c is not None:
-                try:
-                    c.close()
-                except Exception as exc:  # already gone
-                    log.debug("close: %s", exc)
-        self._rw = self._ro = None
+    def _open_ro(self) -> Any:
+        conn = connect(self.dsn, application_name="headwater-chunks")
+        conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
+        return conn
 
     # -- tables --------------------------------------------------------------------------------
     def resolve(self, table: SnapshotTable) -> SnapshotTable:
@@ -190,19 +174,9 @@ class PostgresChunkSource:
     def _where(self, table: SnapshotTable, info: TableInfo, keys: tuple[str, ...],
                after: RawKey | None, maximum: RawKey | None) -> tuple[str, list[Any]]:
         types = {c.name: c.formatted_type for c in info.columns}
-        cols = "(" + ", ".join(f"_hw.{quote_ident(k)}" for k in keys) + ")"
-        lits = "(" + ", ".join(f"%s::{types[k]}" for k in keys) + ")"
-        parts: list[str] = []
-        params: list[Any] = []
-        if after is not None:
-            parts.append(f"{cols} > {lits}")
-            params.extend(after)
-        if maximum is not None:
-            parts.append(f"{cols} <= {lits}")
-            params.extend(maximum)
-        if table.condition:
-            parts.append(f"({table.condition.replace('%', '%%')})")  # not a placeholder
-        return (" WHERE " + " AND ".join(parts) if parts else ""), params
+        return keyset_where(
+            [f"_hw.{quote_ident(k)}" for k in keys], [f"%s::{types[k]}" for k in keys],
+            after, maximum, table.condition, row_comparison=True)
 
     def max_key(self, table: SnapshotTable) -> RawKey | None:
         info, _, keys = self._describe(table)
@@ -344,7 +318,7 @@ def _schema_table(parts: tuple[str, ...], database: str) -> tuple[str, str]:
 # The streaming loop's hook
 
 
-class PostgresIncrementalHook:
+class PostgresIncrementalHook(IncrementalHookBase):
     """What the pgoutput streaming loop calls: signal rows, window events, boundaries.
 
     The loop asks `watched` (relation oids whose rows must be shown to `row`) on every row,
@@ -353,11 +327,8 @@ class PostgresIncrementalHook:
 
     def __init__(self, source: PostgresChunkSource, context: SourceContext,
                  metrics: CaptureMetrics | None = None) -> None:
-        self.source = source
-        self.context = context
-        self.metrics = metrics
-        self.controller: IncrementalSnapshotController | None = None
-        self.watched: frozenset[int] = frozenset()
+        super().__init__(source, context, metrics)
+        self.source: PostgresChunkSource = source
         self._relations: dict[int, tuple[str, str, tuple[str, ...]]] = {}
         self._signal_oid: int | None = None
         self._window_oid: int | None = None
@@ -367,23 +338,10 @@ class PostgresIncrementalHook:
 
     # -- session -------------------------------------------------------------------------------
     def start(self, offset: dict[str, Any] | None) -> None:
-        cfg = self.source.signals
-        self.controller = IncrementalSnapshotController(
-            self.source, self.context, chunk_size=cfg.chunk_size, offset=offset,
-            file_channel=cfg.file if cfg.file_channel else None,
-            poll_interval_s=cfg.poll_interval_ms / 1000.0,
-            allow_schema_changes=cfg.allow_schema_changes, metrics=self.metrics,
-        )
+        self._start_controller(offset)
         self._relations.clear()
         self._signal_oid = self._window_oid = None
         self._refresh()
-
-    def _ctl(self) -> IncrementalSnapshotController:
-        assert self.controller is not None, "hook used before start"
-        return self.controller
-
-    def offset_fields(self) -> dict[str, Any]:
-        return self._ctl().offset_fields()
 
     def relation(self, oid: int, namespace: str, name: str, columns: tuple[str, ...]) -> None:
         old = self._relations.get(oid)
@@ -467,13 +425,6 @@ class PostgresIncrementalHook:
         if xid is not None:
             self._ctl().committed(xid)
 
-    def actions(self, before_blocking: Callable[[], None],
-                emit_blocking: Callable[[list[ChangeRecord]], None]) -> None:
-        """At a commit, before the offset passes it: signals of the transaction take effect."""
-        ctl = self._ctl()
-        ctl.boundary(emit_blocking, before_blocking, start_chunk=False)
-        self._refresh()
-
     def boundary(self, emit_blocking: Callable[[list[ChangeRecord]], None],
                  before_blocking: Callable[[], None]) -> None:
         """Between transactions: actions, file channel, next chunk."""
@@ -509,10 +460,3 @@ class PostgresIncrementalHook:
                 log.debug("keepalive request not sent: %s", exc)
         return []
 
-    def _close(self, position: PostgresPosition) -> list[ChangeRecord]:
-        records = self._ctl().close(position)
-        self._refresh()
-        return records
-
-    def close(self) -> None:
-        self.source.close()

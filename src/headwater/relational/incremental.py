@@ -1,0 +1,167 @@
+"""What every relational connector's incremental snapshot shares: the chunk source's two
+connections and keyset predicates, and the streaming hook's session with the controller.
+
+The engine (`headwater.engine.incremental`) runs the watermark algorithm against a 5-method
+`ChunkSource`; a relational connector implements it with SQL.  The parts that are the same SQL
+and the same bookkeeping for every database live here:
+
+- `ChunkConnections`: a read-write connection (watermark and signal writes) and a read
+  connection (chunk reads in REPEATABLE READ), each opened on first use, closed together;
+- `keyset_where`: "the rows after this key, up to that one" for a composite key, either as
+  a row comparison ``(a, b) > (%s, %s)`` (PostgreSQL) or spelled out lexicographically
+  ``a >= %s AND (a > %s OR (a = %s AND b > %s))`` (what MariaDB plans well);
+- `IncrementalHookBase`: the streaming side's session - the controller built from the signal
+  configuration and the stored offset, and the close / actions steps every hook repeats.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from headwater.config.signals import SignalConfig
+from headwater.engine.incremental import IncrementalSnapshotController
+from headwater.engine.metrics import CaptureMetrics
+from headwater.model.record import ChangeRecord, SourceContext
+
+log = logging.getLogger("headwater.relational.incremental")
+
+EmitBlocking = Callable[[list[ChangeRecord]], None]
+
+
+class ChunkConnections:
+    """A chunk source's connections; subclasses say how to open each."""
+
+    signals: SignalConfig
+
+    def __init__(self) -> None:
+        self._rw: Any = None
+        self._ro: Any = None
+
+    @property
+    def read_only(self) -> bool:
+        """``read.only``: no watermark writes (the read-only watermarking variant)."""
+        return self.signals.read_only
+
+    def _open_rw(self) -> Any:
+        raise NotImplementedError
+
+    def _open_ro(self) -> Any:
+        raise NotImplementedError
+
+    def _conn(self) -> Any:
+        if self._rw is None:
+            self._rw = self._open_rw()
+        return self._rw
+
+    def _read_conn(self) -> Any:
+        if self._ro is None:
+            self._ro = self._open_ro()
+        return self._ro
+
+    def close(self) -> None:
+        for c in (self._rw, self._ro):
+            if c is not None:
+                try:
+                    c.close()
+                except Exception as exc:  # already gone
+                    log.debug("close: %s", exc)
+        self._rw = self._ro = None
+
+
+def _lexicographic(columns: Sequence[str], marks: Sequence[str], op: str) -> str:
+    """``(c1, c2, ...) op (m1, m2, ...)`` spelled out (op ``>`` or ``<=``); parameters are
+    consumed as `_lex_params` lists them."""
+    strict = ">" if op == ">" else "<"
+    terms: list[str] = []
+    for i, col in enumerate(columns):
+        eq = [f"{c} = {m}" for c, m in zip(columns[:i], marks, strict=False)]
+        terms.append("(" + " AND ".join([*eq, f"{col} {strict} {marks[i]}"]) + ")")
+    if op == "<=":
+        terms.append("(" + " AND ".join(
+            f"{c} = {m}" for c, m in zip(columns, marks, strict=True)) + ")")
+    text = " OR ".join(terms)
+    # The first column bounds the range, which lets the optimizer use the index.
+    return f"{columns[0]} {op[0]}= {marks[0]} AND ({text})"
+
+
+def _lex_params(values: Sequence[Any], op: str) -> list[Any]:
+    params: list[Any] = [values[0]]
+    for i in range(len(values)):
+        params.extend(values[: i + 1])
+    if op == "<=":
+        params.extend(values)
+    return params
+
+
+def keyset_where(
+    columns: Sequence[str], marks: Sequence[str], after: Sequence[Any] | None,
+    maximum: Sequence[Any] | None, condition: str | None, *, row_comparison: bool,
+) -> tuple[str, list[Any]]:
+    """The WHERE clause of a chunk: key after `after` and at most `maximum` (either may be
+    None), and the signal's additional condition.  `columns` are quoted key columns, `marks`
+    their placeholders (``%s``, or typed like ``%s::int``)."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for bound, op in ((after, ">"), (maximum, "<=")):
+        if bound is None:
+            continue
+        if len(columns) == 1:
+            parts.append(f"{columns[0]} {op} {marks[0]}")
+            params.append(bound[0])
+        elif row_comparison:
+            parts.append(f"({', '.join(columns)}) {op} ({', '.join(marks)})")
+            params.extend(bound)
+        else:
+            parts.append(_lexicographic(columns, marks, op))
+            params.extend(_lex_params(bound, op))
+    if condition:
+        parts.append(f"({condition.replace('%', '%%')})")  # not a placeholder
+    return (" WHERE " + " AND ".join(parts) if parts else ""), params
+
+
+class IncrementalHookBase:
+    """The streaming loop's side of incremental snapshots, as far as it is not the log's own."""
+
+    def __init__(self, source: Any, context: SourceContext,
+                 metrics: CaptureMetrics | None = None) -> None:
+        self.source = source
+        self.context = context
+        self.metrics = metrics
+        self.controller: IncrementalSnapshotController | None = None
+        self.watched: frozenset[int] = frozenset()
+
+    def _start_controller(self, offset: dict[str, Any] | None) -> None:
+        """A new streaming session: the controller resumes from the stored offset."""
+        cfg: SignalConfig = self.source.signals
+        self.controller = IncrementalSnapshotController(
+            self.source, self.context, chunk_size=cfg.chunk_size, offset=offset,
+            file_channel=cfg.file if cfg.file_channel else None,
+            poll_interval_s=cfg.poll_interval_ms / 1000.0,
+            allow_schema_changes=cfg.allow_schema_changes, metrics=self.metrics,
+        )
+
+    def _ctl(self) -> IncrementalSnapshotController:
+        assert self.controller is not None, "hook used before start"
+        return self.controller
+
+    def _refresh(self) -> None:
+        """Recompute `watched` after a window or the known tables changed."""
+        raise NotImplementedError
+
+    def offset_fields(self) -> dict[str, Any]:
+        return self._ctl().offset_fields()
+
+    def actions(self, before_blocking: Callable[[], None], emit_blocking: EmitBlocking) -> None:
+        """At a commit, before the offset passes it: signals of the transaction take effect."""
+        self._ctl().boundary(emit_blocking, before_blocking, start_chunk=False)
+        self._refresh()
+
+    def _close(self, position: Any) -> list[ChangeRecord]:
+        records = self._ctl().close(position)
+        self._refresh()
+        return records
+
+    def close(self) -> None:
+        self.source.close()
