@@ -27,10 +27,13 @@ import logging
 import multiprocessing
 import queue
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple, Protocol
 
+from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.queue import Batch
 from headwater.model.record import ChangeRecord, SnapshotMarker
 from headwater.model.topic import TopicBatch, TopicRecord
 
@@ -279,3 +282,61 @@ class SnapshotTail:
     def last(self) -> TopicBatch | None:
         """The held tail as snapshot=last: the final event of the whole snapshot."""
         return self._held[1] if self._held is not None else None
+
+
+class ChunkOfTable(Protocol):
+    """A planned chunk: which of the snapshot's tables it reads (an index into `names`)."""
+
+    @property
+    def table(self) -> int: ...
+
+
+def read_in_workers(
+    emit: Callable[[Batch], None],
+    stopping: threading.Event,
+    spec: WorkerSpec,
+    chunks: Sequence[ChunkOfTable],
+    names: Sequence[str],
+    processes: int,
+    metrics: CaptureMetrics,
+    on_all_ready: Callable[[], None] | None = None,
+) -> TopicBatch | None:
+    """Reads `chunks` of the tables `names` in worker processes; returns the snapshot's `last`.
+
+    Every rendered batch is emitted as it arrives; RowsScanned counts per table and
+    RemainingTableCount drops as a table's last chunk is done (logged as the step "read").
+    `on_all_ready` runs once every worker reported its consistent snapshot open (MySQL
+    releases its read lock there).  Raises `SnapshotStopped` when `stopping` is set."""
+    processes = max(1, min(processes, len(chunks)))
+    chunks_left = [0] * len(names)
+    for chunk in chunks:
+        chunks_left[chunk.table] += 1
+    scanned = metrics.rows_scanned
+    tail = SnapshotTail()
+    ready = 0
+    started = time.monotonic()
+    log.info("snapshot step: read %d tables in %d chunks with %d worker processes",
+             len(names), len(chunks), processes)
+    with WorkerPool(spec, processes, chunks, 2 * processes) as pool:
+        for kind, task, payload, rows in pool.messages(stopping):
+            if kind == READY:
+                ready += 1
+                if ready == processes and on_all_ready is not None:
+                    log.info("snapshot: %d consistent snapshots open in the workers", processes)
+                    on_all_ready()
+            elif kind == ROWS:
+                scanned[names[chunks[task].table]] += rows
+                emit(Batch((), rendered=payload))
+            elif kind == DONE:
+                table = chunks[task].table
+                if payload is not None:
+                    scanned[names[table]] += 1  # the chunk's held-back tail
+                previous = tail.push(payload)
+                if previous is not None:
+                    emit(Batch((), rendered=previous))
+                chunks_left[table] -= 1
+                if chunks_left[table] == 0:
+                    metrics.remaining_table_count -= 1
+                    log.info("snapshot step: read %s done, %d rows at %.1fs", names[table],
+                             scanned[names[table]], time.monotonic() - started)
+    return tail.last()

@@ -27,9 +27,8 @@ from headwater.connectors.mysql.schema_state import SchemaState
 from headwater.connectors.mysql.snapshot import MySqlSnapshotSource
 from headwater.connectors.mysql.streaming import BinlogPositionLostError, MySqlStreamingSource
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.source import RetriableError, SourceRunContext, StartPlan
-from headwater.model.record import SourceContext
-from headwater.model.source_block import CONNECTOR_VERSION
+from headwater.engine.source import SourceRunContext, StartPlan
+from headwater.relational.connector import RelationalConnector
 
 log = logging.getLogger("headwater.connectors.mysql")
 
@@ -55,30 +54,14 @@ class _RecoverySnapshot:
         return self.offset
 
 
-class MySqlConnector:
+class MySqlConnector(RelationalConnector):
+    DATABASE = "MySQL"
+    CONNECTION_ERRORS = (pymysql.err.OperationalError,)
+
     def __init__(self, config: MySqlConnectorConfig, metrics: CaptureMetrics | None = None):
+        super().__init__(config, "mariadb" if config.is_mariadb else "mysql", metrics)
         self.config = config
-        self.metrics = metrics or CaptureMetrics()
-        kind = "mariadb" if config.is_mariadb else "mysql"
-        self._context = SourceContext(kind, config.topic_prefix, CONNECTOR_VERSION)
         self.state = SchemaState(config, self._context)
-        self._started = False
-
-    @property
-    def context(self) -> SourceContext:
-        return self._context
-
-    @property
-    def partition(self) -> dict[str, Any]:
-        return {"server": self.config.topic_prefix}
-
-    def start(self, offset: dict[str, Any] | None) -> StartPlan:
-        try:
-            return self._start(offset)
-        except pymysql.err.OperationalError as exc:
-            if self._started:
-                raise RetriableError(f"MySQL connection failed: {exc}") from exc
-            raise
 
     def _start(self, offset: dict[str, Any] | None) -> StartPlan:
         cfg = self.config

@@ -33,6 +33,7 @@ from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
 from headwater.connectors.mysql.types import MySqlTypeModes
 from headwater.model.record import SchemaChangeEvent, SnapshotMarker, SourceContext
 from headwater.model.schema import INT64, STRING, STRUCT, ConnectField, ConnectSchema
+from headwater.relational.connector import modes_from_config
 
 log = logging.getLogger("headwater.connectors.mysql")
 
@@ -61,13 +62,7 @@ class SchemaState:
     def __init__(self, cfg: MySqlConnectorConfig, context: SourceContext) -> None:
         self.cfg = cfg
         self.context = context
-        self.modes = MySqlTypeModes(
-            time_precision_mode=cfg.time_precision_mode,
-            decimal_handling_mode=cfg.decimal_handling_mode,
-            bigint_unsigned_handling_mode=cfg.bigint_unsigned_handling_mode,
-            binary_handling_mode=cfg.binary_handling_mode,
-            enable_time_adjuster=cfg.enable_time_adjuster,
-        )
+        self.modes = modes_from_config(MySqlTypeModes, cfg)
         self.schema = MySqlSchema()
         self.history = FileSchemaHistory(Path(cfg.schema_history_internal_file_filename))
         self._codecs: dict[tuple[str, str], MySqlTableCodec | None] = {}

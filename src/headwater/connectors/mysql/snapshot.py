@@ -49,13 +49,9 @@ from headwater.connectors.mysql.snapshot_workers import TableSize, plan_chunks, 
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.parallel import (
-    DONE,
-    READY,
-    ROWS,
     SnapshotStopped,
-    SnapshotTail,
-    WorkerPool,
     WorkerSpec,
+    read_in_workers,
 )
 from headwater.engine.queue import Batch
 from headwater.engine.source import SourceRunContext
@@ -329,41 +325,10 @@ class MySqlSnapshotSource:
             ctx.renderer,
             self.cfg.max_batch_size,
         )
-        processes = max(1, min(threads, len(chunks)))
-        chunks_left = [0] * len(tables)
-        for chunk in chunks:
-            chunks_left[chunk.table] += 1
-        scanned = self.metrics.rows_scanned
-        tail = SnapshotTail()
-        ready = 0
-        started = time.monotonic()
-        log.info("snapshot: reading %d tables in %d chunks with %d worker processes",
-                 len(tables), len(chunks), processes)
-        with WorkerPool(spec, processes, chunks, 2 * processes) as pool:
-            for kind, task, payload, rows in pool.messages(ctx.stopping):
-                if kind == READY:
-                    ready += 1
-                    if ready == processes:
-                        log.info("snapshot: %d consistent snapshots open in the workers",
-                                 processes)
-                        self._unlock_minimal(cur)
-                elif kind == ROWS:
-                    scanned[names[chunks[task].table]] += rows
-                    ctx.emit(Batch((), rendered=payload))
-                elif kind == DONE:
-                    index = chunks[task].table
-                    if payload is not None:
-                        scanned[names[index]] += 1  # the chunk's held-back tail
-                    previous = tail.push(payload)
-                    if previous is not None:
-                        ctx.emit(Batch((), rendered=previous))
-                    chunks_left[index] -= 1
-                    if chunks_left[index] == 0:
-                        self.metrics.remaining_table_count -= 1
-                        log.info("snapshot: %s done, %d rows at %.1f s", names[index],
-                                 scanned[names[index]], time.monotonic() - started)
+        last = read_in_workers(ctx.emit, ctx.stopping, spec, chunks, names, threads,
+                               self.metrics, on_all_ready=lambda: self._unlock_minimal(cur))
         self._unlock_minimal(cur)
-        return tail.last()
+        return last
 
     def _scan(
         self,

@@ -43,9 +43,8 @@ from headwater.connectors.postgres.tables import (
 from headwater.connectors.postgres.types import TypeModes
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.signals import split_collection
-from headwater.engine.source import RetriableError, StartPlan
-from headwater.model.record import SourceContext
-from headwater.model.source_block import CONNECTOR_VERSION
+from headwater.engine.source import StartPlan
+from headwater.relational.connector import RelationalConnector, modes_from_config
 
 log = logging.getLogger("headwater.connectors.postgres")
 
@@ -54,49 +53,25 @@ class PostgresConnectorError(RuntimeError):
     """A condition the user must act on; the message says what to do."""
 
 
-class PostgresConnector:
+class PostgresConnector(RelationalConnector):
+    DATABASE = "PostgreSQL"
+    CONNECTION_ERRORS = (psycopg2.OperationalError, psycopg2.InterfaceError)
+
     def __init__(self, config: PostgresConnectorConfig, metrics: CaptureMetrics | None = None):
+        super().__init__(config, "postgresql", metrics)
         self.config = config
-        self.metrics = metrics or CaptureMetrics()
-        self._context = SourceContext("postgresql", config.topic_prefix, CONNECTOR_VERSION)
-        self.modes = TypeModes(
-            time_precision_mode=config.time_precision_mode,
-            decimal_handling_mode=config.decimal_handling_mode,
-            binary_handling_mode=config.binary_handling_mode,
-            interval_handling_mode=config.interval_handling_mode,
-            hstore_handling_mode=config.hstore_handling_mode,
-            include_unknown_datatypes=config.include_unknown_datatypes,
-            money_fraction_digits=config.money_fraction_digits,
-        )
+        self.modes = modes_from_config(TypeModes, config)
         self._dsn = config.dsn_kwargs()
         self._conn: Any = None
         self._repl: Any = None
         self._catalog_conn: Any = None
         self._action_conn: Any = None
         self._streaming: PostgresStreamingSource | None = None
-        self._started = False
         self.database = ""
 
-    @property
-    def context(self) -> SourceContext:
-        return self._context
-
-    @property
-    def partition(self) -> dict[str, Any]:
-        return {"server": self.config.topic_prefix}
-
     # -- start-up --------------------------------------------------------------------------
-    def start(self, offset: dict[str, Any] | None) -> StartPlan:
-        """Decides and prepares the sources; a later call (after a retriable error) reconnects."""
-        self._close_connections()
-        try:
-            return self._start(offset)
-        except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
-            if self._started:  # it worked before: the server or network is away for now
-                raise RetriableError(f"PostgreSQL connection failed: {exc}".strip()) from exc
-            raise
-
     def _start(self, offset: dict[str, Any] | None) -> StartPlan:
+        self._close_connections()
         cfg = self.config
         self._conn = connect(self._dsn)
         self._conn.autocommit = True

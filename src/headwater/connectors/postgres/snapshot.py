@@ -30,12 +30,9 @@ from headwater.connectors.postgres.snapshot_chunks import TableSize, plan_chunks
 from headwater.connectors.postgres.tables import TableCodec
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.parallel import (
-    DONE,
-    ROWS,
     SnapshotStopped,
-    SnapshotTail,
-    WorkerPool,
     WorkerSpec,
+    read_in_workers,
 )
 from headwater.engine.queue import Batch
 from headwater.engine.source import SourceRunContext
@@ -268,33 +265,8 @@ class PostgresSnapshotSource:
             ctx.renderer,
             self.batch_size,
         )
-        chunks_left = [0] * len(infos)
-        for c in chunks:
-            chunks_left[c.table] += 1
-        scanned = self.metrics.rows_scanned
-        tail = SnapshotTail()
-        started = time.monotonic()
-        log.info("snapshot step: read %d tables in %d chunks with %d worker processes",
-                 len(infos), len(chunks), min(self.max_threads, len(chunks)))
         try:
-            with WorkerPool(spec, self.max_threads, chunks, 2 * self.max_threads) as pool:
-                for kind, task, payload, rows in pool.messages(ctx.stopping):
-                    if kind == ROWS:
-                        scanned[names[chunks[task].table]] += rows
-                        ctx.emit(Batch((), rendered=payload))
-                    elif kind == DONE:
-                        table = chunks[task].table
-                        if payload is not None:
-                            scanned[names[table]] += 1  # the chunk's held-back tail
-                        previous = tail.push(payload)
-                        if previous is not None:
-                            ctx.emit(Batch((), rendered=previous))
-                        chunks_left[table] -= 1
-                        if chunks_left[table] == 0:
-                            self.metrics.remaining_table_count -= 1
-                            log.info("snapshot step: read %s done, %d rows at %.1fs",
-                                     names[table], scanned[names[table]],
-                                     time.monotonic() - started)
+            return read_in_workers(ctx.emit, ctx.stopping, spec, chunks, names,
+                                   self.max_threads, self.metrics)
         except SnapshotStopped:
             raise _Aborted from None
-        return tail.last()

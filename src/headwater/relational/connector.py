@@ -1,0 +1,64 @@
+"""The top object every relational connector shares: its source context, offset partition,
+type modes and the start step's rule for connection errors.
+
+`start` runs the connector's own `_start`; a connection error there is retriable (the runtime
+reconnects with back-off) once the connector has started before - the server or network is
+away for now - and final on the first start, where it is most likely a wrong host, port or
+password the user must fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar, TypeVar
+
+from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.source import RetriableError, StartPlan
+from headwater.model.record import SourceContext
+from headwater.model.source_block import CONNECTOR_VERSION
+from headwater.relational.config import RelationalConnectorConfig
+
+M = TypeVar("M")
+
+
+def modes_from_config(modes: type[M], config: Any) -> M:
+    """A type-modes dataclass filled from the configuration attributes of the same names."""
+    fields = dataclasses.fields(modes)  # type: ignore[arg-type]
+    return modes(**{f.name: getattr(config, f.name) for f in fields})
+
+
+class RelationalConnector:
+    """Subclasses set `DATABASE` and `CONNECTION_ERRORS` and implement `_start`."""
+
+    DATABASE: ClassVar[str] = ""
+    # Exceptions of the driver that mean "could not talk to the server".
+    CONNECTION_ERRORS: ClassVar[tuple[type[BaseException], ...]] = ()
+
+    def __init__(self, config: RelationalConnectorConfig, kind: str,
+                 metrics: CaptureMetrics | None = None) -> None:
+        self.metrics = metrics or CaptureMetrics()
+        self._context = SourceContext(kind, config.topic_prefix, CONNECTOR_VERSION)
+        self._partition = {"server": config.topic_prefix}
+        self._started = False
+
+    @property
+    def context(self) -> SourceContext:
+        return self._context
+
+    @property
+    def partition(self) -> dict[str, Any]:
+        """The source partition offsets are stored under (Debezium: {"server": name})."""
+        return self._partition
+
+    def start(self, offset: dict[str, Any] | None) -> StartPlan:
+        """Decides and prepares the sources; a later call (after a retriable error) reconnects."""
+        try:
+            return self._start(offset)
+        except self.CONNECTION_ERRORS as exc:
+            if self._started:  # it worked before: the server or network is away for now
+                raise RetriableError(
+                    f"{self.DATABASE} connection failed: {exc}".strip()) from exc
+            raise
+
+    def _start(self, offset: dict[str, Any] | None) -> StartPlan:
+        raise NotImplementedError
