@@ -49,9 +49,11 @@ from headwater.relational.column_mappers import (
     length_problem,
 )
 
-_S, _I, _L, _B, _E = (PropertyType.STRING, PropertyType.INT, PropertyType.LONG,
-                      PropertyType.BOOLEAN, PropertyType.ENUM)
-_LIST, _PW = PropertyType.LIST, PropertyType.PASSWORD
+# The property types, short: a connector module unpacks them into _S, _I, ... as here.
+TYPE_ALIASES: Final = (PropertyType.STRING, PropertyType.INT, PropertyType.LONG,
+                       PropertyType.BOOLEAN, PropertyType.ENUM, PropertyType.LIST,
+                       PropertyType.PASSWORD, PropertyType.PATH)
+_S, _I, _L, _B, _E, _LIST, _PW, _P = TYPE_ALIASES
 
 _TOPIC_NAME: Final = re.compile(r"[A-Za-z0-9._\-]+")
 _SKIPPABLE: Final = ("c", "u", "d", "t", "none")

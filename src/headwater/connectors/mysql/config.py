@@ -36,42 +36,18 @@ from headwater.config.connector_common import NameFilter, check_queue
 from headwater.config.definition import (
     ConfigDef,
     Property,
-    PropertyType,
     ValidatedConfig,
     ValidationContext,
     regex_list_validator,
 )
-from headwater.relational.config import (
-    EVENT_PROPERTIES,
-    IGNORED_NAMES,
-    IGNORED_PATTERNS,
-    NOT_IMPLEMENTED,
-    OPERATION_PROPERTIES,
-    PASSTHROUGH_PREFIXES,
-    PATTERN_PROPERTIES,
-    UNSET_PATH,
-    ConfigLoader,
-    RelationalConnectorConfig,
-    check_heartbeat,
-    check_tasks,
-    exclusive_lists,
-    filter_properties,
-    identity_properties,
-    snapshot_properties,
-)
+from headwater.relational import config as relational
+from headwater.relational.config import UNSET_PATH, ConfigLoader, RelationalConnectorConfig
 
 CONNECTOR_CLASS: Final = "io.debezium.connector.mysql.MySqlConnector"
 MARIADB_CONNECTOR_CLASS: Final = "io.debezium.connector.mariadb.MariaDbConnector"
 SCHEMA_HISTORY_CLASS: Final = "io.debezium.storage.file.history.FileSchemaHistory"
 
-_S = PropertyType.STRING
-_I = PropertyType.INT
-_L = PropertyType.LONG
-_B = PropertyType.BOOLEAN
-_E = PropertyType.ENUM
-_LIST = PropertyType.LIST
-_PW = PropertyType.PASSWORD
-_P = PropertyType.PATH
+_S, _I, _L, _B, _E, _LIST, _PW, _P = relational.TYPE_ALIASES
 
 # Databases the server keeps for itself: never captured (Debezium's table.ignore.builtin).
 SYSTEM_DATABASES: Final = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
@@ -99,7 +75,7 @@ _HISTORY_IS_A_FILE: Final = ("the schema history is a local file: "
                              "schema.history.internal.file.filename")
 
 PROPERTIES: Final[tuple[Property, ...]] = (
-    *identity_properties(Property("connector.class", _S, CONNECTOR_CLASS,
+    *relational.identity_properties(Property("connector.class", _S, CONNECTOR_CLASS,
                                   parser=_connector_class), "MySQL"),
     # -- connection -----------------------------------------------------------------------------
     Property("database.hostname", _S, required=True),
@@ -128,18 +104,18 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     Property("snapshot.locking.mode", _E, "minimal", allowed=("minimal", "extended", "none"),
              rejected_values={"minimal_percona": "Percona backup locks are not supported",
                               "custom": "custom locking is not supported"}),
-    *snapshot_properties(
+    *relational.snapshot_properties(
         "initial snapshot reader processes (key-range chunks, snapshots opened under the read "
         "lock); > 1 needs snapshot.locking.mode minimal or extended"),
     Property("min.row.count.to.stream.results", _L, 1000, min_value=0),
     # -- filters --------------------------------------------------------------------------------
-    *filter_properties("database"),
+    *relational.filter_properties("database"),
     Property("table.ignore.builtin", _B, True),
     Property("gtid.source.includes", _LIST, validator=regex_list_validator,
              doc="server UUIDs (MySQL) / domain-server ids (MariaDB) whose GTIDs are used"),
     Property("gtid.source.excludes", _LIST, validator=regex_list_validator),
     # -- events ---------------------------------------------------------------------------------
-    *EVENT_PROPERTIES,
+    *relational.EVENT_PROPERTIES,
     Property("time.precision.mode", _E, "adaptive_time_microseconds",
              allowed=("adaptive_time_microseconds", "adaptive", "connect")),
     Property("bigint.unsigned.handling.mode", _E, "long", allowed=("long", "precise")),
@@ -163,19 +139,19 @@ PROPERTIES: Final[tuple[Property, ...]] = (
                       "database.history.store.only.captured.tables.ddl")),
     Property("schema.history.internal.store.only.captured.databases.ddl", _B, False),
     # -- heartbeats, retries, runtime, signals ----------------------------------------------------
-    *OPERATION_PROPERTIES,
+    *relational.OPERATION_PROPERTIES,
 )
 
 IGNORED: Final[Mapping[str, str]] = {
-    name: NOT_IMPLEMENTED
-    for name in (*IGNORED_NAMES, "binlog.buffer.size", "database.jdbc.driver",
+    name: relational.NOT_IMPLEMENTED
+    for name in (*relational.IGNORED_NAMES, "binlog.buffer.size", "database.jdbc.driver",
                  "database.protocol", "use.nongraceful.disconnect")
 } | dict.fromkeys(
     ("database.history.kafka.topic", "database.history.kafka.bootstrap.servers",
      "schema.history.internal.kafka.topic", "schema.history.internal.kafka.bootstrap.servers"),
     _HISTORY_IS_A_FILE)
 _PASSTHROUGH: Final = (
-    *PASSTHROUGH_PREFIXES, "database.history.producer.", "database.history.consumer.",
+    *relational.PASSTHROUGH_PREFIXES, "database.history.producer.", "database.history.consumer.",
     "schema.history.internal.producer.", "schema.history.internal.consumer.",
 )
 
@@ -206,12 +182,13 @@ MYSQL_CONFIG_DEF: Final = ConfigDef(
     passthrough_prefixes=_PASSTHROUGH,
     ignored=IGNORED,
     ignored_patterns=(
-        *IGNORED_PATTERNS,
+        *relational.IGNORED_PATTERNS,
         (r"(database\.history|schema\.history\.internal)\.kafka\..+", _HISTORY_IS_A_FILE)),
-    exclusive=(*exclusive_lists("database"), ("gtid.source.includes", "gtid.source.excludes")),
-    checks=(check_queue, check_tasks("MySQL"), check_heartbeat, _check_snapshot_threads,
-            _check_server_id),
-    pattern_properties=PATTERN_PROPERTIES,
+    exclusive=(*relational.exclusive_lists("database"),
+               ("gtid.source.includes", "gtid.source.excludes")),
+    checks=(check_queue, relational.check_tasks("MySQL"), relational.check_heartbeat,
+            _check_snapshot_threads, _check_server_id),
+    pattern_properties=relational.PATTERN_PROPERTIES,
 )
 
 

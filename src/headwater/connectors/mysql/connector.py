@@ -71,8 +71,7 @@ class MySqlConnector(RelationalConnector):
             binlogs = self._binlog_files(conn)
             self._started = True
             mode = cfg.snapshot_mode
-            streaming = MySqlStreamingSource(cfg, self.state, self.metrics,
-                                             incremental=self._incremental_hook())
+            streaming = MySqlStreamingSource(self, incremental=self._incremental_hook())
             data_snapshot = MySqlSnapshotSource(cfg, self.state, self.metrics)
             has_offset = bool(offset and offset.get("file"))
             if mode == "always" or (not has_offset and mode in ("initial", "when_needed")):

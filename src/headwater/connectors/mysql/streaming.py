@@ -15,21 +15,21 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
 from headwater.connectors.mysql.binlog.rows import RowDecoder, row_decoder
-from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.connection import connect
 from headwater.connectors.mysql.incremental import MySqlIncrementalHook, boundary_position
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
-from headwater.connectors.mysql.schema_state import SchemaState
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
-from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import Batch
 from headwater.engine.source import RetriableError, SourceRunContext
 from headwater.model.record import ChangeRecord, Op
+
+if TYPE_CHECKING:
+    from headwater.connectors.mysql.connector import MySqlConnector
 
 log = logging.getLogger("headwater.connectors.mysql")
 
@@ -76,20 +76,16 @@ def parse_gtid_state(text: str | None) -> dict[int, str]:
 
 
 class MySqlStreamingSource:
+    """The binlog reader's session state across reconnects; `_Loop` is one session."""
+
     def __init__(
-        self,
-        cfg: MySqlConnectorConfig,
-        state: SchemaState,
-        metrics: CaptureMetrics,
-        incremental: MySqlIncrementalHook | None = None,
+        self, connector: MySqlConnector, incremental: MySqlIncrementalHook | None = None
     ) -> None:
-        self.cfg = cfg
-        self.state = state
-        self.metrics = metrics
-        self.context = state.context
-        self._client: BinlogClient | None = None
+        self.cfg, self.state = connector.config, connector.state
+        self.metrics, self.context = connector.metrics, connector.context
         # signals and incremental snapshots (None: no signal channel configured)
         self.incremental = incremental
+        self._client: BinlogClient | None = None
         self._action_conn: Any = None
 
     def heartbeat_action(self) -> None:

@@ -61,27 +61,14 @@ from headwater.config.definition import (
     ConfigDef,
     ConfigValue,
     Property,
-    PropertyType,
     ValidatedConfig,
 )
 from headwater.config.secrets import Secret
+from headwater.relational import config as relational
 from headwater.relational.config import (
-    EVENT_PROPERTIES,
-    IGNORED_NAMES,
-    IGNORED_PATTERNS,
-    NOT_IMPLEMENTED,
-    OPERATION_PROPERTIES,
-    PASSTHROUGH_PREFIXES,
-    PATTERN_PROPERTIES,
     ConfigLoader,
     RelationalConnectorConfig,
-    check_heartbeat,
-    check_tasks,
-    exclusive_lists,
-    filter_properties,
-    identity_properties,
     parse_message_key_columns,
-    snapshot_properties,
 )
 
 __all__ = [
@@ -96,13 +83,7 @@ __all__ = [
 
 CONNECTOR_CLASS: Final = "io.debezium.connector.postgresql.PostgresConnector"
 
-_S = PropertyType.STRING
-_I = PropertyType.INT
-_L = PropertyType.LONG
-_B = PropertyType.BOOLEAN
-_E = PropertyType.ENUM
-_PW = PropertyType.PASSWORD
-_P = PropertyType.PATH
+_S, _I, _L, _B, _E, _LIST, _PW, _P = relational.TYPE_ALIASES
 
 # System schemas never captured (Debezium's SystemTablesPredicate plus pg_toast), and built-in
 # tables living in user schemas (PostGIS), skipped like Debezium's table.ignore.builtin=true.
@@ -155,7 +136,7 @@ def _placeholder(value: ConfigValue) -> str | None:
 # The property set: the shared relational groups plus PostgreSQL's own
 
 PROPERTIES: Final[tuple[Property, ...]] = (
-    *identity_properties(
+    *relational.identity_properties(
         Property("connector.class", _S, CONNECTOR_CLASS, parser=_connector_class,
                  doc="io.debezium.connector.postgresql.PostgresConnector (or postgres/postgresql)"),
         "PostgreSQL"),
@@ -198,12 +179,12 @@ PROPERTIES: Final[tuple[Property, ...]] = (
              value_aliases={"never": "no_data", "exported": "initial"},
              rejected_values=dict.fromkeys(
                  ("custom", "configuration_based"), "custom snapshotters are not supported")),
-    *snapshot_properties(
+    *relational.snapshot_properties(
         "initial snapshot reader processes (key-range chunks, one exported snapshot)"),
     # -- filters --------------------------------------------------------------------------------
-    *filter_properties("schema"),
+    *relational.filter_properties("schema"),
     # -- events ---------------------------------------------------------------------------------
-    *EVENT_PROPERTIES,
+    *relational.EVENT_PROPERTIES,
     Property("time.precision.mode", _E, "adaptive",
              allowed=("adaptive", "adaptive_time_microseconds", "connect")),
     Property("hstore.handling.mode", _E, "json", allowed=("json", "map")),
@@ -215,16 +196,16 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     Property("money.fraction.digits", _I, 2, min_value=0, max_value=38,
              doc="scale of money values with decimal.handling.mode=precise"),
     # -- heartbeats, retries, runtime, signals ----------------------------------------------
-    *OPERATION_PROPERTIES,
+    *relational.OPERATION_PROPERTIES,
     Property("headwater.pgoutput.streaming", _B, True,
              doc="pgoutput protocol 2 with streaming of large in-progress transactions "
                  "(PostgreSQL 14+; buffered on disk until their commit); false: protocol 1"),
 )
 
 IGNORED: Final[Mapping[str, str]] = {
-    name: NOT_IMPLEMENTED
+    name: relational.NOT_IMPLEMENTED
     for name in (
-        *IGNORED_NAMES,
+        *relational.IGNORED_NAMES,
         "schema.refresh.mode", "slot.stream.params", "slot.failover", "snapshot.isolation.mode",
         "snapshot.locking.mode", "snapshot.custom.class", "database.sslfactory",
         "database.query.timeout.ms", "table.ignore.builtin", "xmin.fetch.interval.ms",
@@ -242,13 +223,13 @@ IGNORED: Final[Mapping[str, str]] = {
 
 POSTGRES_CONFIG_DEF: Final = ConfigDef(
     PROPERTIES,
-    passthrough_prefixes=PASSTHROUGH_PREFIXES,
+    passthrough_prefixes=relational.PASSTHROUGH_PREFIXES,
     ignored=IGNORED,
-    ignored_patterns=(*IGNORED_PATTERNS,
-                      (r"snapshot\.mode\.configuration\.based\..+", NOT_IMPLEMENTED)),
-    exclusive=exclusive_lists("schema"),
-    checks=(check_queue, check_tasks("PostgreSQL"), check_heartbeat),
-    pattern_properties=PATTERN_PROPERTIES,
+    ignored_patterns=(*relational.IGNORED_PATTERNS,
+                      (r"snapshot\.mode\.configuration\.based\..+", relational.NOT_IMPLEMENTED)),
+    exclusive=relational.exclusive_lists("schema"),
+    checks=(check_queue, relational.check_tasks("PostgreSQL"), relational.check_heartbeat),
+    pattern_properties=relational.PATTERN_PROPERTIES,
 )
 
 

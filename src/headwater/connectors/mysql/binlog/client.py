@@ -75,14 +75,12 @@ class BinlogClient:
         heartbeat_interval_s: float | None = None,
         ssl: dict[str, Any] | None = None,
     ) -> None:
-        self.host = host
-        self.port = port
-        self.user = user
-        self.password = password
+        # Where and as whom to connect: the keyword arguments of pymysql.connect.
+        self.login: dict[str, Any] = {
+            "host": host, "port": port, "user": user, "password": password,
+            "connect_timeout": connect_timeout, "ssl": ssl}
         self.server_id = server_id
-        self.connect_timeout = connect_timeout
         self.heartbeat_interval_s = heartbeat_interval_s
-        self.ssl = ssl
         self.parser = BinlogParser()
         self.server_version = ""
         self.checksum = False
@@ -100,9 +98,7 @@ class BinlogClient:
         if self._conn is not None:
             raise RuntimeError("the client is already started")
         pymysql = _pymysql()
-        conn = pymysql.connect(host=self.host, port=self.port, user=self.user,
-                               password=self.password, connect_timeout=self.connect_timeout,
-                               ssl=self.ssl, autocommit=True, charset="utf8mb4")
+        conn = pymysql.connect(**self.login, autocommit=True, charset="utf8mb4")
         self._conn = conn
         try:
             self.server_version = conn.get_server_info()
@@ -126,7 +122,7 @@ class BinlogClient:
                                 (int(self.heartbeat_interval_s * 1e9),))
             sock: socket.socket = conn._sock
             self._sock = sock
-            sock.settimeout(self.connect_timeout)
+            sock.settimeout(self.login["connect_timeout"])
             self._command(self._register_slave_payload())
             payload = self._read_packet_blocking()
             if payload[0] == 0xFF:
@@ -156,7 +152,7 @@ class BinlogClient:
     # -- protocol -------------------------------------------------------------------------------
     def _register_slave_payload(self) -> bytes:
         host = socket.gethostname().encode()[:60]
-        user = self.user.encode()[:60]
+        user = str(self.login["user"]).encode()[:60]
         return (struct.pack("<BI", COM_REGISTER_SLAVE, self.server_id)
                 + bytes([len(host)]) + host + bytes([len(user)]) + user + b"\x00"
                 + struct.pack("<HII", 0, 0, 0))
