@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import signal
 import sys
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,12 +33,14 @@ ConfigOpt = Annotated[
 DirOpt = Annotated[Path | None, typer.Option("--dir", help="topic log directory")]
 
 
-def _load(config: Path) -> Any:
+def _load(config: Path, *, secrets: bool = True) -> Any:
+    """The connector configuration; `secrets=False` for commands that never connect (they
+    must work where the database password is not available)."""
     from headwater.capture import load_connector_config
     from headwater.config import ConfigError
 
     try:
-        cfg = load_connector_config(config)
+        cfg = load_connector_config(config, secrets=secrets)
     except (ConfigError, OSError) as exc:
         err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
         raise typer.Exit(2) from exc
@@ -85,19 +86,26 @@ def run(
 
 @app.command()
 def status(config: ConfigArg) -> None:
-    """Show a connector's state and metrics, as its running `headwater run` last wrote them."""
+    """Show a connector's state and metrics, as its `headwater run` last wrote them, and
+    whether that process is still alive (exit 0) or not (exit 1)."""
     from headwater.ops.progress import read_status, status_path
+    from headwater.ops.status import liveness
 
-    cfg = _load(config)
+    cfg = _load(config, secrets=False)
     path = status_path(Path(cfg.offset_storage_file_filename))
     doc = read_status(path)
     if doc is None:
         console.print(f"no status at {path} (has `headwater run` started?)")
         raise typer.Exit(1)
     m = doc["metrics"]
-    age = max(0, int(time.time() * 1000) - int(doc["updated_ms"])) / 1000
-    console.print(f"connector {doc['connector']}: {doc['state']} (pid {doc['pid']}, "
-                  f"updated {age:.0f}s ago)")
+    live = liveness(doc)
+    if live.alive:
+        console.print(f"connector {doc['connector']}: {live.state} (pid {doc['pid']}, "
+                      f"heartbeat {live.age_s:.0f}s ago)", soft_wrap=True)
+    else:
+        console.print(f"connector {doc['connector']}: {live.state}: {live.reason}; "
+                      f"last heartbeat {live.age_s:.0f}s ago; the metrics below are the last "
+                      "it wrote", soft_wrap=True)
     snap = ("running" if m["SnapshotRunning"] else "completed" if m["SnapshotCompleted"]
             else "aborted" if m["SnapshotAborted"] else "not run")
     console.print(f"snapshot: {snap}, {m['SnapshotDurationInSeconds']}s, "
@@ -111,6 +119,8 @@ def status(config: ConfigArg) -> None:
             table.add_row(name, str(rows), str(est) if est >= 0 else "?")
         console.print(table)
     console.print_json(orjson.dumps(m).decode())
+    if not live.alive:
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -145,7 +155,7 @@ def _topics_dir(config: Path | None, directory: Path | None) -> Path:
     if directory is not None:
         return directory
     if config is not None:
-        return Path(_load(config).headwater_topics_dir)
+        return Path(_load(config, secrets=False).headwater_topics_dir)
     return Path("data/topics")
 
 
@@ -220,7 +230,7 @@ def offsets_show(config: ConfigArg) -> None:
     """Show the stored source offset of a connector."""
     from headwater.engine.offsets import FileOffsetStore
 
-    cfg = _load(config)
+    cfg = _load(config, secrets=False)
     store = FileOffsetStore(Path(cfg.offset_storage_file_filename), {"server": cfg.topic_prefix})
     offset = store.load()
     if offset is None:
