@@ -57,8 +57,15 @@ def run(
     cfg = _load(config)
     log.info("connector configuration: %s", cfg.redacted())
     from headwater.capture import build_runtime
+    from headwater.engine.offsets import OffsetStoreError
+    from headwater.topics.log import TopicLogError
 
-    runtime = build_runtime(cfg)
+    try:
+        runtime = build_runtime(cfg)
+    except (TopicLogError, OffsetStoreError) as exc:
+        # e.g. a second `headwater run` on the same topics directory: the message says it all.
+        err.print(f"[red]cannot start[/red] {cfg.topic_prefix}: {exc}", soft_wrap=True)
+        raise typer.Exit(1) from None
     # The capture's reader and writer threads are both CPU-bound and share the GIL: switching
     # every 5 ms (the default) costs more than it buys (measured: ~5-10% throughput).
     sys.setswitchinterval(0.02)
@@ -142,6 +149,12 @@ def pipeline(
     except (ConfigError, OSError) as exc:
         err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
         raise typer.Exit(2) from exc
+    if not cfg.topics_dir.is_dir():
+        # The pipeline only reads topics: a missing directory is a wrong path, not an empty log.
+        err.print(f"[red]configuration error[/red] in {config}:\nheadwater.topics.dir: "
+                  f"topics directory {cfg.topics_dir} does not exist (has `headwater run` "
+                  "written to it?)", soft_wrap=True)
+        raise typer.Exit(2)
     try:
         run_pipeline(cfg, once=once)
     except KeyboardInterrupt:
