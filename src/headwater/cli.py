@@ -164,6 +164,58 @@ def pipeline(
         raise typer.Exit(1) from exc
 
 
+@app.command()
+def validate(
+    config: ConfigArg,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    table: Annotated[list[str] | None, typer.Option(
+        "--table", help="only this target (schema.table); repeatable")] = None,
+    chunk_rows: Annotated[int, typer.Option(help="key range / bucket size")] = 100_000,
+    rechecks: Annotated[int, typer.Option(
+        help="re-compare differing chunks this many times (capture running)")] = 2,
+    recheck_wait: Annotated[float, typer.Option(help="seconds between rechecks")] = 5.0,
+    max_rows: Annotated[int, typer.Option(help="differing rows listed per table")] = 100,
+) -> None:
+    """Compare each captured table with its pipeline target (counts, chunk checksums, then
+    the differing keys and columns); exit 1 when anything differs."""
+    from headwater.config import ConfigError
+    from headwater.ops.validate.compare import Options, render
+    from headwater.ops.validate.run import check_pipeline
+    from headwater.ops.validate.run import validate as run_validate
+    from headwater.pipeline.config import load_pipeline_config
+
+    if chunk_rows < 1 or rechecks < 0 or recheck_wait < 0 or max_rows < 0:
+        err.print("[red]invalid option[/red]: --chunk-rows must be >= 1; --rechecks, "
+                  "--recheck-wait and --max-rows >= 0")
+        raise typer.Exit(2)
+    connector = _load(config)
+    try:
+        pipeline_cfg = load_pipeline_config(config)
+        check_pipeline(pipeline_cfg, str(config))
+        results, problems = run_validate(
+            connector, pipeline_cfg, Options(chunk_rows, rechecks, recheck_wait, max_rows),
+            tuple(table or ()))
+    except (ConfigError, OSError) as exc:
+        err.print(f"[red]configuration error[/red] in {config}:\n{exc}", soft_wrap=True)
+        raise typer.Exit(2) from exc
+    except Exception as exc:  # the database or a table could not be read: say which
+        err.print(f"[red]validate failed[/red]: {type(exc).__name__}: {exc}", soft_wrap=True)
+        raise typer.Exit(2) from exc
+    if as_json:
+        sys.stdout.write(orjson.dumps({
+            "equal": not problems and all(r.equal for r in results),
+            "tables": [r.as_dict() for r in results], "problems": problems,
+        }, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        for r in results:
+            for line in render(r):
+                console.print(line, soft_wrap=True, markup=False)
+        for problem in problems:
+            console.print(f"NOT COMPARED: {problem}", soft_wrap=True, markup=False)
+    if problems or not all(r.equal for r in results):
+        raise typer.Exit(1)
+
+
 def _topics_dir(config: Path | None, directory: Path | None) -> Path:
     if directory is not None:
         return directory
