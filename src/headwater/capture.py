@@ -17,16 +17,38 @@ from headwater.ops.logging import connector_name, connector_type
 from headwater.topics.sink import TopicLogSink
 
 
-def load_connector_config(path: Path) -> PostgresConnectorConfig | MySqlConnectorConfig:
-    """The typed configuration of either connector, chosen by `connector.class`."""
-    from headwater.config.loader import load_properties
-    from headwater.connectors.mysql.config import load_mysql_config
-    from headwater.connectors.postgres.config import load_postgres_config
+def load_connector_config(
+    path: Path, *, secrets: bool = True
+) -> PostgresConnectorConfig | MySqlConnectorConfig:
+    """The typed configuration of either connector, chosen by `connector.class`.
 
-    kind = str(load_properties(path).get("connector.class", "")).lower()
-    if "mysql" in kind or "maria" in kind:
-        return load_mysql_config(path)[0]
-    return load_postgres_config(path)[0]
+    `secrets=False` is for the read-only commands (`status`, `topics`, `offsets`): they work
+    from the topics and offsets alone, so the secret properties (database password, ...) are
+    left out before validation and need not be resolvable (an unset `${env:...}`, an
+    unreadable `${file:...}`) where those commands run.
+    """
+    from headwater.config.loader import load_properties
+    from headwater.config.secrets import without_secrets
+    from headwater.connectors.mysql.config import MYSQL_CONFIG_DEF, validate_mysql_config
+    from headwater.connectors.postgres.config import (
+        POSTGRES_CONFIG_DEF,
+        validate_postgres_config,
+    )
+
+    raw = load_properties(path)
+    kind = str(raw.get("connector.class", "")).lower()
+    mysql = "mysql" in kind or "maria" in kind
+    definition = MYSQL_CONFIG_DEF if mysql else POSTGRES_CONFIG_DEF
+    if not secrets:
+        def is_secret(key: str) -> bool:
+            name = definition.canonical_name(key)
+            return name is not None and definition[name].is_secret
+
+        raw = without_secrets(raw, is_secret)
+    base_dir, source = path.parent.resolve(), str(path)
+    if mysql:
+        return validate_mysql_config(raw, base_dir=base_dir, source=source)[0]
+    return validate_postgres_config(raw, base_dir=base_dir, source=source)[0]
 
 
 def build_runtime(cfg: PostgresConnectorConfig | MySqlConnectorConfig) -> CaptureRuntime:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import signal
 import sys
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,12 +33,14 @@ ConfigOpt = Annotated[
 DirOpt = Annotated[Path | None, typer.Option("--dir", help="topic log directory")]
 
 
-def _load(config: Path) -> Any:
+def _load(config: Path, *, secrets: bool = True) -> Any:
+    """The connector configuration; `secrets=False` for commands that never connect (they
+    must work where the database password is not available)."""
     from headwater.capture import load_connector_config
     from headwater.config import ConfigError
 
     try:
-        cfg = load_connector_config(config)
+        cfg = load_connector_config(config, secrets=secrets)
     except (ConfigError, OSError) as exc:
         err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
         raise typer.Exit(2) from exc
@@ -56,8 +57,15 @@ def run(
     cfg = _load(config)
     log.info("connector configuration: %s", cfg.redacted())
     from headwater.capture import build_runtime
+    from headwater.engine.offsets import OffsetStoreError
+    from headwater.topics.log import TopicLogError
 
-    runtime = build_runtime(cfg)
+    try:
+        runtime = build_runtime(cfg)
+    except (TopicLogError, OffsetStoreError) as exc:
+        # e.g. a second `headwater run` on the same topics directory: the message says it all.
+        err.print(f"[red]cannot start[/red] {cfg.topic_prefix}: {exc}", soft_wrap=True)
+        raise typer.Exit(1) from None
     # The capture's reader and writer threads are both CPU-bound and share the GIL: switching
     # every 5 ms (the default) costs more than it buys (measured: ~5-10% throughput).
     sys.setswitchinterval(0.02)
@@ -85,19 +93,26 @@ def run(
 
 @app.command()
 def status(config: ConfigArg) -> None:
-    """Show a connector's state and metrics, as its running `headwater run` last wrote them."""
+    """Show a connector's state and metrics, as its `headwater run` last wrote them, and
+    whether that process is still alive (exit 0) or not (exit 1)."""
     from headwater.ops.progress import read_status, status_path
+    from headwater.ops.status import liveness
 
-    cfg = _load(config)
+    cfg = _load(config, secrets=False)
     path = status_path(Path(cfg.offset_storage_file_filename))
     doc = read_status(path)
     if doc is None:
         console.print(f"no status at {path} (has `headwater run` started?)")
         raise typer.Exit(1)
     m = doc["metrics"]
-    age = max(0, int(time.time() * 1000) - int(doc["updated_ms"])) / 1000
-    console.print(f"connector {doc['connector']}: {doc['state']} (pid {doc['pid']}, "
-                  f"updated {age:.0f}s ago)")
+    live = liveness(doc)
+    if live.alive:
+        console.print(f"connector {doc['connector']}: {live.state} (pid {doc['pid']}, "
+                      f"heartbeat {live.age_s:.0f}s ago)", soft_wrap=True)
+    else:
+        console.print(f"connector {doc['connector']}: {live.state}: {live.reason}; "
+                      f"last heartbeat {live.age_s:.0f}s ago; the metrics below are the last "
+                      "it wrote", soft_wrap=True)
     snap = ("running" if m["SnapshotRunning"] else "completed" if m["SnapshotCompleted"]
             else "aborted" if m["SnapshotAborted"] else "not run")
     console.print(f"snapshot: {snap}, {m['SnapshotDurationInSeconds']}s, "
@@ -111,6 +126,8 @@ def status(config: ConfigArg) -> None:
             table.add_row(name, str(rows), str(est) if est >= 0 else "?")
         console.print(table)
     console.print_json(orjson.dumps(m).decode())
+    if not live.alive:
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -132,6 +149,12 @@ def pipeline(
     except (ConfigError, OSError) as exc:
         err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
         raise typer.Exit(2) from exc
+    if not cfg.topics_dir.is_dir():
+        # The pipeline only reads topics: a missing directory is a wrong path, not an empty log.
+        err.print(f"[red]configuration error[/red] in {config}:\nheadwater.topics.dir: "
+                  f"topics directory {cfg.topics_dir} does not exist (has `headwater run` "
+                  "written to it?)", soft_wrap=True)
+        raise typer.Exit(2)
     try:
         run_pipeline(cfg, once=once)
     except KeyboardInterrupt:
@@ -141,11 +164,63 @@ def pipeline(
         raise typer.Exit(1) from exc
 
 
+@app.command()
+def validate(
+    config: ConfigArg,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    table: Annotated[list[str] | None, typer.Option(
+        "--table", help="only this target (schema.table); repeatable")] = None,
+    chunk_rows: Annotated[int, typer.Option(help="key range / bucket size")] = 100_000,
+    rechecks: Annotated[int, typer.Option(
+        help="re-compare differing chunks this many times (capture running)")] = 2,
+    recheck_wait: Annotated[float, typer.Option(help="seconds between rechecks")] = 5.0,
+    max_rows: Annotated[int, typer.Option(help="differing rows listed per table")] = 100,
+) -> None:
+    """Compare each captured table with its pipeline target (counts, chunk checksums, then
+    the differing keys and columns); exit 1 when anything differs."""
+    from headwater.config import ConfigError
+    from headwater.ops.validate.compare import Options, render
+    from headwater.ops.validate.run import check_pipeline
+    from headwater.ops.validate.run import validate as run_validate
+    from headwater.pipeline.config import load_pipeline_config
+
+    if chunk_rows < 1 or rechecks < 0 or recheck_wait < 0 or max_rows < 0:
+        err.print("[red]invalid option[/red]: --chunk-rows must be >= 1; --rechecks, "
+                  "--recheck-wait and --max-rows >= 0")
+        raise typer.Exit(2)
+    connector = _load(config)
+    try:
+        pipeline_cfg = load_pipeline_config(config)
+        check_pipeline(pipeline_cfg, str(config))
+        results, problems = run_validate(
+            connector, pipeline_cfg, Options(chunk_rows, rechecks, recheck_wait, max_rows),
+            tuple(table or ()))
+    except (ConfigError, OSError) as exc:
+        err.print(f"[red]configuration error[/red] in {config}:\n{exc}", soft_wrap=True)
+        raise typer.Exit(2) from exc
+    except Exception as exc:  # the database or a table could not be read: say which
+        err.print(f"[red]validate failed[/red]: {type(exc).__name__}: {exc}", soft_wrap=True)
+        raise typer.Exit(2) from exc
+    if as_json:
+        sys.stdout.write(orjson.dumps({
+            "equal": not problems and all(r.equal for r in results),
+            "tables": [r.as_dict() for r in results], "problems": problems,
+        }, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        for r in results:
+            for line in render(r):
+                console.print(line, soft_wrap=True, markup=False)
+        for problem in problems:
+            console.print(f"NOT COMPARED: {problem}", soft_wrap=True, markup=False)
+    if problems or not all(r.equal for r in results):
+        raise typer.Exit(1)
+
+
 def _topics_dir(config: Path | None, directory: Path | None) -> Path:
     if directory is not None:
         return directory
     if config is not None:
-        return Path(_load(config).headwater_topics_dir)
+        return Path(_load(config, secrets=False).headwater_topics_dir)
     return Path("data/topics")
 
 
@@ -220,7 +295,7 @@ def offsets_show(config: ConfigArg) -> None:
     """Show the stored source offset of a connector."""
     from headwater.engine.offsets import FileOffsetStore
 
-    cfg = _load(config)
+    cfg = _load(config, secrets=False)
     store = FileOffsetStore(Path(cfg.offset_storage_file_filename), {"server": cfg.topic_prefix})
     offset = store.load()
     if offset is None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hmac
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -104,6 +104,13 @@ class Secret:
 def is_sensitive_key(key: str) -> bool:
     """Heuristic: pass-through keys (``...password``, ``...secret`` ...) hidden when printing."""
     return _SENSITIVE_KEY.search(key) is not None
+
+
+def without_secrets(raw: Mapping[str, str], is_secret: Callable[[str], bool]) -> dict[str, str]:
+    """`raw` without its secrets: the keys `is_secret` names (a definition's password-typed
+    properties) and the sensitive pass-through keys.  For commands that never connect, so
+    that a secret they do not use need not be set or resolvable."""
+    return {k: v for k, v in raw.items() if not (is_secret(k) or is_sensitive_key(k))}
 
 
 def has_reference(value: str) -> bool:

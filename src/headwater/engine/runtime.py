@@ -21,6 +21,7 @@ from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.offsets import FileOffsetStore
 from headwater.engine.parallel import merge_rendered
 from headwater.engine.queue import Batch, ChangeEventQueue, QueueClosed
+from headwater.engine.retry import RetryBudget
 from headwater.engine.source import (
     Connector,
     RetriableError,
@@ -77,6 +78,7 @@ class CaptureRuntime:
         self._reader_error: BaseException | None = None
         self._reader_done = threading.Event()
         self._streaming: StreamingSource | None = None
+        self._connected_at: float | None = None
 
     # -- control ---------------------------------------------------------------------------
     def stop(self) -> None:
@@ -92,28 +94,34 @@ class CaptureRuntime:
 
     # -- reader thread ---------------------------------------------------------------------
     def _run_reader(self, offset: dict[str, Any] | None) -> None:
-        attempt = 0
+        # errors.max.retries counts consecutive failures: a healthy session (it moved the
+        # stored offset, or stayed connected for the longest back-off) resets the count and
+        # the back-off (engine/retry.py says why and what Debezium does).
+        budget = RetryBudget(self.max_retries, self.retry_wait_s)
         try:
             while True:
+                self._connected_at = None
                 try:
                     self._run_sources(offset)
                     return
                 except RetriableError as exc:
-                    attempt += 1
-                    if 0 <= self.max_retries < attempt:
-                        raise RuntimeError(
-                            f"giving up after {self.max_retries} retries (errors.max.retries): "
-                            f"{exc}") from exc
-                    delay = min(self.retry_wait_s * 2 ** (attempt - 1), self.retry_wait_s * 10)
-                    log.warning("retriable error: %s; reconnecting in %.1fs (attempt %d)",
-                                exc, delay, attempt)
+                    connected_s = (None if self._connected_at is None
+                                   else time.monotonic() - self._connected_at)
                     self.metrics.connected = False
                     self._set_state(StreamState.STARTING)
                     # Resume from what is durable: let the writer finish what was emitted.
                     self.queue.wait_written(self.stopping)
+                    resumed = self.offsets.load()
+                    delay = budget.failure(progressed=resumed != offset, connected_s=connected_s)
+                    if delay is None:
+                        raise RuntimeError(
+                            f"giving up after {self.max_retries} consecutive retries "
+                            f"(errors.max.retries): {exc}") from exc
+                    log.warning("retriable error: %s; reconnecting in %.1fs (attempt %d)",
+                                exc, delay, budget.consecutive)
                     if self.stopping.wait(delay):
                         return
-                    offset = self.offsets.load()
+                    offset = resumed
         except QueueClosed:
             pass
         except BaseException as exc:
@@ -125,6 +133,7 @@ class CaptureRuntime:
     def _run_sources(self, offset: dict[str, Any] | None) -> None:
         ctx = SourceRunContext(self._emit, self.stopping, self.renderer)
         plan = self.connector.start(offset)
+        self._connected_at = time.monotonic()
         self._set_state(StreamState.RUNNING)
         if plan.snapshot is not None and not self.stopping.is_set():
             started = time.monotonic()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 import sys
 import threading
 import time
@@ -45,12 +46,18 @@ def status_path(offsets_file: Path) -> Path:
     return offsets_file.with_name(f"{offsets_file.stem}.status.json")
 
 
-def status_document(metrics: CaptureMetrics, state: str, name: str) -> dict[str, Any]:
+def status_document(metrics: CaptureMetrics, state: str, name: str,
+                    interval_s: float = 1.0) -> dict[str, Any]:
+    """The status file's content.  `pid`, `host`, `updated_ms` (the heartbeat) and
+    `heartbeat_interval_ms` let `headwater status` tell a live capture from a dead one
+    (`ops/status.py`)."""
     return {
         "connector": name,
         "state": state,
         "pid": os.getpid(),
+        "host": socket.gethostname(),
         "updated_ms": int(time.time() * 1000),
+        "heartbeat_interval_ms": int(interval_s * 1000),
         "metrics": metrics.as_dict(),
         "rows_estimated": dict(metrics.rows_estimated),
     }
@@ -203,7 +210,8 @@ class CaptureMonitor:
             self.bars.update(m, done=m.snapshot_completed)
             self._end_bars()
         if self.status_file is not None:
-            write_status(self.status_file, status_document(m, self.state(), self.name))
+            write_status(self.status_file,
+                         status_document(m, self.state(), self.name, self.interval_s))
 
     def _end_bars(self) -> None:
         if self.bars is not None:

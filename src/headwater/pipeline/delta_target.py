@@ -16,6 +16,7 @@ state) are idempotent under the sequence rule, so a crash between them changes n
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +101,9 @@ class DeltaTarget:
         self._tables: dict[str, DeltaTable] = {}
 
     def maintain(self, batch_id: int) -> None:
-        """Every `compact_interval_batches` batches: compacts the small files of the tables
-        this pipeline has opened, then vacuums the files older than the table's retention
+        """Every `compact_interval_batches` batches: compacts the small files of every Delta
+        table under the root (targets and state tables) and of the tables this pipeline
+        opened elsewhere (absolute targets), then vacuums the files older than the table's retention
         (`delta.deletedFileRetentionDuration`, a week unless set).
 
         A continuous pipeline commits every trigger, and each MERGE leaves new small files:
@@ -111,7 +113,10 @@ class DeltaTarget:
         every = self.compact_interval_batches
         if every <= 0 or (batch_id + 1) % every:
             return
-        for key in sorted(self._tables):
+        # Every table under the root, not only those this process has opened: a pipeline run
+        # with --once (or restarted) opens only the tables its batches touched, and a table
+        # written only in other batches would otherwise never be compacted.
+        for key in sorted(set(self._tables) | {str(p) for p in delta_tables(self.root)}):
             dt = self._open(Path(key))
             if dt is None:
                 continue
@@ -528,6 +533,17 @@ class DeltaTarget:
         path.mkdir(parents=True, exist_ok=True)
         write_deltalake(str(path), table, mode="append", schema_mode="merge",
                         commit_properties=self._commit(batch_id))
+
+
+def delta_tables(root: Path) -> list[Path]:
+    """The Delta tables under `root` (directories holding a `_delta_log`), not looking
+    inside a table."""
+    found: list[Path] = []
+    for parent, dirs, _files in os.walk(root):
+        if "_delta_log" in dirs:
+            found.append(Path(parent))
+            dirs.clear()
+    return sorted(found)
 
 
 def read_table(path: Path | str) -> pa.Table:

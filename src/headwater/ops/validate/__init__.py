@@ -1,0 +1,1 @@
+"""`headwater validate`: compare captured source tables with their pipeline targets."""
