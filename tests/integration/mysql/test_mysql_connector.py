@@ -485,3 +485,22 @@ def test_mariadb_connector_class_names_itself_in_source(menv: MariaEnv) -> None:
     assert [v["source"]["connector"] for v in values(menv, "t")] == ["mariadb", "mariadb"]
     ddl = [v for _, _, v in events(menv.topics, menv.prefix)]
     assert ddl and all(v["source"]["connector"] == "mariadb" for v in ddl)
+
+
+def test_skipped_updates_still_emit_a_key_change_as_delete_and_create(menv: MariaEnv) -> None:
+    """skipped.operations applies to each emitted operation (the dispatcher): with u skipped,
+    a key-changing update still emits its delete and create (MySQL used to drop it whole)."""
+    menv.sql("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+    cap = menv.capture({"skipped.operations": "u"})
+    try:
+        wait_for(menv.offsets.exists, what="offsets")
+        menv.sql("INSERT INTO t VALUES (1, 10)")
+        menv.sql("UPDATE t SET v = 11 WHERE id = 1")
+        menv.sql("UPDATE t SET id = 2 WHERE id = 1")
+        menv.sql("INSERT INTO t VALUES (3, 30)")
+        wait_for(lambda: count(menv, "t") >= 5, what="events")  # with the tombstone
+    finally:
+        cap.stop()
+    vals = [v for v in values(menv, "t") if v is not None]
+    assert [v["op"] for v in vals] == ["c", "d", "c", "c"]
+    assert vals[1]["before"] == {"id": 1, "v": 11} and vals[2]["after"] == {"id": 2, "v": 11}

@@ -224,3 +224,22 @@ def test_schema_changes_mid_stream(env: Env) -> None:
         ["id", "title", "c"]]
     assert values[1][1]["c"] == "AJY="  # 1.50 as Connect Decimal (unscaled 150)
     assert values[4][1]["title"] == "five"
+
+
+def test_skipped_updates_still_emit_a_key_change_as_delete_and_create(env: Env) -> None:
+    """skipped.operations per emitted operation, as in Debezium 3.x and the MySQL connector."""
+    env.sql("CREATE TABLE public.t (id int PRIMARY KEY, v int)")
+    cap = env.capture({"skipped.operations": "u,t"})
+    try:
+        wait_for(lambda: cap.runtime.metrics.snapshot_completed, what="snapshot")
+        env.sql("INSERT INTO t VALUES (1, 10)")
+        env.sql("UPDATE t SET v = 11 WHERE id = 1")
+        env.sql("UPDATE t SET id = 2 WHERE id = 1")
+        env.sql("INSERT INTO t VALUES (3, 30)")
+        wait_for(lambda: count(env, f"{env.prefix}.public.t") >= 5, what="events")
+    finally:
+        cap.stop()
+    evs = [v for _, _, v in table_events(env, "t") if v is not None]
+    assert [v["op"] for v in evs] == ["c", "d", "c", "c"]
+    assert evs[2]["after"] == {"id": 2, "v": 11}
+    assert cap.runtime.metrics.events_filtered == 1
