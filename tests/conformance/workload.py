@@ -131,3 +131,37 @@ def streamed(harness: Harness, table: str = "t") -> list[Change]:
         ver = value["after"]["ver"] if value["op"] != "d" else None
         out.append((key["id"], value["op"], ver))
     return out
+
+
+def check_histories(committed: list[Change], harness: Harness, rows: int,
+                    redelivery: bool = False, table: str = "t") -> int:
+    """Per key, the topic must hold the load's changes with no gap, no duplicate, in commit
+    order: after the key's snapshot read (version v), exactly the changes committed after the
+    one that wrote v; without a read, the key's whole history (or nothing, for a key deleted
+    before the snapshot).  With `redelivery` (a capture was killed) a change may repeat, so
+    repeats are dropped first.  Returns how many keys had streamed changes."""
+    history: dict[int, list[Change]] = {}
+    for change in committed:
+        history.setdefault(change[0], []).append(change)
+    reads: dict[int, int] = {}
+    for _, key, value in harness.records(table):
+        if value is not None and value["op"] == "r":
+            assert redelivery or key["id"] not in reads, f"key {key['id']} read twice"
+            reads[key["id"]] = value["after"]["ver"]
+    got: dict[int, list[Change]] = {}
+    for change in streamed(harness, table):
+        got.setdefault(change[0], []).append(change)
+    problems = []
+    for key in sorted(set(history) | set(got) | set(reads)):
+        want, have = history.get(key, []), got.get(key, [])
+        if redelivery:
+            have = list(dict.fromkeys(have))
+        if key in reads:
+            versions = [0 if key <= rows else None] + [c[2] for c in want]
+            starts = [i for i, v in enumerate(versions) if v == reads[key]]
+            if not starts or have != want[starts[-1]:]:
+                problems.append((key, reads[key], want, have))
+        elif have != want and not (have == [] and want and want[-1][1] == "d"):
+            problems.append((key, None, want, have))
+    assert not problems, f"{len(problems)} keys (key, read, committed, topic): {problems[:5]}"
+    return len(got)
