@@ -151,7 +151,7 @@ def check_histories(committed: list[Change], harness: Harness, rows: int,
     got: dict[int, list[Change]] = {}
     for change in streamed(harness, table):
         got.setdefault(change[0], []).append(change)
-    problems = []
+    problems: list[tuple[int, int | None, list[Change], list[Change]]] = []
     for key in sorted(set(history) | set(got) | set(reads)):
         want, have = history.get(key, []), got.get(key, [])
         if redelivery:
