@@ -83,5 +83,7 @@ def test_pause_resume_and_stop_signals(cdc: Harness) -> None:
         cap.stop()
     reads = incremental_reads(cdc)
     assert len(reads) == stopped < rows  # no chunk after the stop
+    assert {v["source"]["snapshot"] for v in cdc.values("t") if v["op"] == "r"} == {
+        "incremental"}
     assert reads == list(range(1, stopped + 1))
     assert [v["op"] for v in cdc.values("t")][-1] == "c"
