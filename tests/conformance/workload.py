@@ -136,18 +136,25 @@ def streamed(harness: Harness, table: str = "t") -> list[Change]:
 def check_histories(committed: list[Change], harness: Harness, rows: int,
                     redelivery: bool = False, table: str = "t") -> int:
     """Per key, the topic must hold the load's changes with no gap, no duplicate, in commit
-    order: after the key's snapshot read (version v), exactly the changes committed after the
-    one that wrote v; without a read, the key's whole history (or nothing, for a key deleted
-    before the snapshot).  With `redelivery` (a capture was killed) a change may repeat, so
-    repeats are dropped first.  Returns how many keys had streamed changes."""
+    order, and the key's snapshot read before them: after the read (version v), exactly the
+    changes committed after the one that wrote v; without a read, the key's whole history (or
+    nothing, for a key deleted before the snapshot).  With `redelivery` (a capture was
+    killed) a change may repeat, so repeats are dropped first.  Returns how many keys had
+    streamed changes."""
     history: dict[int, list[Change]] = {}
     for change in committed:
         history.setdefault(change[0], []).append(change)
     reads: dict[int, int] = {}
+    changed: set[int] = set()
     for _, key, value in harness.records(table):
-        if value is not None and value["op"] == "r":
+        if value is None:
+            continue
+        if value["op"] == "r":
             assert redelivery or key["id"] not in reads, f"key {key['id']} read twice"
+            assert key["id"] not in changed, f"key {key['id']} read after a streamed change"
             reads[key["id"]] = value["after"]["ver"]
+        else:
+            changed.add(key["id"])
     got: dict[int, list[Change]] = {}
     for change in streamed(harness, table):
         got.setdefault(change[0], []).append(change)
