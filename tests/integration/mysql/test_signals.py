@@ -1,5 +1,5 @@
-"""Signals on a real MariaDB: blocking snapshots, stop/pause/resume, the signal table's own rows,
-the file channel with read-only watermarks."""
+"""Signals on a real MariaDB: blocking snapshots, the signal table's own rows, the file channel
+with read-only watermarks (pause/resume/stop: tests/conformance)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from headwater.testing.replay import events
 from headwater.topics import reader
 
 from .conftest import MariaEnv, wait_for
-from .test_incremental_snapshot import offset, primary_key, send, setup_tables, signal_table
+from .test_incremental_snapshot import offset, send, setup_tables, signal_table
 
 pytestmark = [pytest.mark.integration]
 
@@ -46,45 +46,6 @@ def test_blocking_snapshot_with_a_filter_then_streaming_resumes(menv: MariaEnv) 
     assert [v["source"]["snapshot"] for v in reads] == ["true"] * 99 + ["last"]  # type: ignore[index]
     assert values[-1]["op"] == "c"  # the insert after the signal comes after the snapshot
     assert "incremental_snapshot_collections" not in offset(menv)
-
-
-def test_pause_resume_and_stop(menv: MariaEnv) -> None:
-    setup_tables(menv, 20000)
-    capture = menv.capture({"snapshot.mode": "no_data",
-                            "signal.data.collection": signal_table(menv),
-                            "incremental.snapshot.chunk.size": 50})
-    try:
-        _streaming(menv)
-        send(menv, "go", "execute-snapshot", {"data-collections": [f"{menv.db}.t"]})
-        wait_for(lambda: primary_key(menv) >= 500, timeout=60, interval=0.05,
-                 what="first chunks")
-        send(menv, "p", "pause-snapshot")
-        wait_for(lambda: offset(menv).get("incremental_snapshot_paused") is True, timeout=30,
-                 interval=0.05, what="paused")
-        time.sleep(0.5)  # a chunk in flight completes
-        paused_at = primary_key(menv)
-        time.sleep(1.5)
-        send(menv, "l", "log", {"message": "still paused"})  # a transaction: offsets move on
-        time.sleep(1.0)
-        assert primary_key(menv) == paused_at
-        assert paused_at < 20000
-        send(menv, "r", "resume-snapshot")
-        wait_for(lambda: primary_key(menv) > paused_at, timeout=30, interval=0.05,
-                 what="resumed")
-        send(menv, "s", "stop-snapshot", {"data-collections": [f"{menv.db}.t"],
-                                          "type": "incremental"})
-        wait_for(lambda: "incremental_snapshot_collections" not in offset(menv), timeout=30,
-                 interval=0.05, what="stopped")
-        count = len([v for v in _values(menv) if v["op"] == "r"])
-        menv.sql("INSERT INTO t VALUES (30000, 1, 'x')")
-        wait_for(lambda: any(v["op"] == "c" for v in _values(menv)), timeout=30,
-                 what="streaming goes on")
-        time.sleep(1.0)
-    finally:
-        capture.stop()
-    reads = [v for v in _values(menv) if v["op"] == "r"]
-    assert len(reads) == count < 20000  # no chunk after the stop
-    assert {v["source"]["snapshot"] for v in reads} == {"incremental"}  # type: ignore[index]
 
 
 def _topics(env: MariaEnv) -> set[str]:

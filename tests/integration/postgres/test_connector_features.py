@@ -1,5 +1,5 @@
-"""PostgreSQL connector features against a real server: truncate, transaction metadata,
-heartbeats, replica identities, TOAST, schema changes, skipped operations."""
+"""PostgreSQL connector features against a real server: heartbeats, replica identities, TOAST,
+schema changes.  Truncates and transaction metadata: tests/conformance."""
 
 from __future__ import annotations
 
@@ -27,59 +27,6 @@ def table_events(env: Env, table: str) -> list[tuple[Any, Any, Any]]:
 def lsn(text: str) -> int:
     hi, lo = text.split("/")
     return (int(hi, 16) << 32) | int(lo, 16)
-
-
-def test_truncate_emitted_when_not_skipped(env: Env) -> None:
-    env.sql("CREATE TABLE public.t (id int PRIMARY KEY)")
-    env.sql("INSERT INTO t VALUES (1), (2)")
-    cap = env.capture({"skipped.operations": "none"})
-    try:
-        wait_for(lambda: cap.runtime.metrics.snapshot_completed, what="snapshot")
-        env.sql("TRUNCATE t")
-        env.sql("INSERT INTO t VALUES (3)")
-        wait_for(lambda: count(env, f"{env.prefix}.public.t") >= 4, what="truncate + insert")
-    finally:
-        cap.stop()
-    evs = table_events(env, "t")
-    truncate = evs[2]
-    assert truncate[1] is None  # no key
-    assert truncate[2]["op"] == "t" and truncate[2]["before"] is None
-    assert truncate[2]["after"] is None
-    assert evs[3][2]["op"] == "c"
-
-
-def test_truncate_skipped_by_default(env: Env) -> None:
-    env.sql("CREATE TABLE public.t (id int PRIMARY KEY)")
-    cap = env.capture()
-    try:
-        wait_for(lambda: cap.runtime.metrics.snapshot_completed, what="snapshot")
-        env.sql("TRUNCATE t")
-        env.sql("INSERT INTO t VALUES (3)")
-        wait_for(lambda: count(env, f"{env.prefix}.public.t") >= 1, what="insert")
-    finally:
-        cap.stop()
-    assert [v["op"] for _, _, v in table_events(env, "t")] == ["c"]
-
-
-def test_transaction_metadata_begin_end_and_blocks(env: Env) -> None:
-    env.sql("CREATE TABLE public.a (id int PRIMARY KEY)")
-    env.sql("CREATE TABLE public.b (id int PRIMARY KEY)")
-    cap = env.capture({"provide.transaction.metadata": "true"})
-    try:
-        wait_for(lambda: cap.runtime.metrics.snapshot_completed, what="snapshot")
-        env.sql("BEGIN; INSERT INTO a VALUES (1), (2); INSERT INTO b VALUES (1); COMMIT")
-        wait_for(lambda: count(env, f"{env.prefix}.transaction") >= 2, what="BEGIN/END")
-    finally:
-        cap.stop()
-    tx = [v for _, _, v in events(env.topics, f"{env.prefix}.transaction")]
-    begin, end = tx
-    assert begin["status"] == "BEGIN" and begin["event_count"] is None
-    assert end["status"] == "END" and end["id"] == begin["id"] and end["event_count"] == 3
-    assert sorted((d["data_collection"], d["event_count"]) for d in end["data_collections"]) == [
-        ("public.a", 2), ("public.b", 1)]
-    blocks = [v["transaction"] for _, _, v in table_events(env, "a") + table_events(env, "b")]
-    assert [(b["id"], b["total_order"], b["data_collection_order"]) for b in blocks] == [
-        (begin["id"], 1, 1), (begin["id"], 2, 2), (begin["id"], 3, 1)]
 
 
 def test_heartbeats_advance_the_slot_on_an_idle_captured_database(env: Env) -> None:

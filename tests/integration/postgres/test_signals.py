@@ -1,4 +1,5 @@
-"""Signals on a real PostgreSQL: blocking snapshots, stop/pause/resume, the file channel."""
+"""Signals on a real PostgreSQL: blocking snapshots, the file channel (pause/resume/stop:
+tests/conformance)."""
 
 from __future__ import annotations
 
@@ -42,43 +43,6 @@ def test_blocking_snapshot_with_a_filter_then_streaming_resumes(env: Env) -> Non
     assert sorted(v["after"]["id"] for v in reads) == list(range(1, 101))  # type: ignore[index]
     assert [v["source"]["snapshot"] for v in reads] == ["true"] * 99 + ["last"]  # type: ignore[index]
     assert values[-1]["op"] == "c"  # the insert after the signal comes after the snapshot
-
-
-def test_pause_resume_and_stop(env: Env) -> None:
-    setup_tables(env, 20000)
-    capture = env.capture({"snapshot.mode": "no_data", "signal.data.collection": SIGNALS,
-                           "incremental.snapshot.chunk.size": 50})
-    try:
-        _streaming(env)
-        send(env, "go", "execute-snapshot", {"data-collections": ["public.t"]})
-        wait_for(lambda: int((offset(env).get("incremental_snapshot_primary_key") or ["0"])[0])
-                 >= 500, timeout=60, interval=0.05, what="first chunks")
-        send(env, "p", "pause-snapshot")
-        wait_for(lambda: offset(env).get("incremental_snapshot_paused") is True, timeout=30,
-                 interval=0.05, what="paused")
-        time.sleep(0.5)  # a chunk in flight completes
-        paused_at = offset(env)["incremental_snapshot_primary_key"]
-        time.sleep(1.5)
-        send(env, "l", "log", {"message": "still paused"})  # a transaction: offsets move on
-        time.sleep(1.0)
-        assert offset(env)["incremental_snapshot_primary_key"] == paused_at
-        assert int(paused_at[0]) < 20000
-        send(env, "r", "resume-snapshot")
-        wait_for(lambda: int((offset(env).get("incremental_snapshot_primary_key") or ["0"])[0])
-                 > int(paused_at[0]), timeout=30, interval=0.05, what="resumed")
-        send(env, "s", "stop-snapshot", {"data-collections": ["public.t"],
-                                         "type": "incremental"})
-        wait_for(lambda: "incremental_snapshot_collections" not in offset(env), timeout=30,
-                 interval=0.05, what="stopped")
-        count = len([v for v in _values(env) if v["op"] == "r"])
-        env.sql("INSERT INTO t VALUES (30000, 1, 'x')")
-        wait_for(lambda: any(v["op"] == "c" for v in _values(env)), timeout=30,
-                 what="streaming goes on")
-        time.sleep(1.0)
-    finally:
-        capture.stop()
-    reads = [v for v in _values(env) if v["op"] == "r"]
-    assert len(reads) == count < 20000  # no chunk after the stop
 
 
 def test_file_channel_and_a_quoted_table_name(env: Env) -> None:

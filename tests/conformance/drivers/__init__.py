@@ -1,0 +1,1 @@
+"""One SourceDriver per connector the conformance suite covers."""

@@ -1,0 +1,52 @@
+"""kill -9 of the capture process under writes, again and again: once a clean run caught up,
+the topic replays to the source table and holds every committed change in order (re-delivery
+after a kill aside)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+
+import pytest
+
+from .harness import Harness, wait
+from .workload import Load, check_histories, create_t
+
+pytestmark = pytest.mark.integration
+
+ROWS = 2000
+
+
+@pytest.mark.parametrize("kills", [3, pytest.param(12, marks=pytest.mark.slow)],
+                         ids=["3-kills", "12-kills"])
+def test_kill_minus_nine_under_writes_loses_nothing(cdc: Harness, kills: int) -> None:
+    create_t(cdc.driver, ROWS)
+    config = cdc.config({"max.batch.size": 64, "max.queue.size": 256})
+    rng = random.Random(kills)
+    load = Load(cdc.driver, ROWS, seed=kills)
+    proc = cdc.process(config)
+    try:
+        wait(cdc.offsets.exists, "the snapshot's offsets", timeout=120)
+        load.start()
+        for _ in range(kills):
+            time.sleep(rng.uniform(0.5, 2.0))
+            if proc.poll() is not None:
+                assert proc.stderr is not None
+                raise AssertionError(f"capture exited: {proc.stderr.read().decode()[-3000:]}")
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            proc = cdc.process(config)
+        time.sleep(1.0)
+        load.finish()
+        cdc.converge("t", timeout=180)
+    finally:
+        load.stop.set()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        code = proc.wait(60)
+    assert proc.stderr is not None
+    assert code == 0, proc.stderr.read().decode()[-3000:]
+    assert load.transactions > 50 * kills / 3
+    assert check_histories(load.committed, cdc, ROWS, redelivery=True) > 100
