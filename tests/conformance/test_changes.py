@@ -157,9 +157,6 @@ def test_transaction_metadata(cdc: Harness) -> None:
     assert blocks == [(begin["id"], 1, 1), (begin["id"], 3, 2), (begin["id"], 2, 1)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "product bug: a key change's create carries the delete's transaction block (1, 1) and "
-    "is not counted per table (PostgreSQL END: b=1 of 2; MariaDB END: event_count 1)"))
 def test_transaction_metadata_counts_both_events_of_a_key_change(cdc: Harness) -> None:
     """A key change is two events (delete, create) of one table: Debezium's TransactionContext
     counts each one, in the total and in the table's count (TransactionContext.event)."""
