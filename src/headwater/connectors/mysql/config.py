@@ -237,7 +237,7 @@ IGNORED: Final[Mapping[str, str]] = {
     for name in (
         "snapshot.select.statement.overrides", "snapshot.include.collection.list",
         "sanitize.field.names", "converters", "binlog.buffer.size",
-        "topic.naming.strategy", "topic.delimiter", "schema.name.adjustment.mode",
+        "schema.name.adjustment.mode",
         "field.name.adjustment.mode", "notification.enabled.channels",
         "source.struct.version", "include.schema.comments", "custom.metric.tags",
         "header.converter", "max.queue.size.in.bytes", "offset.flush.timeout.ms",
@@ -366,6 +366,8 @@ class MySqlConnectorConfig:
     heartbeat_interval_ms: int = 0
     heartbeat_action_query: str | None = None
     topic_heartbeat_prefix: str = "__debezium-heartbeat"
+    topic_naming_strategy: str | None = None  # None: the connector's default
+    topic_delimiter: str = "."
     errors_max_retries: int = -1
     retriable_restart_connector_wait_ms: int = 10_000
     max_batch_size: int = 2048
@@ -474,6 +476,8 @@ class MySqlConnectorConfig:
             heartbeat_interval_ms=c.get_int("heartbeat.interval.ms"),
             heartbeat_action_query=c.get_optional_str("heartbeat.action.query"),
             topic_heartbeat_prefix=c.get_str("topic.heartbeat.prefix"),
+            topic_naming_strategy=c.get_optional_str("topic.naming.strategy"),
+            topic_delimiter=c.get_str("topic.delimiter"),
             errors_max_retries=c.get_int("errors.max.retries"),
             retriable_restart_connector_wait_ms=c.get_int("retriable.restart.connector.wait.ms"),
             max_batch_size=c.get_int("max.batch.size"),

@@ -346,7 +346,7 @@ IGNORED: Final[Mapping[str, str]] = {
         "database.sslfactory",
         "database.query.timeout.ms", "converters", "notification.enabled.channels",
         "table.ignore.builtin",
-        "topic.naming.strategy", "topic.delimiter", "schema.name.adjustment.mode",
+        "schema.name.adjustment.mode",
         "field.name.adjustment.mode", "xmin.fetch.interval.ms",
         "lsn.flush.mode", "flush.lsn.source", "publish.via.partition.root",
         "replica.identity.autoset.values", "message.prefix.include.list",
@@ -501,6 +501,8 @@ class PostgresConnectorConfig:
     money_fraction_digits: int = 2
     retriable_restart_connector_wait_ms: int = 10_000
     topic_heartbeat_prefix: str = "__debezium-heartbeat"
+    topic_naming_strategy: str | None = None  # None: the connector's default
+    topic_delimiter: str = "."
     max_batch_size: int = 2048
     max_queue_size: int = 8192
     poll_interval_ms: int = 500
@@ -613,6 +615,8 @@ class PostgresConnectorConfig:
             money_fraction_digits=c.get_int("money.fraction.digits"),
             retriable_restart_connector_wait_ms=c.get_int("retriable.restart.connector.wait.ms"),
             topic_heartbeat_prefix=c.get_str("topic.heartbeat.prefix"),
+            topic_naming_strategy=c.get_optional_str("topic.naming.strategy"),
+            topic_delimiter=c.get_str("topic.delimiter"),
             max_batch_size=c.get_int("max.batch.size"),
             max_queue_size=c.get_int("max.queue.size"),
             poll_interval_ms=c.get_int("poll.interval.ms"),
