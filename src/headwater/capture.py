@@ -26,7 +26,7 @@ def load_connector_config(path: Path) -> CaptureConfig:
     try:
         registration = registration_for_class(None if value is None else str(value))
     except RegistryError as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError([str(exc)], source=str(path)) from None
     return registration.load_config(path)
 
 
@@ -38,7 +38,7 @@ def topic_naming(cfg: CaptureConfig) -> TopicNaming:
         return TopicNaming(cfg.topic_prefix, strategy, cfg.topic_delimiter,
                            cfg.topic_transaction, cfg.topic_heartbeat_prefix)
     except (RegistryError, TopicNamingError) as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError([str(exc)]) from None
 
 
 def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
