@@ -1,90 +1,75 @@
-"""Assembles a capture runtime from a connector configuration (what `headwater run` runs)."""
+"""Assembles a capture runtime from a connector configuration (what `headwater run` runs).
+
+Generic over connectors: `connector.class` picks a registration (headwater.connectors.registry),
+which loads the typed configuration and builds the connector and its source block.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from headwater.connectors.mysql.config import MySqlConnectorConfig
-from headwater.connectors.postgres.config import PostgresConnectorConfig
-from headwater.connectors.postgres.connector import PostgresConnector
-from headwater.connectors.postgres.position import PostgresSourceBlock
+from headwater.config.loader import ConfigError, load_properties
+from headwater.connectors.registry import CaptureConfig, RegistryError, registration_for_class
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.offsets import FileOffsetStore
 from headwater.engine.runtime import CaptureRuntime
-from headwater.engine.source import Connector
-from headwater.formats.debezium_json import DebeziumJsonFormat, SourceBlock
-from headwater.ops.logging import connector_name, connector_type
+from headwater.engine.topic_naming import TopicNaming, TopicNamingError
+from headwater.formats.debezium_json import DebeziumJsonFormat
+from headwater.ops.logging import connector_name
 from headwater.topics.sink import TopicLogSink
 
 
-def load_connector_config(
-    path: Path, *, secrets: bool = True
-) -> PostgresConnectorConfig | MySqlConnectorConfig:
-    """The typed configuration of either connector, chosen by `connector.class`.
+def load_connector_config(path: Path, *, secrets: bool = True) -> CaptureConfig:
+    """The typed configuration of the connector `connector.class` names (ConfigError if that
+    property is missing or names no registered connector).
 
     `secrets=False` is for the read-only commands (`status`, `topics`, `offsets`): they work
-    from the topics and offsets alone, so the secret properties (database password, ...) are
-    left out before validation and need not be resolvable (an unset `${env:...}`, an
-    unreadable `${file:...}`) where those commands run.
+    from the topics and offsets alone, so the secrets need not be resolvable where they run.
     """
-    from headwater.config.loader import load_properties
-    from headwater.config.secrets import without_secrets
-    from headwater.connectors.mysql.config import MYSQL_CONFIG_DEF, validate_mysql_config
-    from headwater.connectors.postgres.config import (
-        POSTGRES_CONFIG_DEF,
-        validate_postgres_config,
-    )
-
-    raw = load_properties(path)
-    kind = str(raw.get("connector.class", "")).lower()
-    mysql = "mysql" in kind or "maria" in kind
-    definition = MYSQL_CONFIG_DEF if mysql else POSTGRES_CONFIG_DEF
-    if not secrets:
-        def is_secret(key: str) -> bool:
-            name = definition.canonical_name(key)
-            return name is not None and definition[name].is_secret
-
-        raw = without_secrets(raw, is_secret)
-    base_dir, source = path.parent.resolve(), str(path)
-    if mysql:
-        return validate_mysql_config(raw, base_dir=base_dir, source=source)[0]
-    return validate_postgres_config(raw, base_dir=base_dir, source=source)[0]
+    value = load_properties(path).get("connector.class")
+    try:
+        registration = registration_for_class(None if value is None else str(value))
+    except RegistryError as exc:
+        raise ConfigError([str(exc)], source=str(path)) from None
+    if not secrets and registration.load_config_without_secrets is not None:
+        return registration.load_config_without_secrets(path)
+    return registration.load_config(path)
 
 
-def build_runtime(cfg: PostgresConnectorConfig | MySqlConnectorConfig) -> CaptureRuntime:
+def topic_naming(cfg: CaptureConfig) -> TopicNaming:
+    """The connector's topic names from its `topic.*` properties (ConfigError if invalid)."""
+    try:
+        strategy = cfg.topic_naming_strategy or registration_for_class(
+            cfg.connector_class).default_topic_naming_strategy
+        return TopicNaming(cfg.topic_prefix, strategy, cfg.topic_delimiter,
+                           cfg.topic_transaction, cfg.topic_heartbeat_prefix)
+    except (RegistryError, TopicNamingError) as exc:
+        raise ConfigError([str(exc)]) from None
+
+
+def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
+    registration = registration_for_class(cfg.connector_class)
     metrics = CaptureMetrics(queue_capacity=cfg.max_queue_size)
-    connector: Connector
-    source_block: SourceBlock
     connector_name.set(cfg.topic_prefix)
-    if isinstance(cfg, MySqlConnectorConfig):
-        # Imported here: the MySQL side needs PyMySQL, which PostgreSQL-only users may lack.
-        from headwater.connectors.mysql.connector import MySqlConnector
-        from headwater.connectors.mysql.position import MySqlSourceBlock
-
-        connector_type.set("mysql")
-        connector = MySqlConnector(cfg, metrics)
-        source_block = MySqlSourceBlock()
-        placeholder = "__debezium_unavailable_value"
-    else:
-        connector_type.set("postgres")
-        connector = PostgresConnector(cfg, metrics)
-        source_block = PostgresSourceBlock()
-        placeholder = cfg.unavailable_value_placeholder
+    naming = topic_naming(cfg)
+    parts = registration.build(cfg, metrics, naming)
     fmt = DebeziumJsonFormat(
-        source_block,
+        parts.source_block,
         key_schemas=cfg.key_converter_schemas_enable,
         value_schemas=cfg.value_converter_schemas_enable,
         tombstones_on_delete=cfg.tombstones_on_delete,
-        toasted_value_placeholder=placeholder,
+        toasted_value_placeholder=parts.unavailable_value_placeholder,
         provide_transaction_metadata=cfg.provide_transaction_metadata,
         transaction_topic=cfg.topic_transaction,
         heartbeat_topic_prefix=cfg.topic_heartbeat_prefix,
+        topic_naming=naming,
     )
     sink = TopicLogSink(
         Path(cfg.headwater_topics_dir),
         cfg.headwater_topics_segment_bytes,
         cfg.headwater_topics_segment_ms,
     )
+    connector = parts.connector
     offsets = FileOffsetStore(Path(cfg.offset_storage_file_filename), connector.partition)
     return CaptureRuntime(
         connector,

@@ -6,13 +6,16 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
 from rich.console import Console
 
 from headwater.ops.logging import setup_logging
+
+if TYPE_CHECKING:
+    from headwater.connectors.registry import CaptureConfig
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 topics_app = typer.Typer(no_args_is_help=True, help="Inspect the local topic log.")
@@ -33,9 +36,10 @@ ConfigOpt = Annotated[
 DirOpt = Annotated[Path | None, typer.Option("--dir", help="topic log directory")]
 
 
-def _load(config: Path, *, secrets: bool = True) -> Any:
-    """The connector configuration; `secrets=False` for commands that never connect (they
-    must work where the database password is not available)."""
+def _load(config: Path, *, secrets: bool = True) -> CaptureConfig:
+    """The connector configuration `connector.class` selects (exit 2 with the problems);
+    `secrets=False` for commands that never connect (they must work where the database
+    password is not available)."""
     from headwater.capture import load_connector_config
     from headwater.config import ConfigError
 

@@ -7,7 +7,8 @@ from typing import Any
 import orjson
 import pytest
 
-from headwater.pipeline.decode import binlog_number, decode_topic, sequence_key
+from headwater.connectors.mysql.ordering import binlog_number
+from headwater.pipeline.decode import decode_topic, sequence_key
 from headwater.pipeline.net import dedup, net_changes
 
 ROW = {"type": "struct", "optional": True, "fields": [

@@ -683,6 +683,8 @@ def test_programmatic_values_are_coerced() -> None:
         ("headwater_pgoutput_streaming", True),
         ("retriable_restart_connector_wait_ms", 10_000),
         ("topic_heartbeat_prefix", "__debezium-heartbeat"),
+        ("topic_naming_strategy", None),
+        ("topic_delimiter", "."),
         ("heartbeat_topic", "__debezium-heartbeat.fulfillment"),
         ("transaction_topic", "fulfillment.transaction"),
         ("max_batch_size", 2048),

@@ -34,8 +34,8 @@ def event(op: str, key: int | None, v: str | None, lsn: int, prev_commit: int | 
         "payload": {
             "before": row if op == "d" else None,
             "after": None if op in ("d", "t") else row,
-            "source": {"schema": "public", "table": "t", "lsn": lsn, "txId": lsn,
-                       "snapshot": snapshot,
+            "source": {"connector": "postgresql", "schema": "public", "table": "t", "lsn": lsn,
+                       "txId": lsn, "snapshot": snapshot,
                        "sequence": orjson.dumps([None if prev_commit is None else str(prev_commit),
                                                  str(lsn)]).decode()},
             "op": op, "ts_ms": 1,
@@ -74,10 +74,13 @@ def test_tombstones_are_skipped_and_bad_input_names_the_offset() -> None:
 
 
 def test_snapshot_reads_rank_below_later_stream_events() -> None:
-    read = sequence_key({"lsn": 500, "snapshot": "last", "sequence": '[null,"500"]'}, None, 9)
-    first_stream = sequence_key({"lsn": 500, "snapshot": "false", "sequence": '[null,"500"]'},
+    read = sequence_key({"connector": "postgresql", "lsn": 500, "snapshot": "last",
+                         "sequence": '[null,"500"]'}, None, 9)
+    first_stream = sequence_key({"connector": "postgresql", "lsn": 500,
+                                 "snapshot": "false", "sequence": '[null,"500"]'},
                                 None, 10)
-    later = sequence_key({"lsn": 480, "snapshot": "false", "sequence": '["600","480"]'}, None, 11)
+    later = sequence_key({"connector": "postgresql", "lsn": 480, "snapshot": "false",
+                          "sequence": '["600","480"]'}, None, 11)
     assert read < first_stream < later
 
 

@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from headwater.config.definition import Property, PropertyType, ValidationContext
 from headwater.config.secrets import REDACTED, Secret, is_sensitive_key
+from headwater.engine.topic_naming import parse_strategy, topic_name_problem
 
 JSON_CONVERTER: Final = "org.apache.kafka.connect.json.JsonConverter"
 FILE_OFFSET_BACKING_STORE: Final = "org.apache.kafka.connect.storage.FileOffsetBackingStore"
@@ -33,8 +34,19 @@ def _offset_store(text: str) -> str:
 _I, _L, _B, _S, _P = (PropertyType.INT, PropertyType.LONG, PropertyType.BOOLEAN,
                       PropertyType.STRING, PropertyType.PATH)
 
+# How topics are named (headwater.engine.topic_naming); the same for every connector.
+TOPIC_NAMING_PROPERTIES: Final[tuple[Property, ...]] = (
+    Property("topic.naming.strategy", _S, parser=parse_strategy,
+             doc="io.debezium.schema.SchemaTopicNamingStrategy (<prefix>.<schema>.<table>) or "
+                 "DefaultTopicNamingStrategy (<prefix>.<database>.<table>), or their Unicode "
+                 "variants; default: the connector's (Debezium's) default"),
+    Property("topic.delimiter", _S, ".", validator=topic_name_problem,
+             doc="joins the parts of topic names"),
+)
+
 # The runtime's properties (queue, converters, offsets, topic log): the same for every connector.
 RUNTIME_PROPERTIES: Final[tuple[Property, ...]] = (
+    *TOPIC_NAMING_PROPERTIES,
     Property("max.batch.size", _I, 2048, min_value=1),
     Property("max.queue.size", _I, 8192, min_value=1, doc="must be larger than max.batch.size"),
     Property("poll.interval.ms", _L, 500, min_value=1),

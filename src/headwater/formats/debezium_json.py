@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from headwater.engine.topic_naming import DEFAULT_STRATEGY, SCHEMA_STRATEGY, TopicNaming
 from headwater.formats.connect_json import avro_name, json_default, schema_to_json
 from headwater.model.record import (
     ABSENT,
@@ -37,6 +38,7 @@ from headwater.model.schema import (
     STRUCT,
     ConnectField,
     ConnectSchema,
+    TableId,
     TableSchema,
 )
 from headwater.model.topic import TopicBatch, TopicRecord
@@ -118,7 +120,7 @@ class _TablePlan:
     def __init__(self, table: TableSchema, context: SourceContext, fmt: DebeziumJsonFormat):
         tid = table.id
         middle = tid.schema if tid.schema is not None else tid.database
-        self.topic = f"{context.server_name}.{middle}.{tid.table}"
+        self.topic = fmt.naming(context, tid).data_change_topic(tid)
         base = ".".join(
             (avro_name(context.server_name, first=True), avro_name(middle), avro_name(tid.table))
         )
@@ -175,7 +177,12 @@ class DebeziumJsonFormat:
         provide_transaction_metadata: bool = False,
         transaction_topic: str = "transaction",
         heartbeat_topic_prefix: str = "__debezium-heartbeat",
+        topic_naming: TopicNaming | None = None,
     ) -> None:
+        # The connector's topic names (`topic.naming.strategy`); without one (tools and tests
+        # rendering without a configuration) each connector's Debezium default, per table.
+        self.topic_naming = topic_naming
+        self._namings: dict[tuple[str, str], TopicNaming] = {}
         self.transaction_topic = transaction_topic
         self.heartbeat_topic_prefix = heartbeat_topic_prefix
         self.source_block = source_block
@@ -185,6 +192,18 @@ class DebeziumJsonFormat:
         self.toasted_value_placeholder = toasted_value_placeholder
         self.provide_transaction_metadata = provide_transaction_metadata
         self._plans: dict[int, tuple[TableSchema, _TablePlan]] = {}
+
+    def naming(self, context: SourceContext, table: TableId | None = None) -> TopicNaming:
+        if self.topic_naming is not None:
+            return self.topic_naming
+        strategy = DEFAULT_STRATEGY if table is not None and table.schema is None else (
+            SCHEMA_STRATEGY)
+        naming = self._namings.get((context.server_name, strategy))
+        if naming is None:
+            naming = self._namings[(context.server_name, strategy)] = TopicNaming(
+                context.server_name, strategy, transaction=self.transaction_topic,
+                heartbeat_prefix=self.heartbeat_topic_prefix)
+        return naming
 
     def plan(self, table: TableSchema, context: SourceContext) -> _TablePlan:
         cached = self._plans.get(id(table))
@@ -237,7 +256,7 @@ class DebeziumJsonFormat:
         """Transaction boundaries and heartbeats (rare: no hot-path care needed)."""
         server = event.context.server_name
         if isinstance(event, TransactionEvent):
-            topic = f"{server}.{self.transaction_topic}"
+            topic = self.naming(event.context).transaction_topic()
             key = _envelope(_TX_KEY_SCHEMA, {"id": event.id}, self.key_schemas)
             collections = (
                 [{"data_collection": n, "event_count": c} for n, c in event.data_collections]
@@ -249,14 +268,15 @@ class DebeziumJsonFormat:
             }, self.value_schemas)
             out.setdefault(topic, []).append(TopicRecord(key, value, event.ts_ms))
         elif isinstance(event, HeartbeatEvent):
-            topic = f"{self.heartbeat_topic_prefix}.{server}"
+            topic = self.naming(event.context).heartbeat_topic()
             key = _envelope(_HEARTBEAT_KEY_SCHEMA, {"serverName": server}, self.key_schemas)
             value = _envelope(_HEARTBEAT_VALUE_SCHEMA, {"ts_ms": event.ts_ms}, self.value_schemas)
             out.setdefault(topic, []).append(TopicRecord(key, value, event.ts_ms))
         elif isinstance(event, SchemaChangeEvent):
             key = _envelope(event.key_schema, event.key, self.key_schemas)
             value = _envelope(event.value_schema, event.value, self.value_schemas)
-            out.setdefault(server, []).append(TopicRecord(key, value, event.ts_ms))
+            topic = self.naming(event.context).schema_change_topic()
+            out.setdefault(topic, []).append(TopicRecord(key, value, event.ts_ms))
         else:  # pragma: no cover - the union is exhaustive
             raise TypeError(f"cannot render {type(event).__name__}")
 

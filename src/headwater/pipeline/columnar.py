@@ -33,9 +33,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from headwater.connectors.registry import EventOrder, event_order
 from headwater.pipeline import scan_kernel as kernel
 from headwater.pipeline.connect_types import field_type
-from headwater.pipeline.decode import PLACEHOLDER, Column
+from headwater.pipeline.decode import PLACEHOLDER, Column, source_order
+from headwater.pipeline.sequence_columns import NotColumnar as NotColumnar  # noqa: PLC0414 (re-exported)
 from headwater.topics.segment import list_segments, sealed_name
 
 SEQ = "__hw_sequence"
@@ -44,10 +46,6 @@ TOAST_FLAG = "__hw_u_"  # + column: true where the target's value of the column 
 _OFFSET_HEAD = b'{"offset":'
 _VALUE_SCHEMA = b'},"value":{"schema":'
 _PAYLOAD = b',"payload":'
-
-
-class NotColumnar(Exception):
-    """The batch is outside the fast path's shape: use the event-by-event path."""
 
 
 @dataclass
@@ -385,71 +383,34 @@ def _convert(col: pa.Array, form: tuple[pa.DataType, Convert | None]) -> pa.Arra
 
 # -- sequences ----------------------------------------------------------------------------------
 
-# The two hex digits of every byte value, as the two bytes of a little-endian uint16.
-_HEX2 = np.array([int.from_bytes(b"%02x" % i, "little") for i in range(256)], dtype="<u2")
-
-
-def _hex(values: np.ndarray, width: int) -> np.ndarray:
-    """(n, width) ASCII matrix of zero-padded lowercase hex, as f"{v:0{width}x}" writes
-    (width 8 or 16; the values fit in width / 2 bytes)."""
-    octets = values.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - width // 2:]
-    return np.ascontiguousarray(_HEX2[octets]).view(np.uint8).reshape(-1, width)
-
-
-def _ints(col: pa.Array | pa.ChunkedArray, limit: int) -> np.ndarray:
-    """A non-negative integer column (null -> 0) as uint64, refusing values of more digits."""
-    arr = pc.fill_null(col, 0).to_numpy()
-    if len(arr) and (arr.min() < 0 or arr.max() >= limit):
-        raise NotColumnar("position out of the sequence's range")
-    return np.asarray(arr, dtype=np.uint64)
-
-
-def _strings(parts: list[np.ndarray]) -> pa.Array:
-    matrix = np.ascontiguousarray(np.hstack(parts))
-    n, width = matrix.shape
-    offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
-                                                 pa.py_buffer(matrix)])
-
-
-_SNAPSHOT = pa.array(["true", "last", "incremental"])
-_BINLOG_CONNECTORS = pa.array(["mysql", "mariadb"])
-_SEQ0 = r'^\[(?:"(?P<q>[0-9]+)"|(?P<n>[0-9]+)|null)\s*[,\]]'
-
-
-def sequences(source: pa.StructArray, total_order: pa.Array, offsets: np.ndarray) -> pa.Array:
-    """The `decode.sequence_key` strings of a batch, built column-wise."""
+def batch_order(topic: str, source: pa.StructArray, offsets: np.ndarray) -> EventOrder:
+    """The one registered order of the batch's events (`source.connector`), with a column-wise
+    builder; an unregistered connector is an error naming the first such event's offset, a
+    connector without a builder or two orders in one batch are `NotColumnar`."""
     connector = source.field("connector")
-    is_stream = pc.invert(pc.fill_null(pc.is_in(source.field("snapshot"), _SNAPSHOT), False))
-    stream = np.asarray(is_stream.to_numpy(zero_copy_only=False), dtype=np.uint64)
-    offs = _hex(offsets.astype(np.uint64), 16)
-    mysql = pc.fill_null(pc.is_in(connector, _BINLOG_CONNECTORS), False)
-    if pc.all(mysql).as_py():
-        digits = pc.extract_regex(pc.fill_null(source.field("file"), ""), r"(?P<d>[0-9]*)$")
-        number = pc.struct_field(digits, [0])
-        number = pc.if_else(pc.equal(number, ""), "0", number)
-        if pc.any(pc.greater(pc.utf8_length(number), 18)).as_py():
-            raise NotColumnar("binlog file number")
-        files = _ints(number.cast(pa.int64()), 1 << 32)
-        rows = _ints(source.field("row"), 1 << 32) * stream
-        return _strings([_hex(files, 8), _hex(_ints(source.field("pos"), 1 << 63), 16),
-                         (48 + stream).astype(np.uint8)[:, None], _hex(rows, 8), offs])
-    if pc.any(mysql).as_py():
+    orders: list[EventOrder] = []
+    for name in pc.unique(connector).to_pylist():
+        order = event_order(name)
+        if order is None:
+            where = pc.index(pc.fill_null(connector, ""), name or "").as_py()
+            source_order({"connector": name}, f"topic {topic} offset {int(offsets[where])}")
+        assert order is not None  # source_order raised
+        if all(order is not o for o in orders):
+            orders.append(order)
+    if len(orders) != 1:
         raise NotColumnar("events of two connectors")
-    seq = source.field("sequence")
-    seq = pc.if_else(pc.equal(seq, ""), pa.scalar(None, pa.string()), seq)
-    matched = pc.extract_regex(pc.fill_null(seq, "[null]"), _SEQ0)
-    if matched.null_count:  # extract_regex yields null where the pattern does not match
-        raise NotColumnar("source.sequence layout")
-    first = pc.coalesce(pc.struct_field(matched, [0]), pc.struct_field(matched, [1]))
-    first = pc.if_else(pc.equal(first, ""), pa.scalar(None, pa.string()), first)
-    if pc.any(pc.greater(pc.utf8_length(first), 18)).as_py():
-        raise NotColumnar("commit position")
-    lsn = source.field("lsn")
-    primary = pc.coalesce(first.cast(pa.int64()), pc.fill_null(lsn, 0))
-    return _strings([_hex(_ints(primary, 1 << 63), 16),
-                     (48 + stream).astype(np.uint8)[:, None],
-                     _hex(_ints(lsn, 1 << 63), 16), _hex(_ints(total_order, 1 << 32), 8), offs])
+    if orders[0].columnar is None:
+        raise NotColumnar("the connector has no column-wise order")
+    return orders[0]
+
+
+def sequences(topic: str, source: pa.StructArray, total_order: pa.Array,
+              offsets: np.ndarray) -> tuple[pa.Array, EventOrder]:
+    """The `decode.sequence_key` strings of a batch, built column-wise by the connector's
+    registered builder, and the order they come from."""
+    order = batch_order(topic, source, offsets)
+    assert order.columnar is not None
+    return order.columnar(source, total_order, offsets), order
 
 
 # -- the batch ----------------------------------------------------------------------------------
@@ -478,11 +439,13 @@ class _Envelope(NamedTuple):
     op: pa.Array
     source: pa.StructArray
     sequence: pa.Array
+    order: EventOrder  # the connector's
     schema_name: str | None  # of the first event (a batch holds one table)
     table_name: str | None
 
 
-def _envelope(payload: pa.Table, lines: Lines, ops: pa.Array, refused: str) -> _Envelope:
+def _envelope(topic: str, payload: pa.Table, lines: Lines, ops: pa.Array,
+              refused: str) -> _Envelope:
     """The op, source and sequence columns of the parsed payloads (one chunk each); refuses a
     batch with an op outside `ops` (`refused` says what) or an event without a source."""
     if payload.num_rows != lines.count:
@@ -495,7 +458,8 @@ def _envelope(payload: pa.Table, lines: Lines, ops: pa.Array, refused: str) -> _
         raise NotColumnar("no source block")
     total_order = pc.struct_field(payload.column("transaction").chunk(0), [0])
     first = source[0].as_py()
-    return _Envelope(op, source, sequences(source, total_order, lines.offsets),
+    seq, order = sequences(topic, source, total_order, lines.offsets)
+    return _Envelope(op, source, seq, order,
                      first.get("schema") or first.get("db"), first.get("table"))
 
 
@@ -509,7 +473,7 @@ def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
         return None
     sh = shape(lines.key_head, lines.value_head)
     payload = _read_json(lines.value_lines, sh.value_schema).combine_chunks()
-    env = _envelope(payload, lines, _UPSERT_OR_DELETE, "truncate or unknown op")
+    env = _envelope(topic, payload, lines, _UPSERT_OR_DELETE, "truncate or unknown op")
     keys = _read_json(lines.key_lines, sh.key_schema).combine_chunks()
     if keys.num_rows != lines.count:
         raise NotColumnar("line count")
@@ -528,16 +492,20 @@ def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
         key_cols[name] = col if col.type == types[name] else col.cast(types[name])
     if any(c.null_count for c in key_cols.values()) or not key_cols:
         raise NotColumnar("null key")
-    dedup = [*sh.key_columns, OP, "__lsn", "__tx", "__file", "__pos", "__row"]
+    # the connector's position fields (see EventOrder.columnar_position)
+    fields = env.order.columnar_position
+    if not fields or any(source.type.get_field_index(name) < 0 for name in fields):
+        raise NotColumnar("position fields outside the column-wise source struct")
+    position = {f"__p_{name}": source.field(name) for name in fields}
+    dedup = [*sh.key_columns, OP, *position]
     events = pa.table(
-        {**key_cols, OP: op, "__lsn": source.field("lsn"), "__tx": source.field("txId"),
-         "__file": source.field("file"), "__pos": source.field("pos"),
-         "__row": source.field("row"), SEQ: seq, "__offset": pa.array(offsets),
+        {**key_cols, OP: op, **position, SEQ: seq, "__offset": pa.array(offsets),
          "__i": pa.array(np.arange(len(offsets), dtype=np.int64))})
     # 1. re-deliveries: the first (lowest offset) of equal (key, position, op) events
-    #    (PostgreSQL stream events all have distinct LSNs: then there is nothing to look for)
-    lsn = source.field("lsn")
-    if lsn.null_count or pc.count_distinct(lsn).as_py() != len(lsn):
+    #    (when the first position field is distinct, as PostgreSQL stream events' LSNs are,
+    #    there is nothing to look for)
+    lead = next(iter(position.values()))
+    if lead.null_count or pc.count_distinct(lead).as_py() != len(lead):
         first = events.group_by(dedup, use_threads=False).aggregate([("__i", "min")])
         if first.num_rows != events.num_rows:
             events = events.take(np.sort(first.column("__i_min").to_numpy()))
@@ -607,7 +575,7 @@ def decode_changelog(topic: str, lines: Lines) -> ColumnarChanges | None:
         ("op", pa.string()), ("ts_ms", pa.int64()),
         ("transaction", pa.struct([("total_order", pa.int64())])),
     ])).combine_chunks()
-    env = _envelope(payload, lines, _ANY_OP, "unknown op")
+    env = _envelope(topic, payload, lines, _ANY_OP, "unknown op")
     source = env.source
     is_delete = pc.equal(env.op, "d")
     before = payload.column("before").chunk(0).flatten()  # (nulls of the image included)

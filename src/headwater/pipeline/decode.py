@@ -5,30 +5,24 @@ seen (later schemas win on type), so a column added at the source appears as soo
 event with it arrives.  Every event gets:
 
 - a *sequence*: a fixed-width hex string whose lexical order is the source's change order for
-  one key (`sequence_key`), so that Delta MERGE predicates can compare it as a string;
-- a *dedup id* (topic key, LSN, txId, op): equal for the re-deliveries of at-least-once capture.
+  one key, so that Delta MERGE predicates can compare it as a string;
+- a *dedup id* (topic key, position, op): equal for the re-deliveries of at-least-once capture.
 
-PostgreSQL order is (commit position, snapshot-before-stream, LSN, order in the transaction,
-topic offset).  The commit position is `source.sequence[0]` (the last commit LSN when the event
-was emitted, increasing from one transaction to the next); snapshot reads, which have none,
-rank at their consistent point, below stream events of later transactions.
-
-MySQL/MariaDB order (`source.connector` "mysql" or "mariadb") is (binlog file number,
-position of the row event in it, snapshot-before-stream, row within the event, topic offset).
-A snapshot read carries the binlog position the snapshot is consistent with (and row 0), so it
-ranks below every stream event from that position on and above the stream events before it, as
-PostgreSQL snapshot reads do.  Both layouts are fixed-width, so the string order is the tuple
-order; the events of one table all come from one connector, so the two layouts are never
-compared with each other.
+Both come from the order its connector registers for its `source.connector`
+(headwater.connectors.registry; e.g. connectors/postgres/ordering.py).  An event whose
+`source.connector` has no registered order is an error, never ordered by another connector's
+rules: with the wrong position two different changes of a key can look like one re-delivery.
+The events of one table all come from one connector, so two layouts are never compared.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import orjson
 
+from headwater.connectors.registry import REGISTRY, EventOrder, event_order
 from headwater.pipeline.connect_types import FieldType, UndecodableValueError, field_type
 
 PLACEHOLDER = "__debezium_unavailable_value"
@@ -72,71 +66,26 @@ class TableChanges:
         return list(self.columns.values())
 
 
-_SNAPSHOT_VALUES = frozenset({"true", "last", "incremental", True})
+class UnknownSourceConnectorError(UndecodableValueError):
+    """An event whose `source.connector` no registered connector orders."""
 
 
-def binlog_number(file: Any) -> int:
-    """The number of a binlog file from its name's suffix: `mysql-bin.000003` -> 3 (0 if none)."""
-    if not isinstance(file, str):
-        return 0
-    digits = len(file) - len(file.rstrip("0123456789"))
-    return int(file[len(file) - digits:]) if digits else 0
-
-
-def mysql_sequence_key(source: dict[str, Any], offset: int) -> str:
-    """Sortable sequence of a MySQL/MariaDB event (see the module docstring)."""
-    is_stream = 0 if source.get("snapshot") in _SNAPSHOT_VALUES else 1
-    pos = source.get("pos") or 0
-    row = 0 if not is_stream else source.get("row") or 0
-    return (f"{binlog_number(source.get('file')):08x}{pos:016x}{is_stream}{row:08x}"
-            f"{offset:016x}")
-
-
-def postgres_sequence_key(source: dict[str, Any], total_order: int | None, offset: int) -> str:
-    """Sortable sequence of a PostgreSQL event (see the module docstring)."""
-    lsn = source.get("lsn") or 0
-    seq0: int | None = None
-    sequence = source.get("sequence")
-    if sequence:
-        try:
-            first = orjson.loads(sequence)[0]
-            seq0 = int(first) if first is not None else None
-        except (ValueError, IndexError, TypeError):
-            seq0 = None
-    is_stream = 0 if source.get("snapshot") in _SNAPSHOT_VALUES else 1
-    primary = seq0 if seq0 is not None else lsn
-    return f"{primary:016x}{is_stream}{lsn:016x}{total_order or 0:08x}{offset:016x}"
-
-
-class SourceOrder(NamedTuple):
-    """How one connector's source block orders its events and names a re-delivery."""
-
-    sequence: Callable[[dict[str, Any], int | None, int], str]  # (source, total_order, offset)
-    position: Callable[[dict[str, Any]], tuple[Any, ...]]  # equal for re-deliveries of a change
-
-
-POSTGRES_ORDER = SourceOrder(postgres_sequence_key,
-                             lambda s: (s.get("lsn"), s.get("txId")))
-# By `source.connector`; any other connector is ordered like PostgreSQL (by offset when it has
-# no LSN).
-MYSQL_ORDER = SourceOrder(lambda s, _total_order, offset: mysql_sequence_key(s, offset),
-                          lambda s: (s.get("file"), s.get("pos"), s.get("row")))
-SOURCE_ORDERS: dict[str, SourceOrder] = {
-    "postgresql": POSTGRES_ORDER,
-    "mysql": MYSQL_ORDER,
-    "mariadb": MYSQL_ORDER,  # Debezium's MariaDB connector names itself so; same binlog block
-}
-
-
-def source_order(source: dict[str, Any]) -> SourceOrder:
-    connector = source.get("connector")
-    return SOURCE_ORDERS.get(connector, POSTGRES_ORDER) if isinstance(connector, str) else (
-        POSTGRES_ORDER)
+def source_order(source: dict[str, Any], where: str) -> EventOrder:
+    """The registered order of the event's `source.connector` (`where` names topic/offset)."""
+    order = event_order(source.get("connector"))
+    if order is None:
+        known = ", ".join(REGISTRY.known_source_connectors())
+        raise UnknownSourceConnectorError(
+            f"{where}: source.connector {source.get('connector')!r} has no registered event "
+            f"order (known: {known}); register its connector (headwater.connectors entry "
+            "point or headwater.connectors.registry.register)"
+        )
+    return order
 
 
 def sequence_key(source: dict[str, Any], total_order: int | None, offset: int) -> str:
     """Sortable sequence of an event (see the module docstring)."""
-    return source_order(source).sequence(source, total_order, offset)
+    return source_order(source, f"offset {offset}").sequence(source, total_order, offset)
 
 
 class _RowDecoder:
@@ -250,6 +199,8 @@ def decode_topic(
     # Decoders per schema object: `_envelope` returns the same object for the same schema text.
     decoders: dict[int, tuple[Any, _RowDecoder | None]] = {}
     key_decoders: dict[int, tuple[Any, _RowDecoder]] = {}
+    last_connector: Any = None
+    order: EventOrder | None = None
     for offset, key_doc, value_doc in records:
         if value_doc is None:
             continue  # tombstone: compaction marker, no change
@@ -301,7 +252,10 @@ def decode_topic(
         tx_id = source.get("txId")
         if tx_id is None:
             tx_id = source.get("gtid")  # MySQL/MariaDB: the transaction's GTID
-        order = source_order(source)
+        connector = source.get("connector")
+        if order is None or connector != last_connector:
+            order = source_order(source, where)
+            last_connector = connector
         changes.events.append(ChangeEvent(  # positional: the hot loop of the pipeline
             op, key, row, order.sequence(source, tx.get("total_order"), offset),
             (key, *order.position(source), op), offset, unavailable, source.get("ts_ms"),

@@ -36,7 +36,7 @@ from headwater.config.definition import (
     regex_list_validator,
 )
 from headwater.config.loader import load_properties
-from headwater.config.secrets import Secret
+from headwater.config.secrets import Secret, without_secrets
 from headwater.config.signals import SIGNAL_PROPERTIES, SignalConfig, signal_config
 from headwater.relational.column_mappers import (
     COLUMN_PROPAGATE_PROPERTY,
@@ -72,8 +72,8 @@ PASSTHROUGH_PREFIXES: Final = (
 # Debezium options of every relational connector that Headwater does not implement (warned).
 IGNORED_NAMES: Final = (
     "snapshot.select.statement.overrides", "snapshot.include.collection.list",
-    "sanitize.field.names", "converters", "topic.naming.strategy", "topic.delimiter",
-    "schema.name.adjustment.mode", "field.name.adjustment.mode", "notification.enabled.channels",
+    "sanitize.field.names", "converters", "schema.name.adjustment.mode",
+    "field.name.adjustment.mode", "notification.enabled.channels",
     "source.struct.version", "include.schema.comments", "custom.metric.tags", "header.converter",
     "max.queue.size.in.bytes", "offset.flush.timeout.ms",
 )
@@ -296,6 +296,8 @@ class RelationalConnectorConfig:
     heartbeat_interval_ms: int = 0
     heartbeat_action_query: str | None = None
     topic_heartbeat_prefix: str = "__debezium-heartbeat"
+    topic_naming_strategy: str | None = None  # None: the connector's default
+    topic_delimiter: str = "."
     errors_max_retries: int = -1
     retriable_restart_connector_wait_ms: int = 10_000
     max_batch_size: int = 2048
@@ -375,6 +377,8 @@ class RelationalConnectorConfig:
             "heartbeat_interval_ms": c.get_int("heartbeat.interval.ms"),
             "heartbeat_action_query": c.get_optional_str("heartbeat.action.query"),
             "topic_heartbeat_prefix": c.get_str("topic.heartbeat.prefix"),
+            "topic_naming_strategy": c.get_optional_str("topic.naming.strategy"),
+            "topic_delimiter": c.get_str("topic.delimiter"),
             "errors_max_retries": c.get_int("errors.max.retries"),
             "retriable_restart_connector_wait_ms": c.get_int(
                 "retriable.restart.connector.wait.ms"),
@@ -466,12 +470,23 @@ class ConfigLoader(Generic[C]):
         config: C = self.build(validated)
         return config, list(validated.warnings)
 
-    def load(self, path: Path, overrides: Mapping[str, str] | None = None) -> tuple[C, list[str]]:
+    def load(
+        self, path: Path, overrides: Mapping[str, str] | None = None, *, secrets: bool = True
+    ) -> tuple[C, list[str]]:
         """Load, merge ``overrides`` (e.g. from the command line) and validate a config file.
 
-        Relative paths in the file are resolved against the file's directory.
+        Relative paths in the file are resolved against the file's directory.  `secrets=False`
+        is for the read-only commands (`status`, `topics`, `offsets`): they work from the
+        topics and offsets alone, so the secret properties (database password, ...) are left
+        out before validation and need not be resolvable where those commands run.
         """
         raw = load_properties(path)
         if overrides:
             raw = self.definition.merge(raw, overrides)
+        if not secrets:
+            raw = without_secrets(raw, self._is_secret)
         return self.validate(raw, base_dir=path.parent.resolve(), source=str(path))
+
+    def _is_secret(self, key: str) -> bool:
+        name = self.definition.canonical_name(key)
+        return name is not None and self.definition[name].is_secret

@@ -48,6 +48,11 @@ class MySqlPosition(NamedTuple):
     def order_key(self) -> tuple[int, int, int]:
         return (binlog_file_number(self.file), self.pos, self.row)
 
+    def source_fields(self) -> dict[str, Any]:
+        """The `source` fields the position makes (headwater.model.position.Position)."""
+        return {"server_id": self.server_id, "gtid": self.gtid, "file": self.file,
+                "pos": self.pos, "row": self.row, "thread": self.thread, "query": self.query}
+
 
 def restart_offset(
     file: str,

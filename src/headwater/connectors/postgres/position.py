@@ -26,6 +26,13 @@ class PostgresPosition(NamedTuple):
     def order_key(self) -> tuple[int, int]:
         return (self.commit_lsn, self.lsn)
 
+    def source_fields(self) -> dict[str, Any]:
+        """The `source` fields the position makes (headwater.model.position.Position)."""
+        last = self.last_commit_lsn
+        return {"sequence": f'["{last}","{self.lsn}"]' if last is not None
+                else f'[null,"{self.lsn}"]',
+                "txId": self.tx_id, "lsn": self.lsn, "xmin": self.xmin}
+
 
 POSTGRES_SOURCE_SCHEMA = ConnectSchema(
     STRUCT,

@@ -1,0 +1,1 @@
+"""A connector defined outside headwater, registered through an entry point."""
