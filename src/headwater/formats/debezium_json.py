@@ -59,17 +59,18 @@ TRANSACTION_BLOCK_SCHEMA = ConnectSchema(
 
 _TX_KEY_SCHEMA = ConnectSchema(
     STRUCT, optional=False, name="io.debezium.connector.common.TransactionMetadataKey",
-    fields=(ConnectField("id", ConnectSchema(STRING, optional=False)),),
+    version=1, fields=(ConnectField("id", ConnectSchema(STRING, optional=False)),),
 )
 _TX_VALUE_SCHEMA = ConnectSchema(
     STRUCT, optional=False, name="io.debezium.connector.common.TransactionMetadataValue",
-    fields=(
+    version=1, fields=(
         ConnectField("status", ConnectSchema(STRING, optional=False)),
         ConnectField("id", ConnectSchema(STRING, optional=False)),
         ConnectField("event_count", ConnectSchema(INT64, optional=True)),
         ConnectField("data_collections", ConnectSchema(
             ARRAY, optional=True,
-            items=ConnectSchema(STRUCT, optional=False, fields=(
+            items=ConnectSchema(STRUCT, optional=True, name="event.collection", version=1,
+                                fields=(
                 ConnectField("data_collection", ConnectSchema(STRING, optional=False)),
                 ConnectField("event_count", ConnectSchema(INT64, optional=False)),
             )),

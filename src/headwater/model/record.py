@@ -113,9 +113,6 @@ class ChangeRecord(NamedTuple):
     # On the two halves of a primary-key change, the other half's row image: the new row on
     # the delete (Debezium header __debezium.newkey), the old row on the create (oldkey).
     other_key: tuple[Any, ...] | None = None
-    # The source time in microseconds where the source has them (PostgreSQL's commit time):
-    # Debezium 3.x's `source.ts_us`/`ts_ns`.  None: derived from `source_ts_ms`.
-    source_ts_us: int | None = None
 
 
 class TransactionEvent(NamedTuple):

@@ -65,9 +65,9 @@ class PostgresSourceBlock:
         sequence = (
             f'["{last}","{pos.lsn}"]' if last is not None else f'[null,"{pos.lsn}"]'
         )
-        ts_us = record.source_ts_us
-        if ts_us is None:
-            ts_us = record.source_ts_ms * 1000
+        # Debezium 3.x's source.ts_us/ts_ns: the record carries milliseconds only (see
+        # docs/compatibility.md: the commit time's microseconds are not passed on yet).
+        ts_us = record.source_ts_ms * 1000
         return {
             "version": record.context.connector_version,
             "connector": "postgresql",
