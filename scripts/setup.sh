@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Headwater's demo and tests need, idempotently: PostgreSQL from Debian, a Java
-# runtime for Spark, and a virtual environment with the package and its dev/spark extras.
+# runtime for Spark and Debezium, and a virtual environment with the package and its extras
+# dev, spark and debezium (the differential tests' oracle: Debezium's jars run through JPype).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +38,7 @@ fi
 stamp=.venv/.headwater-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "installing Python packages into .venv (log: .venv/pip.log) ..."
-  if ! { .venv/bin/pip install --upgrade pip && .venv/bin/pip install -e ".[dev,spark]"; } \
+  if ! { .venv/bin/pip install --upgrade pip && .venv/bin/pip install -e ".[dev,spark,debezium]"; } \
       > .venv/pip.log 2>&1; then
     tail -n 40 .venv/pip.log >&2
     exit 1

@@ -65,10 +65,11 @@ def test_golden_customers_create_matches_reference_field_by_field() -> None:
     assert got["schema"] == want["schema"]
     assert got["payload"] == want["payload"]
     # Field order of the envelope and the source block is Debezium's.
-    assert list(got["payload"]) == ["before", "after", "source", "op", "ts_ms", "transaction"]
+    assert list(got["payload"]) == [
+        "before", "after", "source", "transaction", "op", "ts_ms", "ts_us", "ts_ns"]
     assert list(got["payload"]["source"]) == [
-        "version", "connector", "name", "ts_ms", "snapshot", "db", "sequence", "schema",
-        "table", "txId", "lsn", "xmin"]
+        "version", "connector", "name", "ts_ms", "snapshot", "db", "sequence", "ts_us", "ts_ns",
+        "schema", "table", "txId", "lsn", "xmin", "origin", "origin_lsn"]
 
 
 def test_delete_is_followed_by_tombstone_with_same_key() -> None:
@@ -106,10 +107,24 @@ def test_key_change_headers() -> None:
     assert t.value is None and orjson.loads(t.key)["payload"] == {"id": 1}
 
 
-def test_keyless_table_has_null_key_and_no_tombstone() -> None:
+def test_keyless_table_delete_has_null_key_and_a_null_key_tombstone() -> None:
+    # Debezium 3.x (differential test) sends the tombstone of a keyless delete too.
     table = TableSchema(customers().id, customers().columns, ())
     out = fmt().render(record(Op.DELETE, ANNE, None, table=table))
-    assert len(out) == 1 and out[0][1].key is None
+    assert [(r.key, r.value is None) for _, r in out] == [(None, False), (None, True)]
+
+
+def test_context_headers_on_data_events_only() -> None:
+    f = fmt(run_id="run-1")
+    ((_, out),) = f.render(record(Op.CREATE, None, ANNE))
+    headers = {k: orjson.loads(v) for k, v in out.headers}
+    assert headers == {
+        f"__debezium.context.{k}": {"schema": {"type": "string", "optional": False},
+                                    "payload": v}
+        for k, v in [("connectorLogicalName", "PostgreSQL_server"), ("taskId", "0"),
+                     ("connectorName", "postgresql"), ("runId", "run-1")]
+    }
+    assert fmt(context_headers=False).render(record(Op.CREATE, None, ANNE))[0][1].headers == ()
 
 
 def test_schemas_disabled_gives_bare_payloads() -> None:

@@ -201,11 +201,10 @@ _VSD_FIELDS = (
 
 
 def variable_scale_decimal_schema(optional: bool) -> ConnectSchema:
-    """``io.debezium.data.VariableScaleDecimal``: struct {scale INT32, value BYTES}, version 1.
-
-    (Debezium also sets the doc "Variable scaled decimal"; `ConnectSchema` has no doc.)
-    """
-    return ConnectSchema(STRUCT, optional, VARIABLE_SCALE_DECIMAL, 1, fields=_VSD_FIELDS)
+    """``io.debezium.data.VariableScaleDecimal``: struct {scale INT32, value BYTES}, version 1,
+    with Debezium's doc "Variable scaled decimal"."""
+    return ConnectSchema(STRUCT, optional, VARIABLE_SCALE_DECIMAL, 1, fields=_VSD_FIELDS,
+                         doc="Variable scaled decimal")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -63,12 +63,16 @@ _GEOMETRY_FIELDS = (
 
 
 def point_schema(optional: bool) -> ConnectSchema:
-    return ConnectSchema(STRUCT, optional, POINT, 1, fields=_POINT_FIELDS)
+    """``Point``, with Debezium's schema doc."""
+    return ConnectSchema(STRUCT, optional, POINT, 1, fields=_POINT_FIELDS,
+                         doc="Geometry (POINT)")
 
 
 def geometry_schema(name: str, optional: bool) -> ConnectSchema:
-    """``Geometry`` or ``Geography`` (same fields), by semantic `name`."""
-    return ConnectSchema(STRUCT, optional, name, 1, fields=_GEOMETRY_FIELDS)
+    """``Geometry`` or ``Geography`` (same fields), by semantic `name`; Debezium's docs are
+    "Geometry" and "Geography"."""
+    doc = "Geography" if name == GEOGRAPHY else "Geometry"
+    return ConnectSchema(STRUCT, optional, name, 1, fields=_GEOMETRY_FIELDS, doc=doc)
 
 
 _pack_point = struct.Struct("<BIdd").pack

@@ -2,7 +2,7 @@
 
 Consumers of Debezium's JSON events parse `{"schema": ..., "payload": ...}` produced by
 `org.apache.kafka.connect.json.JsonConverter`; this module reproduces its schema layout
-(`type`, `fields`/`items`/`keys`/`values`, `optional`, `name`, `version`, `parameters`,
+(`type`, `fields`/`items`/`keys`/`values`, `optional`, `name`, `version`, `doc`, `parameters`,
 `default`, and `field` for struct members) and its value encodings: BYTES as base64, Connect
 `Decimal` as the base64 of the unscaled two's-complement big-endian integer.
 """
@@ -18,11 +18,14 @@ from headwater.convert.decimal import decimal_to_unscaled_bytes
 from headwater.model.schema import NO_DEFAULT, ConnectSchema
 
 _AVRO_INVALID = re.compile(r"[^A-Za-z0-9_]")
+# JsonConverter names FLOAT32 and FLOAT64 "float" and "double" (its JsonSchema type names);
+# every other Connect type keeps its lower-case name.
+_JSON_TYPE_NAMES = {"float32": "float", "float64": "double"}
 
 
 def schema_to_json(schema: ConnectSchema, field_name: str | None = None) -> dict[str, Any]:
     """The JsonConverter form of one schema (a struct member when `field_name` is given)."""
-    node: dict[str, Any] = {"type": schema.type}
+    node: dict[str, Any] = {"type": _JSON_TYPE_NAMES.get(schema.type, schema.type)}
     if schema.fields:
         node["fields"] = [schema_to_json(f.schema, f.name) for f in schema.fields]
     elif schema.type == "struct":
@@ -38,6 +41,8 @@ def schema_to_json(schema: ConnectSchema, field_name: str | None = None) -> dict
         node["name"] = schema.name
     if schema.version is not None:
         node["version"] = schema.version
+    if schema.doc is not None:
+        node["doc"] = schema.doc
     if schema.parameters:
         node["parameters"] = dict(schema.parameters)
     if schema.default is not NO_DEFAULT:

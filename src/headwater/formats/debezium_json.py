@@ -1,8 +1,9 @@
 """Debezium change events in Kafka Connect JsonConverter form: a pure function of a ChangeRecord.
 
-For each record the format returns the topic records Debezium would produce: the change event
-itself (key + value envelope), a tombstone after a delete, and the `__debezium.newkey` /
-`__debezium.oldkey` headers on the two halves of a primary-key change.
+For each record the format returns the topic records Debezium 3.x would produce: the change
+event itself (key + value envelope, version 2), a tombstone after a delete, the
+`__debezium.newkey` / `__debezium.oldkey` headers on the two halves of a primary-key change and
+the `__debezium.context.*` headers of every data event.
 
 Rendering the Connect schemas is the expensive part and identical for every event of a table,
 so a `_TablePlan` is computed once per `TableSchema` object (connectors replace the object when
@@ -13,6 +14,7 @@ between the cached schema bytes.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -59,17 +61,18 @@ TRANSACTION_BLOCK_SCHEMA = ConnectSchema(
 
 _TX_KEY_SCHEMA = ConnectSchema(
     STRUCT, optional=False, name="io.debezium.connector.common.TransactionMetadataKey",
-    fields=(ConnectField("id", ConnectSchema(STRING, optional=False)),),
+    version=1, fields=(ConnectField("id", ConnectSchema(STRING, optional=False)),),
 )
 _TX_VALUE_SCHEMA = ConnectSchema(
     STRUCT, optional=False, name="io.debezium.connector.common.TransactionMetadataValue",
-    fields=(
+    version=1, fields=(
         ConnectField("status", ConnectSchema(STRING, optional=False)),
         ConnectField("id", ConnectSchema(STRING, optional=False)),
         ConnectField("event_count", ConnectSchema(INT64, optional=True)),
         ConnectField("data_collections", ConnectSchema(
             ARRAY, optional=True,
-            items=ConnectSchema(STRUCT, optional=False, fields=(
+            items=ConnectSchema(STRUCT, optional=True, name="event.collection", version=1,
+                                fields=(
                 ConnectField("data_collection", ConnectSchema(STRING, optional=False)),
                 ConnectField("event_count", ConnectSchema(INT64, optional=False)),
             )),
@@ -77,6 +80,7 @@ _TX_VALUE_SCHEMA = ConnectSchema(
         ConnectField("ts_ms", ConnectSchema(INT64, optional=False)),
     ),
 )
+_CONTEXT_HEADER_SCHEMA = ConnectSchema(STRING, optional=False)
 _HEARTBEAT_KEY_SCHEMA = ConnectSchema(
     STRUCT, optional=False, name="io.debezium.connector.common.ServerNameKey",
     fields=(ConnectField("serverName", ConnectSchema(STRING, optional=False)),),
@@ -126,16 +130,21 @@ class _TablePlan:
         )
         value_fields = tuple(ConnectField(c.name, c.schema) for c in table.columns)
         row_schema = ConnectSchema(STRUCT, optional=True, name=f"{base}.Value", fields=value_fields)
+        # Debezium 3.x's envelope (version 2): `transaction` before `op`, then the processing
+        # time in ms, µs and ns.
         envelope_fields = [
             ConnectField("before", row_schema),
             ConnectField("after", row_schema),
             ConnectField("source", fmt.source_block.schema),
+            ConnectField("transaction", TRANSACTION_BLOCK_SCHEMA),
             ConnectField("op", ConnectSchema(STRING, optional=False)),
             ConnectField("ts_ms", ConnectSchema(INT64, optional=True)),
-            ConnectField("transaction", TRANSACTION_BLOCK_SCHEMA),
+            ConnectField("ts_us", ConnectSchema(INT64, optional=True)),
+            ConnectField("ts_ns", ConnectSchema(INT64, optional=True)),
         ]
         envelope = ConnectSchema(
-            STRUCT, optional=False, name=f"{base}.Envelope", fields=tuple(envelope_fields)
+            STRUCT, optional=False, name=f"{base}.Envelope", version=2,
+            fields=tuple(envelope_fields),
         )
         self.column_names = table.column_names
         self.fallbacks = tuple(c.fallback for c in table.columns)
@@ -178,11 +187,18 @@ class DebeziumJsonFormat:
         transaction_topic: str = "transaction",
         heartbeat_topic_prefix: str = "__debezium-heartbeat",
         topic_naming: TopicNaming | None = None,
+        context_headers: bool = True,
+        run_id: str | None = None,
     ) -> None:
         # The connector's topic names (`topic.naming.strategy`); without one (tools and tests
         # rendering without a configuration) each connector's Debezium default, per table.
         self.topic_naming = topic_naming
         self._namings: dict[tuple[str, str], TopicNaming] = {}
+        # Debezium 3.x puts `__debezium.context.*` headers (logical name, task, connector,
+        # run id) on every data event; `run_id` identifies this run (a fresh UUID by default).
+        self.context_headers = context_headers
+        self.run_id = run_id if run_id is not None else str(uuid.uuid4())
+        self._context_cache: dict[SourceContext, tuple[tuple[str, bytes], ...]] = {}
         self.transaction_topic = transaction_topic
         self.heartbeat_topic_prefix = heartbeat_topic_prefix
         self.source_block = source_block
@@ -204,6 +220,26 @@ class DebeziumJsonFormat:
                 context.server_name, strategy, transaction=self.transaction_topic,
                 heartbeat_prefix=self.heartbeat_topic_prefix)
         return naming
+
+    def _context_headers(self, context: SourceContext) -> tuple[tuple[str, bytes], ...]:
+        """Debezium 3.x's `__debezium.context.*` headers of every data event (computed once)."""
+        if not self.context_headers:
+            return ()
+        cached = self._context_cache.get(context)
+        if cached is None:
+            values = (
+                ("connectorLogicalName", context.server_name),
+                ("taskId", "0"),
+                ("connectorName", context.kind),
+                ("runId", self.run_id),
+            )
+            cached = tuple(
+                (f"__debezium.context.{name}", _envelope(_CONTEXT_HEADER_SCHEMA, value,
+                                                         self.key_schemas))
+                for name, value in values
+            )
+            self._context_cache[context] = cached
+        return cached
 
     def plan(self, table: TableSchema, context: SourceContext) -> _TablePlan:
         cached = self._plans.get(id(table))
@@ -295,6 +331,7 @@ class DebeziumJsonFormat:
         tombstones = self.tombstones_on_delete
         delete = Op.DELETE
         update = Op.UPDATE
+        context_headers = self._context_headers(records[0].context) if records else ()
         last_table: TableSchema | None = None
         plan: _TablePlan | None = None
         topic_list: list[TopicRecord] = []
@@ -320,35 +357,38 @@ class DebeziumJsonFormat:
                 before_row = None
                 after_row = dict(zip(names, after, strict=True)) if after is not None else None
             tx = record.tx
+            ts = record.processed_ts_ms
             body = dumps(
                 {
                     "before": before_row,
                     "after": after_row,
                     "source": source_payload(record),
-                    "op": op,  # orjson writes an Enum as its value, without a Python call
-                    "ts_ms": record.processed_ts_ms,
                     "transaction": (
                         {"id": tx.id, "total_order": tx.total_order,
                          "data_collection_order": tx.data_collection_order}
                         if with_tx and tx is not None
                         else None
                     ),
+                    "op": op,  # orjson writes an Enum as its value, without a Python call
+                    "ts_ms": ts,
+                    "ts_us": ts * 1000,
+                    "ts_ns": ts * 1_000_000,
                 },
                 default=json_default,
             )
             value = plan.value_prefix + body + b"}" if plan.value_prefix else body
-            ts = record.processed_ts_ms
             if op is Op.TRUNCATE:
-                topic_list.append(TopicRecord(None, value, ts))
+                topic_list.append(TopicRecord(None, value, ts, context_headers))
                 continue
             key = key_of(plan, before if op is delete else after)
             if record.other_key is not None:
                 other = key_of(plan, record.other_key)
                 name = "__debezium.newkey" if op is delete else "__debezium.oldkey"
-                headers = ((name, other if other is not None else b"null"),)
+                headers = ((name, other if other is not None else b"null"), *context_headers)
                 topic_list.append(TopicRecord(key, value, ts, headers))
             else:
-                topic_list.append(TopicRecord(key, value, ts))
-            if op is delete and tombstones and key is not None:
-                topic_list.append(TopicRecord(key, None, ts))
+                topic_list.append(TopicRecord(key, value, ts, context_headers))
+            if op is delete and tombstones:
+                # Debezium sends the tombstone of a keyless table's delete too (null key).
+                topic_list.append(TopicRecord(key, None, ts, context_headers))
         return out

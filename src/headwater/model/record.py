@@ -30,12 +30,35 @@ class Op(enum.Enum):
 
 
 class SnapshotMarker(enum.Enum):
-    """Debezium `source.snapshot` (string enum since 1.x: true, last, false, incremental)."""
+    """Debezium `source.snapshot`: a string enum (1.x: true, last, false, incremental).
+
+    Debezium 3.x also marks the first record of the snapshot (`first`) and the first and last
+    record of each table (`first_in_data_collection`, `last_in_data_collection`); `resolve`
+    is its precedence.
+    """
 
     FALSE = "false"
     TRUE = "true"
+    FIRST = "first"
+    FIRST_IN_DATA_COLLECTION = "first_in_data_collection"
+    LAST_IN_DATA_COLLECTION = "last_in_data_collection"
     LAST = "last"
     INCREMENTAL = "incremental"
+
+    @staticmethod
+    def resolve(
+        first_in_snapshot: bool, last_in_snapshot: bool, first_in_table: bool, last_in_table: bool
+    ) -> SnapshotMarker:
+        """The marker of one snapshot record, with Debezium 3.x's precedence (last wins)."""
+        if last_in_snapshot:
+            return SnapshotMarker.LAST
+        if first_in_snapshot:
+            return SnapshotMarker.FIRST
+        if last_in_table:
+            return SnapshotMarker.LAST_IN_DATA_COLLECTION
+        if first_in_table:
+            return SnapshotMarker.FIRST_IN_DATA_COLLECTION
+        return SnapshotMarker.TRUE
 
 
 class _Sentinel:

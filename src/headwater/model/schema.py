@@ -61,6 +61,7 @@ class ConnectSchema:
     items: ConnectSchema | None = None  # ARRAY element schema
     keys: ConnectSchema | None = None  # MAP key schema
     values: ConnectSchema | None = None  # MAP value schema
+    doc: str | None = None  # Connect schema doc (Debezium documents some semantic types)
 
     def __post_init__(self) -> None:
         if self.type not in LITERAL_TYPES:
@@ -78,6 +79,7 @@ class ConnectSchema:
             self.items,
             self.keys,
             self.values,
+            self.doc,
         )
 
 

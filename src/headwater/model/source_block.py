@@ -1,6 +1,6 @@
 """What every connector's Debezium `source` block shares: the connector version string, the
-`snapshot` field's schema (a string enum since Debezium 1.x), the fields every source block
-starts with (Debezium's common source info), and a field helper."""
+`snapshot` field's schema (a string enum since Debezium 1.x, with Debezium 3.x's values), the
+fields every source block starts with (Debezium's common source info), and a field helper."""
 
 from __future__ import annotations
 
@@ -14,7 +14,11 @@ SNAPSHOT_ENUM_SCHEMA = ConnectSchema(
     optional=True,
     name="io.debezium.data.Enum",
     version=1,
-    parameters={"allowed": "true,last,false,incremental"},
+    # Debezium 3.x's SnapshotRecord values, in its order.
+    parameters={
+        "allowed": "true,first,first_in_data_collection,last_in_data_collection,last,false,"
+        "incremental"
+    },
     default="false",
 )
 
@@ -33,4 +37,10 @@ COMMON_SOURCE_FIELDS: tuple[ConnectField, ...] = (
     ConnectField("snapshot", SNAPSHOT_ENUM_SCHEMA),
     source_field("db", STRING, False),
     source_field("sequence", STRING, True),
+)
+
+# Debezium 3.x's microsecond and nanosecond source times, right after the common fields.
+SOURCE_TIME_FIELDS: tuple[ConnectField, ...] = (
+    source_field("ts_us", INT64, True),
+    source_field("ts_ns", INT64, True),
 )

@@ -226,6 +226,8 @@ def _gather_all(parts: list[tuple[np.ndarray, np.ndarray]], begin: int, end: int
 Convert = Callable[[pa.Array], pa.Array]
 
 _INT = {"int8", "int16", "int32", "int64"}
+# JsonConverter writes FLOAT32/FLOAT64 as "float"/"double"; the Connect names are accepted too.
+_FLOATS = {"float", "double", "float32", "float64"}
 
 
 def _per_value(schema: dict[str, Any]) -> Convert:
@@ -300,12 +302,12 @@ def json_form(schema: dict[str, Any]) -> tuple[pa.DataType, Convert | None]:
     if name == "io.debezium.data.VariableScaleDecimal":
         return (pa.struct([("scale", pa.int32()), ("value", pa.string())]),
                 _per_value(schema))
-    if literal in _INT or literal in ("float32", "float64", "boolean", "string"):
+    if literal in _INT or literal in _FLOATS or literal in ("boolean", "string"):
         arrow = field_type(schema).arrow
         if name is not None and arrow != field_type({"type": literal}).arrow:
             # a semantic type with its own form (times, zoned timestamps): per value
             return (pa.int64() if literal in _INT else pa.string()), _per_value(schema)
-        if literal in ("float32", "float64"):
+        if literal in _FLOATS:
             return pa.float64(), _cast(arrow)
         return arrow, None
     if literal == "bytes":

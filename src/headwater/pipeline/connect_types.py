@@ -137,6 +137,9 @@ _LITERAL: dict[str, FieldType] = {
     "int64": FieldType(pa.int64(), _identity),
     "float32": FieldType(pa.float32(), _float),
     "float64": FieldType(pa.float64(), _float),
+    # Kafka's JsonConverter (and so Debezium and Headwater) writes FLOAT32/64 as float/double.
+    "float": FieldType(pa.float32(), _float),
+    "double": FieldType(pa.float64(), _float),
     "boolean": FieldType(pa.bool_(), _identity),
     "string": FieldType(pa.string(), _identity),
     "bytes": FieldType(pa.binary(), _bytes),

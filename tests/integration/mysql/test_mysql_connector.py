@@ -67,7 +67,7 @@ def test_snapshot_then_stream(menv: MariaEnv) -> None:
     vals = [v for _, _, v in evs]
     reads = [v for v in vals if v and v["op"] == "r"]
     assert [v["after"]["id"] for v in reads] == [1001, 1002, 1003]
-    assert [v["source"]["snapshot"] for v in reads] == ["true", "true", "last"]
+    assert [v["source"]["snapshot"] for v in reads] == ["first", "true", "last"]
     snap = reads[0]["source"]
     assert all((v["source"]["file"], v["source"]["pos"]) == (snap["file"], snap["pos"])
                for v in reads)

@@ -80,6 +80,7 @@ POINT_SCHEMA = ConnectSchema(
         ConnectField("wkb", ConnectSchema(BYTES, True)),
         ConnectField("srid", ConnectSchema(INT32, True)),
     ),
+    doc="Geometry (POINT)",  # Debezium 3.x's schema doc (differential test)
 )
 
 
@@ -93,6 +94,7 @@ def geo_schema(name: str) -> ConnectSchema:
             ConnectField("wkb", ConnectSchema(BYTES, False)),
             ConnectField("srid", ConnectSchema(INT32, True)),
         ),
+        doc=name,  # Debezium's schema doc: "Geometry" / "Geography"
     )
 
 

@@ -367,6 +367,11 @@ class MySqlSnapshotSource:
                                      true, position)
                         for values in chunk
                     ]
+                    if rows == 0:  # Debezium 3.x marks the first record of each table
+                        first = records[0]
+                        assert isinstance(first, ChangeRecord)
+                        records[0] = first._replace(snapshot=SnapshotMarker.resolve(
+                            pending is None, False, True, False))
                     rows += len(records)
                     if pending is not None:
                         ctx.emit(Batch(pending))
@@ -376,6 +381,11 @@ class MySqlSnapshotSource:
                         return False
             finally:
                 cur.close()
+            if rows and pending:  # ... and the last (unless it is also the very first)
+                last = pending[-1]
+                assert isinstance(last, ChangeRecord)
+                if last.snapshot is not SnapshotMarker.FIRST:
+                    pending[-1] = last._replace(snapshot=SnapshotMarker.LAST_IN_DATA_COLLECTION)
             self.metrics.remaining_table_count -= 1
             log.info("snapshot: %s.%s done, %d rows in %.1f s", db, table, rows,
                      time.monotonic() - started)

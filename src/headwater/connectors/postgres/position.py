@@ -12,7 +12,11 @@ from typing import Any, NamedTuple
 
 from headwater.model.record import ChangeRecord
 from headwater.model.schema import INT64, STRING, STRUCT, ConnectSchema
-from headwater.model.source_block import COMMON_SOURCE_FIELDS, source_field
+from headwater.model.source_block import (
+    COMMON_SOURCE_FIELDS,
+    SOURCE_TIME_FIELDS,
+    source_field,
+)
 
 
 class PostgresPosition(NamedTuple):
@@ -38,15 +42,22 @@ POSTGRES_SOURCE_SCHEMA = ConnectSchema(
     STRUCT,
     optional=False,
     name="io.debezium.connector.postgresql.Source",
+    version=1,
     fields=(
         *COMMON_SOURCE_FIELDS,
+        *SOURCE_TIME_FIELDS,
         source_field("schema", STRING, False),
         source_field("table", STRING, False),
         source_field("txId", INT64, True),
         source_field("lsn", INT64, True),
         source_field("xmin", INT64, True),
+        # Debezium 3.x: the replication origin of the transaction (pgoutput Origin message);
+        # Headwater does not decode origins yet, so both are null as for local changes.
+        source_field("origin", STRING, True),
+        source_field("origin_lsn", INT64, True),
     ),
 )
+
 
 class PostgresSourceBlock:
     """`io.debezium.connector.postgresql.Source` for a record with a PostgresPosition."""
@@ -61,6 +72,9 @@ class PostgresSourceBlock:
         sequence = (
             f'["{last}","{pos.lsn}"]' if last is not None else f'[null,"{pos.lsn}"]'
         )
+        # Debezium 3.x's source.ts_us/ts_ns: the record carries milliseconds only (see
+        # docs/compatibility.md: the commit time's microseconds are not passed on yet).
+        ts_us = record.source_ts_ms * 1000
         return {
             "version": record.context.connector_version,
             "connector": "postgresql",
@@ -69,9 +83,13 @@ class PostgresSourceBlock:
             "snapshot": record.snapshot,  # an Enum: orjson writes its value
             "db": table.database,
             "sequence": sequence,
+            "ts_us": ts_us,
+            "ts_ns": ts_us * 1000,
             "schema": table.schema,
             "table": table.table,
             "txId": pos.tx_id,
             "lsn": pos.lsn,
             "xmin": pos.xmin,
+            "origin": None,
+            "origin_lsn": None,
         }

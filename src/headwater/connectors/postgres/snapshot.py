@@ -94,7 +94,9 @@ class _Emitter:
     """Turns COPY rows into READ records, in batches, holding back the last one.
 
     The held-back record is emitted once the next row arrives, or marked `snapshot=last` by
-    `finish` when no row follows it in any table.
+    `finish` when no row follows it in any table.  Holding it back also gives Debezium 3.x's
+    other markers: `first` (the snapshot's first record), `first_in_data_collection`, and
+    `last_in_data_collection` when the next row belongs to another table.
     """
 
     def __init__(
@@ -109,6 +111,8 @@ class _Emitter:
         self.batch_size = batch_size
         self.pending: list[ChangeRecord] = []
         self.held: ChangeRecord | None = None
+        self.held_first_in_snapshot = False
+        self.held_first_in_table = False
         self.codec: TableCodec | None = None
         self.scanned = 0
         self.now_ms = int(time.time() * 1000)
@@ -122,8 +126,13 @@ class _Emitter:
     def on_row(self, fields: list[str | None]) -> None:
         codec = self.codec
         assert codec is not None
-        if self.held is not None:
-            self.pending.append(self.held)
+        held = self.held
+        first_in_table = held is None or held.table is not codec.schema
+        if held is not None:
+            if first_in_table:  # the held row was the last of its table
+                held = held._replace(snapshot=SnapshotMarker.resolve(
+                    self.held_first_in_snapshot, False, self.held_first_in_table, True))
+            self.pending.append(held)
             if len(self.pending) >= self.batch_size:
                 self.ctx.emit(Batch(self.pending))
                 self.pending = []
@@ -131,10 +140,16 @@ class _Emitter:
                 self.now_ms = int(time.time() * 1000)
                 if self.ctx.stopping.is_set():
                     raise _Aborted
+        first_in_snapshot = held is None
         self.held = ChangeRecord(
             self.context, codec.schema, Op.READ, None, codec.convert(fields), self.now_ms,
-            self.now_ms, SnapshotMarker.TRUE, self.position,
+            self.now_ms,
+            SnapshotMarker.resolve(first_in_snapshot, False, first_in_table, False)
+            if first_in_table else SnapshotMarker.TRUE,
+            self.position,
         )
+        self.held_first_in_snapshot = first_in_snapshot
+        self.held_first_in_table = first_in_table
         self.scanned += 1
 
     def finish(self) -> list[ChangeRecord]:

