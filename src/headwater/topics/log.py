@@ -113,6 +113,7 @@ __all__ = [
     "TopicLogError",
     "TopicLogFailedError",
     "TopicLogLockedError",
+    "lock_root",
 ]
 
 log = logging.getLogger(__name__)
@@ -204,6 +205,29 @@ def _encode_slow(
     v = _clean(value) if value else _json_field(value, "value")
     suffix = _SUFFIX_H % _clean(_headers_json(headers)) if headers else _SUFFIX
     return _PREFIX % (offset, ts, k), v, suffix
+
+
+def lock_root(root: Path) -> int:
+    """Take `<root>/.lock` (the one writer's lock; also `topics verify --repair`'s, which must
+    not cut segments under a running writer); the locked fd, closing it releases the lock."""
+    path = root / ".lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        holder = b""
+        try:
+            holder = os.pread(fd, 64, 0).strip()
+        finally:
+            os.close(fd)
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+        who = f" (pid {holder.decode(errors='replace')})" if holder else ""
+        raise TopicLogLockedError(
+            f"topic log root {root} is locked by another writer{who}") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd
 
 
 class _Topic:
@@ -548,25 +572,7 @@ class TopicLog:
     # ------------------------------------------------------------------ lock and failure
 
     def _lock(self) -> None:
-        path = self.root / ".lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            holder = b""
-            try:
-                holder = os.pread(fd, 64, 0).strip()
-            finally:
-                os.close(fd)
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
-            who = f" (pid {holder.decode(errors='replace')})" if holder else ""
-            raise TopicLogLockedError(
-                f"topic log root {self.root} is locked by another writer{who}"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self._lock_fd = fd
+        self._lock_fd = lock_root(self.root)
 
     def _unlock(self) -> None:
         if self._lock_fd >= 0:
