@@ -16,6 +16,7 @@ from headwater.ops.logging import setup_logging
 
 if TYPE_CHECKING:
     from headwater.connectors.registry import CaptureConfig
+    from headwater.topics.check import TopicCheck
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 topics_app = typer.Typer(no_args_is_help=True, help="Inspect the local topic log.")
@@ -228,6 +229,14 @@ def _topics_dir(config: Path | None, directory: Path | None) -> Path:
     return Path("data/topics")
 
 
+def _damaged(exc: Exception) -> typer.Exit:
+    """The one message of a damaged topic log (`TopicLogDamaged`), and exit status 1."""
+    from rich.text import Text
+
+    err.print(Text(str(exc), style="red"), soft_wrap=True)  # (paths are not markup)
+    return typer.Exit(1)
+
+
 @topics_app.command("list")
 def topics_list(
     config: ConfigOpt = None,
@@ -236,11 +245,15 @@ def topics_list(
     """List the topics with their offsets, record counts and sizes."""
     from rich.table import Table
 
-    from headwater.topics.reader import list_topics
+    from headwater.topics.reader import CorruptSegmentError, list_topics
 
     root = _topics_dir(config, directory)
     table = Table("topic", "start", "end", "records", "bytes", "segments")
-    for t in list_topics(root):
+    try:
+        infos = list_topics(root)
+    except CorruptSegmentError as exc:
+        raise _damaged(exc) from None
+    for t in infos:
         table.add_row(t.name, str(t.start_offset), str(t.end_offset), str(t.record_count),
                       str(t.size_bytes), str(t.segment_count))
     console.print(table)
@@ -265,19 +278,25 @@ def topics_tail(
     """Print a topic's records (like kafka-console-consumer)."""
     from headwater.ops.pretty import format_record
     from headwater.topics import reader
+    from headwater.topics.segment import list_topic_names
 
     root = _topics_dir(config, directory)
-    start = 0
-    if not from_beginning:
-        infos = {t.name: t for t in reader.list_topics(root)}
-        if topic not in infos and not follow:
-            err.print(f"[red]no topic {topic!r}[/red] under {root}")
+    known = list_topic_names(root)
+    if topic not in known:
+        names = ", ".join(known) if known else "none"
+        if not follow:
+            err.print(f"[red]no topic {topic!r}[/red] under {root}; known topics: {names}",
+                      soft_wrap=True)
             raise typer.Exit(1)
-        start = infos[topic].end_offset if topic in infos else 0
-    records = reader.follow(root, topic, from_offset=start) if follow else reader.read(
-        root, topic, from_offset=start)
+        err.print(f"no topic {topic!r} under {root} yet (known topics: {names}); waiting for it",
+                  soft_wrap=True)
     n = 0
     try:
+        start = 0
+        if not from_beginning and topic in known:
+            start = {t.name: t for t in reader.list_topics(root)}[topic].end_offset
+        records = reader.follow(root, topic, from_offset=start) if follow else reader.read(
+            root, topic, from_offset=start)
         for rec in records:
             if pretty:
                 console.print(format_record(rec))
@@ -292,6 +311,78 @@ def topics_tail(
                 break
     except KeyboardInterrupt:
         pass
+    except reader.CorruptSegmentError as exc:
+        sys.stdout.flush()
+        raise _damaged(exc) from None
+
+
+@topics_app.command("verify")
+def topics_verify(
+    config: Annotated[Path | None, typer.Argument(
+        help="connector configuration (.properties, .yaml, .json) naming the topic log dir")
+    ] = None,
+    directory: DirOpt = None,
+    repair: Annotated[bool, typer.Option(
+        "--repair", help="cut each damaged topic back to its last good record (the removed "
+        "bytes are kept in .damaged files); stop the connector first")] = False,
+) -> None:
+    """Read every record of every topic and check offsets and framing; exit 1 on damage."""
+    from headwater.topics.check import check_topic
+    from headwater.topics.log import TopicLogLockedError
+    from headwater.topics.repair import Removal, repair_topic
+    from headwater.topics.segment import list_topic_names
+
+    root = _topics_dir(config, directory)
+    names = list_topic_names(root)
+    if not names:
+        console.print(f"no topics under {root}")
+    damaged = 0
+    for name in names:
+        removals: list[Removal] = []
+        if repair:
+            try:
+                check, removals = repair_topic(root, name)
+            except TopicLogLockedError as exc:
+                err.print(f"[red]{exc}[/red]: stop it before repairing", soft_wrap=True)
+                raise typer.Exit(1) from None
+        else:
+            check = check_topic(root, name)
+        _report_topic(check)
+        if check.damages and not removals:
+            damaged += 1
+        for removal in removals:
+            console.print(f"  repaired: {removal.describe()}", soft_wrap=True)
+        if removals:
+            console.print(f"  note: the next record appended to {name} gets offset "
+                          f"{removals[0].first_offset} again; a consumer that read past it (a "
+                          "pipeline checkpoint) must be reset, or it skips the new records up "
+                          "to where it was",
+                          soft_wrap=True)
+        if removals:
+            after = check_topic(root, name)
+            if after.damages:
+                damaged += 1
+                _report_topic(after)
+    if damaged:
+        err.print(f"[red]{damaged} damaged topic(s)[/red]" + (
+            "" if repair else "; `headwater topics verify --repair` cuts them back to their "
+            "last good record"), soft_wrap=True)
+        raise typer.Exit(1)
+
+
+def _report_topic(check: TopicCheck) -> None:
+    segs = check.segments
+    records = sum(s.next_offset - s.base for s in segs if s.damage is None)
+    if not check.damages:
+        tail = sum(s.crash_tail for s in segs)
+        note = (f"; {tail} bytes of a crashed writer's torn tail, which its restart removes"
+                if tail else "")
+        console.print(f"{check.topic}: ok, {records} records in {len(segs)} segments{note}",
+                      soft_wrap=True)
+        return
+    for d in check.damages:
+        console.print(f"{check.topic}: DAMAGED: segment {d.segment}, offset {d.offset}, "
+                      f"byte {d.position}: {d.problem}", soft_wrap=True)
 
 
 @offsets_app.command("show")

@@ -14,7 +14,7 @@ import pytest
 from headwater.model.topic import TopicRecord
 from headwater.pipeline import columnar
 from headwater.topics.log import TopicLog
-from headwater.topics.segment import list_segments
+from headwater.topics.segment import inprogress_name, list_segments
 
 TOPIC = "s.public.t"
 KEY_SCHEMA = {"type": "struct", "optional": False,
@@ -68,9 +68,11 @@ def test_random_ranges_equal_the_reference(tmp_path: Path, seed: int) -> None:
                 TopicRecord(key(j), None if rng.random() < 0.2 else value(j, rng.choice(TEXTS)),
                             j) for j in range(i, i + 50)]})
     if seed % 2:  # a torn last line, as a crash mid-write leaves it in an in-progress file
-        last = list_segments(tmp_path / TOPIC)[-1].path
-        data = last.read_bytes()
-        last.write_bytes(data + data[:rng.randrange(1, 200)])
+        seg = list_segments(tmp_path / TOPIC)[-1]
+        data = seg.path.read_bytes()
+        seg.path.unlink()  # (in a sealed segment a cut line is damage: test_damage_* below)
+        (tmp_path / TOPIC / inprogress_name(seg.base)).write_bytes(
+            data + data[:rng.randrange(1, 200)])
     positions = columnar.Positions()
     for _ in range(30):
         a = rng.randrange(n)
@@ -167,3 +169,79 @@ def test_byte_primitives_at_the_edges() -> None:
     assert kernel._find_before(data, pat(b"}c"), 0, 5) == 2
     assert kernel._find_before(data, pat(b"}c"), 0, 3) == -1  # the match would cross `stop`
     assert kernel._find_before(data, pat(b"}c"), 3, 5) == -1
+
+
+# -- a damaged topic log stops both read paths with the checker's description ----------------
+
+
+def damaged_topic(tmp_path: Path, kind: str) -> list[Path]:
+    """400 records in 50-record segments, damaged in one way; the segment paths."""
+    with TopicLog(tmp_path, segment_bytes=1 << 30) as log:
+        for i in range(0, 400, 50):
+            log.append({TOPIC: [TopicRecord(key(j), value(j, "x"), j) for j in range(i, i + 50)]})
+            log.close() if i == 350 else log._seal(log._topics[TOPIC])
+    segs = [s.path for s in list_segments(tmp_path / TOPIC)]
+    assert len(segs) == 8
+    lines = segs[3].read_bytes().splitlines(keepends=True)
+    if kind == "half-cut last line of a sealed segment":
+        segs[-1].write_bytes(segs[-1].read_bytes()[:-20])
+    elif kind == "line removed":
+        segs[3].write_bytes(b"".join(lines[:10] + lines[11:]))
+    elif kind == "last line of a segment removed":
+        segs[3].write_bytes(b"".join(lines[:-1]))
+    elif kind == "garbage bytes":
+        segs[3].write_bytes(b"".join(lines[:10]) + b"\x00\xffgarbage" + b"".join(lines[10:]))
+    return segs
+
+
+WHERE = {  # segment index, offset, lines of the segment before the damaged place
+    "half-cut last line of a sealed segment": (7, 399, 49),
+    "line removed": (3, 160, 10),
+    "last line of a segment removed": (4, 199, 0),
+    "garbage bytes": (3, 160, 10),
+}
+
+
+@pytest.mark.parametrize("kind", list(WHERE))
+def test_damage_stops_both_read_paths(tmp_path: Path, kind: str) -> None:
+    from headwater.pipeline.source import read_range
+    from headwater.topics.damage import TopicLogDamaged
+
+    segs = damaged_topic(tmp_path, kind)
+    seg, offset, line_no = WHERE[kind]
+    position = sum(map(len, segs[seg].read_bytes().splitlines(keepends=True)[:line_no]))
+    for start, end in ((0, 400), (offset - 5, 400), (offset, offset + 1)):
+        # The column-wise scan raises the damage, or, for a line outside its layout (garbage),
+        # hands the batch to the event path (the reference), which raises it.
+        with pytest.raises((TopicLogDamaged, columnar.NotColumnar)) as fast_info:
+            columnar.scan(tmp_path, TOPIC, start, end, columnar.Positions())
+        with pytest.raises(TopicLogDamaged) as info:
+            list(read_range(tmp_path, TOPIC, start, end))
+        got = info.value
+        assert (got.topic, got.segment, got.offset, got.position) == (
+            TOPIC, segs[seg], offset, position), (kind, start, end)
+        if kind == "garbage bytes":
+            assert isinstance(fast_info.value, columnar.NotColumnar)
+        else:
+            assert str(fast_info.value) == str(got)
+    # a range that ends before the damaged place reads normally
+    assert columnar.scan(tmp_path, TOPIC, 0, 150, columnar.Positions()).count == 150
+    assert len(list(read_range(tmp_path, TOPIC, 0, 150))) == 150
+
+
+def test_crash_tail_of_the_in_progress_segment_ends_both_read_paths(tmp_path: Path) -> None:
+    from headwater.pipeline.source import read_range
+
+    with TopicLog(tmp_path) as log:
+        log.append({TOPIC: [TopicRecord(key(j), value(j, "x"), j) for j in range(30)]})
+    seg = list_segments(tmp_path / TOPIC)[-1]
+    data = seg.path.read_bytes()
+    seg.path.unlink()
+    (tmp_path / TOPIC / inprogress_name(seg.base)).write_bytes(
+        data + b"\x00" * 30 + b"\n" + data[:77])
+    # the pipeline's ranges end at the topic's end (30): the scan stops before the tail
+    assert columnar.scan(tmp_path, TOPIC, 0, 30, columnar.Positions()).offsets.tolist() == list(
+        range(30))
+    with pytest.raises(columnar.NotColumnar):  # reading on, it hands over to the event path
+        columnar.scan(tmp_path, TOPIC, 0, 40, columnar.Positions())
+    assert [r[0] for r in read_range(tmp_path, TOPIC, 0, 40)] == list(range(30))

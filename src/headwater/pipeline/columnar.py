@@ -38,7 +38,9 @@ from headwater.pipeline import scan_kernel as kernel
 from headwater.pipeline.connect_types import field_type
 from headwater.pipeline.decode import PLACEHOLDER, Column, source_order
 from headwater.pipeline.sequence_columns import NotColumnar as NotColumnar  # noqa: PLC0414 (re-exported)
-from headwater.topics.segment import list_segments, sealed_name
+from headwater.topics import check
+from headwater.topics.damage import TopicLogDamaged
+from headwater.topics.segment import Segment, list_segments, sealed_name
 
 SEQ = "__hw_sequence"
 OP = "__hw_op"
@@ -90,15 +92,26 @@ class Lines:
         return self.value_lines.tobytes().split(b"\n")[:-1]
 
 
+class _Chunk(NamedTuple):
+    """A mapped segment file holding part of a range (see `_chunks`)."""
+
+    data: mmap.mmap
+    pos: int  # where to start: the line of offset `start` when known, else 0
+    path: Path  # the name it was opened under (sealed or not)
+    base: int
+    expect: int | None  # offset its first line must have (None: the previous was not read)
+    next: Segment | None  # the next segment, if any
+
+
 def _chunks(root: Path, topic: str, start: int, end: int, positions: Positions,
-            stack: contextlib.ExitStack) -> Iterator[tuple[mmap.mmap, int, Path, int]]:
-    """(mapped file, first position, path, base) of the segments that hold the range; the
-    position is that of the first line with offset >= start when it is known, else 0.  The
-    maps stay open until `stack` closes.
+            stack: contextlib.ExitStack) -> Iterator[_Chunk]:
+    """The segments that hold the range, mapped; the maps stay open until `stack` closes.
 
     Mapped rather than read: reading copies every byte out of the page cache once more, which
     costs as much as the whole scan (bench/pipeline_delta.py prints both)."""
-    segments = list_segments(root / topic)
+    listed = list_segments(root / topic)
+    sealed = {s.base for s in listed if s.sealed}
+    segments = [s for s in listed if s.sealed or s.base not in sealed]  # renamed meanwhile
     for i, seg in enumerate(segments):
         nxt = segments[i + 1].base if i + 1 < len(segments) else None
         if (nxt is not None and nxt <= start) or seg.base >= end:
@@ -118,7 +131,9 @@ def _chunks(root: Path, topic: str, start: int, end: int, positions: Positions,
         head = _OFFSET_HEAD + b"%d," % start
         if pos and data[pos:pos + len(head)] != head:
             pos = 0
-        yield data, pos, path, seg.base
+        expect = 0 if i == 0 else None
+        yield _Chunk(data, pos, path, seg.base, expect,
+                     segments[i + 1] if i + 1 < len(segments) else None)
 
 
 def _unmap(data: mmap.mmap) -> None:
@@ -152,33 +167,54 @@ def scan(root: Path, topic: str, start: int, end: int,
     """The payloads of the records start <= offset < end of a topic (tombstones skipped).
 
     Two passes: positions of every segment's records first, then the payloads copied once
-    into buffers of the final size (joining per-segment buffers cost as much as the scan)."""
+    into buffers of the final size (joining per-segment buffers cost as much as the scan).
+    The kernel checks the offsets' continuity and the framing on the way; a damaged place
+    raises `TopicLogDamaged` (described by `headwater.topics.check`), a crash tail of an
+    in-progress segment ends the read, as in `source.read_range`."""
     out = Lines()
     kh = vh = np.empty(0, np.uint8)
     found_parts: list[tuple[np.ndarray, np.ndarray]] = []
     view: np.ndarray | None = None
+    expect: int | None = None  # where the previous chunk ended
     with contextlib.ExitStack() as stack:
-        for data, first, path, seg_base in _chunks(root, topic, start, end, positions, stack):
-            view = np.frombuffer(data, np.uint8)
+        for chunk in _chunks(root, topic, start, end, positions, stack):
+            first = chunk.expect if expect is None else expect
+            if first is None or chunk.pos:
+                first = chunk.base
+            if chunk.base != first:
+                raise check.start_mismatch(topic, chunk.path, chunk.base, first)
+            view = np.frombuffer(chunk.data, np.uint8)
             if not len(kh):
-                status, line, k = kernel.first_record(view, first, start, end)
+                status, line, k = kernel.first_record(view, chunk.pos, start, end)
                 if status != kernel.OK:
                     raise NotColumnar(_STATUS[status])
-                if line < 0:
-                    continue
-                out.key_head, out.value_head = _heads(data, line, k)
-                kh = np.frombuffer(out.key_head, np.uint8)
-                vh = np.frombuffer(out.value_head, np.uint8)
+                if line >= 0:
+                    out.key_head, out.value_head = _heads(chunk.data, line, k)
+                    kh = np.frombuffer(out.key_head, np.uint8)
+                    vh = np.frombuffer(out.value_head, np.uint8)
             # every stored line holds both heads: a bound on the number of records
-            found = np.empty(((len(view) - first) // (len(kh) + len(vh)) + 1, 5), np.int64)
-            status, count, pos, last = kernel.scan_records(view, first, start, end, kh, vh,
-                                                           found)
+            bound = (len(view) - chunk.pos) // max(1, len(kh) + len(vh)) + 1 if len(kh) else 1
+            found = np.empty((bound, 5), np.int64)
+            status, count, pos, last, expect = kernel.scan_records(
+                view, chunk.pos, start, end, start if chunk.pos else chunk.base, kh, vh, found)
+            if status == kernel.TORN and not check.is_sealed(chunk.path):
+                status = kernel.OK  # the last line of an in-progress segment, still being written
+            if status in (kernel.GAP, kernel.TORN):
+                damage = check.diagnose(topic, chunk.path, chunk.base, first)
+                if damage is not None:
+                    raise damage
+                raise TopicLogDamaged(  # pragma: no cover - the checker is the reference
+                    topic, chunk.path, expect, pos, "offsets or framing broken (compiled scan)")
             if status != kernel.OK:
                 raise NotColumnar(_STATUS[status])
             if last >= 0:
-                positions.put(path.parent, seg_base, last + 1, pos)
+                positions.put(chunk.path.parent, chunk.base, last + 1, pos)
             if count:
                 found_parts.append((view, found[:count]))
+            if pos < len(view) and expect >= end:
+                break  # the range ended inside this segment
+            if chunk.next is not None and chunk.next.base != expect:
+                raise check.start_mismatch(topic, chunk.next.path, chunk.next.base, expect)
         if found_parts:
             out.offsets = np.concatenate([f[:, kernel.OFFSET] for _, f in found_parts])
             out.key_lines = _gather_all(found_parts, kernel.KEY_BEGIN, kernel.KEY_END,

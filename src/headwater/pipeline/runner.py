@@ -16,6 +16,7 @@ import importlib
 import json
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ from headwater.pipeline.net import NetChange, dedup, net_changes
 from headwater.pipeline.scd2 import tracked_columns
 from headwater.pipeline.source import NAME as SOURCE_NAME
 from headwater.pipeline.source import is_table_topic, read_range, register
+from headwater.topics.damage import TopicLogDamaged
 
 log = logging.getLogger("headwater.pipeline")
 
@@ -43,7 +45,9 @@ def spark_session(app: str = "headwater-pipeline", master: str | None = None) ->
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    logging.getLogger("py4j").setLevel(logging.ERROR)
+    # CRITICAL: a failed foreachBatch is reported once, by the query's exception (py4j would
+    # log its traceback at ERROR first).
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
     builder = (
         SparkSession.builder.appName(app)
         .master(master or os.environ.get("HEADWATER_SPARK_MASTER", "local[*]"))
@@ -276,6 +280,7 @@ def _start_query(
     if max_records:
         reader = reader.option("max_records", str(max_records))
     source = reader.load()
+    damaged: list[TopicLogDamaged] = []  # what stopped the query, for `run` to raise as is
 
     def on_batch(df: Any, batch_id: int) -> None:
         started = time.monotonic()
@@ -284,7 +289,11 @@ def _start_query(
             ranges = {topic: (first, end) for topic, first, end in df.collect()}
         ranges = {t: r for t, r in ranges.items() if is_table_topic(t) and r[1] > r[0]}
         planned = time.monotonic()
-        apply(ranges, batch_id)
+        try:
+            apply(ranges, batch_id)
+        except TopicLogDamaged as exc:
+            damaged.append(exc)
+            raise
         log.info("batch %d: %d records; ranges %.2fs, read+decode+apply %.2fs", batch_id,
                  sum(e - f for f, e in ranges.values()), planned - started,
                  time.monotonic() - planned)
@@ -298,15 +307,35 @@ def _start_query(
         writer.trigger(availableNow=True) if once
         else writer.trigger(processingTime=f"{trigger_interval_ms} milliseconds")
     )
-    return writer.start()
+    query = writer.start()
+    query.headwater_damaged = damaged
+    return query
 
 
 def run(cfg: PipelineConfig, once: bool = False) -> None:
     spark = spark_session()
     try:
         query = start(spark, cfg, once=once)
-        query.awaitTermination()
+        try:
+            query.awaitTermination()
+        except Exception:
+            if not getattr(query, "headwater_damaged", None):
+                raise
+        if getattr(query, "headwater_damaged", None):
+            # One clear message rather than Spark's wrapping of the Python traceback.
+            raise query.headwater_damaged[0]
         if query.exception() is not None:
-            raise RuntimeError(str(query.exception()))
+            text = str(query.exception())
+            raise RuntimeError(damage_message(text) or text)
     finally:
         spark.stop()
+
+
+_DAMAGE = re.compile(r"TopicLogDamaged: (topic log damaged: [^\n]*)")
+
+
+def damage_message(text: str) -> str | None:
+    """The `TopicLogDamaged` message inside a Spark error's text (a damage found while
+    planning a batch is raised in the source's Python worker and comes back as text)."""
+    found = _DAMAGE.search(text)
+    return found.group(1) if found else None

@@ -12,9 +12,11 @@ a byte loop over the ~2.5 KB line cost 1.7 µs per record, this ~0.3 µs, near t
 takes to read the bytes once from the page cache (bench/pipeline_delta.py prints that floor).
 
 It mirrors `columnar.scan`'s rules exactly: lines below the range's first offset are skipped,
-the scan stops at the range's end, tombstones (``"value":null``) are skipped, a torn last line
-(an in-progress segment) ends the segment, and any other layout stops with a status that the
-caller turns into `NotColumnar`.
+the scan stops at the range's end, tombstones (``"value":null``) are skipped, and any other
+layout stops with a status that the caller turns into `NotColumnar`.  It also checks the topic
+log's own rules (`headwater.topics.check`) on the way, at no measurable cost since the offset is
+parsed anyway: each line's offset is the previous one + 1 (else GAP), and a last line without
+its newline is reported (TORN: the end of an in-progress segment, damage in a sealed one).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ OK = 0
 LAYOUT = 1  # not a record line of the topic log
 NO_SCHEMA = 2  # a value without an embedded schema
 OTHER_SHAPE = 3  # another schema, a null key, headers
+GAP = 4  # a record whose offset is not the previous one + 1 (damage)
+TORN = 5  # a last line without its newline: the end of an in-progress segment, else damage
 
 _HEAD = np.frombuffer(b'{"offset":', np.uint8)
 _TIMESTAMP = np.frombuffer(b'"timestamp":', np.uint8)
@@ -216,26 +220,35 @@ def _first_record(data: Any, pos: int, start: int, end: int) -> tuple[int, int, 
     return OK, -1, -1
 
 
-def _scan(data: Any, pos: int, start: int, end: int, key_head: Any, value_head: Any,
-          out: Any) -> tuple[int, int, int, int]:
-    """Fills `out` (OFFSET, KEY_BEGIN, KEY_END, VALUE_BEGIN, VALUE_END per record) from `pos`.
+def _scan(data: Any, pos: int, start: int, end: int, expect: int, key_head: Any,
+          value_head: Any, out: Any) -> tuple[int, int, int, int, int]:
+    """Fills `out` (OFFSET, KEY_BEGIN, KEY_END, VALUE_BEGIN, VALUE_END per record) from `pos`,
+    where the line of offset `expect` must start.
 
-    Returns (status, records, position after the last line read, last offset read or -1).
+    Returns (status, records, position, last offset read or -1, next offset expected).  The
+    position is after the last line read, or that of the line the status is about: GAP for a
+    line whose offset is not `expect` (counted from line to line), TORN for a last line
+    without its newline (the caller knows whether the segment is sealed, i.e. damaged).
     `value_head` starts with ``},"value":{"schema":`` and ends with ``,"payload":``; the key
     payload lies between the key head and it, the value payload between it and the ``}}`` that
-    closes the value document and the record."""
+    closes the value document and the record.  With empty heads (the range holds no data
+    record) only the offsets and framing are checked."""
     n = data.shape[0]
     lk = key_head.shape[0]
     lv = value_head.shape[0]
     count = 0
     last = -1
-    while pos < n:
+    while pos < n and expect < end:  # (not a line further: it may be a crash tail)
         what, offset, k, v, after = _line(data, pos, start, end, key_head, value_head)
-        if what in (_END, _TORN):
+        if what == _TORN:
+            return TORN, count, pos, last, expect
+        if what in (_DATA, _SKIP, _END) and offset != expect:
+            return GAP, count, pos, last, expect
+        if what == _END:
             break
         if what == _DATA:
             if count == out.shape[0]:
-                return LAYOUT, count, pos, last  # cannot happen: the caller sizes `out`
+                return LAYOUT, count, pos, last, expect  # cannot happen: `out` is sized
             out[count, OFFSET] = offset
             out[count, KEY_BEGIN] = k + lk
             out[count, KEY_END] = v
@@ -243,11 +256,12 @@ def _scan(data: Any, pos: int, start: int, end: int, key_head: Any, value_head: 
             out[count, VALUE_END] = after - 3
             count += 1
         elif what != _SKIP:
-            return what, count, pos, last
+            return what, count, pos, last, expect
         if offset >= start:
             last = offset
+        expect += 1
         pos = after
-    return OK, count, pos, last
+    return OK, count, pos, last, expect
 
 
 def _gather(data: Any, begin: Any, end: Any, out: Any) -> int:
@@ -269,7 +283,7 @@ _digits = _jit(_digits)
 _line_checked = _jit(_line_checked)
 _line = _jit(_line)
 first_record = cast(Callable[..., tuple[int, int, int]], _jit(_first_record))
-scan_records = cast(Callable[..., tuple[int, int, int, int]], _jit(_scan))
+scan_records = cast(Callable[..., tuple[int, int, int, int, int]], _jit(_scan))
 _gather_jit = cast(Callable[..., int], _jit(_gather))
 
 

@@ -22,7 +22,9 @@ from typing import Any
 
 import orjson
 
-from headwater.topics import reader
+from headwater.topics import check, reader
+from headwater.topics.damage import TopicLogDamaged, missing_records
+from headwater.topics.record import BadLineError, parse_line
 from headwater.topics.segment import list_segments, sealed_name
 
 SCHEMA = "topic STRING, start_offset LONG, end_offset LONG"
@@ -82,7 +84,10 @@ def _split(line: bytes) -> tuple[int, bytes | None, bytes | None] | None:
     k = line.find(_KEY)
     if k < 0:
         return None
-    offset = int(line[len(_HEAD):line.find(b",", len(_HEAD))])
+    digits = line[len(_HEAD):line.find(b",", len(_HEAD))]
+    if not digits.isdigit():
+        return None
+    offset = int(digits)
     start = k + len(_KEY)
     end = len(line.rstrip(b"\r\n")) - 1  # the record's closing brace
     pos = line.find(_VALUE, start)
@@ -99,26 +104,70 @@ def _split(line: bytes) -> tuple[int, bytes | None, bytes | None] | None:
     return None
 
 
+def _broken(topic: str, path: Path, base: int, first: int, pos: int, expect: int,
+            seen: str) -> TopicLogDamaged | None:
+    """The damage a fast read ran into, as the checker (the reference) describes it; None
+    when it is the crash tail of an in-progress segment (the reader stops there)."""
+    damage = check.diagnose(topic, path, base, first)
+    if damage is None and check.is_sealed(path):  # pragma: no cover - the two disagree
+        damage = TopicLogDamaged(topic, path, expect, pos, seen)
+    return damage
+
+
 def read_range(root: Path, topic: str, start: int, end: int
                ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
-    """(offset, key, value) of the records start <= offset < end of a topic."""
-    segments = list_segments(root / topic)
+    """(offset, key, value) of the records start <= offset < end of a topic.
+
+    Checks every line it reads as `headwater.topics.check` does (offsets continue from 0 across
+    segments, complete record lines; the crash tail of an in-progress segment ends the read)
+    and raises `TopicLogDamaged` at a damaged place: a missing record must not become a row
+    missing downstream."""
+    listed = list_segments(root / topic)
+    sealed_bases = {s.base for s in listed if s.sealed}
+    segments = [s for s in listed if s.sealed or s.base not in sealed_bases]
+    expect: int | None = 0  # offset the next segment must start with (None: not known)
     for i, seg in enumerate(segments):
         nxt = segments[i + 1].base if i + 1 < len(segments) else None
+        if seg.base >= end and expect is not None and seg.base != expect:
+            raise check.start_mismatch(topic, seg.path, seg.base, expect)  # range's end missing
         if (nxt is not None and nxt <= start) or seg.base >= end:
+            expect = None
             continue  # wholly before the range, or after it
         try:
-            f = open(seg.path, "rb")  # noqa: SIM115 (closed by the with below)
+            path = seg.path
+            f = open(path, "rb")  # noqa: SIM115 (closed by the with below)
         except FileNotFoundError:  # an in-progress segment sealed since the listing
-            f = open(seg.path.with_name(sealed_name(seg.base)), "rb")  # noqa: SIM115
+            path = seg.path.with_name(sealed_name(seg.base))
+            f = open(path, "rb")  # noqa: SIM115
+        first = seg.base if expect is None else expect
+        if seg.base != first:
+            f.close()
+            raise check.start_mismatch(topic, path, seg.base, first)
+        expect = first
+        pos = 0
         with f:
             for line in f:
                 if not line.endswith(b"\n"):
-                    break  # a torn last line of an in-progress segment
+                    if not check.is_sealed(path):
+                        break  # the last line of an in-progress segment, still being written
+                    raise _broken(topic, path, seg.base, first, pos, expect, "line cut short"
+                                  ) or TopicLogDamaged(topic, path, expect, pos, "line cut short")
                 fast = _split(line)
                 if fast is None:
-                    rec = reader.parse_line(topic, line)
+                    try:
+                        rec = parse_line(topic, line)
+                    except BadLineError as exc:
+                        damage = _broken(topic, path, seg.base, first, pos, expect, str(exc))
+                        if damage is not None:
+                            raise damage from None
+                        break  # the crash tail of an in-progress segment
                     fast = (rec.offset, rec.key, rec.value)
+                if fast[0] != expect:
+                    raise _broken(topic, path, seg.base, first, pos, expect,
+                                  missing_records(expect, fast[0])) or TopicLogDamaged(
+                        topic, path, expect, pos, missing_records(expect, fast[0]))
+                expect += 1
+                pos += len(line)
                 if fast[0] < start:
                     continue
                 if fast[0] >= end:

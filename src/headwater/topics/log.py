@@ -89,13 +89,15 @@ from types import TracebackType
 import orjson
 
 from headwater.model.topic import TopicRecord
+from headwater.topics.check import segment_end
+from headwater.topics.damage import TopicLogDamaged
 from headwater.topics.segment import (
     CorruptSegmentError,
     InvalidTopicNameError,
     inprogress_name,
-    last_complete_line,
     list_segments,
     list_topic_names,
+    recoverable_end,
     sealed_name,
     validate_topic_name,
 )
@@ -107,9 +109,11 @@ __all__ = [
     "InvalidTopicNameError",
     "OutRecord",
     "TopicLog",
+    "TopicLogDamaged",
     "TopicLogError",
     "TopicLogFailedError",
     "TopicLogLockedError",
+    "lock_root",
 ]
 
 log = logging.getLogger(__name__)
@@ -201,6 +205,29 @@ def _encode_slow(
     v = _clean(value) if value else _json_field(value, "value")
     suffix = _SUFFIX_H % _clean(_headers_json(headers)) if headers else _SUFFIX
     return _PREFIX % (offset, ts, k), v, suffix
+
+
+def lock_root(root: Path) -> int:
+    """Take `<root>/.lock` (the one writer's lock; also `topics verify --repair`'s, which must
+    not cut segments under a running writer); the locked fd, closing it releases the lock."""
+    path = root / ".lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        holder = b""
+        try:
+            holder = os.pread(fd, 64, 0).strip()
+        finally:
+            os.close(fd)
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+        who = f" (pid {holder.decode(errors='replace')})" if holder else ""
+        raise TopicLogLockedError(
+            f"topic log root {root} is locked by another writer{who}") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd
 
 
 class _Topic:
@@ -517,16 +544,12 @@ class TopicLog:
             path = sealed[base]
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             try:
-                size = os.fstat(fd).st_size
-                end, _, last = last_complete_line(fd, size)
+                # Checks its first and last line (raises TopicLogDamaged): appending after a
+                # cut or foreign last line would bury the damage in the middle of the topic.
+                next_offset = max(next_offset, segment_end(name, path, base, fd,
+                                                           os.fstat(fd).st_size))
             finally:
                 os.close(fd)
-            if end == 0:
-                next_offset = max(next_offset, base)  # an empty sealed file: not ours, tolerated
-            elif last is None or end != size or last < base:
-                raise CorruptSegmentError(f"sealed segment {path} does not end with a valid record")
-            else:
-                next_offset = max(next_offset, last + 1)
         return _Topic(name, directory, next_offset)
 
     @staticmethod
@@ -535,16 +558,11 @@ class TopicLog:
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
         try:
             size = os.fstat(fd).st_size
-            end = size
-            while True:
-                end, start, last = last_complete_line(fd, end)
-                if end == 0 or last is not None:
-                    break
-                # A complete line that is not a record: garbage written before a power cut.
-                log.warning("dropping invalid line at byte %d of %s", start, path)
-                end = start
+            end, last = recoverable_end(fd, size)
             if end != size:
-                log.warning("truncating torn tail of %s from %d to %d bytes", path, size, end)
+                # A torn last line, and complete lines that are not records (garbage a power
+                # cut left): the crash tail, never acknowledged by `append`.
+                log.warning("truncating the crash tail of %s from %d to %d bytes", path, size, end)
                 os.ftruncate(fd, end)
             os.fsync(fd)
             return last
@@ -554,25 +572,7 @@ class TopicLog:
     # ------------------------------------------------------------------ lock and failure
 
     def _lock(self) -> None:
-        path = self.root / ".lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            holder = b""
-            try:
-                holder = os.pread(fd, 64, 0).strip()
-            finally:
-                os.close(fd)
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
-            who = f" (pid {holder.decode(errors='replace')})" if holder else ""
-            raise TopicLogLockedError(
-                f"topic log root {self.root} is locked by another writer{who}"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self._lock_fd = fd
+        self._lock_fd = lock_root(self.root)
 
     def _unlock(self) -> None:
         if self._lock_fd >= 0:

@@ -20,36 +20,35 @@ skip whole segments below `from_offset` using only the file names.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+from headwater.topics.check import is_sealed, iter_records, segment_end, start_mismatch
+from headwater.topics.damage import TopicLogDamaged, missing_records
+from headwater.topics.record import BadLineError, Record, parse_line
 from headwater.topics.segment import (
     CorruptSegmentError,
     Segment,
     inprogress_name,
-    last_complete_line,
     list_segments,
     list_topic_names,
+    recoverable_end,
     sealed_name,
     validate_topic_name,
 )
 
-__all__ = ["CorruptSegmentError", "Record", "TopicInfo", "follow", "list_topics", "read"]
-
-
-class Record(NamedTuple):
-    """One record read back from a topic; key/value/header values are raw JSON bytes."""
-
-    topic: str
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes], ...]
+__all__ = [
+    "CorruptSegmentError",
+    "Record",
+    "TopicInfo",
+    "TopicLogDamaged",
+    "follow",
+    "list_topics",
+    "read",
+]
 
 
 class TopicInfo(NamedTuple):
@@ -63,117 +62,18 @@ class TopicInfo(NamedTuple):
     segment_count: int
 
 
-# ---------------------------------------------------------------------- line parsing
-
-_DECODER = json.JSONDecoder()
-_SCAN = _DECODER.raw_decode
-_WS = " \t\n\r"
-_P_OFFSET = '{"offset":'
-_P_TS = ',"timestamp":'
-_P_KEY = ',"key":'
-_P_VALUE = ',"value":'
-_P_HEADERS = ',"headers":{'
-
-
-class _BadLineError(ValueError):
-    pass
-
-
-def _skip_ws(s: str, i: int) -> int:
-    n = len(s)
-    while i < n and s[i] in _WS:
-        i += 1
-    return i
-
-
-def _raw(s: str, i: int) -> tuple[str | None, int]:
-    """Scan the JSON document starting at `i`; (its raw text or None for null, end index)."""
-    j = _skip_ws(s, i)
-    try:
-        obj, end = _SCAN(s, j)
-    except json.JSONDecodeError as exc:
-        raise _BadLineError(f"invalid JSON at column {exc.pos}") from None
-    k = _skip_ws(s, end)
-    return (None if obj is None else s[i:k]), k
-
-
-def _expect(s: str, i: int, token: str) -> int:
-    if not s.startswith(token, i):
-        raise _BadLineError(f"expected {token!r} at column {i}")
-    return i + len(token)
-
-
-def _int_until(s: str, i: int, token: str) -> tuple[int, int]:
-    j = s.find(token, i)
-    if j < 0:
-        raise _BadLineError(f"expected {token!r} after column {i}")
-    text = s[i:j]
-    if not text.isascii() or not text.isdigit():
-        raise _BadLineError(f"expected an integer at column {i}, got {text[:30]!r}")
-    return int(text), j + len(token)
-
-
-def parse_line(topic: str, line: bytes) -> Record:
-    """Parse one complete line of a segment (with or without its trailing newline)."""
-    try:
-        s = line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _BadLineError(f"not UTF-8: {exc}") from None
-    i = _expect(s, 0, _P_OFFSET)
-    offset, i = _int_until(s, i, _P_TS)
-    # A timestamp may in principle be negative (before 1970).
-    neg = s.startswith("-", i)
-    ts, i = _int_until(s, i + neg, _P_KEY)
-    if neg:
-        ts = -ts
-    key, i = _raw(s, i)
-    i = _expect(s, i, _P_VALUE)
-    value, i = _raw(s, i)
-    headers: tuple[tuple[str, bytes], ...] = ()
-    if s.startswith(_P_HEADERS, i):
-        i += len(_P_HEADERS)
-        pairs: list[tuple[str, bytes]] = []
-        i = _skip_ws(s, i)
-        if s.startswith("}", i):
-            i += 1
-        else:
-            while True:
-                name, i = _raw(s, i)
-                if name is None or not name.strip().startswith('"'):
-                    raise _BadLineError(f"expected a header name before column {i}")
-                i = _expect(s, i, ":")
-                hval, i = _raw(s, i)
-                pairs.append((json.loads(name), b"null" if hval is None else hval.encode()))
-                if s.startswith(",", i):
-                    i += 1
-                    continue
-                i = _expect(s, i, "}")
-                break
-        headers = tuple(pairs)
-    i = _expect(s, i, "}")
-    if s[i:].strip(_WS):
-        raise _BadLineError(f"trailing data at column {i}")
-    return Record(
-        topic,
-        offset,
-        ts,
-        None if key is None else key.encode(),
-        None if value is None else value.encode(),
-        headers,
-    )
-
-
 # ---------------------------------------------------------------------- segment access
 
 
-def _open_segment(seg: Segment) -> BinaryIO | None:
-    """Open a listed segment; an in-progress one may have been sealed (renamed) meanwhile."""
+def _open_segment(seg: Segment) -> tuple[BinaryIO, Path] | None:
+    """Open a listed segment, and the path it was opened under (which says whether it is
+    sealed): an in-progress one may have been sealed (renamed) meanwhile."""
     candidates = [seg.path]
     if not seg.sealed:
         candidates.append(seg.path.with_name(sealed_name(seg.base)))
     for path in candidates:
         try:
-            return open(path, "rb")
+            return open(path, "rb"), path
         except FileNotFoundError:
             continue
     return None  # removed by recovery (it held no complete line)
@@ -190,18 +90,6 @@ def _topic_dir(root: Path | str, topic: str) -> Path:
     return Path(root) / validate_topic_name(topic)
 
 
-def _iter_file(topic: str, f: BinaryIO, path: Path, from_offset: int) -> Iterator[Record]:
-    for lineno, line in enumerate(f, 1):
-        if not line.endswith(b"\n"):
-            return  # torn tail of an in-progress file: not written completely yet
-        try:
-            rec = parse_line(topic, line)
-        except _BadLineError as exc:
-            raise CorruptSegmentError(f"{path}, line {lineno}: {exc}") from None
-        if rec.offset >= from_offset:
-            yield rec
-
-
 def read(
     root: Path | str,
     topic: str,
@@ -211,67 +99,76 @@ def read(
     """Records of `topic` with offset >= `from_offset`, in offset order, then stop.
 
     With `include_inprogress` (the default) the records not yet sealed are included, up to the
-    last complete line; without it, only what Spark would see.
+    last complete line; without it, only what Spark would see.  Every line read is checked
+    (`headwater.topics.check`): a damaged segment raises `TopicLogDamaged`.
     """
     topic_dir = _topic_dir(root, topic)
     segs = _segments(topic_dir, include_inprogress)
+    expect: int | None = 0  # offset the next segment must start with (None: not known)
     for idx, seg in enumerate(segs):
         if idx + 1 < len(segs) and segs[idx + 1].base <= from_offset:
+            expect = None
             continue  # wholly below from_offset, known from the next segment's name
-        f = _open_segment(seg)
-        if f is None:
+        opened = _open_segment(seg)
+        if opened is None:
             continue
+        f, path = opened
         with f:
-            yield from _iter_file(topic, f, seg.path, from_offset)
+            expect = seg.base if expect is None else expect
+            for _, rec in iter_records(topic, path, seg.base, f, expect):
+                expect = rec.offset + 1
+                if rec.offset >= from_offset:
+                    yield rec
 
 
-def _segment_end(seg: Segment) -> tuple[int, int] | None:
-    """(next offset after the segment's last complete record, file size) or None if gone."""
-    f = _open_segment(seg)
-    if f is None:
+def _segment_end(topic: str, seg: Segment) -> tuple[int, int] | None:
+    """(next offset after the segment's last record, file size) or None if gone."""
+    opened = _open_segment(seg)
+    if opened is None:
         return None
+    f, path = opened
     with f:
         fd = f.fileno()
-        size = os.fstat(fd).st_size
-        end, _, last = last_complete_line(fd, size)
-        if end == 0:
-            return seg.base, size
-        if last is None:
-            if seg.sealed:
-                raise CorruptSegmentError(f"{seg.path} does not end with a valid record")
-            return seg.base, size  # pragma: no cover - garbage tail awaiting recovery
-        return last + 1, size
+        st = os.fstat(fd)
+        key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+        nxt = _SEALED_ENDS.get(key)
+        if nxt is None:
+            nxt = segment_end(topic, path, seg.base, fd, st.st_size)
+            if is_sealed(path):
+                if len(_SEALED_ENDS) > 100_000:
+                    _SEALED_ENDS.clear()
+                _SEALED_ENDS[key] = nxt
+        return nxt, st.st_size
+
+
+# Sealed segments are immutable: their checked end is kept, so the pipeline's end-offset poll
+# (every trigger) reads only the in-progress segment's tail.  Keyed by path, inode, size and
+# mtime, so a file replaced or changed by hand is checked again.
+_SEALED_ENDS: dict[tuple[str, int, int, int], int] = {}
 
 
 def list_topics(root: Path | str, include_inprogress: bool = True) -> list[TopicInfo]:
-    """Every topic under `root`, sorted by name (reads only each topic's last segment tail)."""
+    """Every topic under `root`, sorted by name.
+
+    Reads only the first and last line of each segment (`check.segment_end`), and checks that
+    they chain up: the first segment starts at offset 0 and each one where the previous ended.
+    A damaged place found raises `TopicLogDamaged`."""
     out: list[TopicInfo] = []
     for name in list_topic_names(Path(root)):
         segs = _segments(Path(root) / name, include_inprogress)
         size = 0
-        end = start = 0
+        end = 0
         count = 0
-        for i, seg in enumerate(segs):
-            if i == len(segs) - 1:
-                tail = _segment_end(seg)
-                if tail is None:
-                    continue
-                end, seg_size = tail
-            else:
-                try:
-                    seg_size = seg.path.stat().st_size
-                except FileNotFoundError:
-                    try:
-                        seg_size = seg.path.with_name(sealed_name(seg.base)).stat().st_size
-                    except FileNotFoundError:
-                        continue
-            if count == 0:
-                start = seg.base
+        for seg in segs:
+            if seg.base != end:
+                raise start_mismatch(name, seg.path, seg.base, end)
+            tail = _segment_end(name, seg)
+            if tail is None:
+                continue
+            end, seg_size = tail
             count += 1
             size += seg_size
-        if count == 0:
-            start = end = 0
-        out.append(TopicInfo(name, start, end, end - start, size, count))
+        out.append(TopicInfo(name, 0, end, end, size, count))
     return out
 
 
@@ -320,6 +217,7 @@ def follow(
                         if rec.offset >= pos:
                             pos = rec.offset + 1
                             yield rec
+                    cur.check_complete(pos)
                     cur.close()
                     cur = None
                     progressed = True
@@ -335,15 +233,25 @@ def follow(
 
 
 class _Cursor:
-    """An open segment being followed, with the torn tail read so far."""
+    """An open segment being followed, with the torn tail read so far.
 
-    def __init__(self, topic: str, topic_dir: Path, seg: Segment, f: BinaryIO) -> None:
+    Checks what it reads as `check.iter_records` does (offsets continue from the segment's base,
+    complete lines are records; a crash tail of an in-progress segment is waited out until
+    recovery seals or replaces the file), and when it leaves the segment, that the segment was
+    complete and the next one starts where it ended."""
+
+    def __init__(self, topic: str, topic_dir: Path, seg: Segment, f: BinaryIO,
+                 path: Path) -> None:
         self.topic = topic
         self.dir = topic_dir
         self.base = seg.base
+        self.path = path
         self.f = f
         self.ino = os.fstat(f.fileno()).st_ino
         self.pending = b""
+        self.expect = seg.base  # offset of the next line
+        self.done = 0  # bytes of complete lines read
+        self.stalled = False  # at the crash tail of an in-progress segment
 
     @classmethod
     def open(cls, topic: str, topic_dir: Path, pos: int) -> _Cursor | None:
@@ -355,10 +263,12 @@ class _Cursor:
             chosen = seg
         if chosen is None:
             return None
-        f = _open_segment(chosen)
-        return None if f is None else cls(topic, topic_dir, chosen, f)
+        opened = _open_segment(chosen)
+        return None if opened is None else cls(topic, topic_dir, chosen, *opened)
 
     def read_complete(self) -> list[Record]:
+        if self.stalled:
+            return []
         chunk = self.f.read()
         if not chunk:
             return []
@@ -366,14 +276,41 @@ class _Cursor:
         cut = data.rfind(b"\n") + 1
         self.pending = data[cut:]
         out = []
-        for line in data[:cut].splitlines():
+        for line in data[:cut].splitlines(keepends=True):
             try:
-                out.append(parse_line(self.topic, line))
-            except _BadLineError as exc:
-                raise CorruptSegmentError(
-                    f"segment {self.base} of topic {self.topic}: {exc}"
-                ) from None
+                rec = parse_line(self.topic, line)
+            except BadLineError as exc:
+                self._bad_line(exc)
+                break
+            if rec.offset != self.expect:
+                raise TopicLogDamaged(self.topic, self.path, self.expect, self.done,
+                                      missing_records(self.expect, rec.offset))
+            out.append(rec)
+            self.expect += 1
+            self.done += len(line)
         return out
+
+    def _bad_line(self, exc: BadLineError) -> None:
+        fd = self.f.fileno()
+        if not is_sealed(self.path) and self.done >= recoverable_end(fd, os.fstat(fd).st_size)[0]:
+            self.stalled = True  # a crashed writer's tail: its recovery will remove it
+            return
+        raise TopicLogDamaged(self.topic, self.path, self.expect, self.done,
+                              f"not a record: {exc}") from None
+
+    def check_complete(self, pos: int) -> None:
+        """On leaving the segment: it did not end with a cut line (unless recovery cut it
+        off), and the next segment starts at `pos`."""
+        if self.pending and not self.stalled:
+            size = os.fstat(self.f.fileno()).st_size
+            if size >= self.done + len(self.pending):  # not truncated by recovery
+                raise TopicLogDamaged(
+                    self.topic, self.path, self.expect, self.done,
+                    f"the last line is cut short: {len(self.pending)} bytes without the closing "
+                    "newline")
+        later = [s for s in _segments(self.dir, True) if s.base > self.base]
+        if later and later[0].base != pos:
+            raise start_mismatch(self.topic, later[0].path, later[0].base, pos)
 
     def superseded(self) -> bool:
         """True once the writer appends elsewhere: a later segment exists, or our file was

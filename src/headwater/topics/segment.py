@@ -33,6 +33,7 @@ __all__ = [
     "list_segments",
     "list_topic_names",
     "parse_segment_name",
+    "recoverable_end",
     "sealed_name",
     "validate_topic_name",
 ]
@@ -198,3 +199,21 @@ def last_complete_line(fd: int, size: int) -> tuple[int, int, int | None]:
     start = _rfind_newline(fd, end - 1) + 1
     line = os.pread(fd, end - start, start)
     return end, start, _line_offset(line)
+
+
+def recoverable_end(fd: int, size: int) -> tuple[int, int | None]:
+    """What crash recovery keeps of an in-progress segment: `(end, last offset)`.
+
+    `end` is the position just past the last complete line that is a record (None offset and
+    0 when there is none); the bytes after it - a torn last line, and complete lines that are
+    not records (a power cut can persist a file's size before its data) - are the crash tail
+    that recovery truncates.  Readers of an in-progress segment treat that tail as not written
+    yet rather than as damage, and the writer's recovery removes it: both use this function so
+    that they agree byte for byte.
+    """
+    end = size
+    while True:
+        end, start, last = last_complete_line(fd, end)
+        if end == 0 or last is not None:
+            return end, last
+        end = start

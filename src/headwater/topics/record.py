@@ -1,0 +1,124 @@
+"""One record line of a topic log segment: its parsed form and the strict positional parser.
+
+The format is documented in `headwater.topics.log` and docs/topic-log.md.  The parser knows the
+writer's fixed field order, so keys, values and header values come back as the exact raw JSON
+bytes that were appended (big integers, number formatting and whitespace survive), and it is the
+one definition of "a valid record line" that the readers and the checker (`headwater.topics.check`)
+share.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+__all__ = ["BadLineError", "Record", "parse_line"]
+
+
+class Record(NamedTuple):
+    """One record read back from a topic; key/value/header values are raw JSON bytes."""
+
+    topic: str
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...]
+
+
+_DECODER = json.JSONDecoder()
+_SCAN = _DECODER.raw_decode
+_WS = " \t\n\r"
+_P_OFFSET = '{"offset":'
+_P_TS = ',"timestamp":'
+_P_KEY = ',"key":'
+_P_VALUE = ',"value":'
+_P_HEADERS = ',"headers":{'
+
+
+class BadLineError(ValueError):
+    """A complete line that is not a record line of the writer's layout."""
+
+
+def _skip_ws(s: str, i: int) -> int:
+    n = len(s)
+    while i < n and s[i] in _WS:
+        i += 1
+    return i
+
+
+def _raw(s: str, i: int) -> tuple[str | None, int]:
+    """Scan the JSON document starting at `i`; (its raw text or None for null, end index)."""
+    j = _skip_ws(s, i)
+    try:
+        obj, end = _SCAN(s, j)
+    except json.JSONDecodeError as exc:
+        raise BadLineError(f"invalid JSON at column {exc.pos}") from None
+    k = _skip_ws(s, end)
+    return (None if obj is None else s[i:k]), k
+
+
+def _expect(s: str, i: int, token: str) -> int:
+    if not s.startswith(token, i):
+        raise BadLineError(f"expected {token!r} at column {i}")
+    return i + len(token)
+
+
+def _int_until(s: str, i: int, token: str) -> tuple[int, int]:
+    j = s.find(token, i)
+    if j < 0:
+        raise BadLineError(f"expected {token!r} after column {i}")
+    text = s[i:j]
+    if not text.isascii() or not text.isdigit():
+        raise BadLineError(f"expected an integer at column {i}, got {text[:30]!r}")
+    return int(text), j + len(token)
+
+
+def parse_line(topic: str, line: bytes) -> Record:
+    """Parse one complete line of a segment (with or without its trailing newline)."""
+    try:
+        s = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadLineError(f"not UTF-8: {exc}") from None
+    i = _expect(s, 0, _P_OFFSET)
+    offset, i = _int_until(s, i, _P_TS)
+    # A timestamp may in principle be negative (before 1970).
+    neg = s.startswith("-", i)
+    ts, i = _int_until(s, i + neg, _P_KEY)
+    if neg:
+        ts = -ts
+    key, i = _raw(s, i)
+    i = _expect(s, i, _P_VALUE)
+    value, i = _raw(s, i)
+    headers: tuple[tuple[str, bytes], ...] = ()
+    if s.startswith(_P_HEADERS, i):
+        i += len(_P_HEADERS)
+        pairs: list[tuple[str, bytes]] = []
+        i = _skip_ws(s, i)
+        if s.startswith("}", i):
+            i += 1
+        else:
+            while True:
+                name, i = _raw(s, i)
+                if name is None or not name.strip().startswith('"'):
+                    raise BadLineError(f"expected a header name before column {i}")
+                i = _expect(s, i, ":")
+                hval, i = _raw(s, i)
+                pairs.append((json.loads(name), b"null" if hval is None else hval.encode()))
+                if s.startswith(",", i):
+                    i += 1
+                    continue
+                i = _expect(s, i, "}")
+                break
+        headers = tuple(pairs)
+    i = _expect(s, i, "}")
+    if s[i:].strip(_WS):
+        raise BadLineError(f"trailing data at column {i}")
+    return Record(
+        topic,
+        offset,
+        ts,
+        None if key is None else key.encode(),
+        None if value is None else value.encode(),
+        headers,
+    )
