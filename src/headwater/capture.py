@@ -63,6 +63,7 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
         transaction_topic=cfg.topic_transaction,
         heartbeat_topic_prefix=cfg.topic_heartbeat_prefix,
         topic_naming=naming,
+        context_headers=cfg.extended_headers_enabled,
     )
     sink = TopicLogSink(
         Path(cfg.headwater_topics_dir),

@@ -117,6 +117,7 @@ class ToyConfig:
     key_converter_schemas_enable: bool = True
     value_converter_schemas_enable: bool = True
     tombstones_on_delete: bool = True
+    extended_headers_enabled: bool = True
     provide_transaction_metadata: bool = False
     topic_transaction: str = "transaction"
     topic_heartbeat_prefix: str = "__debezium-heartbeat"

@@ -146,7 +146,7 @@ def _unmap(data: mmap.mmap) -> None:
 _STATUS = {
     kernel.LAYOUT: "record layout",
     kernel.NO_SCHEMA: "value without an embedded schema",
-    kernel.OTHER_SHAPE: "another schema, a null key or headers",
+    kernel.OTHER_SHAPE: "another schema or a null key",
 }
 
 

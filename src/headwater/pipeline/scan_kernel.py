@@ -34,7 +34,7 @@ from numba.extending import intrinsic
 OK = 0
 LAYOUT = 1  # not a record line of the topic log
 NO_SCHEMA = 2  # a value without an embedded schema
-OTHER_SHAPE = 3  # another schema, a null key, headers
+OTHER_SHAPE = 3  # another schema, a null key
 GAP = 4  # a record whose offset is not the previous one + 1 (damage)
 TORN = 5  # a last line without its newline: the end of an in-progress segment, else damage
 
@@ -150,23 +150,26 @@ _TORN = -4  # no complete line: the end of an in-progress segment
 
 
 def _line(data: Any, pos: int, start: int, end: int, key_head: Any,
-          value_head: Any) -> tuple[int, int, int, int, int]:
+          value_head: Any) -> tuple[int, int, int, int, int, int]:
     """Reads the line at `pos`: (what, offset, key document start, `},"value":` position,
-    position after the line's newline).  With empty heads, a data record is not checked
-    against them (the caller reads them from it).  A line without a newline is torn whatever
-    it holds, since a torn line can break any rule."""
+    position after the line's newline, the value document's closing brace).  With empty
+    heads, a data record is not checked against them (the caller reads them from it).  A line
+    without a newline is torn whatever it holds, since a torn line can break any rule."""
     stop = _newline(data, pos, data.shape[0])
     if stop < 0:
-        return _TORN, -1, -1, -1, data.shape[0]
+        return _TORN, -1, -1, -1, data.shape[0], -1
     what, offset, k, v = _line_checked(data, pos, stop, start, end, key_head, value_head)
-    # Outside JSON strings a quote is never escaped, so ``},"headers":{`` can only be the
-    # writer's headers member (a payload has no object-valued member of that name).
-    if (what == _DATA and value_head.shape[0]
-            and _find_before(data, _HEADERS, v + value_head.shape[0], stop) >= 0):
-        what = OTHER_SHAPE
     if what == _DATA and (data[stop - 1] != _BRACE or data[stop - 2] != _BRACE):
         what = OTHER_SHAPE
-    return what, offset, k, v, stop + 1
+    value_end = stop - 2
+    # Headers (Debezium 3.x context headers, key-change headers) follow the value: outside
+    # JSON strings a quote is never escaped, so ``},"headers":{`` can only be the writer's
+    # headers member, and the value document closes at its brace.
+    if what == _DATA and value_head.shape[0]:
+        h = _find_before(data, _HEADERS, v + value_head.shape[0], stop)
+        if h >= 0:
+            value_end = h
+    return what, offset, k, v, stop + 1, value_end
 
 
 def _line_checked(data: Any, pos: int, stop: int, start: int, end: int, key_head: Any,
@@ -209,7 +212,7 @@ def _first_record(data: Any, pos: int, start: int, end: int) -> tuple[int, int, 
     n = data.shape[0]
     none = np.empty(0, np.uint8)
     while pos < n:
-        what, _, k, _, after = _line(data, pos, start, end, none, none)
+        what, _, k, _, after, _ = _line(data, pos, start, end, none, none)
         if what == _DATA:
             return OK, pos, k
         if what in (_END, _TORN):
@@ -239,7 +242,8 @@ def _scan(data: Any, pos: int, start: int, end: int, expect: int, key_head: Any,
     count = 0
     last = -1
     while pos < n and expect < end:  # (not a line further: it may be a crash tail)
-        what, offset, k, v, after = _line(data, pos, start, end, key_head, value_head)
+        what, offset, k, v, after, value_end = _line(data, pos, start, end, key_head,
+                                                     value_head)
         if what == _TORN:
             return TORN, count, pos, last, expect
         if what in (_DATA, _SKIP, _END) and offset != expect:
@@ -253,7 +257,7 @@ def _scan(data: Any, pos: int, start: int, end: int, expect: int, key_head: Any,
             out[count, KEY_BEGIN] = k + lk
             out[count, KEY_END] = v
             out[count, VALUE_BEGIN] = v + lv
-            out[count, VALUE_END] = after - 3
+            out[count, VALUE_END] = value_end
             count += 1
         elif what != _SKIP:
             return what, count, pos, last, expect

@@ -75,11 +75,12 @@ def plan(start: dict[str, int], latest: dict[str, int], max_rows: int | None) ->
 _HEAD = b'{"offset":'
 _KEY = b',"key":'
 _VALUE = b',"value":'
+_HEADERS = b',"headers":{'
 
 
 def _split(line: bytes) -> tuple[int, bytes | None, bytes | None] | None:
     """(offset, key, value) of a record line in the writer's layout, or None (other layout)."""
-    if not line.startswith(_HEAD) or b'"headers":' in line:
+    if not line.startswith(_HEAD):
         return None
     k = line.find(_KEY)
     if k < 0:
@@ -90,6 +91,11 @@ def _split(line: bytes) -> tuple[int, bytes | None, bytes | None] | None:
     offset = int(digits)
     start = k + len(_KEY)
     end = len(line.rstrip(b"\r\n")) - 1  # the record's closing brace
+    headers = line.rfind(_HEADERS)
+    if headers >= 0:
+        # Headers follow the value; outside JSON strings a quote is never escaped, so the
+        # last ``,"headers":{`` is the record's own member (header values are strings).
+        end = headers
     pos = line.find(_VALUE, start)
     while pos >= 0:
         key_text = line[start:pos]

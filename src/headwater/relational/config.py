@@ -179,6 +179,9 @@ def snapshot_properties(max_threads_doc: str) -> tuple[Property, ...]:
 
 EVENT_PROPERTIES: Final[tuple[Property, ...]] = (
     Property("tombstones.on.delete", _B, True),
+    Property("extended.headers.enabled", _B, True,
+             doc="Debezium 3.2+ __debezium.context.* headers (connector logical name, task, "
+                 "connector name, run id) on every data event"),
     Property("decimal.handling.mode", _E, "precise", allowed=("precise", "double", "string")),
     Property("binary.handling.mode", _E, "bytes",
              allowed=("bytes", "base64", "base64-url-safe", "hex")),
@@ -287,6 +290,7 @@ class RelationalConnectorConfig:
     message_key_columns: tuple[tuple[str, tuple[str, ...]], ...] = ()
     skipped_operations: frozenset[str] = frozenset({"t"})
     tombstones_on_delete: bool = True
+    extended_headers_enabled: bool = True
     decimal_handling_mode: str = "precise"
     binary_handling_mode: str = "bytes"
     provide_transaction_metadata: bool = False
@@ -366,6 +370,7 @@ class RelationalConnectorConfig:
             "skipped_operations": frozenset(
                 op.lower() for op in c.get_list("skipped.operations")) - {"none"},
             "tombstones_on_delete": c.get_bool("tombstones.on.delete"),
+            "extended_headers_enabled": c.get_bool("extended.headers.enabled"),
             "decimal_handling_mode": c.get_str("decimal.handling.mode"),
             "binary_handling_mode": c.get_str("binary.handling.mode"),
             "provide_transaction_metadata": c.get_bool("provide.transaction.metadata"),
