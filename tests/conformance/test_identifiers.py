@@ -14,14 +14,10 @@ pytestmark = pytest.mark.integration
 COLUMNS = [Column("id", "int", nullable=False), Column("select", "int"),
            Column("Mixed Case", "varchar(10)")]
 
-SANITIZED = pytest.mark.xfail(
-    strict=True, reason="topic name sanitization lands with the registry branch")
-
-
 @pytest.mark.parametrize(("table", "topic_tail"), [
-    pytest.param("Order Items", "Order_Items", marks=SANITIZED, id="space"),
-    pytest.param("tëst_表", "t_st__", marks=SANITIZED, id="unicode"),
-    pytest.param('we"ird', "we_ird", marks=SANITIZED, id="double-quote"),
+    pytest.param("Order Items", "Order_Items", id="space"),
+    pytest.param("tëst_表", "t_st__", id="unicode"),
+    pytest.param('we"ird', "we_ird", id="double-quote"),
     pytest.param("a.b", "a.b", id="dot"),
     pytest.param("order", "order", id="reserved-word"),
 ])
@@ -50,3 +46,32 @@ def test_quoted_identifiers_are_captured_under_sanitized_topics(
     assert recs[0][2]["after"] == {"id": 1, "select": 10, "Mixed Case": "x"}
     assert recs[2][2]["after"] == {"id": 1, "select": 11, "Mixed Case": "x"}
     assert {v["source"]["table"] for _, _, v in recs} == {table}
+
+
+def test_two_tables_on_one_topic_stop_the_connector_before_it_starts(cdc: Harness) -> None:
+    """`Order Items` and `Order_Items` both sanitize to `Order_Items`: the connector refuses to
+    start, naming both tables, before it creates anything on the server or writes a record."""
+    d = cdc.driver
+    for name in ("Order Items", "Order_Items"):
+        d.create_table(name, COLUMNS, ["id"])
+    proc = cdc.process(cdc.config(tables=["Order Items", "Order_Items"]))
+    _, stderr = proc.communicate(timeout=120)
+    message = stderr.decode()
+    assert proc.returncode != 0
+    assert "Order Items" in message and "Order_Items" in message, message
+    assert not cdc.topics.exists() or cdc.topic_names() == set()
+    assert not cdc.offsets.exists()
+    if d.name == "postgres":  # nothing created on the server: no slot, no publication
+        conn = d.connect()
+        try:
+            cur = conn.cursor()
+            slot = d.properties(cdc.topics, cdc.offsets)["slot.name"]
+            cur.execute("SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s",
+                        (slot,))
+            assert cur.fetchone()[0] == 0
+            publication = d.properties(cdc.topics, cdc.offsets).get(
+                "publication.name", "dbz_publication")
+            cur.execute("SELECT count(*) FROM pg_publication WHERE pubname = %s", (publication,))
+            assert cur.fetchone()[0] == 0
+        finally:
+            conn.close()

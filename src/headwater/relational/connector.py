@@ -10,13 +10,19 @@ password the user must fix.
 from __future__ import annotations
 
 import dataclasses
+import logging
+from collections.abc import Iterable
 from typing import Any, ClassVar, TypeVar
 
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.source import RetriableError, StartPlan
+from headwater.engine.topic_naming import TopicNaming
 from headwater.model.record import SourceContext
+from headwater.model.schema import TableId
 from headwater.model.source_block import CONNECTOR_VERSION
 from headwater.relational.config import RelationalConnectorConfig
+
+log = logging.getLogger("headwater.relational.connector")
 
 M = TypeVar("M")
 
@@ -35,8 +41,10 @@ class RelationalConnector:
     CONNECTION_ERRORS: ClassVar[tuple[type[BaseException], ...]] = ()
 
     def __init__(self, config: RelationalConnectorConfig, kind: str,
-                 metrics: CaptureMetrics | None = None) -> None:
+                 metrics: CaptureMetrics | None = None,
+                 naming: TopicNaming | None = None) -> None:
         self.metrics = metrics or CaptureMetrics()
+        self.naming = naming
         self._context = SourceContext(kind, config.topic_prefix, CONNECTOR_VERSION)
         self._partition = {"server": config.topic_prefix}
         self._started = False
@@ -62,3 +70,12 @@ class RelationalConnector:
 
     def _start(self, offset: dict[str, Any] | None) -> StartPlan:
         raise NotImplementedError
+
+    def _check_topics(self, tables: Iterable[TableId]) -> None:
+        """Every captured table's topic name, checked before anything is created on the
+        server: two tables that would share one topic stop the connector here, naming both
+        (`TopicNamingError`); names with characters Kafka forbids are sanitized (warned)."""
+        if self.naming is not None:
+            topics = self.naming.check_tables(tables)
+            log.info("topics step: %d captured tables, %d topics", len(topics),
+                     len(set(topics.values())))

@@ -28,6 +28,8 @@ from headwater.connectors.mysql.snapshot import MySqlSnapshotSource
 from headwater.connectors.mysql.streaming import BinlogPositionLostError, MySqlStreamingSource
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.source import SourceRunContext, StartPlan
+from headwater.engine.topic_naming import TopicNaming
+from headwater.model.schema import TableId
 from headwater.relational.connector import RelationalConnector
 
 log = logging.getLogger("headwater.connectors.mysql")
@@ -58,8 +60,9 @@ class MySqlConnector(RelationalConnector):
     DATABASE = "MySQL"
     CONNECTION_ERRORS = (pymysql.err.OperationalError,)
 
-    def __init__(self, config: MySqlConnectorConfig, metrics: CaptureMetrics | None = None):
-        super().__init__(config, "mariadb" if config.is_mariadb else "mysql", metrics)
+    def __init__(self, config: MySqlConnectorConfig, metrics: CaptureMetrics | None = None,
+                 naming: TopicNaming | None = None):
+        super().__init__(config, "mariadb" if config.is_mariadb else "mysql", metrics, naming)
         self.config = config
         self.state = SchemaState(config, self._context)
 
@@ -68,6 +71,7 @@ class MySqlConnector(RelationalConnector):
         conn = connect(cfg)
         try:
             self._check_server(conn)
+            self._check_topics(self._captured_tables(conn))
             binlogs = self._binlog_files(conn)
             self._started = True
             mode = cfg.snapshot_mode
@@ -144,6 +148,13 @@ class MySqlConnector(RelationalConnector):
         if problems:
             raise MySqlConnectorError(
                 "the server cannot be captured: " + "; ".join(problems))
+
+    def _captured_tables(self, conn: Any) -> list[TableId]:
+        with conn.cursor() as cur:
+            cur.execute("SELECT table_schema, table_name FROM information_schema.tables "
+                        "WHERE table_type = 'BASE TABLE'")
+            return [TableId(str(db), None, str(table)) for db, table in cur.fetchall()
+                    if self.config.table_filter(str(db), str(table))]
 
     def _binlog_files(self, conn: Any) -> list[tuple[str, int]]:
         with conn.cursor() as cur:

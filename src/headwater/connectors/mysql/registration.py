@@ -44,7 +44,7 @@ def _build(cfg: CaptureConfig, metrics: CaptureMetrics, naming: TopicNaming) -> 
         raise TypeError(f"the MySQL connector needs a MySqlConnectorConfig, got "
                         f"{type(cfg).__name__}")
     connector_type.set("mysql")
-    return ConnectorParts(MySqlConnector(cfg, metrics), MySqlSourceBlock(),
+    return ConnectorParts(MySqlConnector(cfg, metrics, naming), MySqlSourceBlock(),
                           UNAVAILABLE_VALUE_PLACEHOLDER)
 
 

@@ -44,6 +44,8 @@ from headwater.connectors.postgres.types import TypeModes
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.signals import split_collection
 from headwater.engine.source import StartPlan
+from headwater.engine.topic_naming import TopicNaming
+from headwater.model.schema import TableId
 from headwater.relational.connector import RelationalConnector, modes_from_config
 
 log = logging.getLogger("headwater.connectors.postgres")
@@ -57,8 +59,9 @@ class PostgresConnector(RelationalConnector):
     DATABASE = "PostgreSQL"
     CONNECTION_ERRORS = (psycopg2.OperationalError, psycopg2.InterfaceError)
 
-    def __init__(self, config: PostgresConnectorConfig, metrics: CaptureMetrics | None = None):
-        super().__init__(config, "postgresql", metrics)
+    def __init__(self, config: PostgresConnectorConfig, metrics: CaptureMetrics | None = None,
+                 naming: TopicNaming | None = None):
+        super().__init__(config, "postgresql", metrics, naming)
         self.config = config
         self.modes = modes_from_config(TypeModes, config)
         self._dsn = config.dsn_kwargs()
@@ -82,6 +85,7 @@ class PostgresConnector(RelationalConnector):
             (oid, s, t) for oid, s, t in list_tables(cur) if cfg.table_filter(s, t)
         ]
         log.info("captured tables: %s", ", ".join(f"{s}.{t}" for _, s, t in captured) or "none")
+        self._check_topics(TableId(self.database, s, t) for _, s, t in captured)
         self._ensure_publication(cur, captured)
         self._started = True
         slot = self._wait_for_slot(cur)

@@ -40,7 +40,7 @@ def _build(cfg: CaptureConfig, metrics: CaptureMetrics, naming: TopicNaming) -> 
         raise TypeError(f"the PostgreSQL connector needs a PostgresConnectorConfig, got "
                         f"{type(cfg).__name__}")
     connector_type.set("postgres")
-    return ConnectorParts(PostgresConnector(cfg, metrics), PostgresSourceBlock(),
+    return ConnectorParts(PostgresConnector(cfg, metrics, naming), PostgresSourceBlock(),
                           cfg.unavailable_value_placeholder)
 
 
