@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from headwater.engine.topic_naming import SCHEMA_STRATEGY
+from headwater.model.record import SnapshotMarker
 
 if TYPE_CHECKING:
     from headwater.engine.metrics import CaptureMetrics
@@ -39,7 +40,9 @@ BUILTINS: Final = (
     "headwater.connectors.mysql.registration:REGISTRATION",
 )
 # `source.snapshot` values of snapshot reads (the rest, "false" or null, are stream events).
-SNAPSHOT_MARKERS: Final = frozenset({"true", "last", "incremental", True})
+# Every SnapshotMarker but "false" (Debezium 3.x adds first, first/last_in_data_collection).
+SNAPSHOT_MARKERS: Final = frozenset(
+    {m.value for m in SnapshotMarker if m is not SnapshotMarker.FALSE} | {True})
 
 
 class RegistryError(ValueError):

@@ -13,6 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from headwater.connectors.registry import SNAPSHOT_MARKERS
+
 
 class NotColumnar(Exception):
     """The batch is outside the fast path's shape: use the event-by-event path."""
@@ -20,7 +22,7 @@ class NotColumnar(Exception):
 
 # The two hex digits of every byte value, as the two bytes of a little-endian uint16.
 _HEX2 = np.array([int.from_bytes(b"%02x" % i, "little") for i in range(256)], dtype="<u2")
-_SNAPSHOT = pa.array(["true", "last", "incremental"])
+_SNAPSHOT = pa.array(sorted(m for m in SNAPSHOT_MARKERS if isinstance(m, str)))
 
 
 def hex_columns(values: np.ndarray, width: int) -> np.ndarray:
