@@ -156,17 +156,8 @@ from headwater.convert.temporal import (
     timestamp_schema,
     zoned_timestamp_schema,
 )
-from headwater.model.schema import (
-    BOOLEAN,
-    BYTES,
-    FLOAT32,
-    FLOAT64,
-    INT16,
-    INT32,
-    INT64,
-    STRING,
-    ConnectSchema,
-)
+from headwater.model import schema as connect
+from headwater.model.schema import ConnectSchema
 
 __all__ = [
     "BIGINT_UNSIGNED_HANDLING_MODES",
@@ -268,17 +259,19 @@ def _integer(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
     name = column.type_name.upper()
     if name == "BIGINT":
         if not column.unsigned:
-            return _mapping(ConnectSchema(INT64, optional), int, 0)
+            return _mapping(ConnectSchema(connect.INT64, optional), int, 0)
         if modes.bigint_unsigned_handling_mode == "precise":
             schema = decimal_schema(BIGINT_UNSIGNED_PRECISION, 0, optional)
             return _mapping(schema, _bigint_precise, ConnectDecimal.of(0, 0))
-        return _mapping(ConnectSchema(INT64, optional), _bigint_wrapped, 0)
+        return _mapping(ConnectSchema(connect.INT64, optional), _bigint_wrapped, 0)
     literal = (_UNSIGNED_INTEGERS if column.unsigned else _SIGNED_INTEGERS)[name]
     return _mapping(ConnectSchema(literal, optional), int, 0)
 
 
-_SIGNED_INTEGERS = {"TINYINT": INT16, "SMALLINT": INT16, "MEDIUMINT": INT32, "INT": INT32}
-_UNSIGNED_INTEGERS = {"TINYINT": INT16, "SMALLINT": INT32, "MEDIUMINT": INT32, "INT": INT64}
+_SIGNED_INTEGERS = {"TINYINT": connect.INT16, "SMALLINT": connect.INT16,
+                    "MEDIUMINT": connect.INT32, "INT": connect.INT32}
+_UNSIGNED_INTEGERS = {"TINYINT": connect.INT16, "SMALLINT": connect.INT32,
+                      "MEDIUMINT": connect.INT32, "INT": connect.INT64}
 
 _f32 = struct.Struct("<f")
 
@@ -306,12 +299,12 @@ def float32_value(value: float) -> float:
 def _float(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
     single = column.scale is None and (column.length is None or column.length <= 24)
     if single:
-        return _mapping(ConnectSchema(FLOAT32, column.nullable), float32_value, 0.0)
+        return _mapping(ConnectSchema(connect.FLOAT32, column.nullable), float32_value, 0.0)
     if column.scale is not None:
         # FLOAT(M,D) is still a 4-byte float: the binlog's 99.999 is 99.9990005493164 as a
         # double, the snapshot's text says 99.999; both become the shortest decimal.
-        return _mapping(ConnectSchema(FLOAT64, column.nullable), float32_value, 0.0)
-    return _mapping(ConnectSchema(FLOAT64, column.nullable), float, 0.0)
+        return _mapping(ConnectSchema(connect.FLOAT64, column.nullable), float32_value, 0.0)
+    return _mapping(ConnectSchema(connect.FLOAT64, column.nullable), float, 0.0)
 
 
 def _decimal_double(value: Decimal) -> float:
@@ -330,13 +323,13 @@ def _decimal(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
         return value if exponent == -scale else value.quantize(quantum, context=EXACT)
 
     if mode == DOUBLE:
-        return _mapping(ConnectSchema(FLOAT64, optional), _decimal_double, 0.0)
+        return _mapping(ConnectSchema(connect.FLOAT64, optional), _decimal_double, 0.0)
     if mode != PRECISE:  # string
 
         def to_string(value: Decimal) -> str:
             return java_decimal_string(scaled(value))
 
-        return _mapping(ConnectSchema(STRING, optional), to_string, str(quantum * 0))
+        return _mapping(ConnectSchema(connect.STRING, optional), to_string, str(quantum * 0))
 
     encode = ConnectDecimal.of
 
@@ -363,13 +356,13 @@ def _bit_as_bool(value: bytes) -> bool:
 def _bit(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
     length = column.length if column.length is not None else 1
     if length <= 1:
-        return _mapping(ConnectSchema(BOOLEAN, column.nullable), _bit_as_bool, False)
+        return _mapping(ConnectSchema(connect.BOOLEAN, column.nullable), _bit_as_bool, False)
     width = (length + 7) // 8
 
     def to_bits(value: bytes) -> bytes:
         return value[::-1].ljust(width, b"\x00")
 
-    schema = ConnectSchema(BYTES, column.nullable, BITS_NAME, 1, {"length": str(length)})
+    schema = ConnectSchema(connect.BYTES, column.nullable, BITS_NAME, 1, {"length": str(length)})
     return _mapping(schema, to_bits, b"")
 
 
@@ -389,12 +382,12 @@ def _binary(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
 def _string(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
     if (column.charset or "").lower() == "binary":
         return _binary(column, modes)
-    return _mapping(ConnectSchema(STRING, column.nullable), str, "")
+    return _mapping(ConnectSchema(connect.STRING, column.nullable), str, "")
 
 
 def _named_string(name: str, fallback: str = "") -> _Factory:
     def factory(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
-        return _mapping(ConnectSchema(STRING, column.nullable, name, 1), str, fallback)
+        return _mapping(ConnectSchema(connect.STRING, column.nullable, name, 1), str, fallback)
 
     return factory
 
@@ -402,7 +395,7 @@ def _named_string(name: str, fallback: str = "") -> _Factory:
 def _enumerated(name: str) -> _Factory:
     def factory(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
         parameters = {"allowed": ",".join(column.members)}
-        schema = ConnectSchema(STRING, column.nullable, name, 1, parameters)
+        schema = ConnectSchema(connect.STRING, column.nullable, name, 1, parameters)
         return _mapping(schema, str, "")
 
     return factory
@@ -471,7 +464,7 @@ def _year(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
             return ZERO_YEAR
         return adjusted_year(value) if adjust and value < 100 else value
 
-    return _mapping(ConnectSchema(INT32, column.nullable, YEAR_NAME, 1), to_year, 0)
+    return _mapping(ConnectSchema(connect.INT32, column.nullable, YEAR_NAME, 1), to_year, 0)
 
 
 def _zero_value(column: MySqlColumn, fallback: Any) -> Any:
@@ -592,7 +585,7 @@ def _point(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
 # ---------------------------------------------------------------------------------------------
 
 _BY_TYPE: dict[str, _Factory] = {
-    "BOOLEAN": _simple(BOOLEAN, _to_bool, False),
+    "BOOLEAN": _simple(connect.BOOLEAN, _to_bool, False),
     "BIT": _bit,
     "TINYINT": _integer,
     "SMALLINT": _integer,
@@ -600,7 +593,7 @@ _BY_TYPE: dict[str, _Factory] = {
     "INT": _integer,
     "BIGINT": _integer,
     "FLOAT": _float,
-    "DOUBLE": _simple(FLOAT64, float, 0.0),
+    "DOUBLE": _simple(connect.FLOAT64, float, 0.0),
     "DECIMAL": _decimal,
     "CHAR": _string,
     "VARCHAR": _string,
@@ -635,12 +628,12 @@ _BY_TYPE: dict[str, _Factory] = {
 
 
 def _uuid(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
-    schema = ConnectSchema(STRING, column.nullable, UUID_NAME, 1)
+    schema = ConnectSchema(connect.STRING, column.nullable, UUID_NAME, 1)
     return _mapping(schema, _uuid_text, "")
 
 
 def _inet(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
-    return _mapping(ConnectSchema(STRING, column.nullable), _inet_text, "")
+    return _mapping(ConnectSchema(connect.STRING, column.nullable), _inet_text, "")
 
 
 _BY_TYPE.update({"UUID": _uuid, "INET4": _inet, "INET6": _inet})

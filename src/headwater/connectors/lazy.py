@@ -1,0 +1,64 @@
+"""A registration's functions, declared by the dotted names of what they use.
+
+A registration must stay light to import (the CLI and the pipeline import every one), so the
+configuration loader, the connector and its source block are named as ``module:attribute``
+and imported on first call.  What is left of each connector's registration is declarations;
+the loading and the type check are written once, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from headwater.connectors.registry import CaptureConfig, ConnectorParts
+
+if TYPE_CHECKING:
+    from headwater.engine.metrics import CaptureMetrics
+    from headwater.engine.topic_naming import TopicNaming
+
+Build = Callable[[CaptureConfig, "CaptureMetrics", "TopicNaming"], ConnectorParts]
+
+
+def imported(name: str) -> Any:
+    """The object a ``module:attribute`` name names."""
+    module, _, attribute = name.partition(":")
+    return getattr(import_module(module), attribute)
+
+
+def config_loaders(loader: str) -> tuple[Callable[[Path], CaptureConfig],
+                                         Callable[[Path], CaptureConfig]]:
+    """`load_config` and `load_config_without_secrets` from a `ConfigLoader.load`-like
+    function (``(path, *, secrets) -> (config, warnings)``)."""
+
+    def load(path: Path) -> CaptureConfig:
+        config: CaptureConfig = imported(loader)(path)[0]
+        return config
+
+    def load_without_secrets(path: Path) -> CaptureConfig:
+        config: CaptureConfig = imported(loader)(path, secrets=False)[0]
+        return config
+
+    return load, load_without_secrets
+
+
+def connector_builder(*, kind: str, config: str, connector: str, source_block: str,
+                      placeholder: Callable[[Any], str]) -> Build:
+    """`build` for a connector class taking ``(config, metrics, naming)``; `kind` is the
+    connector type the logs show, `placeholder` the value rendered for unsent columns."""
+
+    def build(cfg: CaptureConfig, metrics: CaptureMetrics, naming: TopicNaming
+              ) -> ConnectorParts:
+        from headwater.ops.logging import connector_type
+
+        expected = imported(config)
+        if not isinstance(cfg, expected):
+            raise TypeError(f"the {kind} connector needs a {expected.__name__}, got "
+                            f"{type(cfg).__name__}")
+        connector_type.set(kind)
+        return ConnectorParts(imported(connector)(cfg, metrics, naming),
+                              imported(source_block)(), placeholder(cfg))
+
+    return build
