@@ -31,6 +31,7 @@ from headwater.engine.source import SourceRunContext, StartPlan
 from headwater.engine.topic_naming import TopicNaming
 from headwater.model.schema import TableId
 from headwater.relational.connector import RelationalConnector
+from headwater.relational.snapshotter import snapshotter_for
 
 log = logging.getLogger("headwater.connectors.mysql")
 
@@ -77,11 +78,18 @@ class MySqlConnector(RelationalConnector):
             mode = cfg.snapshot_mode
             streaming = MySqlStreamingSource(self, incremental=self._incremental_hook())
             data_snapshot = MySqlSnapshotSource(cfg, self.state, self.metrics)
+            snapshotter = snapshotter_for(mode)
             has_offset = bool(offset and offset.get("file"))
-            if mode == "always" or (not has_offset and mode in ("initial", "when_needed")):
-                return StartPlan(data_snapshot, streaming)
-            if mode == "initial_only":
-                return StartPlan(data_snapshot if not has_offset else None, None)
+            where = f"{offset['file']}:{offset['pos']}" if offset and has_offset else ""
+            readable = offset is None or not has_offset or self._available(offset, binlogs)
+            if snapshotter.reads_data(has_offset, readable):
+                if not readable:
+                    log.warning("the stored binlog position %s is no longer on the server: "
+                                "taking a new snapshot (snapshot.mode=%s)", where, mode)
+                return StartPlan(data_snapshot, streaming if snapshotter.streams else None)
+            if not snapshotter.streams:
+                log.info("snapshot.mode=%s and the snapshot is complete: nothing to do", mode)
+                return StartPlan(None, None)
             if not has_offset:
                 if mode == "never":
                     first = self._first_position(binlogs)
@@ -92,12 +100,7 @@ class MySqlConnector(RelationalConnector):
                 return StartPlan(MySqlSnapshotSource(cfg, self.state, self.metrics,
                                                      with_data=False), streaming)
             assert offset is not None
-            if not self._available(offset, binlogs):
-                where = f"{offset['file']}:{offset['pos']}"
-                if mode == "when_needed":
-                    log.warning("the stored binlog position %s is no longer on the server: "
-                                "taking a new snapshot (snapshot.mode=when_needed)", where)
-                    return StartPlan(data_snapshot, streaming)
+            if not readable:
                 oldest = binlogs[0][0] if binlogs else "none"
                 raise BinlogPositionLostError(
                     f"the stored binlog position {where} is no longer available on the server "

@@ -47,6 +47,7 @@ from headwater.engine.source import StartPlan
 from headwater.engine.topic_naming import TopicNaming
 from headwater.model.schema import TableId
 from headwater.relational.connector import RelationalConnector, modes_from_config
+from headwater.relational.snapshotter import snapshotter_for
 
 log = logging.getLogger("headwater.connectors.postgres")
 
@@ -90,16 +91,11 @@ class PostgresConnector(RelationalConnector):
         self._started = True
         slot = self._wait_for_slot(cur)
         mode = cfg.snapshot_mode
+        snapshotter = snapshotter_for(mode)
         completed = bool(offset and offset.get("snapshot_completed"))
-        if mode == "always":
-            need_snapshot = True
-        elif mode in ("initial", "initial_only"):
-            need_snapshot = not completed
-        elif mode == "when_needed":
-            need_snapshot = not completed or slot is None or slot["lost"]
-        else:  # no_data
-            need_snapshot = False
-        stream = mode != "initial_only"
+        need_snapshot = snapshotter.reads_data(
+            completed, position_readable=slot is not None and not slot["lost"])
+        stream = snapshotter.streams
         if slot is not None and slot["lost"] and not need_snapshot:
             raise PostgresConnectorError(
                 f"replication slot {cfg.slot_name!r} was invalidated by the server (its WAL was "
@@ -107,8 +103,8 @@ class PostgresConnector(RelationalConnector):
                 "confirmed position are gone. Re-snapshot with snapshot.mode=when_needed or "
                 "always (the slot is then recreated)"
             )
-        if mode == "initial_only" and completed:
-            log.info("snapshot.mode=initial_only and the snapshot is complete: nothing to do")
+        if not stream and not need_snapshot:
+            log.info("snapshot.mode=%s and the snapshot is complete: nothing to do", mode)
             return StartPlan(None, None)
 
         self._repl = connect(self._dsn, replication=True, application_name="headwater-stream")

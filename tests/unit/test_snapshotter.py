@@ -1,0 +1,37 @@
+"""snapshot.mode as Snapshotter objects: the two start-up answers per mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from headwater.relational.snapshotter import SNAPSHOTTERS, snapshotter_for
+
+# mode -> (reads data for (completed, position readable) in the order below, streams)
+CASES = [(False, True), (False, False), (True, True), (True, False)]
+EXPECTED = {
+    "initial": ([True, True, False, False], True),
+    "initial_only": ([True, True, False, False], False),
+    "when_needed": ([True, True, False, True], True),
+    "always": ([True, True, True, True], True),
+    "no_data": ([False, False, False, False], True),
+    "never": ([False, False, False, False], True),
+    "recovery": ([False, False, False, False], True),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(EXPECTED))
+def test_each_mode_answers_as_debezium(mode: str) -> None:
+    snapshotter = snapshotter_for(mode)
+    reads, streams = EXPECTED[mode]
+    assert [snapshotter.reads_data(c, r) for c, r in CASES] == reads
+    assert snapshotter.streams is streams
+
+
+def test_every_mode_either_connector_accepts_has_a_snapshotter() -> None:
+    from headwater.connectors.mysql.config import MYSQL_CONFIG_DEF
+    from headwater.connectors.postgres.config import POSTGRES_CONFIG_DEF
+
+    for definition in (MYSQL_CONFIG_DEF, POSTGRES_CONFIG_DEF):
+        assert set(definition["snapshot.mode"].allowed) <= set(SNAPSHOTTERS)
+    with pytest.raises(ValueError, match="snapshot.mode='custom' has no snapshotter"):
+        snapshotter_for("custom")
