@@ -46,8 +46,9 @@ def config_loaders(loader: str) -> tuple[Callable[[Path], CaptureConfig],
 
 def connector_builder(*, kind: str, config: str, connector: str, source_block: str,
                       placeholder: Callable[[Any], str]) -> Build:
-    """`build` for a connector class taking ``(config, metrics, naming)``; `kind` is the
-    connector type the logs show, `placeholder` the value rendered for unsent columns."""
+    """`build` for a connector class taking ``(config, metrics, naming)`` and a source block
+    class taking the connector's `source.connector` name; `kind` is the connector type the logs
+    show, `placeholder` the value rendered for unsent columns."""
 
     def build(cfg: CaptureConfig, metrics: CaptureMetrics, naming: TopicNaming
               ) -> ConnectorParts:
@@ -58,7 +59,8 @@ def connector_builder(*, kind: str, config: str, connector: str, source_block: s
             raise TypeError(f"the {kind} connector needs a {expected.__name__}, got "
                             f"{type(cfg).__name__}")
         connector_type.set(kind)
-        return ConnectorParts(imported(connector)(cfg, metrics, naming),
-                              imported(source_block)(), placeholder(cfg))
+        built = imported(connector)(cfg, metrics, naming)
+        return ConnectorParts(built, imported(source_block)(built.context.kind),
+                              placeholder(cfg))
 
     return build

@@ -14,11 +14,12 @@ row exactly once.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 from headwater.model.record import ChangeRecord
 from headwater.model.schema import INT32, INT64, STRING, STRUCT, ConnectSchema
-from headwater.model.source_block import COMMON_SOURCE_FIELDS, source_field
+from headwater.model.source_block import COMMON_SOURCE_FIELDS, SOURCE_TIME_FIELDS, source_field
 
 
 def binlog_file_number(name: str) -> int:
@@ -73,12 +74,21 @@ def restart_offset(
     return offset
 
 
+def binlog_source_schema(kind: str) -> ConnectSchema:
+    """`io.debezium.connector.<kind>.Source`: Debezium 3.x names the binlog source block after
+    the connector (`mysql`, or `mariadb` for its MariaDB connector class); same fields."""
+    if kind == "mysql":
+        return MYSQL_SOURCE_SCHEMA
+    return dataclasses.replace(MYSQL_SOURCE_SCHEMA, name=f"io.debezium.connector.{kind}.Source")
+
+
 MYSQL_SOURCE_SCHEMA = ConnectSchema(
     STRUCT,
     optional=False,
     name="io.debezium.connector.mysql.Source",
     fields=(
         *COMMON_SOURCE_FIELDS,
+        *SOURCE_TIME_FIELDS,
         source_field("table", STRING, True),
         source_field("server_id", INT64, False),
         source_field("gtid", STRING, True),
@@ -92,9 +102,11 @@ MYSQL_SOURCE_SCHEMA = ConnectSchema(
 
 
 class MySqlSourceBlock:
-    """`io.debezium.connector.mysql.Source` for a record with a MySqlPosition."""
+    """`io.debezium.connector.mysql.Source` (`mariadb.Source` for the MariaDB connector class)
+    for a record with a MySqlPosition."""
 
-    schema = MYSQL_SOURCE_SCHEMA
+    def __init__(self, kind: str = "mysql") -> None:
+        self.schema = binlog_source_schema(kind)
 
     def payload(self, record: ChangeRecord) -> dict[str, Any]:
         pos: MySqlPosition = record.position
@@ -107,6 +119,9 @@ class MySqlSourceBlock:
             "snapshot": record.snapshot,
             "db": table.database,
             "sequence": None,
+            # Debezium 3.x: the binlog event's time (whole seconds) in µs and ns
+            "ts_us": record.source_ts_ms * 1000,
+            "ts_ns": record.source_ts_ms * 1_000_000,
             "table": table.table,
             "server_id": pos.server_id,
             "gtid": pos.gtid,
@@ -129,6 +144,8 @@ class MySqlSourceBlock:
             "snapshot": snapshot,
             "db": database,
             "sequence": None,
+            "ts_us": ts_ms * 1000,
+            "ts_ns": ts_ms * 1_000_000,
             "table": None,
             "server_id": position.server_id,
             "gtid": position.gtid,

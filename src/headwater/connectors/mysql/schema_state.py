@@ -66,7 +66,7 @@ class SchemaState:
         self.schema = MySqlSchema()
         self.history = FileSchemaHistory(Path(cfg.schema_history_internal_file_filename))
         self._codecs: dict[tuple[str, str], MySqlTableCodec | None] = {}
-        self._source_block = MySqlSourceBlock()
+        self._source_block = MySqlSourceBlock(context.kind)
         self._last_recorded: tuple[int, int] | None = None
         self.changes_applied = 0
         self.last_changes: list[SchemaChange] = []  # of the latest `apply`

@@ -64,6 +64,9 @@ class PostgresSourceBlock:
 
     schema = POSTGRES_SOURCE_SCHEMA
 
+    def __init__(self, kind: str = "postgresql") -> None:
+        self.kind = kind  # `source.connector`
+
     def payload(self, record: ChangeRecord) -> dict[str, Any]:
         pos: PostgresPosition = record.position
         table = record.table.id
