@@ -102,7 +102,7 @@ class MySqlSnapshotSource:
     def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
         cfg = self.cfg
         if cfg.snapshot_delay_ms:
-            log.info("snapshot: waiting snapshot.delay.ms=%d", cfg.snapshot_delay_ms)
+            log.info("snapshot step: waiting snapshot.delay.ms=%d", cfg.snapshot_delay_ms)
             if ctx.stopping.wait(cfg.snapshot_delay_ms / 1000):
                 return None
         conn = connect(cfg, conv=snapshot_conversions())
@@ -118,7 +118,7 @@ class MySqlSnapshotSource:
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             point = self._binlog_position(cur, self._locked)
-            log.info("snapshot: binlog position %s:%d, GTIDs %s", point.file, point.pos,
+            log.info("snapshot step: binlog position %s:%d, GTIDs %s", point.file, point.pos,
                      point.gtids or "-")
             schema_events = self._read_schema(cur, tables, point)
             captured = [(db, t) for db, t in tables if self.state.captured(db, t)]
@@ -137,7 +137,7 @@ class MySqlSnapshotSource:
                     try:
                         last = self._read_parallel(ctx, cur, captured, sizes, point)
                     except SnapshotStopped:
-                        log.info("snapshot: stopped; it starts over on the next run")
+                        log.info("snapshot step: stopped; it starts over on the next run")
                         return None
                 elif not self._scan(ctx, conn, captured, point):
                     return None
@@ -168,7 +168,7 @@ class MySqlSnapshotSource:
         for db in databases:
             cur.execute(f"SHOW FULL TABLES FROM {quote_ident(db)} WHERE Table_type = 'BASE TABLE'")
             tables.extend((db, row[0]) for row in cur.fetchall())
-        log.info("snapshot: %d tables in %d databases, captured: %s", len(tables),
+        log.info("snapshot step: %d tables in %d databases, captured: %s", len(tables),
                  len(databases),
                  ", ".join(f"{d}.{t}" for d, t in tables if self.state.captured(d, t)) or "none")
         return tables
@@ -176,17 +176,17 @@ class MySqlSnapshotSource:
     def _lock(self, cur: Any, tables: list[tuple[str, str]]) -> bool:
         try:
             cur.execute("FLUSH TABLES WITH READ LOCK")
-            log.info("snapshot: global read lock acquired")
+            log.info("snapshot step: global read lock acquired")
             return True
         except pymysql.err.OperationalError as exc:
             if exc.args[0] not in _ACCESS_DENIED:
                 raise
-            log.info("snapshot: global read lock not allowed (%s); using table locks", exc)
+            log.info("snapshot step: global read lock not allowed (%s); using table locks", exc)
         captured = [qualified(d, t) for d, t in tables if self.state.captured(d, t)]
         if not captured:
             return False
         cur.execute(f"FLUSH TABLES {', '.join(captured)} WITH READ LOCK")
-        log.info("snapshot: table locks acquired on %d tables", len(captured))
+        log.info("snapshot step: table locks acquired on %d tables", len(captured))
         return True
 
     def _binlog_position(self, cur: Any, locked: bool) -> SnapshotPoint:
@@ -252,11 +252,11 @@ class MySqlSnapshotSource:
         if not self._locked:
             # Configuration validation refuses this; a config built in code still gets the
             # serial scan rather than readers at different points.
-            log.warning("snapshot: snapshot.max.threads=%d needs a read lock "
+            log.warning("snapshot step: snapshot.max.threads=%d needs a read lock "
                         "(snapshot.locking.mode minimal or extended); reading serially", threads)
             return False
         if ctx.renderer is None:
-            log.warning("snapshot: the runtime offers no renderer; reading serially")
+            log.warning("snapshot step: the runtime offers no renderer; reading serially")
             return False
         return True
 
@@ -265,7 +265,7 @@ class MySqlSnapshotSource:
         if self._locked and self.cfg.snapshot_locking_mode == "minimal":
             cur.execute("UNLOCK TABLES")
             self._locked = False
-            log.info("snapshot: unlocked (snapshot.locking.mode=minimal) after %.2f s",
+            log.info("snapshot step: unlocked (snapshot.locking.mode=minimal) after %.2f s",
                      time.monotonic() - self._locked_at)
 
     def _table_sizes(
@@ -349,7 +349,7 @@ class MySqlSnapshotSource:
             codec = state.codec(db, table)
             if codec is None:
                 continue
-            log.info("snapshot: scanning %s.%s (%d of %d)", db, table, n, len(tables))
+            log.info("snapshot step: scanning %s.%s (%d of %d)", db, table, n, len(tables))
             started = time.monotonic()
             schema = codec.schema
             convert = codec.convert
@@ -387,7 +387,7 @@ class MySqlSnapshotSource:
                 if last.snapshot is not SnapshotMarker.FIRST:
                     pending[-1] = last._replace(snapshot=SnapshotMarker.LAST_IN_DATA_COLLECTION)
             self.metrics.remaining_table_count -= 1
-            log.info("snapshot: %s.%s done, %d rows in %.1f s", db, table, rows,
+            log.info("snapshot step: %s.%s done, %d rows in %.1f s", db, table, rows,
                      time.monotonic() - started)
         if pending:
             last = pending[-1]
