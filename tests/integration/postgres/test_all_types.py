@@ -538,9 +538,15 @@ def count(env: Env) -> int:
     return sum(t.record_count for t in reader.list_topics(env.topics) if t.name == topic)
 
 
+# Kafka's JsonConverter writes FLOAT32 and FLOAT64 schemas as "float" and "double".
+JSON_TYPE_NAMES = {"float32": "float", "float64": "double"}
+
+
 def schema_matches(actual: dict[str, Any], expected: dict[str, Any]) -> bool:
     for key, want in expected.items():
         got = actual.get(key)
+        if key == "type" and isinstance(want, str):
+            want = JSON_TYPE_NAMES.get(want, want)
         if isinstance(want, dict):
             if not isinstance(got, dict) or not schema_matches(got, want):
                 return False
