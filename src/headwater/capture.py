@@ -13,6 +13,7 @@ from headwater.connectors.registry import CaptureConfig, RegistryError, registra
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.offsets import FileOffsetStore
 from headwater.engine.runtime import CaptureRuntime
+from headwater.engine.supersede import SnapshotRestarts
 from headwater.engine.topic_naming import TopicNaming, TopicNamingError
 from headwater.formats.debezium_json import DebeziumJsonFormat
 from headwater.ops.logging import connector_name
@@ -83,4 +84,7 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
         metrics=metrics,
         max_retries=cfg.errors_max_retries,
         retry_wait_ms=cfg.retriable_restart_connector_wait_ms,
+        restarts=SnapshotRestarts(Path(cfg.headwater_topics_dir),
+                                  tombstones_on_delete=cfg.tombstones_on_delete,
+                                  batch_size=cfg.max_batch_size),
     )

@@ -25,9 +25,16 @@ from headwater.engine.retry import RetryBudget
 from headwater.engine.source import (
     Connector,
     RetriableError,
+    SnapshotSource,
     SourceRunContext,
     StreamingSource,
     StreamState,
+)
+from headwater.engine.supersede import (
+    SnapshotRestarts,
+    Supersede,
+    marked_offset,
+    started_offsets,
 )
 from headwater.model.record import SourceEvent
 from headwater.model.topic import TopicBatch
@@ -63,7 +70,12 @@ class CaptureRuntime:
         metrics: CaptureMetrics | None = None,
         max_retries: int = -1,
         retry_wait_ms: int = 10_000,
+        restarts: SnapshotRestarts | None = None,
     ) -> None:
+        # With `restarts`, a data snapshot that follows an interrupted one supersedes its
+        # partial output (engine/supersede.py); without, the old READs stay (Debezium's way).
+        self.restarts = restarts
+        self._supersede: Supersede | None = None
         self.max_retries = max_retries
         self.retry_wait_s = retry_wait_ms / 1000.0
         self.connector = connector
@@ -140,9 +152,13 @@ class CaptureRuntime:
             self.metrics.snapshot_started_monotonic = started
             self.metrics.snapshot_running = True
             try:
-                result = plan.snapshot.execute(ctx)
+                if plan.data_snapshot and self.restarts is not None:
+                    result = self._superseding_snapshot(plan.snapshot, ctx, offset)
+                else:
+                    result = plan.snapshot.execute(ctx)
             finally:
                 self.metrics.snapshot_running = False
+                self._supersede = None
             if result is None:
                 self.metrics.snapshot_aborted = True
                 return
@@ -155,6 +171,49 @@ class CaptureRuntime:
 
     def _emit(self, batch: Batch) -> None:
         self.queue.put(batch)
+
+    def _superseding_snapshot(self, snapshot: SnapshotSource, ctx: SourceRunContext,
+                              offset: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Runs a data snapshot so that a restart of it leaves the topics exact.
+
+        `snapshot_started` (the topics' end offsets) is durable in the offsets before the
+        first READ, unless an earlier attempt left it there.  After such an attempt, the keys
+        it read are loaded, the new snapshot's keys are marked as the writer writes them, and
+        once they are all durable the deletes for the rest are written; only then is the
+        snapshot's completing offset stored (engine/supersede.py)."""
+        assert self.restarts is not None
+        self.queue.wait_written(self.stopping)
+        ends = self.restarts.ends()
+        aborted = started_offsets(offset)
+        self.queue.put(Batch([], offset=marked_offset(offset, aborted or ends)))
+        self.queue.wait_written(self.stopping)
+        if self.stopping.is_set():
+            return None
+        supersede = None
+        if aborted is not None:
+            supersede = self.restarts.supersede(aborted, ends)
+            supersede = supersede.open() if not supersede.empty else None
+        if supersede is None:
+            return snapshot.execute(ctx)
+        held: list[dict[str, Any]] = []
+
+        def emit(batch: Batch) -> None:
+            # The completing offset waits for the deletes.
+            if batch.offset is not None:
+                held.append(batch.offset)
+                batch = batch._replace(offset=None)
+            self.queue.put(batch)
+
+        self._supersede = supersede
+        result = snapshot.execute(SourceRunContext(emit, ctx.stopping, ctx.renderer))
+        self.queue.wait_written(self.stopping)
+        self._supersede = None
+        if result is None or self.stopping.is_set():
+            return None
+        for deletes in supersede.deletes():
+            self.queue.put(Batch([], rendered=deletes))
+        self.queue.put(Batch([], offset=held[-1] if held else result))
+        return result
 
     # -- writer (calling thread) -----------------------------------------------------------
     def run(self) -> None:
@@ -219,6 +278,9 @@ class CaptureRuntime:
                 ack = b.ack
         self._render_into(out, records)
         if out:
+            supersede = self._supersede
+            if supersede is not None:
+                supersede.observe(out)
             self.writer.append(out)
         if offset is not None:
             self.offsets.save(offset)

@@ -70,8 +70,12 @@ class StreamingSource(Protocol):
 
 
 class StartPlan(NamedTuple):
+    """`data_snapshot`: the snapshot reads the tables' rows (an initial snapshot, or one that
+    `snapshot.mode` asks for again), so a restart of it must supersede its partial output."""
+
     snapshot: SnapshotSource | None
     streaming: StreamingSource | None
+    data_snapshot: bool = False
 
 
 class Connector(Protocol):

@@ -86,7 +86,8 @@ class MySqlConnector(RelationalConnector):
                 if not readable:
                     log.warning("the stored binlog position %s is no longer on the server: "
                                 "taking a new snapshot (snapshot.mode=%s)", where, mode)
-                return StartPlan(data_snapshot, streaming if snapshotter.streams else None)
+                return StartPlan(data_snapshot, streaming if snapshotter.streams else None,
+                                 data_snapshot=True)
             if not snapshotter.streams:
                 log.info("snapshot.mode=%s and the snapshot is complete: nothing to do", mode)
                 return StartPlan(None, None)

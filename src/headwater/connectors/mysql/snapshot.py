@@ -14,8 +14,9 @@
    last); 8. *commit* (extended: unlock only now); 9. the offset of the snapshot position is
    returned and recorded once the events are durable.
 
-A snapshot interrupted by a crash is not resumed: no offset was stored, so the next start
-takes a new one (as Debezium does), with the schema history started over.
+A snapshot interrupted by a crash is not resumed: the next start takes a new one (as Debezium
+does), with the schema history started over; the runtime then deletes the rows the interrupted
+attempt read and the new one did not find (engine/supersede.py).
 
 With `snapshot.max.threads` N > 1 (and a lock), step 7 runs in N worker processes
 (snapshot_workers.py, engine/parallel.py) over primary-key ranges and whole tables.  They are

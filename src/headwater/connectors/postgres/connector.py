@@ -137,8 +137,11 @@ class PostgresConnector(RelationalConnector):
                 config=cfg,
                 database=self.database,
             )
-            return StartPlan(snapshot, self._streaming_source() if stream else None)
+            return StartPlan(snapshot, self._streaming_source() if stream else None,
+                             data_snapshot=True)
 
+        if offset is not None and "lsn" not in offset:
+            offset = None  # only an interrupted snapshot's snapshot_started: no position
         if slot is None:
             if offset is not None:
                 raise PostgresConnectorError(

@@ -194,7 +194,8 @@ class PostgresSnapshotSource:
         try:
             return self._run(conn, ctx)
         except _Aborted:
-            log.info("snapshot aborted by stop request; it restarts from the beginning next run")
+            log.info("snapshot aborted by stop request; it restarts from the beginning next "
+                     "run, which deletes the rows this one read that are gone by then")
             return None
         finally:
             conn.close()
