@@ -545,10 +545,10 @@ JSON_TYPE_NAMES = {"float32": "float", "float64": "double"}
 
 
 def schema_matches(actual: dict[str, Any], expected: dict[str, Any]) -> bool:
-    for key, want in expected.items():
+    for key, expected_value in expected.items():
         got = actual.get(key)
-        if key == "type" and isinstance(want, str):
-            want = JSON_TYPE_NAMES.get(want, want)
+        want = (JSON_TYPE_NAMES.get(expected_value, expected_value)
+                if key == "type" and isinstance(expected_value, str) else expected_value)
         if isinstance(want, dict):
             if not isinstance(got, dict) or not schema_matches(got, want):
                 return False
