@@ -545,10 +545,10 @@ JSON_TYPE_NAMES = {"float32": "float", "float64": "double"}
 
 
 def schema_matches(actual: dict[str, Any], expected: dict[str, Any]) -> bool:
-    for key, expected_value in expected.items():
+    for key, spec in expected.items():
         got = actual.get(key)
-        want = (JSON_TYPE_NAMES.get(expected_value, expected_value)
-                if key == "type" and isinstance(expected_value, str) else expected_value)
+        want = (JSON_TYPE_NAMES.get(spec, spec)
+                if key == "type" and isinstance(spec, str) else spec)
         if isinstance(want, dict):
             if not isinstance(got, dict) or not schema_matches(got, want):
                 return False
