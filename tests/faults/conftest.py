@@ -27,7 +27,7 @@ def fault_trials(config: pytest.Config) -> int:
         value = config.getoption("--fault-trials")
     except ValueError:  # the option is registered only when tests/faults is on the command line
         value = None
-    return int(value if value is not None else os.environ.get("HEADWATER_FAULT_TRIALS", 0))
+    return int(value if value is not None else os.environ.get("HEADWATER_FAULT_TRIALS", "0"))
 
 
 @pytest.fixture(scope="module")

@@ -391,11 +391,20 @@ class _Trial:
         if self.capture is None:
             self.start_capture()
         source = self.source()
-        try:
-            wait_for(lambda: self.capture_alive() or sorted(self.replayed()) == sorted(
-                source.items()), timeout=120, interval=1.0, what="capture caught up")
-        except TimeoutError:
-            pass  # counted below
+        # Caught up: the topic replays to the source, or (when it never will) the stored
+        # offset has not moved for 8 s after the snapshot (no heartbeats are configured).
+        last: list[Any] = [None, time.monotonic()]
+
+        def caught_up() -> bool:
+            self.capture_alive()
+            offset = self.stored_offset()
+            if offset != last[0]:
+                last[:] = [offset, time.monotonic()]
+            if sorted(self.replayed()) == sorted(source.items()):
+                return True
+            return bool(offset.get("snapshot_completed")) and time.monotonic() - last[1] > 8
+        with contextlib.suppress(TimeoutError):
+            wait_for(caught_up, timeout=120, interval=1.0, what="capture caught up")
         code = self.signal_capture(signal.SIGTERM)
         if code != 0:
             self.result.failures.append(f"capture exited {code} on SIGTERM: "
@@ -430,14 +439,30 @@ class _Trial:
 
     # ---- faults ----------------------------------------------------------------------------
 
+    def _topic_bytes(self) -> int:
+        with contextlib.suppress(FileNotFoundError):
+            return sum(p.stat().st_size for p in (self.topics / self.topic).iterdir())
+        return 0
+
     def _fault_capture_kill9_snapshot(self) -> None:
-        # The capture imports for ~1 s, then snapshots ~10-20k rows/s: kill inside that.
-        wait_for(lambda: self.offsets.exists() or self.topics.exists() or self.capture_alive(),
-                 timeout=60, interval=0.02, what="the capture to start writing")
-        time.sleep(self.rng.uniform(0.0, 1.5))
-        self.capture_alive()
+        # Kill once the topic holds a random fraction of the snapshot's records (estimated
+        # from the size of the first record), polling every 10 ms (~200 rows at 20k rows/s).
+        def first_line() -> bytes | None:
+            self.capture_alive()
+            for seg in list_segments(self.topics / self.topic) if (
+                    self.topics / self.topic).is_dir() else []:
+                with seg.path.open("rb") as f:
+                    line = f.readline()
+                if line.endswith(b"\n"):
+                    return line
+            return None
+
+        line = wait_for(first_line, timeout=60, interval=0.01, what="the first snapshot record")
+        fraction = self.rng.uniform(0.05, 0.9)
+        threshold = fraction * self.h.initial_rows * len(line)
+        wait_for(lambda: self.snapshot_done() or self._topic_bytes() >= threshold,
+                 timeout=120, interval=0.01, what="the snapshot's progress")
         done = self.snapshot_done()
-        assert self.capture is not None
         self.signal_capture(signal.SIGKILL)
         rows = self._topic_records()
         self.result.detail = (f"killed after the snapshot ({rows} records)" if done else
@@ -472,9 +497,15 @@ class _Trial:
         self.wait_snapshot()
         proc = subprocess.Popen(_cli("pipeline", str(self.config), "--log-level", "WARNING"),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        # Spark starts in ~5-10 s here: kill inside the first batches or between them.
-        delay = self.rng.uniform(6.0, 16.0)
-        time.sleep(delay)
+        # Spark starts in ~5-15 s here: kill once the first batch has committed to the target,
+        # 0-4 s later (inside a batch or between two).
+        started = time.monotonic()
+        with contextlib.suppress(TimeoutError):
+            wait_for(lambda: proc.poll() is not None or (
+                self.delta / "public" / TABLE / "_delta_log").is_dir(),
+                timeout=60, interval=0.05, what="the pipeline's first batch")
+        time.sleep(self.rng.uniform(0.0, 4.0))
+        delay = time.monotonic() - started
         if proc.poll() is not None:
             assert proc.stderr is not None
             raise AssertionError(f"pipeline exited {proc.returncode} before the kill: "
