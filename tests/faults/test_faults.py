@@ -39,6 +39,7 @@ def test_one_fault(harness: Harness, fault: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(0)  # N trials of ~15-40 s each; every trial has its own time limits
 def test_random_fault_trials(harness: Harness, request: pytest.FixtureRequest) -> None:
     n = fault_trials(request.config)
     if n <= 0:
