@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 
 import pytest
 
@@ -40,15 +39,17 @@ def test_one_fault(harness: Harness, fault: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(0)  # N trials of ~15-40 s each; every trial has its own time limits
-def test_random_fault_trials(harness: Harness, request: pytest.FixtureRequest) -> None:
+def test_random_fault_trials(harness: Harness, request: pytest.FixtureRequest,
+                             capsys: pytest.CaptureFixture[str]) -> None:
     n = fault_trials(request.config)
     if n <= 0:
         pytest.skip("long form: pass --fault-trials N or set HEADWATER_FAULT_TRIALS=N")
     base = int(os.environ.get("HEADWATER_FAULT_SEED") or random.randrange(10**6))
     only = os.environ.get("HEADWATER_FAULT_KIND") or None
 
-    def log(line: str) -> None:
-        print(line, file=sys.__stderr__, flush=True)
+    def log(line: str) -> None:  # live, past pytest's capture: a long run shows its progress
+        with capsys.disabled():
+            print(line, flush=True)
 
     harness.log = log
     log(f"[faults] long form: {n} trials from seed {base}")
