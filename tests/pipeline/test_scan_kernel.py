@@ -130,13 +130,15 @@ def test_headers_after_the_value_are_left_out_of_its_payload(tmp_path: Path) -> 
     headers = b',"headers":{"__debezium.context.taskId":"{\\"schema\\":1}","h":"},x"}}\n'
     topic_dir = tmp_path / TOPIC
     topic_dir.mkdir()
+    tombstone = head % 4 + key(4) + b',"value":null' + headers  # skipped, as without headers
     (topic_dir / f"{0:020d}.jsonl").write_bytes(b"".join(
         head % i + key(i) + b',"value":' + value(i, "x") + (headers if i % 2 else b"}\n")
-        for i in range(4)))
-    found = columnar.scan(tmp_path, TOPIC, 0, 4, columnar.Positions())
-    assert found.offsets.tolist() == [0, 1, 2, 3]
+        for i in range(4)) + tombstone + head % 5 + key(5) + b',"value":' + value(5, "x")
+        + headers)
+    found = columnar.scan(tmp_path, TOPIC, 0, 6, columnar.Positions())
+    assert found.offsets.tolist() == [0, 1, 2, 3, 5]
     payloads = [orjson.loads(p) for p in found.values()]
-    assert payloads == [orjson.loads(value(i, "x"))["payload"] for i in range(4)]
+    assert payloads == [orjson.loads(value(i, "x"))["payload"] for i in (0, 1, 2, 3, 5)]
 
 
 def test_same_length_schema_is_compared_byte_for_byte(tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ _KEY = np.frombuffer(b',"key":', np.uint8)
 _VALUE = np.frombuffer(b'},"value":', np.uint8)
 _SCHEMA = np.frombuffer(b'{"schema":', np.uint8)
 _NULL_END = np.frombuffer(b"null}", np.uint8)
+_NULL_HEADERS = np.frombuffer(b'null,"headers":{', np.uint8)  # a tombstone with headers
 _HEADERS = np.frombuffer(b'},"headers":{', np.uint8)
 _NL = 10
 _COMMA = 44
@@ -196,7 +197,7 @@ def _line_checked(data: Any, pos: int, stop: int, start: int, end: int, key_head
     if v < 0:
         return LAYOUT, offset, k, -1
     after = v + _VALUE.shape[0]
-    if _same(data, after, _NULL_END):
+    if _same(data, after, _NULL_END) or _same(data, after, _NULL_HEADERS):
         return _SKIP, offset, k, v  # a tombstone
     if not _same(data, after, _SCHEMA):
         return NO_SCHEMA, offset, k, v

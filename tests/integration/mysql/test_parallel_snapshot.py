@@ -121,7 +121,9 @@ def _normalized(
             src = payload["source"]
             marker = src["snapshot"]
             points.add((src.pop("file"), src.pop("pos"), src.pop("gtid", None)))
-            del payload["ts_ms"], src["ts_ms"]
+            for times in (payload, src):  # processing and source times differ per run
+                for field in ("ts_ms", "ts_us", "ts_ns"):
+                    times.pop(field, None)
             src["snapshot"] = "true"
             bag[table.encode() + b"|" + (rec.key or b"") + b"|"
                 + orjson.dumps(value, option=orjson.OPT_SORT_KEYS)] += 1

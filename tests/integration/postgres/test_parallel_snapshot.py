@@ -87,7 +87,9 @@ def _normalized(root: Path, prefix: str) -> tuple[collections.Counter[bytes], li
             last_marker = payload["source"]["snapshot"]
             src = payload["source"]
             points.add((src.pop("lsn"), src.pop("txId"), src.pop("sequence")))
-            del payload["ts_ms"], src["ts_ms"]
+            for times in (payload, src):  # processing and source times differ per run
+                for field in ("ts_ms", "ts_us", "ts_ns"):
+                    times.pop(field, None)
             payload["source"]["snapshot"] = "true"
             bag[name.encode() + b"|" + (rec.key or b"") + b"|" + orjson.dumps(
                 value, option=orjson.OPT_SORT_KEYS)] += 1
