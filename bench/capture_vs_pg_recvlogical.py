@@ -84,7 +84,8 @@ def lsn(text: str) -> int:
 
 
 def run_headwater(
-    pg: LocalPostgres, work: Path, end_lsn: int, schemas: bool, profile: str | None
+    pg: LocalPostgres, work: Path, end_lsn: int, schemas: bool, profile: str | None,
+    extended_headers: bool = True,
 ) -> tuple[float, float, int]:
     """Runs `headwater run` until its stored offset reaches `end_lsn`: (seconds, RSS MB, bytes)."""
     work.mkdir(parents=True)
@@ -98,6 +99,7 @@ def run_headwater(
         f"database.user={pg.user}\ndatabase.dbname=bench\ntopic.prefix=bench\n"
         f"slot.name={slot}\npublication.name=bench_pub\nsnapshot.mode=no_data\n"
         f"key.converter.schemas.enable={enabled}\nvalue.converter.schemas.enable={enabled}\n"
+        f"extended.headers.enabled={'true' if extended_headers else 'false'}\n"
         f"offset.storage.file.filename={offsets}\nheadwater.topics.dir={work / 'topics'}\n"
     )
     cmd = [sys.executable, "-m", "headwater.cli", "run", str(config), "--log-level", "WARNING"]
@@ -179,6 +181,9 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--profile", help="run headwater under py-spy, writing this flame file")
     ap.add_argument("--skip-debezium", action="store_true", help="no Debezium reference run")
+    ap.add_argument("--no-extended-headers", action="store_true",
+                    help="extended.headers.enabled=false: no __debezium.context.* headers "
+                         "(Debezium 3.2+ writes them; ~1 KB per event with schemas)")
     args = ap.parse_args()
     if not args.skip_debezium and (why := available()):
         raise SystemExit(f"{why} (or pass --skip-debezium)")
@@ -219,7 +224,8 @@ def main() -> None:
         hw_with: tuple[float, float] | None = None  # seconds, RSS MB (schemas on)
         for schemas in (True, False):
             hw_s, rss_mb, size = run_headwater(
-                pg, work / ("with" if schemas else "without"), end_lsn, schemas, args.profile)
+                pg, work / ("with" if schemas else "without"), end_lsn, schemas, args.profile,
+                extended_headers=not args.no_extended_headers)
             ratio = ref_s / hw_s
             label = "schemas.enable=true " if schemas else "schemas.enable=false"
             print(f"headwater      : {hw_s:7.2f} s  {args.changes / hw_s:10,.0f} events/s  "
