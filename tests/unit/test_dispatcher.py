@@ -243,3 +243,13 @@ def test_processing_failure_modes() -> None:
     # A converting failure in fail mode stops the connector whatever the processing mode.
     with pytest.raises(EventProcessingError):
         d.processing_failed(EventConvertingError("bad"), "LSN 0/2")
+
+
+def test_a_closed_queue_is_not_an_event_failure() -> None:
+    """The runtime closing the queue mid-flush must end the reader, not count as skipped."""
+    from headwater.engine.queue import QueueClosed
+
+    d, _, metrics = dispatcher(processing_failure_mode="skip")
+    with pytest.raises(QueueClosed):
+        d.processing_failed(QueueClosed(), "binlog.000001:4")
+    assert metrics.erroneous_events == 0

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.queue import Batch
+from headwater.engine.queue import Batch, QueueClosed
 from headwater.model.record import (
     ABSENT,
     ChangeRecord,
@@ -263,7 +263,11 @@ class EventDispatcher:
         return codec.convert_each(values, failed)
 
     def processing_failed(self, exc: Exception, where: str) -> None:
-        """An event at `where` could not be processed: raise, or log and go on (warn, skip)."""
+        """An event at `where` could not be processed: raise, or log and go on (warn, skip).
+
+        A closed queue (the runtime is shutting down) is no event failure: it goes through."""
+        if isinstance(exc, QueueClosed):
+            raise exc
         if isinstance(exc, EventConvertingError) or (
                 self.options.processing_failure_mode == "fail"):
             raise EventProcessingError(
