@@ -66,7 +66,7 @@ def capture_workload(env: Env, props: dict[str, Any], seed: int, truncate: bool 
         hi, lo = lsn.split("/")
         target = (int(hi, 16) << 32) | int(lo, 16)
         wait_for(lambda: int((cap.runtime.offsets.load() or {}).get("lsn", 0)) >= target,
-                 timeout=60, what="capture caught up")
+                 timeout=120, what="capture caught up")
     finally:
         cap.stop()
 
