@@ -50,3 +50,30 @@ def test_pipeline_stops_at_a_damaged_topic(tmp_path: Path, spark: Any, kind: str
     assert f"topic log damaged: topic {TOPIC}, segment {seg}, " in message
     assert f", byte {position}: " in message
     assert not (tmp_path / "delta" / "public" / "t").exists()  # nothing half-applied
+
+
+def test_a_log_cut_behind_the_checkpoint_stops_the_pipeline(tmp_path: Path, spark: Any) -> None:
+    """After `topics verify --repair` cut records the pipeline had already read, new records
+    would reuse those offsets and be skipped: the next run refuses, naming the offsets."""
+    topics = tmp_path / "topics"
+    write(topics, workload(random.Random(2), False, n=300), segment_bytes=20_000)
+    config = tmp_path / "p.properties"
+    config.write_text(
+        f"topic.prefix=s\nheadwater.topics.dir={topics}\n"
+        f"headwater.pipeline.delta.path={tmp_path / 'delta'}\n"
+        f"headwater.pipeline.checkpoint.dir={tmp_path / 'checkpoint'}\n")
+    start(spark, load_pipeline_config(config), once=True).awaitTermination()
+    assert (tmp_path / "delta" / "public" / "t").exists()
+    segments = list_segments(topics / TOPIC)
+    read = segments[-1].base + len(segments[-1].path.read_bytes().splitlines())
+    for segment in segments[1:]:  # what a repair at the second segment would leave
+        segment.path.unlink()
+    kept = segments[1].base
+    query = start(spark, load_pipeline_config(config), once=True)
+    with pytest.raises(Exception, match="topic log damaged") as info:
+        query.awaitTermination()
+    message = damage_message(str(info.value))
+    assert message is not None and "\n" not in message
+    assert f"topic {TOPIC}," in message
+    assert f"the log ends at offset {kept} but this pipeline's checkpoint has read up to " \
+           f"offset {read}" in message

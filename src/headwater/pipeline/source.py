@@ -47,9 +47,26 @@ def end_offsets(root: Path, patterns: str) -> dict[str, int]:
     }
 
 
+def rewound(root: Path, start: dict[str, int], latest: dict[str, int]) -> TopicLogDamaged | None:
+    """A topic that ends before what the checkpoint has already read: records were cut from
+    the log (`topics verify --repair`, a restored backup).  New records would then reuse the
+    offsets the checkpoint has passed and be skipped without a word, so it is an error."""
+    for topic, end in sorted(latest.items()):
+        read = start.get(topic, 0)
+        if end < read:
+            return TopicLogDamaged(
+                topic, root / topic, end, 0,
+                f"the log ends at offset {end} but this pipeline's checkpoint has read up to "
+                f"offset {read}: records were removed from the log (e.g. by `topics verify "
+                f"--repair`), and new records would reuse offsets {end}..{read - 1} and be "
+                "skipped; start the pipeline with a new checkpoint and target (a new snapshot)")
+    return None
+
+
 def plan(start: dict[str, int], latest: dict[str, int], max_rows: int | None) -> dict[str, int]:
     """End offsets of the next batch: everything new, or at most `max_rows` records in all,
-    shared out over the topics in turn so that no topic starves."""
+    shared out over the topics in turn so that no topic starves.  `latest` is never behind
+    `start` (see `rewound`)."""
     end = {t: max(start.get(t, 0), o) for t, o in latest.items()}
     for t, o in start.items():
         end.setdefault(t, o)
@@ -215,6 +232,9 @@ def register(spark: Any) -> None:
             latest = self.frozen if self.frozen is not None else end_offsets(
                 self.root, self.pattern)
             rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+            damage = rewound(self.root, start or {}, latest)
+            if damage is not None:
+                raise damage
             return plan(start or {}, latest, rows)
 
         def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Range]:
