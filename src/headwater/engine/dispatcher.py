@@ -52,9 +52,6 @@ from headwater.model.schema import TableSchema
 
 log = logging.getLogger("headwater.engine.dispatcher")
 
-FAILURE_MODES = ("fail", "warn", "skip")
-
-
 class DispatchOptions(NamedTuple):
     """What the dispatcher honours, all from the connector configuration."""
 

@@ -65,7 +65,9 @@ class PostgresSourceBlock:
     schema = POSTGRES_SOURCE_SCHEMA
 
     def __init__(self, kind: str = "postgresql") -> None:
-        self.kind = kind  # `source.connector`
+        # `kind` (the builder passes every source block its `source.connector`) changes nothing
+        # here: the PostgreSQL block has one schema name, and the payload reads the context.
+        del kind
 
     def payload(self, record: ChangeRecord) -> dict[str, Any]:
         pos: PostgresPosition = record.position
@@ -80,7 +82,7 @@ class PostgresSourceBlock:
         ts_us = record.source_ts_ms * 1000
         return {
             "version": record.context.connector_version,
-            "connector": "postgresql",
+            "connector": record.context.kind,  # "postgresql"
             "name": record.context.server_name,
             "ts_ms": record.source_ts_ms,
             "snapshot": record.snapshot,  # an Enum: orjson writes its value
