@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import math
 import os
 import random
 import struct
@@ -31,11 +32,10 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import bson
 from bson import Binary, Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 from bson.datetime_ms import DatetimeMS
 from bson.raw_bson import RawBSONDocument
@@ -65,7 +65,7 @@ def random_doubles(n: int, seed: int = 15) -> list[float]:
     out: list[float] = []
     while len(out) < n:
         (d,) = struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))
-        if d == d:
+        if not math.isnan(d):
             out.append(d)
         out.append(float(f"{rng.randint(1, 99999)}e{rng.randint(-30, 30)}"))
     return out
@@ -106,7 +106,7 @@ def type_documents() -> list[Any]:
         {"_id": "date", "v": [DatetimeMS(x) for x in (
             0, 1, -1, 1500, 1700000000123, 1700000000100, -86400000 * 365 * 100,
             -62135596800000, 253402300799999, 253402300800000, 2**62, -2**63, 2**63 - 1)],
-         "py": datetime(2024, 2, 29, 12, 30, 45, 678000, tzinfo=timezone.utc)},
+         "py": datetime(2024, 2, 29, 12, 30, 45, 678000, tzinfo=UTC)},
         {"_id": "binary", "v": [Binary(b"\x00\x01\xfe\xff hello", s)
                                 for s in (0, 1, 2, 5, 7, 128, 255)]
          + [Binary(bytes(range(16)), 3), Binary(bytes(range(16)), 4), Binary(b"", 0),
@@ -250,9 +250,12 @@ def runs() -> dict[str, Run]:
 # ------------------------------------------------------------------------------- capturing
 
 def _stream_options(mode: str) -> dict[str, str]:
+    # Post-images, not updateLookup: a lookup returns the document as it is when the server
+    # builds the batch, which races the workload; Debezium's lookups raced it too, so a test
+    # can only check its `after` is one of the document's versions.
     opts = {}
     if "update_full" in mode:
-        opts["full_document"] = "updateLookup"
+        opts["full_document"] = "whenAvailable"
     if "pre_image" in mode:
         opts["full_document_before_change"] = "whenAvailable"
     return opts
@@ -308,7 +311,8 @@ def debezium_version() -> str:
 
 def java_version() -> str:
     java = Path(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java"
-    out = subprocess.run([str(java), "-version"], capture_output=True, text=True).stderr
+    out = subprocess.run([str(java), "-version"], capture_output=True, text=True,
+                         check=False).stderr
     return out.splitlines()[0] if out else "unknown"
 
 
