@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
-__all__ = ["DebeziumOracle", "OracleError", "OracleRecord", "available"]
+__all__ = ["DebeziumOracle", "OracleError", "OracleRecord", "available", "capture_mongodb"]
 
 _RECORDS = "records.jsonl"
 _PROPS = "engine.json"
@@ -308,6 +308,98 @@ class DebeziumOracle:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+# ------------------------------------------------------------------- MongoDB: one workload run
+
+MONGO_MARKER_DB = "headwater_oracle"
+MONGO_MARKER_COLLECTION = "marker"
+
+
+def _with_marker(props: dict[str, str]) -> dict[str, str]:
+    """Widens include lists so the marker collection is captured too (excludes are left)."""
+    ns = f"{MONGO_MARKER_DB}.{MONGO_MARKER_COLLECTION}"
+    if props.get("database.include.list"):
+        props["database.include.list"] += f",{MONGO_MARKER_DB}"
+    if props.get("collection.include.list"):
+        props["collection.include.list"] += f",{ns.replace('.', '[.]')}"
+    return props
+
+
+def capture_mongodb(
+    connection_string: str,
+    config: Mapping[str, str],
+    workload: Callable[[], object],
+    workdir: Path,
+    timeout: float = 180.0,
+) -> list[OracleRecord]:
+    """Runs real Debezium's MongoDB connector around `workload` and returns what it emitted.
+
+    `config` holds connector properties (`topic.prefix` and `capture.mode`, filters, ...);
+    `mongodb.connection.string` and the connector class are filled in.  Documents present
+    before the call are snapshotted (op `r`, with the default `snapshot.mode`), then
+    `workload()` runs once Debezium streams, and the call returns after every change the
+    workload made has been emitted: every record, in delivery order, except those of the
+    marker collection `headwater_oracle.marker`.
+
+    How "Debezium streams" and "everything arrived" are known without sleeping: marker
+    documents are inserted into `headwater_oracle.marker` until one arrives as a streamed
+    insert (op `c`); after the workload one more marker is inserted, and a replica set's
+    change stream delivers in oplog order, so its arrival means every earlier change has.
+    """
+    import pymongo
+
+    props = _with_marker({
+        "connector.class": "io.debezium.connector.mongodb.MongoDbConnector",
+        "mongodb.connection.string": connection_string,
+        **{str(k): str(v) for k, v in config.items()},
+    })
+    prefix = props.get("topic.prefix")
+    if not prefix:
+        raise ValueError("config needs topic.prefix")
+    marker_topic = f"{prefix}.{MONGO_MARKER_DB}.{MONGO_MARKER_COLLECTION}"
+    client: Any = pymongo.MongoClient(connection_string)
+    markers = client[MONGO_MARKER_DB][MONGO_MARKER_COLLECTION]
+    markers.insert_one({"_id": "created"})  # the marker database exists before the snapshot
+
+    def streamed(label: str) -> Callable[[list[OracleRecord]], bool]:
+        def seen(recs: list[OracleRecord]) -> bool:
+            return any(r.topic == marker_topic and _streamed_id(r) == label for r in recs)
+        return seen
+
+    oracle = DebeziumOracle(props, workdir).start()
+    try:
+        deadline = time.monotonic() + timeout
+        n = 0
+        while True:  # Debezium may open its change stream after any given insert: retry
+            label = f"start-{n}"
+            markers.insert_one({"_id": label})
+            try:
+                oracle.wait_for(streamed(label), min(5.0, max(deadline - time.monotonic(), 0.1)),
+                                "a streamed start marker")
+                break
+            except OracleError:
+                if time.monotonic() > deadline or oracle.process is None \
+                        or oracle.process.poll() is not None:
+                    raise
+                n += 1
+        workload()
+        markers.insert_one({"_id": "end"})
+        recs = oracle.wait_for(streamed("end"), timeout, "the end marker")
+    finally:
+        oracle.stop()
+        client.close()
+    return [r for r in recs if r.topic != marker_topic]
+
+
+def _streamed_id(record: OracleRecord) -> object:
+    """The `_id` of a streamed insert (op `c`), else None."""
+    if record.value is None:
+        return None
+    payload = json.loads(record.value).get("payload") or {}
+    if payload.get("op") != "c" or not payload.get("after"):
+        return None
+    return json.loads(payload["after"]).get("_id")
 
 
 # ---------------------------------------------------------------------------- the child side

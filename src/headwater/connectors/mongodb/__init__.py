@@ -1,0 +1,1 @@
+"""MongoDB change data capture: Debezium-compatible events from change streams."""
