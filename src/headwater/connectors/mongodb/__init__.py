@@ -1,0 +1,1 @@
+"""MongoDB connector: Debezium's MongoDB change events (change streams, snapshot)."""
