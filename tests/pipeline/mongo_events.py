@@ -9,8 +9,8 @@ from typing import Any
 
 import orjson
 
-from headwater.topics.log import TopicLog
 from headwater.model.topic import TopicRecord
+from headwater.topics.log import TopicLog
 
 TOPIC = "m.shop.people"
 

@@ -14,7 +14,7 @@ from headwater.pipeline.config import PipelineConfig
 from headwater.pipeline.delta_target import read_table
 from headwater.pipeline.documents.options import DocumentOptions
 from headwater.pipeline.runner import start
-from tests.pipeline.mongo_events import TOPIC, event, oid, tombstone, write
+from tests.pipeline.mongo_events import event, oid, tombstone, write
 
 pytestmark = pytest.mark.integration
 
