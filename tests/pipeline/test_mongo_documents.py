@@ -68,9 +68,9 @@ def test_patch_removes_fields_and_nulls_removed_array_elements() -> None:
 
 
 def test_patch_truncates_arrays_before_setting_elements() -> None:
-    update = parse_update({"updatedFields": '{"a.c.1": 20}', "removedFields": None,
+    update = parse_update({"updatedFields": '{"a.c.1": 20, "a.c.2": 30}', "removedFields": None,
                            "truncatedArrays": [{"field": "a.c", "size": 2}]})
-    assert apply_update(DOC, update)["a"]["c"] == [1, 20]
+    assert apply_update(DOC, update)["a"]["c"] == [1, 20, 30]
 
 
 # -- types ---------------------------------------------------------------------------------------
@@ -161,6 +161,10 @@ def test_decode_and_fold_patches_on_batch_and_target_states() -> None:
     late = decode_documents(TOPIC, [(10, *event("c", 3, 420, after={"n": 0}))]).events
     out = fold("3", [*late, *three], [Base(seq(450), {"_id": 3, "n": 1, "x": True})])
     assert out.resolved[-1].doc == {"_id": 3, "n": 7, "x": True}
+    # a late patch before the target's row: applied to nothing, but superseded by the row
+    early = decode_documents(TOPIC, [(11, *event("u", 3, 420, updated={"n": 0}))]).events
+    out = fold("3", [*early, *three], [Base(seq(450), {"_id": 3, "n": 1, "x": True})])
+    assert out.resolved[-1].doc == {"_id": 3, "n": 7, "x": True} and out.unbased == 0
 
 
 def test_two_changes_in_one_transaction_are_not_taken_for_a_redelivery() -> None:

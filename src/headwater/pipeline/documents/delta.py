@@ -209,8 +209,9 @@ class DocumentTarget:
                 continue  # older than a remembered delete
             net.append((doc_id, last.sequence, last.doc))
         if unbased:
-            log.warning("%s: %d update(s) without a full document applied to no previous "
-                        "state (the row holds only the updated fields)", path, unbased)
+            log.warning("%s: %d document(s) updated without a full document and with no "
+                        "previous state (their rows hold only the updated fields)", path,
+                        unbased)
         hidden = [pa.field(ID, _STR), pa.field(DOC, _STR), pa.field(SEQ, _STR)]
         dt, columns = self._table(path, hidden, [d for _, _, d in net if d is not None])
         names = [ID, DOC, SEQ, OP, *columns]

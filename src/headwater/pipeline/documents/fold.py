@@ -6,8 +6,9 @@ what the target already holds (SCD1: the current row; SCD2: the version current 
 or be gone (a remembered delete).  All of those are points of one history, merged with the
 batch's events by sequence and replayed: a full image sets the state, a delete clears it, a
 patch applies to it.  A patch with no state to apply to (the capture started without a
-snapshot, or the insert was lost) applies to `{"_id": ...}` alone and is counted
-(`Folded.unbased`), so the caller can say so.
+snapshot, or the insert was lost) applies to `{"_id": ...}` alone; when the document's final
+state comes from such a patch (no full image or base after it) `Folded.unbased` says so, and
+the caller warns: the row then holds only the fields patches set.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class Resolved(NamedTuple):
 
 class Folded(NamedTuple):
     resolved: list[Resolved]  # per batch event, in sequence order
-    unbased: int  # patches applied without a previous state
+    unbased: int  # 1 when the final state was built from a patch with no previous state
 
 
 def _empty(doc_id: str) -> dict[str, Any]:
@@ -54,23 +55,22 @@ def fold(doc_id: str, events: Iterable[DocEvent], bases: Iterable[Base] = ()) ->
     points += [(e.sequence, 1, e) for e in events]
     points.sort(key=lambda p: (p[0], p[1]))
     state: dict[str, Any] | None = None
-    unbased = 0
+    partial = False
     out: list[Resolved] = []
     for _seq, _rank, p in points:
         if isinstance(p, Base):
-            state = p.doc
+            state, partial = p.doc, False
             continue
         if p.op == "d":
-            state = None
+            state, partial = None, False
         elif p.update is None:
-            state = p.doc
+            state, partial = p.doc, False
         else:
             if state is None:
-                unbased += 1
-                state = _empty(doc_id)
+                state, partial = _empty(doc_id), True
             state = apply_update(state, p.update)
         out.append(Resolved(p.sequence, state, p))
-    return Folded(out, unbased)
+    return Folded(out, int(partial))
 
 
 def by_document(events: Iterable[DocEvent]) -> dict[str, list[DocEvent]]:
