@@ -189,6 +189,9 @@ def start_flows(
 
     def apply(ranges: Ranges, batch_id: int) -> None:
         for topic, (first, end) in sorted(ranges.items()):
+            if is_document_topic(Path(topics_dir), topic, first, end):
+                raise ValueError(f"topic {topic}: AUTO CDC flows do not take MongoDB topics "
+                                 "(use the pipeline's document path: headwater pipeline)")
             changes = decode_topic(topic, list(read_range(Path(topics_dir), topic, first, end)))
             if not changes.events:
                 continue

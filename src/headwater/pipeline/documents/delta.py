@@ -158,7 +158,7 @@ class DocumentTarget:
         for name, t in columns.items():
             try:
                 out.append(ejson.column([f.get(name) for f in flat], t))
-            except (ValueError, TypeError, KeyError) as exc:
+            except (ValueError, TypeError, KeyError, OverflowError) as exc:
                 raise SchemaEvolutionError(f"field {name!r}: a value does not fit {t}: {exc}"
                                            ) from exc
         return out
