@@ -84,6 +84,7 @@ def test_scd1_documents_patches_deletes_late_events_and_schema_evolution(
         event("u", two, 3000, after={"name": "Bob", "age": 41,
                                      "extra": {"$numberDecimal": "2.50"}}),
         event("u", one, 1800, updated={"age": 0, "name": "late"}),  # older than the row: lost
+        event("c", three, 2400, after={"name": "Cy-again"}),  # older than the remembered delete
         event("c", four, 3100, after={"name": "Di", "addr": {"city": "Rome", "floor": 3}}),
     ])
     run_once(spark, cfg)
