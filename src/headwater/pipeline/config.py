@@ -20,6 +20,9 @@ The pipeline reads what the connector wrote, so it takes `topic.prefix` and
 | headwater.pipeline.jdbc.schema | public / the URL's database | target schema |
 | headwater.pipeline.track.history.column.list | (all) | SCD2: columns whose changes make versions |
 | headwater.pipeline.track.history.except.column.list | | SCD2: columns whose changes do not |
+| headwater.pipeline.mongodb.nested | struct | MongoDB: nested values as struct/array, or json |
+| headwater.pipeline.mongodb.flatten.struct | false | MongoDB: nested documents as columns `a_b` |
+| headwater.pipeline.mongodb.flatten.struct.delimiter | _ | MongoDB: flattened names' delimiter |
 
 Relative paths are relative to the configuration file's directory, like the connector's.
 """
@@ -34,6 +37,7 @@ from pathlib import Path
 from headwater.config import ConfigError
 from headwater.config.loader import load_properties
 from headwater.config.secrets import Secret, resolve_references
+from headwater.pipeline.documents.options import NESTED_MODES, DocumentOptions
 
 log = logging.getLogger("headwater.pipeline.config")
 
@@ -47,6 +51,8 @@ _KNOWN = (
     "headwater.pipeline.jdbc.url", "headwater.pipeline.jdbc.user",
     "headwater.pipeline.jdbc.password", "headwater.pipeline.jdbc.schema",
     "headwater.pipeline.schema.evolution", "headwater.pipeline.delta.compact.interval.batches",
+    "headwater.pipeline.mongodb.nested", "headwater.pipeline.mongodb.flatten.struct",
+    "headwater.pipeline.mongodb.flatten.struct.delimiter",
 )
 EVOLUTION = ("evolve", "ignore", "fail")
 TARGETS = ("delta", "jdbc")
@@ -72,6 +78,7 @@ class PipelineConfig:
     jdbc_password: Secret | None = None
     jdbc_schema: str | None = None
     compact_interval_batches: int = 100
+    documents: DocumentOptions = DocumentOptions()  # noqa: RUF009 (frozen: shared safely)
 
 
 def _int(props: dict[str, str], name: str, default: int, errors: list[str],
@@ -138,6 +145,7 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
     max_records = _int(props, "headwater.pipeline.max.records.per.trigger", 500_000, errors)
     compact = _int(props, "headwater.pipeline.delta.compact.interval.batches", 100, errors,
                    minimum=0)
+    documents = _documents(props, errors)
     if errors:
         raise ConfigError(errors, source=str(path))
     return PipelineConfig(
@@ -159,7 +167,24 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         jdbc_password=password,
         jdbc_schema=props.get("headwater.pipeline.jdbc.schema") or None,
         compact_interval_batches=compact,
+        documents=documents,
     )
+
+
+def _documents(props: dict[str, str], errors: list[str]) -> DocumentOptions:
+    """The MongoDB document path's options (see `documents.options`)."""
+    nested = props.get("headwater.pipeline.mongodb.nested", "struct").lower()
+    if nested not in NESTED_MODES:
+        errors.append(f"headwater.pipeline.mongodb.nested: {nested!r} is not one of "
+                      f"{', '.join(NESTED_MODES)}")
+    flatten = props.get("headwater.pipeline.mongodb.flatten.struct", "false").lower()
+    if flatten not in ("true", "false"):
+        errors.append(f"headwater.pipeline.mongodb.flatten.struct: expected true or false, got "
+                      f"{flatten!r}")
+    delimiter = props.get("headwater.pipeline.mongodb.flatten.struct.delimiter", "_")
+    if not delimiter:
+        errors.append("headwater.pipeline.mongodb.flatten.struct.delimiter: must not be empty")
+    return DocumentOptions(nested, flatten == "true", delimiter or "_")
 
 
 def _list(props: dict[str, str], name: str) -> tuple[str, ...] | None:

@@ -5,7 +5,8 @@ hands them to `apply_batch`, which reads the records from the segment files, dec
 their embedded schemas, computes the net change per key and applies it, marking the commit with
 the batch id, so a batch replayed after a crash is applied exactly once.  SCD1 into Delta, the
 bulk of the work, goes column-wise (`columnar`) whenever a batch has the common shape, else
-event by event (`decode`, `net`), which every other mode and target uses.
+event by event (`decode`, `net`), which every other mode and target uses.  MongoDB topics,
+whose events carry documents rather than rows, take the document path (`documents`).
 
 `once=True` runs with `Trigger.AvailableNow`: everything there now, then stop.
 """
@@ -27,6 +28,7 @@ from headwater.pipeline import columnar
 from headwater.pipeline.config import PipelineConfig
 from headwater.pipeline.decode import ChangeEvent, TableChanges, decode_topic
 from headwater.pipeline.delta_target import DeltaTarget
+from headwater.pipeline.documents.route import apply_documents, is_document_topic
 from headwater.pipeline.flows import AutoCdcFlow, transform
 from headwater.pipeline.net import NetChange, dedup, net_changes
 from headwater.pipeline.scd2 import tracked_columns
@@ -118,6 +120,11 @@ def apply_batch(
     path = columnar_path(cfg.mode, target)
     for topic, (first, end) in sorted(ranges.items()):
         t0 = time.monotonic()
+        if is_document_topic(topics_dir, topic, first, end):  # MongoDB: documents, no schema
+            total += apply_documents(topics_dir, topic, first, end, batch_id, cfg.mode, target,
+                                     cfg.documents, cfg.track_history_column_list,
+                                     cfg.track_history_except_column_list)
+            continue
         if path is not None:
             decode, write = path
             try:
@@ -182,6 +189,9 @@ def start_flows(
 
     def apply(ranges: Ranges, batch_id: int) -> None:
         for topic, (first, end) in sorted(ranges.items()):
+            if is_document_topic(Path(topics_dir), topic, first, end):
+                raise ValueError(f"topic {topic}: AUTO CDC flows do not take MongoDB topics "
+                                 "(use the pipeline's document path: headwater pipeline)")
             changes = decode_topic(topic, list(read_range(Path(topics_dir), topic, first, end)))
             if not changes.events:
                 continue

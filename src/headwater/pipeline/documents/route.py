@@ -1,0 +1,60 @@
+"""Which topics take the document path, and that path's batch step for the runner.
+
+A topic is MongoDB's when its events say so (`source.connector` "mongodb"): known from its
+first event and remembered, so the relational connectors' topics pay one parsed record per
+topic and run, not per batch.  The configuration need not name the connector: one pipeline may
+materialize topics of several connectors.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from headwater.pipeline.documents.delta import DocumentTarget
+from headwater.pipeline.documents.events import decode_documents, is_document_event
+from headwater.pipeline.documents.options import DocumentOptions
+from headwater.pipeline.source import read_range
+
+log = logging.getLogger("headwater.pipeline.documents")
+
+_KNOWN: dict[tuple[str, str], bool] = {}
+
+
+def is_document_topic(root: Path, topic: str, first: int, end: int) -> bool:
+    """Whether the topic's events are MongoDB's (judged by the range's first event)."""
+    known = _KNOWN.get((str(root), topic))
+    if known is not None:
+        return known
+    for _offset, _key, value in read_range(root, topic, first, end):
+        if value is not None:
+            found = _KNOWN[(str(root), topic)] = is_document_event(value)
+            return found
+    return False  # only tombstones so far: nothing to apply either way
+
+
+def apply_documents(
+    root: Path, topic: str, first: int, end: int, batch_id: int, mode: str, target: Any,
+    options: DocumentOptions, track: tuple[str, ...] | None = None,
+    track_except: tuple[str, ...] | None = None,
+) -> int:
+    """Applies one MongoDB topic's range in `mode`; returns the number of events."""
+    from headwater.pipeline.delta_target import DeltaTarget
+
+    if not isinstance(target, DeltaTarget):
+        raise ValueError(f"topic {topic}: MongoDB topics are materialized into Delta only "
+                         "(headwater.pipeline.target=delta)")
+    batch = decode_documents(topic, read_range(root, topic, first, end))
+    if not batch.events:
+        return 0
+    writer = DocumentTarget(target, options)
+    if mode == "changelog":
+        writer.append_changelog(batch, batch_id)
+    elif mode == "scd2":
+        writer.apply_scd2(batch, batch_id, track, track_except)
+    else:
+        writer.apply_scd1(batch, batch_id)
+    log.info("batch %d: %s: %d document events applied (%s)", batch_id, topic,
+             len(batch.events), mode)
+    return len(batch.events)
