@@ -34,7 +34,7 @@ def refuse_marked_statements(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def apply(self: schema_history.MySqlSchema, sql: str, database: str | None) -> Any:
         if MARKER in sql:
-            raise DdlParseError("refused by the test", sql, 0, sql.split()[0])
+            raise DdlParseError("refused by the test", sql, 0, sql.split(maxsplit=1)[0])
         return original(self, sql, database)
 
     monkeypatch.setattr(schema_history.MySqlSchema, "apply", apply)
