@@ -4,6 +4,8 @@ server still has and snapshot.mode.
 Start-up steps (each logged):
 
 1. *check server*: binary logging on, `binlog_format=ROW`, `binlog_row_image=FULL`;
+   `binlog_row_metadata` other than FULL is a warning (the fallback for tables the schema
+   history cannot decode needs the column names only FULL writes);
 2. *position*: is the stored binlog position still on the server?  If it was purged the
    connector stops with an error naming the position and what to do, or takes a new snapshot
    with snapshot.mode=when_needed;
@@ -152,6 +154,30 @@ class MySqlConnector(RelationalConnector):
         if problems:
             raise MySqlConnectorError(
                 "the server cannot be captured: " + "; ".join(problems))
+        self._check_row_metadata(conn)
+
+    def _check_row_metadata(self, conn: Any) -> None:
+        """binlog_row_metadata (MariaDB 10.5+, MySQL 8.0.1+): only FULL names the columns in
+        TABLE_MAP, which decoding rows without a schema history definition needs."""
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT @@binlog_row_metadata")
+                row = cur.fetchone()
+            metadata = str(row[0]).upper() if row and row[0] is not None else None
+        except pymysql.err.MySQLError as exc:  # an older server: no such variable
+            log.debug("binlog_row_metadata: %s", exc)
+            metadata = None
+        self.state.row_metadata = metadata
+        if metadata == "FULL":
+            return
+        log.warning(
+            "binlog_row_metadata is %s, not FULL: TABLE_MAP events then carry no column "
+            "names, ENUM/SET members or primary key, so rows of a table the schema history "
+            "cannot decode (its DDL was skipped as unparseable, or the history is out of "
+            "date) cannot be decoded from the binlog's own metadata either; capture then "
+            "stops at the first such row instead of dropping it. Set binlog_row_metadata=FULL "
+            "(SET GLOBAL binlog_row_metadata=FULL and in the server configuration)",
+            metadata or "not available on this server")
 
     def _captured_tables(self, conn: Any) -> list[TableId]:
         with conn.cursor() as cur:

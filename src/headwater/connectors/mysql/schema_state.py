@@ -18,9 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from headwater.connectors.mysql.binlog.events import TableMap
+from headwater.connectors.mysql.binlog_schema import TableMetadataError, table_from_map
 from headwater.connectors.mysql.columns import MySqlTable
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.ddl import DdlParseError, SchemaChange
+from headwater.connectors.mysql.ddl_text import is_single_statement, shorten, statement_text
 from headwater.connectors.mysql.position import (
     MYSQL_SOURCE_SCHEMA,
     MySqlPosition,
@@ -58,6 +61,14 @@ class SchemaHistoryError(RuntimeError):
     """DDL that cannot be applied (unparseable and not configured to be skipped)."""
 
 
+class UndecodableRowsError(RuntimeError):
+    """Rows of a captured table that neither the history nor the binlog metadata can decode.
+
+    Raised instead of dropping them: the position is not acknowledged, so once the cause is
+    fixed (binlog_row_metadata=FULL for new binlogs, a rebuilt history) nothing is lost.
+    """
+
+
 class SchemaState:
     def __init__(self, cfg: MySqlConnectorConfig, context: SourceContext) -> None:
         self.cfg = cfg
@@ -70,6 +81,12 @@ class SchemaState:
         self._last_recorded: tuple[int, int] | None = None
         self.changes_applied = 0
         self.last_changes: list[SchemaChange] = []  # of the latest `apply`
+        # Tables built from TABLE_MAP metadata (binlog_schema.py), by TABLE_MAP signature.
+        self._derived: dict[bytes, MySqlTableCodec] = {}
+        # Statements skipped as unparseable: (where, database, statement), the latest last.
+        self.skipped: list[tuple[str, str | None, str]] = []
+        # The server's binlog_row_metadata as checked at start (None: unknown / no variable).
+        self.row_metadata: str | None = None
 
     # -- codecs ---------------------------------------------------------------------------------
 
@@ -140,17 +157,8 @@ class SchemaState:
         try:
             changes = self.schema.apply(sql, database)
         except DdlParseError as exc:
-            where = f"{position.file}:{position.pos}"
-            if self.cfg.schema_history_internal_skip_unparseable_ddl:
-                log.warning("skipping unparseable DDL at %s (database %s): %s", where,
-                            database, exc)
-                return []
-            raise SchemaHistoryError(
-                f"cannot parse DDL at binlog position {where} (database {database}): {exc}. "
-                "Fix the statement's support or set "
-                "schema.history.internal.skip.unparseable.ddl=true to skip it (tables it "
-                "changes will then be decoded with an outdated definition)"
-            ) from exc
+            self._unparseable(exc, sql, database, position, snapshot)
+            return []
         self.last_changes = changes
         if not changes:
             return []
@@ -163,11 +171,81 @@ class SchemaState:
                     del self._codecs[key]
         self.changes_applied += len(changes)
         kept = [c for c in changes if self._should_store(c)]
+        # Debezium's statement text (ddl_text.py), the same in the history and the topic.
+        text = statement_text(sql) if is_single_statement(sql) else None
         if kept:
-            self._record(sql, database, kept, position, ts_ms, snapshot)
+            self._record(text or statement_text(sql), database, kept, position, ts_ms,
+                         snapshot)
         if not self.cfg.include_schema_changes:
             return []
-        return self._events(kept, position, ts_ms, snapshot)
+        return self._events(kept, position, ts_ms, snapshot, text)
+
+    def _unparseable(self, exc: DdlParseError, sql: str, database: str | None,
+                     position: MySqlPosition, snapshot: SnapshotMarker) -> None:
+        """Skips the statement (skip.unparseable.ddl) or raises an error naming it, its
+        database and its binlog position, which is where a user starts looking."""
+        where = f"{position.file}:{position.pos}"
+        if snapshot is not SnapshotMarker.FALSE:
+            where += " (snapshot)"
+        statement = shorten(statement_text(sql))
+        reason = getattr(exc, "reason", None) or str(exc)
+        if self.cfg.schema_history_internal_skip_unparseable_ddl:
+            log.warning(
+                "skipping unparseable DDL at binlog position %s (database %s): %s; "
+                "statement: %s. Rows of the tables it creates or changes are decoded from "
+                "the binlog's table metadata", where, database, reason, statement)
+            self.skipped.append((where, database, statement))
+            del self.skipped[:-16]
+            return
+        raise SchemaHistoryError(
+            f"cannot parse DDL at binlog position {where} (database {database}): {reason}; "
+            f"statement: {statement}. Fix the statement's support or set "
+            "schema.history.internal.skip.unparseable.ddl=true to skip it (rows of the tables "
+            "it creates or changes are then decoded from the binlog's table metadata, which "
+            "needs binlog_row_metadata=FULL)"
+        ) from exc
+
+    # -- tables the history cannot decode ------------------------------------------------------
+
+    def derived_codec(self, table_map: TableMap, reason: str, where: str) -> MySqlTableCodec:
+        """The codec of the table a TABLE_MAP describes (binlog_schema.py), for rows whose
+        history table is unknown or stale: built and announced once per table definition.
+
+        Not recorded in the schema history: a derived table has no DDL to replay, and the same
+        TABLE_MAP bytes, re-read after a restart, derive the same table again.
+        """
+        codec = self._derived.get(table_map.signature)
+        if codec is not None:
+            return codec
+        name = f"{table_map.database}.{table_map.table}"
+        try:
+            table = table_from_map(table_map)
+        except TableMetadataError as exc:
+            raise UndecodableRowsError(
+                f"rows of {name} at binlog position {where} cannot be decoded: {reason}, and "
+                f"{exc} (binlog_row_metadata={self.row_metadata or 'unknown'})"
+                f"{self._skipped_hint()}. Rows are never dropped, so capture stops here: set "
+                "binlog_row_metadata=FULL on the server (it applies to binlog written after "
+                "it), make the history right (snapshot.mode=recovery) or exclude the table "
+                "from capture") from None
+        codec = self._build(table)
+        if len(self._derived) >= 1024:
+            self._derived.clear()
+        self._derived[table_map.signature] = codec
+        log.warning(
+            "table %s at binlog position %s: %s; its rows are decoded with the definition in "
+            "the binlog's table metadata (%s)%s. Defaults, comments, some lengths and a few "
+            "types cannot be known from it (see docs/mysql.md)", name, where, reason,
+            ", ".join(f"{c.name} {c.qualified_type}" for c in table.columns),
+            self._skipped_hint())
+        return codec
+
+    def _skipped_hint(self) -> str:
+        if not self.skipped:
+            return ""
+        where, database, statement = self.skipped[-1]
+        return (f"; the last DDL skipped as unparseable was at {where} (database {database}): "
+                f"{statement}")
 
     def _should_store(self, change: SchemaChange) -> bool:
         if not self.cfg.schema_history_internal_store_only_captured_tables_ddl:
@@ -199,7 +277,7 @@ class SchemaState:
             entry_position["snapshot"] = True
         self.history.record(
             {"server": self.context.server_name}, entry_position, database, sql, changes
-        )
+        )  # `sql`: the statement text (ddl_text.py)
         if not is_snapshot:
             self._last_recorded = order
 
@@ -213,6 +291,7 @@ class SchemaState:
         position: MySqlPosition,
         ts_ms: int,
         snapshot: SnapshotMarker,
+        text: str | None = None,
     ) -> list[SchemaChangeEvent]:
         # One event per database, DDL statements in order (Debezium groups by database).
         by_db: dict[str, list[SchemaChange]] = {}
@@ -229,7 +308,7 @@ class SchemaState:
                 "ts_ms": now,
                 "databaseName": db,
                 "schemaName": None,
-                "ddl": ";\n".join(c.ddl for c in group),
+                "ddl": text if text is not None else ";\n".join(c.ddl for c in group),
                 "tableChanges": table_changes(group),
             }
             events.append(SchemaChangeEvent(

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
 from headwater.connectors.mysql.binlog.rows import RowDecoder, row_decoder
+from headwater.connectors.mysql.binlog_schema import table_map_mismatch
 from headwater.connectors.mysql.connection import connect
 from headwater.connectors.mysql.incremental import MySqlIncrementalHook, boundary_position
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
@@ -388,24 +389,44 @@ class _Loop:
         body = event.body
         if self.hook is not None:
             self.hook.table_map(body)
+        entry = self.tables.get(body.table_id)
+        if entry is not None and entry[0].signature == body.signature:
+            return  # the same table version as before (DDL clears `tables`)
         db, table = body.database, body.table
         if not self.state.captured(db, table):
             self.tables[body.table_id] = (body, None, None)
             return
         codec = self.state.codec(db, table)
         if codec is None:
-            mode = self.cfg.inconsistent_schema_handling_mode
-            message = (f"row event for table {db}.{table} at {self.file}:{event.position}, "
-                       "which the schema history does not know")
-            if mode == "fail":
-                raise InconsistentSchemaError(
-                    message + "; the history may be incomplete: run with snapshot.mode=recovery"
-                    " to rebuild it, or set inconsistent.schema.handling.mode=warn to skip")
-            if mode == "warn":
-                log.warning("%s: skipped", message)
-            self.tables[body.table_id] = (body, None, None)
+            self._inconsistent(event, "the schema history does not know it")
+            return
+        mismatch = table_map_mismatch(body, codec.table)
+        if mismatch is not None:
+            self._inconsistent(event, "its schema history definition is out of date "
+                                      f"({mismatch})")
             return
         self.tables[body.table_id] = (body, codec, row_decoder(body, codec.table))
+
+    def _inconsistent(self, event: Any, reason: str) -> None:
+        """Rows of a captured table the history cannot decode (unknown, or a TABLE_MAP that
+        disagrees with it).  With skip.unparseable.ddl the history is known to be incomplete,
+        so the binlog's own table metadata decodes them (or capture fails; rows are never
+        dropped); otherwise inconsistent.schema.handling.mode decides, as in Debezium."""
+        body = event.body
+        where = f"{self.file}:{event.position}"
+        if self.cfg.schema_history_internal_skip_unparseable_ddl:
+            codec = self.state.derived_codec(body, reason, where)
+            self.tables[body.table_id] = (body, codec, row_decoder(body, codec.table))
+            return
+        mode = self.cfg.inconsistent_schema_handling_mode
+        message = f"row event for table {body.database}.{body.table} at {where}: {reason}"
+        if mode == "fail":
+            raise InconsistentSchemaError(
+                message + "; the history may be incomplete: run with snapshot.mode=recovery"
+                " to rebuild it, or set inconsistent.schema.handling.mode=warn to skip")
+        if mode == "warn":
+            log.warning("%s: skipped", message)
+        self.tables[body.table_id] = (body, None, None)
 
     def on_rows(self, event: Any) -> None:
         body = event.body

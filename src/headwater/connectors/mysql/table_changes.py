@@ -147,6 +147,23 @@ def table_dict(table: MySqlTable) -> dict[str, Any]:
     }
 
 
+def double_quoted_id(database: str | None, table: str) -> str:
+    """Debezium's ``TableId.toDoubleQuotedString``: each part in double quotes with a ``"``
+    inside doubled, an empty database left out.  Like Debezium's ``TableId.quote``, a part
+    that already starts or ends with ``"`` is taken as quoted and left as it is."""
+    parts = [database] if database else []
+    parts.append(table)
+    return ".".join(_double_quoted(part) for part in parts)
+
+
+def _double_quoted(part: str) -> str:
+    if not part:
+        return '""'
+    if part[0] == '"' or part[-1] == '"':
+        return part
+    return '"' + part.replace('"', '""') + '"'
+
+
 def table_change(change: SchemaChange) -> dict[str, Any]:
     """The tableChanges element for a CREATE, ALTER or DROP of a table."""
     if change.kind not in TABLE_CHANGE_KINDS or change.table is None:
@@ -154,7 +171,7 @@ def table_change(change: SchemaChange) -> dict[str, Any]:
     table = change.table_after if change.kind != "DROP" else change.previous
     return {
         "type": change.kind,
-        "id": f'"{change.database}"."{change.table}"',
+        "id": double_quoted_id(change.database, change.table),
         "table": table_dict(table) if table is not None else None,
     }
 
