@@ -47,7 +47,11 @@ def values(env: MariaEnv, table: str) -> list[tuple[Any, Any]]:
 def started(env: MariaEnv, extra: dict[str, Any]) -> Any:
     env.sql("CREATE TABLE anchor (id INT PRIMARY KEY)")
     cap = env.capture(extra)
-    wait_for(env.offsets.exists, what="the snapshot's offsets")
+    # Streaming, not merely started: a statement made during the snapshot would reach the
+    # history through SHOW CREATE TABLE (parsed fine) and its rows as snapshot reads.
+    metrics = cap.runtime.metrics
+    wait_for(lambda: metrics.snapshot_completed and metrics.connected and env.offsets.exists()
+             and "file" in offset(env), what="streaming from a binlog position")
     return cap
 
 
@@ -163,3 +167,16 @@ def test_minimal_row_metadata_warns_at_start_and_fails_instead_of_dropping(
         cur.execute("SHOW BINLOG EVENTS IN %s", (before["file"],))
         insert = [r for r in cur.fetchall() if r[2] == "Table_map" and "lost" in str(r[5])]
     assert int(after["pos"]) < int(insert[0][1])  # the row can still be re-read
+
+
+def test_snapshot_of_a_table_whose_definition_is_unparseable_fails_instead_of_skipping(
+        menv: MariaEnv) -> None:
+    # SHOW CREATE TABLE carries the table comment, hence the marker; the snapshot has no
+    # binlog table metadata to fall back on, so skipping the statement must not skip the rows.
+    menv.sql(f"CREATE TABLE hidden (id INT PRIMARY KEY) COMMENT '{MARKER}'")
+    menv.sql("INSERT INTO hidden VALUES (1)")
+    cap = menv.capture(SKIP)
+    cap.thread.join(60)
+    with pytest.raises(Exception, match=f"snapshot of {menv.db}.hidden: its SHOW CREATE"):
+        cap.stop()
+    assert not list(events(menv.topics, menv.topic("hidden")))

@@ -44,7 +44,7 @@ from headwater.connectors.mysql.connection import (
     quote_ident,
 )
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
-from headwater.connectors.mysql.schema_state import SchemaState
+from headwater.connectors.mysql.schema_state import SchemaHistoryError, SchemaState
 from headwater.connectors.mysql.snapshot_values import select_list, snapshot_conversions
 from headwater.connectors.mysql.snapshot_workers import TableSize, plan_chunks, split_key
 from headwater.connectors.mysql.tables import MySqlTableCodec
@@ -243,6 +243,14 @@ class MySqlSnapshotSource:
             cur.execute(f"SHOW CREATE TABLE {qualified(db, table)}")
             ddl = cur.fetchone()[1]
             events.extend(state.apply(ddl, db, position, now, SnapshotMarker.TRUE))
+            if state.captured(db, table) and state.codec(db, table) is None:
+                # Skipped as unparseable: the snapshot has no other definition to read the
+                # rows with (the binlog's table metadata only comes with streamed rows).
+                raise SchemaHistoryError(
+                    f"snapshot of {db}.{table}: its SHOW CREATE TABLE could not be parsed "
+                    "(skipped by schema.history.internal.skip.unparseable.ddl), so its rows "
+                    "cannot be read; exclude the table (table.exclude.list) or report the "
+                    "statement")
         return events
 
     def _parallel(self, ctx: SourceRunContext, captured: Sequence[tuple[str, str]]) -> bool:
