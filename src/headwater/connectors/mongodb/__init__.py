@@ -1,0 +1,1 @@
+"""The MongoDB connector: change streams into Debezium MongoDB events."""
