@@ -65,11 +65,13 @@ def _connector_class(text: str) -> str:
     raise ValueError(f"the MongoDB connector ({CONNECTOR_CLASS}, 'mongodb' or 'mongo')")
 
 
-def _connection_string(value: ConfigValue) -> str | None:
+def _check_connection_string(context: ValidationContext) -> None:
+    # A check, not a validator: secrets skip validators; the message never shows the value.
+    value = context.values.get("mongodb.connection.string")
     text = value.reveal() if isinstance(value, Secret) else value
     if isinstance(text, str) and not text.startswith(("mongodb://", "mongodb+srv://")):
-        return "expected a mongodb:// or mongodb+srv:// connection string"
-    return None
+        context.error("mongodb.connection.string: expected a mongodb:// or mongodb+srv:// "
+                      "connection string")
 
 
 def _field_list(what: str, renames: bool) -> Any:
@@ -117,7 +119,7 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     *relational.identity_properties(Property("connector.class", _S, CONNECTOR_CLASS,
                                              parser=_connector_class), "MongoDB"),
     # -- connection -----------------------------------------------------------------------------
-    Property("mongodb.connection.string", _PW, required=True, validator=_connection_string,
+    Property("mongodb.connection.string", _PW, required=True,
              doc="mongodb:// or mongodb+srv:// URI of the replica set or sharded cluster"),
     Property("mongodb.user", _S, doc="overrides the connection string's user"),
     Property("mongodb.password", _PW, doc="overrides the connection string's password"),
@@ -212,7 +214,8 @@ MONGODB_CONFIG_DEF: Final = ConfigDef(
     ignored=IGNORED,
     exclusive=(("database.include.list", "database.exclude.list"),
                ("collection.include.list", "collection.exclude.list")),
-    checks=(check_queue, relational.check_tasks("MongoDB"), _check_scope),
+    checks=(check_queue, relational.check_tasks("MongoDB"), _check_scope,
+            _check_connection_string),
     pattern_properties=PATTERN_PROPERTIES,
 )
 
