@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from headwater.testing.capture_thread import Capture
-from headwater.testing.replay import events, replay
+from headwater.testing.replay import events
 from headwater.topics import reader
 
 from .driver import SourceDriver, properties_text
@@ -51,7 +51,12 @@ class Harness:
         return self.records_of(self.driver.topic(table))
 
     def records_of(self, topic: str) -> list[Event]:
-        return list(events(self.topics, topic))
+        """(record, key, value) in offset order; a driver whose events are not relational
+        rows (MongoDB's JSON documents) makes them so with its `normalize`."""
+        normalize = getattr(self.driver, "normalize", None)
+        if normalize is None:
+            return list(events(self.topics, topic))
+        return [(r, *normalize(k, v)) for r, k, v in events(self.topics, topic)]
 
     def values(self, table: str) -> list[Any]:
         """Event values of a table's topic, tombstones left out."""
@@ -75,8 +80,17 @@ class Harness:
 
     def replayed(self, table: str, column: str = "ver") -> dict[Any, Any]:
         """key `id` -> `column`, as replaying the topic gives it."""
-        return {dict(k)["id"]: row[column] for k, row in
-                replay(self.topics, self.driver.topic(table)).items()}
+        rows: dict[Any, Any] = {}
+        for _, key, value in self.records(table):
+            if value is None:
+                continue
+            if value["op"] in ("c", "r", "u"):
+                rows[key["id"]] = value["after"][column]
+            elif value["op"] == "d":
+                rows.pop(key["id"], None)
+            elif value["op"] == "t":
+                rows.clear()
+        return rows
 
     def source(self, table: str, column: str = "ver") -> dict[Any, Any]:
         return {r["id"]: r[column] for r in self.driver.rows(table)}

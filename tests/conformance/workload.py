@@ -158,6 +158,7 @@ def check_histories(committed: list[Change], harness: Harness, rows: int,
     got: dict[int, list[Change]] = {}
     for change in streamed(harness, table):
         got.setdefault(change[0], []).append(change)
+    overlap = bool(getattr(harness.driver, "snapshot_overlap", False))
     problems: list[tuple[int, int | None, list[Change], list[Change]]] = []
     for key in sorted(set(history) | set(got) | set(reads)):
         want, have = history.get(key, []), got.get(key, [])
@@ -166,7 +167,10 @@ def check_histories(committed: list[Change], harness: Harness, rows: int,
         if key in reads:
             versions = [0 if key <= rows else None] + [c[2] for c in want]
             starts = [i for i, v in enumerate(versions) if v == reads[key]]
-            if not starts or have != want[starts[-1]:]:
+            # With `snapshot_overlap` (MongoDB) the stream may repeat changes the read already
+            # included: the topic holds a suffix of the history starting at or before the read.
+            if not starts or not (have == want[starts[-1]:] or (overlap and any(
+                    have == want[i:] for i in range(starts[-1])))):
                 problems.append((key, reads[key], want, have))
         elif have != want and not (have == [] and want and want[-1][1] == "d"):
             problems.append((key, None, want, have))

@@ -62,6 +62,10 @@ class DispatchOptions(NamedTuple):
     # event.processing.failure.handling.mode / event.converting.failure.handling.mode
     processing_failure_mode: str = "fail"
     converting_failure_mode: str = "fail"
+    # Every change belongs to a transaction (relational logs). False: changes outside
+    # begin/commit carry no `transaction` block and are not counted (MongoDB's single-document
+    # writes, as Debezium's TransactionMonitor treats events without a transaction id).
+    implicit_transactions: bool = True
 
     @classmethod
     def from_config(cls, cfg: Any) -> DispatchOptions:
@@ -124,6 +128,8 @@ class EventDispatcher:
         self.skip_c, self.skip_u, self.skip_d = "c" in skipped, "u" in skipped, "d" in skipped
         self.skip_t = "t" in skipped
         self.tx_metadata = options.transaction_metadata
+        # whether the next emitted change gets a `transaction` block (see implicit_transactions)
+        self.track_tx = self.tx_metadata and options.implicit_transactions
         # set by the connector while it re-reads what an earlier run already wrote
         self.replaying = False
         # the transaction being read
@@ -145,7 +151,15 @@ class EventDispatcher:
         self.tx_total = 0
         self.tx_counts = {}
         self.in_tx = True
+        self.track_tx = self.tx_metadata
         self._tx_start = len(self.pending)
+
+    def resume(self, tx_id: str, ts_ms: int, position: Any, counts: dict[str, int]) -> None:
+        """Continue a transaction an earlier run began and partly wrote (its BEGIN and the
+        events counted in `counts`, per data collection, are in the topics already)."""
+        self.begin(tx_id, ts_ms, position)
+        self.tx_counts = dict(counts)
+        self.tx_total = sum(counts.values())
 
     def commit(self, ts_ms: int, position: Any) -> None:
         """The transaction ends: its END event (with metadata on and events emitted)."""
@@ -154,6 +168,7 @@ class EventDispatcher:
                 self.context, "END", self.tx_id, ts_ms, self.tx_total,
                 tuple(self.tx_counts.items()), position))
         self.in_tx = False
+        self.track_tx = self.tx_metadata and self.options.implicit_transactions
         metrics = self.metrics
         metrics.committed_transactions += 1
         metrics.last_transaction_id = self.tx_id
@@ -163,6 +178,7 @@ class EventDispatcher:
         if self.in_tx:
             del self.pending[self._tx_start:]
         self.in_tx = False
+        self.track_tx = self.tx_metadata and self.options.implicit_transactions
 
     def _tx(self, table: TableSchema) -> TxInfo:
         """The transaction block of the next emitted event of `table` (counts it)."""
@@ -206,7 +222,7 @@ class EventDispatcher:
             if not self.replaying:
                 self.metrics.events_filtered += 1
             return
-        tx = self._tx(table) if self.tx_metadata else None
+        tx = self._tx(table) if self.track_tx else None
         if self.replaying:
             return
         self.pending.append(_new(ChangeRecord, (

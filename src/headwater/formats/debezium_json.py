@@ -35,6 +35,7 @@ from headwater.model.record import (
 )
 from headwater.model.schema import (
     ARRAY,
+    INT32,
     INT64,
     STRING,
     STRUCT,
@@ -80,6 +81,9 @@ _TX_VALUE_SCHEMA = ConnectSchema(
         ConnectField("ts_ms", ConnectSchema(INT64, optional=False)),
     ),
 )
+# `TableSchema.attributes` of a collection rendered with the document envelope
+# (connectors/mongodb/documents.py sets it).
+_ENVELOPE, _DOCUMENT = "envelope", "document"
 _CONTEXT_HEADER_SCHEMA = ConnectSchema(STRING, optional=False)
 _HEARTBEAT_KEY_SCHEMA = ConnectSchema(
     STRUCT, optional=False, name="io.debezium.connector.common.ServerNameKey",
@@ -172,6 +176,79 @@ class _TablePlan:
             self.key_prefix = b""
 
 
+_JSON = ConnectSchema(STRING, optional=True, name="io.debezium.data.Json", version=1)
+_UPDATE_DESCRIPTION_SCHEMA = ConnectSchema(
+    STRUCT, optional=True, name="io.debezium.connector.mongodb.changestream.updatedescription",
+    version=1, fields=(
+        ConnectField("removedFields", ConnectSchema(
+            ARRAY, optional=True, items=ConnectSchema(STRING, optional=False))),
+        ConnectField("updatedFields", _JSON),
+        ConnectField("truncatedArrays", ConnectSchema(
+            ARRAY, optional=True, items=ConnectSchema(
+                STRUCT, optional=False,
+                name="io.debezium.connector.mongodb.changestream.truncatedarray", version=1,
+                fields=(ConnectField("field", ConnectSchema(STRING, optional=False)),
+                        ConnectField("size", ConnectSchema(INT32, optional=False)))))),
+    ),
+)
+
+
+class _DocumentPlan:
+    """A document collection's events (Debezium's MongoDB envelope, MongoDbSchema): the key
+    ``{"id": <_id as Extended JSON>}`` named ``<topic>.Key``; the value ``before``, ``after``
+    (JSON text), ``updateDescription``, ``source``, ``op``, ``ts_ms``, ``transaction``, named
+    ``<topic>.Envelope`` - no ``ts_us``/``ts_ns``, which that schema does not have.  Images are
+    (id, JSON text, updateDescription) tuples built by the connector."""
+
+    __slots__ = ("key_prefix", "topic", "value_prefix")
+
+    def __init__(self, table: TableSchema, context: SourceContext, fmt: DebeziumJsonFormat):
+        self.topic = fmt.naming(context, table.id).data_change_topic(table.id)
+        envelope = ConnectSchema(STRUCT, optional=False, name=f"{self.topic}.Envelope", fields=(
+            ConnectField("before", _JSON),
+            ConnectField("after", _JSON),
+            ConnectField("updateDescription", _UPDATE_DESCRIPTION_SCHEMA),
+            ConnectField("source", fmt.source_block.schema),
+            ConnectField("op", ConnectSchema(STRING, optional=True)),
+            ConnectField("ts_ms", ConnectSchema(INT64, optional=True)),
+            ConnectField("transaction", TRANSACTION_BLOCK_SCHEMA),
+        ))
+        key = ConnectSchema(STRUCT, optional=False, name=f"{self.topic}.Key", fields=(
+            ConnectField("id", ConnectSchema(STRING, optional=False)),))
+        self.value_prefix = (b'{"schema":' + orjson.dumps(schema_to_json(envelope))
+                             + b',"payload":') if fmt.value_schemas else b""
+        self.key_prefix = (b'{"schema":' + orjson.dumps(schema_to_json(key))
+                           + b',"payload":') if fmt.key_schemas else b""
+
+    def render(self, record: ChangeRecord, source: dict[str, Any], with_tx: bool,
+               tombstones: bool, headers: tuple[tuple[str, bytes], ...],
+               out: list[TopicRecord]) -> None:
+        before, after, tx = record.before, record.after, record.tx
+        ts = record.processed_ts_ms
+        body = orjson.dumps({
+            "before": before[1] if before is not None else None,
+            "after": after[1] if after is not None else None,
+            "updateDescription": after[2] if after is not None else None,
+            "source": source,
+            "op": record.op,
+            "ts_ms": ts,
+            "transaction": (
+                {"id": tx.id, "total_order": tx.total_order,
+                 "data_collection_order": tx.data_collection_order}
+                if with_tx and tx is not None else None),
+        })
+        value = self.value_prefix + body + b"}" if self.value_prefix else body
+        image = after if after is not None else before
+        key: bytes | None = None
+        if image is not None:
+            key = orjson.dumps({"id": image[0]})
+            if self.key_prefix:
+                key = self.key_prefix + key + b"}"
+        out.append(TopicRecord(key, value, ts, headers))
+        if record.op is Op.DELETE and tombstones:
+            out.append(TopicRecord(key, None, ts, headers))
+
+
 class DebeziumJsonFormat:
     """Renders change records as Debezium JSON topic records."""
 
@@ -208,6 +285,7 @@ class DebeziumJsonFormat:
         self.toasted_value_placeholder = toasted_value_placeholder
         self.provide_transaction_metadata = provide_transaction_metadata
         self._plans: dict[int, tuple[TableSchema, _TablePlan]] = {}
+        self._document_plans: dict[int, tuple[TableSchema, _DocumentPlan]] = {}
 
     def naming(self, context: SourceContext, table: TableId | None = None) -> TopicNaming:
         if self.topic_naming is not None:
@@ -247,6 +325,14 @@ class DebeziumJsonFormat:
             return cached[1]
         plan = _TablePlan(table, context, self)
         self._plans[id(table)] = (table, plan)
+        return plan
+
+    def document_plan(self, table: TableSchema, context: SourceContext) -> _DocumentPlan:
+        cached = self._document_plans.get(id(table))
+        if cached is not None and cached[0] is table:
+            return cached[1]
+        plan = _DocumentPlan(table, context, self)
+        self._document_plans[id(table)] = (table, plan)
         return plan
 
     def _row(self, plan: _TablePlan, values: tuple[Any, ...] | None) -> dict[str, Any] | None:
@@ -334,6 +420,8 @@ class DebeziumJsonFormat:
         context_headers = self._context_headers(records[0].context) if records else ()
         last_table: TableSchema | None = None
         plan: _TablePlan | None = None
+        document_plan: _DocumentPlan | None = None
+        document = False
         topic_list: list[TopicRecord] = []
         for record in records:
             if type(record) is not ChangeRecord:
@@ -342,9 +430,19 @@ class DebeziumJsonFormat:
                 continue
             table = record.table
             if table is not last_table:
-                plan = self.plan(table, record.context)
                 last_table = table
-                topic_list = out.setdefault(plan.topic, [])
+                document = table.attributes.get(_ENVELOPE) == _DOCUMENT
+                if document:
+                    document_plan = self.document_plan(table, record.context)
+                    topic_list = out.setdefault(document_plan.topic, [])
+                else:
+                    plan = self.plan(table, record.context)
+                    topic_list = out.setdefault(plan.topic, [])
+            if document:
+                assert document_plan is not None
+                document_plan.render(record, source_payload(record), with_tx, tombstones,
+                                     context_headers, topic_list)
+                continue
             assert plan is not None
             op = record.op
             names = plan.column_names

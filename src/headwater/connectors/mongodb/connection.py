@@ -1,0 +1,65 @@
+"""The pymongo client of a configuration, and which of its errors a reconnect can fix.
+
+Why here: the connection string is a secret; this is the one place that reveals it (to
+pymongo), and every message about the connection names the server by the masked string.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import pymongo
+from pymongo import errors
+
+from headwater.connectors.mongodb.config import MongoDbConnectorConfig, credentials
+
+# Errors of a server or network that is away for now: the runtime reconnects.
+TRANSIENT_ERRORS: Final = (errors.AutoReconnect, errors.ConnectionFailure,
+                           errors.ServerSelectionTimeoutError, errors.NetworkTimeout,
+                           errors.NotPrimaryError, errors.ExecutionTimeout)
+# ChangeStreamHistoryLost: the resume point is no longer in the oplog.
+HISTORY_LOST: Final = 286
+# The server's own retriable labels on a failed command.
+RETRIABLE_LABELS: Final = ("ResumableChangeStreamError", "RetryableWriteError",
+                           "TransientTransactionError")
+
+
+def client(cfg: MongoDbConnectorConfig, **extra: Any) -> Any:
+    """A client of the configured deployment (not yet connected: pymongo connects lazily)."""
+    options: dict[str, Any] = {
+        "connectTimeoutMS": cfg.mongodb_connect_timeout_ms,
+        "serverSelectionTimeoutMS": cfg.mongodb_server_selection_timeout_ms,
+        "heartbeatFrequencyMS": cfg.mongodb_heartbeat_frequency_ms,
+        "appname": f"headwater-{cfg.topic_prefix}",
+        **credentials(cfg),
+        **extra,
+    }
+    if cfg.mongodb_socket_timeout_ms:
+        options["socketTimeoutMS"] = cfg.mongodb_socket_timeout_ms
+    if cfg.mongodb_ssl_enabled:
+        options["tls"] = True
+        if cfg.mongodb_ssl_invalid_hostname_allowed:
+            options["tlsAllowInvalidHostnames"] = True
+    return pymongo.MongoClient(cfg.mongodb_connection_string.reveal(), **options)
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether a pymongo error is one a reconnect can fix."""
+    if isinstance(exc, TRANSIENT_ERRORS):
+        return True
+    if isinstance(exc, errors.OperationFailure):
+        if exc.code == HISTORY_LOST:
+            return False
+        return any(exc.has_error_label(label) for label in RETRIABLE_LABELS)
+    return False
+
+
+def scrub(text: str, cfg: MongoDbConnectorConfig) -> str:
+    """`text` with the connection string and passwords replaced (error messages may quote
+    the URI)."""
+    secret = cfg.mongodb_connection_string.reveal()
+    text = text.replace(secret, cfg.masked_connection_string())
+    for value in (cfg.mongodb_password.reveal() if cfg.mongodb_password else None,):
+        if value:
+            text = text.replace(value, "********")
+    return text

@@ -1,0 +1,180 @@
+"""Where a MongoDB change sits in the change stream, the offsets a restart resumes from, and the
+`source` block Debezium derives from both.
+
+A change stream event's resume token says exactly where it is: `resumeAfter` it continues with
+the next event, even inside a multi-document transaction (the token carries the operation's
+index in the transaction).  So the offset is the resume token of the last durable event, stored
+as Debezium stores it (`resume_token`: base64 of the token document's BSON), with its cluster
+time (`sec`, `ord`), the session and transaction number of a transaction (`lsid`,
+`txnNumber`) and, while the initial snapshot runs, `initsync` (MongoDbOffsetContext).  Debezium
+writes ``sec``/``ord`` of -1 when the offset came from a cursor's post-batch token; Headwater
+decodes them from the token instead (docs/mongodb.md).
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import bson
+from bson import json_util
+
+from headwater.model.record import ChangeRecord
+from headwater.model.schema import INT32, INT64, STRING, STRUCT, ConnectSchema
+from headwater.model.source_block import COMMON_SOURCE_FIELDS, SOURCE_TIME_FIELDS, source_field
+
+RESUME_TOKEN = "resume_token"
+SEC = "sec"
+ORD = "ord"
+INITSYNC = "initsync"
+LSID = "lsid"
+TXN_NUMBER = "txnNumber"
+# Headwater's own: the snapshot finished (a restart streams, it does not snapshot again).
+SNAPSHOT_COMPLETED = "snapshot_completed"
+
+
+class MongoPosition(NamedTuple):
+    """A change's place: cluster time (sec, ord), resume token, transaction, wall time."""
+
+    sec: int
+    ord: int
+    resume_token: str | None  # base64 of the token's BSON (Debezium's offset form)
+    lsid: str | None = None
+    txn_number: int | None = None
+    wall_time: int = 0  # ms since the epoch; 0 when the server does not send it
+
+    @property
+    def order_key(self) -> tuple[int, int]:
+        return (self.sec, self.ord)
+
+    def source_fields(self) -> dict[str, Any]:
+        return {"ord": self.ord, "lsid": self.lsid, "txnNumber": self.txn_number,
+                "wallTime": self.wall_time or None}
+
+    @property
+    def tx_id(self) -> str | None:
+        """Debezium's transaction id: ``<lsid>:<txnNumber>`` (MongoDbEventMetadataProvider)."""
+        if self.lsid is None and self.txn_number is None:
+            return None
+        if self.lsid is None:
+            return str(self.txn_number)
+        if self.txn_number is None:
+            return self.lsid
+        return f"{self.lsid}:{self.txn_number}"
+
+
+# -- resume tokens -----------------------------------------------------------------------------
+
+def token_to_base64(token: Mapping[str, Any]) -> str:
+    """A resume token document as Debezium stores it (ResumeTokens.toBase64)."""
+    return base64.b64encode(bson.encode(token)).decode("ascii")
+
+
+def token_from_offset(text: str) -> dict[str, Any]:
+    """The resume token document of an offset: base64 BSON, or (Debezium's old offsets) the
+    `_data` hex string itself."""
+    try:
+        doc = bson.decode(base64.b64decode(text, validate=True))
+        if "_data" in doc:
+            return dict(doc)
+    except Exception:  # not base64 BSON: the old format
+        pass
+    return {"_data": text}
+
+
+def token_time(token: Mapping[str, Any]) -> tuple[int, int]:
+    """The cluster time (seconds, increment) a resume token is at (ResumeTokens.getTimestamp):
+    its `_data` starts with the canonical type 130 and the 8-byte timestamp."""
+    data = token.get("_data")
+    raw = bytes.fromhex(data) if isinstance(data, str) else bytes(data or b"")
+    if len(raw) < 9 or raw[0] != 130:
+        raise ValueError(f"resume token {dict(token)!r} does not start with a timestamp")
+    return int.from_bytes(raw[1:5], "big"), int.from_bytes(raw[5:9], "big")
+
+
+def lsid_json(lsid: Mapping[str, Any]) -> str:
+    """A session id as Debezium writes `source.lsid`: the document in Extended JSON v1 strict
+    mode (binary as ``{"$binary": <base64>, "$type": <hex subtype>}``), as
+    JsonSerialization.COMPACT_JSON_SETTINGS writes it."""
+    parts = []
+    for key, raw in lsid.items():
+        value = bson.Binary(raw.bytes, 4) if isinstance(raw, uuid.UUID) else raw
+        if isinstance(value, (bytes, bson.Binary)):
+            subtype = value.subtype if isinstance(value, bson.Binary) else 0
+            text = base64.b64encode(bytes(value)).decode("ascii")
+            parts.append(f'"{key}": {{"$binary": "{text}", "$type": "{subtype:02x}"}}')
+        else:
+            parts.append(f'"{key}": {json_util.dumps(value)}')
+    return "{" + ", ".join(parts) + "}"
+
+
+# -- offsets -------------------------------------------------------------------------------------
+
+def stream_offset(position: MongoPosition, *, snapshot_completed: bool = True) -> dict[str, Any]:
+    """The offset that resumes after `position` (MongoDbOffsetContext.getOffset)."""
+    offset: dict[str, Any] = {SEC: position.sec, ORD: position.ord}
+    if position.lsid is not None or position.txn_number is not None:
+        offset[LSID] = position.lsid
+        offset[TXN_NUMBER] = position.txn_number
+    if position.resume_token is not None:
+        offset[RESUME_TOKEN] = position.resume_token
+    if snapshot_completed:
+        offset[SNAPSHOT_COMPLETED] = True
+    return offset
+
+
+def token_position(token: Mapping[str, Any]) -> MongoPosition:
+    """The position of a resume token without an event (a cursor's post-batch token)."""
+    sec, inc = token_time(token)
+    return MongoPosition(sec, inc, token_to_base64(token))
+
+
+# -- the source block --------------------------------------------------------------------------
+
+MONGODB_SOURCE_SCHEMA = ConnectSchema(
+    STRUCT,
+    optional=False,
+    name="io.debezium.connector.mongo.Source",
+    version=1,
+    fields=(
+        *COMMON_SOURCE_FIELDS,
+        *SOURCE_TIME_FIELDS,
+        source_field("collection", STRING, False),
+        source_field("ord", INT32, False),
+        source_field("lsid", STRING, True),
+        source_field("txnNumber", INT64, True),
+        source_field("wallTime", INT64, True),
+    ),
+)
+
+
+class MongoDbSourceBlock:
+    """`io.debezium.connector.mongo.Source` for a record with a MongoPosition
+    (MongoDbSourceInfoStructMaker)."""
+
+    def __init__(self, kind: str = "mongodb") -> None:
+        self.kind = kind
+        self.schema = MONGODB_SOURCE_SCHEMA
+
+    def payload(self, record: ChangeRecord) -> dict[str, Any]:
+        pos: MongoPosition = record.position
+        table = record.table.id
+        ts = record.source_ts_ms
+        return {
+            "version": record.context.connector_version,
+            "connector": record.context.kind,
+            "name": record.context.server_name,
+            "ts_ms": ts,
+            "snapshot": record.snapshot,
+            "db": table.database,
+            "sequence": None,
+            "ts_us": ts * 1000,
+            "ts_ns": ts * 1_000_000,
+            "collection": table.table,
+            "ord": pos.ord,
+            "lsid": pos.lsid,
+            "txnNumber": pos.txn_number,
+            "wallTime": pos.wall_time or None,
+        }

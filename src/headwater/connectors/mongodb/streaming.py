@@ -1,0 +1,260 @@
+"""Streaming from a change stream into the dispatcher (MongoDbStreamingChangeEventSource).
+
+One change stream per `capture.scope`, resumed after the stored resume token.  Events are read
+with `try_next` (no wait while the cursor's batch has events), handed to the dispatcher, and
+flushed when `max.batch.size` is reached, every 50 ms under load, or when the stream is idle;
+every flush carries the offset that resumes after its last event (filtered events included),
+so a restart neither repeats nor loses an event: the offset is stored only once the events
+before it are in the topic log (the runtime's contract).
+
+Transactions: events of a multi-document transaction carry `lsid` and `txnNumber`; Debezium's
+transaction id is ``<lsid>:<txnNumber>``.  BEGIN comes with the first event of a transaction,
+END when an event of another (or of no) transaction follows or the stream goes idle (Debezium
+emits it only with the next event; the content is the same).  Single-document writes belong to
+no transaction: no `transaction` block, as Debezium writes them.  A restart inside a
+transaction continues its counts from the offset (`transaction_id`,
+`transaction_data_collection_order_<collection>`, TransactionContext's keys).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from pymongo import errors
+
+from headwater.connectors.mongodb import connection
+from headwater.connectors.mongodb.documents import UnknownOperation
+from headwater.connectors.mongodb.position import (
+    RESUME_TOKEN,
+    MongoPosition,
+    lsid_json,
+    stream_offset,
+    token_from_offset,
+    token_position,
+    token_to_base64,
+)
+from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
+from headwater.engine.signals import FileSignalChannel, LogMessage, Signal, parse_action
+from headwater.engine.source import RetriableError, SourceRunContext
+
+if TYPE_CHECKING:
+    from headwater.connectors.mongodb.connector import MongoDbConnector
+
+log = logging.getLogger("headwater.connectors.mongodb")
+
+TX_ID = "transaction_id"
+TX_COUNT_PREFIX = "transaction_data_collection_order_"
+SIGNAL_FILE_POSITION = "signal_file_position"
+# ChangeStreamHistoryLost, and ChangeStreamFatalError (older servers' "resume point may no
+# longer be in the oplog").
+_HISTORY_LOST = (286, 280)
+_FLUSH_S = 0.05
+_IDLE_OFFSET_S = 1.0
+
+
+class ResumeTokenLostError(RuntimeError):
+    """The stored resume token is no longer in the oplog."""
+
+
+def history_lost(exc: errors.OperationFailure) -> bool:
+    return exc.code in _HISTORY_LOST
+
+
+class MongoDbStreamingSource:
+    def __init__(self, connector: MongoDbConnector) -> None:
+        self.connector = connector
+        self.cfg = connector.config
+        self.metrics = connector.metrics
+
+    def acknowledge(self, token: Any) -> None:
+        """MongoDB keeps no reader state: the stored offset is all there is."""
+
+    def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
+        cfg = self.cfg
+        token = offset.get(RESUME_TOKEN) if offset else None
+        client = connection.client(cfg)
+        try:
+            kw = {"resume_after": token_from_offset(str(token))} if token else {}
+            log.info("streaming: %s", f"resuming after token {token}" if token
+                     else "from the current end of the change stream")
+            with self.connector.open_stream(client, **kw) as stream:
+                self.metrics.connected = True
+                _Loop(self, ctx, stream, offset or {}).run()
+        except errors.OperationFailure as exc:
+            if history_lost(exc):
+                raise ResumeTokenLostError(
+                    f"the stored resume token {token} is no longer in the oplog of "
+                    f"{cfg.masked_connection_string()} ({connection.scrub(str(exc), cfg)}); "
+                    "changes after it are lost. Set snapshot.mode=when_needed to take a new "
+                    "snapshot, or delete the offsets file to start over") from None
+            if connection.transient(exc):
+                raise RetriableError(f"change stream failed: "
+                                     f"{connection.scrub(str(exc), cfg)}") from None
+            raise RuntimeError(connection.scrub(str(exc), cfg)) from None
+        except errors.PyMongoError as exc:
+            if connection.transient(exc):
+                raise RetriableError(f"MongoDB connection lost: "
+                                     f"{connection.scrub(str(exc), cfg)}") from None
+            raise RuntimeError(connection.scrub(str(exc), cfg)) from None
+        finally:
+            self.metrics.connected = False
+            client.close()
+
+
+class _Loop:
+    """One streaming session."""
+
+    def __init__(self, source: MongoDbStreamingSource, ctx: SourceRunContext, stream: Any,
+                 offset: dict[str, Any]) -> None:
+        self.connector = source.connector
+        self.cfg = source.cfg
+        self.ctx = ctx
+        self.stream = stream
+        cfg = self.cfg
+        self.dispatcher = EventDispatcher(
+            self.connector.context,
+            DispatchOptions(
+                max_batch_size=cfg.max_batch_size,
+                skipped_operations=cfg.skipped_operations,
+                transaction_metadata=cfg.provide_transaction_metadata,
+                heartbeat_interval_s=cfg.heartbeat_interval_ms / 1000.0,
+                processing_failure_mode=cfg.event_processing_failure_handling_mode,
+                implicit_transactions=False),
+            source.metrics, ctx.emit)
+        token = offset.get(RESUME_TOKEN)
+        self.position: MongoPosition | None = (
+            token_position(token_from_offset(str(token))) if token else None)
+        self.last_flush = time.monotonic()
+        self.offset_pending = False
+        self.last_ts = 0
+        self.signal_ns = self.connector.signal_collection
+        signals = cfg.signals
+        self.signal_file = (FileSignalChannel(signals.file, int(
+            offset.get(SIGNAL_FILE_POSITION, 0))) if signals.file_channel else None)
+        self.next_signal_poll = 0.0
+        tx_id = offset.get(TX_ID)
+        if tx_id and cfg.provide_transaction_metadata:
+            counts = {k[len(TX_COUNT_PREFIX):]: int(v) for k, v in offset.items()
+                      if k.startswith(TX_COUNT_PREFIX)}
+            self.dispatcher.resume(str(tx_id), 0, self.position, counts)
+
+    # -- loop ------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        stopping = self.ctx.stopping
+        next_event = self.stream.try_next
+        on_event = self.on_event
+        while not stopping.is_set():
+            event = next_event()
+            if event is None:
+                self.idle()
+                continue
+            on_event(event)
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        dispatcher = self.dispatcher
+        cluster = event["clusterTime"]
+        lsid, txn = event.get("lsid"), event.get("txnNumber")
+        wall = event.get("wallTime")
+        wall_ms = int(wall.timestamp() * 1000) if wall is not None else 0
+        position = MongoPosition(cluster.time, cluster.inc, token_to_base64(event["_id"]),
+                                 lsid_json(lsid) if lsid is not None and txn is not None
+                                 else None,
+                                 int(txn) if lsid is not None and txn is not None else None,
+                                 wall_ms)
+        ts = wall_ms or cluster.time * 1000
+        tx_id = position.tx_id
+        if dispatcher.in_tx and dispatcher.tx_id != tx_id:
+            dispatcher.commit(self.last_ts, self.position)
+        if tx_id is not None and not dispatcher.in_tx:
+            dispatcher.begin(tx_id, ts, position)
+        self.position = position
+        self.last_ts = ts
+        self.offset_pending = True
+        ns = event.get("ns") or {}
+        database, collection = ns.get("db", ""), ns.get("coll", "")
+        if self.signal_ns is not None and f"{database}.{collection}" == self.signal_ns:
+            self._source_signal(event)
+        if not collection or not self.cfg.collection_filter(database, collection):
+            dispatcher.filtered()
+        else:
+            codec = self.connector.codec(database, collection)
+            try:
+                op, before, after = codec.change(event)
+                dispatcher.change(codec.schema, op, before, after, ts, position)
+            except UnknownOperation:
+                dispatcher.filtered()
+            except Exception as exc:
+                dispatcher.processing_failed(
+                    exc, f"resume token {position.resume_token} ({database}.{collection})")
+        if dispatcher.full or time.monotonic() - self.last_flush >= _FLUSH_S:
+            self.flush()
+
+    def idle(self) -> None:
+        dispatcher = self.dispatcher
+        if dispatcher.in_tx:
+            dispatcher.commit(self.last_ts, self.position)
+        now = time.monotonic()
+        token = self.stream.resume_token
+        if token is not None and not dispatcher.pending and now - self.last_flush >= \
+                _IDLE_OFFSET_S:
+            # The stream moved on (other namespaces, no-ops): so does the offset, so that a
+            # restart does not start from a point the oplog may have dropped meanwhile.
+            moved = token_position(token)
+            if self.position is None or moved.resume_token != self.position.resume_token:
+                self.position = moved
+                self.offset_pending = True
+        if self.signal_file is not None and now >= self.next_signal_poll:
+            self.next_signal_poll = now + self.cfg.signals.poll_interval_ms / 1000
+            for signal in self.signal_file.poll():
+                self._signal(signal)
+            self.offset_pending = True
+        if dispatcher.pending or self.offset_pending:
+            self.flush()
+        if dispatcher.heartbeat_due():
+            dispatcher.heartbeat(self.position)
+            self.flush()
+
+    # -- offsets -------------------------------------------------------------------------------
+
+    def offset(self) -> dict[str, Any] | None:
+        if self.position is None:
+            return None
+        offset = stream_offset(self.position)
+        dispatcher = self.dispatcher
+        if dispatcher.in_tx and dispatcher.tx_metadata:
+            offset[TX_ID] = dispatcher.tx_id
+            for name, count in dispatcher.tx_counts.items():
+                offset[TX_COUNT_PREFIX + name] = count
+        if self.signal_file is not None:
+            offset[SIGNAL_FILE_POSITION] = self.signal_file.position
+        return offset
+
+    def flush(self) -> None:
+        self.dispatcher.flush(self.offset())
+        self.last_flush = time.monotonic()
+        self.offset_pending = False
+
+    # -- signals -------------------------------------------------------------------------------
+
+    def _source_signal(self, event: dict[str, Any]) -> None:
+        if event.get("operationType") != "insert":
+            return
+        doc = event.get("fullDocument") or {}
+        data = doc.get("data")
+        self._signal(Signal(str(doc.get("id", doc.get("_id", ""))), str(doc.get("type", "")),
+                            data if isinstance(data, str) or data is None else str(data)))
+
+    def _signal(self, signal: Signal) -> None:
+        try:
+            action = parse_action(signal)
+        except ValueError as exc:
+            log.warning("signal %r ignored: %s", signal.id, exc)
+            return
+        if isinstance(action, LogMessage):
+            log.info("signal %s: %s", action.signal_id, action.message)
+        elif action is not None:
+            log.warning("signal %r (%s) ignored: the MongoDB connector does not run ad hoc "
+                        "snapshots yet", signal.id, signal.type)
