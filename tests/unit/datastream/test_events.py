@@ -312,6 +312,17 @@ def test_every_source_definition_has_the_generic_fields_it_needs() -> None:
     assert SOURCES["mariadb"] is SOURCES["mysql"]
 
 
+def test_decimal_in_every_connect_form_is_a_json_number() -> None:
+    from headwater.convert.decimal import ConnectDecimal, decimal_to_unscaled_bytes
+
+    forms = (Decimal("-12.30"), ConnectDecimal.of(-1230, 2), decimal_to_unscaled_bytes(
+        Decimal("-12.30")))
+    for form in forms:
+        (event,) = events(DatastreamFormat(STREAM), rec(
+            PG, pg_table(), Op.CREATE, None, (1, None, form, None), PG_POS))
+        assert event["payload"]["amount"] == -12.3, form
+
+
 def test_pg_lsn_text_form() -> None:
     assert pg_lsn(0x16B374D848) == "16/B374D848"
     assert pg_lsn(0) == "0/0"

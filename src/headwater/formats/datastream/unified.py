@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from headwater.convert.decimal import ConnectDecimal
 from headwater.model.schema import (
     ARRAY,
     BOOLEAN,
@@ -258,7 +259,8 @@ def _unified(schema: ConnectSchema, source_type: str, family: str) -> Unified:
             if precision is not None:
                 return Unified(f"DECIMAL({precision},{scale})", {
                     "type": "bytes", "logicalType": "decimal",
-                    "precision": int(precision), "scale": scale}, None, _Quantize(scale))
+                    "precision": int(precision), "scale": scale},
+                    _DecimalValue(scale, json=True), _DecimalValue(scale, json=False))
             # No declared precision: Avro's decimal needs one; NUMBER keeps every digit.
             return Unified("NUMBER", {"type": "string", "logicalType": "number"},
                            None, _decimal_text)
@@ -278,15 +280,25 @@ def _unified(schema: ConnectSchema, source_type: str, family: str) -> Unified:
     return _PLAIN[schema.type]
 
 
-class _Quantize:
-    """Avro decimals are written at the schema's scale exactly."""
+class _DecimalValue:
+    """A Connect Decimal (a `Decimal`, a `ConnectDecimal` as the PostgreSQL fast path passes
+    it, or unscaled two's-complement bytes) as a JSON number or an Avro decimal at the schema's
+    scale exactly."""
 
-    __slots__ = ("exponent",)
+    __slots__ = ("exponent", "json", "scale")
 
-    def __init__(self, scale: int) -> None:
+    def __init__(self, scale: int, *, json: bool) -> None:
+        self.scale = scale
         self.exponent = Decimal(1).scaleb(-scale)
+        self.json = json
 
-    def __call__(self, value: Decimal) -> Decimal:
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, ConnectDecimal):
+            value = value.value
+        elif not isinstance(value, Decimal):
+            value = Decimal(int.from_bytes(value, "big", signed=True)).scaleb(-self.scale)
+        if self.json:
+            return orjson.Fragment(format(value, "f"))
         return value.quantize(self.exponent)
 
 
