@@ -9,12 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from headwater.config.loader import ConfigError, load_properties
+from headwater.config.output import DATASTREAM, FILES, OutputConfig
 from headwater.connectors.registry import CaptureConfig, RegistryError, registration_for_class
+from headwater.destinations.files import FileDestination
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.offsets import FileOffsetStore
-from headwater.engine.runtime import CaptureRuntime
+from headwater.engine.runtime import CaptureRuntime, RecordRenderer, TopicWriter
 from headwater.engine.supersede import SnapshotRestarts
 from headwater.engine.topic_naming import TopicNaming, TopicNamingError
+from headwater.formats.datastream.renderer import DatastreamFormat
 from headwater.formats.debezium_json import DebeziumJsonFormat
 from headwater.ops.logging import connector_name
 from headwater.topics.sink import TopicLogSink
@@ -54,23 +57,48 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     connector_name.set(cfg.topic_prefix)
     naming = topic_naming(cfg)
     parts = registration.build(cfg, metrics, naming)
-    fmt = DebeziumJsonFormat(
-        parts.source_block,
-        key_schemas=cfg.key_converter_schemas_enable,
-        value_schemas=cfg.value_converter_schemas_enable,
-        tombstones_on_delete=cfg.tombstones_on_delete,
-        toasted_value_placeholder=parts.unavailable_value_placeholder,
-        provide_transaction_metadata=cfg.provide_transaction_metadata,
-        transaction_topic=cfg.topic_transaction,
-        heartbeat_topic_prefix=cfg.topic_heartbeat_prefix,
-        topic_naming=naming,
-        context_headers=cfg.extended_headers_enabled,
-    )
-    sink = TopicLogSink(
-        Path(cfg.headwater_topics_dir),
-        cfg.headwater_topics_segment_bytes,
-        cfg.headwater_topics_segment_ms,
-    )
+    output: OutputConfig = getattr(cfg, "output", None) or OutputConfig()
+    fmt: RecordRenderer
+    restarts: SnapshotRestarts | None = None
+    if output.event_format == DATASTREAM:
+        to_files = output.destination == FILES
+        fmt = DatastreamFormat(
+            output.stream_name or cfg.topic_prefix,
+            encoding="avro" if to_files and output.files_format == "avro" else "json",
+            topic_naming=naming,
+            file_headers=to_files,
+            toasted_value_placeholder=parts.unavailable_value_placeholder,
+        )
+    else:
+        fmt = DebeziumJsonFormat(
+            parts.source_block,
+            key_schemas=cfg.key_converter_schemas_enable,
+            value_schemas=cfg.value_converter_schemas_enable,
+            tombstones_on_delete=cfg.tombstones_on_delete,
+            toasted_value_placeholder=parts.unavailable_value_placeholder,
+            provide_transaction_metadata=cfg.provide_transaction_metadata,
+            transaction_topic=cfg.topic_transaction,
+            heartbeat_topic_prefix=cfg.topic_heartbeat_prefix,
+            topic_naming=naming,
+            context_headers=cfg.extended_headers_enabled,
+        )
+        # A restarted snapshot supersedes its partial output with Debezium deletes on the
+        # topics; Datastream events have no such deletes (docs/datastream.md).
+        restarts = SnapshotRestarts(Path(cfg.headwater_topics_dir),
+                                    tombstones_on_delete=cfg.tombstones_on_delete,
+                                    batch_size=cfg.max_batch_size)
+    sink: TopicWriter
+    if output.destination == FILES:
+        sink = FileDestination(
+            output.files_dir, output.stream_name or cfg.topic_prefix,
+            file_format=output.files_format, max_bytes=output.files_max_bytes,
+            max_ms=output.files_max_ms)
+    else:
+        sink = TopicLogSink(
+            Path(cfg.headwater_topics_dir),
+            cfg.headwater_topics_segment_bytes,
+            cfg.headwater_topics_segment_ms,
+        )
     connector = parts.connector
     offsets = FileOffsetStore(Path(cfg.offset_storage_file_filename), connector.partition)
     return CaptureRuntime(
@@ -84,7 +112,5 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
         metrics=metrics,
         max_retries=cfg.errors_max_retries,
         retry_wait_ms=cfg.retriable_restart_connector_wait_ms,
-        restarts=SnapshotRestarts(Path(cfg.headwater_topics_dir),
-                                  tombstones_on_delete=cfg.tombstones_on_delete,
-                                  batch_size=cfg.max_batch_size),
+        restarts=restarts,
     )

@@ -29,6 +29,7 @@ from headwater.config import (
     resolve_references,
     split_list,
 )
+from headwater.config.output import OutputConfig
 from headwater.config.secrets import SecretReferenceError, is_sensitive_key
 from headwater.connectors.postgres.config import (
     CONNECTOR_CLASS,
@@ -698,6 +699,7 @@ def test_programmatic_values_are_coerced() -> None:
         ("headwater_topics_dir", Path("data/topics")),
         ("headwater_topics_segment_bytes", 67_108_864),
         ("headwater_topics_segment_ms", 1000),
+        ("output", OutputConfig()),
     ],
 )
 def test_postgres_defaults(attribute: str, expected: object) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from headwater.config.definition import Property, PropertyType, ValidationContext
+from headwater.config.output import OUTPUT_PROPERTIES
 from headwater.config.secrets import REDACTED, Secret, is_sensitive_key
 from headwater.engine.topic_naming import parse_strategy, topic_name_problem
 
@@ -65,6 +66,7 @@ RUNTIME_PROPERTIES: Final[tuple[Property, ...]] = (
              doc="maximum size of a topic log segment"),
     Property("headwater.topics.segment.ms", _L, 1000, min_value=1,
              doc="time-based segment roll interval of the topic log"),
+    *OUTPUT_PROPERTIES,
 )
 
 

@@ -4,7 +4,10 @@ Two threads.  The *reader* thread runs the coordinator: the snapshot source, the
 streaming source, each putting batches on the bounded queue.  The *writer* (the calling
 thread) drains the queue, renders each record with the output format, appends to the topic
 log (which fsyncs before returning), stores the offset, and only then acknowledges the
-position to the source.  That order is the whole durability contract: a database position is
+position to the source.  A writer that keeps files open across appends (DeferredAckWriter)
+gets the offset and acknowledgement to run once those files are published.
+
+That order is the whole durability contract: a database position is
 confirmed only after the events before it are durable, and an offset is never stored ahead of
 the topic log.  A crash anywhere re-delivers from the last stored offset (at-least-once).
 """
@@ -14,8 +17,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.offsets import FileOffsetStore
@@ -50,6 +53,16 @@ class TopicWriter(Protocol):
     def maintain(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class DeferredAckWriter(Protocol):
+    """A writer whose `append` is not durable on return (files still open, e.g. the file
+    destination): the offset and acknowledgement of a batch wait for `when_durable`, which
+    runs them once everything appended so far is durable (at once, or at a later append,
+    `maintain` or `close`, always on the writer thread)."""
+
+    def when_durable(self, callback: Callable[[], None]) -> None: ...
 
 
 class RecordRenderer(Protocol):
@@ -282,8 +295,18 @@ class CaptureRuntime:
             if supersede is not None:
                 supersede.observe(out)
             self.writer.append(out)
-        if offset is not None:
-            self.offsets.save(offset)
-        if ack is not None and self._streaming is not None:
-            self._streaming.acknowledge(ack)
+        if offset is None and (ack is None or self._streaming is None):
+            return
+        streaming = self._streaming
+
+        def release() -> None:
+            if offset is not None:
+                self.offsets.save(offset)
+            if ack is not None and streaming is not None:
+                streaming.acknowledge(ack)
+
+        if isinstance(self.writer, DeferredAckWriter):
+            self.writer.when_durable(release)
+        else:
+            release()
 

@@ -36,6 +36,7 @@ from headwater.config.definition import (
     regex_list_validator,
 )
 from headwater.config.loader import load_properties
+from headwater.config.output import OutputConfig
 from headwater.config.secrets import Secret, without_secrets
 from headwater.config.signals import SIGNAL_PROPERTIES, SignalConfig, signal_config
 from headwater.relational.column_mappers import (
@@ -314,6 +315,8 @@ class RelationalConnectorConfig:
     headwater_topics_dir: Path = Path("data/topics")
     headwater_topics_segment_bytes: int = 67_108_864
     headwater_topics_segment_ms: int = 1000
+    # headwater.event.format, headwater.destination[.files.*] (headwater.config.output)
+    output: OutputConfig = field(default_factory=OutputConfig)
     passthrough: Mapping[str, str] = field(
         default_factory=dict, repr=False, compare=False, hash=False
     )
@@ -399,6 +402,7 @@ class RelationalConnectorConfig:
             "headwater_topics_dir": c.get_path("headwater.topics.dir"),
             "headwater_topics_segment_bytes": c.get_int("headwater.topics.segment.bytes"),
             "headwater_topics_segment_ms": c.get_int("headwater.topics.segment.ms"),
+            "output": OutputConfig.from_config(c),
             "passthrough": dict(c.passthrough),
             "_signals": signal_config(c),
             "_column_mappers": ColumnMappers.from_config({

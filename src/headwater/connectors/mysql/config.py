@@ -40,6 +40,7 @@ from headwater.config.definition import (
     ValidationContext,
     regex_list_validator,
 )
+from headwater.config.output import check_output
 from headwater.relational import config as relational
 from headwater.relational.config import UNSET_PATH, ConfigLoader, RelationalConnectorConfig
 
@@ -186,7 +187,7 @@ MYSQL_CONFIG_DEF: Final = ConfigDef(
         (r"(database\.history|schema\.history\.internal)\.kafka\..+", _HISTORY_IS_A_FILE)),
     exclusive=(*relational.exclusive_lists("database"),
                ("gtid.source.includes", "gtid.source.excludes")),
-    checks=(check_queue, relational.check_tasks("MySQL"), relational.check_heartbeat,
+    checks=(check_queue, check_output, relational.check_tasks("MySQL"), relational.check_heartbeat,
             _check_snapshot_threads, _check_server_id),
     pattern_properties=relational.PATTERN_PROPERTIES,
 )

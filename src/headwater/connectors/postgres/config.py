@@ -63,6 +63,7 @@ from headwater.config.definition import (
     Property,
     ValidatedConfig,
 )
+from headwater.config.output import check_output
 from headwater.config.secrets import Secret
 from headwater.relational import config as relational
 from headwater.relational.config import (
@@ -228,7 +229,8 @@ POSTGRES_CONFIG_DEF: Final = ConfigDef(
     ignored_patterns=(*relational.IGNORED_PATTERNS,
                       (r"snapshot\.mode\.configuration\.based\..+", relational.NOT_IMPLEMENTED)),
     exclusive=relational.exclusive_lists("schema"),
-    checks=(check_queue, relational.check_tasks("PostgreSQL"), relational.check_heartbeat),
+    checks=(check_queue, check_output, relational.check_tasks("PostgreSQL"),
+            relational.check_heartbeat),
     pattern_properties=relational.PATTERN_PROPERTIES,
 )
 

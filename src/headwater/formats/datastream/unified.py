@@ -1,0 +1,306 @@
+"""Datastream's unified types: what a captured column becomes in Datastream's Avro and JSON.
+
+Connectors already convert every value to its Kafka Connect representation (Debezium's logical
+types), so the unified type is derived from the column's Connect schema (its logical name)
+plus, where Connect alone is ambiguous, the source type name: MySQL `TIME` is a signed duration
+up to 838 hours, so it is Datastream's TIME_INTERVAL, while PostgreSQL `time` is a TIME.
+Deriving from Connect keeps one table for every connector, present or to come.
+
+Each mapping carries converters only where the Connect value differs from what the format
+needs; most columns (integers, strings, floats, booleans) have none, so the per-row cost is a
+loop over the few columns that do.  Bytes and decimals need no JSON converter either: the
+JSON encoder's default hook writes them (base64; a decimal as a JSON number with its exact
+digits).  docs/datastream.md has the table per source.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import re
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any, NamedTuple
+
+import orjson
+
+from headwater.convert.decimal import ConnectDecimal
+from headwater.model.schema import (
+    ARRAY,
+    BOOLEAN,
+    BYTES,
+    FLOAT32,
+    FLOAT64,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    MAP,
+    STRING,
+    STRUCT,
+    Column,
+    ConnectSchema,
+)
+
+Converter = Callable[[Any], Any]
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+_EPOCH_DATE = _dt.date(1970, 1, 1)
+_DAY_US = 86_400_000_000
+_HOUR_US = 3_600_000_000
+
+# Avro definitions of the unified types that are records; a schema defines each once and
+# refers to it by name afterwards (AvroSchema.named).
+DATETIME_RECORD = {
+    "type": "record", "name": "datetime",
+    "fields": [{"name": "date", "type": {"type": "int", "logicalType": "date"}},
+               {"name": "time", "type": {"type": "long", "logicalType": "time-micros"}}],
+}
+INTERVAL_RECORD = {
+    "type": "record", "name": "interval",
+    "fields": [{"name": "months", "type": "int"}, {"name": "hours", "type": "int"},
+               {"name": "micros", "type": "long"}],
+}
+
+
+class Unified(NamedTuple):
+    """A column's unified type: its name, Avro type and the value converters (None: as is)."""
+
+    name: str
+    avro: Any
+    to_json: Converter | None = None
+    to_avro: Converter | None = None
+
+
+def json_default(value: Any) -> Any:
+    """JSON encoder hook: bytes as base64, decimals as JSON numbers with their exact digits."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, Decimal):
+        return orjson.Fragment(format(value, "f"))
+    raise TypeError(f"cannot encode {type(value).__name__} as Datastream JSON")
+
+
+# -- temporal converters (module-level functions: the renderer is pickled to snapshot workers)
+
+def _date_json(days: int) -> str:
+    return (_EPOCH_DATE + _dt.timedelta(days=days)).isoformat()
+
+
+def _datetime_us(micros: int) -> str:
+    return (_EPOCH + _dt.timedelta(microseconds=micros)).replace(tzinfo=None).isoformat()
+
+
+def _datetime_avro_us(micros: int) -> dict[str, int]:
+    days, time_us = divmod(micros, _DAY_US)
+    return {"date": days, "time": time_us}
+
+
+def _scaled(factor: int, divisor: int, fn: Converter) -> Converter:
+    if factor == 1 and divisor == 1:
+        return fn
+    return _Scaled(factor, divisor, fn)
+
+
+class _Scaled:
+    """`fn(value * factor // divisor)`: ms and ns timestamps through the µs converters."""
+
+    __slots__ = ("divisor", "factor", "fn")
+
+    def __init__(self, factor: int, divisor: int, fn: Converter) -> None:
+        self.factor, self.divisor, self.fn = factor, divisor, fn
+
+    def __call__(self, value: int) -> Any:
+        return self.fn(value * self.factor // self.divisor)
+
+
+def _zoned_timestamp_us(text: str) -> int:
+    moment = _dt.datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=_dt.UTC)
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _time_json_us(micros: int) -> str:
+    seconds, us = divmod(micros, 1_000_000)
+    minutes, sec = divmod(seconds, 60)
+    hours, minute = divmod(minutes, 60)
+    text = f"{hours:02d}:{minute:02d}:{sec:02d}"
+    return f"{text}.{us:06d}" if us else text
+
+
+def _interval_avro_us(micros: int) -> dict[str, int]:
+    hours, rest = divmod(abs(micros), _HOUR_US)
+    sign = -1 if micros < 0 else 1
+    return {"months": 0, "hours": sign * hours, "micros": sign * rest}
+
+
+def _interval_json_us(micros: int) -> str:
+    """ISO-8601 duration in hours, minutes and seconds (a MicroDuration has no months left)."""
+    sign = "-" if micros < 0 else ""
+    hours, rest = divmod(abs(micros), _HOUR_US)
+    minutes, rest = divmod(rest, 60_000_000)
+    seconds, us = divmod(rest, 1_000_000)
+    sec = f"{seconds}.{us:06d}".rstrip("0").rstrip(".") if us else str(seconds)
+    return f"{sign}PT{hours}H{minutes}M{sec}S"
+
+
+_ISO_DURATION = re.compile(
+    r"(?P<sign>-)?P(?:(?P<y>-?\d+)Y)?(?:(?P<mo>-?\d+)M)?(?:(?P<d>-?\d+)D)?"
+    r"(?:T(?:(?P<h>-?\d+)H)?(?:(?P<mi>-?\d+)M)?(?:(?P<s>-?\d+(?:\.\d+)?)S)?)?")
+
+
+def _interval_avro_iso(text: str) -> dict[str, int]:
+    """Debezium's `Interval` string (interval.handling.mode=string) as months/hours/micros."""
+    m = _ISO_DURATION.fullmatch(text)
+    if m is None:
+        raise ValueError(f"not an ISO-8601 duration: {text!r}")
+    sign = -1 if m["sign"] else 1
+
+    def part(name: str) -> int:
+        return int(m[name] or 0)
+
+    months = part("y") * 12 + part("mo")
+    hours = part("d") * 24 + part("h")
+    micros = part("mi") * 60_000_000 + round(Decimal(m["s"] or 0) * 1_000_000)
+    return {"months": sign * months, "hours": sign * hours, "micros": sign * micros}
+
+
+def _variable_scale_number(value: dict[str, Any]) -> str:
+    unscaled = int.from_bytes(value["value"], "big", signed=True)
+    return format(Decimal(unscaled).scaleb(-int(value["scale"])), "f")
+
+
+def _json_fragment(text: str) -> Any:
+    return orjson.Fragment(text)
+
+
+def _as_json_text(value: Any) -> str:
+    return orjson.dumps(value, default=json_default).decode()
+
+
+def _as_json_fragment(value: Any) -> Any:
+    return orjson.Fragment(orjson.dumps(value, default=json_default))
+
+
+# -- the mapping -------------------------------------------------------------------------------
+
+_PLAIN: dict[str, Unified] = {
+    INT8: Unified("INTEGER", "int"),
+    INT16: Unified("INTEGER", "int"),
+    INT32: Unified("INTEGER", "int"),
+    INT64: Unified("LONG", "long"),
+    FLOAT32: Unified("FLOAT", "float"),
+    FLOAT64: Unified("DOUBLE", "double"),
+    BOOLEAN: Unified("BOOLEAN", "boolean"),
+    STRING: Unified("STRING", "string"),
+    BYTES: Unified("BYTES", "bytes"),
+}
+
+# Connect timestamp/time logical names -> (factor, divisor) to microseconds.
+_TO_MICROS: dict[str, tuple[int, int]] = {
+    "io.debezium.time.Timestamp": (1000, 1),
+    "org.apache.kafka.connect.data.Timestamp": (1000, 1),
+    "io.debezium.time.MicroTimestamp": (1, 1),
+    "io.debezium.time.NanoTimestamp": (1, 1000),
+    "io.debezium.time.Time": (1000, 1),
+    "org.apache.kafka.connect.data.Time": (1000, 1),
+    "io.debezium.time.MicroTime": (1, 1),
+    "io.debezium.time.NanoTime": (1, 1000),
+}
+_TIMESTAMPS = frozenset({"io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp",
+                         "io.debezium.time.MicroTimestamp", "io.debezium.time.NanoTimestamp"})
+_DATES = frozenset({"io.debezium.time.Date", "org.apache.kafka.connect.data.Date"})
+
+
+def _datetime(name: str) -> Unified:
+    factor, divisor = _TO_MICROS[name]
+    return Unified("DATETIME", DATETIME_RECORD, _scaled(factor, divisor, _datetime_us),
+                   _scaled(factor, divisor, _datetime_avro_us))
+
+
+def _time(name: str, source_type: str, family: str) -> Unified:
+    factor, divisor = _TO_MICROS[name]
+    to_us = None if factor == divisor == 1 else _Scaled(factor, divisor, int)
+    if family == "mysql" and source_type.lower().startswith("time"):
+        # MySQL TIME is a signed duration (-838:59:59 .. 838:59:59), not a time of day.
+        return Unified("TIME_INTERVAL", {"type": "long", "logicalType": "time-interval-micros"},
+                       to_us, to_us)
+    return Unified("TIME", {"type": "long", "logicalType": "time-micros"},
+                   _scaled(factor, divisor, _time_json_us), to_us)
+
+
+def unified_type(column: Column, family: str) -> Unified:
+    """The unified type of one column of a source of `family` ("postgresql", "mysql", ...)."""
+    return _unified(column.schema, column.type_name, family)
+
+
+def _unified(schema: ConnectSchema, source_type: str, family: str) -> Unified:
+    name = schema.name
+    if name is not None:
+        if name in _TIMESTAMPS:
+            return _datetime(name)
+        if name in _TO_MICROS:
+            return _time(name, source_type, family)
+        if name in _DATES:
+            return Unified("DATE", {"type": "int", "logicalType": "date"}, _date_json)
+        if name == "io.debezium.time.ZonedTimestamp":
+            return Unified("TIMESTAMP", {"type": "long", "logicalType": "timestamp-micros"},
+                           None, _zoned_timestamp_us)
+        if name == "io.debezium.time.MicroDuration":
+            return Unified("INTERVAL", INTERVAL_RECORD, _interval_json_us, _interval_avro_us)
+        if name == "io.debezium.time.Interval":
+            return Unified("INTERVAL", INTERVAL_RECORD, None, _interval_avro_iso)
+        if name == "org.apache.kafka.connect.data.Decimal":
+            params = schema.parameters or {}
+            scale = int(params.get("scale", "0"))
+            precision = params.get("connect.decimal.precision")
+            if precision is not None:
+                return Unified(f"DECIMAL({precision},{scale})", {
+                    "type": "bytes", "logicalType": "decimal",
+                    "precision": int(precision), "scale": scale},
+                    _DecimalValue(scale, json=True), _DecimalValue(scale, json=False))
+            # No declared precision: Avro's decimal needs one; NUMBER keeps every digit.
+            return Unified("NUMBER", {"type": "string", "logicalType": "number"},
+                           None, _decimal_text)
+        if name == "io.debezium.data.VariableScaleDecimal":
+            return Unified("NUMBER", {"type": "string", "logicalType": "number"},
+                           _variable_scale_number, _variable_scale_number)
+        if name == "io.debezium.data.Json":
+            return Unified("JSON", {"type": "string", "logicalType": "json"}, _json_fragment)
+    if schema.type == ARRAY and schema.items is not None:
+        item = _unified(schema.items, source_type, family)
+        if item.to_json is None and item.to_avro is None and not isinstance(item.avro, dict):
+            return Unified("ARRAY", {"type": "array", "items": ["null", item.avro]})
+    if schema.type in (ARRAY, MAP, STRUCT):
+        # Geometries, hstore maps, arrays of converted values: kept whole, as JSON.
+        return Unified("JSON", {"type": "string", "logicalType": "json"},
+                       _as_json_fragment, _as_json_text)
+    return _PLAIN[schema.type]
+
+
+class _DecimalValue:
+    """A Connect Decimal (a `Decimal`, a `ConnectDecimal` as the PostgreSQL fast path passes
+    it, or unscaled two's-complement bytes) as a JSON number or an Avro decimal at the schema's
+    scale exactly."""
+
+    __slots__ = ("exponent", "json", "scale")
+
+    def __init__(self, scale: int, *, json: bool) -> None:
+        self.scale = scale
+        self.exponent = Decimal(1).scaleb(-scale)
+        self.json = json
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, ConnectDecimal):
+            value = value.value
+        elif not isinstance(value, Decimal):
+            value = Decimal(int.from_bytes(value, "big", signed=True)).scaleb(-self.scale)
+        if self.json:
+            return orjson.Fragment(format(value, "f"))
+        return value.quantize(self.exponent)
+
+
+def _decimal_text(value: Decimal) -> str:
+    return format(value, "f")
