@@ -116,7 +116,10 @@ def connector_properties(spec: StreamSpec, source: Profile, destination: Profile
         "signal.poll.interval.ms": "1000",
         "read.only": "true",
     }
-    slug = spec.name.replace("-", "_").lower()
+    # Slots and publications are server-wide: two data directories (or two users) with a
+    # stream of the same name must not share one, so the catalog's path is in the name.
+    slug = (f"{spec.name.replace('-', '_').lower()[:40]}_"
+            f"{zlib.crc32(str(data_dir.resolve()).encode()):08x}")
     if kind.name == "postgresql":
         props.setdefault("plugin.name", "pgoutput")
         props.setdefault("slot.name", f"hw_{slug}")
