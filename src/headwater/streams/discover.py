@@ -81,20 +81,31 @@ def mysql_unified(data_type: str, column_type: str, precision: int | None,
     return "UNSUPPORTED"
 
 
+# A domain's type is its innermost base type (domains over domains over arrays included).
 _PG_COLUMNS: Final = """
+WITH RECURSIVE dom(oid, cur, mod) AS (
+  SELECT t.oid, t.typbasetype, t.typtypmod FROM pg_type t WHERE t.typtype = 'd'
+  UNION ALL
+  SELECT dom.oid, t.typbasetype, t.typtypmod FROM dom JOIN pg_type t ON t.oid = dom.cur
+  WHERE t.typtype = 'd'),
+base AS (SELECT dom.oid, dom.cur, dom.mod FROM dom JOIN pg_type t ON t.oid = dom.cur
+         WHERE t.typtype <> 'd')
 SELECT n.nspname, c.relname, a.attname, a.attnum, NOT a.attnotnull,
-       format_type(COALESCE(NULLIF(bt.oid, 0), t.oid), NULL) AS base,
-       COALESCE(bt.typtype, t.typtype) AS typtype,
-       COALESCE(bt.typcategory, t.typcategory) = 'A' AS is_array,
-       ic.character_maximum_length, ic.numeric_precision, ic.numeric_scale,
+       format_type(a.atttypid, NULL) AS declared,
+       format_type(bt.oid, NULL) AS base, bt.typtype, bt.typcategory = 'A' AS is_array,
+       COALESCE(ic.character_maximum_length, information_schema._pg_char_max_length(
+         bt.oid, base.mod)),
+       COALESCE(ic.numeric_precision, information_schema._pg_numeric_precision(
+         bt.oid, base.mod)),
+       COALESCE(ic.numeric_scale, information_schema._pg_numeric_scale(bt.oid, base.mod)),
        ic.datetime_precision,
        EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary
                AND a.attnum = ANY(i.indkey)) AS pk
 FROM pg_attribute a
 JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
-JOIN pg_type t ON t.oid = a.atttypid
-LEFT JOIN pg_type bt ON t.typtype = 'd' AND bt.oid = t.typbasetype
+LEFT JOIN base ON base.oid = a.atttypid
+JOIN pg_type bt ON bt.oid = COALESCE(base.cur, a.atttypid)
 LEFT JOIN information_schema.columns ic ON ic.table_schema = n.nspname
      AND ic.table_name = c.relname AND ic.column_name = a.attname
 WHERE c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
@@ -173,10 +184,10 @@ def discover_postgres(conn: Any, depth: int, schema: str | None, table: str | No
         columns: dict[tuple[str, str], list[dict[str, Any]]] = {}
         if depth >= 3:
             cur.execute(_PG_COLUMNS, params)
-            for (s, t, name, pos, nullable, base, typtype, is_array, length, precision,
-                 scale, dt_precision, pk) in cur.fetchall():
+            for (s, t, name, pos, nullable, declared, base, typtype, is_array, length,
+                 precision, scale, dt_precision, pk) in cur.fetchall():
                 columns.setdefault((s, t), []).append({
-                    "column": name, "dataType": base, "unifiedType": pg_unified(
+                    "column": name, "dataType": declared, "unifiedType": pg_unified(
                         base, typtype, precision, bool(is_array)),
                     "length": length, "precision": precision if precision is not None
                     else dt_precision, "scale": scale, "primaryKey": bool(pk),
