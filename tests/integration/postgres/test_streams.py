@@ -184,3 +184,36 @@ def test_failures(env: Env, cli: Cli, tmp_path: Path) -> None:
     _profile(cli, env.pg, "pg", env.db)
     assert cli.json("streams", "recover", "s", "--wait", "60")["state"] == "RUNNING"
     assert cli.json("streams", "drain", "s", "--timeout", "60")["state"] == "PAUSED"
+
+
+def test_in_process_launcher(env: Env, tmp_path: Path) -> None:
+    """The same catalog and state machine with the stream run in a thread of this process
+    (how a service running many streams may run them)."""
+    from headwater.streams.catalog import Catalog
+    from headwater.streams.model import ObjectRef, StreamSpec
+    from headwater.streams.profiles import destination_profile, source_profile
+    from headwater.streams.states import State
+    from headwater.streams.supervisor import Supervisor, ThreadLauncher
+
+    env.sql("CREATE TABLE t (id int PRIMARY KEY)")
+    env.sql("INSERT INTO t SELECT generate_series(1, 20)")
+    cat = Catalog(tmp_path / "data")
+    cat.add_profile(source_profile("pg", "postgresql", {
+        "database.hostname": "127.0.0.1", "database.port": str(env.pg.port),
+        "database.user": env.pg.user, "database.dbname": env.db}))
+    cat.add_profile(destination_profile("out", "topics", str(tmp_path / "topics")))
+    cat.create_stream(StreamSpec("inproc", "pg", "out", (ObjectRef("public", "t"),)))
+    launcher = ThreadLauncher()
+    sup = Supervisor(cat, launcher)
+    assert sup.start("inproc") is State.STARTING
+    try:
+        assert sup.wait("inproc", frozenset({State.RUNNING}), 60).state is State.RUNNING
+        topics = tmp_path / "topics" / "inproc"
+        wait_for(lambda: len(_ids(_rows(topics, "inproc.public.t"))) == 20, 60)
+        assert sup.pause("inproc") is State.DRAINING
+        assert sup.wait("inproc", frozenset({State.PAUSED}), 60).state is State.PAUSED
+    finally:
+        worker, thread = launcher.workers["inproc"]
+        worker.request_stop()
+        thread.join(60)
+    assert not thread.is_alive()
