@@ -90,7 +90,10 @@ class StreamWorker:
 
     # -- run -----------------------------------------------------------------------------
     def run(self) -> State:
+        from rich.console import Console
+
         from headwater.capture import build_runtime, load_connector_config
+        from headwater.ops.progress import CaptureMonitor, status_path
 
         rec = self.catalog.stream(self.name)
         home = stream_dir(self.catalog.root, self.name)
@@ -108,7 +111,16 @@ class StreamWorker:
             self.runtime = build_runtime(cfg)
             if self._stop.is_set():
                 self.runtime.stop()
-            self.runtime.run()
+            runtime = self.runtime
+            # The status file `headwater status <stream dir>/connector.json` reads.
+            monitor = CaptureMonitor(
+                runtime.metrics, lambda: runtime.state.value, cfg.topic_prefix,
+                status_path(Path(cfg.offset_storage_file_filename)),
+                console=Console(stderr=True)).start()
+            try:
+                runtime.run()
+            finally:
+                monitor.stop()
         except BaseException as exc:
             log.error("stream %s failed: %s", self.name, exc)
             self._fail(exc, first_start=first_start)
