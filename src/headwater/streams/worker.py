@@ -78,6 +78,11 @@ class StreamWorker:
         while not self._done.wait(HEARTBEAT_S / 4 if self._state() is State.STARTING
                                   else HEARTBEAT_S):
             rt = self.runtime
+            if self._state() is State.DRAINING and not self._stop.is_set():
+                # A pause made before this process recorded its pid (so no SIGTERM reached
+                # it), or a pause by a service that does not signal: the catalog decides.
+                log.info("stream %s: DRAINING in the catalog: stopping", self.name)
+                self.request_stop()
             status: dict[str, Any] | None = None
             if rt is not None:
                 status = {"capture_state": rt.state.value, "metrics": rt.metrics.as_dict()}

@@ -192,7 +192,7 @@ def test_in_process_launcher(env: Env, tmp_path: Path) -> None:
     from headwater.streams.catalog import Catalog
     from headwater.streams.model import ObjectRef, StreamSpec
     from headwater.streams.profiles import destination_profile, source_profile
-    from headwater.streams.states import State
+    from headwater.streams.states import Action, State
     from headwater.streams.supervisor import Supervisor, ThreadLauncher
 
     env.sql("CREATE TABLE t (id int PRIMARY KEY)")
@@ -210,6 +210,13 @@ def test_in_process_launcher(env: Env, tmp_path: Path) -> None:
         assert sup.wait("inproc", frozenset({State.RUNNING}), 60).state is State.RUNNING
         topics = tmp_path / "topics" / "inproc"
         wait_for(lambda: len(_ids(_rows(topics, "inproc.public.t"))) == 20, 60)
+        # A pause made in the catalog alone (no signal reaches the worker) still drains it.
+        assert cat.transition("inproc", Action.PAUSE) is State.DRAINING
+        assert sup.wait("inproc", frozenset({State.PAUSED}), 60).state is State.PAUSED
+        env.sql("INSERT INTO t SELECT generate_series(21, 30)")
+        assert sup.resume("inproc") is State.STARTING
+        assert sup.wait("inproc", frozenset({State.RUNNING}), 60).state is State.RUNNING
+        wait_for(lambda: len(_ids(_rows(topics, "inproc.public.t"))) == 30, 60)
         assert sup.pause("inproc") is State.DRAINING
         assert sup.wait("inproc", frozenset({State.PAUSED}), 60).state is State.PAUSED
     finally:
