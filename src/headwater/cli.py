@@ -24,6 +24,16 @@ offsets_app = typer.Typer(no_args_is_help=True, help="Inspect a connector's stor
 app.add_typer(topics_app, name="topics")
 app.add_typer(offsets_app, name="offsets")
 
+
+def _add_stream_commands() -> None:
+    from headwater.streams.cli import profiles_app, streams_app
+
+    app.add_typer(streams_app, name="streams")
+    app.add_typer(profiles_app, name="profiles")
+
+
+_add_stream_commands()
+
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 log = logging.getLogger("headwater.cli")
