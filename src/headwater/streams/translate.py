@@ -135,13 +135,13 @@ def connector_properties(spec: StreamSpec, source: Profile, destination: Profile
     if destination.kind == "topics":
         props["headwater.topics.dir"] = str(topics_dir(spec, destination).resolve())
     else:
-        # The files destination (another module) reads these; the topic log stays the
-        # capture's durable buffer under the stream's directory.
-        props["headwater.topics.dir"] = str(home / "topics")
+        # Datastream's own layout: its events, in files under the destination directory.
         props["headwater.destination"] = "files"
-        props["headwater.files.dir"] = str(topics_dir(spec, destination).resolve())
-        props["headwater.files.format"] = destination.properties.get("format", "json")
+        props["headwater.destination.files.dir"] = str(topics_dir(spec, destination).resolve())
+        props["headwater.destination.files.format"] = destination.properties.get(
+            "format", "json")
         props["headwater.event.format"] = "datastream"
+        props["headwater.datastream.stream.name"] = spec.name
     props.update(spec.properties)
     return props
 

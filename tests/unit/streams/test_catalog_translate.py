@@ -17,7 +17,7 @@ from headwater.streams.catalog import Catalog, CatalogError
 from headwater.streams.model import ObjectRef, StreamSpec
 from headwater.streams.profiles import MASK, ProfileError, destination_profile, source_profile
 from headwater.streams.states import Action, State, TransitionError
-from headwater.streams.translate import connector_properties, object_filters
+from headwater.streams.translate import connector_properties, object_filters, write_config
 
 PG = {"database.hostname": "h", "database.user": "u", "database.dbname": "d",
       "database.password": "hunter2"}
@@ -79,8 +79,14 @@ def test_backfill_strategy_and_destination(tmp_path: Path) -> None:
     files = destination_profile("f", "files", str(tmp_path / "f"), "avro")
     props = connector_properties(StreamSpec("s", "src", "f"), src, files, tmp_path)
     assert props["snapshot.mode"] == "initial"
-    assert (props["headwater.destination"], props["headwater.files.format"]) == ("files",
-                                                                                  "avro")
+    assert (props["headwater.destination"], props["headwater.destination.files.format"]) == (
+        "files", "avro")
+    # The capture's own loader accepts the translation (names agree with config/output.py).
+    from headwater.capture import load_connector_config
+    loaded = load_connector_config(write_config(tmp_path / "files.json", props))
+    output = loaded.output  # type: ignore[attr-defined]
+    assert (output.event_format, output.destination, output.files_format,
+            output.stream_name) == ("datastream", "files", "avro", "s")
 
 
 def test_profiles_validate_and_mask() -> None:
