@@ -7,17 +7,22 @@ which loads the typed configuration and builds the connector and its source bloc
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from headwater.config.loader import ConfigError, load_properties
 from headwater.connectors.registry import CaptureConfig, RegistryError, registration_for_class
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.offsets import FileOffsetStore
-from headwater.engine.runtime import CaptureRuntime
+from headwater.engine.runtime import CaptureRuntime, RecordRenderer
 from headwater.engine.supersede import SnapshotRestarts
 from headwater.engine.topic_naming import TopicNaming, TopicNamingError
 from headwater.formats.debezium_json import DebeziumJsonFormat
 from headwater.ops.logging import connector_name
 from headwater.topics.sink import TopicLogSink
+
+if TYPE_CHECKING:
+    from headwater.converters.base import Converter
+    from headwater.transforms.chain import TransformChain
 
 
 def load_connector_config(path: Path, *, secrets: bool = True) -> CaptureConfig:
@@ -48,8 +53,31 @@ def topic_naming(cfg: CaptureConfig) -> TopicNaming:
         raise ConfigError([str(exc)]) from None
 
 
+def output_stages(cfg: CaptureConfig) -> tuple[TransformChain, Converter, Converter] | None:
+    """The transform chain and converters, or None when the fast path applies (no
+    transforms, JsonConverter for key and value).  ConfigError names every property that is
+    wrong: an unknown transform or converter class, or a property it does not implement."""
+    from headwater.connect.props import PluginConfigError
+    from headwater.converters.factory import JSON, build_converter
+    from headwater.transforms.chain import build_chain
+
+    props = cfg.passthrough
+    try:
+        chain = build_chain(props)
+        key = build_converter(cfg.key_converter, props, is_key=True,
+                              schemas_enable=cfg.key_converter_schemas_enable)
+        value = build_converter(cfg.value_converter, props, is_key=False,
+                                schemas_enable=cfg.value_converter_schemas_enable)
+    except PluginConfigError as exc:
+        raise ConfigError(str(exc).split("\n")) from None
+    if not chain and cfg.key_converter == JSON and cfg.value_converter == JSON:
+        return None
+    return chain, key, value
+
+
 def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     registration = registration_for_class(cfg.connector_class)
+    stages = output_stages(cfg)  # before connecting: configuration errors first
     metrics = CaptureMetrics(queue_capacity=cfg.max_queue_size)
     connector_name.set(cfg.topic_prefix)
     naming = topic_naming(cfg)
@@ -66,6 +94,17 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
         topic_naming=naming,
         context_headers=cfg.extended_headers_enabled,
     )
+    renderer: RecordRenderer = fmt
+    restarts: SnapshotRestarts | None = SnapshotRestarts(
+        Path(cfg.headwater_topics_dir), tombstones_on_delete=cfg.tombstones_on_delete,
+        batch_size=cfg.max_batch_size)
+    if stages is not None:
+        from headwater.formats.structured import StructuredRenderer
+
+        renderer = StructuredRenderer(fmt, *stages)
+        # Superseding an interrupted snapshot reads Debezium JSON envelopes back from the
+        # topics; transformed or Avro records are not that, so restarts behave as Debezium's.
+        restarts = None
     sink = TopicLogSink(
         Path(cfg.headwater_topics_dir),
         cfg.headwater_topics_segment_bytes,
@@ -75,7 +114,7 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     offsets = FileOffsetStore(Path(cfg.offset_storage_file_filename), connector.partition)
     return CaptureRuntime(
         connector,
-        fmt,
+        renderer,
         sink,
         offsets,
         max_queue_size=cfg.max_queue_size,
@@ -84,7 +123,5 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
         metrics=metrics,
         max_retries=cfg.errors_max_retries,
         retry_wait_ms=cfg.retriable_restart_connector_wait_ms,
-        restarts=SnapshotRestarts(Path(cfg.headwater_topics_dir),
-                                  tombstones_on_delete=cfg.tombstones_on_delete,
-                                  batch_size=cfg.max_batch_size),
+        restarts=restarts,
     )
