@@ -36,6 +36,11 @@ class PluginProps:
         value = self.values.get(name)
         return default if value is None or value == "" else value
 
+    def get_raw(self, name: str, default: str) -> str:
+        """The value even when empty (an empty prefix is a choice, not "unset")."""
+        self.read.add(name)
+        return self.values.get(name, default)
+
     def required(self, name: str) -> str:
         value = self.get_str(name)
         if value is None:
