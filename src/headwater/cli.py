@@ -62,10 +62,9 @@ def run(
     cfg = _load(config)
     log.info("connector configuration: %s", cfg.redacted())
     from headwater.capture import build_runtime
+    from headwater.config import ConfigError
     from headwater.engine.offsets import OffsetStoreError
     from headwater.topics.log import TopicLogError
-
-    from headwater.config import ConfigError
 
     try:
         runtime = build_runtime(cfg)
