@@ -58,7 +58,7 @@ def test_debezium_envelope_round_trips_through_registry_and_fastavro() -> None:
     with FakeSchemaRegistry() as registry:
         batch = renderer(registry).render_batch(samples())
         items = batch["inv.shop.items"]
-        schema_id, schema, value = decode(registry, items[0].value or b"")
+        _, schema, value = decode(registry, items[0].value or b"")
         assert schema["type"] == "record" and schema["name"] == "Envelope"
         assert schema["namespace"] == "inv.shop.items"
         assert schema["connect.name"] == "inv.shop.items.Envelope"
@@ -81,7 +81,7 @@ def test_debezium_envelope_round_trips_through_registry_and_fastavro() -> None:
         assert after["tags"] == ["a", None] and after["at"] == ITEM[7]
         assert value["op"] == "c" and value["source"]["table"] == "items"
         assert value["transaction"]["total_order"] == 3
-        key_id, key_schema, key = decode(registry, items[0].key or b"")
+        _, key_schema, key = decode(registry, items[0].key or b"")
         assert key == {"order_id": 7, "line": 1} and key_schema["name"] == "Key"
         assert {"inv.shop.items-key", "inv.shop.items-value", "inv.public.customers-value"
                 } <= set(registry.subjects)
