@@ -27,6 +27,8 @@ _T = "headwater.transforms."
 # class name -> "module:factory" (imported only when configured: keeps start-up light).
 TRANSFORMS: Final[dict[str, str]] = {
     "io.debezium.transforms.ExtractNewRecordState": _T + "extract_new_state:ExtractNewRecordState",
+    "io.debezium.transforms.Filter": _T + "scripting:Filter",
+    "io.debezium.transforms.ContentBasedRouter": _T + "scripting:ContentBasedRouter",
     _KAFKA + "RegexRouter": _T + "kafka:RegexRouter",
     _KAFKA + "ReplaceField$Value": _T + "kafka:replace_field_value",
     _KAFKA + "ReplaceField$Key": _T + "kafka:replace_field_key",
