@@ -72,7 +72,7 @@ class _Parser:
         return tok
 
     def fail(self, what: str) -> None:
-        kind, val, pos = self.peek()
+        _, val, pos = self.peek()
         raise ExpressionError(f"{what} at {pos} ('{val or 'end'}') in {self.text!r}")
 
     def parse(self) -> Any:

@@ -65,5 +65,5 @@ def test_tutorial_unwrap_gives_flattened_events(env: Env) -> None:
 
 def test_unknown_transform_is_an_error_at_start(env: Env) -> None:
     path = env.config({"transforms": "x", "transforms.x.type": "com.example.Custom"})
-    with pytest.raises(ConfigError, match="com.example.Custom"):
+    with pytest.raises(ConfigError, match=r"com\.example\.Custom"):
         build_runtime(load_connector_config(path))
