@@ -206,6 +206,7 @@ class DebeziumJsonFormat:
         self.context_headers = context_headers
         self.run_id = run_id if run_id is not None else str(uuid.uuid4())
         self._context_cache: dict[SourceContext, tuple[tuple[str, bytes], ...]] = {}
+        self._connect_headers: dict[SourceContext, tuple[Header, ...]] = {}
         self.transaction_topic = transaction_topic
         self.heartbeat_topic_prefix = heartbeat_topic_prefix
         self.source_block = source_block
@@ -403,15 +404,22 @@ class DebeziumJsonFormat:
     # -- the structured path (transforms and non-JSON converters) ------------------------------
 
     def _connect_context_headers(self, context: SourceContext) -> tuple[Header, ...]:
+        """The context headers as Connect headers: the same objects for every event of a
+        context, so that converters can cache their bytes."""
         if not self.context_headers:
             return ()
-        return (
+        cache = self._connect_headers
+        cached = cache.get(context)
+        if cached is not None:
+            return cached
+        cached = cache[context] = (
             Header("__debezium.context.connectorLogicalName", _CONTEXT_HEADER_SCHEMA,
                    context.server_name),
             Header("__debezium.context.taskId", _CONTEXT_HEADER_SCHEMA, "0"),
             Header("__debezium.context.connectorName", _CONTEXT_HEADER_SCHEMA, context.kind),
             Header("__debezium.context.runId", _CONTEXT_HEADER_SCHEMA, self.run_id),
         )
+        return cached
 
     def _connect_key(self, plan: _TablePlan, values: tuple[Any, ...] | None) -> Any:
         if not plan.key_names or values is None:

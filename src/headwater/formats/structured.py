@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from headwater.connect.record import ConnectRecord
+from headwater.connect.record import ConnectRecord, Header
 from headwater.converters.base import Converter
 from headwater.converters.json import JsonConverter
 from headwater.formats.debezium_json import DebeziumJsonFormat
@@ -46,9 +46,18 @@ class StructuredRenderer:
         key_conv = self.key_converter.from_connect
         value_conv = self.value_converter.from_connect
         header_conv = self.header_converter.from_connect
+        # Headers repeated as the same object (Debezium's context headers) are serialized once.
+        header_bytes: dict[int, tuple[Header, bytes]] = {}
+
+        def header(topic: str, h: Header) -> tuple[str, bytes]:
+            cached = header_bytes.get(id(h))
+            if cached is None or cached[0] is not h:
+                cached = header_bytes[id(h)] = (
+                    h, header_conv(topic, h.schema, h.value) or b"null")
+            return h.key, cached[1]
+
         for r in self.transformed(records):
-            headers = tuple(
-                (h.key, header_conv(r.topic, h.schema, h.value) or b"null") for h in r.headers)
+            headers = tuple(header(r.topic, h) for h in r.headers)
             out.setdefault(r.topic, []).append(TopicRecord(
                 key_conv(r.topic, r.key_schema, r.key),
                 value_conv(r.topic, r.value_schema, r.value),
