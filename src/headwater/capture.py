@@ -7,6 +7,7 @@ which loads the typed configuration and builds the connector and its source bloc
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from headwater.config.loader import ConfigError, load_properties
 from headwater.config.output import DATASTREAM, FILES, OutputConfig
@@ -21,6 +22,10 @@ from headwater.formats.datastream.renderer import DatastreamFormat
 from headwater.formats.debezium_json import DebeziumJsonFormat
 from headwater.ops.logging import connector_name
 from headwater.topics.sink import TopicLogSink
+
+if TYPE_CHECKING:
+    from headwater.converters.base import Converter
+    from headwater.transforms.chain import TransformChain
 
 
 def load_connector_config(path: Path, *, secrets: bool = True) -> CaptureConfig:
@@ -51,18 +56,47 @@ def topic_naming(cfg: CaptureConfig) -> TopicNaming:
         raise ConfigError([str(exc)]) from None
 
 
+def output_stages(cfg: CaptureConfig) -> tuple[TransformChain, Converter, Converter] | None:
+    """The transform chain and converters, or None when the fast path applies (no
+    transforms, JsonConverter for key and value).  ConfigError names every property that is
+    wrong: an unknown transform or converter class, or a property it does not implement."""
+    from headwater.connect.props import PluginConfigError
+    from headwater.converters.factory import JSON, build_converter
+    from headwater.transforms.chain import build_chain
+
+    props = cfg.passthrough
+    try:
+        chain = build_chain(props)
+        key = build_converter(cfg.key_converter, props, is_key=True,
+                              schemas_enable=cfg.key_converter_schemas_enable)
+        value = build_converter(cfg.value_converter, props, is_key=False,
+                                schemas_enable=cfg.value_converter_schemas_enable)
+    except PluginConfigError as exc:
+        raise ConfigError(str(exc).split("\n")) from None
+    if not chain and cfg.key_converter == JSON and cfg.value_converter == JSON:
+        return None
+    return chain, key, value
+
+
 def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     registration = registration_for_class(cfg.connector_class)
+    stages = output_stages(cfg)  # before connecting: configuration errors first
     metrics = CaptureMetrics(queue_capacity=cfg.max_queue_size)
     connector_name.set(cfg.topic_prefix)
     naming = topic_naming(cfg)
     parts = registration.build(cfg, metrics, naming)
     output: OutputConfig = getattr(cfg, "output", None) or OutputConfig()
-    fmt: RecordRenderer
+    renderer: RecordRenderer
     restarts: SnapshotRestarts | None = None
     if output.event_format == DATASTREAM:
+        if stages is not None:
+            # Transforms and converters work on Kafka Connect records of Debezium events.
+            raise ConfigError([
+                "transforms and key.converter/value.converter other than JsonConverter apply "
+                "to Debezium events: they cannot be combined with "
+                "headwater.event.format=datastream"])
         to_files = output.destination == FILES
-        fmt = DatastreamFormat(
+        renderer = DatastreamFormat(
             output.stream_name or cfg.topic_prefix,
             encoding="avro" if to_files and output.files_format == "avro" else "json",
             topic_naming=naming,
@@ -82,11 +116,20 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
             topic_naming=naming,
             context_headers=cfg.extended_headers_enabled,
         )
-        # A restarted snapshot supersedes its partial output with Debezium deletes on the
-        # topics; Datastream events have no such deletes (docs/datastream.md).
-        restarts = SnapshotRestarts(Path(cfg.headwater_topics_dir),
-                                    tombstones_on_delete=cfg.tombstones_on_delete,
-                                    batch_size=cfg.max_batch_size)
+        renderer = fmt
+        if stages is not None:
+            from headwater.formats.structured import StructuredRenderer
+
+            renderer = StructuredRenderer(fmt, *stages)
+            # Superseding an interrupted snapshot reads Debezium JSON envelopes back from the
+            # topics; transformed or Avro records are not that, so restarts behave as
+            # Debezium's.
+        else:
+            # A restarted snapshot supersedes its partial output with Debezium deletes on the
+            # topics; Datastream events have no such deletes (docs/datastream.md).
+            restarts = SnapshotRestarts(Path(cfg.headwater_topics_dir),
+                                        tombstones_on_delete=cfg.tombstones_on_delete,
+                                        batch_size=cfg.max_batch_size)
     sink: TopicWriter
     if output.destination == FILES:
         sink = FileDestination(
@@ -103,7 +146,7 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     offsets = FileOffsetStore(Path(cfg.offset_storage_file_filename), connector.partition)
     return CaptureRuntime(
         connector,
-        fmt,
+        renderer,
         sink,
         offsets,
         max_queue_size=cfg.max_queue_size,

@@ -72,11 +72,15 @@ def run(
     cfg = _load(config)
     log.info("connector configuration: %s", cfg.redacted())
     from headwater.capture import build_runtime
+    from headwater.config import ConfigError
     from headwater.engine.offsets import OffsetStoreError
     from headwater.topics.log import TopicLogError
 
     try:
         runtime = build_runtime(cfg)
+    except ConfigError as exc:  # transforms / converters are checked when the runtime is built
+        err.print(f"[red]configuration error[/red] in {config}:\n{exc}", soft_wrap=True)
+        raise typer.Exit(2) from exc
     except (TopicLogError, OffsetStoreError) as exc:
         # e.g. a second `headwater run` on the same topics directory: the message says it all.
         err.print(f"[red]cannot start[/red] {cfg.topic_prefix}: {exc}", soft_wrap=True)

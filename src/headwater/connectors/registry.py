@@ -16,7 +16,7 @@ their database drivers, Spark or Arrow only inside the functions that need them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import import_module
 from importlib.metadata import entry_points
@@ -67,6 +67,12 @@ class CaptureConfig(Protocol):
     def errors_max_retries(self) -> int: ...
     @property
     def retriable_restart_connector_wait_ms(self) -> int: ...
+    @property
+    def key_converter(self) -> str: ...
+    @property
+    def value_converter(self) -> str: ...
+    @property
+    def passthrough(self) -> Mapping[str, str]: ...
     @property
     def key_converter_schemas_enable(self) -> bool: ...
     @property

@@ -308,6 +308,8 @@ class RelationalConnectorConfig:
     max_batch_size: int = 2048
     max_queue_size: int = 8192
     poll_interval_ms: int = 500
+    key_converter: str = "org.apache.kafka.connect.json.JsonConverter"
+    value_converter: str = "org.apache.kafka.connect.json.JsonConverter"
     key_converter_schemas_enable: bool = True
     value_converter_schemas_enable: bool = True
     offset_storage_file_filename: Path = UNSET_PATH  # default data/offsets/<topic_prefix>.json
@@ -393,6 +395,8 @@ class RelationalConnectorConfig:
             "max_batch_size": c.get_int("max.batch.size"),
             "max_queue_size": c.get_int("max.queue.size"),
             "poll_interval_ms": c.get_int("poll.interval.ms"),
+            "key_converter": c.get_str("key.converter"),
+            "value_converter": c.get_str("value.converter"),
             "key_converter_schemas_enable": c.get_bool("key.converter.schemas.enable"),
             "value_converter_schemas_enable": c.get_bool("value.converter.schemas.enable"),
             "offset_storage_file_filename": (
