@@ -10,16 +10,15 @@ import struct
 from decimal import Decimal
 from typing import Any
 
+import fastavro
 import pytest
 
-fastavro = pytest.importorskip("fastavro")
-
-from headwater.connect.props import PluginConfigError  # noqa: E402
-from headwater.converters.avro import to_avro_schema  # noqa: E402
-from headwater.converters.factory import AVRO, build_converter  # noqa: E402
-from headwater.formats.structured import StructuredRenderer  # noqa: E402
-from headwater.model.record import Op  # noqa: E402
-from headwater.model.schema import (  # noqa: E402
+from headwater.connect.props import PluginConfigError
+from headwater.converters.avro import to_avro_schema
+from headwater.converters.factory import AVRO, build_converter
+from headwater.formats.structured import StructuredRenderer
+from headwater.model.record import Op
+from headwater.model.schema import (
     INT8,
     INT32,
     MAP,
@@ -27,10 +26,10 @@ from headwater.model.schema import (  # noqa: E402
     ConnectField,
     ConnectSchema,
 )
-from headwater.transforms.chain import build_chain  # noqa: E402
+from headwater.transforms.chain import build_chain
 
-from .connect_samples import ITEM, ITEMS, debezium_format, rec, samples  # noqa: E402
-from .fake_schema_registry import FakeSchemaRegistry  # noqa: E402
+from .connect_samples import ITEM, ITEMS, debezium_format, rec, samples
+from .fake_schema_registry import FakeSchemaRegistry
 
 
 def decode(registry: FakeSchemaRegistry, data: bytes) -> tuple[int, Any, Any]:
