@@ -16,6 +16,7 @@ from headwater.engine.runtime import CaptureRuntime
 from headwater.engine.supersede import SnapshotRestarts
 from headwater.engine.topic_naming import TopicNaming, TopicNamingError
 from headwater.formats.debezium_json import DebeziumJsonFormat
+from headwater.kafka import assembly as kafka_assembly
 from headwater.ops.logging import connector_name
 from headwater.topics.sink import TopicLogSink
 
@@ -66,13 +67,16 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
         topic_naming=naming,
         context_headers=cfg.extended_headers_enabled,
     )
-    sink = TopicLogSink(
+    # Kafka (headwater.topics.store=kafka, offset.storage.topic) or the local defaults.
+    kafka = kafka_assembly.settings_of(cfg)
+    sink = kafka_assembly.topic_writer(kafka) or TopicLogSink(
         Path(cfg.headwater_topics_dir),
         cfg.headwater_topics_segment_bytes,
         cfg.headwater_topics_segment_ms,
     )
     connector = parts.connector
-    offsets = FileOffsetStore(Path(cfg.offset_storage_file_filename), connector.partition)
+    offsets = kafka_assembly.offset_store(kafka, connector.partition) or FileOffsetStore(
+        Path(cfg.offset_storage_file_filename), connector.partition)
     return CaptureRuntime(
         connector,
         fmt,
@@ -84,7 +88,8 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
         metrics=metrics,
         max_retries=cfg.errors_max_retries,
         retry_wait_ms=cfg.retriable_restart_connector_wait_ms,
-        restarts=SnapshotRestarts(Path(cfg.headwater_topics_dir),
-                                  tombstones_on_delete=cfg.tombstones_on_delete,
-                                  batch_size=cfg.max_batch_size),
+        # Superseding a restarted snapshot reads the local log (not done over Kafka).
+        restarts=None if kafka.store == "kafka" else SnapshotRestarts(
+            Path(cfg.headwater_topics_dir), tombstones_on_delete=cfg.tombstones_on_delete,
+            batch_size=cfg.max_batch_size),
     )
