@@ -19,12 +19,13 @@ import pytest
 from headwater.kafka.murmur2 import partition_for
 from headwater.testing.localkafka import LocalKafka
 from tests.integration.postgres.conftest import Env, wait_for
-from tests.kafka.conftest import kafka_props, read_topic
+from tests.kafka.conftest import kafka_props, read_topic, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-OFFSET_KEY = b'["test-connector",{"server":"inv"}]'
+def offset_key(env: Env) -> bytes:
+    return b'["test-connector",{"server":"%s"}]' % env.prefix.encode()
 
 
 def current_lsn(env: Env) -> int:
@@ -33,7 +34,8 @@ def current_lsn(env: Env) -> int:
 
 
 def stored_lsn(bootstrap: str, topic: str) -> int:
-    recs = [r for r in read_topic(bootstrap, topic) if r.key == OFFSET_KEY]
+    """The LSN of the last offset the capture stored in the offsets topic."""
+    recs = [r for r in read_topic(bootstrap, topic) if r.key and r.key.startswith(b'["test-')]
     return int(orjson.loads(recs[-1].value)["lsn"]) if recs and recs[-1].value else 0
 
 
@@ -72,6 +74,7 @@ def start_capture(config: Any) -> subprocess.Popen[bytes]:
 def test_capture_into_kafka_survives_kills_and_broker_restart(env: Env,
                                                               kafka: LocalKafka) -> None:
     keys = 60
+    env.prefix = unique("inv")
     env.sql("CREATE TABLE t (id int PRIMARY KEY, ver int NOT NULL)")
     env.sql(f"INSERT INTO t SELECT g, 0 FROM generate_series(1, {keys}) g")
     env.conn.commit()
@@ -126,7 +129,70 @@ def test_capture_into_kafka_survives_kills_and_broker_restart(env: Env,
     # The offsets topic holds Connect's key and value bytes.
     offsets = read_topic(kafka.bootstrap, props["offset.storage.topic"])
     assert offsets, "no offsets stored"
-    assert {r.key for r in offsets} == {OFFSET_KEY}
+    assert {r.key for r in offsets} == {offset_key(env)}
     last = orjson.loads(offsets[-1].value)
     assert int(last["lsn"]) >= target
     assert offsets[-1].value == orjson.dumps(last), "not compact JSON as JsonConverter writes"
+
+
+def delta_rows(env: Env) -> dict[int, int]:
+    from headwater.pipeline.delta_target import read_table
+
+    rows = read_table(env.tmp / "delta" / "public" / "t").to_pylist()
+    assert len({r["id"] for r in rows}) == len(rows), "duplicate keys in the target"
+    return {r["id"]: r["ver"] for r in rows}
+
+
+def run_pipeline_once(spark: Any, config: Any) -> None:
+    from headwater.pipeline.config import load_pipeline_config
+    from headwater.pipeline.runner import close_query, start
+
+    query = start(spark, load_pipeline_config(config), once=True)
+    try:
+        query.awaitTermination()
+    finally:
+        close_query(query)
+    assert query.exception() is None
+
+
+@pytest.mark.parametrize("columnar", ["1", "0"])
+def test_pipeline_from_kafka_equals_source(env: Env, kafka: LocalKafka, spark: Any,
+                                           columnar: str, monkeypatch: Any) -> None:
+    """Capture into Kafka, then Kafka -> Delta in small batches (several per partition, both
+    decode paths), then more changes and deletes and a second run from the checkpoint."""
+    monkeypatch.setenv("HEADWATER_PIPELINE_COLUMNAR", columnar)
+    env.prefix = unique("inv")
+    env.sql("CREATE TABLE t (id int PRIMARY KEY, ver int NOT NULL)")
+    env.sql("INSERT INTO t SELECT g, 0 FROM generate_series(1, 200) g")
+    env.conn.commit()
+    props = kafka_props(kafka, **{
+        "headwater.pipeline.delta.path": env.tmp / "delta",
+        "headwater.pipeline.checkpoint.dir": env.tmp / "checkpoint",
+        "headwater.pipeline.max.records.per.trigger": 97,
+    })
+    cap = env.capture(props)
+    store = props["offset.storage.topic"]
+    try:
+        wait_for(lambda: cap.runtime.metrics.snapshot_completed, what="snapshot")
+        env.sql("UPDATE t SET ver = ver + 1 WHERE id % 3 = 0")
+        env.sql("DELETE FROM t WHERE id % 7 = 0")
+        env.conn.commit()
+        target = current_lsn(env)
+        wait_for(lambda: stored_lsn(kafka.bootstrap, store) >= target, timeout=60,
+                 what="capture caught up")
+        config = env.config(props)
+        run_pipeline_once(spark, config)
+        source = {r[0]: r[1] for r in env.sql("SELECT id, ver FROM t")}
+        assert delta_rows(env) == source
+        env.sql("UPDATE t SET ver = ver + 10 WHERE id % 5 = 0")
+        env.sql("DELETE FROM t WHERE id % 11 = 0")
+        env.sql("INSERT INTO t SELECT g, 1 FROM generate_series(1000, 1050) g")
+        env.conn.commit()
+        target = current_lsn(env)
+        wait_for(lambda: stored_lsn(kafka.bootstrap, store) >= target, timeout=60,
+                 what="capture caught up")
+    finally:
+        cap.stop()
+    run_pipeline_once(spark, config)
+    source = {r[0]: r[1] for r in env.sql("SELECT id, ver FROM t")}
+    assert delta_rows(env) == source
