@@ -120,18 +120,29 @@ def main() -> None:
             print(f"generated {args.changes} changes in {time.monotonic() - t0:.1f}s")
             cur.execute("SELECT pg_current_wal_insert_lsn()::text")
             end = lsn(cur.fetchone()[0])
+            cur.execute("SELECT pg_stat_force_next_flush()")
+            time.sleep(1)
+            cur.execute("SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables "
+                        "WHERE relname = 'bench'")
+            made = int(cur.fetchone()[0])
+            print(f"row changes made: {made}")
         local = config(pg, work / "local", "hw_local", {})
         kafka = config(pg, work / "kafka-run", "hw_kafka", {
             "headwater.topics.store": "kafka", "bootstrap.servers": broker.bootstrap,
             "topic.creation.default.partitions": args.partitions,
             "topic.creation.default.replication.factor": 1})
-        n = args.changes
+        n = made
         c_local = capture(local, end)
         c_kafka = capture(kafka, end)
         from headwater.pipeline.runner import spark_session
 
         spark = spark_session("headwater-bench-kafka", master="local[2]")
         try:
+            # Warm-up (Spark's first job, numba's compilation), not timed: a third slot's
+            # capture is not needed, the local log is read into a scratch target.
+            warm = config(pg, work / "warm", "hw_local", {
+                "headwater.topics.dir": work / "local" / "topics"})
+            pipeline(spark, warm)
             p_local = pipeline(spark, local)
             p_kafka = pipeline(spark, kafka)
         finally:
