@@ -20,6 +20,7 @@ from headwater.engine.supersede import SnapshotRestarts
 from headwater.engine.topic_naming import TopicNaming, TopicNamingError
 from headwater.formats.datastream.renderer import DatastreamFormat
 from headwater.formats.debezium_json import DebeziumJsonFormat
+from headwater.kafka import assembly as kafka_assembly
 from headwater.ops.logging import connector_name
 from headwater.topics.sink import TopicLogSink
 
@@ -130,6 +131,14 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
             restarts = SnapshotRestarts(Path(cfg.headwater_topics_dir),
                                         tombstones_on_delete=cfg.tombstones_on_delete,
                                         batch_size=cfg.max_batch_size)
+    # Kafka (headwater.topics.store=kafka, offset.storage.topic) or the local defaults.
+    kafka = kafka_assembly.settings_of(cfg)
+    if kafka.store == "kafka":
+        if output.destination == FILES:
+            raise ConfigError(["headwater.topics.store=kafka and headwater.destination=files "
+                               "name two destinations: choose one"])
+        # Superseding a restarted snapshot reads the local log (not done over Kafka).
+        restarts = None
     sink: TopicWriter
     if output.destination == FILES:
         sink = FileDestination(
@@ -137,13 +146,14 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
             file_format=output.files_format, max_bytes=output.files_max_bytes,
             max_ms=output.files_max_ms)
     else:
-        sink = TopicLogSink(
+        sink = kafka_assembly.topic_writer(kafka) or TopicLogSink(
             Path(cfg.headwater_topics_dir),
             cfg.headwater_topics_segment_bytes,
             cfg.headwater_topics_segment_ms,
         )
     connector = parts.connector
-    offsets = FileOffsetStore(Path(cfg.offset_storage_file_filename), connector.partition)
+    offsets = kafka_assembly.offset_store(kafka, connector.partition) or FileOffsetStore(
+        Path(cfg.offset_storage_file_filename), connector.partition)
     return CaptureRuntime(
         connector,
         renderer,

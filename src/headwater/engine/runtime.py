@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.offsets import FileOffsetStore
+from headwater.engine.offsets import OffsetStore
 from headwater.engine.parallel import merge_rendered
 from headwater.engine.queue import Batch, ChangeEventQueue, QueueClosed
 from headwater.engine.retry import RetryBudget
@@ -75,7 +75,7 @@ class CaptureRuntime:
         connector: Connector,
         renderer: RecordRenderer,
         writer: TopicWriter,
-        offsets: FileOffsetStore,
+        offsets: OffsetStore,
         *,
         max_queue_size: int,
         max_batch_size: int,

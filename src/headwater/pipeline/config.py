@@ -37,6 +37,7 @@ from pathlib import Path
 from headwater.config import ConfigError
 from headwater.config.loader import load_properties
 from headwater.config.secrets import Secret, resolve_references
+from headwater.kafka.settings import KafkaSettings, kafka_settings
 from headwater.pipeline.documents.options import NESTED_MODES, DocumentOptions
 
 log = logging.getLogger("headwater.pipeline.config")
@@ -79,6 +80,8 @@ class PipelineConfig:
     jdbc_schema: str | None = None
     compact_interval_batches: int = 100
     documents: DocumentOptions = DocumentOptions()  # noqa: RUF009 (frozen: shared safely)
+    # Set when the connector writes to Kafka (headwater.topics.store=kafka): read from there.
+    kafka: KafkaSettings | None = None
 
 
 def _int(props: dict[str, str], name: str, default: int, errors: list[str],
@@ -146,6 +149,17 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
     compact = _int(props, "headwater.pipeline.delta.compact.interval.batches", 100, errors,
                    minimum=0)
     documents = _documents(props, errors)
+    kafka: KafkaSettings | None = None
+    if props.get("headwater.topics.store", "local").strip().lower() == "kafka":
+        # The connector's Kafka settings (security included) are the pipeline's too.
+        try:
+            raw = {k: resolve_references(str(v), base_dir=base) for k, v in props.items()
+                   if not k.startswith("database.")}
+            kafka = kafka_settings(raw, props.get("name") or prefix)
+        except ConfigError as exc:
+            errors.extend(exc.problems)
+        except ValueError as exc:
+            errors.append(str(exc))
     if errors:
         raise ConfigError(errors, source=str(path))
     return PipelineConfig(
@@ -168,6 +182,7 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         jdbc_schema=props.get("headwater.pipeline.jdbc.schema") or None,
         compact_interval_batches=compact,
         documents=documents,
+        kafka=kafka,
     )
 
 

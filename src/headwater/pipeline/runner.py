@@ -209,6 +209,8 @@ def start_flows(
 def start(spark: Any, cfg: PipelineConfig, once: bool = False) -> Any:
     """Starts the streaming query and returns it (call awaitTermination on it)."""
     target = make_target(cfg, spark)
+    if cfg.kafka is not None:
+        return _start_kafka(spark, cfg, target, once)
 
     def apply(ranges: Ranges, batch_id: int) -> None:
         apply_batch(cfg.topics_dir, ranges, batch_id, cfg, target)
@@ -218,6 +220,43 @@ def start(spark: Any, cfg: PipelineConfig, once: bool = False) -> Any:
     return _start_query(spark, cfg.topics_dir, cfg.topics_glob, cfg.checkpoint_dir,
                         f"headwater-{cfg.topic_prefix}", apply, once, cfg.trigger_interval_ms,
                         cfg.max_records_per_trigger)
+
+
+def _start_kafka(spark: Any, cfg: PipelineConfig, target: Target, once: bool) -> Any:
+    """The query over Kafka (headwater.topics.store=kafka): pipeline.kafka_source."""
+    import orjson
+
+    from headwater.pipeline import kafka_source
+    from headwater.pipeline.kafka_batch import apply_kafka_batch
+
+    assert cfg.kafka is not None
+    consumer = cfg.kafka.consumer_config(f"headwater-pipeline-{cfg.pipeline_id}")
+    topics = kafka_source.KafkaTopics(consumer, cfg.topics_glob)
+
+    def apply(ranges: Ranges, batch_id: int) -> None:
+        apply_kafka_batch(topics, ranges, batch_id, cfg, target)
+        if isinstance(target, DeltaTarget):
+            target.maintain(batch_id)
+
+    kafka_source.register(spark)
+    options = {"consumer": orjson.dumps(consumer).decode(), "topics": cfg.topics_glob}
+    query = _start_query(spark, cfg.topics_dir, cfg.topics_glob, cfg.checkpoint_dir,
+                        f"headwater-{cfg.topic_prefix}", apply, once, cfg.trigger_interval_ms,
+                        cfg.max_records_per_trigger,
+                        other_source=(kafka_source.NAME, options), table_topic=_kafka_table_slot)
+    query.headwater_close = topics.close  # the batches' consumer: `close_query` closes it
+    return query
+
+
+def close_query(query: Any) -> None:
+    """Releases what a query's batches held outside Spark (the Kafka consumer)."""
+    close = getattr(query, "headwater_close", None)
+    if close is not None:
+        close()
+
+
+def _kafka_table_slot(name: str) -> bool:
+    return is_table_topic(name.rpartition("#")[0])
 
 
 def _checkpointed_offsets(path: Path) -> dict[str, int] | None:
@@ -278,15 +317,21 @@ def _start_query(
     spark: Any, topics_dir: Path, topics: str, checkpoint: Path, name: str,
     apply: Callable[[Ranges, int], None], once: bool,
     trigger_interval_ms: int, max_records: int | None,
+    other_source: tuple[str, dict[str, str]] | None = None,
+    table_topic: Callable[[str], bool] = is_table_topic,
 ) -> Any:
-    topics_dir.mkdir(parents=True, exist_ok=True)
+    """`other_source`: another registered source's (name, options) instead of the local log."""
     clear_unstarted_checkpoint(checkpoint)
-    register(spark)
-    reader = (
-        spark.readStream.format(SOURCE_NAME)
-        .option("path", str(topics_dir))
-        .option("topics", topics)
-    )
+    if other_source is None:
+        topics_dir.mkdir(parents=True, exist_ok=True)
+        register(spark)
+        reader = (
+            spark.readStream.format(SOURCE_NAME)
+            .option("path", str(topics_dir))
+            .option("topics", topics)
+        )
+    else:
+        reader = spark.readStream.format(other_source[0]).options(**other_source[1])
     if max_records:
         reader = reader.option("max_records", str(max_records))
     source = reader.load()
@@ -297,7 +342,7 @@ def _start_query(
         ranges = checkpointed_ranges(checkpoint, batch_id)
         if ranges is None:
             ranges = {topic: (first, end) for topic, first, end in df.collect()}
-        ranges = {t: r for t, r in ranges.items() if is_table_topic(t) and r[1] > r[0]}
+        ranges = {t: r for t, r in ranges.items() if table_topic(t) and r[1] > r[0]}
         planned = time.monotonic()
         try:
             apply(ranges, batch_id)
@@ -331,6 +376,8 @@ def run(cfg: PipelineConfig, once: bool = False) -> None:
         except Exception:
             if not getattr(query, "headwater_damaged", None):
                 raise
+        finally:
+            close_query(query)
         if getattr(query, "headwater_damaged", None):
             # One clear message rather than Spark's wrapping of the Python traceback.
             raise query.headwater_damaged[0]

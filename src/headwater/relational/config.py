@@ -39,6 +39,7 @@ from headwater.config.loader import load_properties
 from headwater.config.output import OutputConfig
 from headwater.config.secrets import Secret, without_secrets
 from headwater.config.signals import SIGNAL_PROPERTIES, SignalConfig, signal_config
+from headwater.kafka.settings import KAFKA_PREFIXES
 from headwater.relational.column_mappers import (
     COLUMN_PROPAGATE_PROPERTY,
     DATATYPE_PROPAGATE_PROPERTY,
@@ -69,6 +70,7 @@ PASSTHROUGH_PREFIXES: Final = (
     "header.converter.",
     "debezium.",  # Debezium Server leftovers (debezium.sink.*, debezium.format.*)
     *HEADWATER_PASSTHROUGH_PREFIXES,
+    *KAFKA_PREFIXES,  # validated by headwater.kafka.settings when the runtime is built
 )
 # Debezium options of every relational connector that Headwater does not implement (warned).
 IGNORED_NAMES: Final = (
