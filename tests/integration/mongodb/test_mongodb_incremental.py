@@ -83,7 +83,7 @@ class Writer(threading.Thread):
                     coll.replace_one({"_id": k}, {"v": self.count, "r": True}, upsert=True)
                 elif roll < 0.4:
                     with self.env.client.start_session() as s:
-                        s.with_transaction(lambda s: (
+                        s.with_transaction(lambda s, k=k: (
                             coll.update_one({"_id": k}, {"$inc": {"v": 1}}, session=s),
                             coll.insert_one({"_id": self.keys * 10 + self.count, "v": 0},
                                             session=s)))
