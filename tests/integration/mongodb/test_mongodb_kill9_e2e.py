@@ -8,6 +8,9 @@ nested paths, ``$unset``, ``$push``/``$pop`` on arrays, ``$inc``, deletes and mu
 transactions.  With ``capture.mode=change_streams`` updates are patches (``updateDescription``)
 the pipeline applies to the previous state, so a lost or repeated event would show.
 
+An incremental snapshot of the collection (signal at the first round) runs across the kills,
+so its READs, ordered by the pipeline among the stream events, must not undo a later change.
+
 The short form (one round of kills, full-document updates) runs in CI; the patch mode and the
 long rounds are `slow`.
 """
@@ -219,6 +222,9 @@ def run_scenario(env: MongoEnv, mode: str, rounds: int, seed: int) -> None:
     env.db.c.insert_many([_doc(seeding, k) for k in range(initial)])
     config = env.config({
         "capture.mode": mode, "max.batch.size": 200, "snapshot.fetch.size": 200,
+        "collection.include.list": f"{env.db_name}\\.c",
+        "signal.data.collection": f"{env.db_name}.signals",
+        "incremental.snapshot.chunk.size": 100,
         "headwater.pipeline.delta.path": env.tmp / "delta",
         "headwater.pipeline.checkpoint.dir": env.tmp / "checkpoint",
         "headwater.pipeline.trigger.interval.ms": 500,
@@ -233,7 +239,10 @@ def run_scenario(env: MongoEnv, mode: str, rounds: int, seed: int) -> None:
              120, interval=0.05)
         workload.start()
         procs.start_pipeline()
-        for _ in range(rounds):
+        for round_no in range(rounds):
+            if round_no == 0:  # an incremental snapshot interleaved with the kills
+                env.db.signals.insert_one({"_id": "again", "type": "execute-snapshot",
+                                           "data": {"data-collections": [f"{env.db_name}.c"]}})
             # the capture: killed 1-2 times, at random moments of the stream
             for _ in range(rng.randint(1, 2)):
                 time.sleep(rng.uniform(0.5, 3.0))
@@ -270,6 +279,8 @@ def run_scenario(env: MongoEnv, mode: str, rounds: int, seed: int) -> None:
     assert not problems, (f"{len(problems)} differences after {workload.ops} operations "
                           f"({procs.starts} process starts): " + json.dumps(problems[:20]))
     assert workload.ops > 100
+    assert any(v is not None and v["op"] == "r" and v["source"]["snapshot"] == "incremental"
+               for _, _k, v in events(env.topics, env.topic("c")))
 
 
 @pytest.mark.parametrize(("mode", "rounds"), [

@@ -179,18 +179,27 @@ class MongoIncrementalHook:
         if kind == "delete":  # insert_delete: the open watermark's delete closes the window
             ident = (event.get("documentKey") or {}).get("_id")
             if isinstance(ident, str) and ctl.watermark(ident, False):
-                return ctl.close(position)
+                return self._close(position)
             return []
         if kind != "insert":
             return []
         signal = signal_from_document(event.get("fullDocument") or {})
         if signal.type in (WINDOW_OPEN, WINDOW_CLOSE):
             if ctl.watermark(signal.id, signal.type == WINDOW_OPEN):
-                return ctl.close(position)
+                return self._close(position)
             return []
         if self.source_channel and signal.type:
             ctl.signal(self._expanded(signal))
         return []
+
+    def _close(self, position: MongoPosition) -> list[ChangeRecord]:
+        """The chunk's READs, stamped with the close watermark's time (`source.ts_ms`) and
+        increment (`ord`, from the position): the pipeline orders MongoDB events by
+        (ts_ms, ord), and the close watermark is where the READs belong in the stream.  The
+        time the connector handled the watermark (Debezium's stamp) can be later than changes
+        that follow it when the capture lags, and a READ ordered after them would undo them."""
+        ts = position.wall_time or position.sec * 1000
+        return [r._replace(source_ts_ms=ts) for r in self._ctl().close(position)]
 
     def _expanded(self, signal: Signal) -> Signal:
         try:
