@@ -32,8 +32,6 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
                            "tests/integration/mongodb",
         "test_identifiers.py": f"{_RELATIONAL}: quoted SQL identifiers",
         "test_types.py": f"{_RELATIONAL}: column types (documents are JSON text)",
-        "test_incremental_snapshot.py": "ad hoc (incremental) snapshots are not implemented "
-                                        "for MongoDB yet (docs/mongodb.md)",
         "test_snapshot_restart.py": "superseding an interrupted snapshot's reads is not "
                                     "verified for the document envelope yet (docs/mongodb.md)",
     },

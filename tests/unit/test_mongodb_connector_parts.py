@@ -92,7 +92,8 @@ def test_pipeline_filters_operations_and_namespaces() -> None:
     cfg, _ = validate_mongodb_config(_config(**{"collection.include.list": "db.a"}))
     _wrap, match, unwrap = change_stream_pipeline(cfg, "db.signals")
     assert unwrap == {"$replaceRoot": {"newRoot": "$event"}}
-    assert match["$match"]["$and"][1]["$or"][1] == {"namespace": "db.signals"}
+    assert match["$match"]["$or"][1] == {
+        "namespace": "db.signals", "event.operationType": {"$in": ["insert", "delete"]}}
 
 
 def test_field_rules_as_debezium_applies_them() -> None:

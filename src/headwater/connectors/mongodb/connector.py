@@ -67,8 +67,8 @@ class MongoDbConnector:
         self._selector = FieldSelector(config.field_exclude_list, config.field_renames)
         self._codecs: dict[tuple[str, str], CollectionCodec] = {}
         self._started = False
-        signals = config.signals
-        self.signal_collection = signals.data_collection if signals.source_channel else None
+        # watched even when not captured: source-channel signals and snapshot watermarks
+        self.signal_collection = config.signals.data_collection or None
 
     @property
     def context(self) -> SourceContext:
