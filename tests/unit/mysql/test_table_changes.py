@@ -46,7 +46,7 @@ def test_create_element() -> None:
         "name": "id", "jdbcType": -5, "nativeType": None, "typeName": "BIGINT UNSIGNED",
         "typeExpression": "BIGINT UNSIGNED", "charsetName": None, "length": None,
         "scale": None, "position": 1, "optional": False, "autoIncremented": True,
-        "generated": False, "comment": None, "defaultValueExpression": None,
+        "generated": True, "comment": None, "defaultValueExpression": None,
         "enumValues": None}
     assert (columns["name"]["jdbcType"], columns["name"]["charsetName"],
             columns["name"]["length"], columns["name"]["defaultValueExpression"],
@@ -59,7 +59,9 @@ def test_create_element() -> None:
     assert columns["at"]["jdbcType"] == 2014 and columns["at"]["length"] == 3
     assert columns["dt"]["jdbcType"] == 93
     assert columns["doc"]["jdbcType"] == 1111
-    assert columns["total"]["generated"] is True
+    # Debezium's column listeners mark AUTO_INCREMENT (and SERIAL) columns generated, not
+    # GENERATED ALWAYS AS columns
+    assert columns["total"]["generated"] is False
 
 
 def test_alter_rename_drop_and_filtering() -> None:

@@ -53,7 +53,7 @@ from headwater.connectors.mysql.ddl import (
     TableName,
     TruncateTable,
     UseDatabase,
-    _Parser,
+    Parser,
     charset_of_collation,
     normalize_charset,
     resolve_column,
@@ -259,7 +259,7 @@ class MySqlSchema:
         database = default_database
         try:
             for text, tokens in split_statements(sql, self.ansi_quotes):
-                statement = _Parser(text, tokens).statement()
+                statement = Parser(text, tokens).statement()
                 if statement is None:
                     continue
                 if isinstance(statement, UseDatabase):
