@@ -20,7 +20,6 @@ from headwater.connectors.mysql.ddl_model import (
     ConvertCharset,
     DropColumn,
     DropIndex,
-    DropSystemVersioning,
     IndexSpec,
     PartitionToTable,
     Position,
@@ -212,7 +211,7 @@ class AlterParser(TableParser):
             self.if_exists()
             return DropIndex(self.qualified_name("constraint name"), True)
         if self.accept("SYSTEM", "VERSIONING"):
-            return DropSystemVersioning()
+            return None  # the server insists explicit ROW START/END columns be dropped too
         if self.accept("PERIOD", "FOR"):
             self.if_exists()
             self.identifier("period name")

@@ -177,7 +177,6 @@ class ColumnParser(Cursor):
         primary = spec.primary_key
         unique = spec.unique
         binary = False
-        row_period = spec.row_period
         while True:
             token = self.peek()
             if token.kind != WORD:
@@ -234,10 +233,8 @@ class ColumnParser(Cursor):
                 if word == "GENERATED":
                     self.expect("ALWAYS")
                     self.expect("AS")
-                if self.accept("ROW"):
-                    row_period = self.next().upper
-                    if row_period not in ("START", "END"):
-                        self.i -= 1
+                if self.accept("ROW"):  # a system-versioning period column: NOT NULL
+                    if not self.accept_any("START", "END"):
                         raise self.error("expected START or END")
                     changes["nullable"] = False
                 else:
@@ -275,8 +272,7 @@ class ColumnParser(Cursor):
         if changes:
             column = replace(column, **changes)  # type: ignore[arg-type]
         return replace(spec, column=column, primary_key=primary, unique=unique,
-                       binary_collation=spec.binary_collation or binary,
-                       row_period=row_period)
+                       binary_collation=spec.binary_collation or binary)
 
     def default_value(self) -> str | None:
         token = self.peek()

@@ -69,7 +69,6 @@ class ColumnSpec:
     unique: bool = False  # column-level UNIQUE [KEY] (or SERIAL)
     binary_collation: bool = False  # CHAR(n) BINARY: the charset's _bin collation
     declared_length: int | None = None  # TEXT(M) / BLOB(M): picks the smallest fitting type
-    row_period: str | None = None  # "START" / "END": GENERATED ALWAYS AS ROW START / END
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,15 +191,10 @@ class TableToPartition:
     name: TableName
 
 
-@dataclass(frozen=True, slots=True)
-class DropSystemVersioning:
-    """Drops the ROW START / ROW END columns along with the versioning."""
-
-
 AlterAction = (
     AddColumns | ChangeColumn | DropColumn | RenameColumn | SetColumnDefault | AddIndex
     | DropIndex | RenameIndex | RenameTo | ConvertCharset | SetTableOptions | PartitionToTable
-    | TableToPartition | DropSystemVersioning
+    | TableToPartition
 )
 
 

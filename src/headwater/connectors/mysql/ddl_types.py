@@ -46,6 +46,8 @@ NATIONAL_TYPES = {
     "NATIONAL VARCHAR": "VARCHAR", "NATIONAL VARCHAR BINARY": "VARCHAR",
     "NATIONAL CHAR VARYING": "VARCHAR", "NATIONAL CHARACTER VARYING": "VARCHAR",
 }
+# java.sql.Types of the national types (NCHAR, NVARCHAR), as Debezium's resolver assigns them.
+NATIONAL_JDBC_TYPES = {name: -15 if base == "CHAR" else -9 for name, base in NATIONAL_TYPES.items()}
 STRING_TYPES = frozenset(
     {"CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT", "ENUM", "SET",
      *NATIONAL_TYPES})
@@ -124,3 +126,13 @@ def resolve_column(spec: ColumnSpec, table_charset: str | None,
         return replace(column, type_name=_TO_BINARY[base_type(type_name)], charset=None,
                        collation=None)
     return replace(column, type_name=type_name, charset=charset, collation=collation)
+
+
+def converted_text_type(type_name: str, old_charset: str | None, new_charset: str) -> str:
+    """The TEXT type CONVERT TO CHARACTER SET picks: the server widens a TEXT column so that
+    it still holds as many characters as before (latin1 TEXT becomes utf8mb4 MEDIUMTEXT)."""
+    if type_name not in ("TINYTEXT", "TEXT", "MEDIUMTEXT"):
+        return type_name
+    size = dict(_TEXT_SIZES)[type_name[:-4]]
+    chars = size // _MAX_BYTES_PER_CHAR.get(old_charset or "", 4)
+    return _text_type("TEXT", chars * _MAX_BYTES_PER_CHAR.get(new_charset, 4))

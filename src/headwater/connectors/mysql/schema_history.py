@@ -41,6 +41,8 @@ from headwater.connectors.mysql.ddl import (
     DropIndex,
     DropTables,
     IndexSpec,
+    Parser,
+    PartitionToTable,
     Position,
     RenameColumn,
     RenameIndex,
@@ -51,14 +53,15 @@ from headwater.connectors.mysql.ddl import (
     SetTableOptions,
     Statement,
     TableName,
+    TableToPartition,
     TruncateTable,
     UseDatabase,
-    Parser,
     charset_of_collation,
     normalize_charset,
     resolve_column,
     split_statements,
 )
+from headwater.connectors.mysql.ddl_types import converted_text_type
 from headwater.connectors.mysql.table_changes import table_changes
 
 __all__ = ["DdlParseError", "FileSchemaHistory", "MySqlSchema", "SchemaChange",
@@ -149,6 +152,8 @@ class _Draft:
         if spec.kind not in _KEY_KINDS or (not spec.columns and spec.kind != "PRIMARY"):
             return  # foreign keys and checks do not key a table
         if spec.kind == "PRIMARY":
+            if spec.if_not_exists and any(i.kind == "PRIMARY" for i in self.indexes):
+                return
             self.indexes = [i for i in self.indexes if i.kind != "PRIMARY"]
             self.indexes.insert(0, _Index("PRIMARY", "PRIMARY", spec.columns))
             for name in spec.columns:
@@ -442,7 +447,11 @@ class MySqlSchema:
                         statement.name.name)
             return []
         draft = _Draft.of(entry)
+        extra: list[SchemaChange] = []
         for action in statement.actions:
+            if isinstance(action, (PartitionToTable, TableToPartition)):
+                extra.extend(self._convert_partition(action, entry, text, default))
+                continue
             try:
                 self._alter(draft, action, default, text)
             except KeyError as exc:
@@ -454,7 +463,25 @@ class MySqlSchema:
                 (self._key(old.database), self._key(old.name)):
             self._put(old.database, old.name, None)
         self._put(draft.database, draft.name, new_entry)
-        return [SchemaChange("ALTER", draft.database, draft.name, text, old, new_entry.table)]
+        return [SchemaChange("ALTER", draft.database, draft.name, text, old, new_entry.table),
+                *extra]
+
+    def _convert_partition(self, action: PartitionToTable | TableToPartition, entry: _Entry,
+                           text: str, default: str | None) -> list[SchemaChange]:
+        """A partition leaves for a table of its own (CONVERT PARTITION ... TO TABLE, shaped
+        like the partitioned table) or a table joins as a partition and stops existing."""
+        database = self._database_of(action.name, default or entry.table.database, text)
+        if isinstance(action, TableToPartition):
+            gone = self._entry(database, action.name.name)
+            if gone is None:
+                return []
+            self._put(database, action.name.name, None)
+            return [SchemaChange("DROP", gone.table.database, gone.table.name, text,
+                                 gone.table, None)]
+        name = self._stored(action.name.name)
+        table = replace(entry.table, database=database, name=name)
+        self._put(database, name, replace(entry, table=table))
+        return [SchemaChange("CREATE", database, name, text, None, table)]
 
     def _alter(self, draft: _Draft, action: object, default: str | None, text: str) -> None:
         if isinstance(action, AddColumns):
@@ -520,10 +547,14 @@ class MySqlSchema:
             draft.name = self._stored(action.name.name)
         elif isinstance(action, ConvertCharset):
             charset, collation = _charset_pair(action.charset, action.collation)
+            if charset is None:  # CONVERT TO CHARACTER SET DEFAULT: the database's
+                charset, collation = self._table_defaults(draft.database, None, collation)
             draft.charset, draft.collation = charset, collation
             draft.columns = [
-                replace(c, charset=charset, collation=collation)
-                if c.type_name in STRING_TYPES else c for c in draft.columns]
+                replace(c, charset=charset, collation=collation,
+                        type_name=converted_text_type(c.type_name, c.charset, charset))
+                if c.type_name in STRING_TYPES and c.charset is not None else c
+                for c in draft.columns]
         elif isinstance(action, SetTableOptions):
             options = action.options
             if options.charset is not None or options.collation is not None:
