@@ -224,8 +224,8 @@ class Parser(AlterParser):
         self.index_type()
         self.expect("ON")
         table = self.table_name()
-        self.wait_clause()
         columns = self.key_parts()
+        self.wait_clause()
         self.index_tail()
         actions: list[AlterAction] = []
         if or_replace:

@@ -175,8 +175,9 @@ class AlterParser(TableParser):
             return None
         if self.accept("SYSTEM", "VERSIONING"):
             return None
-        if self.period_definition():
-            return None
+        period = self.period_definition()
+        if period is not None:
+            return AddIndex(period)
         if self.at(*INDEX_WORDS):
             return AddIndex(self.index_definition())
         self.accept("COLUMN")
@@ -189,7 +190,7 @@ class AlterParser(TableParser):
                 if self.accept_op(")"):
                     break
                 self.expect_op(",")
-            return AddColumns(tuple(specs), None, if_not_exists)
+            return AddColumns(tuple(specs), None, if_not_exists, tuple(indexes))
         spec = self.column_definition()
         return AddColumns((spec,), self.position(), if_not_exists)
 
@@ -237,22 +238,22 @@ class AlterParser(TableParser):
             self.expect("ENFORCED")
             return None
         self.accept("COLUMN")
-        self.if_exists()
+        if_exists = self.if_exists()
         name = self.identifier("column name")
         if self.accept("SET", "DEFAULT"):
-            return SetColumnDefault(name, self.default_value())
+            return SetColumnDefault(name, self.default_value(), if_exists)
         if self.accept("DROP", "DEFAULT"):
-            return SetColumnDefault(name, None)
+            return SetColumnDefault(name, None, if_exists)
         if self.accept("SET", "VISIBLE") or self.accept("SET", "INVISIBLE"):
             return None
         raise self.error("expected SET DEFAULT, DROP DEFAULT or SET VISIBLE/INVISIBLE")
 
     def alter_rename(self) -> AlterAction:
         if self.accept("COLUMN"):
-            self.if_exists()
+            if_exists = self.if_exists()
             old = self.identifier("column name")
             self.expect("TO")
-            return RenameColumn(old, self.identifier("column name"))
+            return RenameColumn(old, self.identifier("column name"), if_exists)
         if self.accept("INDEX") or self.accept("KEY"):
             self.if_exists()
             old = self.identifier("index name")

@@ -197,8 +197,8 @@ class ColumnParser(Cursor):
             elif word == "ON":
                 self.expect("UPDATE")
                 self.default_value()
-            elif word == "AUTO_INCREMENT":
-                changes.update(auto_increment=True, generated=True)
+            elif word == "AUTO_INCREMENT":  # the server makes the column NOT NULL
+                changes.update(auto_increment=True, generated=True, nullable=False)
             elif word == "UNIQUE":
                 self.accept("KEY")
                 unique = True
@@ -423,12 +423,19 @@ class ColumnParser(Cursor):
             else:
                 return
 
-    def period_definition(self) -> bool:
-        """PERIOD FOR SYSTEM_TIME (start, end) or an application period; nothing to keep."""
-        if not self.at_seq("PERIOD", "FOR"):
-            return False
-        self.i += 2
-        self.if_not_exists()
-        self.identifier("period name")
-        self.skip_parens()
-        return True
+    def period_definition(self) -> IndexSpec | None:
+        """PERIOD [IF NOT EXISTS] FOR SYSTEM_TIME (start, end) or an application period."""
+        if not (self.at_seq("PERIOD", "FOR") or self.at_seq("PERIOD", "IF", "NOT", "EXISTS",
+                                                            "FOR")):
+            return None
+        self.i += 1
+        if_not_exists = self.if_not_exists()
+        self.expect("FOR")
+        if_not_exists = self.if_not_exists() or if_not_exists
+        name = self.identifier("period name")
+        self.expect_op("(")
+        start = self.identifier("period start column")
+        self.expect_op(",")
+        end = self.identifier("period end column")
+        self.expect_op(")")
+        return IndexSpec("PERIOD", name, (start, end), if_not_exists)

@@ -73,7 +73,9 @@ class ColumnSpec:
 
 @dataclass(frozen=True, slots=True)
 class IndexSpec:
-    kind: str  # "PRIMARY", "UNIQUE", "INDEX", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK"
+    # "PRIMARY", "UNIQUE", "INDEX", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", or "PERIOD"
+    # (PERIOD FOR name (start, end): not a key, but its columns become NOT NULL)
+    kind: str
     name: str | None
     columns: tuple[str, ...]  # functional key parts are left out
     if_not_exists: bool = False
@@ -111,6 +113,7 @@ class AddColumns:
     columns: tuple[ColumnSpec, ...]
     position: Position | None
     if_not_exists: bool
+    indexes: tuple[IndexSpec, ...] = ()  # keys of ADD (column, ..., key, ...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,12 +136,14 @@ class DropColumn:
 class RenameColumn:
     old_name: str
     new_name: str
+    if_exists: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class SetColumnDefault:
     name: str
     default: str | None  # None: DROP DEFAULT (or SET DEFAULT NULL)
+    if_exists: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,7 +76,9 @@ class TableParser(ColumnParser):
         return token.kind == WORD and token.upper in ("SELECT", "WITH", "VALUES", "TABLE")
 
     def create_definition(self, columns: list[ColumnSpec], indexes: list[IndexSpec]) -> None:
-        if self.period_definition():
+        period = self.period_definition()
+        if period is not None:
+            indexes.append(period)
             return
         if self.at(*INDEX_WORDS):  # all reserved: a column so named is quoted
             indexes.append(self.index_definition())

@@ -128,6 +128,11 @@ def resolve_column(spec: ColumnSpec, table_charset: str | None,
     return replace(column, type_name=type_name, charset=charset, collation=collation)
 
 
+def binary_type(type_name: str) -> str:
+    """The binary type a string type becomes in the binary charset (ENUM/SET stay)."""
+    return _TO_BINARY.get(base_type(type_name), type_name)
+
+
 def converted_text_type(type_name: str, old_charset: str | None, new_charset: str) -> str:
     """The TEXT type CONVERT TO CHARACTER SET picks: the server widens a TEXT column so that
     it still holds as many characters as before (latin1 TEXT becomes utf8mb4 MEDIUMTEXT)."""

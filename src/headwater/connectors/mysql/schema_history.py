@@ -61,7 +61,7 @@ from headwater.connectors.mysql.ddl import (
     resolve_column,
     split_statements,
 )
-from headwater.connectors.mysql.ddl_types import converted_text_type
+from headwater.connectors.mysql.ddl_types import binary_type, converted_text_type
 from headwater.connectors.mysql.table_changes import table_changes
 
 __all__ = ["DdlParseError", "FileSchemaHistory", "MySqlSchema", "SchemaChange",
@@ -149,6 +149,12 @@ class _Draft:
         self.columns.insert(index, column)
 
     def add_index(self, spec: IndexSpec) -> None:
+        if spec.kind == "PERIOD":  # the server makes a period's columns NOT NULL
+            for name in spec.columns:
+                k = self.find(name)
+                if k >= 0:
+                    self.columns[k] = replace(self.columns[k], nullable=False)
+            return
         if spec.kind not in _KEY_KINDS or (not spec.columns and spec.kind != "PRIMARY"):
             return  # foreign keys and checks do not key a table
         if spec.kind == "PRIMARY":
@@ -175,7 +181,7 @@ class _Draft:
     def column_keys(self, spec: ColumnSpec, name: str) -> None:
         if spec.primary_key:
             self.add_index(IndexSpec("PRIMARY", "PRIMARY", (name,)))
-        if spec.unique:
+        if spec.unique and not spec.primary_key:  # the server drops the redundant key
             self.add_index(IndexSpec("UNIQUE", None, (name,)))
 
     def rename_in_indexes(self, old: str, new: str) -> None:
@@ -495,6 +501,8 @@ class MySqlSchema:
                 if position is not None:
                     position = Position(spec.column.name)
                 draft.column_keys(spec, spec.column.name)
+            for index in action.indexes:
+                draft.add_index(index)
         elif isinstance(action, ChangeColumn):
             old_name = action.old_name or action.column.column.name
             at = draft.find(old_name)
@@ -523,12 +531,16 @@ class MySqlSchema:
         elif isinstance(action, RenameColumn):
             at = draft.find(action.old_name)
             if at < 0:
+                if action.if_exists:
+                    return
                 raise KeyError(action.old_name)
             draft.columns[at] = replace(draft.columns[at], name=action.new_name)
             draft.rename_in_indexes(action.old_name, action.new_name)
         elif isinstance(action, SetColumnDefault):
             at = draft.find(action.name)
             if at < 0:
+                if action.if_exists:
+                    return
                 raise KeyError(action.name)
             draft.columns[at] = replace(draft.columns[at], default=action.default)
         elif isinstance(action, AddIndex):
@@ -551,8 +563,7 @@ class MySqlSchema:
                 charset, collation = self._table_defaults(draft.database, None, collation)
             draft.charset, draft.collation = charset, collation
             draft.columns = [
-                replace(c, charset=charset, collation=collation,
-                        type_name=converted_text_type(c.type_name, c.charset, charset))
+                _converted(c, charset, collation)
                 if c.type_name in STRING_TYPES and c.charset is not None else c
                 for c in draft.columns]
         elif isinstance(action, SetTableOptions):
@@ -562,6 +573,15 @@ class MySqlSchema:
                                                                options.collation)
             if options.comment is not None:
                 draft.comment = options.comment
+
+
+def _converted(column: MySqlColumn, charset: str, collation: str | None) -> MySqlColumn:
+    """A string column after CONVERT TO CHARACTER SET (binary makes it a binary type)."""
+    if charset == "binary":
+        return replace(column, type_name=binary_type(column.type_name), charset=None,
+                       collation=None)
+    return replace(column, charset=charset, collation=collation,
+                   type_name=converted_text_type(column.type_name, column.charset, charset))
 
 
 def _charset_pair(charset: str | None, collation: str | None) -> tuple[str | None, str | None]:
