@@ -107,10 +107,11 @@ def _default_differs(column: MySqlColumn, server: str | None) -> str | None:
         return None if ours is None else f"default {ours!r} but the server has none"
     if ours is None:
         return f"no default but the server has {server!r}"
-    if ours.startswith("(") or ours.upper().startswith(("NEXT", "NEXTVAL", "PREVIOUS")):
+    if ("(" in ours and not _NOW.match(ours)) or ours.upper().startswith(
+            ("NEXT", "PREVIOUS", "CASE")):
         return None  # an expression: the server prints it its own way
     type_name = column.type_name
-    value = _unquote(server)
+    value = _unquote(server).replace("\\0", "\0")
     if type_name in _NUMERIC:
         ours_value = {"TRUE": "1", "FALSE": "0"}.get(ours.upper(), ours)
         try:
@@ -141,10 +142,10 @@ def _default_differs(column: MySqlColumn, server: str | None) -> str | None:
     if ours.lower().startswith(("x'", "0x")):
         return None  # the server prints the bytes
     if type_name in ("BINARY",):
-        value = value.rstrip("\\0")  # the server pads a BINARY(n) default with zero bytes
+        value = value.rstrip("\x00")  # the server pads a BINARY(n) default with zero bytes
     if type_name in ("ENUM", "SET"):
         ours, value = ours.lower(), value.lower()  # members compare case-insensitively
-    if ours != value:
+    if value not in (ours, f"`{ours}`"):  # a column name is printed quoted
         return f"default {ours!r} vs server {server!r}"
     return None
 
@@ -153,6 +154,7 @@ def _column_differences(column: MySqlColumn, row: dict[str, Any],
                         default_collation: dict[str, str]) -> Iterator[str]:
     data_type = row["data_type"].upper()
     column_type = row["column_type"].lower()
+    attributes = re.sub(r"'(?:[^']|'')*'", "", column_type)  # without ENUM/SET members
     type_name = base_type(column.type_name)
     expected = _TYPE_ON_SERVER.get(type_name, type_name)
     if expected != data_type:
@@ -160,9 +162,9 @@ def _column_differences(column: MySqlColumn, row: dict[str, Any],
         return
     if column.nullable != (row["nullable"] == "YES"):
         yield f"nullable {column.nullable} vs IS_NULLABLE {row['nullable']}"
-    if column.unsigned != ("unsigned" in column_type):
+    if column.unsigned != ("unsigned" in attributes):
         yield f"unsigned {column.unsigned} vs {column_type}"
-    if column.zerofill != ("zerofill" in column_type):
+    if column.zerofill != ("zerofill" in attributes):
         yield f"zerofill {column.zerofill} vs {column_type}"
     if data_type in ("CHAR", "VARCHAR", "BINARY", "VARBINARY") and \
             column.length != row["char_len"]:

@@ -114,7 +114,7 @@ class AlterParser(TableParser):
             self.i += 1
             self.expect("BY")
             while True:
-                self.identifier("column name")
+                self.qualified_name("column name")
                 self.accept("ASC") or self.accept("DESC")
                 if not (self.at_op(",") and self.peek(1).kind in (WORD, QUOTED)
                         and self.peek(1).upper not in ALTER_WORDS):
@@ -164,6 +164,12 @@ class AlterParser(TableParser):
             self.partition_names()
             if verb in ("DISCARD", "IMPORT"):
                 self.expect("TABLESPACE")
+            elif verb in ("CHECK", "REPAIR"):
+                while self.accept("FOR", "UPGRADE") or self.accept_any(
+                        "QUICK", "FAST", "MEDIUM", "EXTENDED", "CHANGED", "USE_FRM"):
+                    pass
+            elif verb == "ANALYZE" and self.accept("PERSISTENT", "FOR"):
+                self.skip_until()  # ALL | COLUMNS (...) INDEXES (...)
 
     def alter_add(self) -> AlterAction | None:
         if self.accept("PARTITION"):
@@ -210,10 +216,14 @@ class AlterParser(TableParser):
             return None  # the index a foreign key uses stays
         if self.accept("CONSTRAINT"):  # may name a unique key (MySQL 8.0.19+, MariaDB)
             self.if_exists()
+            if self.accept("PRIMARY", "KEY"):
+                return DropIndex("PRIMARY", False)
             return DropIndex(self.qualified_name("constraint name"), True)
         if self.accept("SYSTEM", "VERSIONING"):
             return None  # the server insists explicit ROW START/END columns be dropped too
-        if self.accept("PERIOD", "FOR"):
+        if self.accept("PERIOD"):
+            self.if_exists()
+            self.expect("FOR")
             self.if_exists()
             self.identifier("period name")
             return None
@@ -287,6 +297,6 @@ class AlterParser(TableParser):
         if not self.accept("DEFAULT"):
             charset = self.charset_name()
         collation = None
-        if self.accept("COLLATE"):
+        if self.accept("COLLATE") and not self.accept("DEFAULT"):
             collation = normalize_collation(self.option_value())
         return ConvertCharset(charset, collation)

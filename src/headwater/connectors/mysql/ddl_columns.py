@@ -24,6 +24,21 @@ from headwater.connectors.mysql.ddl_types import (
     normalize_collation,
 )
 
+_TYPE_SCHEMAS = frozenset({"MARIADB_SCHEMA", "ORACLE_SCHEMA", "MAXDB_SCHEMA"})
+# Clauses that may follow a column definition in ALTER TABLE without a comma.
+_ATTRIBUTE_ENDS = frozenset({("REMOVE", "PARTITIONING"), ("PARTITION", "BY")})
+
+
+def hex_text(literal: str) -> str:
+    """The text of a hex literal (x'61' or 0x61), read as UTF-8 (latin1 if it is not)."""
+    digits = literal[2:-1] if literal[:2].lower() == "x'" else literal[2:]
+    data = bytes.fromhex(digits if len(digits) % 2 == 0 else "0" + digits)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin1")
+
+
 INDEX_WORDS = frozenset({"INDEX", "KEY", "UNIQUE", "PRIMARY", "FULLTEXT", "SPATIAL",
                          "FOREIGN", "CONSTRAINT", "CHECK"})
 # Column options that take a value and mean nothing to the catalog.
@@ -45,7 +60,7 @@ class ColumnParser(Cursor):
 
     # -- columns -------------------------------------------------------------------------------
     def column_definition(self) -> ColumnSpec:
-        name = self.identifier("column name")
+        name = self.qualified_name("column name")  # t.c and db.t.c name the column c
         return self.column_attributes(self.data_type(name))
 
     def data_type(self, name: str) -> ColumnSpec:
@@ -54,6 +69,10 @@ class ColumnParser(Cursor):
             raise self.error(f"expected a data type for column {name!r}")
         self.i += 1
         word = token.upper
+        if word in _TYPE_SCHEMAS and self.at_op(".") and self.peek(1).kind == WORD:
+            self.i += 1  # mariadb_schema.date: the type as in the default sql_mode
+            token = self.next()
+            word = token.upper
         members: tuple[str, ...] = ()
         length: int | None = None
         scale: int | None = None
@@ -118,6 +137,8 @@ class ColumnParser(Cursor):
             raise self.error(f"unknown data type {token.value!r} for column {name!r}")
         if length is None and type_name in DEFAULT_LENGTH:
             length = DEFAULT_LENGTH[type_name]
+        if type_name == "BIT" and length == 0:
+            length = 1  # BIT(0) is BIT(1) to the server
         if length is None and type_name in NATIONAL_TYPES and \
                 NATIONAL_TYPES[type_name] == "CHAR":
             length = 1
@@ -164,12 +185,20 @@ class ColumnParser(Cursor):
         return self.number()
 
     def members(self) -> tuple[str, ...]:
+        """ENUM/SET members; the server drops their trailing spaces."""
         self.expect_op("(")
-        out = [self.string("ENUM/SET member")]
+        out = [self.member()]
         while self.accept_op(","):
-            out.append(self.string("ENUM/SET member"))
+            out.append(self.member())
         self.expect_op(")")
-        return tuple(out)
+        return tuple(m.rstrip(" ") for m in out)
+
+    def member(self) -> str:
+        token = self.peek()
+        if token.kind == HEX:
+            self.i += 1
+            return hex_text(token.value)
+        return self.string("ENUM/SET member")
 
     def column_attributes(self, spec: ColumnSpec) -> ColumnSpec:
         column = spec.column
@@ -182,7 +211,7 @@ class ColumnParser(Cursor):
             if token.kind != WORD:
                 break
             word = token.upper
-            if word in ("FIRST", "AFTER"):
+            if word in ("FIRST", "AFTER") or (word, self.peek(1).upper) in _ATTRIBUTE_ENDS:
                 break
             self.i += 1
             if word == "NOT":
@@ -211,9 +240,11 @@ class ColumnParser(Cursor):
                 self.accept_op("=")
                 changes["comment"] = self.string("comment")
             elif word == "COLLATE":
-                changes["collation"] = normalize_collation(self.option_value())
+                if not self.accept("DEFAULT"):  # DEFAULT: the table's
+                    changes["collation"] = normalize_collation(self.option_value())
             elif (word in ("CHARACTER", "CHAR") and self.accept("SET")) or word == "CHARSET":
-                changes["charset"] = self.charset_name()
+                if not self.accept("DEFAULT"):
+                    changes["charset"] = self.charset_name()
             elif word == "ASCII":
                 changes["charset"] = "latin1"
             elif word == "UNICODE":
@@ -288,6 +319,12 @@ class ColumnParser(Cursor):
         if token.kind in (NUMBER, HEX, BITS):
             self.i += 1
             return token.value
+        if token.kind == WORD and token.value.startswith("_") and self.peek(1).kind == HEX:
+            self.i += 2  # a charset introducer before a hex literal
+            return self.tokens[self.i - 1].value
+        if token.kind == WORD and token.upper == "CASE":
+            self.skip_case()
+            return self.source(token, self.tokens[self.i - 1])
         if token.kind == WORD:
             if token.upper in ("DATE", "TIME", "TIMESTAMP") and self.peek(1).kind == STRING:
                 self.i += 1
@@ -307,6 +344,22 @@ class ColumnParser(Cursor):
                     self.skip_parens()
             return self.source(token, self.tokens[self.i - 1])
         raise self.error("expected a default value")
+
+    def skip_case(self) -> None:
+        """CASE ... END, nested CASEs included."""
+        depth = 0
+        while not self.at_end():
+            token = self.next()
+            if token.kind == WORD and token.upper == "CASE":
+                depth += 1
+            elif token.kind == WORD and token.upper == "END":
+                depth -= 1
+                if depth == 0:
+                    return
+            elif token.kind == OP and token.value == "(":
+                self.i -= 1
+                self.skip_parens()
+        raise self.error("expected END")
 
     def check_body(self) -> None:
         self.skip_parens()

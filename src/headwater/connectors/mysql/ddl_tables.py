@@ -32,6 +32,9 @@ TABLE_OPTION_WORDS = frozenset({
 QUERY_START = frozenset({"SELECT", "AS", "IGNORE", "REPLACE", "WITH", "VALUES", "TABLE"})
 _INTERVAL_UNITS = frozenset({
     "MICROSECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR",
+    "SECOND_MICROSECOND", "MINUTE_MICROSECOND", "MINUTE_SECOND", "HOUR_MICROSECOND",
+    "HOUR_SECOND", "HOUR_MINUTE", "DAY_MICROSECOND", "DAY_SECOND", "DAY_MINUTE", "DAY_HOUR",
+    "YEAR_MONTH",
 })
 
 
@@ -184,14 +187,15 @@ class TableParser(ColumnParser):
             raise self.error("expected a partitioning method")
 
     def interval_value(self) -> None:
-        if self.at_op("("):
-            self.skip_parens()
-        elif self.peek().kind in (NUMBER, STRING):
-            self.next()
-        else:
-            raise self.error("expected an interval")
-        if not self.accept_any(*_INTERVAL_UNITS):
-            raise self.error("expected an interval unit")
+        """INTERVAL's amount (any expression) and unit."""
+        start = self.i
+        while not self.at_end() and not self.at(*_INTERVAL_UNITS):
+            if self.at_op("("):
+                self.skip_parens()
+            else:
+                self.i += 1
+        if self.i == start or not self.accept_any(*_INTERVAL_UNITS):
+            raise self.error("expected an interval and its unit")
 
     def temporal_value(self) -> None:
         """A timestamp literal or expression (STARTS of SYSTEM_TIME partitioning)."""

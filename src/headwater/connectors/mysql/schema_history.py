@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,8 @@ class _Index:
     kind: str  # "PRIMARY", "UNIQUE", "INDEX", "FULLTEXT", "SPATIAL"
     name: str
     columns: tuple[str, ...]
+    # During an ALTER: the key existed before it, so its columns are the old names.
+    original: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +108,10 @@ class _Draft:
         self.collation = collation
         self.comment = comment
         self.columns: list[MySqlColumn] = []
+        # The name each column had before the ALTER (None: added by it).  The server resolves
+        # the column names of CHANGE/MODIFY/DROP/RENAME/ALTER COLUMN against the table as it
+        # was, so `CHANGE a b INT, CHANGE b a INT` swaps two columns.
+        self.origins: list[str | None] = []
         self.indexes: list[_Index] = []
 
     @classmethod
@@ -114,8 +120,46 @@ class _Draft:
         draft = cls(table.database, table.name, table.default_charset, entry.collation,
                     table.comment)
         draft.columns = list(table.columns)
-        draft.indexes = list(entry.indexes)
+        draft.origins = [c.name for c in table.columns]
+        draft.indexes = [replace(i, original=True) for i in entry.indexes]
         return draft
+
+    def find_original(self, name: str) -> int:
+        """A column by its name before the ALTER, else one the ALTER added by its name."""
+        lowered = name.lower()
+        for i, origin in enumerate(self.origins):
+            if origin is not None and origin.lower() == lowered:
+                return i
+        for i, origin in enumerate(self.origins):
+            if origin is None and self.columns[i].name.lower() == lowered:
+                return i
+        return -1
+
+    def remove(self, at: int) -> str | None:
+        del self.columns[at]
+        return self.origins.pop(at)
+
+    def finish_alter(self) -> None:
+        """Keys as the ALTER leaves them.  The keys the table had name its columns as they
+        were (the server renames them all at once, so CHANGE a b, CHANGE b a swaps them);
+        keys the ALTER added name them as they are.  A key part whose column is gone leaves
+        its key (a column dropped and added again under the same name keeps it), and primary
+        key columns are NOT NULL."""
+        renamed = {origin.lower(): c.name for origin, c in zip(self.origins, self.columns,
+                                                                strict=True) if origin}
+        present = {c.name.lower(): c.name for c in self.columns}
+        kept = []
+        for index in self.indexes:
+            names = renamed if index.original else present
+            columns = tuple(names[c.lower()] for c in index.columns if c.lower() in names)
+            if columns:
+                kept.append(replace(index, columns=columns, original=False))
+        self.indexes = kept
+        for index in self.indexes:
+            if index.kind == "PRIMARY":
+                for name in index.columns:
+                    k = self.find(name)
+                    self.columns[k] = replace(self.columns[k], nullable=False)
 
     def find(self, name: str) -> int:
         lowered = name.lower()
@@ -134,7 +178,8 @@ class _Draft:
     def resolve(self, spec: ColumnSpec) -> MySqlColumn:
         return resolve_column(spec, self.charset, self.collation)
 
-    def place(self, column: MySqlColumn, position: Position | None, at: int | None) -> None:
+    def place(self, column: MySqlColumn, position: Position | None, at: int | None,
+              origin: str | None = None) -> None:
         """Inserts at FIRST / AFTER x, else at `at` (the old place), else at the end."""
         if position is not None:
             if position.after is None:
@@ -147,6 +192,7 @@ class _Draft:
         else:
             index = len(self.columns) if at is None else at
         self.columns.insert(index, column)
+        self.origins.insert(index, origin)
 
     def add_index(self, spec: IndexSpec) -> None:
         if spec.kind == "PERIOD":  # the server makes a period's columns NOT NULL
@@ -183,21 +229,6 @@ class _Draft:
             self.add_index(IndexSpec("PRIMARY", "PRIMARY", (name,)))
         if spec.unique and not spec.primary_key:  # the server drops the redundant key
             self.add_index(IndexSpec("UNIQUE", None, (name,)))
-
-    def rename_in_indexes(self, old: str, new: str) -> None:
-        lowered = old.lower()
-        self.indexes = [
-            replace(i, columns=tuple(new if c.lower() == lowered else c for c in i.columns))
-            for i in self.indexes]
-
-    def drop_from_indexes(self, name: str) -> None:
-        lowered = name.lower()
-        kept = []
-        for index in self.indexes:
-            columns = tuple(c for c in index.columns if c.lower() != lowered)
-            if columns:
-                kept.append(replace(index, columns=columns))
-        self.indexes = kept
 
     def entry(self) -> _Entry:
         primary: tuple[str, ...] = ()
@@ -454,7 +485,11 @@ class MySqlSchema:
             return []
         draft = _Draft.of(entry)
         extra: list[SchemaChange] = []
-        for action in statement.actions:
+        # The server drops keys and columns (named as they were) before it adds any,
+        # whatever the order of the clauses.
+        actions = sorted(statement.actions,
+                         key=lambda a: not isinstance(a, (DropIndex, DropColumn)))
+        for action in actions:
             if isinstance(action, (PartitionToTable, TableToPartition)):
                 extra.extend(self._convert_partition(action, entry, text, default))
                 continue
@@ -463,6 +498,7 @@ class MySqlSchema:
             except KeyError as exc:
                 raise DdlParseError(f"table {database}.{entry.table.name} has no column "
                                     f"{exc.args[0]!r}", text) from None
+        draft.finish_alter()
         new_entry = draft.entry()
         old = entry.table
         if (self._key(draft.database), self._key(draft.name)) != \
@@ -505,39 +541,30 @@ class MySqlSchema:
                 draft.add_index(index)
         elif isinstance(action, ChangeColumn):
             old_name = action.old_name or action.column.column.name
-            at = draft.find(old_name)
+            at = draft.find_original(old_name)
             if at < 0:
                 if action.if_exists:
                     return
                 raise KeyError(old_name)
-            del draft.columns[at]
-            draft.place(draft.resolve(action.column), action.position, at)
-            new_name = action.column.column.name
-            if new_name != old_name:
-                draft.rename_in_indexes(old_name, new_name)
-            draft.column_keys(action.column, new_name)
-            if any(i.kind == "PRIMARY" and new_name.lower() in (c.lower() for c in i.columns)
-                   for i in draft.indexes):
-                k = draft.find(new_name)
-                draft.columns[k] = replace(draft.columns[k], nullable=False)
+            origin = draft.remove(at)
+            draft.place(draft.resolve(action.column), action.position, at, origin)
+            draft.column_keys(action.column, action.column.column.name)
         elif isinstance(action, DropColumn):
-            at = draft.find(action.name)
+            at = draft.find_original(action.name)
             if at < 0:
                 if action.if_exists:
                     return
                 raise KeyError(action.name)
-            del draft.columns[at]
-            draft.drop_from_indexes(action.name)
+            draft.remove(at)
         elif isinstance(action, RenameColumn):
-            at = draft.find(action.old_name)
+            at = draft.find_original(action.old_name)
             if at < 0:
                 if action.if_exists:
                     return
                 raise KeyError(action.old_name)
             draft.columns[at] = replace(draft.columns[at], name=action.new_name)
-            draft.rename_in_indexes(action.old_name, action.new_name)
         elif isinstance(action, SetColumnDefault):
-            at = draft.find(action.name)
+            at = draft.find_original(action.name)
             if at < 0:
                 if action.if_exists:
                     return
