@@ -142,7 +142,8 @@ def _default_differs(column: MySqlColumn, server: str | None) -> str | None:
     if ours.lower().startswith(("x'", "0x")):
         return None  # the server prints the bytes
     if type_name in ("BINARY",):
-        value = value.rstrip("\x00")  # the server pads a BINARY(n) default with zero bytes
+        # the server pads a BINARY(n) default with zero bytes
+        value, ours = value.rstrip("\x00"), ours.rstrip("\x00")
     if type_name in ("ENUM", "SET"):
         ours, value = ours.lower(), value.lower()  # members compare case-insensitively
     if value not in (ours, f"`{ours}`"):  # a column name is printed quoted

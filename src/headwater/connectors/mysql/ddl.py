@@ -224,13 +224,13 @@ class Parser(AlterParser):
         self.index_type()
         self.expect("ON")
         table = self.table_name()
-        columns = self.key_parts()
+        columns, period = self.key_parts()
         self.wait_clause()
         self.index_tail()
         actions: list[AlterAction] = []
         if or_replace:
             actions.append(DropIndex(name, True))
-        actions.append(AddIndex(IndexSpec(kind, name, columns, if_not_exists)))
+        actions.append(AddIndex(IndexSpec(kind, name, columns, if_not_exists, period)))
         return AlterTable(table, tuple(actions))
 
     def index_tail(self) -> None:

@@ -206,6 +206,7 @@ class ColumnParser(Cursor):
         primary = spec.primary_key
         unique = spec.unique
         binary = False
+        row_end = spec.row_end
         while True:
             token = self.peek()
             if token.kind != WORD:
@@ -265,9 +266,11 @@ class ColumnParser(Cursor):
                     self.expect("ALWAYS")
                     self.expect("AS")
                 if self.accept("ROW"):  # a system-versioning period column: NOT NULL
-                    if not self.accept_any("START", "END"):
+                    edge = self.accept_any("START", "END")
+                    if edge is None:
                         raise self.error("expected START or END")
                     changes["nullable"] = False
+                    row_end = edge == "END"
                 else:
                     self.skip_parens()
             elif word in _FLAG_COLUMN_OPTIONS:
@@ -303,7 +306,7 @@ class ColumnParser(Cursor):
         if changes:
             column = replace(column, **changes)  # type: ignore[arg-type]
         return replace(spec, column=column, primary_key=primary, unique=unique,
-                       binary_collation=spec.binary_collation or binary)
+                       binary_collation=spec.binary_collation or binary, row_end=row_end)
 
     def default_value(self) -> str | None:
         token = self.peek()
@@ -409,16 +412,16 @@ class ColumnParser(Cursor):
             if not self.at_op("(") and not self.at("USING", "TYPE"):
                 self.identifier("index name")  # MariaDB takes (and ignores) a name
             self.index_type()
-            columns = self.key_parts()
+            columns, period = self.key_parts()
             self.index_options()
-            return IndexSpec("PRIMARY", "PRIMARY", columns, if_not_exists)
+            return IndexSpec("PRIMARY", "PRIMARY", columns, if_not_exists, period)
         if word == "FOREIGN":
             self.expect("KEY")
             if_not_exists = self.if_not_exists() or if_not_exists
             name = symbol
             if not self.at_op("("):
                 name = self.identifier("index name")
-            columns = self.key_parts()
+            columns, _ = self.key_parts()
             self.expect("REFERENCES")
             self.references_body()
             return IndexSpec("FOREIGN", name, columns, if_not_exists)
@@ -434,17 +437,19 @@ class ColumnParser(Cursor):
         if not self.at_op("(") and not self.at("USING", "TYPE"):
             name = self.identifier("index name")
         self.index_type()
-        columns = self.key_parts()
+        columns, period = self.key_parts()
         self.index_options()
-        return IndexSpec(kind, name or symbol, columns, if_not_exists)
+        return IndexSpec(kind, name or symbol, columns, if_not_exists, period)
 
     def index_type(self) -> None:
         if self.accept("USING") or self.accept("TYPE"):
             self.identifier("index type")
 
-    def key_parts(self) -> tuple[str, ...]:
+    def key_parts(self) -> tuple[tuple[str, ...], str | None]:
+        """The key's columns, and the period of a trailing `p WITHOUT OVERLAPS`."""
         self.expect_op("(")
         columns: list[str] = []
+        period = None
         while True:
             if self.at_op("("):
                 self.skip_parens()  # a functional key part
@@ -456,9 +461,9 @@ class ColumnParser(Cursor):
                     self.expect_op(")")
             self.accept("ASC") or self.accept("DESC")
             if self.accept("WITHOUT", "OVERLAPS"):
-                columns.pop()  # an application-time period, not a column
+                period = columns.pop()  # an application-time period, not a column
             if self.accept_op(")"):
-                return tuple(columns)
+                return tuple(columns), period
             self.expect_op(",")
 
     def index_options(self) -> None:

@@ -69,6 +69,7 @@ class ColumnSpec:
     unique: bool = False  # column-level UNIQUE [KEY] (or SERIAL)
     binary_collation: bool = False  # CHAR(n) BINARY: the charset's _bin collation
     declared_length: int | None = None  # TEXT(M) / BLOB(M): picks the smallest fitting type
+    row_end: bool = False  # GENERATED ALWAYS AS ROW END: the server adds it to unique keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,7 @@ class IndexSpec:
     name: str | None
     columns: tuple[str, ...]  # functional key parts are left out
     if_not_exists: bool = False
+    period: str | None = None  # UNIQUE (..., p WITHOUT OVERLAPS): the application period
 
 
 @dataclass(frozen=True, slots=True)

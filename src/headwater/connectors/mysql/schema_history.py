@@ -79,6 +79,7 @@ class _Index:
     columns: tuple[str, ...]
     # During an ALTER: the key existed before it, so its columns are the old names.
     original: bool = field(default=False, compare=False)
+    period: str | None = None  # (..., period WITHOUT OVERLAPS): its end and start close the key
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,10 @@ class _Entry:
     table: MySqlTable
     indexes: tuple[_Index, ...]
     collation: str | None
+    # The GENERATED ALWAYS AS ROW END column of a system-versioned table: the server makes it
+    # part of every unique key (history rows share the current row's key otherwise).
+    row_end: str | None = None
+    periods: tuple[tuple[str, str, str], ...] = ()  # (name, start, end) of PERIOD FOR
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +118,8 @@ class _Draft:
         # was, so `CHANGE a b INT, CHANGE b a INT` swaps two columns.
         self.origins: list[str | None] = []
         self.indexes: list[_Index] = []
+        self.row_end: str | None = None
+        self.periods: dict[str, tuple[str, str, str]] = {}
 
     @classmethod
     def of(cls, entry: _Entry) -> _Draft:
@@ -122,6 +129,8 @@ class _Draft:
         draft.columns = list(table.columns)
         draft.origins = [c.name for c in table.columns]
         draft.indexes = [replace(i, original=True) for i in entry.indexes]
+        draft.row_end = entry.row_end
+        draft.periods = {p[0].lower(): p for p in entry.periods}
         return draft
 
     def find_original(self, name: str) -> int:
@@ -196,6 +205,9 @@ class _Draft:
 
     def add_index(self, spec: IndexSpec) -> None:
         if spec.kind == "PERIOD":  # the server makes a period's columns NOT NULL
+            if spec.name is not None:
+                start, end = spec.columns[:2]
+                self.periods[spec.name.lower()] = (spec.name, start, end)
             for name in spec.columns:
                 k = self.find(name)
                 if k >= 0:
@@ -207,7 +219,8 @@ class _Draft:
             if spec.if_not_exists and any(i.kind == "PRIMARY" for i in self.indexes):
                 return
             self.indexes = [i for i in self.indexes if i.kind != "PRIMARY"]
-            self.indexes.insert(0, _Index("PRIMARY", "PRIMARY", spec.columns))
+            self.indexes.insert(0, _Index("PRIMARY", "PRIMARY", spec.columns,
+                                          period=spec.period))
             for name in spec.columns:
                 k = self.find(name)
                 if k >= 0:
@@ -222,9 +235,11 @@ class _Draft:
             return
         else:
             name = spec.name
-        self.indexes.append(_Index(spec.kind, name, spec.columns))
+        self.indexes.append(_Index(spec.kind, name, spec.columns, period=spec.period))
 
     def column_keys(self, spec: ColumnSpec, name: str) -> None:
+        if spec.row_end:
+            self.row_end = name
         if spec.primary_key:
             self.add_index(IndexSpec("PRIMARY", "PRIMARY", (name,)))
         if spec.unique and not spec.primary_key:  # the server drops the redundant key
@@ -233,16 +248,25 @@ class _Draft:
     def entry(self) -> _Entry:
         primary: tuple[str, ...] = ()
         unique: list[tuple[str, ...]] = []
+        row_end = self.row_end if self.row_end is not None and self.find(self.row_end) >= 0 \
+            else None
         for index in self.indexes:
             columns = tuple(self.columns[self.find(c)].name if self.find(c) >= 0 else c
                             for c in index.columns)
+            if row_end is not None and index.kind in ("PRIMARY", "UNIQUE") and \
+                    row_end.lower() not in (c.lower() for c in columns):
+                columns = (*columns, row_end)
+            if index.period is not None and index.period.lower() in self.periods:
+                _, start, end = self.periods[index.period.lower()]
+                columns = (*columns, end, start)
             if index.kind == "PRIMARY":
                 primary = columns
             elif index.kind == "UNIQUE":
                 unique.append(columns)
         table = MySqlTable(self.database, self.name, tuple(self.columns), primary,
                            tuple(unique), self.charset, self.comment)
-        return _Entry(table, tuple(self.indexes), self.collation)
+        return _Entry(table, tuple(self.indexes), self.collation, row_end,
+                      tuple(self.periods.values()))
 
 
 class MySqlSchema:
@@ -546,6 +570,9 @@ class MySqlSchema:
                 if action.if_exists:
                     return
                 raise KeyError(old_name)
+            if draft.row_end is not None and \
+                    draft.columns[at].name.lower() == draft.row_end.lower():
+                draft.row_end = action.column.column.name
             origin = draft.remove(at)
             draft.place(draft.resolve(action.column), action.position, at, origin)
             draft.column_keys(action.column, action.column.column.name)
@@ -562,6 +589,9 @@ class MySqlSchema:
                 if action.if_exists:
                     return
                 raise KeyError(action.old_name)
+            if draft.row_end is not None and \
+                    draft.columns[at].name.lower() == draft.row_end.lower():
+                draft.row_end = action.new_name
             draft.columns[at] = replace(draft.columns[at], name=action.new_name)
         elif isinstance(action, SetColumnDefault):
             at = draft.find_original(action.name)

@@ -400,6 +400,20 @@ def alter_groups() -> Iterator[Group]:
         "e BIGINT UNSIGNED AS ROW END INVISIBLE, PERIOD FOR SYSTEM_TIME(s, e)) "
         "WITH SYSTEM VERSIONING ENGINE=InnoDB",
         f"ALTER TABLE {table} ADD COLUMN x INT WITHOUT SYSTEM VERSIONING"])
+    for key in ("PRIMARY KEY (a)", "UNIQUE (a)", "UNIQUE (a, e)", "PRIMARY KEY (a, p WITHOUT "
+                "OVERLAPS)", "UNIQUE (a, p WITHOUT OVERLAPS)"):
+        table = _name("a")
+        yield Group("alters", [
+            f"CREATE TABLE {table} (a INT NOT NULL, d1 DATE, d2 DATE, PERIOD FOR p (d1, d2), "
+            f"s TIMESTAMP(6) AS ROW START, e TIMESTAMP(6) AS ROW END, "
+            f"PERIOD FOR SYSTEM_TIME (s, e), {key}) WITH SYSTEM VERSIONING",
+            f"ALTER TABLE {table} RENAME COLUMN e TO e2",
+            f"ALTER TABLE {table} CHANGE a a2 INT NOT NULL, ADD UNIQUE (a2)",
+            f"ALTER TABLE {table} ADD b INT, ADD UNIQUE (b, p WITHOUT OVERLAPS)"])
+        table = _name("a")
+        yield Group("alters", [
+            f"CREATE TABLE {table} (a INT NOT NULL, d1 DATE, d2 DATE, PERIOD FOR p (d1, d2), "
+            f"{key.replace(', e)', ')')})"])
     table = _name("a")
     yield Group("alters", [
         f"CREATE TABLE {table} (a INT, b INT WITH SYSTEM VERSIONING)",
