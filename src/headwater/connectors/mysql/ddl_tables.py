@@ -179,8 +179,8 @@ class TableParser(ColumnParser):
                 self.interval_value()
                 if self.accept("STARTS"):
                     self.temporal_value()
-            if self.accept("LIMIT"):
-                self.number()
+            if self.accept("LIMIT"):  # a row count, possibly an expression
+                self.skip_until("AUTO", "PARTITIONS", "SUBPARTITION", "STARTS")
             self.accept("AUTO")
         else:
             self.i -= 1
