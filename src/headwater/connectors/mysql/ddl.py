@@ -10,7 +10,8 @@ routines and events are recognised and parse to None, like anything else (DML in
 statement-format logs, grants, transaction control).
 
 The grammar lives in modules with one subject each, each class extending the previous one:
-`ddl_cursor` (token reading), `ddl_columns` (column and key definitions), `ddl_tables`
+`ddl_cursor` (token reading), `ddl_columns` (column definitions), `ddl_keys` (key
+definitions), `ddl_tables`
 (CREATE TABLE, table options, partitioning), `ddl_alter` (ALTER TABLE actions); this module
 splits statements and dispatches on their first words.  Statement values are in `ddl_model`,
 type rules in `ddl_types`; both are re-exported here for the catalog.

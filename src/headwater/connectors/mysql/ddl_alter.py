@@ -8,7 +8,7 @@ partition to or from a table of its own, so they create and drop tables.
 
 from __future__ import annotations
 
-from headwater.connectors.mysql.ddl_columns import INDEX_WORDS
+from headwater.connectors.mysql.ddl_keys import INDEX_WORDS
 from headwater.connectors.mysql.ddl_lexer import QUOTED, WORD
 from headwater.connectors.mysql.ddl_model import (
     AddColumns,

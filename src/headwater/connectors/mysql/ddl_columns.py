@@ -1,10 +1,9 @@
-"""Column definitions and key definitions: the parts of CREATE TABLE and ALTER TABLE that
-describe what a table holds.
+"""Column definitions: a column's name, data type and attributes.
 
 Column attributes may come in any order and most may repeat (the last one wins, as on the
-server).  Clauses that do not change what a row holds or how it is keyed (CHECK, REFERENCES,
-storage hints, engine attributes, index options) are read and dropped: they must parse, since
-one unread word fails the whole statement, but the catalog has no use for them.
+server).  Clauses that do not change what a row holds (CHECK, REFERENCES, storage hints,
+engine attributes) are read and dropped: they must parse, since one unread word fails the
+whole statement, but the catalog has no use for them.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from dataclasses import replace
 from headwater.connectors.mysql.columns import MySqlColumn
 from headwater.connectors.mysql.ddl_cursor import Cursor
 from headwater.connectors.mysql.ddl_lexer import BITS, HEX, NUMBER, OP, QUOTED, STRING, WORD
-from headwater.connectors.mysql.ddl_model import ColumnSpec, IndexSpec
+from headwater.connectors.mysql.ddl_model import ColumnSpec
 from headwater.connectors.mysql.ddl_types import (
     DECIMAL_SYNONYMS,
     DEFAULT_LENGTH,
@@ -39,22 +38,16 @@ def hex_text(literal: str) -> str:
         return data.decode("latin1")
 
 
-INDEX_WORDS = frozenset({"INDEX", "KEY", "UNIQUE", "PRIMARY", "FULLTEXT", "SPATIAL",
-                         "FOREIGN", "CONSTRAINT", "CHECK"})
 # Column options that take a value and mean nothing to the catalog.
 _VALUED_COLUMN_OPTIONS = frozenset({
     "COLUMN_FORMAT", "STORAGE", "SRID", "ENGINE_ATTRIBUTE", "SECONDARY_ENGINE_ATTRIBUTE",
     "REF_SYSTEM_ID",
 })
 _FLAG_COLUMN_OPTIONS = frozenset({"VIRTUAL", "STORED", "PERSISTENT", "VISIBLE", "INVISIBLE"})
-_INDEX_OPTION_WORDS = frozenset({
-    "KEY_BLOCK_SIZE", "COMMENT", "CLUSTERING", "ENGINE_ATTRIBUTE",
-    "SECONDARY_ENGINE_ATTRIBUTE",
-})
 
 
 class ColumnParser(Cursor):
-    """Reads column and key definitions."""
+    """Reads column definitions."""
 
     __slots__ = ()
 
@@ -389,111 +382,3 @@ class ColumnParser(Cursor):
                     raise self.error("expected a referential action")
             else:
                 return
-
-    # -- keys ----------------------------------------------------------------------------------
-    def index_definition(self) -> IndexSpec:
-        """PRIMARY KEY / UNIQUE / INDEX / FULLTEXT / SPATIAL / FOREIGN KEY / CHECK, optionally
-        after CONSTRAINT [IF NOT EXISTS] [symbol]."""
-        symbol: str | None = None
-        if_not_exists = False
-        if self.accept("CONSTRAINT"):
-            if_not_exists = self.if_not_exists()
-            if not self.at("PRIMARY", "UNIQUE", "FOREIGN", "CHECK") or (
-                    self.peek(1).kind == WORD
-                    and self.peek(1).upper in ("PRIMARY", "UNIQUE", "FOREIGN", "CHECK")):
-                symbol = self.identifier("constraint name")
-        word = self.next().upper
-        if word == "CHECK":
-            self.check_body()
-            return IndexSpec("CHECK", symbol, (), if_not_exists)
-        if word == "PRIMARY":
-            self.expect("KEY")
-            if_not_exists = self.if_not_exists() or if_not_exists
-            if not self.at_op("(") and not self.at("USING", "TYPE"):
-                self.identifier("index name")  # MariaDB takes (and ignores) a name
-            self.index_type()
-            columns, period = self.key_parts()
-            self.index_options()
-            return IndexSpec("PRIMARY", "PRIMARY", columns, if_not_exists, period)
-        if word == "FOREIGN":
-            self.expect("KEY")
-            if_not_exists = self.if_not_exists() or if_not_exists
-            name = symbol
-            if not self.at_op("("):
-                name = self.identifier("index name")
-            columns, _ = self.key_parts()
-            self.expect("REFERENCES")
-            self.references_body()
-            return IndexSpec("FOREIGN", name, columns, if_not_exists)
-        kind = {"UNIQUE": "UNIQUE", "FULLTEXT": "FULLTEXT", "SPATIAL": "SPATIAL"}.get(
-            word, "INDEX")
-        if kind != "INDEX":
-            self.accept("INDEX") or self.accept("KEY")
-        elif word not in ("INDEX", "KEY"):
-            self.i -= 1
-            raise self.error("expected a key definition")
-        if_not_exists = self.if_not_exists() or if_not_exists
-        name = None
-        if not self.at_op("(") and not self.at("USING", "TYPE"):
-            name = self.identifier("index name")
-        self.index_type()
-        columns, period = self.key_parts()
-        self.index_options()
-        return IndexSpec(kind, name or symbol, columns, if_not_exists, period)
-
-    def index_type(self) -> None:
-        if self.accept("USING") or self.accept("TYPE"):
-            self.identifier("index type")
-
-    def key_parts(self) -> tuple[tuple[str, ...], str | None]:
-        """The key's columns, and the period of a trailing `p WITHOUT OVERLAPS`."""
-        self.expect_op("(")
-        columns: list[str] = []
-        period = None
-        while True:
-            if self.at_op("("):
-                self.skip_parens()  # a functional key part
-            else:
-                columns.append(self.identifier("key column"))
-                if self.at_op("("):
-                    self.i += 1
-                    self.number()
-                    self.expect_op(")")
-            self.accept("ASC") or self.accept("DESC")
-            if self.accept("WITHOUT", "OVERLAPS"):
-                period = columns.pop()  # an application-time period, not a column
-            if self.accept_op(")"):
-                return tuple(columns), period
-            self.expect_op(",")
-
-    def index_options(self) -> None:
-        while True:
-            if self.accept("USING") or self.accept("TYPE"):
-                self.identifier("index type")
-            elif self.at(*_INDEX_OPTION_WORDS):
-                self.i += 1
-                self.option_value()
-            elif self.accept("WITH", "PARSER"):
-                self.identifier("parser name")
-            elif self.accept("NOT", "IGNORED") or self.accept("VISIBLE") or \
-                    self.accept("INVISIBLE") or self.accept("IGNORED"):
-                pass
-            else:
-                return
-
-    def period_definition(self) -> IndexSpec | None:
-        """PERIOD [IF NOT EXISTS] FOR SYSTEM_TIME (start, end) or an application period."""
-        if not (self.at_seq("PERIOD", "FOR") or self.at_seq("PERIOD", "IF", "NOT", "EXISTS",
-                                                            "FOR")):
-            return None
-        self.i += 1
-        if_not_exists = self.if_not_exists()
-        self.expect("FOR")
-        if_not_exists = self.if_not_exists() or if_not_exists
-        name = self.identifier("period name")
-        self.expect_op("(")
-        start = self.identifier("period start column")
-        self.expect_op(",")
-        end = self.identifier("period end column")
-        self.expect_op(")")
-        return IndexSpec("PERIOD", name, (start, end), if_not_exists)

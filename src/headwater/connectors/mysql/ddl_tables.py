@@ -8,7 +8,7 @@ clause by clause rather than skipped, because a CREATE TABLE ... SELECT may foll
 
 from __future__ import annotations
 
-from headwater.connectors.mysql.ddl_columns import INDEX_WORDS, ColumnParser
+from headwater.connectors.mysql.ddl_keys import INDEX_WORDS, KeyParser
 from headwater.connectors.mysql.ddl_lexer import NUMBER, OP, STRING, WORD
 from headwater.connectors.mysql.ddl_model import (
     ColumnSpec,
@@ -38,7 +38,7 @@ _INTERVAL_UNITS = frozenset({
 })
 
 
-class TableParser(ColumnParser):
+class TableParser(KeyParser):
     """Reads CREATE TABLE, table options and partitioning clauses."""
 
     __slots__ = ()
