@@ -195,8 +195,8 @@ def test_non_change_records_pass_and_refusals() -> None:
     heartbeat = ConnectRecord("hb", None, None, None, None, {"ts_ms": 1}, 1)
     chain = build_chain({"transforms": "u", "transforms.u.type": UNWRAP})
     assert chain.apply(heartbeat) is heartbeat
-    with pytest.raises(PluginConfigError, match="array.encoding"):
+    with pytest.raises(PluginConfigError, match=r"array\.encoding"):
         build_chain({"transforms": "u", "transforms.u.type": UNWRAP,
                      "transforms.u.array.encoding": "list"})
-    with pytest.raises(PluginConfigError, match="transforms.u.nope"):
+    with pytest.raises(PluginConfigError, match=r"transforms\.u\.nope"):
         build_chain({"transforms": "u", "transforms.u.type": UNWRAP, "transforms.u.nope": "1"})

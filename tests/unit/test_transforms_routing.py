@@ -70,10 +70,10 @@ def test_logical_router_key_regex_uniqueness_off_and_adjustment() -> None:
 
 
 def test_logical_router_configuration_errors() -> None:
-    with pytest.raises(PluginConfigError, match="topic.replacement"):
+    with pytest.raises(PluginConfigError, match=r"topic\.replacement"):
         build_chain({"transforms": "t", "transforms.t.type": ROUTER,
                      "transforms.t.topic.regex": "a"})
-    with pytest.raises(PluginConfigError, match="key.field.replacement"):
+    with pytest.raises(PluginConfigError, match=r"key\.field\.replacement"):
         build_chain({"transforms": "t", "transforms.t.type": ROUTER,
                      "transforms.t.topic.regex": "a", "transforms.t.topic.replacement": "b",
                      "transforms.t.key.field.regex": "a"})
