@@ -185,9 +185,11 @@ def test_add_fields_and_headers_and_flatten() -> None:
 def test_field_name_adjustment() -> None:
     [out] = run({"field.name.adjustment.mode": "avro"},
                 event("insert", full={"_id": 7, "a-b": 1, "1x": 2, "e": []}))
+    assert out.value_schema is not None
     assert [f.name for f in out.value_schema.fields] == ["_id", "a_b", "_1x", "e"]
     assert out.value["e"] is None  # sanitized values leave empty arrays out
     [legacy] = run({"sanitize.field.names": "true"}, event("insert", full={"_id": 7, "a-b": 1}))
+    assert legacy.value_schema is not None
     assert [f.name for f in legacy.value_schema.fields] == ["_id", "a_b"]
 
 
