@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
-import math
 from typing import Any, NamedTuple
 
 from headwater.connect.record import TransformError
@@ -138,7 +137,3 @@ def timestamp_value(ms: int) -> dt.datetime:
     except OverflowError:
         raise TransformError(f"date {ms} ms from the epoch is outside years 1-9999, which "
                              "Headwater's Connect records cannot hold") from None
-
-
-def is_nan(value: Any) -> bool:
-    return isinstance(value, float) and math.isnan(value)
