@@ -68,13 +68,16 @@ def output_stages(cfg: CaptureConfig) -> tuple[TransformChain, Converter, Conver
     props = cfg.passthrough
     try:
         chain = build_chain(props)
-        key = build_converter(cfg.key_converter, props, is_key=True,
+        # MongoDbConnectorConfig has no converter class fields (yet): JsonConverter there.
+        key_class = getattr(cfg, "key_converter", JSON)
+        value_class = getattr(cfg, "value_converter", JSON)
+        key = build_converter(key_class, props, is_key=True,
                               schemas_enable=cfg.key_converter_schemas_enable)
-        value = build_converter(cfg.value_converter, props, is_key=False,
+        value = build_converter(value_class, props, is_key=False,
                                 schemas_enable=cfg.value_converter_schemas_enable)
     except PluginConfigError as exc:
         raise ConfigError(str(exc).split("\n")) from None
-    if not chain and cfg.key_converter == JSON and cfg.value_converter == JSON:
+    if not chain and key_class == JSON and value_class == JSON:
         return None
     return chain, key, value
 

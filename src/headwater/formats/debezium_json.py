@@ -207,11 +207,12 @@ class _DocumentPlan:
     ``<topic>.Envelope`` - no ``ts_us``/``ts_ns``, which that schema does not have.  Images are
     (id, JSON text, updateDescription) tuples built by the connector."""
 
-    __slots__ = ("key_prefix", "topic", "value_prefix")
+    __slots__ = ("envelope_schema", "key_prefix", "key_schema", "topic", "value_prefix")
 
     def __init__(self, table: TableSchema, context: SourceContext, fmt: DebeziumJsonFormat):
         self.topic = fmt.naming(context, table.id).data_change_topic(table.id)
-        envelope = ConnectSchema(STRUCT, optional=False, name=f"{self.topic}.Envelope", fields=(
+        self.envelope_schema = envelope = ConnectSchema(
+            STRUCT, optional=False, name=f"{self.topic}.Envelope", fields=(
             ConnectField("before", _JSON),
             ConnectField("after", _JSON),
             ConnectField("updateDescription", _UPDATE_DESCRIPTION_SCHEMA),
@@ -220,8 +221,9 @@ class _DocumentPlan:
             ConnectField("ts_ms", ConnectSchema(INT64, optional=True)),
             ConnectField("transaction", TRANSACTION_BLOCK_SCHEMA),
         ))
-        key = ConnectSchema(STRUCT, optional=False, name=f"{self.topic}.Key", fields=(
-            ConnectField("id", ConnectSchema(STRING, optional=False)),))
+        self.key_schema = key = ConnectSchema(
+            STRUCT, optional=False, name=f"{self.topic}.Key",
+            fields=(ConnectField("id", ConnectSchema(STRING, optional=False)),))
         self.value_prefix = (b'{"schema":' + orjson.dumps(schema_to_json(envelope))
                              + b',"payload":') if fmt.value_schemas else b""
         self.key_prefix = (b'{"schema":' + orjson.dumps(schema_to_json(key))
@@ -254,6 +256,32 @@ class _DocumentPlan:
         out.append(TopicRecord(key, value, ts, headers))
         if record.op is Op.DELETE and tombstones:
             out.append(TopicRecord(key, None, ts, headers))
+
+    def connect(self, record: ChangeRecord, source: dict[str, Any], with_tx: bool,
+                tombstones: bool, headers: tuple[Header, ...], out: list[ConnectRecord]
+                ) -> None:
+        """The same event as `render`, as Connect records (the structured path)."""
+        before, after, tx = record.before, record.after, record.tx
+        ts = record.processed_ts_ms
+        value = {
+            "before": before[1] if before is not None else None,
+            "after": after[1] if after is not None else None,
+            "updateDescription": after[2] if after is not None else None,
+            "source": source,
+            "op": record.op.value,
+            "ts_ms": ts,
+            "transaction": (
+                {"id": tx.id, "total_order": tx.total_order,
+                 "data_collection_order": tx.data_collection_order}
+                if with_tx and tx is not None else None),
+        }
+        image = after if after is not None else before
+        key = {"id": image[0]} if image is not None else None
+        out.append(ConnectRecord(self.topic, None, self.key_schema, key, self.envelope_schema,
+                                 value, ts, headers))
+        if record.op is Op.DELETE and tombstones:
+            out.append(ConnectRecord(self.topic, None, self.key_schema, key, None, None, ts,
+                                     headers))
 
 
 class DebeziumJsonFormat:
@@ -567,6 +595,12 @@ class DebeziumJsonFormat:
                 continue
             assert isinstance(record, ChangeRecord)
             ctx_headers = self._connect_context_headers(record.context)
+            if record.table.attributes.get(_ENVELOPE) == _DOCUMENT:
+                self.document_plan(record.table, record.context).connect(
+                    record, {k: v.value if isinstance(v, enum.Enum) else v
+                             for k, v in source_payload(record).items()},
+                    with_tx, self.tombstones_on_delete, ctx_headers, out)
+                continue
             plan = self.plan(record.table, record.context)
             op = record.op
             if op is Op.UPDATE or op is delete:

@@ -29,6 +29,10 @@ TRANSFORMS: Final[dict[str, str]] = {
     "io.debezium.transforms.ExtractNewRecordState": _T + "extract_new_state:ExtractNewRecordState",
     "io.debezium.transforms.Filter": _T + "scripting:Filter",
     "io.debezium.transforms.ContentBasedRouter": _T + "scripting:ContentBasedRouter",
+    "io.debezium.transforms.ByLogicalTableRouter": _T + "logical_router:ByLogicalTableRouter",
+    "io.debezium.transforms.outbox.EventRouter": _T + "outbox:EventRouter",
+    "io.debezium.connector.mongodb.transforms.ExtractNewDocumentState":
+        _T + "extract_new_document:ExtractNewDocumentState",
     _KAFKA + "RegexRouter": _T + "kafka:RegexRouter",
     _KAFKA + "ReplaceField$Value": _T + "kafka:replace_field_value",
     _KAFKA + "ReplaceField$Key": _T + "kafka:replace_field_key",

@@ -31,7 +31,7 @@ MODES = ("drop", "tombstone", "rewrite", "rewrite-with-tombstone", "delete-to-to
 # What a delete becomes: dropped, a null value with the row schema (Debezium's "tombstone"
 # mode: the JDBC sink reads it as a flattened delete), a real tombstone (null schema and
 # value), or the before row with __deleted=true.
-_DELETE_DROP, _DELETE_NULL_VALUE, _DELETE_TOMBSTONE, _DELETE_REWRITE = range(4)
+DELETE_DROP, DELETE_NULL_VALUE, DELETE_TOMBSTONE, DELETE_REWRITE = range(4)
 _TX_FIELDS = ("id", "total_order", "data_collection_order")
 _TOP_FIELDS = ("op", "ts_ms", "ts_us", "ts_ns")
 
@@ -89,32 +89,37 @@ def parse_references(prefix: str, specs: tuple[str, ...]) -> list[FieldReference
     return [FieldReference(prefix, spec) for spec in specs]
 
 
+def delete_handling(p: PluginProps) -> tuple[int, bool]:
+    """What a delete becomes (DELETE_*) and whether tombstones stay, from
+    `delete.tombstone.handling.mode` or the 2.x `delete.handling.mode`/`drop.tombstones`
+    (read with a deprecation warning; the two spellings may not be mixed)."""
+    legacy_delete = p.get_str("delete.handling.mode")
+    legacy_tombstones = p.get_str("drop.tombstones")
+    mode = p.get_str("delete.tombstone.handling.mode")
+    if mode is not None and (legacy_delete is not None or legacy_tombstones is not None):
+        raise PluginConfigError(
+            f"{p.key('delete.tombstone.handling.mode')} cannot be combined with the "
+            "Debezium 2.x delete.handling.mode / drop.tombstones")
+    if legacy_delete is not None or legacy_tombstones is not None:
+        old = p.choice("delete.handling.mode", ("drop", "rewrite", "none"), "drop")
+        keep_tombstones = not p.get_bool("drop.tombstones", True)
+        log.warning("%s: delete.handling.mode / drop.tombstones are Debezium 2.x "
+                    "properties (removed in 3.x); use delete.tombstone.handling.mode",
+                    p.label)
+        return {"drop": DELETE_DROP, "rewrite": DELETE_REWRITE,
+                "none": DELETE_NULL_VALUE}[old or "drop"], keep_tombstones
+    chosen = p.choice("delete.tombstone.handling.mode", MODES, "tombstone") or ""
+    return {
+        "drop": DELETE_DROP, "tombstone": DELETE_NULL_VALUE,
+        "rewrite": DELETE_REWRITE, "rewrite-with-tombstone": DELETE_REWRITE,
+        "delete-to-tombstone": DELETE_TOMBSTONE,
+    }[chosen], chosen == "rewrite-with-tombstone"
+
+
 class ExtractNewRecordState:
     def __init__(self, p: PluginProps) -> None:
-        legacy_delete = p.get_str("delete.handling.mode")
-        legacy_tombstones = p.get_str("drop.tombstones")
-        mode = p.get_str("delete.tombstone.handling.mode")
-        if mode is not None and (legacy_delete is not None or legacy_tombstones is not None):
-            raise PluginConfigError(
-                f"{p.key('delete.tombstone.handling.mode')} cannot be combined with the "
-                "Debezium 2.x delete.handling.mode / drop.tombstones")
-        if legacy_delete is not None or legacy_tombstones is not None:
-            old = p.choice("delete.handling.mode", ("drop", "rewrite", "none"), "drop")
-            self.keep_tombstones = not p.get_bool("drop.tombstones", True)
-            self.delete = {"drop": _DELETE_DROP, "rewrite": _DELETE_REWRITE,
-                           "none": _DELETE_NULL_VALUE}[old or "drop"]
-            log.warning("%s: delete.handling.mode / drop.tombstones are Debezium 2.x "
-                        "properties (removed in 3.x); use delete.tombstone.handling.mode",
-                        p.label)
-        else:
-            chosen = p.choice("delete.tombstone.handling.mode", MODES, "tombstone") or ""
-            self.keep_tombstones = chosen == "rewrite-with-tombstone"
-            self.delete = {
-                "drop": _DELETE_DROP, "tombstone": _DELETE_NULL_VALUE,
-                "rewrite": _DELETE_REWRITE, "rewrite-with-tombstone": _DELETE_REWRITE,
-                "delete-to-tombstone": _DELETE_TOMBSTONE,
-            }[chosen]
-        self.rewrite = self.delete == _DELETE_REWRITE
+        self.delete, self.keep_tombstones = delete_handling(p)
+        self.rewrite = self.delete == DELETE_REWRITE
         self.route_by_field = p.get_str("route.by.field")
         self.add_fields = parse_references(p.get_raw("add.fields.prefix", "__"),
                                            p.get_list("add.fields"))
@@ -236,11 +241,11 @@ class ExtractNewRecordState:
 
     def _delete(self, record: ConnectRecord, envelope: dict[str, Any],
                 after_schema: ConnectSchema | None) -> ConnectRecord | None:
-        if self.delete == _DELETE_DROP:
+        if self.delete == DELETE_DROP:
             return None
-        if self.delete == _DELETE_NULL_VALUE:
+        if self.delete == DELETE_NULL_VALUE:
             out = record.replace(value_schema=after_schema, value=None)
-        elif self.delete == _DELETE_TOMBSTONE:
+        elif self.delete == DELETE_TOMBSTONE:
             out = record.replace(value_schema=None, value=None)
         else:
             before_schema = field_schema(record.value_schema, "before")

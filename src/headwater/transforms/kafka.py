@@ -62,11 +62,40 @@ def java_replacement(replacement: str) -> str:
     return "".join(out)
 
 
-def compile_regex(p: PluginProps, name: str) -> re.Pattern[str]:
+def java_regex(pattern: str) -> str:
+    """A Java regex in Python's syntax: named groups `(?<name>...)` and `\\k<name>` (Java's
+    only spellings, used by Debezium's defaults such as `(?<routedByValue>.*)`)."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == "\\" and i + 1 < len(pattern):
+            m = re.match(r"\\k<(\w+)>", pattern[i:])
+            if m is not None:
+                out.append(f"(?P={m.group(1)})")
+                i += m.end()
+                continue
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        m = re.match(r"\(\?<(\w+)>", pattern[i:])
+        if m is not None:
+            out.append(f"(?P<{m.group(1)}>")
+            i += m.end()
+            continue
+        out.append(pattern[i])
+        i += 1
+    return "".join(out)
+
+
+def compile_java_regex(key: str, pattern: str) -> re.Pattern[str]:
     try:
-        return re.compile(p.required(name))
+        return re.compile(java_regex(pattern))
     except re.error as exc:
-        raise PluginConfigError(f"{p.key(name)}: invalid regex: {exc}") from None
+        raise PluginConfigError(f"{key}: invalid regex: {exc}") from None
+
+
+def compile_regex(p: PluginProps, name: str) -> re.Pattern[str]:
+    return compile_java_regex(p.key(name), p.required(name))
 
 
 class RegexRouter:
