@@ -14,6 +14,7 @@ apply Debezium events, with the same rules:
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,9 @@ from headwater.pipeline.connect_types import FieldType, UndecodableValueError
 from headwater.pipeline.datastream import order, types
 from headwater.pipeline.decode import PLACEHOLDER, ChangeEvent, Column, TableChanges
 
-_UNAVAILABLE = (PLACEHOLDER, PLACEHOLDER.encode(), f'"{PLACEHOLDER}"')
+# The renderer's placeholder as text, JSON text (Avro), bytes (Avro) and base64 (JSON bytes).
+_UNAVAILABLE = (PLACEHOLDER, PLACEHOLDER.encode(), f'"{PLACEHOLDER}"',
+                base64.b64encode(PLACEHOLDER.encode()).decode())
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +74,10 @@ def _columns(events: Sequence[RawEvent], existing: Mapping[str, pa.DataType]
                 renames[c.avro_name] = c.name
             continue
         for name, value in (e.event.get("payload") or {}).items():
-            if value is None or value == PLACEHOLDER:
+            if value is None:
                 kinds.setdefault(name, None)
+            elif isinstance(value, str) and value in _UNAVAILABLE:
+                kinds[name] = kinds.get(name) or "string"  # only text, JSON, bytes columns
             else:
                 kinds[name] = types.join_kinds(kinds.get(name), types.json_kind(value))
     for name, kind in kinds.items():
