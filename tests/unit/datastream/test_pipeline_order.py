@@ -85,7 +85,9 @@ def test_net_changes_whatever_the_order_and_duplicates() -> None:
     for i in range(1, 300):
         k = rng.randint(1, 40)
         deleted = rng.random() < 0.2
-        events.append(event(k, [100 + i, 100 + i, 1, 0], ver=i, deleted=deleted))
+        # (commit lsn, lsn, rank, half): a change's lsn is below later commits' but not
+        # ordered across transactions
+        events.append(event(k, [100 + i, rng.randint(0, 10**6), 1, 0], ver=i, deleted=deleted))
     want = final_state(events)
     delivered = events + rng.sample(events, 80)  # re-deliveries: same uuid
     rng.shuffle(delivered)
@@ -101,8 +103,8 @@ def test_net_changes_whatever_the_order_and_duplicates() -> None:
 
 def test_backfill_row_below_log_events_at_its_position() -> None:
     backfill = event(1, [50, 50, 0, 0], ver=0, backfill=True, change="INSERT")
-    update = event(1, [50, 50, 1, 0], ver=1)
-    older_update = event(1, [40, 40, 1, 0], ver=9)  # committed before the snapshot point
+    update = event(1, [50, 60, 1, 0], ver=1)
+    older_update = event(1, [40, 90, 1, 0], ver=9)  # committed before the snapshot point
     changes = decode_object("t", [RawEvent(0, update), RawEvent(1, backfill),
                                   RawEvent(2, older_update)])
     (n,), _ = net_changes(changes.events, "t")
