@@ -23,11 +23,13 @@ from typing import Any
 
 import orjson
 import pytest
-from fastavro import reader
+from fastavro import reader as avro_reader
 
 from headwater.pipeline.config import load_pipeline_config
 from headwater.pipeline.delta_target import read_table
 from headwater.pipeline.runner import start
+from headwater.pipeline.source import read_range
+from headwater.topics import reader
 from tests.integration.postgres.conftest import Env, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -53,7 +55,7 @@ def read_events(root: Path) -> list[dict[str, Any]]:
     for path in event_files(root):
         if path.suffix == ".avro":
             with path.open("rb") as fh:
-                out.extend(dict(r) for r in reader(fh))  # type: ignore[arg-type]
+                out.extend(dict(r) for r in avro_reader(fh))  # type: ignore[arg-type]
         else:
             out.extend(orjson.loads(line) for line in path.read_bytes().splitlines())
     return out
@@ -221,3 +223,35 @@ def test_files_out_of_order_with_duplicates_equal_the_source(
     run_once(spark, changelog)
     rows = read_table(env.tmp / "delta-changelog" / "public" / "t").num_rows
     assert rows == len({e["uuid"] for e in read_events(root)})
+
+
+def test_datastream_topics_from_a_real_capture_equal_the_source(env: Env, spark: Any) -> None:
+    """`destination=topics`: each record's value is a Datastream event; the pipeline sees it
+    from the first record (no property) and applies it like the files."""
+    env.sql("CREATE TABLE t (id int PRIMARY KEY, ver bigint NOT NULL, note text, "
+            "amount numeric(10,2))")
+    env.sql("INSERT INTO t SELECT g, 0, 'n' || g, g / 4.0 FROM generate_series(1, 50) g")
+    props = {"headwater.event.format": "datastream", "headwater.datastream.stream.name": STREAM}
+    cap = env.capture(props)
+    try:
+        wait_for(lambda: cap.runtime.metrics.snapshot_completed, what="snapshot")
+        workload(env, random.Random(3), 1.0, 0)
+        env.sql("INSERT INTO t VALUES (1000000, 0, 'last', 0)")
+        want = source_rows(env)
+
+        def has_last() -> bool:
+            topic = "inv.public.t"
+            end = reader.list_topics(env.topics)[0].end_offset
+            return any(b'"id":1000000' in (v or b"")
+                       for _o, _k, v in read_range(env.topics, topic, 0, end))
+
+        wait_for(has_last, timeout=60, what="the last change in the topic log")
+    finally:
+        cap.stop()
+    path = env.tmp / "pipeline-topics.properties"
+    path.write_text(f"topic.prefix=inv\nheadwater.topics.dir={env.tmp / 'topics'}\n"
+                    f"headwater.pipeline.delta.path={env.tmp / 'delta'}\n"
+                    f"headwater.pipeline.checkpoint.dir={env.tmp / 'ck'}\n"
+                    "headwater.pipeline.max.records.per.trigger=40\n")
+    run_once(spark, path)
+    assert delta_rows(env.tmp / "delta" / "public" / "t") == want
