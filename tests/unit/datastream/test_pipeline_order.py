@@ -97,8 +97,8 @@ def test_net_changes_whatever_the_order_and_duplicates() -> None:
     assert truncate is None
     got = {n.key[0]: n.row["ver"] for n in net if not n.delete and n.row is not None}
     assert got == want
-    deleted = {n.key[0] for n in net if n.delete}
-    assert deleted == {e["payload"]["id"] for e in events} - set(want)
+    gone = {n.key[0] for n in net if n.delete}
+    assert gone == {e["payload"]["id"] for e in events} - set(want)
 
 
 def test_backfill_row_below_log_events_at_its_position() -> None:
@@ -225,3 +225,21 @@ def test_file_log_takes_each_file_once_in_any_folder(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="past the file log"):
         read_log(log.path, 0, 4)
     assert plan_end(1, 3, None) == 3 and plan_end(1, 3, 1) == 2 and plan_end(3, 3, 5) == 3
+
+
+def test_pipeline_config_for_datastream_files(tmp_path: Path) -> None:
+    from headwater.config import ConfigError
+    from headwater.pipeline.config import load_pipeline_config
+
+    path = tmp_path / "c.properties"
+    path.write_text("topic.prefix=p\nheadwater.destination.files.dir=out/files\n"
+                    "headwater.pipeline.source=datastream-files\n"
+                    "headwater.pipeline.datastream.files.format=avro\n")
+    cfg = load_pipeline_config(path)
+    assert (cfg.source, cfg.files_dir, cfg.files_format, cfg.max_files_per_trigger) == (
+        "datastream-files", tmp_path / "out" / "files", "avro", 1000)
+    path.write_text("topic.prefix=p\nheadwater.pipeline.source=files\n"
+                    "headwater.pipeline.datastream.files.format=parquet\n")
+    with pytest.raises(ConfigError, match="parquet") as info:
+        load_pipeline_config(path)
+    assert "headwater.pipeline.source" in str(info.value)
