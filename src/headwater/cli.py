@@ -168,10 +168,14 @@ def pipeline(
     except (ConfigError, OSError) as exc:
         err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
         raise typer.Exit(2) from exc
-    if not cfg.topics_dir.is_dir():
-        # The pipeline only reads topics: a missing directory is a wrong path, not an empty log.
-        err.print(f"[red]configuration error[/red] in {config}:\nheadwater.topics.dir: "
-                  f"topics directory {cfg.topics_dir} does not exist (has `headwater run` "
+    files = cfg.source == "datastream-files"
+    read_dir = (cfg.files_dir or cfg.topics_dir) if files else cfg.topics_dir
+    if not read_dir.is_dir():
+        # The pipeline only reads: a missing directory is a wrong path, not an empty log.
+        prop = ("headwater.pipeline.datastream.files.dir" if files
+                else "headwater.topics.dir")
+        err.print(f"[red]configuration error[/red] in {config}:\n{prop}: "
+                  f"directory {read_dir} does not exist (has `headwater run` "
                   "written to it?)", soft_wrap=True)
         raise typer.Exit(2)
     try:

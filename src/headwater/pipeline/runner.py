@@ -26,6 +26,14 @@ from typing import Any, Protocol
 
 from headwater.pipeline import columnar
 from headwater.pipeline.config import PipelineConfig
+from headwater.pipeline.datastream import file_source
+from headwater.pipeline.datastream.apply import (
+    apply_events,
+    apply_files,
+    is_datastream_topic,
+    topic_events,
+)
+from headwater.pipeline.datastream.files import LOG_NAME
 from headwater.pipeline.decode import ChangeEvent, TableChanges, decode_topic
 from headwater.pipeline.delta_target import DeltaTarget
 from headwater.pipeline.documents.route import apply_documents, is_document_topic
@@ -120,6 +128,11 @@ def apply_batch(
     path = columnar_path(cfg.mode, target)
     for topic, (first, end) in sorted(ranges.items()):
         t0 = time.monotonic()
+        if is_datastream_topic(topics_dir, topic, first, end):  # Datastream events (JSON)
+            total += apply_events(topic_events(topics_dir, topic, first, end), topic, batch_id,
+                                  cfg.mode, target, cfg.track_history_column_list,
+                                  cfg.track_history_except_column_list)
+            continue
         if is_document_topic(topics_dir, topic, first, end):  # MongoDB: documents, no schema
             total += apply_documents(topics_dir, topic, first, end, batch_id, cfg.mode, target,
                                      cfg.documents, cfg.track_history_column_list,
@@ -192,6 +205,9 @@ def start_flows(
             if is_document_topic(Path(topics_dir), topic, first, end):
                 raise ValueError(f"topic {topic}: AUTO CDC flows do not take MongoDB topics "
                                  "(use the pipeline's document path: headwater pipeline)")
+            if is_datastream_topic(Path(topics_dir), topic, first, end):
+                raise ValueError(f"topic {topic}: AUTO CDC flows do not take Datastream "
+                                 "events (use headwater pipeline)")
             changes = decode_topic(topic, list(read_range(Path(topics_dir), topic, first, end)))
             if not changes.events:
                 continue
@@ -211,6 +227,8 @@ def start(spark: Any, cfg: PipelineConfig, once: bool = False) -> Any:
     target = make_target(cfg, spark)
     if cfg.kafka is not None:
         return _start_kafka(spark, cfg, target, once)
+    if cfg.source == "datastream-files":
+        return _start_files_query(spark, cfg, target, once)
 
     def apply(ranges: Ranges, batch_id: int) -> None:
         apply_batch(cfg.topics_dir, ranges, batch_id, cfg, target)
@@ -238,12 +256,17 @@ def _start_kafka(spark: Any, cfg: PipelineConfig, target: Target, once: bool) ->
         if isinstance(target, DeltaTarget):
             target.maintain(batch_id)
 
-    kafka_source.register(spark)
     options = {"consumer": orjson.dumps(consumer).decode(), "topics": cfg.topics_glob}
+    if cfg.max_records_per_trigger:
+        options["max_records"] = str(cfg.max_records_per_trigger)
+
+    def load(spark: Any) -> Any:
+        kafka_source.register(spark)
+        return spark.readStream.format(kafka_source.NAME).options(**options).load()
+
     query = _start_query(spark, cfg.topics_dir, cfg.topics_glob, cfg.checkpoint_dir,
-                        f"headwater-{cfg.topic_prefix}", apply, once, cfg.trigger_interval_ms,
-                        cfg.max_records_per_trigger,
-                        other_source=(kafka_source.NAME, options), table_topic=_kafka_table_slot)
+                         f"headwater-{cfg.topic_prefix}", apply, once, cfg.trigger_interval_ms,
+                         cfg.max_records_per_trigger, load, table_topic=_kafka_table_slot)
     query.headwater_close = topics.close  # the batches' consumer: `close_query` closes it
     return query
 
@@ -257,6 +280,31 @@ def close_query(query: Any) -> None:
 
 def _kafka_table_slot(name: str) -> bool:
     return is_table_topic(name.rpartition("#")[0])
+
+
+def _start_files_query(spark: Any, cfg: PipelineConfig, target: Target, once: bool) -> Any:
+    """The query over the files destination's directory (`datastream.file_source`): its
+    offsets are lines of the checkpoint's file log, handed to `apply` as the range of the
+    pseudo-topic "files"."""
+    root = cfg.files_dir or cfg.topics_dir
+    log_path = cfg.checkpoint_dir / LOG_NAME
+
+    def load(spark: Any) -> Any:
+        file_source.register(spark)
+        return (spark.readStream.format(file_source.NAME)
+                .option("path", str(root)).option("log", str(log_path))
+                .option("format", cfg.files_format)
+                .option("max_files", str(cfg.max_files_per_trigger)).load())
+
+    def apply(ranges: Ranges, batch_id: int) -> None:
+        for start, end in ranges.values():
+            apply_files(root, log_path, start, end, batch_id, cfg.mode, target,
+                        cfg.track_history_column_list, cfg.track_history_except_column_list)
+        if isinstance(target, DeltaTarget):
+            target.maintain(batch_id)
+
+    return _start_query(spark, root, "", cfg.checkpoint_dir, f"headwater-{cfg.topic_prefix}",
+                        apply, once, cfg.trigger_interval_ms, None, load)
 
 
 def _checkpointed_offsets(path: Path) -> dict[str, int] | None:
@@ -317,12 +365,14 @@ def _start_query(
     spark: Any, topics_dir: Path, topics: str, checkpoint: Path, name: str,
     apply: Callable[[Ranges, int], None], once: bool,
     trigger_interval_ms: int, max_records: int | None,
-    other_source: tuple[str, dict[str, str]] | None = None,
+    load: Callable[[Any], Any] | None = None,
     table_topic: Callable[[str], bool] = is_table_topic,
 ) -> Any:
-    """`other_source`: another registered source's (name, options) instead of the local log."""
+    """`load` builds the streaming source (default: the topic log's `headwater_topics`)."""
     clear_unstarted_checkpoint(checkpoint)
-    if other_source is None:
+    if load is not None:
+        source = load(spark)
+    else:
         topics_dir.mkdir(parents=True, exist_ok=True)
         register(spark)
         reader = (
@@ -330,11 +380,9 @@ def _start_query(
             .option("path", str(topics_dir))
             .option("topics", topics)
         )
-    else:
-        reader = spark.readStream.format(other_source[0]).options(**other_source[1])
-    if max_records:
-        reader = reader.option("max_records", str(max_records))
-    source = reader.load()
+        if max_records:
+            reader = reader.option("max_records", str(max_records))
+        source = reader.load()
     damaged: list[TopicLogDamaged] = []  # what stopped the query, for `run` to raise as is
 
     def on_batch(df: Any, batch_id: int) -> None:
