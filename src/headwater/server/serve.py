@@ -8,9 +8,19 @@ loses nothing and says so in one line.
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import sys
 from pathlib import Path
+from typing import Any
+
+
+class _Stopped(Exception):
+    """SIGINT or SIGTERM, re-raised by uvicorn once it has shut down."""
+
+
+def _stopped(_signum: int, _frame: Any) -> None:
+    raise _Stopped
 
 
 def serve(*, host: str, port: int, data_dir: Path, token: str | None = None,
@@ -32,10 +42,16 @@ def serve(*, host: str, port: int, data_dir: Path, token: str | None = None,
                             lifespan="off", timeout_graceful_shutdown=10)
     server = uvicorn.Server(config)
     scheme = "https" if tls_cert else "http"
+    # uvicorn handles the signals while it serves, then raises each again: here, so that a
+    # SIGTERM too ends in the clean stop below rather than the default abrupt exit.
+    signal.signal(signal.SIGINT, _stopped)
+    signal.signal(signal.SIGTERM, _stopped)
     svc.start()
     print(f"headwater serve: {scheme}://{host}:{port}, data in {data_dir}", flush=True)
     try:
         server.run()
+    except _Stopped:
+        pass
     finally:
         n = len(svc.store.all())
         svc.close()
