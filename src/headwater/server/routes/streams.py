@@ -8,6 +8,7 @@ decides what is allowed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Response
@@ -169,11 +170,14 @@ def router(svc: Service) -> APIRouter:
         verb = {"NOT_STARTED": "start", "FAILED_PERMANENTLY": "recover"}.get(current, "resume")
         return act(name, verb)
 
-    for verb in ("start", "pause", "resume", "recover"):
-        def method(name: str, _verb: str = verb) -> Stream:
-            return act(name, _verb)
+    def verb_method(verb: str) -> Callable[[str], Stream]:
+        def method(name: str) -> Stream:
+            return act(name, verb)
 
-        r.add_api_route(f"/streams/{{name}}:{verb}", method, methods=["POST"],
+        return method
+
+    for verb in ("start", "pause", "resume", "recover"):
+        r.add_api_route(f"/streams/{{name}}:{verb}", verb_method(verb), methods=["POST"],
                         response_model=Stream, response_model_exclude_none=True,
                         responses=responses(400, 404), name=f"{verb}_stream")
 
