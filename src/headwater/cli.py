@@ -19,6 +19,21 @@ if TYPE_CHECKING:
     from headwater.topics.check import TopicCheck
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from headwater import __version__
+
+        console.print(f"headwater {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="print the version and exit")
+        ] = False) -> None:
+    """Change data capture: connectors, topics, offsets, streams, the REST service."""
 topics_app = typer.Typer(no_args_is_help=True, help="Inspect the local topic log.")
 offsets_app = typer.Typer(no_args_is_help=True, help="Inspect a connector's stored offsets.")
 app.add_typer(topics_app, name="topics")
@@ -108,6 +123,41 @@ def run(
         raise typer.Exit(1) from exc
     finally:
         monitor.stop()
+
+
+@app.command()
+def serve(
+    port: Annotated[int, typer.Option("--port", help="HTTP(S) port")] = 8083,
+    data_dir: Annotated[Path, typer.Option(
+        "--data-dir", envvar="HEADWATER_DATA_DIR", help="catalog, connectors' offsets and "
+        "topics")] = Path("headwater-data"),
+    host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
+    token: Annotated[str | None, typer.Option(
+        "--token", envvar="HEADWATER_TOKEN", help="require this Bearer token")] = None,
+    token_file: Annotated[Path | None, typer.Option(
+        "--token-file", help="read the Bearer token from this file")] = None,
+    tls_cert: Annotated[Path | None, typer.Option("--tls-cert", help="PEM certificate")
+                        ] = None,
+    tls_key: Annotated[Path | None, typer.Option("--tls-key", help="PEM private key")] = None,
+    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "WARNING",
+) -> None:
+    """Run many connectors and streams in one service with a Kafka Connect-compatible REST
+    API (docs/server.md); Ctrl-C stops every connector cleanly."""
+    if token is not None and token_file is not None:
+        err.print("[red]invalid option[/red]: --token and --token-file exclude each other")
+        raise typer.Exit(2)
+    if token_file is not None:
+        token = token_file.read_text().strip()
+    if token == "":
+        err.print("[red]invalid option[/red]: the token is empty")
+        raise typer.Exit(2)
+    if (tls_cert is None) != (tls_key is None):
+        err.print("[red]invalid option[/red]: --tls-cert and --tls-key go together")
+        raise typer.Exit(2)
+    from headwater.server.serve import serve as run_service
+
+    raise typer.Exit(run_service(host=host, port=port, data_dir=data_dir, token=token,
+                                 tls_cert=tls_cert, tls_key=tls_key, log_level=log_level))
 
 
 @app.command()

@@ -154,6 +154,9 @@ class ConnectorRegistration:
     # For the read-only commands: the configuration with its secrets left out (None: such a
     # connector's read-only commands need its secrets resolvable, as `load_config` does).
     load_config_without_secrets: Callable[[Path], CaptureConfig] | None = None
+    # ``module:attribute`` of the connector's `ConfigDef` (the REST service's plugin
+    # descriptions and per-property validation; empty: only whole-config validation).
+    config_definition: str = ""
 
 
 class ConnectorRegistry:

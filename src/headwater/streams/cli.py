@@ -196,6 +196,9 @@ def _render(cat: Catalog, rec: StreamRecord, *, full: bool = False) -> dict[str,
     return doc
 
 
+render_stream = _render  # the REST service's rendering of a stream (headwater.server)
+
+
 @streams_app.command("create")
 def streams_create(
     name: str,
