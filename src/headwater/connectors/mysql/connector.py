@@ -138,7 +138,7 @@ class MySqlConnector(RelationalConnector):
     def _incremental_hook(self) -> MySqlIncrementalHook | None:
         """Signals and incremental snapshots, when a signal channel is configured."""
         signals = self.config.signals
-        if not signals.source_channel and not signals.file_channel:
+        if not signals.any_channel:
             return None
         source = MySqlChunkSource(self.config, self.state, self._context)
         return MySqlIncrementalHook(source, self._context, self.metrics)
