@@ -22,6 +22,7 @@ from headwater.formats.datastream.renderer import DatastreamFormat
 from headwater.formats.debezium_json import DebeziumJsonFormat
 from headwater.kafka import assembly as kafka_assembly
 from headwater.ops.logging import connector_name
+from headwater.topics.retention_config import local_retention, refuse_elsewhere
 from headwater.topics.sink import TopicLogSink
 
 if TYPE_CHECKING:
@@ -143,6 +144,9 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
         # Superseding a restarted snapshot reads the local log (not done over Kafka).
         restarts = None
     sink: TopicWriter
+    passthrough = getattr(cfg, "passthrough", {}) or {}
+    if output.destination == FILES or kafka.store == "kafka":
+        refuse_elsewhere(passthrough, "files" if output.destination == FILES else "Kafka")
     if output.destination == FILES:
         sink = FileDestination(
             output.files_dir, output.stream_name or cfg.topic_prefix,
@@ -153,6 +157,7 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
             Path(cfg.headwater_topics_dir),
             cfg.headwater_topics_segment_bytes,
             cfg.headwater_topics_segment_ms,
+            local_retention(passthrough),
         )
     connector = parts.connector
     offsets = kafka_assembly.offset_store(kafka, connector.partition) or FileOffsetStore(

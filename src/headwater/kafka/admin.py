@@ -48,16 +48,17 @@ class TopicAdmin:
                                "topic.creation.enable=false")
         self.create({t: self.creation.for_topic(t) for t in missing})
 
-    def create(self, specs: Mapping[str, tuple[int, int, Mapping[str, str]]]) -> None:
+    def create(self, specs: Mapping[str, tuple[int, int, Mapping[str, str]]],
+               timeout: float = _TIMEOUT_S) -> None:
         from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.cimpl import NewTopic
 
         new = [NewTopic(name, partitions, replication, config=dict(configs))
                for name, (partitions, replication, configs) in specs.items()]
-        futures: dict[str, Any] = self.client.create_topics(new, request_timeout=_TIMEOUT_S)
+        futures: dict[str, Any] = self.client.create_topics(new, request_timeout=timeout)
         for name, future in futures.items():
             try:
-                future.result(_TIMEOUT_S)
+                future.result(timeout)
                 log.info("created topic %s (%d partitions)", name, specs[name][0])
             except KafkaException as exc:
                 if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:

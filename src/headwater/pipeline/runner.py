@@ -361,6 +361,15 @@ def clear_unstarted_checkpoint(checkpoint: Path) -> None:
         p.unlink()
 
 
+def consumer_id(checkpoint: Path) -> str:
+    """The pipeline's name in `<topics dir>/.consumers/` (topics/retention.py): one per
+    checkpoint, since the checkpoint is what holds the pipeline's progress."""
+    import hashlib
+
+    digest = hashlib.sha256(str(Path(checkpoint).resolve()).encode()).hexdigest()[:16]
+    return f"pipeline-{digest}"
+
+
 def _start_query(
     spark: Any, topics_dir: Path, topics: str, checkpoint: Path, name: str,
     apply: Callable[[Ranges, int], None], once: bool,
@@ -379,6 +388,7 @@ def _start_query(
             spark.readStream.format(SOURCE_NAME)
             .option("path", str(topics_dir))
             .option("topics", topics)
+            .option("consumer_id", consumer_id(checkpoint))
         )
         if max_records:
             reader = reader.option("max_records", str(max_records))

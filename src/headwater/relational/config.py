@@ -64,7 +64,8 @@ DOC_REGEX: Final = "comma-separated regular expressions matched against the whol
 NOT_IMPLEMENTED: Final = "a Debezium option Headwater does not implement"
 
 # Namespaces owned by other Headwater modules, which validate their own keys.
-HEADWATER_PASSTHROUGH_PREFIXES: Final = ("headwater.pipeline.", "headwater.ops.", "headwater.sink.")
+HEADWATER_PASSTHROUGH_PREFIXES: Final = ("headwater.pipeline.", "headwater.ops.", "headwater.sink.",
+                                          "headwater.topics.retention.")
 PASSTHROUGH_PREFIXES: Final = (
     "offset.storage.", "transforms.", "predicates.", "key.converter.", "value.converter.",
     "header.converter.",

@@ -201,6 +201,14 @@ PATTERN_PROPERTIES: Final = (
 )
 
 
+def _check_signal_channels(context: ValidationContext) -> None:
+    # The MongoDB streaming loop polls the signal collection and the file only.
+    channels = context.values.get("signal.enabled.channels")
+    if isinstance(channels, tuple) and "kafka" in (c.lower() for c in channels):
+        context.error("signal.enabled.channels: the kafka channel is not implemented for "
+                      "MongoDB (source and file are)")
+
+
 def _check_scope(context: ValidationContext) -> None:
     if context.values.get("capture.scope") == "database" and not context.values.get(
             "capture.target"):
@@ -215,7 +223,7 @@ MONGODB_CONFIG_DEF: Final = ConfigDef(
     exclusive=(("database.include.list", "database.exclude.list"),
                ("collection.include.list", "collection.exclude.list")),
     checks=(check_queue, relational.check_tasks("MongoDB"), _check_scope,
-            _check_connection_string),
+            _check_connection_string, _check_signal_channels),
     pattern_properties=PATTERN_PROPERTIES,
 )
 

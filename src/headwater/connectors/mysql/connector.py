@@ -97,6 +97,13 @@ class MySqlConnector(RelationalConnector):
                 if mode == "never":
                     first = self._first_position(binlogs)
                     log.info("snapshot.mode=never: streaming from the oldest binlog %s", first)
+                    if not self.state.history.clears and self.state.history.exists():
+                        # Re-read DDL would be appended after the old history's and replayed
+                        # on top of it: a topic cannot be emptied, so refuse.
+                        raise MySqlConnectorError(
+                            f"snapshot.mode=never without offsets, but the "
+                            f"{self.state.history} has records of an earlier run; delete the "
+                            "topic or use a new one (schema.history.internal.kafka.topic)")
                     self.state.reset()
                     return StartPlan(_Fixed(first), streaming)
                 # no_data, recovery without an offset: schema only, then stream from there
@@ -116,7 +123,7 @@ class MySqlConnector(RelationalConnector):
                 return StartPlan(_RecoverySnapshot(schema_only, offset), streaming)
             if not self.state.history.exists():
                 raise MySqlConnectorError(
-                    f"the schema history {cfg.schema_history_internal_file_filename} is missing"
+                    f"the {self.state.history} is missing or empty"
                     " but offsets exist; restore it, or run once with snapshot.mode=recovery to"
                     " rebuild it from the current schema"
                 )
@@ -131,7 +138,7 @@ class MySqlConnector(RelationalConnector):
     def _incremental_hook(self) -> MySqlIncrementalHook | None:
         """Signals and incremental snapshots, when a signal channel is configured."""
         signals = self.config.signals
-        if not signals.source_channel and not signals.file_channel:
+        if not signals.any_channel:
             return None
         source = MySqlChunkSource(self.config, self.state, self._context)
         return MySqlIncrementalHook(source, self._context, self.metrics)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -654,6 +654,47 @@ class SchemaHistoryError(RuntimeError):
     pass
 
 
+def history_record(source: dict[str, Any], position: dict[str, Any], database: str | None,
+                   ddl: str, changes: list[SchemaChange]) -> bytes:
+    """One history record as Debezium's HistoryRecord writes it (file and Kafka alike), so
+    either store can be read by Debezium and the other way round."""
+    return orjson.dumps({
+        "source": source,
+        "position": position,
+        "ts_ms": int(time.time() * 1000),
+        "databaseName": database or "",
+        "ddl": ddl,
+        "tableChanges": table_changes(changes),
+    })
+
+
+def parse_record(raw: bytes, where: str) -> dict[str, Any]:
+    """A stored history record, checked for the fields recovery needs."""
+    try:
+        record = orjson.loads(raw)
+        if not isinstance(record["position"], dict) or not isinstance(record["ddl"], str):
+            raise TypeError("position must be an object and ddl a string")
+    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise SchemaHistoryError(f"{where} is corrupt: {exc}") from None
+    return dict(record)
+
+
+def replay(records: Iterable[tuple[str, dict[str, Any]]], schema: MySqlSchema,
+           include: Callable[[dict[str, Any]], bool], store: str) -> int:
+    """Applies the records' DDL in order while `include(position)` holds; the count applied.
+    Each record comes with a label (line or offset) for the error that names it."""
+    count = 0
+    for label, record in records:
+        if not include(record["position"]):
+            break
+        try:
+            schema.apply(record["ddl"], record.get("databaseName") or None)
+        except DdlParseError as exc:
+            raise SchemaHistoryError(f"{store}: {label} cannot be replayed: {exc}") from exc
+        count += 1
+    return count
+
+
 class FileSchemaHistory:
     """The schema history as a JSON-lines file, one Debezium history record per line.
 
@@ -662,24 +703,22 @@ class FileSchemaHistory:
     (it was never acknowledged).
     """
 
+    # `clear` empties the store (a new snapshot's history starts afresh).
+    clears = True
+
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._checked_tail = False
+
+    def __str__(self) -> str:
+        return f"schema history file {self.path}"
 
     def exists(self) -> bool:
         return self.path.exists()
 
     def record(self, source: dict[str, Any], position: dict[str, Any], database: str | None,
                ddl: str, changes: list[SchemaChange]) -> None:
-        record = {
-            "source": source,
-            "position": position,
-            "ts_ms": int(time.time() * 1000),
-            "databaseName": database or "",
-            "ddl": ddl,
-            "tableChanges": table_changes(changes),
-        }
-        line = orjson.dumps(record) + b"\n"
+        line = history_record(source, position, database, ddl, changes) + b"\n"
         created = not self.path.exists()
         if created:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -722,28 +761,10 @@ class FileSchemaHistory:
         if torn.strip():
             log.warning("schema history %s: ignoring a torn last record at line %d",
                         self.path, len(lines) + 1)
-        count = 0
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = orjson.loads(raw)
-                position = record["position"]
-                ddl = record["ddl"]
-                database = record.get("databaseName") or None
-            except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-                raise SchemaHistoryError(
-                    f"schema history {self.path}: line {number} is corrupt: {exc}") from None
-            if not include(position):
-                break
-            try:
-                schema.apply(ddl, database)
-            except DdlParseError as exc:
-                raise SchemaHistoryError(
-                    f"schema history {self.path}: line {number} cannot be replayed: {exc}"
-                ) from exc
-            count += 1
-        return count
+        records = ((f"line {number}", parse_record(raw, f"schema history {self.path}: "
+                                                     f"line {number}"))
+                   for number, raw in enumerate(lines, start=1) if raw.strip())
+        return replay(records, schema, include, f"schema history {self.path}")
 
     def last_position(self) -> dict[str, Any] | None:
         """Position of the last complete record: DDL up to there is recorded already, and a

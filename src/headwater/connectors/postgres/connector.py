@@ -318,7 +318,7 @@ class PostgresConnector(RelationalConnector):
     def _incremental_hook(self) -> PostgresIncrementalHook | None:
         """Signals and incremental snapshots, when a signal channel is configured."""
         signals = self.config.signals
-        if not signals.source_channel and not signals.file_channel:
+        if not signals.any_channel:
             return None
         source = PostgresChunkSource(
             dsn=self._dsn, database=self.database, context=self._context, signals=signals,
