@@ -25,6 +25,10 @@ InterfaceError = psycopg2.InterfaceError
 DatabaseError = psycopg2.DatabaseError
 
 
+# Types sqlglot's T-SQL output renames (INT is written INTEGER; REAL, NTEXT lose their name).
+_TSQL_NAMES: dict[Any, str] = {exp.DataType.Type.INT: "int"}
+
+
 def _plain(value: Any) -> Any:
     return bytes(value) if isinstance(value, memoryview) else value
 
@@ -61,6 +65,7 @@ class Cursor:
             if not isinstance(kind, exp.DataType):
                 continue
             name = kind.sql(dialect="tsql").split("(")[0].lower()
+            name = _TSQL_NAMES.get(kind.this, name)
             params = [int(p.name) for p in kind.expressions if p.name.isdigit()]
             precision = params[0] if params else None
             scale = params[1] if len(params) > 1 else None

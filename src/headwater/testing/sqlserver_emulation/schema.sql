@@ -33,6 +33,13 @@ CREATE OR REPLACE VIEW emu.tsql_columns AS
   LEFT JOIN emu.declared_types d USING (table_schema, table_name, column_name)
   WHERE c.table_schema NOT IN ('pg_catalog', 'information_schema', 'cdc', 'sys', 'emu');
 
+-- SQL Server compares binary values; PostgreSQL has no max/min over bytea: add them.
+CREATE OR REPLACE FUNCTION cdc.bytea_larger(a bytea, b bytea) RETURNS bytea
+  LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN a IS NULL OR b > a THEN b ELSE a END $$;
+CREATE OR REPLACE FUNCTION cdc.bytea_smaller(a bytea, b bytea) RETURNS bytea
+  LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN a IS NULL OR b < a THEN b ELSE a END $$;
+CREATE OR REPLACE AGGREGATE public.max(bytea) (SFUNC = cdc.bytea_larger, STYPE = bytea);
+CREATE OR REPLACE AGGREGATE public.min(bytea) (SFUNC = cdc.bytea_smaller, STYPE = bytea);
 CREATE OR REPLACE FUNCTION cdc.lsn(n bigint) RETURNS bytea LANGUAGE sql IMMUTABLE AS
   $$ SELECT decode(lpad(to_hex(n), 20, '0'), 'hex') $$;
 CREATE OR REPLACE FUNCTION cdc.lsn_int(x bytea) RETURNS bigint LANGUAGE sql IMMUTABLE AS

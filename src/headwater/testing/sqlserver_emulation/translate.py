@@ -12,6 +12,8 @@ plus the hand-written fixes sqlglot cannot do, each listed here with its reason.
 6. `INFORMATION_SCHEMA.COLUMNS` reads `emu.tsql_columns`: the declared T-SQL types.
 7. `SET TRANSACTION ISOLATION LEVEL SNAPSHOT` (unknown to sqlglot) is REPEATABLE READ, the
    PostgreSQL level with the same guarantee (a transaction-long consistent view).
+8. In DDL, MONEY / SMALLMONEY become NUMERIC(19,4) / NUMERIC(10,4): sqlglot keeps MONEY,
+   whose PostgreSQL values are locale-formatted text ('$12.50'); SQL Server's are decimals.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ _ISOLATION: Final = re.compile(r"\s*SET\s+TRANSACTION\s+ISOLATION\s+LEVEL\s+(.+?
 _LEVELS: Final = {"READ UNCOMMITTED": "READ UNCOMMITTED", "READ COMMITTED": "READ COMMITTED",
                   "REPEATABLE READ": "REPEATABLE READ", "SNAPSHOT": "REPEATABLE READ",
                   "SERIALIZABLE": "SERIALIZABLE"}
+
+_MONEY: Final = {exp.DataType.Type.MONEY: "NUMERIC(19, 4)",
+                 exp.DataType.Type.SMALLMONEY: "NUMERIC(10, 4)"}
 
 
 def _number_parameters(sql: str) -> tuple[str, int]:
@@ -60,6 +65,8 @@ def _fix(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Dot) and isinstance(node.this, exp.Dot) and isinstance(
             node.this.this, exp.Identifier):
         return exp.Dot(this=node.this.expression, expression=node.expression)
+    if isinstance(node, exp.DataType) and node.this in _MONEY:
+        return exp.DataType.build(_MONEY[node.this], dialect="postgres")
     if isinstance(node, exp.HexString):
         return exp.cast(exp.Literal.string("\\x" + node.this), "bytea")
     if isinstance(node, exp.Anonymous) and str(node.this).upper() == "TODATETIMEOFFSET":
