@@ -21,9 +21,10 @@ from headwater.connectors.sqlserver.position import SqlServerPosition
 from headwater.connectors.sqlserver.streaming import SqlServerStreaming, scalar
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import Batch
-from headwater.engine.source import SourceRunContext, StartPlan
+from headwater.engine.source import RetriableError, SourceRunContext, StartPlan
 from headwater.engine.topic_naming import TopicNaming
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker
+from headwater.model.schema import TableId
 from headwater.relational.connector import RelationalConnector
 from headwater.relational.snapshotter import snapshotter_for
 
@@ -88,14 +89,24 @@ class SqlServerConnector(RelationalConnector):
         super().__init__(cfg, "sqlserver", metrics, naming)
         self.cfg = cfg
         self.driver = import_module(cfg.headwater_sqlserver_driver)
-        self.CONNECTION_ERRORS = (self.driver.OperationalError, self.driver.InterfaceError)
 
     def connect(self, database: str) -> Any:
         return self.driver.connect(**self.cfg.connect_kwargs(database))
 
+    def start(self, offset: dict[str, Any] | None) -> StartPlan:
+        """A driver connection error is retriable once the connector has run (relational
+        rule); the driver is chosen by configuration, so its exceptions are known only here."""
+        errors = (self.driver.OperationalError, self.driver.InterfaceError)
+        try:
+            return self._start(offset)
+        except errors as exc:
+            if self._started:
+                raise RetriableError(f"SQL Server connection failed: {exc}") from exc
+            raise
+
     def _start(self, offset: dict[str, Any] | None) -> StartPlan:
         snapshotter = snapshotter_for(self.cfg.snapshot_mode)
-        tables = []
+        tables: list[TableId] = []
         for database in self.cfg.database_names:
             conn = self.connect(database)
             try:

@@ -31,10 +31,12 @@ from headwater.relational.changetables.poller import (
 )
 
 
-def epoch_us(value: Any) -> int:
+def epoch_us(value: object) -> int:
     """A commit time (aware, or naive UTC as the emulation's mapping table holds) in µs."""
     if value is None:
         return int(datetime.now(UTC).timestamp() * 1_000_000)
+    if not isinstance(value, datetime):
+        raise TypeError(f"commit time {value!r} is not a datetime")
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     delta = value - datetime(1970, 1, 1, tzinfo=UTC)

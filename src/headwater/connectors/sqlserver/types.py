@@ -11,12 +11,13 @@ and a converter chosen once, by type name, precision, scale and the configured
 | bit | BOOLEAN |
 | tinyint, smallint / int / bigint | INT16 / INT32 / INT64 |
 | real, float(1-24) / float(25-53) | FLOAT32 / FLOAT64 |
-| decimal, numeric, money (19,4), smallmoney (10,4) | Decimal (precise), FLOAT64 (double), STRING (string) |
+| decimal, numeric, money (19,4), smallmoney (10,4) | Decimal; FLOAT64 (double); STRING |
 | char, varchar, text, nchar, nvarchar, ntext, xml, uniqueidentifier | STRING |
 | binary, varbinary, image, timestamp/rowversion | BYTES (binary.handling.mode) |
 | date | io.debezium.time.Date (connect: Kafka Date) |
 | time(p) | adaptive: Time (p <= 3), MicroTime (4-6), NanoTime (7); connect: Kafka Time |
-| datetime, smalldatetime, datetime2(p) | adaptive: Timestamp (p <= 3), MicroTimestamp (4-6), NanoTimestamp (7); connect: Kafka Timestamp |
+| datetime, smalldatetime, datetime2(p) | adaptive: Timestamp (p <= 3), MicroTimestamp |
+|  | (4-6), NanoTimestamp (7); connect: Kafka Timestamp |
 | datetimeoffset | io.debezium.time.ZonedTimestamp |
 """
 

@@ -123,8 +123,8 @@ def connect(server: str = "127.0.0.1", user: str = "postgres", password: str | N
             database: str = "postgres", port: str | int = 5432, autocommit: bool = False,
             **_ignored: Any) -> Connection:
     """pymssql.connect's signature; `server` may be a host or a socket directory."""
-    kwargs: dict[str, Any] = {"host": server.split("\\", maxsplit=1)[0], "port": int(port), "user": user,
-                              "dbname": database}
+    host = server.split("\\", maxsplit=1)[0]
+    kwargs: dict[str, Any] = {"host": host, "port": int(port), "user": user, "dbname": database}
     if password:
         kwargs["password"] = password
     inner = psycopg2.connect(**kwargs)
