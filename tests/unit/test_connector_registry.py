@@ -51,7 +51,7 @@ def test_builtins_are_found_by_class_alias_and_source_connector() -> None:
     assert mysql is registration_for_class("io.debezium.connector.mysql.MySqlConnector")
     assert REGISTRY.order_for("postgresql") is pg.order
     assert REGISTRY.order_for("mysql") is REGISTRY.order_for("mariadb") is mysql.order
-    assert REGISTRY.order_for("sqlserver") is None and REGISTRY.order_for(None) is None
+    assert REGISTRY.order_for("db2") is None and REGISTRY.order_for(None) is None
 
 
 def test_missing_or_unknown_connector_class_names_property_value_and_known_classes(
@@ -116,7 +116,7 @@ def doc(source: dict[str, Any], key: int = 1) -> tuple[bytes, bytes]:
             orjson.dumps(value))
 
 
-@pytest.mark.parametrize("connector", ["sqlserver", None])
+@pytest.mark.parametrize("connector", ["db2", None])
 def test_an_event_of_an_unregistered_connector_is_an_error_not_postgres_order(
         connector: str | None) -> None:
     ok = doc({"connector": "postgresql", "lsn": 10, "sequence": '[null,"10"]'})
@@ -137,7 +137,7 @@ def test_column_wise_path_looks_the_order_up_too() -> None:
     assert batch_order("t", source("mysql", "mariadb", "mysql"), offsets) is MYSQL_ORDER
     with pytest.raises(UnknownSourceConnectorError, match=r"topic t offset 41: source.connector "
                        r"'sqlserver'"):
-        batch_order("t", source("postgresql", "sqlserver", "postgresql"), offsets)
+        batch_order("t", source("postgresql", "db2", "postgresql"), offsets)
     with pytest.raises(UnknownSourceConnectorError, match=r"topic t offset 42: source.connector "
                        r"None"):
         batch_order("t", source("postgresql", "postgresql", None), offsets)
