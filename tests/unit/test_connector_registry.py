@@ -59,9 +59,9 @@ def test_missing_or_unknown_connector_class_names_property_value_and_known_class
     with pytest.raises(RegistryError, match=f"connector.class: required; known classes: {KNOWN}"):
         registration_for_class(None)
     with pytest.raises(RegistryError, match=(r"connector.class: unknown value "
-                                             r"'io.debezium.connector.sqlserver.SqlServerConnector'"
+                                             r"'io.debezium.connector.db2.Db2Connector'"
                                              f"; known classes: {KNOWN}")):
-        registration_for_class("io.debezium.connector.sqlserver.SqlServerConnector")
+        registration_for_class("io.debezium.connector.db2.Db2Connector")
     config = tmp_path / "c.properties"
     config.write_text("topic.prefix=x\n")
     with pytest.raises(ConfigError, match=r"connector.class: required"):
@@ -136,7 +136,7 @@ def test_column_wise_path_looks_the_order_up_too() -> None:
     offsets = np.array([40, 41, 42], dtype=np.int64)
     assert batch_order("t", source("mysql", "mariadb", "mysql"), offsets) is MYSQL_ORDER
     with pytest.raises(UnknownSourceConnectorError, match=r"topic t offset 41: source.connector "
-                       r"'sqlserver'"):
+                       r"'db2'"):
         batch_order("t", source("postgresql", "db2", "postgresql"), offsets)
     with pytest.raises(UnknownSourceConnectorError, match=r"topic t offset 42: source.connector "
                        r"None"):
