@@ -39,6 +39,7 @@ BUILTINS: Final = (
     "headwater.connectors.postgres.registration:REGISTRATION",
     "headwater.connectors.mysql.registration:REGISTRATION",
     "headwater.connectors.mongodb.registration:REGISTRATION",
+    "headwater.connectors.sqlserver.registration:REGISTRATION",
 )
 # `source.snapshot` values of snapshot reads (the rest, "false" or null, are stream events).
 # Every SnapshotMarker but "false" (Debezium 3.x adds first, first/last_in_data_collection).
