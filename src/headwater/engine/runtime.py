@@ -99,6 +99,7 @@ class CaptureRuntime:
         self.poll_interval_s = poll_interval_ms / 1000.0
         self.stopping = threading.Event()
         self.metrics = metrics or CaptureMetrics()
+        self.metrics.bind_queue(self.queue)
         self.state = StreamState.NOT_STARTED
         self._reader_error: BaseException | None = None
         self._reader_done = threading.Event()

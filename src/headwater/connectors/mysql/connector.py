@@ -68,6 +68,8 @@ class MySqlConnector(RelationalConnector):
         super().__init__(config, "mariadb" if config.is_mariadb else "mysql", metrics, naming)
         self.config = config
         self.state = SchemaState(config, self._context)
+        if metrics is not None:
+            metrics.schema_history = self.state.history.metrics
 
     def _start(self, offset: dict[str, Any] | None) -> StartPlan:
         cfg = self.config

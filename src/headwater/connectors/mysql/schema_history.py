@@ -63,6 +63,7 @@ from headwater.connectors.mysql.ddl import (
 )
 from headwater.connectors.mysql.ddl_types import binary_type, converted_text_type
 from headwater.connectors.mysql.table_changes import table_changes
+from headwater.engine.metrics import SchemaHistoryMetrics
 
 __all__ = ["DdlParseError", "FileSchemaHistory", "MySqlSchema", "SchemaChange",
            "SchemaHistoryError"]
@@ -665,6 +666,8 @@ class FileSchemaHistory:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._checked_tail = False
+        # Debezium's schema-history metrics context, read by the connector's metrics.
+        self.metrics = SchemaHistoryMetrics()
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -694,6 +697,7 @@ class FileSchemaHistory:
             os.close(fd)
         if created:
             _fsync_dir(self.path.parent)
+        self.metrics.applied(ddl)
 
     def _cut_torn_tail(self) -> None:
         with open(self.path, "rb+") as f:
@@ -714,6 +718,14 @@ class FileSchemaHistory:
 
     def recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
         """Replays the recorded DDL, in file order, while `include(position)` holds."""
+        self.metrics.status = "RECOVERING"
+        self.metrics.recovery_start_ms = int(time.time())
+        try:
+            return self._recover(schema, include)
+        finally:
+            self.metrics.status = "RUNNING"
+
+    def _recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
         if not self.path.exists():
             return 0
         data = self.path.read_bytes()
@@ -743,6 +755,7 @@ class FileSchemaHistory:
                     f"schema history {self.path}: line {number} cannot be replayed: {exc}"
                 ) from exc
             count += 1
+            self.metrics.recovered(ddl)
         return count
 
     def last_position(self) -> dict[str, Any] | None:
