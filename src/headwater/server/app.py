@@ -38,9 +38,10 @@ def _root(svc: Service) -> APIRouter:
 
 
 def _builtin_routers() -> list[RouterFactory]:
-    from headwater.server.routes import connectors, plugins, profiles, streams
+    from headwater.server.routes import connectors, metrics, plugins, profiles, streams
 
-    return [_root, connectors.router, plugins.router, streams.router, profiles.router]
+    return [_root, connectors.router, plugins.router, streams.router, profiles.router,
+            metrics.router]
 
 
 ROUTERS: list[RouterFactory] = []

@@ -51,6 +51,10 @@ class ConnectorWorker:
         self.store = store
         self.name = name
         self.runtime: Any = None
+        # Labels of the connector's metrics (Debezium's JMX `debezium.<plugin>:...,server=`),
+        # read after the build (the connector type lives in the main thread's log context).
+        self.plugin = ""
+        self.server_name = ""
         self.stopping = threading.Event()
         self._done = threading.Event()
 
@@ -69,17 +73,23 @@ class ConnectorWorker:
             state = Reported.RUNNING if rt.state in (
                 StreamState.RUNNING, StreamState.DRAINING) else Reported.UNASSIGNED
             self.store.report(self.name, state, status={
-                "capture_state": rt.state.value, "metrics": rt.metrics.as_dict()})
+                "capture_state": rt.state.value, "metrics": rt.metrics.as_dict(),
+                "contexts": rt.metrics.contexts(), "plugin": self.plugin,
+                "server_name": self.server_name, "updated_ms": int(time.time() * 1000)})
 
     def _build(self, path: Path) -> Any:
         from headwater.capture import build_runtime, load_connector_config
+        from headwater.ops.logging import connector_type
         from headwater.topics.log import TopicLogLockedError
 
         cfg = load_connector_config(path)
+        self.server_name = cfg.topic_prefix
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
             try:
-                return build_runtime(cfg)
+                runtime = build_runtime(cfg)
+                self.plugin = connector_type.get()
+                return runtime
             except TopicLogLockedError:
                 if time.monotonic() > deadline or self.stopping.wait(0.5):
                     raise

@@ -1,0 +1,145 @@
+"""`/metrics` of `headwater serve` against a real PostgreSQL connector: Debezium's names and
+labels, and values that match what happened (events seen = events in the topic, a full free
+queue when idle, a lag behind the source that does not grow while idle)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from headwater.ops.prometheus import parse
+from headwater.testing.localpg import LocalPostgres
+from headwater.testing.replay import events
+
+from .conftest import Served, wait_state
+
+pytestmark = [pytest.mark.integration]
+CAPACITY = 4096
+
+
+@pytest.fixture(scope="module")
+def pg() -> Iterator[LocalPostgres]:
+    server = LocalPostgres().start()
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+def scrape(c: httpx.Client) -> dict[tuple[str, str], float]:
+    """{(metric, context): value} of connector `pgm`."""
+    r = c.get("/metrics")
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("text/plain")
+    out: dict[tuple[str, str], float] = {}
+    for (name, labels), value in parse(r.text).items():
+        lab = dict(labels)
+        if name.startswith("debezium_metrics_") and lab.get("name") == "pgm":
+            assert lab["plugin"] == "postgres"
+            if "table" not in lab:
+                out[(name.removeprefix("debezium_metrics_"), lab["context"])] = value
+    return out
+
+
+def seen(m: dict[tuple[str, str], float]) -> int:
+    return int(m.get(("TotalNumberOfEventsSeen", "snapshot"), 0)
+               + m.get(("TotalNumberOfEventsSeen", "streaming"), 0))
+
+
+def topic_events(root: Path) -> int:
+    try:
+        return sum(1 for _, _, v in events(root, "pgm.public.t") if v is not None)
+    except FileNotFoundError:
+        return 0
+
+
+def wait_metrics(c: httpx.Client, ok: object, timeout: float = 60) -> dict[tuple[str, str],
+                                                                            float]:
+    deadline = time.monotonic() + timeout
+    m = scrape(c)
+    while not ok(m) and time.monotonic() < deadline:  # type: ignore[operator]
+        time.sleep(0.3)
+        m = scrape(c)
+    return m
+
+
+def test_metrics_idle_and_under_load(pg: LocalPostgres, served: Served) -> None:
+    pg.create_database("metrics_db")
+    pg.psql("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL); "
+            "INSERT INTO t SELECT g, 0 FROM generate_series(1, 25) g", dbname="metrics_db")
+    cfg = {"connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+           "database.hostname": "127.0.0.1", "database.port": pg.port,
+           "database.user": pg.user, "database.password": "unused",
+           "database.dbname": "metrics_db", "topic.prefix": "pgm", "plugin.name": "pgoutput",
+           "slot.name": "metrics_slot", "publication.name": "metrics_pub",
+           "poll.interval.ms": 100, "max.queue.size": CAPACITY, "max.batch.size": 512,
+           "headwater.topics.segment.ms": 200}
+    root = served.data_dir / "connectors" / "pgm" / "topics"
+    with served.client() as c:
+        assert c.post("/connectors", json={"name": "pgm", "config": cfg}).status_code == 201
+        wait_state(c, "pgm", "RUNNING", 120)
+        m = wait_metrics(c, lambda m: m.get(("SnapshotCompleted", "snapshot")) == 1
+                         and m.get(("Connected", "streaming")) == 1)
+        assert m[("TotalNumberOfEventsSeen", "snapshot")] == 25
+        assert m[("TotalTableCount", "snapshot")] == 1
+        # Idle after the snapshot: the whole queue is free, nothing streamed yet.
+        assert m[("QueueTotalCapacity", "streaming")] == CAPACITY
+        assert m[("QueueRemainingCapacity", "streaming")] == CAPACITY
+        assert m[("MilliSecondsBehindSource", "streaming")] == -1
+
+        stop = threading.Event()
+        written = [0]
+
+        def load() -> None:
+            conn = pg.connect("metrics_db", autocommit=True)
+            cur = conn.cursor()
+            i = 100
+            while not stop.is_set():
+                cur.execute("INSERT INTO t SELECT g, 1 FROM generate_series(%s, %s) g",
+                            (i, i + 19))
+                written[0] += 20
+                i += 20
+                time.sleep(0.01)
+            conn.close()
+
+        loader = threading.Thread(target=load, daemon=True)
+        loader.start()
+        try:
+            time.sleep(3)
+            busy = scrape(c)
+            assert busy[("TotalNumberOfEventsSeen", "streaming")] > 0
+            assert busy[("MilliSecondsBehindSource", "streaming")] >= 0
+        finally:
+            stop.set()
+            loader.join(30)
+        assert written[0] > 100
+        total = 25 + written[0]
+        m = wait_metrics(c, lambda m: seen(m) >= total, 120)
+        assert seen(m) == total
+        deadline = time.monotonic() + 60
+        while topic_events(root) < total and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert topic_events(root) == seen(m) == total
+        assert m[("NumberOfCommittedTransactions", "streaming")] >= written[0] // 20
+        # Idle: the queue is free again and the lag is the last event's, not growing.
+        first = wait_metrics(c, lambda m: m[("QueueRemainingCapacity", "streaming")]
+                             == CAPACITY)
+        assert first[("QueueRemainingCapacity", "streaming")] == CAPACITY
+        lag = first[("MilliSecondsBehindSource", "streaming")]
+        assert 0 <= lag < 30_000
+        time.sleep(2.5)
+        second = scrape(c)
+        assert second[("MilliSecondsBehindSource", "streaming")] == lag
+        assert (second[("MilliSecondsSinceLastEvent", "streaming")]
+                >= first[("MilliSecondsSinceLastEvent", "streaming")] + 2000)
+        assert second[("QueueRemainingCapacity", "streaming")] == CAPACITY
+        text = c.get("/metrics").text
+        assert 'headwater_connectors{state="RUNNING"} 1' in text
+        assert 'headwater_connector_state{connector="pgm",state="RUNNING"} 1' in text
+        assert 'debezium_metrics_RowsScanned{context="snapshot",name="pgm",' \
+               'plugin="postgres",table=' in text
