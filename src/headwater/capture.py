@@ -14,6 +14,7 @@ from headwater.config.output import DATASTREAM, FILES, OutputConfig
 from headwater.connectors.registry import CaptureConfig, RegistryError, registration_for_class
 from headwater.destinations.files import FileDestination
 from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.notifications import Notifier
 from headwater.engine.offsets import FileOffsetStore
 from headwater.engine.runtime import CaptureRuntime, RecordRenderer, TopicWriter
 from headwater.engine.supersede import SnapshotRestarts
@@ -82,10 +83,24 @@ def output_stages(cfg: CaptureConfig) -> tuple[TransformChain, Converter, Conver
     return chain, key, value
 
 
+def notifier_of(cfg: CaptureConfig) -> Notifier | None:
+    """The snapshot notifications' channels (`notification.enabled.channels`), if any."""
+    signals = getattr(cfg, "signals", None)
+    channels: tuple[str, ...] = getattr(signals, "notification_channels", ())
+    if not channels:
+        return None
+    topic: str | None = getattr(signals, "notification_sink_topic", None)
+    if "sink" in channels and not topic:
+        raise ConfigError(["notification.enabled.channels includes sink: set "
+                           "notification.sink.topic.name to the topic it writes to"])
+    return Notifier(cfg.topic_prefix, channels, topic)
+
+
 def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     registration = registration_for_class(cfg.connector_class)
     stages = output_stages(cfg)  # before connecting: configuration errors first
     metrics = CaptureMetrics(queue_capacity=cfg.max_queue_size)
+    metrics.notifier = notifier_of(cfg)
     connector_name.set(cfg.topic_prefix)
     naming = topic_naming(cfg)
     parts = registration.build(cfg, metrics, naming)

@@ -78,7 +78,9 @@ def test_metrics_idle_and_under_load(pg: LocalPostgres, served: Served) -> None:
            "database.dbname": "metrics_db", "topic.prefix": "pgm", "plugin.name": "pgoutput",
            "slot.name": "metrics_slot", "publication.name": "metrics_pub",
            "poll.interval.ms": 100, "max.queue.size": CAPACITY, "max.batch.size": 512,
-           "headwater.topics.segment.ms": 200}
+           "headwater.topics.segment.ms": 200,
+           "notification.enabled.channels": "log,sink,jmx",
+           "notification.sink.topic.name": "pgm_notifications"}
     root = served.data_dir / "connectors" / "pgm" / "topics"
     with served.client() as c:
         assert c.post("/connectors", json={"name": "pgm", "config": cfg}).status_code == 201
@@ -91,6 +93,16 @@ def test_metrics_idle_and_under_load(pg: LocalPostgres, served: Served) -> None:
         assert m[("QueueTotalCapacity", "streaming")] == CAPACITY
         assert m[("QueueRemainingCapacity", "streaming")] == CAPACITY
         assert m[("MilliSecondsBehindSource", "streaming")] == -1
+        # Debezium's initial snapshot notifications, on the REST endpoint and the sink topic.
+        found = c.get("/connectors/pgm/notifications").json()["notifications"]
+        assert [n["type"] for n in found] == ["STARTED", "IN_PROGRESS", "TABLE_SCAN_COMPLETED",
+                                              "COMPLETED"]
+        assert {n["aggregateType"] for n in found} == {"Initial Snapshot"}
+        assert found[1]["additionalData"]["current_collection_in_progress"] == "public.t"
+        assert found[2]["additionalData"]["total_rows_scanned"] == "25"
+        sunk = [v for _, _, v in events(root, "pgm_notifications")]
+        assert [v["type"] for v in sunk] == [n["type"] for n in found]
+        assert c.get("/connectors/nope/notifications").status_code == 404
 
         stop = threading.Event()
         written = [0]

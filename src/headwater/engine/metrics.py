@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from headwater.engine.notifications import Notifier
 from headwater.model.record import ChangeRecord, Op, SourceEvent
 from headwater.model.topic import TopicBatch
 
@@ -115,6 +116,23 @@ class CaptureMetrics:
     streaming_last_monotonic: float | None = None
     monitored_tables: list[str] = field(default_factory=list)
     schema_history: SchemaHistoryMetrics | None = None
+    # Snapshot progress notifications (engine/notifications.py), when a channel is enabled.
+    notifier: Notifier | None = None
+
+    def table_started(self, table: str) -> None:
+        """A snapshot source starts reading `table` (Debezium: IN_PROGRESS)."""
+        if self.notifier is not None:
+            self.notifier.table_in_progress(table, self._snapshot_tables())
+
+    def table_done(self, table: str) -> None:
+        """A snapshot source has read all of `table` (Debezium: TABLE_SCAN_COMPLETED)."""
+        self.remaining_table_count -= 1
+        if self.notifier is not None:
+            self.notifier.table_completed(table, self.rows_scanned.get(table, 0),
+                                          self._snapshot_tables())
+
+    def _snapshot_tables(self) -> list[str]:
+        return list(self.monitored_tables) or list(self.rows_scanned)
 
     def bind_queue(self, queue: QueueProbe) -> None:
         self.queue = queue

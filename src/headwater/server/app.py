@@ -38,10 +38,17 @@ def _root(svc: Service) -> APIRouter:
 
 
 def _builtin_routers() -> list[RouterFactory]:
-    from headwater.server.routes import connectors, metrics, plugins, profiles, streams
+    from headwater.server.routes import (
+        connectors,
+        metrics,
+        notifications,
+        plugins,
+        profiles,
+        streams,
+    )
 
     return [_root, connectors.router, plugins.router, streams.router, profiles.router,
-            metrics.router]
+            metrics.router, notifications.router]
 
 
 ROUTERS: list[RouterFactory] = []

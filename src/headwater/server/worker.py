@@ -75,7 +75,9 @@ class ConnectorWorker:
             self.store.report(self.name, state, status={
                 "capture_state": rt.state.value, "metrics": rt.metrics.as_dict(),
                 "contexts": rt.metrics.contexts(), "plugin": self.plugin,
-                "server_name": self.server_name, "updated_ms": int(time.time() * 1000)})
+                "server_name": self.server_name, "updated_ms": int(time.time() * 1000),
+                "notifications": ([] if rt.metrics.notifier is None
+                                  else list(rt.metrics.notifier.recent))})
 
     def _build(self, path: Path) -> Any:
         from headwater.capture import build_runtime, load_connector_config
