@@ -22,8 +22,12 @@ from headwater.engine.topic_naming import TopicNaming, TopicNamingError
 from headwater.formats.datastream.renderer import DatastreamFormat
 from headwater.formats.debezium_json import DebeziumJsonFormat
 from headwater.kafka import assembly as kafka_assembly
-from headwater.ops.logging import connector_name
+from headwater.ops.logging import connector_name, task_id, use_format
 from headwater.topics.sink import TopicLogSink
+
+# The connector's log format (text, json), where no command-line option can say it (a
+# connector created over the REST API of `headwater serve`).
+LOG_FORMAT_PROPERTY = "headwater.ops.log.format"
 
 if TYPE_CHECKING:
     from headwater.converters.base import Converter
@@ -102,6 +106,13 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     metrics = CaptureMetrics(queue_capacity=cfg.max_queue_size)
     metrics.notifier = notifier_of(cfg)
     connector_name.set(cfg.topic_prefix)
+    task_id.set("0")  # one task per connector (a capture is one ordered reader)
+    passthrough: dict[str, str] = getattr(cfg, "passthrough", None) or {}
+    if passthrough.get(LOG_FORMAT_PROPERTY):
+        try:
+            use_format(passthrough[LOG_FORMAT_PROPERTY])
+        except ValueError as exc:
+            raise ConfigError([f"{LOG_FORMAT_PROPERTY}: {exc}"]) from None
     naming = topic_naming(cfg)
     parts = registration.build(cfg, metrics, naming)
     output: OutputConfig = getattr(cfg, "output", None) or OutputConfig()

@@ -41,6 +41,7 @@ from headwater.engine.supersede import (
 )
 from headwater.model.record import SourceEvent
 from headwater.model.topic import TopicBatch, TopicRecord
+from headwater.ops.logging import connector_context
 
 log = logging.getLogger("headwater.engine.runtime")
 
@@ -164,6 +165,7 @@ class CaptureRuntime:
         self._connected_at = time.monotonic()
         self._set_state(StreamState.RUNNING)
         if plan.snapshot is not None and not self.stopping.is_set():
+            connector_context.set("snapshot")
             started = time.monotonic()
             self.metrics.snapshot_started_monotonic = started
             self.metrics.snapshot_running = True
@@ -193,6 +195,7 @@ class CaptureRuntime:
             self.metrics.snapshot_duration_s = time.monotonic() - started
             offset = result
         if plan.streaming is not None and not self.stopping.is_set():
+            connector_context.set("streaming")
             self._streaming = plan.streaming
             plan.streaming.execute(ctx, offset)
 

@@ -40,6 +40,7 @@ def _root(svc: Service) -> APIRouter:
 def _builtin_routers() -> list[RouterFactory]:
     from headwater.server.routes import (
         connectors,
+        loggers,
         metrics,
         notifications,
         plugins,
@@ -48,7 +49,7 @@ def _builtin_routers() -> list[RouterFactory]:
     )
 
     return [_root, connectors.router, plugins.router, streams.router, profiles.router,
-            metrics.router, notifications.router]
+            metrics.router, notifications.router, loggers.router]
 
 
 ROUTERS: list[RouterFactory] = []

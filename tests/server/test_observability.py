@@ -155,3 +155,48 @@ def test_metrics_idle_and_under_load(pg: LocalPostgres, served: Served) -> None:
         assert 'headwater_connector_state{connector="pgm",state="RUNNING"} 1' in text
         assert 'debezium_metrics_RowsScanned{context="snapshot",name="pgm",' \
                'plugin="postgres",table=' in text
+
+
+def test_json_logs_with_mdc_and_admin_loggers(pg: LocalPostgres, served: Served) -> None:
+    """A connector's every line carries Debezium's MDC (JSON format from its property), its
+    configuration is summarised (never one dumped line, never a secret), and a level set
+    through /admin/loggers reaches the service and the running worker."""
+    import orjson
+
+    pg.create_database("logs_db")
+    pg.psql("CREATE TABLE t (id INT PRIMARY KEY)", dbname="logs_db")
+    cfg = {"connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+           "database.hostname": "127.0.0.1", "database.port": pg.port,
+           "database.user": pg.user, "database.password": "s3cret-pw",
+           "database.dbname": "logs_db", "topic.prefix": "pgl", "plugin.name": "pgoutput",
+           "slot.name": "logs_slot", "publication.name": "logs_pub",
+           "headwater.ops.log.format": "json"}
+    with served.client() as c:
+        loggers = c.get("/admin/loggers").json()
+        assert "root" in loggers and "level" in loggers["root"]
+        assert c.get("/admin/loggers/no.such.logger").status_code == 404
+        bad = c.put("/admin/loggers/headwater", json={"level": "LOUD"})
+        assert bad.status_code == 400 and "Invalid log level" in bad.json()["message"]
+        assert c.post("/connectors", json={"name": "pgl", "config": cfg}).status_code == 201
+        wait_state(c, "pgl", "RUNNING", 120)
+        changed = c.put("/admin/loggers/headwater.server", json={"level": "DEBUG"})
+        assert changed.status_code == 200 and "headwater.server" in changed.json()
+        assert c.get("/admin/loggers/headwater.server").json()["level"] == "DEBUG"
+        worker_log = served.data_dir / "connectors" / "pgl" / "worker.log"
+        deadline = time.monotonic() + 30
+        while "heartbeat:" not in worker_log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert c.put("/admin/loggers/headwater.server", json={"level": "INFO"},
+                     params={"scope": "cluster"}).status_code == 204
+    text = worker_log.read_text()
+    assert "s3cret-pw" not in text
+    docs = [orjson.loads(line) for line in text.splitlines() if line.startswith("{")]
+    assert any(d["logger"] == "headwater.server.worker" and d["level"] == "DEBUG"
+               and d["message"].startswith("heartbeat:") for d in docs)
+    streaming = [d for d in docs if d["mdc"].get("dbz.connectorContext") == "streaming"]
+    assert streaming, "no line logged while streaming"
+    for d in streaming:
+        assert d["mdc"]["dbz.connectorType"] == "postgres"
+        assert d["mdc"]["dbz.connectorName"] == "pgl"
+        assert d["mdc"]["dbz.taskId"] == "0"
+    assert not any("connector configuration" in d["message"] for d in docs)
