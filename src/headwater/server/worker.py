@@ -94,6 +94,7 @@ class ConnectorWorker:
             self.store.report(self.name, state, status={
                 "capture_state": rt.state.value, "metrics": rt.metrics.as_dict(),
                 "contexts": rt.metrics.contexts(), "plugin": self.plugin,
+                "rows_estimated": dict(rt.metrics.rows_estimated),
                 "server_name": self.server_name, "updated_ms": int(time.time() * 1000),
                 "notifications": ([] if rt.metrics.notifier is None
                                   else list(rt.metrics.notifier.recent))})
