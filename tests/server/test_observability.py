@@ -170,6 +170,7 @@ def test_json_logs_with_mdc_and_admin_loggers(pg: LocalPostgres, served: Served)
            "database.user": pg.user, "database.password": "s3cret-pw",
            "database.dbname": "logs_db", "topic.prefix": "pgl", "plugin.name": "pgoutput",
            "slot.name": "logs_slot", "publication.name": "logs_pub",
+           "table.include.list": "public.t,public.missing",
            "headwater.ops.log.format": "json"}
     with served.client() as c:
         loggers = c.get("/admin/loggers").json()
@@ -200,3 +201,7 @@ def test_json_logs_with_mdc_and_admin_loggers(pg: LocalPostgres, served: Served)
         assert d["mdc"]["dbz.connectorName"] == "pgl"
         assert d["mdc"]["dbz.taskId"] == "0"
     assert not any("connector configuration" in d["message"] for d in docs)
+    assert [d["message"] for d in docs if d["level"] == "WARNING"
+            and "matches no existing table" in d["message"]] == [
+        "table.include.list: 'public.missing' matches no existing table; nothing is captured "
+        "for it until such a table exists"]
