@@ -252,13 +252,21 @@ def pipeline(
                   f"directory {read_dir} does not exist (has `headwater run` "
                   "written to it?)", soft_wrap=True)
         raise typer.Exit(2)
+    from headwater.pipeline.quiet import log_dir, one_line
+
+    logs = log_dir(cfg.checkpoint_dir)
     try:
-        run_pipeline(cfg, once=once)
-    except KeyboardInterrupt:
-        log.info("pipeline stopped")
+        interrupted = run_pipeline(cfg, once=once)
+    except KeyboardInterrupt:  # before the query started (Spark still starting)
+        interrupted = True
     except Exception as exc:
-        log.error("pipeline failed: %s", exc)
-        raise typer.Exit(1) from exc
+        # One line naming the root cause; the whole trace is in the log directory.
+        err.print(f"[red]headwater pipeline failed:[/red] {one_line(exc)} (full trace in "
+                  f"{logs / 'pipeline.log'})", soft_wrap=True, highlight=False)
+        raise typer.Exit(1) from None
+    if interrupted:
+        err.print(f"headwater pipeline: stopped (checkpoint in {cfg.checkpoint_dir}; Spark's "
+                  f"log in {logs / 'spark.log'})", soft_wrap=True, highlight=False)
 
 
 @app.command()
