@@ -34,6 +34,26 @@ if TYPE_CHECKING:
     from headwater.transforms.chain import TransformChain
 
 
+OPS_PROPERTIES = {LOG_FORMAT_PROPERTY}
+
+
+def unhonoured(props: dict[str, str]) -> list[str]:
+    """Problems with `headwater.ops.*` properties: the namespace passes the connector's
+    validation untouched, so a misspelt key would be accepted and silently do nothing."""
+    from headwater.ops.logging import log_format
+
+    problems = [f"{key}: unknown property (headwater.ops.* has "
+                f"{', '.join(sorted(OPS_PROPERTIES))}); it would be accepted and ignored"
+                for key in sorted(props) if key.startswith("headwater.ops.")
+                and key not in OPS_PROPERTIES]
+    if props.get(LOG_FORMAT_PROPERTY):
+        try:
+            log_format(props[LOG_FORMAT_PROPERTY])
+        except ValueError as exc:
+            problems.append(f"{LOG_FORMAT_PROPERTY}: {exc}")
+    return problems
+
+
 def load_connector_config(path: Path, *, secrets: bool = True) -> CaptureConfig:
     """The typed configuration of the connector `connector.class` names (ConfigError if that
     property is missing or names no registered connector).
@@ -47,8 +67,13 @@ def load_connector_config(path: Path, *, secrets: bool = True) -> CaptureConfig:
     except RegistryError as exc:
         raise ConfigError([str(exc)], source=str(path)) from None
     if not secrets and registration.load_config_without_secrets is not None:
-        return registration.load_config_without_secrets(path)
-    return registration.load_config(path)
+        cfg = registration.load_config_without_secrets(path)
+    else:
+        cfg = registration.load_config(path)
+    problems = unhonoured(getattr(cfg, "passthrough", None) or {})
+    if problems:
+        raise ConfigError(problems, source=str(path))
+    return cfg
 
 
 def topic_naming(cfg: CaptureConfig) -> TopicNaming:

@@ -20,7 +20,7 @@ Traceback (most recent call last):
 headwater.pipeline.delta_target.SchemaEvolutionError: table inventory.customers: column \
 email changed type from string to int; Delta cannot follow (headwater.pipeline.schema.evolution)
 \tat py4j.Protocol.getReturnValue(Protocol.java:476)
-\tat org.apache.spark.sql.execution.streaming.MicroBatchExecution.runBatch(MicroBatchExecution.scala:800)
+\tat org.apache.spark.sql.execution.streaming.MicroBatchExecution.runBatch(MBE.scala:800)
 Caused by: org.apache.spark.api.python.PythonException: wrapped
 """
 
@@ -47,6 +47,7 @@ def test_one_line_of_plain_errors_and_wrapped_ones() -> None:
 def test_log4j_configuration_sends_spark_logs_to_a_file(tmp_path: Path) -> None:
     opts = log4j_options(tmp_path / "logs")
     conf = (tmp_path / "logs" / "log4j2.properties").read_text()
-    assert opts == f"-Dlog4j2.configurationFile=file:{(tmp_path / 'logs').resolve()}/log4j2.properties"
+    conf_path = (tmp_path / "logs").resolve() / "log4j2.properties"
+    assert opts == f"-Dlog4j2.configurationFile=file:{conf_path}"
     assert f"fileName = {(tmp_path / 'logs' / 'spark.log').resolve()}" in conf
     assert "console" not in conf.lower().replace("# written", "")
