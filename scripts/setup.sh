@@ -13,6 +13,9 @@ cd "$(dirname "$0")/.."
 need_apt=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql postgresql-contrib)
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
+# Headless Chromium and its driver, for the web console test (Selenium).
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
 # PostGIS, for the geometry/geography type tests (Debian 12 ships PostgreSQL 15).
 ls /usr/share/postgresql/*/extension/postgis.control >/dev/null 2>&1 \
   || need_apt+=(postgresql-15-postgis-3)

@@ -14,6 +14,7 @@ from headwater.config.output import DATASTREAM, FILES, OutputConfig
 from headwater.connectors.registry import CaptureConfig, RegistryError, registration_for_class
 from headwater.destinations.files import FileDestination
 from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.notifications import Notifier
 from headwater.engine.offsets import FileOffsetStore
 from headwater.engine.runtime import CaptureRuntime, RecordRenderer, TopicWriter
 from headwater.engine.supersede import SnapshotRestarts
@@ -21,13 +22,37 @@ from headwater.engine.topic_naming import TopicNaming, TopicNamingError
 from headwater.formats.datastream.renderer import DatastreamFormat
 from headwater.formats.debezium_json import DebeziumJsonFormat
 from headwater.kafka import assembly as kafka_assembly
-from headwater.ops.logging import connector_name
+from headwater.ops.logging import connector_name, task_id, use_format
 from headwater.topics.retention_config import local_retention, refuse_elsewhere
 from headwater.topics.sink import TopicLogSink
+
+# The connector's log format (text, json), where no command-line option can say it (a
+# connector created over the REST API of `headwater serve`).
+LOG_FORMAT_PROPERTY = "headwater.ops.log.format"
 
 if TYPE_CHECKING:
     from headwater.converters.base import Converter
     from headwater.transforms.chain import TransformChain
+
+
+OPS_PROPERTIES = {LOG_FORMAT_PROPERTY}
+
+
+def unhonoured(props: dict[str, str]) -> list[str]:
+    """Problems with `headwater.ops.*` properties: the namespace passes the connector's
+    validation untouched, so a misspelt key would be accepted and silently do nothing."""
+    from headwater.ops.logging import log_format
+
+    problems = [f"{key}: unknown property (headwater.ops.* has "
+                f"{', '.join(sorted(OPS_PROPERTIES))}); it would be accepted and ignored"
+                for key in sorted(props) if key.startswith("headwater.ops.")
+                and key not in OPS_PROPERTIES]
+    if props.get(LOG_FORMAT_PROPERTY):
+        try:
+            log_format(props[LOG_FORMAT_PROPERTY])
+        except ValueError as exc:
+            problems.append(f"{LOG_FORMAT_PROPERTY}: {exc}")
+    return problems
 
 
 def load_connector_config(path: Path, *, secrets: bool = True) -> CaptureConfig:
@@ -43,8 +68,13 @@ def load_connector_config(path: Path, *, secrets: bool = True) -> CaptureConfig:
     except RegistryError as exc:
         raise ConfigError([str(exc)], source=str(path)) from None
     if not secrets and registration.load_config_without_secrets is not None:
-        return registration.load_config_without_secrets(path)
-    return registration.load_config(path)
+        cfg = registration.load_config_without_secrets(path)
+    else:
+        cfg = registration.load_config(path)
+    problems = unhonoured(getattr(cfg, "passthrough", None) or {})
+    if problems:
+        raise ConfigError(problems, source=str(path))
+    return cfg
 
 
 def topic_naming(cfg: CaptureConfig) -> TopicNaming:
@@ -83,11 +113,32 @@ def output_stages(cfg: CaptureConfig) -> tuple[TransformChain, Converter, Conver
     return chain, key, value
 
 
+def notifier_of(cfg: CaptureConfig) -> Notifier | None:
+    """The snapshot notifications' channels (`notification.enabled.channels`), if any."""
+    signals = getattr(cfg, "signals", None)
+    channels: tuple[str, ...] = getattr(signals, "notification_channels", ())
+    if not channels:
+        return None
+    topic: str | None = getattr(signals, "notification_sink_topic", None)
+    if "sink" in channels and not topic:
+        raise ConfigError(["notification.enabled.channels includes sink: set "
+                           "notification.sink.topic.name to the topic it writes to"])
+    return Notifier(cfg.topic_prefix, channels, topic)
+
+
 def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     registration = registration_for_class(cfg.connector_class)
     stages = output_stages(cfg)  # before connecting: configuration errors first
     metrics = CaptureMetrics(queue_capacity=cfg.max_queue_size)
+    metrics.notifier = notifier_of(cfg)
     connector_name.set(cfg.topic_prefix)
+    task_id.set("0")  # one task per connector (a capture is one ordered reader)
+    passthrough: dict[str, str] = getattr(cfg, "passthrough", None) or {}
+    if passthrough.get(LOG_FORMAT_PROPERTY):
+        try:
+            use_format(passthrough[LOG_FORMAT_PROPERTY])
+        except ValueError as exc:
+            raise ConfigError([f"{LOG_FORMAT_PROPERTY}: {exc}"]) from None
     naming = topic_naming(cfg)
     parts = registration.build(cfg, metrics, naming)
     output: OutputConfig = getattr(cfg, "output", None) or OutputConfig()

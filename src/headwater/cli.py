@@ -62,6 +62,24 @@ ConfigOpt = Annotated[
 DirOpt = Annotated[Path | None, typer.Option("--dir", help="topic log directory")]
 
 
+LogFormatOpt = Annotated[str | None, typer.Option(
+    "--log-format", help="text (Debezium's layout) or json (one object per line); default "
+                         "$HEADWATER_LOG_FORMAT or text")]
+
+
+def _setup_logging(level: str, fmt: str | None) -> None:
+    import os
+
+    from headwater.ops.logging import FORMAT_ENV, log_format
+
+    try:
+        chosen = setup_logging(level, log_format(fmt))
+    except ValueError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    os.environ[FORMAT_ENV] = chosen  # the service's workers, Spark's Python side
+
+
 def _load(config: Path, *, secrets: bool = True) -> CaptureConfig:
     """The connector configuration `connector.class` selects (exit 2 with the problems);
     `secrets=False` for commands that never connect (they must work where the database
@@ -81,11 +99,14 @@ def _load(config: Path, *, secrets: bool = True) -> CaptureConfig:
 def run(
     config: ConfigArg,
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+    log_format: LogFormatOpt = None,
 ) -> None:
     """Run a connector until stopped (Ctrl-C or SIGTERM stop it gracefully, flushing)."""
-    setup_logging(log_level)
+    _setup_logging(log_level, log_format)
     cfg = _load(config)
-    log.info("connector configuration: %s", cfg.redacted())
+    from headwater.ops.config_log import log_configuration
+
+    log_configuration(cfg, log)
     from headwater.capture import build_runtime
     from headwater.config import ConfigError
     from headwater.engine.offsets import OffsetStoreError
@@ -140,6 +161,7 @@ def serve(
                         ] = None,
     tls_key: Annotated[Path | None, typer.Option("--tls-key", help="PEM private key")] = None,
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "WARNING",
+    log_format: LogFormatOpt = None,
 ) -> None:
     """Run many connectors and streams in one service with a Kafka Connect-compatible REST
     API (docs/server.md); Ctrl-C stops every connector cleanly."""
@@ -157,7 +179,8 @@ def serve(
     from headwater.server.serve import serve as run_service
 
     raise typer.Exit(run_service(host=host, port=port, data_dir=data_dir, token=token,
-                                 tls_cert=tls_cert, tls_key=tls_key, log_level=log_level))
+                                 tls_cert=tls_cert, tls_key=tls_key, log_level=log_level,
+                                 log_format=log_format))
 
 
 @app.command()
@@ -206,9 +229,10 @@ def pipeline(
         bool, typer.Option("--once", help="process what is there now, then stop")
     ] = False,
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+    log_format: LogFormatOpt = None,
 ) -> None:
     """Materialize the change topics into Delta tables with Spark (SCD1, changelog)."""
-    setup_logging(log_level)
+    _setup_logging(log_level, log_format)
     from headwater.config import ConfigError
     from headwater.pipeline.config import load_pipeline_config
     from headwater.pipeline.runner import run as run_pipeline
@@ -228,13 +252,21 @@ def pipeline(
                   f"directory {read_dir} does not exist (has `headwater run` "
                   "written to it?)", soft_wrap=True)
         raise typer.Exit(2)
+    from headwater.pipeline.quiet import log_dir, one_line
+
+    logs = log_dir(cfg.checkpoint_dir)
     try:
-        run_pipeline(cfg, once=once)
-    except KeyboardInterrupt:
-        log.info("pipeline stopped")
+        interrupted = run_pipeline(cfg, once=once)
+    except KeyboardInterrupt:  # before the query started (Spark still starting)
+        interrupted = True
     except Exception as exc:
-        log.error("pipeline failed: %s", exc)
-        raise typer.Exit(1) from exc
+        # One line naming the root cause; the whole trace is in the log directory.
+        err.print(f"[red]headwater pipeline failed:[/red] {one_line(exc)} (full trace in "
+                  f"{logs / 'pipeline.log'})", soft_wrap=True, highlight=False)
+        raise typer.Exit(1) from None
+    if interrupted:
+        err.print(f"headwater pipeline: stopped (checkpoint in {cfg.checkpoint_dir}; Spark's "
+                  f"log in {logs / 'spark.log'})", soft_wrap=True, highlight=False)
 
 
 @app.command()

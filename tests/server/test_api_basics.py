@@ -117,3 +117,19 @@ def test_connector_lifecycle_without_database(served: Served) -> None:
         # PUT config of a new name creates it
         r = c.put("/connectors/pg2/config", json=pg_config())
         assert r.status_code == 201 and r.json()["name"] == "pg2"
+
+
+def test_a_property_accepted_but_not_honoured_is_refused(served: Served) -> None:
+    """`headwater.ops.*` passes the connector's own validation: a misspelt key there would
+    be stored and silently ignored, so the service refuses it."""
+    cfg = {"connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+           "database.hostname": "127.0.0.1", "database.user": "u", "database.dbname": "d",
+           "topic.prefix": "p", "headwater.ops.log.formt": "json"}
+    with served.client() as c:
+        r = c.post("/connectors", json={"name": "typo", "config": cfg})
+        assert r.status_code == 400, r.text
+        assert "headwater.ops.log.formt: unknown property" in r.json()["message"]
+        cfg["headwater.ops.log.format"] = cfg.pop("headwater.ops.log.formt")
+        cfg["headwater.ops.log.format"] = "xml"
+        r = c.post("/connectors", json={"name": "typo", "config": cfg})
+        assert r.status_code == 400 and "unknown log format" in r.json()["message"]

@@ -1506,3 +1506,24 @@ def test_redacted_validated_config_is_plain_data() -> None:
     assert data["table.include.list"] == ["a.b", "c.d"]
     assert data["headwater.topics.dir"] == "data/topics"
     assert data["database.sslpassword"] is None
+
+
+def test_include_list_entries_matching_nothing_are_warned(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from headwater.config.connector_common import warn_unmatched
+
+    logger = logging.getLogger("test.include")
+    with caplog.at_level(logging.WARNING, "test.include"):
+        missing = warn_unmatched("table.include.list", ["public.orders", "public.cust.*",
+                                                        "public.nope"],
+                                 ["public.orders", "public.customers"], logger)
+    assert missing == ["public.nope"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "table.include.list: 'public.nope' matches no existing table; nothing is captured for "
+        "it until such a table exists"]
+    assert warn_unmatched("collection.include.list", ["db.a.b"], ["db.a.b"], logger,
+                          literal=True) == []
+    assert warn_unmatched("collection.include.list", ["db.a.b"], ["dbxa.b"], logger,
+                          literal=True) == ["db.a.b"]

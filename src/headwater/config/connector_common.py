@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -133,3 +134,19 @@ def redacted_fields(config: Any) -> dict[str, object]:
                      for key, text in value.items()}
         out[name] = value
     return out
+
+
+def warn_unmatched(prop: str, include: Iterable[str], names: Iterable[str],
+                   logger: logging.Logger, what: str = "table", *,
+                   literal: bool = False) -> list[str]:
+    """Warn once per entry of an include list that matches no existing `what` (a typo, or a
+    table not created yet): without it such a connector captures nothing and says nothing.
+    Returns the unmatched entries."""
+    existing = list(names)
+    missing = [p for p in include
+               if not any(re.fullmatch(re.escape(p) if literal else p, n, re.IGNORECASE)
+                          for n in existing)]
+    for pattern in missing:
+        logger.warning("%s: '%s' matches no existing %s; nothing is captured for it until "
+                       "such a %s exists", prop, pattern, what, what)
+    return missing

@@ -33,6 +33,18 @@ if TYPE_CHECKING:
 __all__ = ["SIGNAL_PROPERTIES", "SIGNAL_PROPERTY_NAMES", "SignalConfig", "signal_config"]
 
 _CHANNELS: Final = ("source", "file", "kafka")
+# Debezium's notification channels; `jmx` is served by `headwater serve` as the REST endpoint
+# GET /connectors/{name}/notifications (Headwater has no JMX), `rest` is the same.
+NOTIFICATION_CHANNELS: Final = ("log", "sink", "jmx", "rest")
+
+
+def _notification_channels(value: ConfigValue) -> str | None:
+    if isinstance(value, tuple):
+        unknown = [v for v in value if v.lower() not in NOTIFICATION_CHANNELS]
+        if unknown:
+            return (f"unknown channel(s) {', '.join(unknown)}; Headwater has "
+                    f"{', '.join(NOTIFICATION_CHANNELS)}")
+    return None
 
 
 def _channels(value: ConfigValue) -> str | None:
@@ -71,6 +83,12 @@ SIGNAL_PROPERTIES: Final[tuple[Property, ...]] = (
     Property("incremental.snapshot.watermarking.strategy", PropertyType.ENUM, "insert_insert",
              allowed=("insert_insert", "insert_delete"),
              doc="watermarks in the signal table: two inserts, or an insert and its delete"),
+    Property("notification.enabled.channels", PropertyType.LIST, (),
+             validator=_notification_channels,
+             doc="where snapshot progress notifications go: log, sink (a topic), jmx/rest "
+                 "(GET /connectors/{name}/notifications of headwater serve)"),
+    Property("notification.sink.topic.name", PropertyType.STRING,
+             doc="the topic of the sink notification channel (required with sink)"),
     Property("read.only", PropertyType.BOOLEAN, False,
              doc="incremental snapshots write nothing to the source (no signal table "
                  "watermarks; PostgreSQL: snapshot xmin and WAL position, MariaDB: GTID)"),
@@ -92,6 +110,8 @@ class SignalConfig:
     watermarking_strategy: str = "insert_insert"
     read_only: bool = False
     kafka: KafkaSignalSettings | None = None  # the kafka channel, when enabled
+    notification_channels: tuple[str, ...] = ()
+    notification_sink_topic: str | None = None
 
     @property
     def source_channel(self) -> bool:
@@ -129,4 +149,7 @@ def signal_config(config: ValidatedConfig) -> SignalConfig:
         watermarking_strategy=config.get_str("incremental.snapshot.watermarking.strategy"),
         read_only=config.get_bool("read.only"),
         kafka=kafka,
+        notification_channels=tuple(
+            c.lower() for c in config.get_list("notification.enabled.channels")),
+        notification_sink_topic=config.get_optional_str("notification.sink.topic.name"),
     )

@@ -21,6 +21,7 @@ behind the offsets.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -33,6 +34,7 @@ from headwater.connectors.mysql.schema_history import (
     parse_record,
     replay,
 )
+from headwater.engine.metrics import SchemaHistoryMetrics
 from headwater.kafka.consume import KafkaReadError, read_until_end
 
 log = logging.getLogger("headwater.kafka.history")
@@ -93,6 +95,8 @@ class KafkaSchemaHistory:
         self._producer: Any = None
         self._ensured = False
         self._records: list[dict[str, Any]] | None = None  # what the topic holds, once read
+        # Debezium's schema-history metrics context, read by the connector's metrics.
+        self.metrics = SchemaHistoryMetrics()
 
     def __str__(self) -> str:
         return f"schema history topic {self.topic}"
@@ -182,14 +186,21 @@ class KafkaSchemaHistory:
             raise SchemaHistoryError(f"{self}: a record was not stored: {errors[0]}")
         if self._records is not None:
             self._records.append(parse_record(value, str(self)))
+        self.metrics.applied(ddl)
 
     def recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
-        records = self._load()
-        start = last_snapshot_start(records)
-        if start:
-            log.info("%s: %d records before the last snapshot are not replayed", self, start)
-        return replay(((f"record {i}", records[i]) for i in range(start, len(records))),
-                      schema, include, str(self))
+        self.metrics.status = "RECOVERING"
+        self.metrics.recovery_start_ms = int(time.time() * 1000)
+        try:
+            records = self._load()
+            start = last_snapshot_start(records)
+            if start:
+                log.info("%s: %d records before the last snapshot are not replayed", self,
+                         start)
+            return replay(((f"record {i}", records[i]) for i in range(start, len(records))),
+                          schema, include, str(self), self.metrics.recovered)
+        finally:
+            self.metrics.status = "RUNNING"
 
     def last_position(self) -> dict[str, Any] | None:
         records = self._load()

@@ -18,7 +18,9 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,7 +37,7 @@ from headwater.pipeline.datastream.apply import (
 )
 from headwater.pipeline.datastream.files import LOG_NAME
 from headwater.pipeline.decode import ChangeEvent, TableChanges, decode_topic
-from headwater.pipeline.delta_target import DeltaTarget
+from headwater.pipeline.delta_target import DeltaTarget, SchemaEvolutionError
 from headwater.pipeline.documents.route import apply_documents, is_document_topic
 from headwater.pipeline.flows import AutoCdcFlow, transform
 from headwater.pipeline.net import NetChange, dedup, net_changes
@@ -49,8 +51,10 @@ log = logging.getLogger("headwater.pipeline")
 Ranges = dict[str, tuple[int, int]]  # topic -> [start, end) offsets of one micro-batch
 
 
-def spark_session(app: str = "headwater-pipeline", master: str | None = None) -> Any:
-    """A local Spark session set up for this machine (see README: loopback, venv python)."""
+def spark_session(app: str = "headwater-pipeline", master: str | None = None,
+                  logs: Path | None = None) -> Any:
+    """A local Spark session set up for this machine (see README: loopback, venv python);
+    with `logs`, Spark's own logs go to `logs`/spark.log instead of the terminal."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -68,6 +72,10 @@ def spark_session(app: str = "headwater-pipeline", master: str | None = None) ->
         .config("spark.driver.memory", os.environ.get("HEADWATER_SPARK_DRIVER_MEMORY", "4g"))
         .config("spark.driver.maxResultSize", "4g")
     )
+    if logs is not None:
+        from headwater.pipeline.quiet import log4j_options
+
+        builder = builder.config("spark.driver.extraJavaOptions", log4j_options(logs))
     # Debian's JDBC drivers (PostgreSQL, MariaDB) for the JDBC target, when installed.
     from headwater.pipeline.jdbc_target import jdbc_jars
 
@@ -393,7 +401,8 @@ def _start_query(
         if max_records:
             reader = reader.option("max_records", str(max_records))
         source = reader.load()
-    damaged: list[TopicLogDamaged] = []  # what stopped the query, for `run` to raise as is
+    # What stopped the query, for `run` to raise as is (not Spark's wrapping of it).
+    damaged: list[Exception] = []
 
     def on_batch(df: Any, batch_id: int) -> None:
         started = time.monotonic()
@@ -404,7 +413,7 @@ def _start_query(
         planned = time.monotonic()
         try:
             apply(ranges, batch_id)
-        except TopicLogDamaged as exc:
+        except (TopicLogDamaged, SchemaEvolutionError) as exc:
             damaged.append(exc)
             raise
         log.info("batch %d: %d records; ranges %.2fs, read+decode+apply %.2fs", batch_id,
@@ -425,25 +434,62 @@ def _start_query(
     return query
 
 
-def run(cfg: PipelineConfig, once: bool = False) -> None:
-    spark = spark_session()
+def run(cfg: PipelineConfig, once: bool = False) -> bool:
+    """Run until done (`once`), failed (raises) or interrupted (SIGINT/SIGTERM: the query is
+    stopped between batches; returns True).
+
+    Why a signal handler rather than KeyboardInterrupt: an interrupt raised inside a Py4J
+    call leaves the gateway mid-message, and every thread talking to it then prints its own
+    traceback (~50 lines); the handler only asks, and the loop stops the query itself."""
+    from headwater.pipeline.quiet import log_dir, trace_to_file
+
+    logs = log_dir(cfg.checkpoint_dir)
+    trace = trace_to_file(logs)
+    spark = spark_session(logs=logs)
+    interrupted = threading.Event()
+    handlers = _on_signals(interrupted.set)
     try:
         query = start(spark, cfg, once=once)
         try:
-            query.awaitTermination()
-        except Exception:
+            while not query.awaitTermination(1):
+                if interrupted.is_set():
+                    log.info("stopping the query")
+                    query.stop()
+                    break
+        except Exception as exc:
+            trace.error("the query failed", exc_info=exc)
             if not getattr(query, "headwater_damaged", None):
                 raise
         finally:
             close_query(query)
+        if interrupted.is_set():
+            return True
         if getattr(query, "headwater_damaged", None):
             # One clear message rather than Spark's wrapping of the Python traceback.
             raise query.headwater_damaged[0]
         if query.exception() is not None:
             text = str(query.exception())
+            trace.error("the query failed:\n%s", text)
             raise RuntimeError(damage_message(text) or text)
+        return False
     finally:
+        _restore_signals(handlers)
         spark.stop()
+
+
+def _on_signals(callback: Callable[[], None]) -> dict[int, Any]:
+    """SIGINT/SIGTERM call `callback` (main thread only; elsewhere signals are left alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    old: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        old[sig] = signal.signal(sig, lambda _s, _f: callback())
+    return old
+
+
+def _restore_signals(old: dict[int, Any]) -> None:
+    for sig, handler in old.items():
+        signal.signal(sig, handler)
 
 
 _DAMAGE = re.compile(r"TopicLogDamaged: (topic log damaged: [^\n]*)")

@@ -77,7 +77,7 @@ PASSTHROUGH_PREFIXES: Final = (
 IGNORED_NAMES: Final = (
     "snapshot.select.statement.overrides", "snapshot.include.collection.list",
     "sanitize.field.names", "converters", "schema.name.adjustment.mode",
-    "field.name.adjustment.mode", "notification.enabled.channels",
+    "field.name.adjustment.mode",
     "source.struct.version", "include.schema.comments", "custom.metric.tags", "header.converter",
     "max.queue.size.in.bytes", "offset.flush.timeout.ms",
 )

@@ -38,9 +38,21 @@ def _root(svc: Service) -> APIRouter:
 
 
 def _builtin_routers() -> list[RouterFactory]:
-    from headwater.server.routes import connectors, plugins, profiles, streams
+    from headwater.server.routes import (
+        connectors,
+        console,
+        loggers,
+        metrics,
+        notifications,
+        observe,
+        plugins,
+        profiles,
+        streams,
+    )
 
-    return [_root, connectors.router, plugins.router, streams.router, profiles.router]
+    return [_root, connectors.router, plugins.router, streams.router, profiles.router,
+            metrics.router, notifications.router, loggers.router, observe.router,
+            console.router]
 
 
 ROUTERS: list[RouterFactory] = []
@@ -57,7 +69,10 @@ def _auth(token: str | None) -> list[Any]:
     bearer = HTTPBearer(auto_error=False)
     expected = token.encode()
 
-    def check(creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:  # noqa: B008
+    def check(request: Request,
+              creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:  # noqa: B008
+        if request.url.path == "/console" or request.url.path.startswith("/console/"):
+            return  # the console's static page and script: no data (routes/console.py)
         if creds is None or creds.scheme.lower() != "bearer" or not hmac.compare_digest(
                 creds.credentials.encode(), expected):
             raise ApiError(401, "Unauthorized: a valid Bearer token is required")

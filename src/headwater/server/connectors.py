@@ -136,8 +136,13 @@ def validation_problems(data_dir: Path, name: str, config: Mapping[str, str]) ->
     fd, tmp = tempfile.mkstemp(prefix=".validate-", suffix=".json", dir=home)
     os.close(fd)
     try:
+        from headwater.capture import unhonoured
+
         write_config(Path(tmp), effective(data_dir, name, config))
-        reg.load_config(Path(tmp))
+        cfg = reg.load_config(Path(tmp))
+        problems = unhonoured(getattr(cfg, "passthrough", None) or {})
+        if problems:
+            return problems
     except ConfigError as exc:
         return [p.replace(tmp, CONFIG_FILE) for p in exc.problems]
     except (OSError, ValueError) as exc:

@@ -8,6 +8,7 @@ loses nothing and says so in one line.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import socket
 import sys
@@ -25,21 +26,25 @@ def _stopped(_signum: int, _frame: Any) -> None:
 
 def serve(*, host: str, port: int, data_dir: Path, token: str | None = None,
           tls_cert: Path | None = None, tls_key: Path | None = None,
-          log_level: str = "WARNING") -> int:
+          log_level: str = "WARNING", log_format: str | None = None) -> int:
     import uvicorn
+    from uvicorn.config import LOGGING_CONFIG
 
-    from headwater.ops.logging import setup_logging
+    from headwater.ops.logging import FORMAT_ENV, setup_logging
     from headwater.server.app import build_app
     from headwater.server.service import Service
 
-    setup_logging(log_level)
+    chosen = setup_logging(log_level, log_format)
+    os.environ[FORMAT_ENV] = chosen  # inherited by the connector and stream workers
     worker_id = f"{socket.gethostname() if host in ('0.0.0.0', '::') else host}:{port}"
     svc = Service.open(data_dir, worker_id)
     app = build_app(svc, token=token)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level.lower(),
                             access_log=False, ssl_certfile=str(tls_cert) if tls_cert else None,
                             ssl_keyfile=str(tls_key) if tls_key else None,
-                            lifespan="off", timeout_graceful_shutdown=10)
+                            lifespan="off", timeout_graceful_shutdown=10,
+                            # json: uvicorn's loggers go through ours (one format per line)
+                            log_config=None if chosen == "json" else LOGGING_CONFIG)
     server = uvicorn.Server(config)
     scheme = "https" if tls_cert else "http"
     # uvicorn handles the signals while it serves, then raises each again: here, so that a

@@ -28,6 +28,8 @@ import traceback
 from pathlib import Path
 from typing import Any, Final
 
+import orjson
+
 from headwater.server.connectors import CONFIG_FILE, connector_dir, effective, write_config
 from headwater.server.store import ConnectorStore, Reported
 
@@ -51,6 +53,11 @@ class ConnectorWorker:
         self.store = store
         self.name = name
         self.runtime: Any = None
+        # Labels of the connector's metrics (Debezium's JMX `debezium.<plugin>:...,server=`),
+        # read after the build (the connector type lives in the main thread's log context).
+        self.plugin = ""
+        self.server_name = ""
+        self._levels_seen: str | None = None
         self.stopping = threading.Event()
         self._done = threading.Event()
 
@@ -59,33 +66,64 @@ class ConnectorWorker:
         if self.runtime is not None:
             self.runtime.stop()
 
+    def _apply_log_levels(self) -> None:
+        """The levels set through the service's /admin/loggers, newest requests applied."""
+        from headwater.ops.loglevels import apply_all
+
+        raw = self.store.meta("log_levels")
+        if raw is not None and raw != self._levels_seen:
+            self._levels_seen = raw
+            wanted = [(str(n), str(v)) for n, v in orjson.loads(raw)]
+            apply_all(wanted)
+            if wanted:
+                log.warning("log levels set through /admin/loggers: %s",
+                            ", ".join(f"{n}={v}" for n, v in wanted))
+
     def _heartbeat(self) -> None:
         from headwater.engine.source import StreamState
 
         while not self._done.wait(HEARTBEAT_S):
+            self._apply_log_levels()
             rt = self.runtime
             if rt is None:
                 continue
             state = Reported.RUNNING if rt.state in (
                 StreamState.RUNNING, StreamState.DRAINING) else Reported.UNASSIGNED
+            log.debug("heartbeat: %s, %d events seen", rt.state.value,
+                      rt.metrics.total_events_seen)
             self.store.report(self.name, state, status={
-                "capture_state": rt.state.value, "metrics": rt.metrics.as_dict()})
+                "capture_state": rt.state.value, "metrics": rt.metrics.as_dict(),
+                "contexts": rt.metrics.contexts(), "plugin": self.plugin,
+                "rows_estimated": dict(rt.metrics.rows_estimated),
+                "server_name": self.server_name, "updated_ms": int(time.time() * 1000),
+                "notifications": ([] if rt.metrics.notifier is None
+                                  else list(rt.metrics.notifier.recent))})
 
     def _build(self, path: Path) -> Any:
         from headwater.capture import build_runtime, load_connector_config
+        from headwater.ops.config_log import log_configuration
+        from headwater.ops.logging import connector_type
         from headwater.topics.log import TopicLogLockedError
 
         cfg = load_connector_config(path)
+        self.server_name = cfg.topic_prefix
+        from headwater.ops.logging import connector_name
+
+        connector_name.set(cfg.topic_prefix)
+        log_configuration(cfg, log)
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
             try:
-                return build_runtime(cfg)
+                runtime = build_runtime(cfg)
+                self.plugin = connector_type.get()
+                return runtime
             except TopicLogLockedError:
                 if time.monotonic() > deadline or self.stopping.wait(0.5):
                     raise
 
     def run(self) -> int:
         row = self.store.get(self.name)
+        self._apply_log_levels()
         self.store.report(self.name, Reported.UNASSIGNED, pid=os.getpid())
         beat = threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True)
         beat.start()

@@ -155,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     from headwater.ops.logging import setup_logging
 
     setup_logging("INFO")
+    from headwater.ops.logging import stream_name
+
+    stream_name.set(args.stream)
     catalog = Catalog(data_dir(args.data_dir))
     worker = StreamWorker(catalog, args.stream)
 

@@ -184,7 +184,7 @@ IGNORED: Final[Mapping[str, str]] = {
          "mongodb.ssl.keystore", "mongodb.ssl.keystore.password", "mongodb.ssl.keystore.type",
          "mongodb.ssl.truststore", "mongodb.ssl.truststore.password",
          "mongodb.ssl.truststore.type", "schema.name.adjustment.mode",
-         "field.name.adjustment.mode", "notification.enabled.channels",
+         "field.name.adjustment.mode",
          "source.struct.version", "custom.metric.tags", "max.queue.size.in.bytes",
          "offset.flush.timeout.ms", "converters", "header.converter",
          "snapshot.include.collection.list", "incremental.snapshot.chunk.size.bytes"),

@@ -155,6 +155,7 @@ class MongoDbSnapshotSource:
         query = json_util.loads(query_text) if query_text else {}
         started = time.monotonic()
         log.info("snapshot step: reading %s%s", name, f" where {query_text}" if query else "")
+        self.metrics.table_started(name)
         cursor = client[database][collection].find(query)
         if cfg.snapshot_fetch_size:
             cursor = cursor.batch_size(cfg.snapshot_fetch_size)
@@ -177,6 +178,6 @@ class MongoDbSnapshotSource:
             rows += len(batch)
             yield batch
         self.metrics.rows_scanned[name] = rows
-        self.metrics.remaining_table_count -= 1
+        self.metrics.table_done(name)
         log.info("snapshot step: %s done, %d documents in %.1f s", name, rows,
                  time.monotonic() - started)

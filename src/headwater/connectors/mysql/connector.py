@@ -21,6 +21,7 @@ from typing import Any
 
 import pymysql  # type: ignore[import-untyped]
 
+from headwater.config.connector_common import warn_unmatched
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.connection import connect
 from headwater.connectors.mysql.incremental import MySqlChunkSource, MySqlIncrementalHook
@@ -68,6 +69,8 @@ class MySqlConnector(RelationalConnector):
         super().__init__(config, "mariadb" if config.is_mariadb else "mysql", metrics, naming)
         self.config = config
         self.state = SchemaState(config, self._context)
+        if metrics is not None:
+            metrics.schema_history = self.state.history.metrics
 
     def _start(self, offset: dict[str, Any] | None) -> StartPlan:
         cfg = self.config
@@ -190,8 +193,13 @@ class MySqlConnector(RelationalConnector):
         with conn.cursor() as cur:
             cur.execute("SELECT table_schema, table_name FROM information_schema.tables "
                         "WHERE table_type = 'BASE TABLE'")
-            return [TableId(str(db), None, str(table)) for db, table in cur.fetchall()
-                    if self.config.table_filter(str(db), str(table))]
+            rows = [(str(db), str(table)) for db, table in cur.fetchall()]
+        warn_unmatched("table.include.list", self.config.table_include_list,
+                       (f"{db}.{table}" for db, table in rows), log)
+        captured = [TableId(db, None, table) for db, table in rows
+                    if self.config.table_filter(db, table)]
+        self.metrics.monitored_tables = [f"{t.database}.{t.table}" for t in captured]
+        return captured
 
     def _binlog_files(self, conn: Any) -> list[tuple[str, int]]:
         with conn.cursor() as cur:

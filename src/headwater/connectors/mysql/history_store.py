@@ -11,12 +11,14 @@ from headwater.config.loader import ConfigError
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.ddl import SchemaChange
 from headwater.connectors.mysql.schema_history import FileSchemaHistory, MySqlSchema
+from headwater.engine.metrics import SchemaHistoryMetrics
 
 
 class SchemaHistoryStore(Protocol):
     """What SchemaState needs from a history store."""
 
     clears: bool  # whether `clear` empties it (Kafka: a new snapshot appends)
+    metrics: SchemaHistoryMetrics  # Debezium's schema-history context
 
     def exists(self) -> bool: ...
 

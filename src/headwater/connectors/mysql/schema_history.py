@@ -63,6 +63,7 @@ from headwater.connectors.mysql.ddl import (
 )
 from headwater.connectors.mysql.ddl_types import binary_type, converted_text_type
 from headwater.connectors.mysql.table_changes import table_changes
+from headwater.engine.metrics import SchemaHistoryMetrics
 
 __all__ = ["DdlParseError", "FileSchemaHistory", "MySqlSchema", "SchemaChange",
            "SchemaHistoryError"]
@@ -680,9 +681,11 @@ def parse_record(raw: bytes, where: str) -> dict[str, Any]:
 
 
 def replay(records: Iterable[tuple[str, dict[str, Any]]], schema: MySqlSchema,
-           include: Callable[[dict[str, Any]], bool], store: str) -> int:
+           include: Callable[[dict[str, Any]], bool], store: str,
+           recovered: Callable[[str], None] | None = None) -> int:
     """Applies the records' DDL in order while `include(position)` holds; the count applied.
-    Each record comes with a label (line or offset) for the error that names it."""
+    Each record comes with a label (line or offset) for the error that names it; `recovered`
+    (the schema-history metrics) hears of each statement applied."""
     count = 0
     for label, record in records:
         if not include(record["position"]):
@@ -692,6 +695,8 @@ def replay(records: Iterable[tuple[str, dict[str, Any]]], schema: MySqlSchema,
         except DdlParseError as exc:
             raise SchemaHistoryError(f"{store}: {label} cannot be replayed: {exc}") from exc
         count += 1
+        if recovered is not None:
+            recovered(record["ddl"])
     return count
 
 
@@ -709,6 +714,8 @@ class FileSchemaHistory:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._checked_tail = False
+        # Debezium's schema-history metrics context, read by the connector's metrics.
+        self.metrics = SchemaHistoryMetrics()
 
     def __str__(self) -> str:
         return f"schema history file {self.path}"
@@ -733,6 +740,7 @@ class FileSchemaHistory:
             os.close(fd)
         if created:
             _fsync_dir(self.path.parent)
+        self.metrics.applied(ddl)
 
     def _cut_torn_tail(self) -> None:
         with open(self.path, "rb+") as f:
@@ -753,6 +761,14 @@ class FileSchemaHistory:
 
     def recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
         """Replays the recorded DDL, in file order, while `include(position)` holds."""
+        self.metrics.status = "RECOVERING"
+        self.metrics.recovery_start_ms = int(time.time() * 1000)
+        try:
+            return self._recover(schema, include)
+        finally:
+            self.metrics.status = "RUNNING"
+
+    def _recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
         if not self.path.exists():
             return 0
         data = self.path.read_bytes()
@@ -764,7 +780,8 @@ class FileSchemaHistory:
         records = ((f"line {number}", parse_record(raw, f"schema history {self.path}: "
                                                      f"line {number}"))
                    for number, raw in enumerate(lines, start=1) if raw.strip())
-        return replay(records, schema, include, f"schema history {self.path}")
+        return replay(records, schema, include, f"schema history {self.path}",
+                      self.metrics.recovered)
 
     def last_position(self) -> dict[str, Any] | None:
         """Position of the last complete record: DDL up to there is recorded already, and a

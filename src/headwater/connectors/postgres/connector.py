@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg2
 
+from headwater.config.connector_common import warn_unmatched
 from headwater.connectors.postgres.catalog import (
     TableInfo,
     current_database,
@@ -82,9 +83,11 @@ class PostgresConnector(RelationalConnector):
         cur = self._conn.cursor()
         self.database = current_database(cur)
         self._check_server(cur)
-        captured = [
-            (oid, s, t) for oid, s, t in list_tables(cur) if cfg.table_filter(s, t)
-        ]
+        existing = list_tables(cur)
+        captured = [(oid, s, t) for oid, s, t in existing if cfg.table_filter(s, t)]
+        warn_unmatched("table.include.list", cfg.table_include_list,
+                       (f"{s}.{t}" for _, s, t in existing), log)
+        self.metrics.monitored_tables = [f"{s}.{t}" for _, s, t in captured]
         log.info("captured tables: %s", ", ".join(f"{s}.{t}" for _, s, t in captured) or "none")
         self._check_topics(TableId(self.database, s, t) for _, s, t in captured)
         self._ensure_publication(cur, captured)
