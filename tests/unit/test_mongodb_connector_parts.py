@@ -54,8 +54,12 @@ def test_credentials_are_masked() -> None:
 
 
 def test_unknown_unimplemented_and_refused_properties() -> None:
+    unsupported = {"cursor.pipeline": "[]", "mongodb.hosts": "rs0/h:1", "capture.mdoe": "x"}
+    with pytest.raises(ConfigError, match="remove it") as info:
+        validate_mongodb_config(_config(**unsupported))
+    assert "'cursor.pipeline' is not supported by Headwater" in str(info.value)
     _, warnings = validate_mongodb_config(_config(**{
-        "cursor.pipeline": "[]", "mongodb.hosts": "rs0/h:1", "capture.mdoe": "x"}))
+        **unsupported, "headwater.config.unsupported.properties": "warn"}))
     text = "\n".join(warnings)
     assert "'cursor.pipeline' is not supported by Headwater" in text
     assert "use mongodb.connection.string" in text and "did you mean 'capture.mode'" in text
