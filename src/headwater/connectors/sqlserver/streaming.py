@@ -22,6 +22,7 @@ from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.source import SourceRunContext
 from headwater.model.record import SourceContext
+from headwater.model.schema import TableId
 from headwater.relational.changetables.poller import (
     Change,
     ChangeRow,
@@ -51,6 +52,12 @@ def scalar(conn: Any, sql: str, database: str, params: tuple[Any, ...] = ()) -> 
         return None if row is None else row[0]
     finally:
         cur.close()
+
+
+def collection_name(table: TableId) -> str:
+    """`database.schema.table`: Debezium's SQL Server table ids carry the database (its
+    catalog), in transaction metadata and in signals."""
+    return f"{table.database}.{table.schema}.{table.table}"
 
 
 class DatabaseStream:
@@ -147,6 +154,7 @@ class SqlServerStreaming:
                    for db in self.cfg.database_names]
         dispatcher = EventDispatcher(self.context, DispatchOptions.from_config(self.cfg),
                                      self.metrics, ctx.emit)
+        dispatcher.collection_name = collection_name
         try:
             while not ctx.stopping.is_set():
                 busy = False

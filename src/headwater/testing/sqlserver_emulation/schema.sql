@@ -106,6 +106,13 @@ BEGIN
                  ci || '_CT', ci || '_CT') USING row_;
 END $fn$;
 
+-- SQL Server refuses TRUNCATE TABLE on a table enabled for CDC (error 4711); so does this.
+CREATE OR REPLACE FUNCTION cdc.refuse_truncate() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  RAISE EXCEPTION 'Cannot truncate table ''%.%'' because it is published for replication or '
+    'enabled for Change Data Capture.', TG_TABLE_SCHEMA, TG_TABLE_NAME;
+END $fn$;
+
 -- sys.sp_cdc_enable_table: a capture instance (change table, its function, its columns).
 CREATE OR REPLACE FUNCTION sys.sp_cdc_enable_table(source_schema text, source_name text,
     capture_instance text DEFAULT NULL) RETURNS text LANGUAGE plpgsql AS $fn$
@@ -128,6 +135,11 @@ BEGIN
     'row_filter text) RETURNS SETOF cdc.%I LANGUAGE sql STABLE AS $q$ SELECT * FROM cdc.%I '
     'WHERE "__$start_lsn" BETWEEN from_lsn AND to_lsn $q$',
     'fn_cdc_get_all_changes_' || ci, ci || '_CT', ci || '_CT');
+  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = rel AND tgname = 'cdc_no_truncate')
+  THEN
+    EXECUTE format('CREATE TRIGGER cdc_no_truncate BEFORE TRUNCATE ON %I.%I '
+      'FOR EACH STATEMENT EXECUTE FUNCTION cdc.refuse_truncate()', source_schema, source_name);
+  END IF;
   IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = rel AND tgname = 'cdc_capture') THEN
     EXECUTE format('CREATE CONSTRAINT TRIGGER cdc_capture AFTER INSERT OR UPDATE OR DELETE '
       'ON %I.%I DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION cdc.capture()',
