@@ -123,7 +123,7 @@ def _source(db: dict[str, Any]) -> dict[int, dict[str, Any]]:
     try:
         with conn.cursor() as cur:
             cur.execute("SELECT id, ver, name, amount, placed, paid FROM dbo.orders")
-            names = [d[0] for d in cur.description]
+            names = [d[0] for d in cur.description or ()]
             return {r[0]: dict(zip(names, r, strict=True)) for r in cur.fetchall()}
     finally:
         conn.close()
@@ -148,8 +148,8 @@ def test_kill9_capture_then_pipeline_equals_the_source_table(
     rng = random.Random(kills)
     tsql(db, TABLE)
     seeding = random.Random(0)
-    values = ", ".join("(%d, 0, 'seed', %s, '2021-02-03 04:05:06.789', '1')"
-                       % (k, _row(seeding, k, 0)[3] or "NULL") for k in range(1, INITIAL + 1))
+    values = ", ".join(f"({k}, 0, 'seed', {_row(seeding, k, 0)[3] or 'NULL'}, "
+                       "'2021-02-03 04:05:06.789', '1')" for k in range(1, INITIAL + 1))
     tsql(db, f"INSERT INTO dbo.orders VALUES {values}")
     enable_cdc(db, "dbo", "orders")
     topics, offsets, delta = tmp_path / "topics", tmp_path / "offsets.json", tmp_path / "delta"
