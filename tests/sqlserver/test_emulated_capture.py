@@ -75,6 +75,7 @@ def test_snapshot_then_stream_in_lsn_order(sqlserver_db: dict[str, Any]) -> None
     records = capture.records()
     assert [r.op.value for r in records] == ["r", "c", "u", "d"]
     read, create, update, delete = records
+    assert read.after is not None
     assert read.after == (1001, "sally", "thomas", "sally@example.com", read.after[4],
                           1577934245678)
     assert create.after == (1005, "john", "doe", "john.doe@example.org", None, None)

@@ -118,3 +118,10 @@ def capture_instances(conn: Any, cfg: SqlServerConnectorConfig,
         stop = nxt.start_lsn if nxt is not None and nxt.table == instance.table else None
         out.append(instance._replace(stop_lsn=stop))
     return out
+
+
+def change_tables(conn: Any, database: str) -> frozenset[tuple[str, bytes]]:
+    """(capture instance, start LSN) of every change table: one cheap query that tells the
+    streaming loop when capture instances came or went (a schema change's second instance)."""
+    return frozenset((str(ci), bytes(start)) for _s, _t, ci, _o, start in _rows(
+        conn, queries.GET_CHANGE_TABLES, database, (database, database)))

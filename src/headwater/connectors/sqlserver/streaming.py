@@ -10,18 +10,25 @@ the metadata events is the commit LSN, as Debezium's SQL Server connector sets i
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
 from headwater.connectors.sqlserver import queries
-from headwater.connectors.sqlserver.catalog import CaptureInstance, capture_instances
+from headwater.connectors.sqlserver.catalog import (
+    CaptureInstance,
+    capture_instances,
+    change_tables,
+)
 from headwater.connectors.sqlserver.config import SqlServerConnectorConfig
 from headwater.connectors.sqlserver.lsn import lsn_bytes, lsn_text
 from headwater.connectors.sqlserver.position import SqlServerPosition
 from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.source import SourceRunContext
+from headwater.engine.source import RetriableError, SourceRunContext
 from headwater.model.record import SourceContext
+from headwater.model.schema import TableId
 from headwater.relational.changetables.poller import (
     Change,
     ChangeRow,
@@ -29,6 +36,8 @@ from headwater.relational.changetables.poller import (
     merge_changes,
     resumed,
 )
+
+log = logging.getLogger("headwater.connectors.sqlserver")
 
 
 def epoch_us(value: object) -> int:
@@ -53,6 +62,12 @@ def scalar(conn: Any, sql: str, database: str, params: tuple[Any, ...] = ()) -> 
         cur.close()
 
 
+def collection_name(table: TableId) -> str:
+    """`database.schema.table`: Debezium's SQL Server table ids carry the database (its
+    catalog), in transaction metadata and in signals."""
+    return f"{table.database}.{table.schema}.{table.table}"
+
+
 class DatabaseStream:
     """One database's position and change tables."""
 
@@ -62,6 +77,7 @@ class DatabaseStream:
         self.database = database
         self.conn = conn
         self.instances: list[CaptureInstance] = capture_instances(conn, cfg, database)
+        self.known = change_tables(conn, database)
         offset = offset or {}
         self.commit = lsn_bytes(offset.get("commit_lsn"))
         change = lsn_bytes(offset.get("change_lsn"))
@@ -111,12 +127,24 @@ class DatabaseStream:
         finally:
             cur.close()
 
+    def refresh(self) -> None:
+        """Reloads the capture instances when the change tables changed: Debezium reads the
+        change tables every iteration, so a second capture instance created after a schema
+        change is read from its start LSN on (the older one up to it)."""
+        current = change_tables(self.conn, self.database)
+        if current != self.known:
+            self.instances = capture_instances(self.conn, self.cfg, self.database)
+            self.known = current
+            log.info("database %s: capture instances now %s", self.database,
+                     ", ".join(str(i) for i in self.instances))
+
     def changes(self, to_lsn: bytes) -> list[Change]:
         if self.commit is not None and self.increase_from:
             from_lsn = bytes(scalar(self.conn, queries.INCREMENT_LSN, self.database,
                                     (self.commit,)))
         else:
             from_lsn = self.commit or bytes(10)
+        self.refresh()
         streams = [(i, self.rows(i, from_lsn, to_lsn)) for i in self.instances]
         self.conn.rollback()  # end the read transaction (Debezium rolls back, too)
         return list(resumed(merge_changes(streams), self.resume))
@@ -127,8 +155,10 @@ class SqlServerStreaming:
 
     def __init__(self, cfg: SqlServerConnectorConfig, context: SourceContext,
                  metrics: CaptureMetrics, connect: Any,
-                 offset: dict[str, Any] | None) -> None:
+                 offset: dict[str, Any] | None,
+                 connection_errors: tuple[type[BaseException], ...] = ()) -> None:
         self.cfg = cfg
+        self.connection_errors = connection_errors
         self.context = context
         self.metrics = metrics
         self.connect = connect
@@ -142,11 +172,21 @@ class SqlServerStreaming:
                 "databases": {s.database: s.offset() for s in streams}}
 
     def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
+        """Streams until stopped; a lost connection is retriable (the runtime starts again
+        from the durable offset, as Debezium's task restarts on a connection error)."""
+        try:
+            self._execute(ctx, offset)
+        except self.connection_errors as exc:
+            raise RetriableError(f"SQL Server connection lost: {exc}".strip()) from exc
+
+    def _execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
         stored = (offset or self.offset).get("databases", {})
         streams = [DatabaseStream(self.cfg, db, self.connect(db), stored.get(db))
                    for db in self.cfg.database_names]
         dispatcher = EventDispatcher(self.context, DispatchOptions.from_config(self.cfg),
                                      self.metrics, ctx.emit)
+        dispatcher.collection_name = collection_name
+        self.metrics.connected = True
         try:
             while not ctx.stopping.is_set():
                 busy = False
@@ -161,7 +201,8 @@ class SqlServerStreaming:
                     ctx.stopping.wait(self.cfg.poll_interval_ms / 1000)
         finally:
             for stream in streams:
-                stream.conn.close()
+                with contextlib.suppress(*self.connection_errors):
+                    stream.conn.close()
 
     def _poll(self, stream: DatabaseStream, streams: list[DatabaseStream],
               dispatcher: EventDispatcher) -> bool:

@@ -12,7 +12,10 @@ and a converter chosen once, by type name, precision, scale and the configured
 | tinyint, smallint / int / bigint | INT16 / INT32 / INT64 |
 | real, float(1-24) / float(25-53) | FLOAT32 / FLOAT64 |
 | decimal, numeric, money (19,4), smallmoney (10,4) | Decimal; FLOAT64 (double); STRING |
-| char, varchar, text, nchar, nvarchar, ntext, xml, uniqueidentifier | STRING |
+| char, varchar, text, nchar, nvarchar, ntext | STRING |
+| xml | STRING io.debezium.data.Xml |
+| uniqueidentifier | STRING, upper case (mssql-jdbc's text of a GUID, which Debezium emits; |
+|  | pymssql gives a uuid.UUID, the emulation lower-case text) |
 | binary, varbinary, image, timestamp/rowversion | BYTES (binary.handling.mode) |
 | date | io.debezium.time.Date (connect: Kafka Date) |
 | time(p) | adaptive: Time (p <= 3), MicroTime (4-6), NanoTime (7); connect: Kafka Time |
@@ -55,8 +58,9 @@ _EPOCH_DATE_ORDINAL: Final = date(1970, 1, 1).toordinal()
 
 Mapping = tuple[ConnectSchema, Callable[[Any], Any], Any]
 
-_STRINGS: Final = frozenset({"char", "varchar", "text", "nchar", "nvarchar", "ntext", "xml",
-                             "uniqueidentifier", "sysname", "hierarchyid"})
+XML: Final = "io.debezium.data.Xml"
+_STRINGS: Final = frozenset({"char", "varchar", "text", "nchar", "nvarchar", "ntext", "sysname",
+                             "hierarchyid"})
 _BINARIES: Final = frozenset({"binary", "varbinary", "image", "timestamp", "rowversion"})
 _INTS: Final = {"tinyint": INT16, "smallint": INT16, "int": INT32, "bigint": INT64}
 _MONEY: Final = {"money": (19, 4), "smallmoney": (10, 4)}
@@ -130,6 +134,10 @@ def column_mapping(type_name: str, precision: int | None, scale: int | None, opt
         return _decimal(decimal_mode, money_precision, money_scale, optional, column)
     if name in _STRINGS:
         return ConnectSchema(STRING, optional), str, ""
+    if name == "xml":
+        return ConnectSchema(STRING, optional, XML, 1), str, ""
+    if name == "uniqueidentifier":
+        return ConnectSchema(STRING, optional), lambda v: str(v).upper(), ""
     if name in _BINARIES:
         encode = binary_encoder(binary_mode)
         return binary_schema(binary_mode, optional), lambda v: encode(bytes(v)), b""

@@ -3,8 +3,8 @@
 `connect(server=..., port=..., user=..., password=..., database=...)` opens a psycopg2
 connection to the PostgreSQL database named `database`; cursors translate each T-SQL statement
 (translate.py) and return values as pymssql would (bytes for binary, not memoryview).
-`CREATE TABLE` statements also record the declared T-SQL column types (emu.declared_types),
-which PostgreSQL's catalog cannot hold (nvarchar, datetime2(3), money ...).
+`CREATE TABLE` and `ALTER TABLE` statements also record the declared T-SQL column types
+(emu.declared_types), which PostgreSQL's catalog cannot hold (nvarchar, datetime2(3), money).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import psycopg2
 import sqlglot
 from sqlglot import exp
 
-from headwater.testing.sqlserver_emulation.translate import to_postgres
+from headwater.testing.sqlserver_emulation.translate import REAL_WORD, to_postgres
 
 paramstyle = "qmark"
 Error = psycopg2.Error
@@ -46,8 +46,8 @@ class Cursor:
         return int(self._inner.rowcount)
 
     def execute(self, operation: str, params: Sequence[Any] | None = None) -> None:
-        if operation.lstrip().upper().startswith("CREATE TABLE"):
-            self._record_types(operation)
+        if operation.lstrip().upper().startswith(("CREATE TABLE", "ALTER TABLE")):
+            self._record_types(REAL_WORD.sub("FLOAT(24)", operation))
         sql, count = to_postgres(operation)
         values = {f"hwp{i}": v for i, v in enumerate(params or ())}
         if len(values) != count:
@@ -68,6 +68,8 @@ class Cursor:
             name = _TSQL_NAMES.get(kind.this, name)
             params = [int(p.name) for p in kind.expressions if p.name.isdigit()]
             precision = params[0] if params else None
+            if name == "float":  # SQL Server's catalog: float(1-24) is real (24), else 53
+                name, precision = ("real", 24) if precision and precision <= 24 else ("float", 53)
             scale = params[1] if len(params) > 1 else None
             dt_precision = precision if name in ("datetime2", "time", "datetimeoffset") else None
             if name in ("datetime2", "time", "datetimeoffset"):

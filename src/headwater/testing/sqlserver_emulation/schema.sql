@@ -106,7 +106,16 @@ BEGIN
                  ci || '_CT', ci || '_CT') USING row_;
 END $fn$;
 
--- sys.sp_cdc_enable_table: a capture instance (change table, its function, its columns).
+-- SQL Server refuses TRUNCATE TABLE on a table enabled for CDC (error 4711); so does this.
+CREATE OR REPLACE FUNCTION cdc.refuse_truncate() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  RAISE EXCEPTION 'Cannot truncate table ''%.%'' because it is published for replication or '
+    'enabled for Change Data Capture.', TG_TABLE_SCHEMA, TG_TABLE_NAME;
+END $fn$;
+
+-- sys.sp_cdc_enable_table: a capture instance (change table, its function, its columns).  Its
+-- start_lsn is past every committed transaction: changes at or after it are in its change
+-- table (SQL Server's meaning), so a second instance of a table takes over there.
 CREATE OR REPLACE FUNCTION sys.sp_cdc_enable_table(source_schema text, source_name text,
     capture_instance text DEFAULT NULL) RETURNS text LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -114,12 +123,16 @@ DECLARE
   rel oid := format('%I.%I', source_schema, source_name)::regclass;
   ct_id int;
 BEGIN
+  -- No transaction may be between drawing its LSN and committing (capture()): the maximum LSN
+  -- read below is final, and every later transaction sees this capture instance.
+  PERFORM pg_advisory_xact_lock(7283011);
   EXECUTE format('CREATE TABLE cdc.%I AS SELECT NULL::bytea AS "__$start_lsn", '
     'NULL::bytea AS "__$end_lsn", NULL::bytea AS "__$seqval", NULL::int AS "__$operation", '
     'NULL::bytea AS "__$update_mask", s.*, NULL::int AS "__$command_id" FROM %I.%I s '
     'WITH NO DATA', ci || '_CT', source_schema, source_name);
   INSERT INTO cdc.change_tables (source_object_id, capture_instance, start_lsn)
-    VALUES (rel, ci, sys.fn_cdc_get_max_lsn()) RETURNING object_id INTO ct_id;
+    VALUES (rel, ci, sys.fn_cdc_increment_lsn(sys.fn_cdc_get_max_lsn()))
+    RETURNING object_id INTO ct_id;
   INSERT INTO cdc.captured_columns (object_id, column_name, column_id, column_type,
                                     column_ordinal)
     SELECT ct_id, attname, attnum, format_type(atttypid, atttypmod), attnum
@@ -128,6 +141,11 @@ BEGIN
     'row_filter text) RETURNS SETOF cdc.%I LANGUAGE sql STABLE AS $q$ SELECT * FROM cdc.%I '
     'WHERE "__$start_lsn" BETWEEN from_lsn AND to_lsn $q$',
     'fn_cdc_get_all_changes_' || ci, ci || '_CT', ci || '_CT');
+  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = rel AND tgname = 'cdc_no_truncate')
+  THEN
+    EXECUTE format('CREATE TRIGGER cdc_no_truncate BEFORE TRUNCATE ON %I.%I '
+      'FOR EACH STATEMENT EXECUTE FUNCTION cdc.refuse_truncate()', source_schema, source_name);
+  END IF;
   IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = rel AND tgname = 'cdc_capture') THEN
     EXECUTE format('CREATE CONSTRAINT TRIGGER cdc_capture AFTER INSERT OR UPDATE OR DELETE '
       'ON %I.%I DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION cdc.capture()',
