@@ -40,6 +40,7 @@ BUILTINS: Final = (
     "headwater.connectors.mysql.registration:REGISTRATION",
     "headwater.connectors.mongodb.registration:REGISTRATION",
     "headwater.connectors.sqlserver.registration:REGISTRATION",
+    "headwater.connectors.db2.registration:REGISTRATION",
 )
 # `source.snapshot` values of snapshot reads (the rest, "false" or null, are stream events).
 # Every SnapshotMarker but "false" (Debezium 3.x adds first, first/last_in_data_collection).
