@@ -184,12 +184,21 @@ def serve(
 
 
 @app.command()
-def status(config: ConfigArg) -> None:
-    """Show a connector's state and metrics, as its `headwater run` last wrote them, and
-    whether that process is still alive (exit 0) or not (exit 1)."""
+def status(
+    config: ConfigArg,
+    pipeline: Annotated[bool, typer.Option(
+        "--pipeline", help="the pipeline's status (the default for a file without "
+        "connector.class)")] = False,
+) -> None:
+    """Show a connector's (or pipeline's) state and metrics, as its `headwater run` (or
+    `headwater pipeline`) last wrote them, and whether that process is still alive (exit 0)
+    or not (exit 1)."""
     from headwater.ops.progress import read_status, status_path
     from headwater.ops.status import liveness
 
+    if pipeline or not _has_connector_class(config):
+        _pipeline_status(config)
+        return
     cfg = _load(config, secrets=False)
     path = status_path(Path(cfg.offset_storage_file_filename))
     doc = read_status(path)
@@ -219,6 +228,30 @@ def status(config: ConfigArg) -> None:
         console.print(table)
     console.print_json(orjson.dumps(m).decode())
     if not live.alive:
+        raise typer.Exit(1)
+
+
+def _has_connector_class(config: Path) -> bool:
+    from headwater.config.loader import load_properties
+
+    try:
+        return bool(load_properties(config).get("connector.class"))
+    except (ValueError, OSError):
+        return True  # let the connector's loader say what is wrong
+
+
+def _pipeline_status(config: Path) -> None:
+    from headwater.config import ConfigError
+    from headwater.pipeline.config import load_pipeline_config
+    from headwater.pipeline.status import pipeline_status_path
+    from headwater.pipeline.status_print import print_pipeline_status
+
+    try:
+        cfg = load_pipeline_config(config)
+    except (ConfigError, OSError) as exc:
+        err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
+        raise typer.Exit(2) from exc
+    if not print_pipeline_status(pipeline_status_path(cfg.checkpoint_dir), console):
         raise typer.Exit(1)
 
 

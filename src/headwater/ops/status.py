@@ -21,7 +21,7 @@ from typing import Any, Final
 STALE_INTERVALS: Final = 10
 STALE_MIN_S: Final = 10.0
 DEFAULT_INTERVAL_MS: Final = 1000
-_STOPPED_STATES: Final = frozenset({"PAUSED", "NOT_STARTED", "FAILED"})
+_STOPPED_STATES: Final = frozenset({"PAUSED", "NOT_STARTED", "FAILED", "STOPPED"})
 
 
 @dataclass(frozen=True, slots=True)

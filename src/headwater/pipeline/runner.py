@@ -44,6 +44,7 @@ from headwater.pipeline.net import NetChange, dedup, net_changes
 from headwater.pipeline.scd2 import tracked_columns
 from headwater.pipeline.source import NAME as SOURCE_NAME
 from headwater.pipeline.source import is_table_topic, read_range, register
+from headwater.pipeline.status import PipelineMonitor
 from headwater.topics.damage import TopicLogDamaged
 
 log = logging.getLogger("headwater.pipeline")
@@ -130,49 +131,58 @@ def columnar_path(mode: str, target: Target) -> ColumnarPath | None:
 
 def apply_batch(
     topics_dir: Path, ranges: Ranges, batch_id: int, cfg: PipelineConfig, target: Target,
+    counts: dict[str, int] | None = None,
 ) -> int:
-    """Applies one micro-batch (offset ranges per topic); returns the number of events."""
+    """Applies one micro-batch (offset ranges per topic); returns the number of events and,
+    with `counts`, adds each topic's number of events to it (the status file's rows per
+    table)."""
     total = 0
     path = columnar_path(cfg.mode, target)
     for topic, (first, end) in sorted(ranges.items()):
-        t0 = time.monotonic()
-        if is_datastream_topic(topics_dir, topic, first, end):  # Datastream events (JSON)
-            total += apply_events(topic_events(topics_dir, topic, first, end), topic, batch_id,
-                                  cfg.mode, target, cfg.track_history_column_list,
-                                  cfg.track_history_except_column_list)
-            continue
-        if is_document_topic(topics_dir, topic, first, end):  # MongoDB: documents, no schema
-            total += apply_documents(topics_dir, topic, first, end, batch_id, cfg.mode, target,
-                                     cfg.documents, cfg.track_history_column_list,
-                                     cfg.track_history_except_column_list)
-            continue
-        if path is not None:
-            decode, write = path
-            try:
-                lines = columnar.scan(topics_dir, topic, first, end)
-                t1 = time.monotonic()
-                decoded = decode(topic, lines)
-            except columnar.NotColumnar as exc:
-                log.info("batch %d: %s: event by event (%s)", batch_id, topic, exc)
-            else:
-                if decoded is not None:
-                    t2 = time.monotonic()
-                    write(decoded, batch_id)
-                    total += decoded.events
-                    log.info("batch %d: %s: %d events, %d rows (%s); scan %.2fs, decode %.2fs, "
-                             "write %.2fs", batch_id, topic, decoded.events,
-                             decoded.rows.num_rows, cfg.mode, t1 - t0, t2 - t1,
-                             time.monotonic() - t2)
-                continue
-        changes = decode_topic(topic, list(read_range(topics_dir, topic, first, end)))
-        log.info("batch %d: %s: decoded %d events in %.1fs", batch_id, topic,
-                 len(changes.events), time.monotonic() - t0)
-        if not changes.events:
-            continue
-        total += len(changes.events)
-        apply_changes(changes, batch_id, target, cfg.mode, cfg.track_history_column_list,
-                      cfg.track_history_except_column_list)
+        n = _apply_topic(topics_dir, topic, first, end, batch_id, cfg, target, path)
+        total += n
+        if counts is not None and n:
+            counts[topic] = counts.get(topic, 0) + n
     return total
+
+
+def _apply_topic(topics_dir: Path, topic: str, first: int, end: int, batch_id: int,
+                 cfg: PipelineConfig, target: Target, path: ColumnarPath | None) -> int:
+    """One topic's range of a batch; returns the number of events applied."""
+    t0 = time.monotonic()
+    if is_datastream_topic(topics_dir, topic, first, end):  # Datastream events (JSON)
+        return apply_events(topic_events(topics_dir, topic, first, end), topic, batch_id,
+                            cfg.mode, target, cfg.track_history_column_list,
+                            cfg.track_history_except_column_list)
+    if is_document_topic(topics_dir, topic, first, end):  # MongoDB: documents, no schema
+        return apply_documents(topics_dir, topic, first, end, batch_id, cfg.mode, target,
+                               cfg.documents, cfg.track_history_column_list,
+                               cfg.track_history_except_column_list)
+    if path is not None:
+        decode, write = path
+        try:
+            lines = columnar.scan(topics_dir, topic, first, end)
+            t1 = time.monotonic()
+            decoded = decode(topic, lines)
+        except columnar.NotColumnar as exc:
+            log.info("batch %d: %s: event by event (%s)", batch_id, topic, exc)
+        else:
+            if decoded is None:
+                return 0
+            t2 = time.monotonic()
+            write(decoded, batch_id)
+            log.info("batch %d: %s: %d events, %d rows (%s); scan %.2fs, decode %.2fs, "
+                     "write %.2fs", batch_id, topic, decoded.events, decoded.rows.num_rows,
+                     cfg.mode, t1 - t0, t2 - t1, time.monotonic() - t2)
+            return int(decoded.events)
+    changes = decode_topic(topic, list(read_range(topics_dir, topic, first, end)))
+    log.info("batch %d: %s: decoded %d events in %.1fs", batch_id, topic,
+             len(changes.events), time.monotonic() - t0)
+    if not changes.events:
+        return 0
+    apply_changes(changes, batch_id, target, cfg.mode, cfg.track_history_column_list,
+                  cfg.track_history_except_column_list)
+    return len(changes.events)
 
 
 def apply_changes(
@@ -230,8 +240,10 @@ def start_flows(
                         "headwater-flows", apply, once, trigger_interval_ms, None)
 
 
-def start(spark: Any, cfg: PipelineConfig, once: bool = False) -> Any:
-    """Starts the streaming query and returns it (call awaitTermination on it)."""
+def start(spark: Any, cfg: PipelineConfig, once: bool = False,
+          monitor: PipelineMonitor | None = None) -> Any:
+    """Starts the streaming query and returns it (call awaitTermination on it); `monitor`
+    counts each batch of the topic log (pipeline/status.py)."""
     target = make_target(cfg, spark)
     if cfg.kafka is not None:
         return _start_kafka(spark, cfg, target, once)
@@ -239,13 +251,34 @@ def start(spark: Any, cfg: PipelineConfig, once: bool = False) -> Any:
         return _start_files_query(spark, cfg, target, once)
 
     def apply(ranges: Ranges, batch_id: int) -> None:
-        apply_batch(cfg.topics_dir, ranges, batch_id, cfg, target)
+        started = time.monotonic()
+        counts: dict[str, int] = {}
+        apply_batch(cfg.topics_dir, ranges, batch_id, cfg, target, counts)
         if isinstance(target, DeltaTarget):
             target.maintain(batch_id)
+        if monitor is not None:
+            read_to = _checkpointed_offsets(cfg.checkpoint_dir / "offsets" / str(batch_id))
+            monitor.batch(batch_id, counts, newest_source_ts(cfg.topics_dir, ranges),
+                          time.monotonic() - started,
+                          read_to or {t: e for t, (_f, e) in ranges.items()})
 
     return _start_query(spark, cfg.topics_dir, cfg.topics_glob, cfg.checkpoint_dir,
                         f"headwater-{cfg.topic_prefix}", apply, once, cfg.trigger_interval_ms,
                         cfg.max_records_per_trigger)
+
+
+def newest_source_ts(topics_dir: Path, ranges: Ranges) -> int | None:
+    """The newest source `ts_ms` among the last record of each topic's range (the freshness
+    of what a batch applied; reads one segment per topic, never the whole batch again)."""
+    from headwater.pipeline.status import newest_ts_ms
+
+    newest: int | None = None
+    for topic, (_first, end) in ranges.items():
+        for _offset, _key, value in read_range(topics_dir, topic, end - 1, end):
+            ts = newest_ts_ms(value)
+            if ts is not None and (newest is None or ts > newest):
+                newest = ts
+    return newest
 
 
 def _start_kafka(spark: Any, cfg: PipelineConfig, target: Target, once: bool) -> Any:
@@ -445,36 +478,66 @@ def run(cfg: PipelineConfig, once: bool = False) -> bool:
 
     logs = log_dir(cfg.checkpoint_dir)
     trace = trace_to_file(logs)
-    spark = spark_session(logs=logs)
     interrupted = threading.Event()
     handlers = _on_signals(interrupted.set)
+    monitor = _monitor(cfg).start()
     try:
-        query = start(spark, cfg, once=once)
-        try:
-            while not query.awaitTermination(1):
-                if interrupted.is_set():
-                    log.info("stopping the query")
-                    query.stop()
-                    break
-        except Exception as exc:
-            trace.error("the query failed", exc_info=exc)
-            if not getattr(query, "headwater_damaged", None):
-                raise
-        finally:
-            close_query(query)
-        if interrupted.is_set():
-            return True
-        if getattr(query, "headwater_damaged", None):
-            # One clear message rather than Spark's wrapping of the Python traceback.
-            raise query.headwater_damaged[0]
-        if query.exception() is not None:
-            text = str(query.exception())
-            trace.error("the query failed:\n%s", text)
-            raise RuntimeError(damage_message(text) or text)
-        return False
+        spark = spark_session(logs=logs)
+    except BaseException as exc:
+        monitor.close("FAILED", str(exc))
+        _restore_signals(handlers)
+        raise
+    try:
+        stopped = _run_query(spark, cfg, once, interrupted, trace, monitor)
+    except BaseException as exc:
+        from headwater.pipeline.quiet import one_line
+
+        monitor.close("FAILED", one_line(exc))
+        raise
+    else:
+        monitor.close("STOPPED")
+        return stopped
     finally:
         _restore_signals(handlers)
         spark.stop()
+
+
+def _monitor(cfg: PipelineConfig) -> PipelineMonitor:
+    """The status file's writer; lag only for the topic log (not Kafka, not files)."""
+    from headwater.pipeline.status import pipeline_status_path
+
+    topics = cfg.kafka is None and cfg.source == "topics"
+    return PipelineMonitor(pipeline_status_path(cfg.checkpoint_dir), cfg.pipeline_id,
+                           cfg.topics_dir if topics else None, cfg.topics_glob,
+                           cfg.topic_prefix)
+
+
+def _run_query(spark: Any, cfg: PipelineConfig, once: bool, interrupted: threading.Event,
+               trace: logging.Logger, monitor: PipelineMonitor) -> bool:
+    query = start(spark, cfg, once=once, monitor=monitor)
+    monitor.set_state("RUNNING")
+    try:
+        while not query.awaitTermination(1):
+            if interrupted.is_set():
+                log.info("stopping the query")
+                query.stop()
+                break
+    except Exception as exc:
+        trace.error("the query failed", exc_info=exc)
+        if not getattr(query, "headwater_damaged", None):
+            raise
+    finally:
+        close_query(query)
+    if interrupted.is_set():
+        return True
+    if getattr(query, "headwater_damaged", None):
+        # One clear message rather than Spark's wrapping of the Python traceback.
+        raise query.headwater_damaged[0]
+    if query.exception() is not None:
+        text = str(query.exception())
+        trace.error("the query failed:\n%s", text)
+        raise RuntimeError(damage_message(text) or text)
+    return False
 
 
 def _on_signals(callback: Callable[[], None]) -> dict[int, Any]:

@@ -45,6 +45,7 @@ def _builtin_routers() -> list[RouterFactory]:
         metrics,
         notifications,
         observe,
+        pipelines,
         plugins,
         profiles,
         streams,
@@ -52,7 +53,7 @@ def _builtin_routers() -> list[RouterFactory]:
 
     return [_root, connectors.router, plugins.router, streams.router, profiles.router,
             metrics.router, notifications.router, loggers.router, observe.router,
-            console.router]
+            console.router, pipelines.router]
 
 
 ROUTERS: list[RouterFactory] = []

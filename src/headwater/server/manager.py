@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -30,14 +31,23 @@ WATCH_S: Final = 0.5
 
 
 class ConnectorManager:
-    def __init__(self, store: ConnectorStore) -> None:
+    """`module` is the worker's (`python -m module --data-dir D --parent PID name`) and
+    `home` its directory: the service's pipelines reuse all of this with their own worker
+    (`server/pipeline_worker.py`)."""
+
+    def __init__(self, store: ConnectorStore, module: str = "headwater.server.worker",
+                 home: Callable[[Path, str], Path] = connector_dir,
+                 kind: str = "connector") -> None:
         self.store = store
         self.root: Path = store.root
+        self.module = module
+        self.home = home
+        self.kind = kind
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._lock = threading.RLock()
         self._name_locks: dict[str, threading.Lock] = {}
         self._closing = threading.Event()
-        self._watcher = threading.Thread(target=self._watch, name="connector-watch",
+        self._watcher = threading.Thread(target=self._watch, name=f"{kind}-watch",
                                          daemon=True)
 
     # -- service lifecycle ---------------------------------------------------------------------
@@ -46,9 +56,10 @@ class ConnectorManager:
         again from its stored offsets; a worker left over by a killed service is killed
         first (it cannot be adopted: its parent is gone)."""
         for row in self.store.all():
-            if row.pid is not None and pid_alive(row.pid) and _is_worker(row.pid, row.name):
-                log.warning("connector %s: killing worker %d left by a previous service",
-                            row.name, row.pid)
+            if row.pid is not None and pid_alive(row.pid) and _is_worker(
+                    row.pid, row.name, self.module):
+                log.warning("%s %s: killing worker %d left by a previous service",
+                            self.kind, row.name, row.pid)
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(row.pid, signal.SIGKILL)
             self.store.clear_pid(row.name)
@@ -78,7 +89,7 @@ class ConnectorManager:
             if self.running(name) or self._closing.is_set():
                 return
             self.store.report(name, Reported.UNASSIGNED)
-            home = connector_dir(self.root, name)
+            home = self.home(self.root, name)
             home.mkdir(parents=True, exist_ok=True)
             env = dict(os.environ)
             src = str(Path(__file__).resolve().parents[2])
@@ -86,13 +97,13 @@ class ConnectorManager:
                                                 if p)
             with (home / "worker.log").open("ab") as out:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "headwater.server.worker", "--data-dir",
+                    [sys.executable, "-m", self.module, "--data-dir",
                      str(self.root.resolve()), "--parent", str(os.getpid()), name],
                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                     start_new_session=True, close_fds=True)
             self._procs[name] = proc
             self.store.report(name, Reported.UNASSIGNED, pid=proc.pid)
-            log.info("connector %s: worker %d started", name, proc.pid)
+            log.info("%s %s: worker %d started", self.kind, name, proc.pid)
 
     def stop(self, name: str, timeout_s: float = STOP_WAIT_S) -> bool:
         """Graceful stop (SIGTERM: drain, store offsets), SIGKILL after `timeout_s`; True when
@@ -107,8 +118,8 @@ class ConnectorManager:
             try:
                 proc.wait(timeout_s)
             except subprocess.TimeoutExpired:
-                log.warning("connector %s: worker %d did not stop in %.0fs: killing it", name,
-                            proc.pid, timeout_s)
+                log.warning("%s %s: worker %d did not stop in %.0fs: killing it", self.kind,
+                            name, proc.pid, timeout_s)
                 proc.kill()
                 proc.wait()
         self._reap(name, proc)
@@ -161,9 +172,9 @@ class ConnectorManager:
             how = (f"killed by signal {signal.Signals(-code).name}" if code is not None
                    and code < 0 else f"exit status {code}")
             self.store.report(name, Reported.FAILED,
-                              trace=f"the worker process {proc.pid} of connector {name} "
+                              trace=f"the worker process {proc.pid} of {self.kind} {name} "
                                     f"ended without reporting ({how}); see "
-                                    f"{connector_dir(self.root, name) / 'worker.log'}")
+                                    f"{self.home(self.root, name) / 'worker.log'}")
         self.store.clear_pid(name)
 
     def _watch(self) -> None:
@@ -171,14 +182,15 @@ class ConnectorManager:
             with self._lock:
                 ended = [(n, p) for n, p in self._procs.items() if p.poll() is not None]
             for name, proc in ended:
-                log.info("connector %s: worker %d ended (%s)", name, proc.pid, proc.returncode)
+                log.info("%s %s: worker %d ended (%s)", self.kind, name, proc.pid,
+                         proc.returncode)
                 self._reap(name, proc)
 
 
-def _is_worker(pid: int, name: str) -> bool:
-    """Whether `pid` is a connector worker of this name (not a reused pid)."""
+def _is_worker(pid: int, name: str, module: str = "headwater.server.worker") -> bool:
+    """Whether `pid` is a worker (`module`) of this name (not a reused pid)."""
     try:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return b"headwater.server.worker" in cmd and name.encode() in cmd
+    return module.encode() in cmd and name.encode() in cmd

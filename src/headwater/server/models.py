@@ -132,6 +132,39 @@ class ConfigInfos(BaseModel):
     configs: list[ConfigInfo]
 
 
+class PipelineInfo(BaseModel):
+    name: str
+    config: dict[str, str]
+
+
+class CreatePipelineRequest(BaseModel):
+    name: str | None = None
+    config: dict[str, ConfigScalar] = Field(default_factory=dict)
+    initial_state: Literal["RUNNING", "PAUSED", "STOPPED"] | None = None
+
+
+class PipelineMetrics(BaseModel):
+    """The pipeline's status file (`pipeline/status.py`), as its worker last reported it."""
+
+    batches: int = 0
+    changes_applied: int = 0
+    rows_by_table: dict[str, int] = Field(default_factory=dict)
+    last_batch_id: int | None = None
+    last_batch_duration_s: float | None = None
+    lag: dict[str, int] = Field(default_factory=dict)
+    newest_source_ts_ms: int | None = None
+    freshness_s: float | None = None
+    updated_ms: int | None = None
+
+
+class PipelineStatus(BaseModel):
+    name: str
+    state: StateName
+    worker_id: str
+    trace: str | None = None
+    metrics: PipelineMetrics | None = None
+
+
 def flat_config(raw: dict[str, ConfigScalar]) -> dict[str, str]:
     """Kafka Connect configurations are string maps; JSON numbers and booleans are given as
     their text (`true`/`false`)."""

@@ -21,7 +21,8 @@ from typing import Final
 import orjson
 
 from headwater.server.manager import ConnectorManager
-from headwater.server.store import ConnectorStore
+from headwater.server.pipelines import pipeline_dir
+from headwater.server.store import ConnectorStore, pipeline_store
 from headwater.streams.catalog import Catalog, StreamRecord
 from headwater.streams.states import ACTIVE, State, TransitionError
 from headwater.streams.supervisor import Supervisor
@@ -63,19 +64,28 @@ class Service:
     catalog: Catalog
     supervisor: Supervisor
     worker_id: str  # host:port, Kafka Connect's `worker_id`
+    # Pipelines: rows and worker processes exactly like connectors', their own table and
+    # worker module (server/pipeline_worker.py).
+    pipelines: ConnectorStore
+    pipeline_manager: ConnectorManager
 
     @classmethod
     def open(cls, data_dir: Path, worker_id: str) -> Service:
         data_dir.mkdir(parents=True, exist_ok=True)
         store = ConnectorStore(data_dir)
         catalog = Catalog(data_dir)
+        pipelines = pipeline_store(data_dir)
         return cls(data_dir, store, ConnectorManager(store), catalog,
-                   Supervisor(catalog, ServiceStreamLauncher()), worker_id)
+                   Supervisor(catalog, ServiceStreamLauncher()), worker_id, pipelines,
+                   ConnectorManager(pipelines, "headwater.server.pipeline_worker",
+                                    pipeline_dir, "pipeline"))
 
     def start(self) -> None:
-        """Every connector whose target is RUNNING, and every stream this service was
-        running when it stopped or died, runs again from its offsets."""
+        """Every connector and pipeline whose target is RUNNING, and every stream this
+        service was running when it stopped or died, runs again from its offsets (a
+        pipeline: from its Spark checkpoint)."""
         self.manager.start_all()
+        self.pipeline_manager.start_all()
         wanted = set(orjson.loads(self.store.meta(RESUME_KEY) or "[]"))
         for rec in self.catalog.streams():
             name = rec.spec.name
@@ -99,6 +109,7 @@ class Service:
         for name in active:
             rec = self.catalog.stream(name)
             self.supervisor.launcher.stop(rec)
+        self.pipeline_manager.close()
         self.manager.close()
         for name in active:
             self.supervisor.wait(name, frozenset(set(State) - ACTIVE), timeout_s)

@@ -31,8 +31,14 @@ CREATE TABLE IF NOT EXISTS connectors (
   name TEXT PRIMARY KEY, config TEXT NOT NULL, target TEXT NOT NULL,
   created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
   worker_state TEXT NOT NULL, trace TEXT, pid INTEGER, heartbeat_ms INTEGER, status TEXT);
+CREATE TABLE IF NOT EXISTS pipelines (
+  name TEXT PRIMARY KEY, config TEXT NOT NULL, target TEXT NOT NULL,
+  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
+  worker_state TEXT NOT NULL, trace TEXT, pid INTEGER, heartbeat_ms INTEGER, status TEXT);
 CREATE TABLE IF NOT EXISTS service_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+
+_TABLES: Final = ("connectors", "pipelines")
 
 
 class Target(StrEnum):
@@ -75,11 +81,18 @@ def now_ms() -> int:
 
 
 class ConnectorStore:
-    """One connection per process (the service, each worker); thread-safe within it."""
+    """One connection per process (the service, each worker); thread-safe within it.
 
-    def __init__(self, root: Path) -> None:
+    `table` "pipelines" keeps the service's pipelines the same way (`PipelineStore`): the
+    same target and reported states, the same worker discipline."""
+
+    def __init__(self, root: Path, table: str = "connectors", noun: str = "Connector") -> None:
+        if table not in _TABLES:
+            raise ValueError(f"no table {table!r} (one of {', '.join(_TABLES)})")
         root.mkdir(parents=True, exist_ok=True)
         self.root = root
+        self.table = table
+        self.noun = noun
         self.path = root / CATALOG_FILE
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None,
@@ -126,9 +139,9 @@ class ConnectorStore:
     def create(self, name: str, config: Mapping[str, str], target: Target) -> ConnectorRow:
         t = now_ms()
         with self._tx() as db:
-            if db.execute("SELECT 1 FROM connectors WHERE name=?", (name,)).fetchone():
-                raise StoreError(f"Connector {name} already exists")
-            db.execute("INSERT INTO connectors (name, config, target, created_ms, updated_ms, "
+            if db.execute(f"SELECT 1 FROM {self.table} WHERE name=?", (name,)).fetchone():
+                raise StoreError(f"{self.noun} {name} already exists")
+            db.execute(f"INSERT INTO {self.table} (name, config, target, created_ms, updated_ms, "
                        "worker_state) VALUES (?,?,?,?,?,?)",
                        (name, orjson.dumps(dict(config)).decode(), target.value, t, t,
                         Reported.UNASSIGNED.value))
@@ -136,32 +149,32 @@ class ConnectorStore:
 
     def update_config(self, name: str, config: Mapping[str, str]) -> ConnectorRow:
         with self._tx() as db:
-            if db.execute("UPDATE connectors SET config=?, updated_ms=? WHERE name=?",
+            if db.execute(f"UPDATE {self.table} SET config=?, updated_ms=? WHERE name=?",
                           (orjson.dumps(dict(config)).decode(), now_ms(), name)).rowcount == 0:
-                raise StoreError(f"Connector {name} not found")
+                raise StoreError(f"{self.noun} {name} not found")
         return self.get(name)
 
     def set_target(self, name: str, target: Target) -> None:
         with self._tx() as db:
-            if db.execute("UPDATE connectors SET target=?, updated_ms=? WHERE name=?",
+            if db.execute(f"UPDATE {self.table} SET target=?, updated_ms=? WHERE name=?",
                           (target.value, now_ms(), name)).rowcount == 0:
-                raise StoreError(f"Connector {name} not found")
+                raise StoreError(f"{self.noun} {name} not found")
 
     def delete(self, name: str) -> None:
         with self._tx() as db:
-            if db.execute("DELETE FROM connectors WHERE name=?", (name,)).rowcount == 0:
-                raise StoreError(f"Connector {name} not found")
+            if db.execute(f"DELETE FROM {self.table} WHERE name=?", (name,)).rowcount == 0:
+                raise StoreError(f"{self.noun} {name} not found")
 
     def get(self, name: str) -> ConnectorRow:
         with self._lock:
-            row = self._db.execute("SELECT * FROM connectors WHERE name=?", (name,)).fetchone()
+            row = self._db.execute(f"SELECT * FROM {self.table} WHERE name=?", (name,)).fetchone()
         if row is None:
-            raise StoreError(f"Connector {name} not found")
+            raise StoreError(f"{self.noun} {name} not found")
         return _row(row)
 
     def all(self) -> list[ConnectorRow]:
         with self._lock:
-            rows = self._db.execute("SELECT * FROM connectors ORDER BY name").fetchall()
+            rows = self._db.execute(f"SELECT * FROM {self.table} ORDER BY name").fetchall()
         return [_row(r) for r in rows]
 
     # -- what the worker reports -------------------------------------------------------------
@@ -169,7 +182,7 @@ class ConnectorStore:
                pid: int | None = None, status: Mapping[str, Any] | None = None) -> None:
         """Record the worker's state; `trace` is kept only with FAILED (cleared otherwise)."""
         with self._tx() as db:
-            db.execute("UPDATE connectors SET worker_state=?, trace=?, pid=COALESCE(?, pid), "
+            db.execute(f"UPDATE {self.table} SET worker_state=?, trace=?, pid=COALESCE(?, pid), "
                        "heartbeat_ms=?, status=COALESCE(?, status) WHERE name=?",
                        (state.value, trace if state is Reported.FAILED else None, pid,
                         now_ms(), None if status is None else orjson.dumps(status).decode(),
@@ -177,7 +190,13 @@ class ConnectorStore:
 
     def clear_pid(self, name: str) -> None:
         with self._tx() as db:
-            db.execute("UPDATE connectors SET pid=NULL WHERE name=?", (name,))
+            db.execute(f"UPDATE {self.table} SET pid=NULL WHERE name=?", (name,))
+
+
+def pipeline_store(root: Path) -> ConnectorStore:
+    """The service's pipelines: rows like a connector's (config, target, reported state,
+    trace, the worker's last status document) in their own table."""
+    return ConnectorStore(root, "pipelines", "Pipeline")
 
 
 def _row(r: tuple[Any, ...]) -> ConnectorRow:

@@ -99,6 +99,30 @@ async function renderConnectors(errors) {
   }
 }
 
+async function renderPipelines(errors) {
+  const names = await api("GET", "/pipelines");
+  const body = document.querySelector("#pipelines tbody");
+  body.replaceChildren();
+  for (const name of names) {
+    const enc = encodeURIComponent(name);
+    const st = await api("GET", `/pipelines/${enc}/status`);
+    const m = st.metrics || {};
+    const lag = Object.values(m.lag || {}).reduce((a, b) => a + b, 0);
+    const acts = st.state === "PAUSED" || st.state === "STOPPED"
+      ? [action("resume", name, () => api("PUT", `/pipelines/${enc}/resume`))]
+      : [action("pause", name, () => api("PUT", `/pipelines/${enc}/pause`))];
+    acts.push(action("restart", name, () => api("POST", `/pipelines/${enc}/restart`)));
+    body.append(el("tr", {"data-pipeline": name}, el("td", {}, name),
+      el("td", {"class": "state " + st.state}, st.state),
+      el("td", {}, fmt(m.batches)), el("td", {}, fmt(m.changes_applied)),
+      el("td", {}, m.last_batch_duration_s === undefined ? "" : String(m.last_batch_duration_s)),
+      el("td", {}, m.lag ? fmt(lag) : ""),
+      el("td", {}, m.freshness_s === undefined || m.freshness_s === null ? "" : m.freshness_s.toFixed(1)),
+      el("td", {}, ...acts)));
+    if (st.state === "FAILED" && st.trace) errors.push({"what": "pipeline " + name, "message": st.trace});
+  }
+}
+
 async function renderStreams(errors) {
   const doc = await api("GET", "/streams");
   const body = document.querySelector("#streams tbody");
@@ -123,6 +147,7 @@ async function refresh() {
   const errors = [];
   try {
     await renderConnectors(errors);
+    await renderPipelines(errors);
     await renderStreams(errors);
     const list = document.getElementById("errors");
     list.replaceChildren(...errors.map(e => el("li", {}, el("strong", {}, e.what + ": "), el("pre", {}, e.message))));

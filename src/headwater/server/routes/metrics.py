@@ -58,7 +58,52 @@ def collect(svc: Service) -> Exposition:
     for stream_state, n in streams.items():
         out.add("headwater_streams", {"state": stream_state}, n,
                 help_text="streams of this service's catalog by state")
+    add_pipelines(svc, out)
     return out
+
+
+def add_pipelines(svc: Service, out: Exposition) -> None:
+    """`headwater_pipeline_<name>{pipeline}` from each pipeline's status file as its worker
+    last reported it.  Unlike a connector's, the numbers stay exported while the pipeline is
+    stopped: they are counts of what is in its tables (kept across restarts), not of a run."""
+    from headwater.pipeline.status import freshness_s
+
+    now = int(time.time() * 1000)
+    for row in svc.pipelines.all():
+        state = views.state_of(row, svc.pipeline_manager.running(row.name))
+        labels = {"pipeline": row.name}
+        out.add("headwater_pipeline_state", {**labels, "state": state}, 1,
+                help_text="1 for the pipeline's state")
+        doc: dict[str, Any] = row.status or {}
+        if "batches" not in doc:
+            continue
+        for key, (name, kind, help_text) in _PIPELINE_NUMBERS.items():
+            value = doc.get(key)
+            if isinstance(value, int | float):
+                out.add(name, labels, value, help_text=help_text, kind=kind)
+        for table, n in sorted((doc.get("rows_by_table") or {}).items()):
+            out.add("headwater_pipeline_rows_applied_total", {**labels, "table": str(table)},
+                    n, help_text="changes applied to each target table", kind="counter")
+        for topic, n in sorted((doc.get("lag") or {}).items()):
+            out.add("headwater_pipeline_lag_records", {**labels, "topic": str(topic)}, n,
+                    help_text="records of the topic not yet read by the pipeline")
+        fresh = freshness_s(doc, now)
+        if fresh is not None:
+            out.add("headwater_pipeline_freshness_seconds", labels, fresh,
+                    help_text="now minus the newest source ts_ms applied")
+        if isinstance(doc.get("updated_ms"), int):
+            out.add("headwater_pipeline_status_age_seconds", labels,
+                    max(0, now - doc["updated_ms"]) / 1000,
+                    help_text="seconds since the pipeline last wrote its status")
+
+
+_PIPELINE_NUMBERS = {
+    "batches": ("headwater_pipeline_batches_total", "counter", "micro-batches committed"),
+    "changes_applied": ("headwater_pipeline_changes_applied_total", "counter",
+                        "change events applied to the targets"),
+    "last_batch_duration_s": ("headwater_pipeline_last_batch_duration_seconds", "gauge",
+                              "seconds the last micro-batch took"),
+}
 
 
 def router(svc: Service) -> APIRouter:
