@@ -118,7 +118,7 @@ def test_avro_and_json_paths_give_the_same_table(env: Env, kafka: LocalKafka, sp
     assert snap["name"] == "n2" and snap["raw"] == b"\x00\x02" and snap["tags"] == ["a", "2"]
 
     # The pipeline reads both; the tables are the same, and equal to the source.
-    for fmt, props in runs.items():
+    for props in runs.values():
         env.prefix = props["topic.prefix"]
         run_pipeline_once(spark, env.config(props))
     json_rows = table(env.tmp / "json" / "delta" / "public" / "t")
