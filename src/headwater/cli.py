@@ -277,8 +277,9 @@ def pipeline(
         raise typer.Exit(2) from exc
     files = cfg.source == "datastream-files"
     read_dir = (cfg.files_dir or cfg.topics_dir) if files else cfg.topics_dir
-    if not read_dir.is_dir():
+    if (files or cfg.kafka is None) and not read_dir.is_dir():
         # The pipeline only reads: a missing directory is a wrong path, not an empty log.
+        # With headwater.topics.store=kafka the topics are in Kafka: no directory to check.
         prop = ("headwater.pipeline.datastream.files.dir" if files
                 else "headwater.topics.dir")
         err.print(f"[red]configuration error[/red] in {config}:\n{prop}: "

@@ -21,6 +21,7 @@ binary), with the Connect-to-Avro schema mapping of Confluent's `AvroData`:
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import struct
@@ -181,6 +182,10 @@ def _datum(schema: ConnectSchema, value: Any) -> Any:
                 for k, v in value.items()]
     if t == "bytes" and isinstance(value, memoryview):
         return bytes(value)
+    if t == "bytes" and isinstance(value, str):
+        # The capture hands some BYTES values (PostgreSQL numeric as Decimal) in the fast
+        # path's form, already base64 as JsonConverter writes them: Avro wants the bytes.
+        return base64.b64decode(value)
     return value
 
 

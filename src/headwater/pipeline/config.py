@@ -90,6 +90,9 @@ class PipelineConfig:
     documents: DocumentOptions = DocumentOptions()  # noqa: RUF009 (frozen: shared safely)
     # Set when the connector writes to Kafka (headwater.topics.store=kafka): read from there.
     kafka: KafkaSettings | None = None
+    # The connector's key/value.converter* properties: how the Kafka records are read
+    # (`kafka_decoders`).
+    converter_props: tuple[tuple[str, str], ...] = ()
     source: str = "topics"
     files_dir: Path | None = None  # datastream-files: the files destination's root
     files_format: str = "auto"
@@ -162,6 +165,7 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
                    minimum=0)
     documents = _documents(props, errors)
     kafka: KafkaSettings | None = None
+    converter_props: tuple[tuple[str, str], ...] = ()
     if props.get("headwater.topics.store", "local").strip().lower() == "kafka":
         # The connector's Kafka settings (security included) are the pipeline's too.
         try:
@@ -172,6 +176,7 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
             errors.extend(exc.problems)
         except ValueError as exc:
             errors.append(str(exc))
+        converter_props = _converter_props(props, errors)
     source = props.get("headwater.pipeline.source", "topics").lower()
     if source not in SOURCES:
         errors.append(f"headwater.pipeline.source: {source!r} is not one of {', '.join(SOURCES)}")
@@ -209,6 +214,7 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         compact_interval_batches=compact,
         documents=documents,
         kafka=kafka,
+        converter_props=converter_props,
         source=source,
         # The connector's own files destination, when the pipeline reads the same file.
         files_dir=resolve("headwater.pipeline.datastream.files.dir",
@@ -239,3 +245,22 @@ def _list(props: dict[str, str], name: str) -> tuple[str, ...] | None:
     if not text:
         return None
     return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def _converter_props(props: dict[str, str], errors: list[str]) -> tuple[tuple[str, str], ...]:
+    """The converter properties the Kafka records are read with, checked now (a wrong one is
+    a configuration error at start, not a failed first batch)."""
+    from headwater.connect.props import PluginConfigError
+    from headwater.pipeline.kafka_decoders import converter_problems, decoder_for
+
+    out = tuple(sorted((k, str(v)) for k, v in props.items()
+                       if k.startswith(("key.converter", "value.converter"))))
+    problems = converter_problems(dict(out))
+    if problems:
+        errors.extend(problems)
+        return out
+    try:
+        decoder_for(dict(out))
+    except (PluginConfigError, ValueError) as exc:
+        errors.extend(str(exc).split("\n"))
+    return out

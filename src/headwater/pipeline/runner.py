@@ -287,13 +287,16 @@ def _start_kafka(spark: Any, cfg: PipelineConfig, target: Target, once: bool) ->
 
     from headwater.pipeline import kafka_source
     from headwater.pipeline.kafka_batch import apply_kafka_batch
+    from headwater.pipeline.kafka_decoders import decoder_for
 
     assert cfg.kafka is not None
     consumer = cfg.kafka.consumer_config(f"headwater-pipeline-{cfg.pipeline_id}")
     topics = kafka_source.KafkaTopics(consumer, cfg.topics_glob)
 
+    decode = decoder_for(dict(cfg.converter_props))
+
     def apply(ranges: Ranges, batch_id: int) -> None:
-        apply_kafka_batch(topics, ranges, batch_id, cfg, target)
+        apply_kafka_batch(topics, ranges, batch_id, cfg, target, decode)
         if isinstance(target, DeltaTarget):
             target.maintain(batch_id)
 
