@@ -141,8 +141,8 @@ def test_document_envelope_rendering() -> None:
     value = orjson.loads(records[0].value)["payload"]
     assert list(value) == ["before", "after", "updateDescription", "source", "op", "ts_ms",
                            "transaction"]
-    assert (value["before"], value["after"], value["op"]) == (None, '{"_id":7,"a":2}', "u")
-    assert value["updateDescription"] == {"removedFields": None, "updatedFields": '{"a":2}',
+    assert (value["before"], value["after"], value["op"]) == (None, '{"_id": 7,"a": 2}', "u")
+    assert value["updateDescription"] == {"removedFields": None, "updatedFields": '{"a": 2}',
                                           "truncatedArrays": None}
     source = value["source"]
     assert (source["collection"], source["ord"], source["wallTime"], source["ts_ms"]) == (

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 import pymongo
+from bson.codec_options import DatetimeConversion
+from bson.raw_bson import RawBSONDocument
 from pymongo import errors
 
 from headwater.connectors.mongodb.config import MongoDbConnectorConfig, credentials
@@ -22,6 +24,12 @@ HISTORY_LOST: Final = 286
 # The server's own retriable labels on a failed command.
 RETRIABLE_LABELS: Final = ("ResumableChangeStreamError", "RetryableWriteError",
                            "TransientTransactionError")
+
+# The client options of the readers (snapshot, change stream): documents stay BSON bytes, which
+# the encoder walks exactly and without building Python objects (extended_json); the event's own
+# top-level dates (wallTime) come as DatetimeMS, milliseconds without a datetime round trip.
+RAW_DOCUMENTS: Final = {"document_class": RawBSONDocument,
+                        "datetime_conversion": DatetimeConversion.DATETIME_MS}
 
 
 def client(cfg: MongoDbConnectorConfig, **extra: Any) -> Any:

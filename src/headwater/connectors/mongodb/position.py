@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import bson
 from bson import json_util
+from bson.raw_bson import RawBSONDocument
 
 from headwater.model.record import ChangeRecord
 from headwater.model.schema import INT32, INT64, STRING, STRUCT, ConnectSchema
@@ -69,7 +70,8 @@ class MongoPosition(NamedTuple):
 
 def token_to_base64(token: Mapping[str, Any]) -> str:
     """A resume token document as Debezium stores it (ResumeTokens.toBase64)."""
-    return base64.b64encode(bson.encode(token)).decode("ascii")
+    raw = token.raw if isinstance(token, RawBSONDocument) else bson.encode(token)
+    return base64.b64encode(raw).decode("ascii")
 
 
 def token_from_offset(text: str) -> dict[str, Any]:

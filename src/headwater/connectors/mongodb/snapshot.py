@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from bson import json_util
+from bson.codec_options import CodecOptions
+from bson.raw_bson import RawBSONDocument
 
 from headwater.connectors.mongodb import connection
 from headwater.connectors.mongodb.position import MongoPosition, stream_offset, token_position
@@ -39,6 +41,8 @@ log = logging.getLogger("headwater.connectors.mongodb")
 
 SYSTEM_DATABASES = frozenset({"admin", "config", "local"})
 _DONE = object()
+# Documents are read as BSON bytes: the encoder walks them exactly (documents.py).
+_RAW: CodecOptions[RawBSONDocument] = CodecOptions(document_class=RawBSONDocument)
 
 
 class SnapshotStopped(Exception):
@@ -155,7 +159,8 @@ class MongoDbSnapshotSource:
         query = json_util.loads(query_text) if query_text else {}
         started = time.monotonic()
         log.info("snapshot step: reading %s%s", name, f" where {query_text}" if query else "")
-        cursor = client[database][collection].find(query)
+        raw = client[database].get_collection(collection, codec_options=_RAW)
+        cursor = raw.find(query)
         if cfg.snapshot_fetch_size:
             cursor = cursor.batch_size(cfg.snapshot_fetch_size)
         context, schema, read = self.connector.context, codec.schema, codec.read

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
+from bson.datetime_ms import DatetimeMS
 from pymongo import errors
 
 from headwater.connectors.mongodb import connection
@@ -74,7 +76,7 @@ class MongoDbStreamingSource:
     def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
         cfg = self.cfg
         token = offset.get(RESUME_TOKEN) if offset else None
-        client = connection.client(cfg)
+        client = connection.client(cfg, **connection.RAW_DOCUMENTS)
         try:
             kw = {"resume_after": token_from_offset(str(token))} if token else {}
             log.info("streaming: %s", f"resuming after token {token}" if token
@@ -158,7 +160,8 @@ class _Loop:
         cluster = event["clusterTime"]
         lsid, txn = event.get("lsid"), event.get("txnNumber")
         wall = event.get("wallTime")
-        wall_ms = int(wall.timestamp() * 1000) if wall is not None else 0
+        wall_ms = 0 if wall is None else int(wall) if type(wall) is DatetimeMS else int(
+            wall.replace(tzinfo=UTC).timestamp() * 1000)  # a naive datetime is UTC
         position = MongoPosition(cluster.time, cluster.inc, token_to_base64(event["_id"]),
                                  lsid_json(lsid) if lsid is not None and txn is not None
                                  else None,
