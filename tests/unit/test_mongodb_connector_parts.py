@@ -147,3 +147,16 @@ def test_document_envelope_rendering() -> None:
     source = value["source"]
     assert (source["collection"], source["ord"], source["wallTime"], source["ts_ms"]) == (
         "c", 3, 10_500, 10_500)
+
+
+def test_datastream_events_are_refused() -> None:
+    """MongoDB's Datastream events are not implemented: refused at start, never rendered
+    with the relational shape."""
+    with pytest.raises(ConfigError) as err:
+        validate_mongodb_config(_config(**{"headwater.event.format": "datastream"}))
+    assert "does not write Datastream events" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        validate_mongodb_config(_config(**{"headwater.destination": "files"}))
+    assert "needs headwater.event.format=datastream" in str(err.value)
+    cfg, _ = validate_mongodb_config(_config(**{"headwater.event.format": "debezium"}))
+    assert cfg.topic_prefix == "p"
