@@ -35,6 +35,7 @@ import os
 import random
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -111,29 +112,42 @@ def _properties(server: LocalMongo, work: Path) -> str:
 
 
 def _topic_end(topics: Path) -> int:
-    """Records (events and tombstones) in the collection's topic so far: the in-progress
-    segment's first offset (its name) plus its complete lines; the log itself is locked by
-    the running capture."""
+    """Records (events and tombstones) in the collection's topic so far: the newest segment's
+    first offset (its name) plus its complete lines.  The newest is the in-progress segment, or
+    a sealed one when the log rolled and nothing followed yet (segment names:
+    `00000000000000000042.jsonl`, `.00000000000000000042.jsonl.inprogress`)."""
     topic = topics / f"{PREFIX}.{DB}.{COLL}"
-    current = sorted(topic.glob(".*.jsonl.inprogress")) if topic.exists() else []
-    if not current:
+    if not topic.exists():
         return 0
-    with current[-1].open("rb") as f:
-        return int(current[-1].name[1:].split(".")[0]) + f.read().count(b"\n")
+    segments = [(int(p.name.lstrip(".").split(".")[0]), p) for p in topic.iterdir()
+                if p.name.endswith((".jsonl", ".jsonl.inprogress"))]
+    if not segments:
+        return 0
+    base, path = max(segments)
+    try:
+        with path.open("rb") as f:
+            return base + f.read().count(b"\n")
+    except FileNotFoundError:  # sealed (renamed) meanwhile: ask again
+        return _topic_end(topics)
 
 
-def run_headwater(server: LocalMongo, work: Path, records: int | None) -> tuple[float, float]:
+def run_headwater(server: LocalMongo, work: Path, records: int | None,
+                  profile: Path | None = None) -> tuple[float, float]:
     """Primes (records=None: until an offset is stored) or times a run until the topic holds
-    `records` records: (seconds, RSS MB)."""
+    `records` records: (seconds, RSS MB).  `profile`: run under py-spy, speedscope output."""
     work.mkdir(parents=True, exist_ok=True)
     config = work / "bench.properties"
     config.write_text(_properties(server, work))
     cmd = [sys.executable, "-m", "headwater.cli", "run", str(config), "--log-level", "WARNING"]
+    if profile is not None:
+        py_spy = Path(sys.executable).parent / "py-spy"
+        cmd = [str(py_spy), "record", "-r", "250", "--format", "speedscope", "-o", str(profile),
+               "--threads", "--", *cmd]
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd)
+    proc = subprocess.Popen(cmd, start_new_session=True)
     try:
         while True:
-            time.sleep(0.05 if records is None else 0.25)
+            time.sleep(0.05)
             if proc.poll() is not None:
                 raise SystemExit(f"headwater exited with {proc.returncode}")
             if records is None:
@@ -144,9 +158,9 @@ def run_headwater(server: LocalMongo, work: Path, records: int | None) -> tuple[
             if time.monotonic() - t0 > 3600:
                 raise SystemExit("headwater too slow")
         seconds = time.monotonic() - t0
-    finally:
-        proc.send_signal(15)
-        proc.wait(60)
+    finally:  # SIGINT to the group: headwater stops, py-spy (if any) writes its profile
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(120)
     return seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
@@ -202,6 +216,7 @@ def main() -> None:
     ap.add_argument("--changes", type=int, default=1_000_000)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--skip-debezium", action="store_true", help="no Debezium reference run")
+    ap.add_argument("--profile", type=Path, help="py-spy speedscope profile of headwater's run")
     args = ap.parse_args()
     if not args.skip_debezium and (why := available()):
         raise SystemExit(f"{why} (or pass --skip-debezium)")
@@ -224,7 +239,8 @@ def main() -> None:
 
         ref_s = bare_loop(server, token, changes)
         print(f"pymongo watch(): {ref_s:7.2f} s  {changes / ref_s:10,.0f} events/s")
-        hw_s, hw_rss = run_headwater(server, work / "headwater", changes + deletes)
+        hw_s, hw_rss = run_headwater(server, work / "headwater", changes + deletes,
+                                     args.profile)
         print(f"headwater      : {hw_s:7.2f} s  {changes / hw_s:10,.0f} events/s  "
               f"ratio {ref_s / hw_s:.2f} (goal >= 0.50)  [peak RSS {hw_rss:,.0f} MB; "
               "from process start]")

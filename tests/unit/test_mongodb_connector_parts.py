@@ -17,6 +17,7 @@ from headwater.connectors.mongodb.pipeline import change_stream_pipeline
 from headwater.connectors.mongodb.position import (
     MongoDbSourceBlock,
     MongoPosition,
+    lsid_json,
     token_from_offset,
     token_time,
     token_to_base64,
@@ -160,3 +161,20 @@ def test_datastream_events_are_refused() -> None:
     assert "needs headwater.event.format=datastream" in str(err.value)
     cfg, _ = validate_mongodb_config(_config(**{"headwater.event.format": "debezium"}))
     assert cfg.topic_prefix == "p"
+
+
+def test_lsid_as_debezium_writes_it() -> None:
+    """`source.lsid` (and the transaction id) in Debezium 3.6's dialect, from the raw event."""
+    import base64
+    import json
+    from pathlib import Path
+
+    from bson.raw_bson import RawBSONDocument
+
+    fixture = json.loads((Path(__file__).parent / "mongodb" / "fixtures" / "transaction.json")
+                         .read_text())
+    expected = {r["value"]["payload"]["source"]["lsid"] for r in fixture["records"]
+                if r["value"] and "source" in r["value"]["payload"]} - {None}
+    events = [RawBSONDocument(base64.b64decode(e)) for e in fixture["change_events"]]
+    ours = {lsid_json(e["lsid"]) for e in events if "lsid" in e}
+    assert len(expected) == 1 and ours == expected

@@ -30,7 +30,6 @@ from typing import Any, Final
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from headwater.config.connector_common import NameFilter, check_queue, redacted_fields
-from headwater.config.output import DATASTREAM, check_output
 from headwater.config.definition import (
     ConfigDef,
     ConfigValue,
@@ -41,6 +40,7 @@ from headwater.config.definition import (
     regex_list_validator,
 )
 from headwater.config.loader import load_properties
+from headwater.config.output import DATASTREAM, check_output
 from headwater.config.secrets import REDACTED, Secret, without_secrets
 from headwater.config.signals import SignalConfig, signal_config
 from headwater.relational import config as relational

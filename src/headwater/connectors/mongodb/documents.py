@@ -132,7 +132,8 @@ class CollectionCodec:
                 "truncatedArrays": truncated}
 
 
-_DECODE_OPTIONS: Final = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_AUTO)
+_DECODE_OPTIONS: Final[CodecOptions[dict[str, Any]]] = CodecOptions(
+    datetime_conversion=DatetimeConversion.DATETIME_AUTO)
 
 
 def decoded(doc: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,10 +9,11 @@ before it are in the topic log (the runtime's contract).
 
 Transactions: events of a multi-document transaction carry `lsid` and `txnNumber`; Debezium's
 transaction id is ``<lsid>:<txnNumber>``.  BEGIN comes with the first event of a transaction,
-END when an event of another (or of no) transaction follows or the stream goes idle (Debezium
-emits it only with the next event; the content is the same).  Single-document writes belong to
-no transaction: no `transaction` block, as Debezium writes them.  A restart inside a
-transaction continues its counts from the offset (`transaction_id`,
+END when an event of another (or of no) transaction follows, with that event's time as its
+`ts_ms`: the change stream does not mark a transaction's end, and Debezium's END is the same
+(an idle stream leaves the transaction open, its context in the offset).  Single-document
+writes belong to no transaction: no `transaction` block, as Debezium writes them.  A restart
+inside a transaction continues its counts from the offset (`transaction_id`,
 `transaction_data_collection_order_<collection>`, TransactionContext's keys).
 """
 
@@ -130,7 +131,6 @@ class _Loop:
             token_position(token_from_offset(str(token))) if token else None)
         self.last_flush = time.monotonic()
         self.offset_pending = False
-        self.last_ts = 0
         self.signal_ns = self.connector.signal_collection
         signals = cfg.signals
         self.signal_file = (FileSignalChannel(signals.file, int(
@@ -170,11 +170,10 @@ class _Loop:
         ts = wall_ms or cluster.time * 1000
         tx_id = position.tx_id
         if dispatcher.in_tx and dispatcher.tx_id != tx_id:
-            dispatcher.commit(self.last_ts, self.position)
+            dispatcher.commit(ts, self.position)
         if tx_id is not None and not dispatcher.in_tx:
             dispatcher.begin(tx_id, ts, position)
         self.position = position
-        self.last_ts = ts
         self.offset_pending = True
         ns = event.get("ns") or {}
         database, collection = ns.get("db", ""), ns.get("coll", "")
@@ -197,8 +196,6 @@ class _Loop:
 
     def idle(self) -> None:
         dispatcher = self.dispatcher
-        if dispatcher.in_tx:
-            dispatcher.commit(self.last_ts, self.position)
         now = time.monotonic()
         token = self.stream.resume_token
         if token is not None and not dispatcher.pending and now - self.last_flush >= \
