@@ -22,7 +22,7 @@ everywhere as well (tests, decoded callers).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from bson import decode as _bson_decode
 from bson.codec_options import CodecOptions, DatetimeConversion
@@ -36,6 +36,7 @@ from headwater.connectors.mongodb.extended_json import (
     update_description,
 )
 from headwater.connectors.mongodb.fields import FieldFilter
+from headwater.connectors.mongodb.rawdoc import RAW_TYPES
 from headwater.model.record import Op
 from headwater.model.schema import STRING, Column, ConnectSchema, TableId, TableSchema
 
@@ -85,14 +86,14 @@ class CollectionCodec:
             return None
         if self.fields:
             return document_json(self.fields.document(decoded(doc)))
-        if type(doc) is RawBSONDocument:
-            return document_json_raw(doc.raw)
+        if type(doc) in RAW_TYPES:
+            return document_json_raw(cast(RawBSONDocument, doc).raw)
         return document_json(doc)
 
     def read(self, doc: Mapping[str, Any]) -> Image:
         """A snapshot read's `after`."""
-        if type(doc) is RawBSONDocument and not self.fields:
-            raw = doc.raw
+        if type(doc) in RAW_TYPES and not self.fields:
+            raw = cast(RawBSONDocument, doc).raw
             return (id_json_raw(raw), document_json_raw(raw), None)
         return (id_json(doc["_id"]), self._json(doc), None)
 
@@ -103,7 +104,7 @@ class CollectionCodec:
         if op is None:
             raise UnknownOperation(f"change stream event of type {kind!r}")
         document_key = event["documentKey"]
-        key = (id_json_raw(document_key.raw) if type(document_key) is RawBSONDocument
+        key = (id_json_raw(document_key.raw) if type(document_key) in RAW_TYPES
                else id_json(document_key["_id"]))
         if op is Op.CREATE:
             return op, None, (key, self._json(event.get("fullDocument")), None)

@@ -25,11 +25,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from bson import json_util
-from bson.codec_options import CodecOptions
-from bson.raw_bson import RawBSONDocument
 
 from headwater.connectors.mongodb import connection
 from headwater.connectors.mongodb.position import MongoPosition, stream_offset, token_position
+from headwater.connectors.mongodb.rawdoc import FAST_RAW_OPTIONS
 from headwater.engine.queue import Batch
 from headwater.engine.source import SourceRunContext
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceEvent
@@ -41,8 +40,6 @@ log = logging.getLogger("headwater.connectors.mongodb")
 
 SYSTEM_DATABASES = frozenset({"admin", "config", "local"})
 _DONE = object()
-# Documents are read as BSON bytes: the encoder walks them exactly (documents.py).
-_RAW: CodecOptions[RawBSONDocument] = CodecOptions(document_class=RawBSONDocument)
 
 
 class SnapshotStopped(Exception):
@@ -159,7 +156,7 @@ class MongoDbSnapshotSource:
         query = json_util.loads(query_text) if query_text else {}
         started = time.monotonic()
         log.info("snapshot step: reading %s%s", name, f" where {query_text}" if query else "")
-        raw = client[database].get_collection(collection, codec_options=_RAW)
+        raw = client[database].get_collection(collection, codec_options=FAST_RAW_OPTIONS)
         cursor = raw.find(query)
         if cfg.snapshot_fetch_size:
             cursor = cursor.batch_size(cfg.snapshot_fetch_size)

@@ -38,6 +38,8 @@ from headwater.connectors.mongodb.position import (
     token_position,
     token_to_base64,
 )
+from headwater.connectors.mongodb.prefetch import ChangeStreamReader, Idle
+from headwater.connectors.mongodb.rawdoc import fields_of
 from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
 from headwater.engine.signals import FileSignalChannel, LogMessage, Signal, parse_action
 from headwater.engine.source import RetriableError, SourceRunContext
@@ -77,7 +79,7 @@ class MongoDbStreamingSource:
     def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
         cfg = self.cfg
         token = offset.get(RESUME_TOKEN) if offset else None
-        client = connection.client(cfg, **connection.RAW_DOCUMENTS)
+        client = connection.client(cfg, **connection.RAW_DOCUMENTS)  # rawdoc.py
         try:
             kw = {"resume_after": token_from_offset(str(token))} if token else {}
             log.info("streaming: %s", f"resuming after token {token}" if token
@@ -132,6 +134,8 @@ class _Loop:
         self.last_flush = time.monotonic()
         self.offset_pending = False
         self.signal_ns = self.connector.signal_collection
+        # collection.include/exclude.list per namespace: regular expressions, once each
+        self.captured: dict[tuple[str, str], bool] = {}
         signals = cfg.signals
         self.signal_file = (FileSignalChannel(signals.file, int(
             offset.get(SIGNAL_FILE_POSITION, 0))) if signals.file_channel else None)
@@ -145,24 +149,30 @@ class _Loop:
     # -- loop ------------------------------------------------------------------------------------
 
     def run(self) -> None:
+        """Events from a ChangeStreamReader (prefetch.py: the next batch is read while this
+        one is encoded); `Idle` carries the resume token of an empty poll."""
         stopping = self.ctx.stopping
-        next_event = self.stream.try_next
         on_event = self.on_event
-        while not stopping.is_set():
-            event = next_event()
-            if event is None:
-                self.idle()
-                continue
-            on_event(event)
+        with ChangeStreamReader(self.stream) as reader:
+            next_item = reader.next
+            while not stopping.is_set():
+                item = next_item()
+                if item is None:
+                    continue
+                if type(item) is Idle:
+                    self.idle(item.token)
+                    continue
+                on_event(item)
 
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event: Any) -> None:
         dispatcher = self.dispatcher
-        cluster = event["clusterTime"]
-        lsid, txn = event.get("lsid"), event.get("txnNumber")
-        wall = event.get("wallTime")
+        fields = fields_of(event)  # a dict: the event is read field by field
+        cluster = fields["clusterTime"]
+        lsid, txn = fields.get("lsid"), fields.get("txnNumber")
+        wall = fields.get("wallTime")
         wall_ms = 0 if wall is None else int(wall) if type(wall) is DatetimeMS else int(
             wall.replace(tzinfo=UTC).timestamp() * 1000)  # a naive datetime is UTC
-        position = MongoPosition(cluster.time, cluster.inc, token_to_base64(event["_id"]),
+        position = MongoPosition(cluster.time, cluster.inc, token_to_base64(fields["_id"]),
                                  lsid_json(lsid) if lsid is not None and txn is not None
                                  else None,
                                  int(txn) if lsid is not None and txn is not None else None,
@@ -175,16 +185,24 @@ class _Loop:
             dispatcher.begin(tx_id, ts, position)
         self.position = position
         self.offset_pending = True
-        ns = event.get("ns") or {}
-        database, collection = ns.get("db", ""), ns.get("coll", "")
+        ns = fields.get("ns")
+        if ns is not None:
+            ns = fields_of(ns)
+            database, collection = ns.get("db", ""), ns.get("coll", "")
+        else:
+            database = collection = ""
         if self.signal_ns is not None and f"{database}.{collection}" == self.signal_ns:
             self._source_signal(event)
-        if not collection or not self.cfg.collection_filter(database, collection):
+        captured = self.captured.get((database, collection))
+        if captured is None:
+            captured = self.captured[(database, collection)] = bool(
+                collection and self.cfg.collection_filter(database, collection))
+        if not captured:
             dispatcher.filtered()
         else:
             codec = self.connector.codec(database, collection)
             try:
-                op, before, after = codec.change(event)
+                op, before, after = codec.change(fields)
                 dispatcher.change(codec.schema, op, before, after, ts, position)
             except UnknownOperation:
                 dispatcher.filtered()
@@ -194,10 +212,10 @@ class _Loop:
         if dispatcher.full or time.monotonic() - self.last_flush >= _FLUSH_S:
             self.flush()
 
-    def idle(self) -> None:
+    def idle(self, token: Any) -> None:
+        """An empty poll; `token`: the stream's resume token then (None: none yet)."""
         dispatcher = self.dispatcher
         now = time.monotonic()
-        token = self.stream.resume_token
         if token is not None and not dispatcher.pending and now - self.last_flush >= \
                 _IDLE_OFFSET_S:
             # The stream moved on (other namespaces, no-ops): so does the offset, so that a
