@@ -385,6 +385,12 @@ class ExtendedJson:
             elif kind == 0x10:
                 out.append(str(_unpack_i32(b, pos)[0]))
                 pos += 4
+            elif kind == 0x08:
+                out.append("true" if b[pos] else "false")
+                pos += 1
+            elif kind == 0x01 and 1e-3 <= abs(v := _unpack_f64(b, pos)[0]) < 1e7:
+                out.append(repr(v))  # java_double's own fast path
+                pos += 8
             else:
                 pos = self._raw_value(kind, b, pos, out, style)
             sep = style.sep
