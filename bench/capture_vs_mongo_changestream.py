@@ -116,24 +116,38 @@ def _properties(server: LocalMongo, work: Path) -> str:
         f"headwater.topics.dir={work / 'topics'}\n")
 
 
-def _topic_end(topics: Path) -> int:
+class TopicEnd:
     """Records (events and tombstones) in the collection's topic so far: the newest segment's
     first offset (its name) plus its complete lines.  The newest is the in-progress segment, or
     a sealed one when the log rolled and nothing followed yet (segment names:
-    `00000000000000000042.jsonl`, `.00000000000000000042.jsonl.inprogress`)."""
-    topic = topics / f"{PREFIX}.{DB}.{COLL}"
-    if not topic.exists():
-        return 0
-    segments = [(int(p.name.lstrip(".").split(".")[0]), p) for p in topic.iterdir()
-                if p.name.endswith((".jsonl", ".jsonl.inprogress"))]
-    if not segments:
-        return 0
-    base, path = max(segments)
-    try:
-        with path.open("rb") as f:
-            return base + f.read().count(b"\n")
-    except FileNotFoundError:  # sealed (renamed) meanwhile: ask again
-        return _topic_end(topics)
+    `00000000000000000042.jsonl`, `.00000000000000000042.jsonl.inprogress`).  Reads only
+    what was appended since the last call: polling must not compete with the capture for CPU."""
+
+    def __init__(self, topics: Path) -> None:
+        self.dir = topics / f"{PREFIX}.{DB}.{COLL}"
+        self.base = -1
+        self.read = 0
+        self.lines = 0
+
+    def __call__(self) -> int:
+        if not self.dir.exists():
+            return 0
+        segments = [(int(p.name.lstrip(".").split(".")[0]), p) for p in self.dir.iterdir()
+                    if p.name.endswith((".jsonl", ".jsonl.inprogress"))]
+        if not segments:
+            return 0
+        base, path = max(segments)
+        if base != self.base:
+            self.base, self.read, self.lines = base, 0, 0
+        try:
+            with path.open("rb") as f:
+                f.seek(self.read)
+                data = f.read()
+        except FileNotFoundError:  # sealed (renamed) meanwhile: ask again
+            return self()
+        self.read += len(data)
+        self.lines += data.count(b"\n")
+        return self.base + self.lines
 
 
 def run_headwater(server: LocalMongo, work: Path, records: int | None,
@@ -148,21 +162,22 @@ def run_headwater(server: LocalMongo, work: Path, records: int | None,
     if profile is not None:
         py_spy = Path(sys.executable).parent / "py-spy"
         cmd = [str(py_spy), "record", "-r", "250", "--format", "speedscope", "-o", str(profile),
-               "--threads", "--idle", "--", *cmd]
+               "--threads", "--", *cmd]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     first: float | None = None
+    topic_end = TopicEnd(work / "topics")
     proc = subprocess.Popen(cmd, start_new_session=True)
     try:
         while True:
-            time.sleep(0.02)
+            time.sleep(0.05)
             if proc.poll() is not None:
                 raise SystemExit(f"headwater exited with {proc.returncode}")
             if records is None:
                 if (work / "offsets.json").exists():
                     break
                 continue
-            end = _topic_end(work / "topics")
+            end = topic_end()
             if first is None and end > 0:
                 first = time.monotonic()
             if end >= records:
