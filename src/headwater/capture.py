@@ -7,20 +7,52 @@ which loads the typed configuration and builds the connector and its source bloc
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from headwater.config.loader import ConfigError, load_properties
 from headwater.config.output import DATASTREAM, FILES, OutputConfig
 from headwater.connectors.registry import CaptureConfig, RegistryError, registration_for_class
 from headwater.destinations.files import FileDestination
 from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.notifications import Notifier
 from headwater.engine.offsets import FileOffsetStore
 from headwater.engine.runtime import CaptureRuntime, RecordRenderer, TopicWriter
 from headwater.engine.supersede import SnapshotRestarts
 from headwater.engine.topic_naming import TopicNaming, TopicNamingError
 from headwater.formats.datastream.renderer import DatastreamFormat
 from headwater.formats.debezium_json import DebeziumJsonFormat
-from headwater.ops.logging import connector_name
+from headwater.kafka import assembly as kafka_assembly
+from headwater.ops.logging import connector_name, task_id, use_format
+from headwater.topics.retention_config import local_retention, refuse_elsewhere
 from headwater.topics.sink import TopicLogSink
+
+# The connector's log format (text, json), where no command-line option can say it (a
+# connector created over the REST API of `headwater serve`).
+LOG_FORMAT_PROPERTY = "headwater.ops.log.format"
+
+if TYPE_CHECKING:
+    from headwater.converters.base import Converter
+    from headwater.transforms.chain import TransformChain
+
+
+OPS_PROPERTIES = {LOG_FORMAT_PROPERTY}
+
+
+def unhonoured(props: dict[str, str]) -> list[str]:
+    """Problems with `headwater.ops.*` properties: the namespace passes the connector's
+    validation untouched, so a misspelt key would be accepted and silently do nothing."""
+    from headwater.ops.logging import log_format
+
+    problems = [f"{key}: unknown property (headwater.ops.* has "
+                f"{', '.join(sorted(OPS_PROPERTIES))}); it would be accepted and ignored"
+                for key in sorted(props) if key.startswith("headwater.ops.")
+                and key not in OPS_PROPERTIES]
+    if props.get(LOG_FORMAT_PROPERTY):
+        try:
+            log_format(props[LOG_FORMAT_PROPERTY])
+        except ValueError as exc:
+            problems.append(f"{LOG_FORMAT_PROPERTY}: {exc}")
+    return problems
 
 
 def load_connector_config(path: Path, *, secrets: bool = True) -> CaptureConfig:
@@ -36,8 +68,13 @@ def load_connector_config(path: Path, *, secrets: bool = True) -> CaptureConfig:
     except RegistryError as exc:
         raise ConfigError([str(exc)], source=str(path)) from None
     if not secrets and registration.load_config_without_secrets is not None:
-        return registration.load_config_without_secrets(path)
-    return registration.load_config(path)
+        cfg = registration.load_config_without_secrets(path)
+    else:
+        cfg = registration.load_config(path)
+    problems = unhonoured(getattr(cfg, "passthrough", None) or {})
+    if problems:
+        raise ConfigError(problems, source=str(path))
+    return cfg
 
 
 def topic_naming(cfg: CaptureConfig) -> TopicNaming:
@@ -51,18 +88,71 @@ def topic_naming(cfg: CaptureConfig) -> TopicNaming:
         raise ConfigError([str(exc)]) from None
 
 
+def output_stages(cfg: CaptureConfig) -> tuple[TransformChain, Converter, Converter] | None:
+    """The transform chain and converters, or None when the fast path applies (no
+    transforms, JsonConverter for key and value).  ConfigError names every property that is
+    wrong: an unknown transform or converter class, or a property it does not implement."""
+    from headwater.connect.props import PluginConfigError
+    from headwater.converters.factory import JSON, build_converter
+    from headwater.transforms.chain import build_chain
+
+    props = cfg.passthrough
+    try:
+        chain = build_chain(props)
+        # MongoDbConnectorConfig has no converter class fields (yet): JsonConverter there.
+        key_class = getattr(cfg, "key_converter", JSON)
+        value_class = getattr(cfg, "value_converter", JSON)
+        key = build_converter(key_class, props, is_key=True,
+                              schemas_enable=cfg.key_converter_schemas_enable)
+        value = build_converter(value_class, props, is_key=False,
+                                schemas_enable=cfg.value_converter_schemas_enable)
+    except PluginConfigError as exc:
+        raise ConfigError(str(exc).split("\n")) from None
+    if not chain and key_class == JSON and value_class == JSON:
+        return None
+    return chain, key, value
+
+
+def notifier_of(cfg: CaptureConfig) -> Notifier | None:
+    """The snapshot notifications' channels (`notification.enabled.channels`), if any."""
+    signals = getattr(cfg, "signals", None)
+    channels: tuple[str, ...] = getattr(signals, "notification_channels", ())
+    if not channels:
+        return None
+    topic: str | None = getattr(signals, "notification_sink_topic", None)
+    if "sink" in channels and not topic:
+        raise ConfigError(["notification.enabled.channels includes sink: set "
+                           "notification.sink.topic.name to the topic it writes to"])
+    return Notifier(cfg.topic_prefix, channels, topic)
+
+
 def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     registration = registration_for_class(cfg.connector_class)
+    stages = output_stages(cfg)  # before connecting: configuration errors first
     metrics = CaptureMetrics(queue_capacity=cfg.max_queue_size)
+    metrics.notifier = notifier_of(cfg)
     connector_name.set(cfg.topic_prefix)
+    task_id.set("0")  # one task per connector (a capture is one ordered reader)
+    passthrough: dict[str, str] = getattr(cfg, "passthrough", None) or {}
+    if passthrough.get(LOG_FORMAT_PROPERTY):
+        try:
+            use_format(passthrough[LOG_FORMAT_PROPERTY])
+        except ValueError as exc:
+            raise ConfigError([f"{LOG_FORMAT_PROPERTY}: {exc}"]) from None
     naming = topic_naming(cfg)
     parts = registration.build(cfg, metrics, naming)
     output: OutputConfig = getattr(cfg, "output", None) or OutputConfig()
-    fmt: RecordRenderer
+    renderer: RecordRenderer
     restarts: SnapshotRestarts | None = None
     if output.event_format == DATASTREAM:
+        if stages is not None:
+            # Transforms and converters work on Kafka Connect records of Debezium events.
+            raise ConfigError([
+                "transforms and key.converter/value.converter other than JsonConverter apply "
+                "to Debezium events: they cannot be combined with "
+                "headwater.event.format=datastream"])
         to_files = output.destination == FILES
-        fmt = DatastreamFormat(
+        renderer = DatastreamFormat(
             output.stream_name or cfg.topic_prefix,
             encoding="avro" if to_files and output.files_format == "avro" else "json",
             topic_naming=naming,
@@ -82,28 +172,50 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
             topic_naming=naming,
             context_headers=cfg.extended_headers_enabled,
         )
-        # A restarted snapshot supersedes its partial output with Debezium deletes on the
-        # topics; Datastream events have no such deletes (docs/datastream.md).
-        restarts = SnapshotRestarts(Path(cfg.headwater_topics_dir),
-                                    tombstones_on_delete=cfg.tombstones_on_delete,
-                                    batch_size=cfg.max_batch_size)
+        renderer = fmt
+        if stages is not None:
+            from headwater.formats.structured import StructuredRenderer
+
+            renderer = StructuredRenderer(fmt, *stages)
+            # Superseding an interrupted snapshot reads Debezium JSON envelopes back from the
+            # topics; transformed or Avro records are not that, so restarts behave as
+            # Debezium's.
+        else:
+            # A restarted snapshot supersedes its partial output with Debezium deletes on the
+            # topics; Datastream events have no such deletes (docs/datastream.md).
+            restarts = SnapshotRestarts(Path(cfg.headwater_topics_dir),
+                                        tombstones_on_delete=cfg.tombstones_on_delete,
+                                        batch_size=cfg.max_batch_size)
+    # Kafka (headwater.topics.store=kafka, offset.storage.topic) or the local defaults.
+    kafka = kafka_assembly.settings_of(cfg)
+    if kafka.store == "kafka":
+        if output.destination == FILES:
+            raise ConfigError(["headwater.topics.store=kafka and headwater.destination=files "
+                               "name two destinations: choose one"])
+        # Superseding a restarted snapshot reads the local log (not done over Kafka).
+        restarts = None
     sink: TopicWriter
+    passthrough = getattr(cfg, "passthrough", {}) or {}
+    if output.destination == FILES or kafka.store == "kafka":
+        refuse_elsewhere(passthrough, "files" if output.destination == FILES else "Kafka")
     if output.destination == FILES:
         sink = FileDestination(
             output.files_dir, output.stream_name or cfg.topic_prefix,
             file_format=output.files_format, max_bytes=output.files_max_bytes,
             max_ms=output.files_max_ms)
     else:
-        sink = TopicLogSink(
+        sink = kafka_assembly.topic_writer(kafka) or TopicLogSink(
             Path(cfg.headwater_topics_dir),
             cfg.headwater_topics_segment_bytes,
             cfg.headwater_topics_segment_ms,
+            local_retention(passthrough),
         )
     connector = parts.connector
-    offsets = FileOffsetStore(Path(cfg.offset_storage_file_filename), connector.partition)
+    offsets = kafka_assembly.offset_store(kafka, connector.partition) or FileOffsetStore(
+        Path(cfg.offset_storage_file_filename), connector.partition)
     return CaptureRuntime(
         connector,
-        fmt,
+        renderer,
         sink,
         offsets,
         max_queue_size=cfg.max_queue_size,

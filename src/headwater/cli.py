@@ -19,10 +19,35 @@ if TYPE_CHECKING:
     from headwater.topics.check import TopicCheck
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from headwater import __version__
+
+        console.print(f"headwater {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="print the version and exit")
+        ] = False) -> None:
+    """Change data capture: connectors, topics, offsets, streams, the REST service."""
 topics_app = typer.Typer(no_args_is_help=True, help="Inspect the local topic log.")
 offsets_app = typer.Typer(no_args_is_help=True, help="Inspect a connector's stored offsets.")
 app.add_typer(topics_app, name="topics")
 app.add_typer(offsets_app, name="offsets")
+
+
+def _add_stream_commands() -> None:
+    from headwater.streams.cli import profiles_app, streams_app
+
+    app.add_typer(streams_app, name="streams")
+    app.add_typer(profiles_app, name="profiles")
+
+
+_add_stream_commands()
 
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -35,6 +60,24 @@ ConfigOpt = Annotated[
     Path | None, typer.Option("--config", "-c", help="take the topic log dir from a config")
 ]
 DirOpt = Annotated[Path | None, typer.Option("--dir", help="topic log directory")]
+
+
+LogFormatOpt = Annotated[str | None, typer.Option(
+    "--log-format", help="text (Debezium's layout) or json (one object per line); default "
+                         "$HEADWATER_LOG_FORMAT or text")]
+
+
+def _setup_logging(level: str, fmt: str | None) -> None:
+    import os
+
+    from headwater.ops.logging import FORMAT_ENV, log_format
+
+    try:
+        chosen = setup_logging(level, log_format(fmt))
+    except ValueError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    os.environ[FORMAT_ENV] = chosen  # the service's workers, Spark's Python side
 
 
 def _load(config: Path, *, secrets: bool = True) -> CaptureConfig:
@@ -56,17 +99,24 @@ def _load(config: Path, *, secrets: bool = True) -> CaptureConfig:
 def run(
     config: ConfigArg,
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+    log_format: LogFormatOpt = None,
 ) -> None:
     """Run a connector until stopped (Ctrl-C or SIGTERM stop it gracefully, flushing)."""
-    setup_logging(log_level)
+    _setup_logging(log_level, log_format)
     cfg = _load(config)
-    log.info("connector configuration: %s", cfg.redacted())
+    from headwater.ops.config_log import log_configuration
+
+    log_configuration(cfg, log)
     from headwater.capture import build_runtime
+    from headwater.config import ConfigError
     from headwater.engine.offsets import OffsetStoreError
     from headwater.topics.log import TopicLogError
 
     try:
         runtime = build_runtime(cfg)
+    except ConfigError as exc:  # transforms / converters are checked when the runtime is built
+        err.print(f"[red]configuration error[/red] in {config}:\n{exc}", soft_wrap=True)
+        raise typer.Exit(2) from exc
     except (TopicLogError, OffsetStoreError) as exc:
         # e.g. a second `headwater run` on the same topics directory: the message says it all.
         err.print(f"[red]cannot start[/red] {cfg.topic_prefix}: {exc}", soft_wrap=True)
@@ -94,6 +144,43 @@ def run(
         raise typer.Exit(1) from exc
     finally:
         monitor.stop()
+
+
+@app.command()
+def serve(
+    port: Annotated[int, typer.Option("--port", help="HTTP(S) port")] = 8083,
+    data_dir: Annotated[Path, typer.Option(
+        "--data-dir", envvar="HEADWATER_DATA_DIR", help="catalog, connectors' offsets and "
+        "topics")] = Path("headwater-data"),
+    host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
+    token: Annotated[str | None, typer.Option(
+        "--token", envvar="HEADWATER_TOKEN", help="require this Bearer token")] = None,
+    token_file: Annotated[Path | None, typer.Option(
+        "--token-file", help="read the Bearer token from this file")] = None,
+    tls_cert: Annotated[Path | None, typer.Option("--tls-cert", help="PEM certificate")
+                        ] = None,
+    tls_key: Annotated[Path | None, typer.Option("--tls-key", help="PEM private key")] = None,
+    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "WARNING",
+    log_format: LogFormatOpt = None,
+) -> None:
+    """Run many connectors and streams in one service with a Kafka Connect-compatible REST
+    API (docs/server.md); Ctrl-C stops every connector cleanly."""
+    if token is not None and token_file is not None:
+        err.print("[red]invalid option[/red]: --token and --token-file exclude each other")
+        raise typer.Exit(2)
+    if token_file is not None:
+        token = token_file.read_text().strip()
+    if token == "":
+        err.print("[red]invalid option[/red]: the token is empty")
+        raise typer.Exit(2)
+    if (tls_cert is None) != (tls_key is None):
+        err.print("[red]invalid option[/red]: --tls-cert and --tls-key go together")
+        raise typer.Exit(2)
+    from headwater.server.serve import serve as run_service
+
+    raise typer.Exit(run_service(host=host, port=port, data_dir=data_dir, token=token,
+                                 tls_cert=tls_cert, tls_key=tls_key, log_level=log_level,
+                                 log_format=log_format))
 
 
 @app.command()
@@ -142,9 +229,10 @@ def pipeline(
         bool, typer.Option("--once", help="process what is there now, then stop")
     ] = False,
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+    log_format: LogFormatOpt = None,
 ) -> None:
     """Materialize the change topics into Delta tables with Spark (SCD1, changelog)."""
-    setup_logging(log_level)
+    _setup_logging(log_level, log_format)
     from headwater.config import ConfigError
     from headwater.pipeline.config import load_pipeline_config
     from headwater.pipeline.runner import run as run_pipeline
@@ -154,19 +242,31 @@ def pipeline(
     except (ConfigError, OSError) as exc:
         err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
         raise typer.Exit(2) from exc
-    if not cfg.topics_dir.is_dir():
-        # The pipeline only reads topics: a missing directory is a wrong path, not an empty log.
-        err.print(f"[red]configuration error[/red] in {config}:\nheadwater.topics.dir: "
-                  f"topics directory {cfg.topics_dir} does not exist (has `headwater run` "
+    files = cfg.source == "datastream-files"
+    read_dir = (cfg.files_dir or cfg.topics_dir) if files else cfg.topics_dir
+    if not read_dir.is_dir():
+        # The pipeline only reads: a missing directory is a wrong path, not an empty log.
+        prop = ("headwater.pipeline.datastream.files.dir" if files
+                else "headwater.topics.dir")
+        err.print(f"[red]configuration error[/red] in {config}:\n{prop}: "
+                  f"directory {read_dir} does not exist (has `headwater run` "
                   "written to it?)", soft_wrap=True)
         raise typer.Exit(2)
+    from headwater.pipeline.quiet import log_dir, one_line
+
+    logs = log_dir(cfg.checkpoint_dir)
     try:
-        run_pipeline(cfg, once=once)
-    except KeyboardInterrupt:
-        log.info("pipeline stopped")
+        interrupted = run_pipeline(cfg, once=once)
+    except KeyboardInterrupt:  # before the query started (Spark still starting)
+        interrupted = True
     except Exception as exc:
-        log.error("pipeline failed: %s", exc)
-        raise typer.Exit(1) from exc
+        # One line naming the root cause; the whole trace is in the log directory.
+        err.print(f"[red]headwater pipeline failed:[/red] {one_line(exc)} (full trace in "
+                  f"{logs / 'pipeline.log'})", soft_wrap=True, highlight=False)
+        raise typer.Exit(1) from None
+    if interrupted:
+        err.print(f"headwater pipeline: stopped (checkpoint in {cfg.checkpoint_dir}; Spark's "
+                  f"log in {logs / 'spark.log'})", soft_wrap=True, highlight=False)
 
 
 @app.command()

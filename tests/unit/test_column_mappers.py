@@ -603,13 +603,17 @@ def test_all_problems_are_reported_together() -> None:
 @pytest.mark.parametrize(
     ("key", "fragment"),
     [
-        ("column.mask.hash.hashing.strategy", "not supported by Headwater and is ignored (not a "
+        ("column.mask.hash.hashing.strategy", "not supported by Headwater (not a "
          "Debezium property; hashing strategy V2 is selected by the property name"),
         ("column.truncate.to.10.char", "did you mean 'column.truncate.to.<length>.chars'?"),
     ],
 )
 def test_near_misses_warn(key: str, fragment: str) -> None:
-    _, warnings = validate_postgres_config({**BASE, key: "V2"})
+    with pytest.raises(ConfigError, match="remove it") as info:
+        validate_postgres_config({**BASE, key: "V2"})
+    assert fragment in str(info.value)
+    _, warnings = validate_postgres_config(
+        {**BASE, key: "V2", "headwater.config.unsupported.properties": "warn"})
     assert len(warnings) == 1 and fragment in warnings[0]
 
 
@@ -648,10 +652,13 @@ def test_pattern_property_framework() -> None:
         key_check=lambda m: None if m["n"].isdigit() else f"'{m['n']}' is not a number",
     )
     definition = ConfigDef([Property("a")], pattern_properties=[family])
-    config = definition.validate({"a": "1", "x.1.y": "p,q", "x.2.y": "", "x.3.yy": "z"})
+    with pytest.raises(ConfigError, match=r"unknown property 'x\.3\.yy' \(did you mean "
+                                          r"'x\.<n>\.y'\?\)"):
+        definition.validate({"a": "1", "x.3.yy": "z"})
+    config = definition.validate({"a": "1", "x.1.y": "p,q", "x.2.y": ""})
     assert dict(config.patterned) == {"x.1.y": ("p", "q")}
     assert config.redacted()["x.1.y"] == ["p", "q"]
-    assert config.warnings == ("unknown property 'x.3.yy'; did you mean 'x.<n>.y'?",)
+    assert config.warnings == ()
     with pytest.raises(ConfigError, match=r"x\.k\.y: 'k' is not a number"):
         definition.validate({"x.k.y": "p"})
     with pytest.raises(ConfigError, match=r"x\.1\.y: invalid regular expression"):

@@ -60,6 +60,10 @@ def pg(**extra: str) -> tuple[PostgresConnectorConfig, list[str]]:
     return validate_postgres_config(raw, env={})
 
 
+# Properties Headwater does not honour are refused unless this is set (then warned about).
+LENIENT = {"headwater.config.unsupported.properties": "warn"}
+
+
 def pg_raw(raw: dict[str, str], **kwargs: object) -> tuple[PostgresConnectorConfig, list[str]]:
     merged = {**BASE, **raw}
     return validate_postgres_config(merged, **kwargs)  # type: ignore[arg-type]
@@ -349,11 +353,15 @@ def test_debezium_server_application_properties(tmp_path: Path) -> None:
     assert flat["transforms.unwrap.type"] == "io.debezium.transforms.ExtractNewRecordState"
     assert flat["debezium.sink.type"] == "http"
     assert "debezium.source.topic.prefix" not in flat
+    with pytest.raises(ConfigError, match=r"unknown property 'quarkus\.log\.level': remove it"):
+        load_postgres_config(path)
+    path.write_text(path.read_text() + "headwater.config.unsupported.properties=warn\n")
     config, warnings = load_postgres_config(path)
     assert config.offset_storage_file_filename == tmp_path.resolve() / "data/offsets.dat"
     assert config.passthrough["transforms"] == "unwrap"
     assert config.passthrough["debezium.sink.type"] == "http"
-    assert warnings == ["unknown property 'quarkus.log.level' is ignored"]
+    assert warnings == ["unknown property 'quarkus.log.level' and is ignored "
+                        "(headwater.config.unsupported.properties=warn)"]
 
 
 def test_debezium_server_yaml(tmp_path: Path) -> None:
@@ -692,6 +700,8 @@ def test_programmatic_values_are_coerced() -> None:
         ("max_batch_size", 2048),
         ("max_queue_size", 8192),
         ("poll_interval_ms", 500),
+        ("key_converter", "org.apache.kafka.connect.json.JsonConverter"),
+        ("value_converter", "org.apache.kafka.connect.json.JsonConverter"),
         ("key_converter_schemas_enable", True),
         ("value_converter_schemas_enable", True),
         ("offset_storage_file_filename", Path("data/offsets/fulfillment.json")),
@@ -806,9 +816,9 @@ def test_deprecated_enum_values(prop: str, value: str, canonical: str) -> None:
         ({"database.hostname": "my host"}, "database.hostname: 'my host' is not a host name"),
         ({"connector.class": "io.debezium.connector.mysql.MySqlConnector"},
          "connector.class: expected the PostgreSQL connector"),
-        ({"key.converter": "io.confluent.connect.avro.AvroConverter"},
-         "key.converter: expected org.apache.kafka.connect.json.JsonConverter"),
-        ({"value.converter": "x"}, "value.converter: expected org.apache.kafka"),
+        ({"key.converter": "io.confluent.connect.avro.AvroConverterX"},
+         "key.converter: expected one of org.apache.kafka.connect.json.JsonConverter"),
+        ({"value.converter": "x"}, "value.converter: expected one of org.apache.kafka"),
         ({"offset.storage": "org.apache.kafka.connect.storage.KafkaOffsetBackingStore"},
          "offset.storage: expected org.apache.kafka.connect.storage.FileOffsetBackingStore"),
         ({"skipped.operations": "c,x"}, "skipped.operations: 'x' not allowed"),
@@ -1017,13 +1027,24 @@ def test_alias_table_covers_every_alias() -> None:
     ],
 )
 def test_unknown_property_did_you_mean(key: str, suggestion: str) -> None:
-    _, warnings = pg_raw({key: "x"})
-    assert warnings == [f"unknown property '{key}'; did you mean '{suggestion}'?"]
+    error = config_error({key: "x"})
+    assert f"unknown property '{key}' (did you mean '{suggestion}'?): remove it" in str(error)
+    _, warnings = pg_raw({key: "x", **LENIENT})
+    assert warnings == [f"unknown property '{key}' (did you mean '{suggestion}'?) and is "
+                        "ignored (headwater.config.unsupported.properties=warn)"]
 
 
 def test_unknown_property_without_suggestion() -> None:
-    _, warnings = pg_raw({"completely.different.thing": "x"})
-    assert warnings == ["unknown property 'completely.different.thing' is ignored"]
+    assert "unknown property 'completely.different.thing': remove it" in str(
+        config_error({"completely.different.thing": "x"}))
+    _, warnings = pg_raw({"completely.different.thing": "x", **LENIENT})
+    assert warnings == ["unknown property 'completely.different.thing' and is ignored "
+                        "(headwater.config.unsupported.properties=warn)"]
+
+
+def test_unsupported_properties_mode_is_checked() -> None:
+    assert "headwater.config.unsupported.properties: 'ignore' is not one of error, warn" in str(
+        config_error({"headwater.config.unsupported.properties": "ignore"}))
 
 
 @pytest.mark.parametrize(
@@ -1049,7 +1070,7 @@ def test_passthrough_prefixes_never_warn(key: str) -> None:
 
 
 def test_database_prefix_is_not_passthrough() -> None:
-    _, warnings = pg_raw({"database.foo": "x"})
+    _, warnings = pg_raw({"database.foo": "x", **LENIENT})
     assert len(warnings) == 1 and "unknown property 'database.foo'" in warnings[0]
 
 
@@ -1073,14 +1094,16 @@ def test_passthrough_near_miss_warns() -> None:
     ],
 )
 def test_recognised_but_unsupported_properties_warn(key: str) -> None:
-    _, warnings = pg_raw({key: "x"})
+    assert f"property '{key}' is not supported by Headwater" in str(config_error({key: "x"}))
+    _, warnings = pg_raw({key: "x", **LENIENT})
     assert len(warnings) == 1
-    assert warnings[0].startswith(f"property '{key}' is not supported by Headwater and is ignored")
+    assert warnings[0].startswith(f"property '{key}' is not supported by Headwater")
+    assert warnings[0].endswith("and is ignored (headwater.config.unsupported.properties=warn)")
 
 
 def test_warnings_are_logged(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="headwater.config"):
-        pg_raw({"slot.nme": "x"})
+        pg_raw({"slot.nme": "x", **LENIENT})
     assert [r.name for r in caplog.records] == ["headwater.config"]
     assert "did you mean 'slot.name'?" in caplog.records[0].getMessage()
 
@@ -1449,6 +1472,7 @@ def test_password_never_leaks(caplog: pytest.LogCaptureFixture, tmp_path: Path) 
         "database.pasword": PASSWORD,  # typo: an unknown key's value is a secret too
         "offset.storage.sasl.password": PASSWORD,
         "slot.nme": "x",
+        **LENIENT,
     }
     with caplog.at_level(logging.DEBUG):
         validated = POSTGRES_CONFIG_DEF.validate(raw)
@@ -1504,3 +1528,24 @@ def test_redacted_validated_config_is_plain_data() -> None:
     assert data["table.include.list"] == ["a.b", "c.d"]
     assert data["headwater.topics.dir"] == "data/topics"
     assert data["database.sslpassword"] is None
+
+
+def test_include_list_entries_matching_nothing_are_warned(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from headwater.config.connector_common import warn_unmatched
+
+    logger = logging.getLogger("test.include")
+    with caplog.at_level(logging.WARNING, "test.include"):
+        missing = warn_unmatched("table.include.list", ["public.orders", "public.cust.*",
+                                                        "public.nope"],
+                                 ["public.orders", "public.customers"], logger)
+    assert missing == ["public.nope"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "table.include.list: 'public.nope' matches no existing table; nothing is captured for "
+        "it until such a table exists"]
+    assert warn_unmatched("collection.include.list", ["db.a.b"], ["db.a.b"], logger,
+                          literal=True) == []
+    assert warn_unmatched("collection.include.list", ["db.a.b"], ["dbxa.b"], logger,
+                          literal=True) == ["db.a.b"]

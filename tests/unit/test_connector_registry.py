@@ -51,7 +51,9 @@ def test_builtins_are_found_by_class_alias_and_source_connector() -> None:
     assert mysql is registration_for_class("io.debezium.connector.mysql.MySqlConnector")
     assert REGISTRY.order_for("postgresql") is pg.order
     assert REGISTRY.order_for("mysql") is REGISTRY.order_for("mariadb") is mysql.order
-    assert REGISTRY.order_for("sqlserver") is None and REGISTRY.order_for(None) is None
+    db2 = registration_for_class("io.debezium.connector.db2.Db2Connector")
+    assert REGISTRY.order_for("db2") is db2.order and registration_for_class("db2") is db2
+    assert REGISTRY.order_for("oracle") is None and REGISTRY.order_for(None) is None
 
 
 def test_missing_or_unknown_connector_class_names_property_value_and_known_classes(
@@ -59,9 +61,9 @@ def test_missing_or_unknown_connector_class_names_property_value_and_known_class
     with pytest.raises(RegistryError, match=f"connector.class: required; known classes: {KNOWN}"):
         registration_for_class(None)
     with pytest.raises(RegistryError, match=(r"connector.class: unknown value "
-                                             r"'io.debezium.connector.sqlserver.SqlServerConnector'"
+                                             r"'io.debezium.connector.oracle.OracleConnector'"
                                              f"; known classes: {KNOWN}")):
-        registration_for_class("io.debezium.connector.sqlserver.SqlServerConnector")
+        registration_for_class("io.debezium.connector.oracle.OracleConnector")
     config = tmp_path / "c.properties"
     config.write_text("topic.prefix=x\n")
     with pytest.raises(ConfigError, match=r"connector.class: required"):
@@ -116,7 +118,7 @@ def doc(source: dict[str, Any], key: int = 1) -> tuple[bytes, bytes]:
             orjson.dumps(value))
 
 
-@pytest.mark.parametrize("connector", ["sqlserver", None])
+@pytest.mark.parametrize("connector", ["oracle", None])
 def test_an_event_of_an_unregistered_connector_is_an_error_not_postgres_order(
         connector: str | None) -> None:
     ok = doc({"connector": "postgresql", "lsn": 10, "sequence": '[null,"10"]'})
@@ -136,8 +138,8 @@ def test_column_wise_path_looks_the_order_up_too() -> None:
     offsets = np.array([40, 41, 42], dtype=np.int64)
     assert batch_order("t", source("mysql", "mariadb", "mysql"), offsets) is MYSQL_ORDER
     with pytest.raises(UnknownSourceConnectorError, match=r"topic t offset 41: source.connector "
-                       r"'sqlserver'"):
-        batch_order("t", source("postgresql", "sqlserver", "postgresql"), offsets)
+                       r"'oracle'"):
+        batch_order("t", source("postgresql", "oracle", "postgresql"), offsets)
     with pytest.raises(UnknownSourceConnectorError, match=r"topic t offset 42: source.connector "
                        r"None"):
         batch_order("t", source("postgresql", "postgresql", None), offsets)

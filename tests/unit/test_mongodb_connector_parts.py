@@ -55,8 +55,12 @@ def test_credentials_are_masked() -> None:
 
 
 def test_unknown_unimplemented_and_refused_properties() -> None:
+    unsupported = {"cursor.pipeline": "[]", "mongodb.hosts": "rs0/h:1", "capture.mdoe": "x"}
+    with pytest.raises(ConfigError, match="remove it") as info:
+        validate_mongodb_config(_config(**unsupported))
+    assert "'cursor.pipeline' is not supported by Headwater" in str(info.value)
     _, warnings = validate_mongodb_config(_config(**{
-        "cursor.pipeline": "[]", "mongodb.hosts": "rs0/h:1", "capture.mdoe": "x"}))
+        **unsupported, "headwater.config.unsupported.properties": "warn"}))
     text = "\n".join(warnings)
     assert "'cursor.pipeline' is not supported by Headwater" in text
     assert "use mongodb.connection.string" in text and "did you mean 'capture.mode'" in text
@@ -93,7 +97,8 @@ def test_pipeline_filters_operations_and_namespaces() -> None:
     cfg, _ = validate_mongodb_config(_config(**{"collection.include.list": "db.a"}))
     _wrap, match, unwrap = change_stream_pipeline(cfg, "db.signals")
     assert unwrap == {"$replaceRoot": {"newRoot": "$event"}}
-    assert match["$match"]["$and"][1]["$or"][1] == {"namespace": "db.signals"}
+    assert match["$match"]["$or"][1] == {
+        "namespace": "db.signals", "event.operationType": {"$in": ["insert", "delete"]}}
 
 
 def test_field_rules_as_debezium_applies_them() -> None:

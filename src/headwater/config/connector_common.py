@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -17,10 +18,10 @@ JSON_CONVERTER: Final = "org.apache.kafka.connect.json.JsonConverter"
 FILE_OFFSET_BACKING_STORE: Final = "org.apache.kafka.connect.storage.FileOffsetBackingStore"
 
 
-def _json_converter(text: str) -> str:
-    if text != JSON_CONVERTER:
-        raise ValueError(f"{JSON_CONVERTER} (Headwater encodes events like Kafka's JsonConverter)")
-    return text
+def _converter(text: str) -> str:
+    from headwater.converters.factory import check_converter_class
+
+    return check_converter_class(text)
 
 
 def _offset_store(text: str) -> str:
@@ -51,8 +52,11 @@ RUNTIME_PROPERTIES: Final[tuple[Property, ...]] = (
     Property("max.batch.size", _I, 2048, min_value=1),
     Property("max.queue.size", _I, 8192, min_value=1, doc="must be larger than max.batch.size"),
     Property("poll.interval.ms", _L, 500, min_value=1),
-    Property("key.converter", _S, JSON_CONVERTER, parser=_json_converter),
-    Property("value.converter", _S, JSON_CONVERTER, parser=_json_converter),
+    Property("key.converter", _S, JSON_CONVERTER, parser=_converter,
+             doc="JsonConverter, StringConverter, ByteArrayConverter or Confluent's "
+                 "AvroConverter (docs/converters.md)"),
+    Property("value.converter", _S, JSON_CONVERTER, parser=_converter,
+             doc="as key.converter"),
     Property("key.converter.schemas.enable", _B, True),
     Property("value.converter.schemas.enable", _B, True),
     Property("offset.storage", _S, FILE_OFFSET_BACKING_STORE, parser=_offset_store),
@@ -130,3 +134,19 @@ def redacted_fields(config: Any) -> dict[str, object]:
                      for key, text in value.items()}
         out[name] = value
     return out
+
+
+def warn_unmatched(prop: str, include: Iterable[str], names: Iterable[str],
+                   logger: logging.Logger, what: str = "table", *,
+                   literal: bool = False) -> list[str]:
+    """Warn once per entry of an include list that matches no existing `what` (a typo, or a
+    table not created yet): without it such a connector captures nothing and says nothing.
+    Returns the unmatched entries."""
+    existing = list(names)
+    missing = [p for p in include
+               if not any(re.fullmatch(re.escape(p) if literal else p, n, re.IGNORECASE)
+                          for n in existing)]
+    for pattern in missing:
+        logger.warning("%s: '%s' matches no existing %s; nothing is captured for it until "
+                       "such a %s exists", prop, pattern, what, what)
+    return missing

@@ -87,6 +87,10 @@ _INTEGER_TEXT: Final = re.compile(r"[+-]?[0-9]+")
 _DOUBLE_TEXT: Final = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
+# Set to `warn` in a configuration, properties Headwater does not honour (unknown, or Debezium
+# options it does not implement) are warned about instead of refused.
+LENIENT: Final = "headwater.config.unsupported.properties"
+
 class PropertyType(StrEnum):
     """How a property's string value is converted (and the Python type it becomes)."""
 
@@ -552,10 +556,14 @@ class ConfigDef:
         conflicting: set[str] = set()
         patterned_given: dict[str, str] = {}
 
+        unsupported: list[str] = []  # set but not honoured: errors unless LENIENT says warn
+        lenient = str(raw.get(LENIENT, "")).strip().lower()
+        if lenient not in ("", "error", "warn"):
+            errors.append(f"{LENIENT}: '{lenient}' is not one of error, warn")
         for raw_key, raw_value in raw.items():
             key = str(raw_key).strip()
             text = _as_text(raw_value)
-            if text is None:
+            if text is None or key == LENIENT:
                 continue
             canonical = self.canonical_name(key)
             if canonical is None and self._pattern_for(key) is not None:
@@ -563,8 +571,8 @@ class ConfigDef:
                 continue
             if canonical is None:
                 self._unknown_key(
-                    key, text=text, passthrough=passthrough, warnings=warnings, errors=errors,
-                    base_dir=base_dir, env=env,
+                    key, text=text, passthrough=passthrough, warnings=warnings,
+                    unsupported=unsupported, errors=errors, base_dir=base_dir, env=env,
                 )
                 continue
             if canonical != key:
@@ -592,6 +600,13 @@ class ConfigDef:
                     continue
             given[canonical] = (key, text)
 
+        if lenient == "warn":
+            warnings.extend(f"{message} and is ignored ({LENIENT}=warn)"
+                            for message in unsupported)
+        else:
+            # A property that is set but not honoured would change nothing silently.
+            errors.extend(f"{message}: remove it (or set {LENIENT}=warn to run without it)"
+                          for message in unsupported)
         values: dict[str, ConfigValue] = {}
         failed: set[str] = set()
         explicit: set[str] = set()
@@ -678,6 +693,7 @@ class ConfigDef:
         text: str,
         passthrough: dict[str, str],
         warnings: list[str],
+        unsupported: list[str],
         errors: list[str],
         base_dir: Path | None,
         env: Mapping[str, str] | None,
@@ -695,14 +711,14 @@ class ConfigDef:
             return
         reason = self._ignored_reason(key)
         if reason is not None:
-            warnings.append(f"property '{key}' is not supported by Headwater and is ignored"
-                            + (f" ({reason})" if reason else ""))
+            unsupported.append(f"property '{key}' is not supported by Headwater"
+                               + (f" ({reason})" if reason else ""))
             return
         suggestion = self._suggest(key)
         if suggestion is not None:
-            warnings.append(f"unknown property '{key}'; did you mean '{suggestion}'?")
+            unsupported.append(f"unknown property '{key}' (did you mean '{suggestion}'?)")
         else:
-            warnings.append(f"unknown property '{key}' is ignored")
+            unsupported.append(f"unknown property '{key}'")
 
 
 def _has_value(given: Mapping[str, tuple[str, str]], name: str) -> bool:

@@ -15,26 +15,43 @@ Choices:
   the signal table does not grow.
 * ``signal.file`` defaults to Debezium's ``file-signals.txt`` and is read only when the ``file``
   channel is enabled.
+* The ``kafka`` channel's ``signal.kafka.*`` / ``signal.consumer.*`` are pass-through keys
+  checked by `headwater.kafka.signals.kafka_signal_settings` when the channel is enabled.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from headwater.config.definition import ConfigValue, Property, PropertyType, ValidatedConfig
 
+if TYPE_CHECKING:
+    from headwater.kafka.signals import KafkaSignalSettings
+
 __all__ = ["SIGNAL_PROPERTIES", "SIGNAL_PROPERTY_NAMES", "SignalConfig", "signal_config"]
 
-_CHANNELS: Final = ("source", "file")
+_CHANNELS: Final = ("source", "file", "kafka")
+# Debezium's notification channels; `jmx` is served by `headwater serve` as the REST endpoint
+# GET /connectors/{name}/notifications (Headwater has no JMX), `rest` is the same.
+NOTIFICATION_CHANNELS: Final = ("log", "sink", "jmx", "rest")
+
+
+def _notification_channels(value: ConfigValue) -> str | None:
+    if isinstance(value, tuple):
+        unknown = [v for v in value if v.lower() not in NOTIFICATION_CHANNELS]
+        if unknown:
+            return (f"unknown channel(s) {', '.join(unknown)}; Headwater has "
+                    f"{', '.join(NOTIFICATION_CHANNELS)}")
+    return None
 
 
 def _channels(value: ConfigValue) -> str | None:
     if isinstance(value, tuple):
         unknown = [v for v in value if v.lower() not in _CHANNELS]
         if unknown:
-            return f"unknown channel(s) {', '.join(unknown)}; Headwater has source and file"
+            return f"unknown channel(s) {', '.join(unknown)}; Headwater has source, file and kafka"
     return None
 
 
@@ -54,7 +71,7 @@ SIGNAL_PROPERTIES: Final[tuple[Property, ...]] = (
              doc="the signal table, <schema>.<table> (quote a part that contains a dot); "
                  "its rows (id, type, data) are read from the change stream"),
     Property("signal.enabled.channels", PropertyType.LIST, ("source",), validator=_channels,
-             doc="where signals are read from: source (the signal table), file"),
+             doc="where signals are read from: source (the signal table), file, kafka"),
     Property("signal.file", PropertyType.PATH, Path("file-signals.txt"),
              doc="file channel: one JSON signal {id, type, data} per line"),
     Property("signal.poll.interval.ms", PropertyType.LONG, 5000, min_value=1,
@@ -66,6 +83,12 @@ SIGNAL_PROPERTIES: Final[tuple[Property, ...]] = (
     Property("incremental.snapshot.watermarking.strategy", PropertyType.ENUM, "insert_insert",
              allowed=("insert_insert", "insert_delete"),
              doc="watermarks in the signal table: two inserts, or an insert and its delete"),
+    Property("notification.enabled.channels", PropertyType.LIST, (),
+             validator=_notification_channels,
+             doc="where snapshot progress notifications go: log, sink (a topic), jmx/rest "
+                 "(GET /connectors/{name}/notifications of headwater serve)"),
+    Property("notification.sink.topic.name", PropertyType.STRING,
+             doc="the topic of the sink notification channel (required with sink)"),
     Property("read.only", PropertyType.BOOLEAN, False,
              doc="incremental snapshots write nothing to the source (no signal table "
                  "watermarks; PostgreSQL: snapshot xmin and WAL position, MariaDB: GTID)"),
@@ -86,6 +109,9 @@ class SignalConfig:
     allow_schema_changes: bool = False
     watermarking_strategy: str = "insert_insert"
     read_only: bool = False
+    kafka: KafkaSignalSettings | None = None  # the kafka channel, when enabled
+    notification_channels: tuple[str, ...] = ()
+    notification_sink_topic: str | None = None
 
     @property
     def source_channel(self) -> bool:
@@ -95,16 +121,35 @@ class SignalConfig:
     def file_channel(self) -> bool:
         return "file" in self.enabled_channels
 
+    @property
+    def kafka_channel(self) -> bool:
+        return self.kafka is not None
+
+    @property
+    def any_channel(self) -> bool:
+        """A channel the connector must watch: the signal table, the file or Kafka."""
+        return self.source_channel or self.file_channel or self.kafka_channel
+
 
 def signal_config(config: ValidatedConfig) -> SignalConfig:
     """The signal settings from a validated configuration that includes SIGNAL_PROPERTIES."""
+    channels = tuple(c.lower() for c in config.get_list("signal.enabled.channels"))
+    kafka = None
+    if "kafka" in channels:
+        from headwater.kafka.signals import kafka_signal_settings
+
+        kafka = kafka_signal_settings(config.passthrough, config.get_str("topic.prefix"))
     return SignalConfig(
         data_collection=config.get_optional_str("signal.data.collection"),
-        enabled_channels=tuple(c.lower() for c in config.get_list("signal.enabled.channels")),
+        enabled_channels=channels,
         file=config.get_path("signal.file"),
         poll_interval_ms=config.get_int("signal.poll.interval.ms"),
         chunk_size=config.get_int("incremental.snapshot.chunk.size"),
         allow_schema_changes=config.get_bool("incremental.snapshot.allow.schema.changes"),
         watermarking_strategy=config.get_str("incremental.snapshot.watermarking.strategy"),
         read_only=config.get_bool("read.only"),
+        kafka=kafka,
+        notification_channels=tuple(
+            c.lower() for c in config.get_list("notification.enabled.channels")),
+        notification_sink_topic=config.get_optional_str("notification.sink.topic.name"),
     )

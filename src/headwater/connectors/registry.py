@@ -16,7 +16,7 @@ their database drivers, Spark or Arrow only inside the functions that need them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import import_module
 from importlib.metadata import entry_points
@@ -39,6 +39,8 @@ BUILTINS: Final = (
     "headwater.connectors.postgres.registration:REGISTRATION",
     "headwater.connectors.mysql.registration:REGISTRATION",
     "headwater.connectors.mongodb.registration:REGISTRATION",
+    "headwater.connectors.sqlserver.registration:REGISTRATION",
+    "headwater.connectors.db2.registration:REGISTRATION",
 )
 # `source.snapshot` values of snapshot reads (the rest, "false" or null, are stream events).
 # Every SnapshotMarker but "false" (Debezium 3.x adds first, first/last_in_data_collection).
@@ -67,6 +69,12 @@ class CaptureConfig(Protocol):
     def errors_max_retries(self) -> int: ...
     @property
     def retriable_restart_connector_wait_ms(self) -> int: ...
+    @property
+    def key_converter(self) -> str: ...
+    @property
+    def value_converter(self) -> str: ...
+    @property
+    def passthrough(self) -> Mapping[str, str]: ...
     @property
     def key_converter_schemas_enable(self) -> bool: ...
     @property
@@ -148,6 +156,9 @@ class ConnectorRegistration:
     # For the read-only commands: the configuration with its secrets left out (None: such a
     # connector's read-only commands need its secrets resolvable, as `load_config` does).
     load_config_without_secrets: Callable[[Path], CaptureConfig] | None = None
+    # ``module:attribute`` of the connector's `ConfigDef` (the REST service's plugin
+    # descriptions and per-property validation; empty: only whole-config validation).
+    config_definition: str = ""
 
 
 class ConnectorRegistry:

@@ -48,7 +48,7 @@ from headwater.model.record import (
     TransactionEvent,
     TxInfo,
 )
-from headwater.model.schema import TableSchema
+from headwater.model.schema import TableId, TableSchema
 
 log = logging.getLogger("headwater.engine.dispatcher")
 
@@ -106,6 +106,10 @@ _CREATE, _UPDATE, _DELETE, _TRUNCATE = Op.CREATE, Op.UPDATE, Op.DELETE, Op.TRUNC
 _STREAMING = SnapshotMarker.FALSE
 
 
+
+def _identifier(table: TableId) -> str:
+    return table.identifier
+
 class EventDispatcher:
     """Turns a connector's typed changes into source events, one streaming session long."""
 
@@ -132,6 +136,10 @@ class EventDispatcher:
         self.track_tx = self.tx_metadata and options.implicit_transactions
         # set by the connector while it re-reads what an earlier run already wrote
         self.replaying = False
+        # The data collection name of transaction metadata: `schema.table` (Debezium's
+        # TableId.identifier without a catalog); a connector whose ids carry the database
+        # (SQL Server: `database.schema.table`) sets its own.
+        self.collection_name: Callable[[TableId], str] = _identifier
         # the transaction being read
         self.tx_id = ""
         self.tx_ts_ms = 0
@@ -186,7 +194,7 @@ class EventDispatcher:
             self.pending.append(TransactionEvent(
                 self.context, "BEGIN", self.tx_id, self.tx_ts_ms, None, None, self.tx_position))
         self.tx_total += 1
-        name = table.id.identifier
+        name = self.collection_name(table.id)
         count = self.tx_counts.get(name, 0) + 1
         self.tx_counts[name] = count
         return _new(TxInfo, (self.tx_id, self.tx_total, count))

@@ -46,7 +46,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.signals import (
@@ -67,6 +67,9 @@ from headwater.engine.signals import (
 from headwater.engine.window import SnapshotWindow
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
 from headwater.model.schema import TableSchema
+
+if TYPE_CHECKING:
+    from headwater.kafka.signals import KafkaSignalSettings
 
 log = logging.getLogger("headwater.engine.incremental")
 
@@ -203,6 +206,7 @@ class IncrementalSnapshotController:
         chunk_size: int,
         offset: dict[str, Any] | None = None,
         file_channel: Path | None = None,
+        kafka_channel: KafkaSignalSettings | None = None,
         poll_interval_s: float = 5.0,
         allow_schema_changes: bool = False,
         metrics: CaptureMetrics | None = None,
@@ -218,6 +222,13 @@ class IncrementalSnapshotController:
         self.ctx = IncrementalContext.from_offset(offset)
         self.file = (FileSignalChannel(file_channel, int((offset or {}).get(
             "signal_file_position", 0))) if file_channel is not None else None)
+        self.kafka = None
+        if kafka_channel is not None:
+            from headwater.kafka.signals import OFFSET_FIELD, KafkaSignalChannel
+
+            stored = (offset or {}).get(OFFSET_FIELD)
+            self.kafka = KafkaSignalChannel(kafka_channel,
+                                            None if stored is None else int(stored))
         self.poll_interval_s = poll_interval_s
         self._last_poll = 0.0
         self._actions: list[Action] = []
@@ -253,12 +264,20 @@ class IncrementalSnapshotController:
     def idle(self) -> bool:
         """Nothing to do at boundaries: no queued action, table or chunk, no file channel."""
         return (not self._actions and self.chunk is None and self.file is None
+                and self.kafka is None
                 and (not self.ctx.tables or self.ctx.paused))
+
+    def close_channels(self) -> None:
+        """Releases the Kafka channel's consumer (a new session opens its own)."""
+        if self.kafka is not None:
+            self.kafka.close()
 
     def offset_fields(self) -> dict[str, Any]:
         out = self.ctx.to_offset()
         if self.file is not None:
             out["signal_file_position"] = self.file.position
+        if self.kafka is not None and self.kafka.position is not None:
+            out["signal_kafka_offset"] = self.kafka.position
         return out
 
     # -- events from the stream ----------------------------------------------------------------
@@ -311,12 +330,13 @@ class IncrementalSnapshotController:
         before_blocking: Callable[[], None], *, start_chunk: bool = True,
     ) -> None:
         """Between transactions: run queued actions, poll the file channel, start a chunk."""
-        if self.file is not None:
+        if self.file is not None or self.kafka is not None:
             now = time.monotonic()
             if now - self._last_poll >= self.poll_interval_s:
                 self._last_poll = now
-                for sig in self.file.poll():
-                    self.signal(sig)
+                for channel in (self.file, self.kafka):
+                    for sig in channel.poll() if channel is not None else ():
+                        self.signal(sig)
         while self._actions:
             action = self._actions.pop(0)
             self._run(action, emit_blocking, before_blocking)

@@ -1,7 +1,18 @@
 """Capture metrics under Debezium's names, so dashboards built for Debezium read the same.
 
 Debezium exposes these as JMX MBean attributes (context snapshot and streaming); here they are
-plain attributes updated by the runtime and rendered by `as_dict` with the exact names.
+plain attributes updated by the runtime and rendered by `as_dict` with the exact names, and by
+`contexts` split by Debezium's MBean contexts (snapshot, streaming, schema-history) for
+Prometheus.
+
+Two values follow Debezium's semantics exactly, because a dashboard alerts on them:
+
+* `QueueRemainingCapacity` is read from the live queue (capacity minus queued events), so an
+  idle connector shows its full capacity, not 0;
+* `MilliSecondsBehindSource` is measured when an event is processed (processing time minus the
+  event's source timestamp, Debezium's `StreamingMeter.onEvent`) and then kept: it does not
+  grow while the database is idle (that is what `MilliSecondsSinceLastEvent` says).  Snapshot
+  reads carry their read time, not a commit time, so they do not set it.
 """
 
 from __future__ import annotations
@@ -9,9 +20,63 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from headwater.model.record import ChangeRecord, SourceEvent
+from headwater.engine.notifications import Notifier
+from headwater.model.record import ChangeRecord, Op, SourceEvent
 from headwater.model.topic import TopicBatch
+
+
+class QueueProbe(Protocol):
+    """What the metrics read of the change-event queue (engine/queue.py)."""
+
+    @property
+    def capacity(self) -> int: ...
+
+    @property
+    def remaining_capacity(self) -> int: ...
+
+
+@dataclass(slots=True)
+class SchemaHistoryMetrics:
+    """Debezium's schema-history context (MySQL/MariaDB): recovery and applied DDL."""
+
+    status: str = "STOPPED"  # STOPPED, RECOVERING, RUNNING
+    recovery_start_ms: int = -1
+    changes_recovered: int = 0
+    changes_applied: int = 0
+    last_recovered_monotonic: float | None = None
+    last_applied_monotonic: float | None = None
+    last_recovered_change: str = ""
+    last_applied_change: str = ""
+
+    def recovered(self, change: str) -> None:
+        self.changes_recovered += 1
+        self.changes_applied += 1
+        self.last_recovered_change = change
+        self.last_recovered_monotonic = time.monotonic()
+
+    def applied(self, change: str) -> None:
+        self.status = "RUNNING"
+        self.changes_applied += 1
+        self.last_applied_change = change
+        self.last_applied_monotonic = time.monotonic()
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "Status": self.status,
+            "RecoveryStartTime": self.recovery_start_ms,
+            "ChangesRecovered": self.changes_recovered,
+            "ChangesApplied": self.changes_applied,
+            "MilliSecondsSinceLastRecoveredChange": _since_ms(self.last_recovered_monotonic),
+            "MilliSecondsSinceLastAppliedChange": _since_ms(self.last_applied_monotonic),
+            "LastRecoveredChange": self.last_recovered_change,
+            "LastAppliedChange": self.last_applied_change,
+        }
+
+
+def _since_ms(mono: float | None) -> int:
+    return int((time.monotonic() - mono) * 1000) if mono is not None else -1
 
 
 @dataclass(slots=True)
@@ -38,25 +103,74 @@ class CaptureMetrics:
     rows_estimated: dict[str, int] = field(default_factory=dict)
     connected: bool = False
     queue_capacity: int = 0
-    queue_remaining: int = 0
+    # The live queue, bound by the runtime; without one the queue is taken as empty.
+    queue: QueueProbe | None = None
+    # Lag of the last streamed change when it was processed (Debezium's semantics).
+    behind_source_ms: int | None = None
+    # Per Debezium context: snapshot reads vs. streamed changes.
+    snapshot_events_seen: int = 0
+    streaming_events_seen: int = 0
+    snapshot_last_event: str = ""
+    snapshot_last_monotonic: float | None = None
+    streaming_last_event: str = ""
+    streaming_last_monotonic: float | None = None
+    monitored_tables: list[str] = field(default_factory=list)
+    schema_history: SchemaHistoryMetrics | None = None
+    # Snapshot progress notifications (engine/notifications.py), when a channel is enabled.
+    notifier: Notifier | None = None
+
+    def table_started(self, table: str) -> None:
+        """A snapshot source starts reading `table` (Debezium: IN_PROGRESS)."""
+        if self.notifier is not None:
+            self.notifier.table_in_progress(table, self._snapshot_tables())
+
+    def table_done(self, table: str) -> None:
+        """A snapshot source has read all of `table` (Debezium: TABLE_SCAN_COMPLETED)."""
+        self.remaining_table_count -= 1
+        if self.notifier is not None:
+            self.notifier.table_completed(table, self.rows_scanned.get(table, 0),
+                                          self._snapshot_tables())
+
+    def _snapshot_tables(self) -> list[str]:
+        return list(self.monitored_tables) or list(self.rows_scanned)
+
+    def bind_queue(self, queue: QueueProbe) -> None:
+        self.queue = queue
+        self.queue_capacity = queue.capacity
+
+    def queue_remaining(self) -> int:
+        return self.queue_capacity if self.queue is None else self.queue.remaining_capacity
 
     def record_events(self, records: Sequence[SourceEvent]) -> None:
         changes = [r for r in records if type(r) is ChangeRecord]
         if not changes:
             return
+        now = time.monotonic()
         self.total_events_seen += len(changes)
         last = changes[-1]
         self.last_event = f"{last.table.id} op={last.op.value}"
-        self.last_event_monotonic = time.monotonic()
+        self.last_event_monotonic = now
         self.last_source_ts_ms = last.source_ts_ms
+        reads = sum(1 for r in changes if r.op is Op.READ)
+        if reads:
+            self.snapshot_events_seen += reads
+            self.snapshot_last_event = self.last_event
+            self.snapshot_last_monotonic = now
+        if reads < len(changes):
+            self.streaming_events_seen += len(changes) - reads
+            streamed = next(r for r in reversed(changes) if r.op is not Op.READ)
+            self.streaming_last_event = f"{streamed.table.id} op={streamed.op.value}"
+            self.streaming_last_monotonic = now
+            self.behind_source_ms = max(0, int(time.time() * 1000) - streamed.source_ts_ms)
 
     def record_rendered(self, batch: TopicBatch) -> None:
         """Counts events a source rendered itself (a parallel snapshot's worker processes)."""
         n = sum(len(v) for v in batch.values())
         if n:
             self.total_events_seen += n
-            self.last_event = next(reversed(batch))
-            self.last_event_monotonic = time.monotonic()
+            self.snapshot_events_seen += n
+            self.last_event = self.snapshot_last_event = next(reversed(batch))
+            self.last_event_monotonic = self.snapshot_last_monotonic = time.monotonic()
 
     def snapshot_duration(self) -> float:
         """Seconds the snapshot took, or has taken so far while it runs (Debezium's meaning)."""
@@ -65,16 +179,8 @@ class CaptureMetrics:
         return self.snapshot_duration_s
 
     def as_dict(self) -> dict[str, object]:
-        since = (
-            int((time.monotonic() - self.last_event_monotonic) * 1000)
-            if self.last_event_monotonic is not None
-            else -1
-        )
-        behind = (
-            int(time.time() * 1000) - self.last_source_ts_ms
-            if self.last_source_ts_ms is not None
-            else -1
-        )
+        since = _since_ms(self.last_event_monotonic)
+        behind = -1 if self.behind_source_ms is None else self.behind_source_ms
         return {
             "TotalNumberOfEventsSeen": self.total_events_seen,
             "NumberOfEventsFiltered": self.events_filtered,
@@ -93,5 +199,46 @@ class CaptureMetrics:
             "RemainingTableCount": self.remaining_table_count,
             "Connected": self.connected,
             "QueueTotalCapacity": self.queue_capacity,
-            "QueueRemainingCapacity": self.queue_remaining,
+            "QueueRemainingCapacity": self.queue_remaining(),
         }
+
+    def contexts(self) -> dict[str, dict[str, object]]:
+        """The attributes of each Debezium MBean context (`context=` of
+        `debezium.<plugin>:type=connector-metrics`), with Debezium's names."""
+        common = {
+            "MonitoredTables": list(self.monitored_tables),
+            "QueueTotalCapacity": self.queue_capacity,
+            "QueueRemainingCapacity": self.queue_remaining(),
+            "NumberOfEventsFiltered": self.events_filtered,
+            "NumberOfErroneousEvents": self.erroneous_events,
+        }
+        out: dict[str, dict[str, object]] = {
+            "snapshot": {
+                **common,
+                "LastEvent": self.snapshot_last_event,
+                "MilliSecondsSinceLastEvent": _since_ms(self.snapshot_last_monotonic),
+                "TotalNumberOfEventsSeen": self.snapshot_events_seen,
+                "TotalTableCount": self.total_table_count,
+                "RemainingTableCount": self.remaining_table_count,
+                "SnapshotRunning": self.snapshot_running,
+                "SnapshotPaused": False,
+                "SnapshotAborted": self.snapshot_aborted,
+                "SnapshotCompleted": self.snapshot_completed,
+                "SnapshotDurationInSeconds": int(self.snapshot_duration()),
+                "RowsScanned": dict(self.rows_scanned),
+            },
+            "streaming": {
+                **common,
+                "LastEvent": self.streaming_last_event,
+                "MilliSecondsSinceLastEvent": _since_ms(self.streaming_last_monotonic),
+                "TotalNumberOfEventsSeen": self.streaming_events_seen,
+                "Connected": self.connected,
+                "MilliSecondsBehindSource": (-1 if self.behind_source_ms is None
+                                             else self.behind_source_ms),
+                "NumberOfCommittedTransactions": self.committed_transactions,
+                "LastTransactionId": self.last_transaction_id,
+            },
+        }
+        if self.schema_history is not None:
+            out["schema-history"] = self.schema_history.as_dict()
+        return out

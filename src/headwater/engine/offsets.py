@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -20,6 +20,19 @@ OFFSET_FORMAT_VERSION = 1
 
 class OffsetStoreError(RuntimeError):
     pass
+
+
+class OffsetStore(Protocol):
+    """Where the runtime keeps a connector's offset: this file store, or Kafka's offsets
+    topic (headwater.kafka.offsets)."""
+
+    partition: dict[str, Any]
+
+    def load(self) -> dict[str, Any] | None: ...
+
+    def save(self, offset: dict[str, Any]) -> None: ...
+
+    def clear(self) -> None: ...
 
 
 class FileOffsetStore:

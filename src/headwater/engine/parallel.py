@@ -313,6 +313,7 @@ def read_in_workers(
         chunks_left[chunk.table] += 1
     scanned = metrics.rows_scanned
     tail = SnapshotTail()
+    announced: set[str] = set()
     ready = 0
     started = time.monotonic()
     log.info("snapshot step: read %d tables in %d chunks with %d worker processes",
@@ -325,6 +326,9 @@ def read_in_workers(
                     log.info("snapshot: %d consistent snapshots open in the workers", processes)
                     on_all_ready()
             elif kind == ROWS:
+                if names[chunks[task].table] not in announced:
+                    announced.add(names[chunks[task].table])
+                    metrics.table_started(names[chunks[task].table])
                 scanned[names[chunks[task].table]] += rows
                 emit(Batch((), rendered=payload))
             elif kind == DONE:
@@ -336,7 +340,7 @@ def read_in_workers(
                     emit(Batch((), rendered=previous))
                 chunks_left[table] -= 1
                 if chunks_left[table] == 0:
-                    metrics.remaining_table_count -= 1
+                    metrics.table_done(names[table])
                     log.info("snapshot step: read %s done, %d rows at %.1fs", names[table],
                              scanned[names[table]], time.monotonic() - started)
     return tail.last()

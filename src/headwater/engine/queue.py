@@ -33,6 +33,8 @@ class Batch(NamedTuple):
     offset: dict[str, Any] | None = None
     ack: Any = None
     rendered: TopicBatch | None = None
+    # False for records that are not change events (notifications): not in the metrics.
+    counted: bool = True
 
     @property
     def size(self) -> int:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.offsets import FileOffsetStore
+from headwater.engine.offsets import OffsetStore
 from headwater.engine.parallel import merge_rendered
 from headwater.engine.queue import Batch, ChangeEventQueue, QueueClosed
 from headwater.engine.retry import RetryBudget
@@ -40,7 +40,8 @@ from headwater.engine.supersede import (
     started_offsets,
 )
 from headwater.model.record import SourceEvent
-from headwater.model.topic import TopicBatch
+from headwater.model.topic import TopicBatch, TopicRecord
+from headwater.ops.logging import connector_context
 
 log = logging.getLogger("headwater.engine.runtime")
 
@@ -75,7 +76,7 @@ class CaptureRuntime:
         connector: Connector,
         renderer: RecordRenderer,
         writer: TopicWriter,
-        offsets: FileOffsetStore,
+        offsets: OffsetStore,
         *,
         max_queue_size: int,
         max_batch_size: int,
@@ -99,6 +100,9 @@ class CaptureRuntime:
         self.poll_interval_s = poll_interval_ms / 1000.0
         self.stopping = threading.Event()
         self.metrics = metrics or CaptureMetrics()
+        self.metrics.bind_queue(self.queue)
+        if self.metrics.notifier is not None:
+            self.metrics.notifier.sink = self._notification_sink
         self.state = StreamState.NOT_STARTED
         self._reader_error: BaseException | None = None
         self._reader_done = threading.Event()
@@ -161,26 +165,43 @@ class CaptureRuntime:
         self._connected_at = time.monotonic()
         self._set_state(StreamState.RUNNING)
         if plan.snapshot is not None and not self.stopping.is_set():
+            connector_context.set("snapshot")
             started = time.monotonic()
             self.metrics.snapshot_started_monotonic = started
             self.metrics.snapshot_running = True
+            notifier = self.metrics.notifier if plan.data_snapshot else None
+            if notifier is not None:
+                notifier.started()
             try:
                 if plan.data_snapshot and self.restarts is not None:
                     result = self._superseding_snapshot(plan.snapshot, ctx, offset)
                 else:
                     result = plan.snapshot.execute(ctx)
+            except BaseException:
+                if notifier is not None:
+                    notifier.aborted()
+                raise
             finally:
                 self.metrics.snapshot_running = False
                 self._supersede = None
             if result is None:
                 self.metrics.snapshot_aborted = True
+                if notifier is not None:
+                    notifier.aborted()
                 return
+            if notifier is not None:
+                notifier.completed()
             self.metrics.snapshot_completed = True
             self.metrics.snapshot_duration_s = time.monotonic() - started
             offset = result
         if plan.streaming is not None and not self.stopping.is_set():
+            connector_context.set("streaming")
             self._streaming = plan.streaming
             plan.streaming.execute(ctx, offset)
+
+    def _notification_sink(self, topic: str, record: TopicRecord) -> None:
+        """Sink channel records go through the queue, in order with the snapshot's events."""
+        self.queue.put(Batch((), rendered={topic: [record]}, counted=False))
 
     def _emit(self, batch: Batch) -> None:
         self.queue.put(batch)
@@ -284,7 +305,8 @@ class CaptureRuntime:
                 self._render_into(out, records)
                 records = []
                 merge_rendered(out, b.rendered)
-                self.metrics.record_rendered(b.rendered)
+                if b.counted:
+                    self.metrics.record_rendered(b.rendered)
             if b.offset is not None:
                 offset = b.offset
             if b.ack is not None:

@@ -14,12 +14,14 @@ between the cached schema bytes.
 
 from __future__ import annotations
 
+import enum
 import uuid
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import orjson
 
+from headwater.connect.record import ConnectRecord, Header
 from headwater.engine.topic_naming import DEFAULT_STRATEGY, SCHEMA_STRATEGY, TopicNaming
 from headwater.formats.connect_json import avro_name, json_default, schema_to_json
 from headwater.model.record import (
@@ -116,10 +118,12 @@ class _TablePlan:
 
     __slots__ = (
         "column_names",
+        "envelope_schema",
         "fallbacks",
         "key_names",
         "key_positions",
         "key_prefix",
+        "key_schema",
         "optional",
         "topic",
         "value_prefix",
@@ -150,6 +154,7 @@ class _TablePlan:
             STRUCT, optional=False, name=f"{base}.Envelope", version=2,
             fields=tuple(envelope_fields),
         )
+        self.envelope_schema = envelope
         self.column_names = table.column_names
         self.fallbacks = tuple(c.fallback for c in table.columns)
         self.optional = tuple(c.optional for c in table.columns)
@@ -161,16 +166,18 @@ class _TablePlan:
             )
         else:
             self.value_prefix = b""
-        if self.key_names and fmt.key_schemas:
+        self.key_schema: ConnectSchema | None = None
+        if self.key_names:
             key_fields = tuple(
                 ConnectField(c.name, c.schema.with_optional(False))
                 for c in (table.columns[p] for p in self.key_positions)
             )
-            key_schema = ConnectSchema(
+            self.key_schema = ConnectSchema(
                 STRUCT, optional=False, name=f"{base}.Key", fields=key_fields
             )
+        if self.key_schema is not None and fmt.key_schemas:
             self.key_prefix = (
-                b'{"schema":' + orjson.dumps(schema_to_json(key_schema)) + b',"payload":'
+                b'{"schema":' + orjson.dumps(schema_to_json(self.key_schema)) + b',"payload":'
             )
         else:
             self.key_prefix = b""
@@ -200,11 +207,12 @@ class _DocumentPlan:
     ``<topic>.Envelope`` - no ``ts_us``/``ts_ns``, which that schema does not have.  Images are
     (id, JSON text, updateDescription) tuples built by the connector."""
 
-    __slots__ = ("key_prefix", "topic", "value_prefix")
+    __slots__ = ("envelope_schema", "key_prefix", "key_schema", "topic", "value_prefix")
 
     def __init__(self, table: TableSchema, context: SourceContext, fmt: DebeziumJsonFormat):
         self.topic = fmt.naming(context, table.id).data_change_topic(table.id)
-        envelope = ConnectSchema(STRUCT, optional=False, name=f"{self.topic}.Envelope", fields=(
+        self.envelope_schema = envelope = ConnectSchema(
+            STRUCT, optional=False, name=f"{self.topic}.Envelope", fields=(
             ConnectField("before", _JSON),
             ConnectField("after", _JSON),
             ConnectField("updateDescription", _UPDATE_DESCRIPTION_SCHEMA),
@@ -213,8 +221,9 @@ class _DocumentPlan:
             ConnectField("ts_ms", ConnectSchema(INT64, optional=True)),
             ConnectField("transaction", TRANSACTION_BLOCK_SCHEMA),
         ))
-        key = ConnectSchema(STRUCT, optional=False, name=f"{self.topic}.Key", fields=(
-            ConnectField("id", ConnectSchema(STRING, optional=False)),))
+        self.key_schema = key = ConnectSchema(
+            STRUCT, optional=False, name=f"{self.topic}.Key",
+            fields=(ConnectField("id", ConnectSchema(STRING, optional=False)),))
         self.value_prefix = (b'{"schema":' + orjson.dumps(schema_to_json(envelope))
                              + b',"payload":') if fmt.value_schemas else b""
         self.key_prefix = (b'{"schema":' + orjson.dumps(schema_to_json(key))
@@ -248,6 +257,32 @@ class _DocumentPlan:
         if record.op is Op.DELETE and tombstones:
             out.append(TopicRecord(key, None, ts, headers))
 
+    def connect(self, record: ChangeRecord, source: dict[str, Any], with_tx: bool,
+                tombstones: bool, headers: tuple[Header, ...], out: list[ConnectRecord]
+                ) -> None:
+        """The same event as `render`, as Connect records (the structured path)."""
+        before, after, tx = record.before, record.after, record.tx
+        ts = record.processed_ts_ms
+        value = {
+            "before": before[1] if before is not None else None,
+            "after": after[1] if after is not None else None,
+            "updateDescription": after[2] if after is not None else None,
+            "source": source,
+            "op": record.op.value,
+            "ts_ms": ts,
+            "transaction": (
+                {"id": tx.id, "total_order": tx.total_order,
+                 "data_collection_order": tx.data_collection_order}
+                if with_tx and tx is not None else None),
+        }
+        image = after if after is not None else before
+        key = {"id": image[0]} if image is not None else None
+        out.append(ConnectRecord(self.topic, None, self.key_schema, key, self.envelope_schema,
+                                 value, ts, headers))
+        if record.op is Op.DELETE and tombstones:
+            out.append(ConnectRecord(self.topic, None, self.key_schema, key, None, None, ts,
+                                     headers))
+
 
 class DebeziumJsonFormat:
     """Renders change records as Debezium JSON topic records."""
@@ -276,6 +311,7 @@ class DebeziumJsonFormat:
         self.context_headers = context_headers
         self.run_id = run_id if run_id is not None else str(uuid.uuid4())
         self._context_cache: dict[SourceContext, tuple[tuple[str, bytes], ...]] = {}
+        self._connect_headers: dict[SourceContext, tuple[Header, ...]] = {}
         self.transaction_topic = transaction_topic
         self.heartbeat_topic_prefix = heartbeat_topic_prefix
         self.source_block = source_block
@@ -489,4 +525,122 @@ class DebeziumJsonFormat:
             if op is delete and tombstones:
                 # Debezium sends the tombstone of a keyless table's delete too (null key).
                 topic_list.append(TopicRecord(key, None, ts, context_headers))
+        return out
+
+    # -- the structured path (transforms and non-JSON converters) ------------------------------
+
+    def _connect_context_headers(self, context: SourceContext) -> tuple[Header, ...]:
+        """The context headers as Connect headers: the same objects for every event of a
+        context, so that converters can cache their bytes."""
+        if not self.context_headers:
+            return ()
+        cache = self._connect_headers
+        cached = cache.get(context)
+        if cached is not None:
+            return cached
+        cached = cache[context] = (
+            Header("__debezium.context.connectorLogicalName", _CONTEXT_HEADER_SCHEMA,
+                   context.server_name),
+            Header("__debezium.context.taskId", _CONTEXT_HEADER_SCHEMA, "0"),
+            Header("__debezium.context.connectorName", _CONTEXT_HEADER_SCHEMA, context.kind),
+            Header("__debezium.context.runId", _CONTEXT_HEADER_SCHEMA, self.run_id),
+        )
+        return cached
+
+    def _connect_key(self, plan: _TablePlan, values: tuple[Any, ...] | None) -> Any:
+        if not plan.key_names or values is None:
+            return None
+        return {n: values[p] for n, p in zip(plan.key_names, plan.key_positions, strict=True)}
+
+    def _connect_other(self, event: SourceEvent, ctx_headers: tuple[Header, ...]
+                       ) -> ConnectRecord:
+        """Transaction boundaries, heartbeats and schema changes as Connect records."""
+        naming = self.naming(event.context)
+        if isinstance(event, TransactionEvent):
+            collections = (
+                [{"data_collection": n, "event_count": c} for n, c in event.data_collections]
+                if event.data_collections is not None else None
+            )
+            return ConnectRecord(
+                naming.transaction_topic(), None, _TX_KEY_SCHEMA, {"id": event.id},
+                _TX_VALUE_SCHEMA, {
+                    "status": event.status, "id": event.id, "event_count": event.event_count,
+                    "data_collections": collections, "ts_ms": event.ts_ms,
+                }, event.ts_ms)
+        if isinstance(event, HeartbeatEvent):
+            return ConnectRecord(
+                naming.heartbeat_topic(), None, _HEARTBEAT_KEY_SCHEMA,
+                {"serverName": event.context.server_name}, _HEARTBEAT_VALUE_SCHEMA,
+                {"ts_ms": event.ts_ms}, event.ts_ms)
+        if isinstance(event, SchemaChangeEvent):
+            return ConnectRecord(
+                naming.schema_change_topic(), None, event.key_schema, event.key,
+                event.value_schema, event.value, event.ts_ms)
+        raise TypeError(f"cannot render {type(event).__name__}")  # pragma: no cover
+
+    def render_connect(self, records: Sequence[SourceEvent]) -> list[ConnectRecord]:
+        """The same events as `render_batch`, as Kafka Connect records (schema + value).
+
+        Serialized by `JsonConverter` with the format's `schemas.enable` settings they are
+        byte for byte what `render_batch` writes (tests/unit/test_connect_path.py); this path
+        exists for transforms and other converters and is not the hot path.
+        """
+        out: list[ConnectRecord] = []
+        source_payload = self.source_block.payload
+        with_tx = self.provide_transaction_metadata
+        delete = Op.DELETE
+        for record in records:
+            if type(record) is not ChangeRecord:
+                out.append(self._connect_other(record, ()))
+                continue
+            assert isinstance(record, ChangeRecord)
+            ctx_headers = self._connect_context_headers(record.context)
+            if record.table.attributes.get(_ENVELOPE) == _DOCUMENT:
+                self.document_plan(record.table, record.context).connect(
+                    record, {k: v.value if isinstance(v, enum.Enum) else v
+                             for k, v in source_payload(record).items()},
+                    with_tx, self.tombstones_on_delete, ctx_headers, out)
+                continue
+            plan = self.plan(record.table, record.context)
+            op = record.op
+            if op is Op.UPDATE or op is delete:
+                before_row = self._row(plan, record.before)
+                after_row = self._row(plan, record.after)
+            else:
+                before_row = None
+                after_row = (dict(zip(plan.column_names, record.after, strict=True))
+                             if record.after is not None else None)
+            tx = record.tx
+            ts = record.processed_ts_ms
+            value = {
+                "before": before_row,
+                "after": after_row,
+                "source": {k: v.value if isinstance(v, enum.Enum) else v
+                           for k, v in source_payload(record).items()},
+                "transaction": (
+                    {"id": tx.id, "total_order": tx.total_order,
+                     "data_collection_order": tx.data_collection_order}
+                    if with_tx and tx is not None else None
+                ),
+                "op": op.value,
+                "ts_ms": ts,
+                "ts_us": ts * 1000,
+                "ts_ns": ts * 1_000_000,
+            }
+            if op is Op.TRUNCATE:
+                out.append(ConnectRecord(plan.topic, None, None, None, plan.envelope_schema,
+                                         value, ts, ctx_headers))
+                continue
+            key = self._connect_key(plan, record.before if op is delete else record.after)
+            key_schema = plan.key_schema
+            headers = ctx_headers
+            if record.other_key is not None:
+                name = "__debezium.newkey" if op is delete else "__debezium.oldkey"
+                headers = (Header(name, key_schema, self._connect_key(plan, record.other_key)),
+                           *ctx_headers)
+            out.append(ConnectRecord(plan.topic, None, key_schema, key, plan.envelope_schema,
+                                     value, ts, headers))
+            if op is delete and self.tombstones_on_delete:
+                out.append(ConnectRecord(plan.topic, None, key_schema, key, None, None, ts,
+                                         ctx_headers))
         return out

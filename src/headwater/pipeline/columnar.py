@@ -40,6 +40,7 @@ from headwater.pipeline.decode import PLACEHOLDER, Column, source_order
 from headwater.pipeline.sequence_columns import NotColumnar as NotColumnar  # noqa: PLC0414 (re-exported)
 from headwater.topics import check
 from headwater.topics.damage import TopicLogDamaged
+from headwater.topics.retention import log_start
 from headwater.topics.segment import Segment, list_segments, sealed_name
 
 SEQ = "__hw_sequence"
@@ -110,6 +111,11 @@ def _chunks(root: Path, topic: str, start: int, end: int, positions: Positions,
     Mapped rather than read: reading copies every byte out of the page cache once more, which
     costs as much as the whole scan (bench/pipeline_delta.py prints both)."""
     listed = list_segments(root / topic)
+    first_kept = log_start(root / topic)
+    if start < first_kept:
+        from headwater.pipeline.source import behind_log_start
+
+        raise behind_log_start(root, topic, start, first_kept)
     sealed = {s.base for s in listed if s.sealed}
     segments = [s for s in listed if s.sealed or s.base not in sealed]  # renamed meanwhile
     for i, seg in enumerate(segments):
@@ -131,7 +137,7 @@ def _chunks(root: Path, topic: str, start: int, end: int, positions: Positions,
         head = _OFFSET_HEAD + b"%d," % start
         if pos and data[pos:pos + len(head)] != head:
             pos = 0
-        expect = 0 if i == 0 else None
+        expect = first_kept if i == 0 else None
         yield _Chunk(data, pos, path, seg.base, expect,
                      segments[i + 1] if i + 1 < len(segments) else None)
 

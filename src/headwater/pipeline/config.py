@@ -23,6 +23,10 @@ The pipeline reads what the connector wrote, so it takes `topic.prefix` and
 | headwater.pipeline.mongodb.nested | struct | MongoDB: nested values as struct/array, or json |
 | headwater.pipeline.mongodb.flatten.struct | false | MongoDB: nested documents as columns `a_b` |
 | headwater.pipeline.mongodb.flatten.struct.delimiter | _ | MongoDB: flattened names' delimiter |
+| headwater.pipeline.source | topics | topics (the topic log), or datastream-files |
+| headwater.pipeline.datastream.files.dir | destination.files.dir | the files destination's root |
+| headwater.pipeline.datastream.files.format | auto | json (.jsonl), avro (.avro), or auto (both) |
+| headwater.pipeline.datastream.max.files.per.trigger | 1000 | files per micro-batch |
 
 Relative paths are relative to the configuration file's directory, like the connector's.
 """
@@ -37,6 +41,7 @@ from pathlib import Path
 from headwater.config import ConfigError
 from headwater.config.loader import load_properties
 from headwater.config.secrets import Secret, resolve_references
+from headwater.kafka.settings import KafkaSettings, kafka_settings
 from headwater.pipeline.documents.options import NESTED_MODES, DocumentOptions
 
 log = logging.getLogger("headwater.pipeline.config")
@@ -52,8 +57,12 @@ _KNOWN = (
     "headwater.pipeline.jdbc.password", "headwater.pipeline.jdbc.schema",
     "headwater.pipeline.schema.evolution", "headwater.pipeline.delta.compact.interval.batches",
     "headwater.pipeline.mongodb.nested", "headwater.pipeline.mongodb.flatten.struct",
-    "headwater.pipeline.mongodb.flatten.struct.delimiter",
+    "headwater.pipeline.mongodb.flatten.struct.delimiter", "headwater.pipeline.source",
+    "headwater.pipeline.datastream.files.dir", "headwater.pipeline.datastream.files.format",
+    "headwater.pipeline.datastream.max.files.per.trigger",
 )
+SOURCES = ("topics", "datastream-files")
+FILE_FORMATS = ("json", "avro", "auto")
 EVOLUTION = ("evolve", "ignore", "fail")
 TARGETS = ("delta", "jdbc")
 
@@ -79,6 +88,12 @@ class PipelineConfig:
     jdbc_schema: str | None = None
     compact_interval_batches: int = 100
     documents: DocumentOptions = DocumentOptions()  # noqa: RUF009 (frozen: shared safely)
+    # Set when the connector writes to Kafka (headwater.topics.store=kafka): read from there.
+    kafka: KafkaSettings | None = None
+    source: str = "topics"
+    files_dir: Path | None = None  # datastream-files: the files destination's root
+    files_format: str = "auto"
+    max_files_per_trigger: int = 1000
 
 
 def _int(props: dict[str, str], name: str, default: int, errors: list[str],
@@ -146,6 +161,31 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
     compact = _int(props, "headwater.pipeline.delta.compact.interval.batches", 100, errors,
                    minimum=0)
     documents = _documents(props, errors)
+    kafka: KafkaSettings | None = None
+    if props.get("headwater.topics.store", "local").strip().lower() == "kafka":
+        # The connector's Kafka settings (security included) are the pipeline's too.
+        try:
+            raw = {k: resolve_references(str(v), base_dir=base) for k, v in props.items()
+                   if not k.startswith("database.")}
+            kafka = kafka_settings(raw, props.get("name") or prefix)
+        except ConfigError as exc:
+            errors.extend(exc.problems)
+        except ValueError as exc:
+            errors.append(str(exc))
+    source = props.get("headwater.pipeline.source", "topics").lower()
+    if source not in SOURCES:
+        errors.append(f"headwater.pipeline.source: {source!r} is not one of {', '.join(SOURCES)}")
+    files_format = props.get("headwater.pipeline.datastream.files.format", "auto").lower()
+    if files_format not in FILE_FORMATS:
+        errors.append(f"headwater.pipeline.datastream.files.format: {files_format!r} is not one "
+                      f"of {', '.join(FILE_FORMATS)}")
+    max_files = _int(props, "headwater.pipeline.datastream.max.files.per.trigger", 1000, errors)
+    if source == "datastream-files" and kafka is not None:
+        errors.append("headwater.pipeline.source=datastream-files reads the files destination, "
+                      "but headwater.topics.store=kafka names Kafka: choose one")
+    if source == "datastream-files" and target != "delta":
+        errors.append("headwater.pipeline.source=datastream-files: Datastream events are "
+                      "materialized into Delta only (headwater.pipeline.target=delta)")
     if errors:
         raise ConfigError(errors, source=str(path))
     return PipelineConfig(
@@ -168,6 +208,13 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         jdbc_schema=props.get("headwater.pipeline.jdbc.schema") or None,
         compact_interval_batches=compact,
         documents=documents,
+        kafka=kafka,
+        source=source,
+        # The connector's own files destination, when the pipeline reads the same file.
+        files_dir=resolve("headwater.pipeline.datastream.files.dir",
+                          props.get("headwater.destination.files.dir") or "data/files"),
+        files_format=files_format,
+        max_files_per_trigger=max_files,
     )
 
 

@@ -525,6 +525,11 @@ class DeltaTarget:
         """`append_changelog` for rows decoded column-wise (`columnar.decode_changelog`)."""
         self._append_changelog(changes, changes.rows, batch_id)
 
+    def append_changelog_table(self, changes: Changes, table: pa.Table, batch_id: int) -> None:
+        """Appends a changelog table built by another event family's path (Datastream's, which
+        adds its `__hw_uuid`), with the same exactly-once commit."""
+        self._append_changelog(changes, table, batch_id)
+
     def _append_changelog(self, changes: Changes, table: pa.Table, batch_id: int) -> None:
         path = self.table_path(changes)
         if self.already_applied(path, batch_id):

@@ -18,7 +18,9 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,8 +28,16 @@ from typing import Any, Protocol
 
 from headwater.pipeline import columnar
 from headwater.pipeline.config import PipelineConfig
+from headwater.pipeline.datastream import file_source
+from headwater.pipeline.datastream.apply import (
+    apply_events,
+    apply_files,
+    is_datastream_topic,
+    topic_events,
+)
+from headwater.pipeline.datastream.files import LOG_NAME
 from headwater.pipeline.decode import ChangeEvent, TableChanges, decode_topic
-from headwater.pipeline.delta_target import DeltaTarget
+from headwater.pipeline.delta_target import DeltaTarget, SchemaEvolutionError
 from headwater.pipeline.documents.route import apply_documents, is_document_topic
 from headwater.pipeline.flows import AutoCdcFlow, transform
 from headwater.pipeline.net import NetChange, dedup, net_changes
@@ -41,8 +51,10 @@ log = logging.getLogger("headwater.pipeline")
 Ranges = dict[str, tuple[int, int]]  # topic -> [start, end) offsets of one micro-batch
 
 
-def spark_session(app: str = "headwater-pipeline", master: str | None = None) -> Any:
-    """A local Spark session set up for this machine (see README: loopback, venv python)."""
+def spark_session(app: str = "headwater-pipeline", master: str | None = None,
+                  logs: Path | None = None) -> Any:
+    """A local Spark session set up for this machine (see README: loopback, venv python);
+    with `logs`, Spark's own logs go to `logs`/spark.log instead of the terminal."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -60,6 +72,10 @@ def spark_session(app: str = "headwater-pipeline", master: str | None = None) ->
         .config("spark.driver.memory", os.environ.get("HEADWATER_SPARK_DRIVER_MEMORY", "4g"))
         .config("spark.driver.maxResultSize", "4g")
     )
+    if logs is not None:
+        from headwater.pipeline.quiet import log4j_options
+
+        builder = builder.config("spark.driver.extraJavaOptions", log4j_options(logs))
     # Debian's JDBC drivers (PostgreSQL, MariaDB) for the JDBC target, when installed.
     from headwater.pipeline.jdbc_target import jdbc_jars
 
@@ -120,6 +136,11 @@ def apply_batch(
     path = columnar_path(cfg.mode, target)
     for topic, (first, end) in sorted(ranges.items()):
         t0 = time.monotonic()
+        if is_datastream_topic(topics_dir, topic, first, end):  # Datastream events (JSON)
+            total += apply_events(topic_events(topics_dir, topic, first, end), topic, batch_id,
+                                  cfg.mode, target, cfg.track_history_column_list,
+                                  cfg.track_history_except_column_list)
+            continue
         if is_document_topic(topics_dir, topic, first, end):  # MongoDB: documents, no schema
             total += apply_documents(topics_dir, topic, first, end, batch_id, cfg.mode, target,
                                      cfg.documents, cfg.track_history_column_list,
@@ -192,6 +213,9 @@ def start_flows(
             if is_document_topic(Path(topics_dir), topic, first, end):
                 raise ValueError(f"topic {topic}: AUTO CDC flows do not take MongoDB topics "
                                  "(use the pipeline's document path: headwater pipeline)")
+            if is_datastream_topic(Path(topics_dir), topic, first, end):
+                raise ValueError(f"topic {topic}: AUTO CDC flows do not take Datastream "
+                                 "events (use headwater pipeline)")
             changes = decode_topic(topic, list(read_range(Path(topics_dir), topic, first, end)))
             if not changes.events:
                 continue
@@ -209,6 +233,10 @@ def start_flows(
 def start(spark: Any, cfg: PipelineConfig, once: bool = False) -> Any:
     """Starts the streaming query and returns it (call awaitTermination on it)."""
     target = make_target(cfg, spark)
+    if cfg.kafka is not None:
+        return _start_kafka(spark, cfg, target, once)
+    if cfg.source == "datastream-files":
+        return _start_files_query(spark, cfg, target, once)
 
     def apply(ranges: Ranges, batch_id: int) -> None:
         apply_batch(cfg.topics_dir, ranges, batch_id, cfg, target)
@@ -218,6 +246,73 @@ def start(spark: Any, cfg: PipelineConfig, once: bool = False) -> Any:
     return _start_query(spark, cfg.topics_dir, cfg.topics_glob, cfg.checkpoint_dir,
                         f"headwater-{cfg.topic_prefix}", apply, once, cfg.trigger_interval_ms,
                         cfg.max_records_per_trigger)
+
+
+def _start_kafka(spark: Any, cfg: PipelineConfig, target: Target, once: bool) -> Any:
+    """The query over Kafka (headwater.topics.store=kafka): pipeline.kafka_source."""
+    import orjson
+
+    from headwater.pipeline import kafka_source
+    from headwater.pipeline.kafka_batch import apply_kafka_batch
+
+    assert cfg.kafka is not None
+    consumer = cfg.kafka.consumer_config(f"headwater-pipeline-{cfg.pipeline_id}")
+    topics = kafka_source.KafkaTopics(consumer, cfg.topics_glob)
+
+    def apply(ranges: Ranges, batch_id: int) -> None:
+        apply_kafka_batch(topics, ranges, batch_id, cfg, target)
+        if isinstance(target, DeltaTarget):
+            target.maintain(batch_id)
+
+    options = {"consumer": orjson.dumps(consumer).decode(), "topics": cfg.topics_glob}
+    if cfg.max_records_per_trigger:
+        options["max_records"] = str(cfg.max_records_per_trigger)
+
+    def load(spark: Any) -> Any:
+        kafka_source.register(spark)
+        return spark.readStream.format(kafka_source.NAME).options(**options).load()
+
+    query = _start_query(spark, cfg.topics_dir, cfg.topics_glob, cfg.checkpoint_dir,
+                         f"headwater-{cfg.topic_prefix}", apply, once, cfg.trigger_interval_ms,
+                         cfg.max_records_per_trigger, load, table_topic=_kafka_table_slot)
+    query.headwater_close = topics.close  # the batches' consumer: `close_query` closes it
+    return query
+
+
+def close_query(query: Any) -> None:
+    """Releases what a query's batches held outside Spark (the Kafka consumer)."""
+    close = getattr(query, "headwater_close", None)
+    if close is not None:
+        close()
+
+
+def _kafka_table_slot(name: str) -> bool:
+    return is_table_topic(name.rpartition("#")[0])
+
+
+def _start_files_query(spark: Any, cfg: PipelineConfig, target: Target, once: bool) -> Any:
+    """The query over the files destination's directory (`datastream.file_source`): its
+    offsets are lines of the checkpoint's file log, handed to `apply` as the range of the
+    pseudo-topic "files"."""
+    root = cfg.files_dir or cfg.topics_dir
+    log_path = cfg.checkpoint_dir / LOG_NAME
+
+    def load(spark: Any) -> Any:
+        file_source.register(spark)
+        return (spark.readStream.format(file_source.NAME)
+                .option("path", str(root)).option("log", str(log_path))
+                .option("format", cfg.files_format)
+                .option("max_files", str(cfg.max_files_per_trigger)).load())
+
+    def apply(ranges: Ranges, batch_id: int) -> None:
+        for start, end in ranges.values():
+            apply_files(root, log_path, start, end, batch_id, cfg.mode, target,
+                        cfg.track_history_column_list, cfg.track_history_except_column_list)
+        if isinstance(target, DeltaTarget):
+            target.maintain(batch_id)
+
+    return _start_query(spark, root, "", cfg.checkpoint_dir, f"headwater-{cfg.topic_prefix}",
+                        apply, once, cfg.trigger_interval_ms, None, load)
 
 
 def _checkpointed_offsets(path: Path) -> dict[str, int] | None:
@@ -274,34 +369,51 @@ def clear_unstarted_checkpoint(checkpoint: Path) -> None:
         p.unlink()
 
 
+def consumer_id(checkpoint: Path) -> str:
+    """The pipeline's name in `<topics dir>/.consumers/` (topics/retention.py): one per
+    checkpoint, since the checkpoint is what holds the pipeline's progress."""
+    import hashlib
+
+    digest = hashlib.sha256(str(Path(checkpoint).resolve()).encode()).hexdigest()[:16]
+    return f"pipeline-{digest}"
+
+
 def _start_query(
     spark: Any, topics_dir: Path, topics: str, checkpoint: Path, name: str,
     apply: Callable[[Ranges, int], None], once: bool,
     trigger_interval_ms: int, max_records: int | None,
+    load: Callable[[Any], Any] | None = None,
+    table_topic: Callable[[str], bool] = is_table_topic,
 ) -> Any:
-    topics_dir.mkdir(parents=True, exist_ok=True)
+    """`load` builds the streaming source (default: the topic log's `headwater_topics`)."""
     clear_unstarted_checkpoint(checkpoint)
-    register(spark)
-    reader = (
-        spark.readStream.format(SOURCE_NAME)
-        .option("path", str(topics_dir))
-        .option("topics", topics)
-    )
-    if max_records:
-        reader = reader.option("max_records", str(max_records))
-    source = reader.load()
-    damaged: list[TopicLogDamaged] = []  # what stopped the query, for `run` to raise as is
+    if load is not None:
+        source = load(spark)
+    else:
+        topics_dir.mkdir(parents=True, exist_ok=True)
+        register(spark)
+        reader = (
+            spark.readStream.format(SOURCE_NAME)
+            .option("path", str(topics_dir))
+            .option("topics", topics)
+            .option("consumer_id", consumer_id(checkpoint))
+        )
+        if max_records:
+            reader = reader.option("max_records", str(max_records))
+        source = reader.load()
+    # What stopped the query, for `run` to raise as is (not Spark's wrapping of it).
+    damaged: list[Exception] = []
 
     def on_batch(df: Any, batch_id: int) -> None:
         started = time.monotonic()
         ranges = checkpointed_ranges(checkpoint, batch_id)
         if ranges is None:
             ranges = {topic: (first, end) for topic, first, end in df.collect()}
-        ranges = {t: r for t, r in ranges.items() if is_table_topic(t) and r[1] > r[0]}
+        ranges = {t: r for t, r in ranges.items() if table_topic(t) and r[1] > r[0]}
         planned = time.monotonic()
         try:
             apply(ranges, batch_id)
-        except TopicLogDamaged as exc:
+        except (TopicLogDamaged, SchemaEvolutionError) as exc:
             damaged.append(exc)
             raise
         log.info("batch %d: %d records; ranges %.2fs, read+decode+apply %.2fs", batch_id,
@@ -322,23 +434,62 @@ def _start_query(
     return query
 
 
-def run(cfg: PipelineConfig, once: bool = False) -> None:
-    spark = spark_session()
+def run(cfg: PipelineConfig, once: bool = False) -> bool:
+    """Run until done (`once`), failed (raises) or interrupted (SIGINT/SIGTERM: the query is
+    stopped between batches; returns True).
+
+    Why a signal handler rather than KeyboardInterrupt: an interrupt raised inside a Py4J
+    call leaves the gateway mid-message, and every thread talking to it then prints its own
+    traceback (~50 lines); the handler only asks, and the loop stops the query itself."""
+    from headwater.pipeline.quiet import log_dir, trace_to_file
+
+    logs = log_dir(cfg.checkpoint_dir)
+    trace = trace_to_file(logs)
+    spark = spark_session(logs=logs)
+    interrupted = threading.Event()
+    handlers = _on_signals(interrupted.set)
     try:
         query = start(spark, cfg, once=once)
         try:
-            query.awaitTermination()
-        except Exception:
+            while not query.awaitTermination(1):
+                if interrupted.is_set():
+                    log.info("stopping the query")
+                    query.stop()
+                    break
+        except Exception as exc:
+            trace.error("the query failed", exc_info=exc)
             if not getattr(query, "headwater_damaged", None):
                 raise
+        finally:
+            close_query(query)
+        if interrupted.is_set():
+            return True
         if getattr(query, "headwater_damaged", None):
             # One clear message rather than Spark's wrapping of the Python traceback.
             raise query.headwater_damaged[0]
         if query.exception() is not None:
             text = str(query.exception())
+            trace.error("the query failed:\n%s", text)
             raise RuntimeError(damage_message(text) or text)
+        return False
     finally:
+        _restore_signals(handlers)
         spark.stop()
+
+
+def _on_signals(callback: Callable[[], None]) -> dict[int, Any]:
+    """SIGINT/SIGTERM call `callback` (main thread only; elsewhere signals are left alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    old: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        old[sig] = signal.signal(sig, lambda _s, _f: callback())
+    return old
+
+
+def _restore_signals(old: dict[int, Any]) -> None:
+    for sig, handler in old.items():
+        signal.signal(sig, handler)
 
 
 _DAMAGE = re.compile(r"TopicLogDamaged: (topic log damaged: [^\n]*)")

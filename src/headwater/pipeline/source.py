@@ -25,6 +25,7 @@ import orjson
 from headwater.topics import check, reader
 from headwater.topics.damage import TopicLogDamaged, missing_records
 from headwater.topics.record import BadLineError, parse_line
+from headwater.topics.retention import log_start, write_consumer
 from headwater.topics.segment import list_segments, sealed_name
 
 SCHEMA = "topic STRING, start_offset LONG, end_offset LONG"
@@ -137,6 +138,17 @@ def _broken(topic: str, path: Path, base: int, first: int, pos: int, expect: int
     return damage
 
 
+def behind_log_start(root: Path, topic: str, start: int, first_kept: int) -> TopicLogDamaged:
+    """Retention removed records this pipeline had not read (a consumer not registered, or
+    `headwater.topics.retention.ignore.consumers=true`): an error, never a silent skip."""
+    return TopicLogDamaged(
+        topic, root / topic, start, 0,
+        f"the log starts at offset {first_kept} (retention removed the records before it) but "
+        f"this pipeline's checkpoint has read only up to offset {start}: records "
+        f"{start}..{first_kept - 1} were never read; start the pipeline with a new checkpoint "
+        "and target (a new snapshot)")
+
+
 def read_range(root: Path, topic: str, start: int, end: int
                ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
     """(offset, key, value) of the records start <= offset < end of a topic.
@@ -146,9 +158,12 @@ def read_range(root: Path, topic: str, start: int, end: int
     and raises `TopicLogDamaged` at a damaged place: a missing record must not become a row
     missing downstream."""
     listed = list_segments(root / topic)
+    first_kept = log_start(root / topic)
+    if start < first_kept:
+        raise behind_log_start(root, topic, start, first_kept)
     sealed_bases = {s.base for s in listed if s.sealed}
     segments = [s for s in listed if s.sealed or s.base not in sealed_bases]
-    expect: int | None = 0  # offset the next segment must start with (None: not known)
+    expect: int | None = first_kept  # offset the next segment must start with (None: unknown)
     for i, seg in enumerate(segments):
         nxt = segments[i + 1].base if i + 1 < len(segments) else None
         if seg.base >= end and expect is not None and seg.base != expect:
@@ -218,9 +233,14 @@ def register(spark: Any) -> None:
             rows = options.get("max_records")
             self.max_rows = int(rows) if rows else None
             self.frozen: dict[str, int] | None = None
+            self.consumer_id = options.get("consumer_id")
 
         def initialOffset(self) -> dict[str, int]:  # noqa: N802 (Spark's name)
-            return {}
+            # A new pipeline starts at each topic's log start (retention may have moved it).
+            return {t.name: t.start_offset for t in reader.list_topics(self.root)
+                    if t.start_offset and is_table_topic(t.name)
+                    and any(fnmatch.fnmatchcase(t.name, g.strip())
+                            for g in self.pattern.split(",") if g.strip())}
 
         def getDefaultReadLimit(self) -> Any:  # noqa: N802
             return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
@@ -246,7 +266,9 @@ def register(spark: Any) -> None:
             yield (partition.topic, partition.start, partition.end)
 
         def commit(self, end: dict[str, int]) -> None:
-            pass
+            # Spark committed the batch up to `end`: retention may remove what is before it.
+            if self.consumer_id:
+                write_consumer(self.root, self.consumer_id, end)
 
     class Source(DataSource):
         @classmethod

@@ -39,6 +39,7 @@ from headwater.config.loader import load_properties
 from headwater.config.output import OutputConfig
 from headwater.config.secrets import Secret, without_secrets
 from headwater.config.signals import SIGNAL_PROPERTIES, SignalConfig, signal_config
+from headwater.kafka.settings import KAFKA_PREFIXES
 from headwater.relational.column_mappers import (
     COLUMN_PROPAGATE_PROPERTY,
     DATATYPE_PROPAGATE_PROPERTY,
@@ -63,18 +64,20 @@ DOC_REGEX: Final = "comma-separated regular expressions matched against the whol
 NOT_IMPLEMENTED: Final = "a Debezium option Headwater does not implement"
 
 # Namespaces owned by other Headwater modules, which validate their own keys.
-HEADWATER_PASSTHROUGH_PREFIXES: Final = ("headwater.pipeline.", "headwater.ops.", "headwater.sink.")
+HEADWATER_PASSTHROUGH_PREFIXES: Final = ("headwater.pipeline.", "headwater.ops.", "headwater.sink.",
+                                          "headwater.topics.retention.")
 PASSTHROUGH_PREFIXES: Final = (
     "offset.storage.", "transforms.", "predicates.", "key.converter.", "value.converter.",
     "header.converter.",
     "debezium.",  # Debezium Server leftovers (debezium.sink.*, debezium.format.*)
     *HEADWATER_PASSTHROUGH_PREFIXES,
+    *KAFKA_PREFIXES,  # validated by headwater.kafka.settings when the runtime is built
 )
 # Debezium options of every relational connector that Headwater does not implement (warned).
 IGNORED_NAMES: Final = (
     "snapshot.select.statement.overrides", "snapshot.include.collection.list",
     "sanitize.field.names", "converters", "schema.name.adjustment.mode",
-    "field.name.adjustment.mode", "notification.enabled.channels",
+    "field.name.adjustment.mode",
     "source.struct.version", "include.schema.comments", "custom.metric.tags", "header.converter",
     "max.queue.size.in.bytes", "offset.flush.timeout.ms",
 )
@@ -308,6 +311,8 @@ class RelationalConnectorConfig:
     max_batch_size: int = 2048
     max_queue_size: int = 8192
     poll_interval_ms: int = 500
+    key_converter: str = "org.apache.kafka.connect.json.JsonConverter"
+    value_converter: str = "org.apache.kafka.connect.json.JsonConverter"
     key_converter_schemas_enable: bool = True
     value_converter_schemas_enable: bool = True
     offset_storage_file_filename: Path = UNSET_PATH  # default data/offsets/<topic_prefix>.json
@@ -393,6 +398,8 @@ class RelationalConnectorConfig:
             "max_batch_size": c.get_int("max.batch.size"),
             "max_queue_size": c.get_int("max.queue.size"),
             "poll_interval_ms": c.get_int("poll.interval.ms"),
+            "key_converter": c.get_str("key.converter"),
+            "value_converter": c.get_str("value.converter"),
             "key_converter_schemas_enable": c.get_bool("key.converter.schemas.enable"),
             "value_converter_schemas_enable": c.get_bool("value.converter.schemas.enable"),
             "offset_storage_file_filename": (

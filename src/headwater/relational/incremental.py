@@ -135,9 +135,11 @@ class IncrementalHookBase:
     def _start_controller(self, offset: dict[str, Any] | None) -> None:
         """A new streaming session: the controller resumes from the stored offset."""
         cfg: SignalConfig = self.source.signals
+        if self.controller is not None:
+            self.controller.close_channels()
         self.controller = IncrementalSnapshotController(
             self.source, self.context, chunk_size=cfg.chunk_size, offset=offset,
-            file_channel=cfg.file if cfg.file_channel else None,
+            file_channel=cfg.file if cfg.file_channel else None, kafka_channel=cfg.kafka,
             poll_interval_s=cfg.poll_interval_ms / 1000.0,
             allow_schema_changes=cfg.allow_schema_changes, metrics=self.metrics,
         )

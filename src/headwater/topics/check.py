@@ -26,6 +26,7 @@ from typing import BinaryIO, NamedTuple
 
 from headwater.topics.damage import TopicLogDamaged, missing_records
 from headwater.topics.record import BadLineError, Record, parse_line
+from headwater.topics.retention import log_start
 from headwater.topics.segment import (
     last_complete_line,
     list_segments,
@@ -156,7 +157,8 @@ def check_topic(root: Path, topic: str) -> TopicCheck:
     """Check every segment of a topic.  After a damaged segment the next one is checked from
     its own base, so that each independent damaged place is listed once."""
     out: list[SegmentCheck] = []
-    expect: int | None = 0  # None after a damaged segment: take the next one's name
+    # The first segment starts at the log start (0, or where retention moved it).
+    expect: int | None = log_start(root / topic)  # None after a damaged segment
     segs = list_segments(root / topic)
     sealed_bases = {s.base for s in segs if s.sealed}
     for seg in segs:

@@ -29,6 +29,7 @@ from typing import BinaryIO, NamedTuple
 from headwater.topics.check import is_sealed, iter_records, segment_end, start_mismatch
 from headwater.topics.damage import TopicLogDamaged, missing_records
 from headwater.topics.record import BadLineError, Record, parse_line
+from headwater.topics.retention import log_start
 from headwater.topics.segment import (
     CorruptSegmentError,
     Segment,
@@ -104,7 +105,8 @@ def read(
     """
     topic_dir = _topic_dir(root, topic)
     segs = _segments(topic_dir, include_inprogress)
-    expect: int | None = 0  # offset the next segment must start with (None: not known)
+    # offset the next segment must start with (None: not known); the first at the log start
+    expect: int | None = log_start(topic_dir)
     for idx, seg in enumerate(segs):
         if idx + 1 < len(segs) and segs[idx + 1].base <= from_offset:
             expect = None
@@ -157,7 +159,7 @@ def list_topics(root: Path | str, include_inprogress: bool = True) -> list[Topic
     for name in list_topic_names(Path(root)):
         segs = _segments(Path(root) / name, include_inprogress)
         size = 0
-        end = 0
+        start = end = log_start(Path(root) / name)
         count = 0
         for seg in segs:
             if seg.base != end:
@@ -168,7 +170,7 @@ def list_topics(root: Path | str, include_inprogress: bool = True) -> list[Topic
             end, seg_size = tail
             count += 1
             size += seg_size
-        out.append(TopicInfo(name, 0, end, end, size, count))
+        out.append(TopicInfo(name, start, end, end - start, size, count))
     return out
 
 

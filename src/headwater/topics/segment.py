@@ -142,8 +142,8 @@ def list_topic_names(root: Path) -> list[str]:
         return names
     with entries:
         for entry in entries:
-            if not entry.is_dir(follow_symlinks=False):
-                continue
+            if not entry.is_dir(follow_symlinks=False) or entry.name.startswith("."):
+                continue  # hidden: Headwater's own (.consumers), not a topic
             try:
                 validate_topic_name(entry.name)
             except InvalidTopicNameError:

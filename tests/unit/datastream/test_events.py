@@ -332,3 +332,38 @@ def test_unknown_source_is_an_error() -> None:
     with pytest.raises(ValueError, match="no Datastream definition"):
         events(DatastreamFormat(STREAM), rec(SourceContext("db2", "x", "y"), pg_table(),
                                              Op.CREATE, None, ROW, PG_POS))
+
+
+def test_number_is_a_string_in_json_and_avro() -> None:
+    """Datastream's NUMBER: Avro `string` logicalType `number`, JSON string (unified types
+    page). A Connect Decimal without precision and a VariableScaleDecimal are NUMBERs."""
+    from headwater.convert.decimal import ConnectDecimal, decimal_to_unscaled_bytes
+    from headwater.formats.datastream.unified import unified_type
+
+    no_precision = ConnectSchema(BYTES, name="org.apache.kafka.connect.data.Decimal",
+                                 parameters={"scale": "2"})
+    u = unified_type(Column("n", 0, "numeric", no_precision), "postgresql")
+    assert u.name == "NUMBER" and u.avro == {"type": "string", "logicalType": "number"}
+    assert u.to_json is not None and u.to_avro is not None
+    for form in (Decimal("-12.30"), ConnectDecimal.of(-1230, 2),
+                 decimal_to_unscaled_bytes(Decimal("-12.30"))):
+        assert u.to_json(form) == "-12.30", form
+        assert u.to_avro(form) == "-12.30", form
+    variable = ConnectSchema(INT64, name="io.debezium.data.VariableScaleDecimal")
+    v = unified_type(Column("v", 0, "numeric", variable), "postgresql")
+    assert v.name == "NUMBER" and v.to_json is not None
+    assert v.to_json({"scale": 3, "value": (12345).to_bytes(2, "big")}) == "12.345"
+
+
+def test_unified_avro_definitions_follow_datastream_documentation() -> None:
+    """The Avro definitions of docs/datastream.md's documented unified types table."""
+    from headwater.formats.datastream.unified import DATETIME_RECORD, INTERVAL_RECORD
+
+    assert DATETIME_RECORD == {
+        "type": "record", "name": "datetime",
+        "fields": [{"name": "date", "type": {"type": "int", "logicalType": "date"}},
+                   {"name": "time", "type": {"type": "long", "logicalType": "time-micros"}}]}
+    assert INTERVAL_RECORD == {
+        "type": "record", "name": "interval",
+        "fields": [{"name": "months", "type": "int"}, {"name": "hours", "type": "int"},
+                   {"name": "micros", "type": "long"}]}

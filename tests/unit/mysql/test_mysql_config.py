@@ -60,10 +60,39 @@ def test_errors_name_the_property() -> None:
     assert "database.port" in text and "max.queue.size" in text
 
 
-def test_kafka_history_is_refused_with_the_file_alternative() -> None:
-    cfg, warnings = validate_mysql_config({**BASE, "database.history.kafka.topic": "h"})
-    assert any("schema.history.internal.file.filename" in w for w in warnings)
-    assert cfg.topic_prefix == "m"
+KAFKA_HISTORY = "io.debezium.storage.kafka.history.KafkaSchemaHistory"
+
+
+def test_kafka_history_settings_are_read() -> None:
+    cfg, _ = validate_mysql_config({
+        **BASE, "schema.history.internal": KAFKA_HISTORY,
+        "schema.history.internal.kafka.topic": "h",
+        "schema.history.internal.kafka.bootstrap.servers": "b:9092",
+        "schema.history.internal.kafka.recovery.attempts": "7",
+        "schema.history.internal.producer.linger.ms": "3"})
+    assert cfg.history_in_kafka and cfg.schema_history_internal_kafka_topic == "h"
+    assert cfg.schema_history_internal_kafka_recovery_attempts == 7
+    from headwater.connectors.mysql.history_store import kafka_history_settings
+
+    settings = kafka_history_settings(cfg)
+    assert settings.bootstrap_servers == "b:9092" and settings.producer == {"linger.ms": "3"}
+
+
+def test_kafka_history_needs_a_topic_and_file_history_refuses_kafka_settings() -> None:
+    with pytest.raises(ConfigError) as err:
+        validate_mysql_config({**BASE, "schema.history.internal": KAFKA_HISTORY})
+    assert "schema.history.internal.kafka.topic is required" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        validate_mysql_config({**BASE, "database.history.kafka.topic": "h"})
+    assert "schema.history.internal=" + KAFKA_HISTORY in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        validate_mysql_config({**BASE, "schema.history.internal": "com.example.MyHistory"})
+    assert "FileSchemaHistory" in str(err.value)
+    cfg, _ = validate_mysql_config({
+        **BASE, "database.history": "io.debezium.relational.history.KafkaDatabaseHistory",
+        "database.history.kafka.topic": "h",
+        "database.history.kafka.bootstrap.servers": "b:9092"})
+    assert cfg.history_in_kafka
 
 
 def test_random_server_id_with_a_warning() -> None:

@@ -46,7 +46,7 @@ def test_create_element() -> None:
         "name": "id", "jdbcType": -5, "nativeType": None, "typeName": "BIGINT UNSIGNED",
         "typeExpression": "BIGINT UNSIGNED", "charsetName": None, "length": None,
         "scale": None, "position": 1, "optional": False, "autoIncremented": True,
-        "generated": False, "comment": None, "defaultValueExpression": None,
+        "generated": True, "comment": None, "defaultValueExpression": None,
         "enumValues": None}
     assert (columns["name"]["jdbcType"], columns["name"]["charsetName"],
             columns["name"]["length"], columns["name"]["defaultValueExpression"],
@@ -59,7 +59,9 @@ def test_create_element() -> None:
     assert columns["at"]["jdbcType"] == 2014 and columns["at"]["length"] == 3
     assert columns["dt"]["jdbcType"] == 93
     assert columns["doc"]["jdbcType"] == 1111
-    assert columns["total"]["generated"] is True
+    # Debezium's column listeners mark AUTO_INCREMENT (and SERIAL) columns generated, not
+    # GENERATED ALWAYS AS columns
+    assert columns["total"]["generated"] is False
 
 
 def test_alter_rename_drop_and_filtering() -> None:
@@ -101,3 +103,15 @@ def test_connect_schema_matches_debezium_names() -> None:
     assert column_fields == list(element["table"]["columns"][0])  # type: ignore[index]
     required = {f.name for f in column.fields if not f.schema.optional}
     assert required == {"name", "jdbcType", "typeName", "position"}
+
+
+def test_national_types_have_their_own_jdbc_types() -> None:
+    schema = MySqlSchema()
+    [change] = schema.apply(
+        "CREATE TABLE n (a NCHAR(3), b NVARCHAR(10), c NATIONAL VARCHAR(5), "
+        "d NATIONAL CHARACTER(2), e CHAR(1), f VARCHAR(1))", "db")
+    table = table_change(change)["table"]
+    assert isinstance(table, dict)
+    assert [(c["typeName"], c["jdbcType"]) for c in table["columns"]] == [
+        ("NCHAR", -15), ("NVARCHAR", -9), ("NATIONAL VARCHAR", -9),
+        ("NATIONAL CHARACTER", -15), ("CHAR", 1), ("VARCHAR", 12)]

@@ -185,7 +185,7 @@ IGNORED: Final[Mapping[str, str]] = {
          "mongodb.ssl.keystore", "mongodb.ssl.keystore.password", "mongodb.ssl.keystore.type",
          "mongodb.ssl.truststore", "mongodb.ssl.truststore.password",
          "mongodb.ssl.truststore.type", "schema.name.adjustment.mode",
-         "field.name.adjustment.mode", "notification.enabled.channels",
+         "field.name.adjustment.mode",
          "source.struct.version", "custom.metric.tags", "max.queue.size.in.bytes",
          "offset.flush.timeout.ms", "converters", "header.converter",
          "snapshot.include.collection.list", "incremental.snapshot.chunk.size.bytes"),
@@ -200,6 +200,14 @@ PATTERN_PROPERTIES: Final = (
                     re.escape(_FILTER_OVERRIDE) + r"\..+\..+", _S,
                     doc="the JSON query the snapshot of <db>.<collection> reads with"),
 )
+
+
+def _check_signal_channels(context: ValidationContext) -> None:
+    # The MongoDB streaming loop polls the signal collection and the file only.
+    channels = context.values.get("signal.enabled.channels")
+    if isinstance(channels, tuple) and "kafka" in (c.lower() for c in channels):
+        context.error("signal.enabled.channels: the kafka channel is not implemented for "
+                      "MongoDB (source and file are)")
 
 
 def _check_scope(context: ValidationContext) -> None:
@@ -228,7 +236,7 @@ MONGODB_CONFIG_DEF: Final = ConfigDef(
     exclusive=(("database.include.list", "database.exclude.list"),
                ("collection.include.list", "collection.exclude.list")),
     checks=(check_queue, relational.check_tasks("MongoDB"), _check_scope,
-            _check_connection_string, _check_event_format),
+            _check_connection_string, _check_signal_channels, _check_event_format),
     pattern_properties=PATTERN_PROPERTIES,
 )
 

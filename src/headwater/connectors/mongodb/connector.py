@@ -23,6 +23,7 @@ from typing import Any
 
 from pymongo import errors
 
+from headwater.config.connector_common import warn_unmatched
 from headwater.connectors.mongodb import connection
 from headwater.connectors.mongodb.config import MongoDbConnectorConfig
 from headwater.connectors.mongodb.documents import CollectionCodec, collection_schema
@@ -67,8 +68,8 @@ class MongoDbConnector:
         self._selector = FieldSelector(config.field_exclude_list, config.field_renames)
         self._codecs: dict[tuple[str, str], CollectionCodec] = {}
         self._started = False
-        signals = config.signals
-        self.signal_collection = signals.data_collection if signals.source_channel else None
+        # watched even when not captured: source-channel signals and snapshot watermarks
+        self.signal_collection = config.signals.data_collection or None
 
     @property
     def context(self) -> SourceContext:
@@ -131,14 +132,18 @@ class MongoDbConnector:
         names = ([cfg.capture_target] if cfg.capture_scope == "database" and cfg.capture_target
                  else client.list_database_names())
         out: list[tuple[str, str]] = []
+        existing: list[str] = []
         for database in names:
             if database in SYSTEM_DATABASES or not cfg.database_filter(database):
                 continue
             for collection in client[database].list_collection_names(
                     filter={"type": "collection"}):
+                existing.append(f"{database}.{collection}")
                 if not collection.startswith("system.") and cfg.collection_filter(
                         database, collection):
                     out.append((database, collection))
+        warn_unmatched("collection.include.list", cfg.collection_include_list, existing, log,
+                       "collection", literal=cfg.filters_match_mode == "literal")
         out.sort(key=lambda item: item[1])  # Debezium's snapshot order: by collection name
         if self.naming is not None:
             self.naming.check_tables(TableId(d, None, c) for d, c in out)

@@ -50,13 +50,15 @@ def change_stream_pipeline(cfg: MongoDbConnectorConfig,
         names.append({"namespace": {"$not": _anchored(cfg.collection_exclude_list, literal)}})
     match: dict[str, Any] = {f"{prefix}operationType": {"$in": operation_types(cfg)}}
     if names:
-        captured = names[0] if len(names) == 1 else {"$and": names}
-        if signal_collection is not None:
-            db, _, coll = signal_collection.partition(".")
-            signal = ({"namespace": signal_collection} if wrapped
-                      else {"ns.db": db, "ns.coll": coll})
-            captured = {"$or": [captured, signal]}
-        match = {"$and": [match, captured]}
+        match = {"$and": [match, names[0] if len(names) == 1 else {"$and": names}]}
+    if signal_collection is not None:
+        # signals and watermarks (inserts, and deletes for insert_delete) whatever the filters
+        # and skipped.operations say
+        db, _, coll = signal_collection.partition(".")
+        signal: dict[str, Any] = ({"namespace": signal_collection} if wrapped
+                  else {"ns.db": db, "ns.coll": coll})
+        signal[f"{prefix}operationType"] = {"$in": ["insert", "delete"]}
+        match = {"$or": [match, signal]}
     if not wrapped:
         return [{"$match": match}]
     return [

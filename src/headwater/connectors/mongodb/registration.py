@@ -31,4 +31,5 @@ REGISTRATION = ConnectorRegistration(
     order=MONGODB_ORDER,
     default_topic_naming_strategy=DEFAULT_STRATEGY,  # <prefix>.<database>.<collection>
     class_aliases=("mongodb", "mongo"),
+    config_definition="headwater.connectors.mongodb.config:MONGODB_CONFIG_DEF",
 )

@@ -156,6 +156,7 @@ class MongoDbSnapshotSource:
         query = json_util.loads(query_text) if query_text else {}
         started = time.monotonic()
         log.info("snapshot step: reading %s%s", name, f" where {query_text}" if query else "")
+        self.metrics.table_started(name)
         raw = client[database].get_collection(collection, codec_options=FAST_RAW_OPTIONS)
         cursor = raw.find(query)
         if cfg.snapshot_fetch_size:
@@ -179,6 +180,6 @@ class MongoDbSnapshotSource:
             rows += len(batch)
             yield batch
         self.metrics.rows_scanned[name] = rows
-        self.metrics.remaining_table_count -= 1
+        self.metrics.table_done(name)
         log.info("snapshot step: %s done, %d documents in %.1f s", name, rows,
                  time.monotonic() - started)

@@ -40,9 +40,11 @@ from headwater.connectors.mongodb.position import (
 )
 from headwater.connectors.mongodb.prefetch import ChangeStreamReader, Idle
 from headwater.connectors.mongodb.rawdoc import fields_of
+from headwater.connectors.mongodb.signals import MongoIncrementalHook
 from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
-from headwater.engine.signals import FileSignalChannel, LogMessage, Signal, parse_action
+from headwater.engine.queue import Batch
 from headwater.engine.source import RetriableError, SourceRunContext
+from headwater.model.record import ChangeRecord
 
 if TYPE_CHECKING:
     from headwater.connectors.mongodb.connector import MongoDbConnector
@@ -51,7 +53,6 @@ log = logging.getLogger("headwater.connectors.mongodb")
 
 TX_ID = "transaction_id"
 TX_COUNT_PREFIX = "transaction_data_collection_order_"
-SIGNAL_FILE_POSITION = "signal_file_position"
 # ChangeStreamHistoryLost, and ChangeStreamFatalError (older servers' "resume point may no
 # longer be in the oplog").
 _HISTORY_LOST = (286, 280)
@@ -86,7 +87,12 @@ class MongoDbStreamingSource:
                      else "from the current end of the change stream")
             with self.connector.open_stream(client, **kw) as stream:
                 self.metrics.connected = True
-                _Loop(self, ctx, stream, offset or {}).run()
+                loop = _Loop(self, ctx, stream, offset or {})
+                try:
+                    loop.run()
+                finally:
+                    if loop.hook is not None:
+                        loop.hook.close()
         except errors.OperationFailure as exc:
             if history_lost(exc):
                 raise ResumeTokenLostError(
@@ -133,13 +139,14 @@ class _Loop:
             token_position(token_from_offset(str(token))) if token else None)
         self.last_flush = time.monotonic()
         self.offset_pending = False
-        self.signal_ns = self.connector.signal_collection
         # collection.include/exclude.list per namespace: regular expressions, once each
         self.captured: dict[tuple[str, str], bool] = {}
+        # signals and incremental snapshots (signals.py); None when no channel is configured
         signals = cfg.signals
-        self.signal_file = (FileSignalChannel(signals.file, int(
-            offset.get(SIGNAL_FILE_POSITION, 0))) if signals.file_channel else None)
-        self.next_signal_poll = 0.0
+        self.hook: MongoIncrementalHook | None = None
+        if signals.data_collection or signals.file_channel:
+            self.hook = MongoIncrementalHook(self.connector, lambda: self.position)
+            self.hook.start(offset)
         tx_id = offset.get(TX_ID)
         if tx_id and cfg.provide_transaction_metadata:
             counts = {k[len(TX_COUNT_PREFIX):]: int(v) for k, v in offset.items()
@@ -191,8 +198,9 @@ class _Loop:
             database, collection = ns.get("db", ""), ns.get("coll", "")
         else:
             database = collection = ""
-        if self.signal_ns is not None and f"{database}.{collection}" == self.signal_ns:
-            self._source_signal(event)
+        hook = self.hook
+        if hook is not None:  # a window closed by this event: its READs go here
+            dispatcher.extend(hook.event(fields, database, collection, position))
         captured = self.captured.get((database, collection))
         if captured is None:
             captured = self.captured[(database, collection)] = bool(
@@ -209,12 +217,18 @@ class _Loop:
             except Exception as exc:
                 dispatcher.processing_failed(
                     exc, f"resume token {position.resume_token} ({database}.{collection})")
+        if hook is not None and tx_id is None:
+            self.boundary()
         if dispatcher.full or time.monotonic() - self.last_flush >= _FLUSH_S:
             self.flush()
 
     def idle(self, token: Any) -> None:
         """An empty poll; `token`: the stream's resume token then (None: none yet)."""
         dispatcher = self.dispatcher
+        # An open transaction stays open (its END comes with the next event, as Debezium's):
+        # its events are all here, so signals and chunks may run.
+        if self.hook is not None:
+            self.boundary()
         now = time.monotonic()
         if token is not None and not dispatcher.pending and now - self.last_flush >= \
                 _IDLE_OFFSET_S:
@@ -224,11 +238,6 @@ class _Loop:
             if self.position is None or moved.resume_token != self.position.resume_token:
                 self.position = moved
                 self.offset_pending = True
-        if self.signal_file is not None and now >= self.next_signal_poll:
-            self.next_signal_poll = now + self.cfg.signals.poll_interval_ms / 1000
-            for signal in self.signal_file.poll():
-                self._signal(signal)
-            self.offset_pending = True
         if dispatcher.pending or self.offset_pending:
             self.flush()
         if dispatcher.heartbeat_due():
@@ -246,8 +255,8 @@ class _Loop:
             offset[TX_ID] = dispatcher.tx_id
             for name, count in dispatcher.tx_counts.items():
                 offset[TX_COUNT_PREFIX + name] = count
-        if self.signal_file is not None:
-            offset[SIGNAL_FILE_POSITION] = self.signal_file.position
+        if self.hook is not None:
+            offset.update(self.hook.offset_fields())  # incremental snapshot, file position
         return offset
 
     def flush(self) -> None:
@@ -255,24 +264,15 @@ class _Loop:
         self.last_flush = time.monotonic()
         self.offset_pending = False
 
-    # -- signals -------------------------------------------------------------------------------
+    # -- signals and incremental snapshots (signals.py) -----------------------------------------
 
-    def _source_signal(self, event: dict[str, Any]) -> None:
-        if event.get("operationType") != "insert":
-            return
-        doc = event.get("fullDocument") or {}
-        data = doc.get("data")
-        self._signal(Signal(str(doc.get("id", doc.get("_id", ""))), str(doc.get("type", "")),
-                            data if isinstance(data, str) or data is None else str(data)))
+    def boundary(self) -> None:
+        """Between transactions: signals take effect, a chunk may start."""
+        assert self.hook is not None
+        before = self.hook.offset_fields()
+        self.hook.boundary(self._emit_blocking, self.flush)
+        if self.hook.offset_fields() != before:
+            self.offset_pending = True  # snapshot progress or a file signal to store
 
-    def _signal(self, signal: Signal) -> None:
-        try:
-            action = parse_action(signal)
-        except ValueError as exc:
-            log.warning("signal %r ignored: %s", signal.id, exc)
-            return
-        if isinstance(action, LogMessage):
-            log.info("signal %s: %s", action.signal_id, action.message)
-        elif action is not None:
-            log.warning("signal %r (%s) ignored: the MongoDB connector does not run ad hoc "
-                        "snapshots yet", signal.id, signal.type)
+    def _emit_blocking(self, records: list[ChangeRecord]) -> None:
+        self.ctx.emit(Batch(records))  # no offset: a crash runs the blocking snapshot again

@@ -9,7 +9,10 @@ deprecated aliases:
   ``table.include.list`` (and the exclude lists) replace the white/black lists.
 * The schema history is a local file (``schema.history.internal.file.filename``, default
   ``data/history/<topic.prefix>.jsonl`` next to the configuration), Debezium's
-  ``FileSchemaHistory``; ``database.history.kafka.*`` are rejected with that hint.
+  ``FileSchemaHistory``, or a Kafka topic with
+  ``schema.history.internal=io.debezium.storage.kafka.history.KafkaSchemaHistory`` and
+  ``schema.history.internal.kafka.*`` (`headwater.kafka.history`; 1.x ``database.history.*``
+  names are aliases).
   ``schema.history.internal.skip.unparseable.ddl`` and
   ``schema.history.internal.store.only.captured.tables.ddl`` keep their meaning (1.0 names:
   ``database.history.skip.unparseable.ddl``, ``database.history.store.only.monitored.tables.ddl``).
@@ -47,6 +50,14 @@ from headwater.relational.config import UNSET_PATH, ConfigLoader, RelationalConn
 CONNECTOR_CLASS: Final = "io.debezium.connector.mysql.MySqlConnector"
 MARIADB_CONNECTOR_CLASS: Final = "io.debezium.connector.mariadb.MariaDbConnector"
 SCHEMA_HISTORY_CLASS: Final = "io.debezium.storage.file.history.FileSchemaHistory"
+KAFKA_SCHEMA_HISTORY_CLASS: Final = "io.debezium.storage.kafka.history.KafkaSchemaHistory"
+# Debezium 1.x class names of the same two stores.
+_HISTORY_CLASSES: Final = {
+    SCHEMA_HISTORY_CLASS: SCHEMA_HISTORY_CLASS,
+    KAFKA_SCHEMA_HISTORY_CLASS: KAFKA_SCHEMA_HISTORY_CLASS,
+    "io.debezium.relational.history.FileDatabaseHistory": SCHEMA_HISTORY_CLASS,
+    "io.debezium.relational.history.KafkaDatabaseHistory": KAFKA_SCHEMA_HISTORY_CLASS,
+}
 
 _S, _I, _L, _B, _E, _LIST, _PW, _P = relational.TYPE_ALIASES
 
@@ -63,17 +74,15 @@ def _connector_class(text: str) -> str:
     )
 
 
-def _fixed(expected: str, why: str) -> Any:
-    def parse(text: str) -> str:
-        if text != expected:
-            raise ValueError(f"{expected} ({why})")
-        return text
+def _history_class(text: str) -> str:
+    try:
+        return _HISTORY_CLASSES[text.strip()]
+    except KeyError:
+        raise ValueError(f"{SCHEMA_HISTORY_CLASS} or {KAFKA_SCHEMA_HISTORY_CLASS} (the schema "
+                         "history stores Headwater has)") from None
 
-    return parse
 
-
-_HISTORY_IS_A_FILE: Final = ("the schema history is a local file: "
-                             "schema.history.internal.file.filename")
+_KH = "schema.history.internal.kafka."
 
 PROPERTIES: Final[tuple[Property, ...]] = (
     *relational.identity_properties(Property("connector.class", _S, CONNECTOR_CLASS,
@@ -128,8 +137,20 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     Property("inconsistent.schema.handling.mode", _E, "fail", allowed=("fail", "warn", "skip"),
              value_aliases={"ignore": "skip"}),
     # -- schema history -------------------------------------------------------------------------
-    Property("schema.history.internal", _S, SCHEMA_HISTORY_CLASS,
-             parser=_fixed(SCHEMA_HISTORY_CLASS, "Headwater keeps the history in a local file")),
+    Property("schema.history.internal", _S, SCHEMA_HISTORY_CLASS, parser=_history_class,
+             aliases=("database.history",)),
+    Property(_KH + "topic", _S, aliases=("database.history.kafka.topic",),
+             doc="KafkaSchemaHistory: the history topic (one partition)"),
+    Property(_KH + "bootstrap.servers", _S,
+             aliases=("database.history.kafka.bootstrap.servers",),
+             doc="KafkaSchemaHistory: the cluster of the history topic"),
+    Property(_KH + "recovery.poll.interval.ms", _I, 100, min_value=1,
+             aliases=("database.history.kafka.recovery.poll.interval.ms",)),
+    Property(_KH + "recovery.attempts", _I, 100, min_value=1,
+             aliases=("database.history.kafka.recovery.attempts",),
+             doc="recovery gives up after attempts x poll interval without progress"),
+    Property(_KH + "query.timeout.ms", _L, 3000, min_value=1),
+    Property(_KH + "create.timeout.ms", _L, 30000, min_value=1),
     Property("schema.history.internal.file.filename", _P,
              aliases=("database.history.file.filename",),
              doc="schema history file; default data/history/<topic.prefix>.jsonl"),
@@ -147,10 +168,7 @@ IGNORED: Final[Mapping[str, str]] = {
     name: relational.NOT_IMPLEMENTED
     for name in (*relational.IGNORED_NAMES, "binlog.buffer.size", "database.jdbc.driver",
                  "database.protocol", "use.nongraceful.disconnect")
-} | dict.fromkeys(
-    ("database.history.kafka.topic", "database.history.kafka.bootstrap.servers",
-     "schema.history.internal.kafka.topic", "schema.history.internal.kafka.bootstrap.servers"),
-    _HISTORY_IS_A_FILE)
+} | dict.fromkeys((_KH + "buffer.batch.size",), relational.NOT_IMPLEMENTED)
 _PASSTHROUGH: Final = (
     *relational.PASSTHROUGH_PREFIXES, "database.history.producer.", "database.history.consumer.",
     "schema.history.internal.producer.", "schema.history.internal.consumer.",
@@ -170,6 +188,24 @@ def _check_snapshot_threads(context: ValidationContext) -> None:
         )
 
 
+def _check_history(context: ValidationContext) -> None:
+    """The Kafka history needs its topic and cluster; its settings with the file history would
+    be silently ignored, so they are refused."""
+    kafka = context.values.get("schema.history.internal") == KAFKA_SCHEMA_HISTORY_CLASS
+    for name in (_KH + "topic", _KH + "bootstrap.servers"):
+        if kafka and not context.values.get(name):
+            context.error(f"{name} is required with schema.history.internal="
+                          f"{KAFKA_SCHEMA_HISTORY_CLASS}")
+    stray = sorted(n for n in context.explicit if n.startswith(_KH))
+    if not kafka and stray:
+        context.error(f"{', '.join(stray)}: settings of the Kafka schema history, but "
+                      f"schema.history.internal is {SCHEMA_HISTORY_CLASS}; set "
+                      f"schema.history.internal={KAFKA_SCHEMA_HISTORY_CLASS} or remove them")
+    if kafka and "schema.history.internal.file.filename" in context.explicit:
+        context.error("schema.history.internal.file.filename: the history is in Kafka "
+                      f"({KAFKA_SCHEMA_HISTORY_CLASS}); remove it")
+
+
 def _check_server_id(context: ValidationContext) -> None:
     if context.values.get("database.server.id") is None:
         context.warning(
@@ -182,13 +218,11 @@ MYSQL_CONFIG_DEF: Final = ConfigDef(
     PROPERTIES,
     passthrough_prefixes=_PASSTHROUGH,
     ignored=IGNORED,
-    ignored_patterns=(
-        *relational.IGNORED_PATTERNS,
-        (r"(database\.history|schema\.history\.internal)\.kafka\..+", _HISTORY_IS_A_FILE)),
+    ignored_patterns=relational.IGNORED_PATTERNS,
     exclusive=(*relational.exclusive_lists("database"),
                ("gtid.source.includes", "gtid.source.excludes")),
     checks=(check_queue, check_output, relational.check_tasks("MySQL"), relational.check_heartbeat,
-            _check_snapshot_threads, _check_server_id),
+            _check_snapshot_threads, _check_server_id, _check_history),
     pattern_properties=relational.PATTERN_PROPERTIES,
 )
 
@@ -221,7 +255,14 @@ class MySqlConnectorConfig(RelationalConnectorConfig):
     include_schema_changes: bool = True
     include_query: bool = False
     inconsistent_schema_handling_mode: str = "fail"
+    schema_history_internal: str = SCHEMA_HISTORY_CLASS
     schema_history_internal_file_filename: Path = UNSET_PATH
+    schema_history_internal_kafka_topic: str | None = None
+    schema_history_internal_kafka_bootstrap_servers: str | None = None
+    schema_history_internal_kafka_recovery_poll_interval_ms: int = 100
+    schema_history_internal_kafka_recovery_attempts: int = 100
+    schema_history_internal_kafka_query_timeout_ms: int = 3000
+    schema_history_internal_kafka_create_timeout_ms: int = 30000
     schema_history_internal_skip_unparseable_ddl: bool = False
     schema_history_internal_store_only_captured_tables_ddl: bool = False
     _databases: NameFilter = field(default=NameFilter((), ()), init=False, repr=False,
@@ -266,6 +307,17 @@ class MySqlConnectorConfig(RelationalConnectorConfig):
             include_schema_changes=c.get_bool("include.schema.changes"),
             include_query=c.get_bool("include.query"),
             inconsistent_schema_handling_mode=c.get_str("inconsistent.schema.handling.mode"),
+            schema_history_internal=c.get_str("schema.history.internal"),
+            schema_history_internal_kafka_topic=c.get_optional_str(_KH + "topic"),
+            schema_history_internal_kafka_bootstrap_servers=c.get_optional_str(
+                _KH + "bootstrap.servers"),
+            schema_history_internal_kafka_recovery_poll_interval_ms=c.get_int(
+                _KH + "recovery.poll.interval.ms"),
+            schema_history_internal_kafka_recovery_attempts=c.get_int(
+                _KH + "recovery.attempts"),
+            schema_history_internal_kafka_query_timeout_ms=c.get_int(_KH + "query.timeout.ms"),
+            schema_history_internal_kafka_create_timeout_ms=c.get_int(
+                _KH + "create.timeout.ms"),
             schema_history_internal_file_filename=(
                 c.get_optional_path("schema.history.internal.file.filename")
                 or default_history_file(c.get_str("topic.prefix"), c.base_dir)),
@@ -276,6 +328,10 @@ class MySqlConnectorConfig(RelationalConnectorConfig):
         )
 
     # -- derived values -----------------------------------------------------------------------
+
+    @property
+    def history_in_kafka(self) -> bool:
+        return self.schema_history_internal == KAFKA_SCHEMA_HISTORY_CLASS
 
     @property
     def is_mariadb(self) -> bool:

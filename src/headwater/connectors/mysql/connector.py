@@ -21,6 +21,7 @@ from typing import Any
 
 import pymysql  # type: ignore[import-untyped]
 
+from headwater.config.connector_common import warn_unmatched
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.connection import connect
 from headwater.connectors.mysql.incremental import MySqlChunkSource, MySqlIncrementalHook
@@ -68,6 +69,8 @@ class MySqlConnector(RelationalConnector):
         super().__init__(config, "mariadb" if config.is_mariadb else "mysql", metrics, naming)
         self.config = config
         self.state = SchemaState(config, self._context)
+        if metrics is not None:
+            metrics.schema_history = self.state.history.metrics
 
     def _start(self, offset: dict[str, Any] | None) -> StartPlan:
         cfg = self.config
@@ -97,6 +100,13 @@ class MySqlConnector(RelationalConnector):
                 if mode == "never":
                     first = self._first_position(binlogs)
                     log.info("snapshot.mode=never: streaming from the oldest binlog %s", first)
+                    if not self.state.history.clears and self.state.history.exists():
+                        # Re-read DDL would be appended after the old history's and replayed
+                        # on top of it: a topic cannot be emptied, so refuse.
+                        raise MySqlConnectorError(
+                            f"snapshot.mode=never without offsets, but the "
+                            f"{self.state.history} has records of an earlier run; delete the "
+                            "topic or use a new one (schema.history.internal.kafka.topic)")
                     self.state.reset()
                     return StartPlan(_Fixed(first), streaming)
                 # no_data, recovery without an offset: schema only, then stream from there
@@ -116,7 +126,7 @@ class MySqlConnector(RelationalConnector):
                 return StartPlan(_RecoverySnapshot(schema_only, offset), streaming)
             if not self.state.history.exists():
                 raise MySqlConnectorError(
-                    f"the schema history {cfg.schema_history_internal_file_filename} is missing"
+                    f"the {self.state.history} is missing or empty"
                     " but offsets exist; restore it, or run once with snapshot.mode=recovery to"
                     " rebuild it from the current schema"
                 )
@@ -131,7 +141,7 @@ class MySqlConnector(RelationalConnector):
     def _incremental_hook(self) -> MySqlIncrementalHook | None:
         """Signals and incremental snapshots, when a signal channel is configured."""
         signals = self.config.signals
-        if not signals.source_channel and not signals.file_channel:
+        if not signals.any_channel:
             return None
         source = MySqlChunkSource(self.config, self.state, self._context)
         return MySqlIncrementalHook(source, self._context, self.metrics)
@@ -183,8 +193,13 @@ class MySqlConnector(RelationalConnector):
         with conn.cursor() as cur:
             cur.execute("SELECT table_schema, table_name FROM information_schema.tables "
                         "WHERE table_type = 'BASE TABLE'")
-            return [TableId(str(db), None, str(table)) for db, table in cur.fetchall()
-                    if self.config.table_filter(str(db), str(table))]
+            rows = [(str(db), str(table)) for db, table in cur.fetchall()]
+        warn_unmatched("table.include.list", self.config.table_include_list,
+                       (f"{db}.{table}" for db, table in rows), log)
+        captured = [TableId(db, None, table) for db, table in rows
+                    if self.config.table_filter(db, table)]
+        self.metrics.monitored_tables = [f"{t.database}.{t.table}" for t in captured]
+        return captured
 
     def _binlog_files(self, conn: Any) -> list[tuple[str, int]]:
         with conn.cursor() as cur:

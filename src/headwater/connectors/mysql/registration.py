@@ -33,4 +33,5 @@ REGISTRATION = ConnectorRegistration(
     order=MYSQL_ORDER,
     default_topic_naming_strategy=DEFAULT_STRATEGY,  # BinlogConnectorConfig's default
     class_aliases=("mysql", "mariadb"),
+    config_definition="headwater.connectors.mysql.config:MYSQL_CONFIG_DEF",
 )

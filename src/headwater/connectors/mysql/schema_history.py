@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,8 @@ from headwater.connectors.mysql.ddl import (
     DropIndex,
     DropTables,
     IndexSpec,
+    Parser,
+    PartitionToTable,
     Position,
     RenameColumn,
     RenameIndex,
@@ -51,15 +53,17 @@ from headwater.connectors.mysql.ddl import (
     SetTableOptions,
     Statement,
     TableName,
+    TableToPartition,
     TruncateTable,
     UseDatabase,
-    _Parser,
     charset_of_collation,
     normalize_charset,
     resolve_column,
     split_statements,
 )
+from headwater.connectors.mysql.ddl_types import binary_type, converted_text_type
 from headwater.connectors.mysql.table_changes import table_changes
+from headwater.engine.metrics import SchemaHistoryMetrics
 
 __all__ = ["DdlParseError", "FileSchemaHistory", "MySqlSchema", "SchemaChange",
            "SchemaHistoryError"]
@@ -74,6 +78,9 @@ class _Index:
     kind: str  # "PRIMARY", "UNIQUE", "INDEX", "FULLTEXT", "SPATIAL"
     name: str
     columns: tuple[str, ...]
+    # During an ALTER: the key existed before it, so its columns are the old names.
+    original: bool = field(default=False, compare=False)
+    period: str | None = None  # (..., period WITHOUT OVERLAPS): its end and start close the key
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +90,10 @@ class _Entry:
     table: MySqlTable
     indexes: tuple[_Index, ...]
     collation: str | None
+    # The GENERATED ALWAYS AS ROW END column of a system-versioned table: the server makes it
+    # part of every unique key (history rows share the current row's key otherwise).
+    row_end: str | None = None
+    periods: tuple[tuple[str, str, str], ...] = ()  # (name, start, end) of PERIOD FOR
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +114,13 @@ class _Draft:
         self.collation = collation
         self.comment = comment
         self.columns: list[MySqlColumn] = []
+        # The name each column had before the ALTER (None: added by it).  The server resolves
+        # the column names of CHANGE/MODIFY/DROP/RENAME/ALTER COLUMN against the table as it
+        # was, so `CHANGE a b INT, CHANGE b a INT` swaps two columns.
+        self.origins: list[str | None] = []
         self.indexes: list[_Index] = []
+        self.row_end: str | None = None
+        self.periods: dict[str, tuple[str, str, str]] = {}
 
     @classmethod
     def of(cls, entry: _Entry) -> _Draft:
@@ -111,8 +128,48 @@ class _Draft:
         draft = cls(table.database, table.name, table.default_charset, entry.collation,
                     table.comment)
         draft.columns = list(table.columns)
-        draft.indexes = list(entry.indexes)
+        draft.origins = [c.name for c in table.columns]
+        draft.indexes = [replace(i, original=True) for i in entry.indexes]
+        draft.row_end = entry.row_end
+        draft.periods = {p[0].lower(): p for p in entry.periods}
         return draft
+
+    def find_original(self, name: str) -> int:
+        """A column by its name before the ALTER, else one the ALTER added by its name."""
+        lowered = name.lower()
+        for i, origin in enumerate(self.origins):
+            if origin is not None and origin.lower() == lowered:
+                return i
+        for i, origin in enumerate(self.origins):
+            if origin is None and self.columns[i].name.lower() == lowered:
+                return i
+        return -1
+
+    def remove(self, at: int) -> str | None:
+        del self.columns[at]
+        return self.origins.pop(at)
+
+    def finish_alter(self) -> None:
+        """Keys as the ALTER leaves them.  The keys the table had name its columns as they
+        were (the server renames them all at once, so CHANGE a b, CHANGE b a swaps them);
+        keys the ALTER added name them as they are.  A key part whose column is gone leaves
+        its key (a column dropped and added again under the same name keeps it), and primary
+        key columns are NOT NULL."""
+        renamed = {origin.lower(): c.name for origin, c in zip(self.origins, self.columns,
+                                                                strict=True) if origin}
+        present = {c.name.lower(): c.name for c in self.columns}
+        kept = []
+        for index in self.indexes:
+            names = renamed if index.original else present
+            columns = tuple(names[c.lower()] for c in index.columns if c.lower() in names)
+            if columns:
+                kept.append(replace(index, columns=columns, original=False))
+        self.indexes = kept
+        for index in self.indexes:
+            if index.kind == "PRIMARY":
+                for name in index.columns:
+                    k = self.find(name)
+                    self.columns[k] = replace(self.columns[k], nullable=False)
 
     def find(self, name: str) -> int:
         lowered = name.lower()
@@ -131,7 +188,8 @@ class _Draft:
     def resolve(self, spec: ColumnSpec) -> MySqlColumn:
         return resolve_column(spec, self.charset, self.collation)
 
-    def place(self, column: MySqlColumn, position: Position | None, at: int | None) -> None:
+    def place(self, column: MySqlColumn, position: Position | None, at: int | None,
+              origin: str | None = None) -> None:
         """Inserts at FIRST / AFTER x, else at `at` (the old place), else at the end."""
         if position is not None:
             if position.after is None:
@@ -144,13 +202,26 @@ class _Draft:
         else:
             index = len(self.columns) if at is None else at
         self.columns.insert(index, column)
+        self.origins.insert(index, origin)
 
     def add_index(self, spec: IndexSpec) -> None:
+        if spec.kind == "PERIOD":  # the server makes a period's columns NOT NULL
+            if spec.name is not None:
+                start, end = spec.columns[:2]
+                self.periods[spec.name.lower()] = (spec.name, start, end)
+            for name in spec.columns:
+                k = self.find(name)
+                if k >= 0:
+                    self.columns[k] = replace(self.columns[k], nullable=False)
+            return
         if spec.kind not in _KEY_KINDS or (not spec.columns and spec.kind != "PRIMARY"):
             return  # foreign keys and checks do not key a table
         if spec.kind == "PRIMARY":
+            if spec.if_not_exists and any(i.kind == "PRIMARY" for i in self.indexes):
+                return
             self.indexes = [i for i in self.indexes if i.kind != "PRIMARY"]
-            self.indexes.insert(0, _Index("PRIMARY", "PRIMARY", spec.columns))
+            self.indexes.insert(0, _Index("PRIMARY", "PRIMARY", spec.columns,
+                                          period=spec.period))
             for name in spec.columns:
                 k = self.find(name)
                 if k >= 0:
@@ -165,42 +236,38 @@ class _Draft:
             return
         else:
             name = spec.name
-        self.indexes.append(_Index(spec.kind, name, spec.columns))
+        self.indexes.append(_Index(spec.kind, name, spec.columns, period=spec.period))
 
     def column_keys(self, spec: ColumnSpec, name: str) -> None:
+        if spec.row_end:
+            self.row_end = name
         if spec.primary_key:
             self.add_index(IndexSpec("PRIMARY", "PRIMARY", (name,)))
-        if spec.unique:
+        if spec.unique and not spec.primary_key:  # the server drops the redundant key
             self.add_index(IndexSpec("UNIQUE", None, (name,)))
-
-    def rename_in_indexes(self, old: str, new: str) -> None:
-        lowered = old.lower()
-        self.indexes = [
-            replace(i, columns=tuple(new if c.lower() == lowered else c for c in i.columns))
-            for i in self.indexes]
-
-    def drop_from_indexes(self, name: str) -> None:
-        lowered = name.lower()
-        kept = []
-        for index in self.indexes:
-            columns = tuple(c for c in index.columns if c.lower() != lowered)
-            if columns:
-                kept.append(replace(index, columns=columns))
-        self.indexes = kept
 
     def entry(self) -> _Entry:
         primary: tuple[str, ...] = ()
         unique: list[tuple[str, ...]] = []
+        row_end = self.row_end if self.row_end is not None and self.find(self.row_end) >= 0 \
+            else None
         for index in self.indexes:
             columns = tuple(self.columns[self.find(c)].name if self.find(c) >= 0 else c
                             for c in index.columns)
+            if row_end is not None and index.kind in ("PRIMARY", "UNIQUE") and \
+                    row_end.lower() not in (c.lower() for c in columns):
+                columns = (*columns, row_end)
+            if index.period is not None and index.period.lower() in self.periods:
+                _, start, end = self.periods[index.period.lower()]
+                columns = (*columns, end, start)
             if index.kind == "PRIMARY":
                 primary = columns
             elif index.kind == "UNIQUE":
                 unique.append(columns)
         table = MySqlTable(self.database, self.name, tuple(self.columns), primary,
                            tuple(unique), self.charset, self.comment)
-        return _Entry(table, tuple(self.indexes), self.collation)
+        return _Entry(table, tuple(self.indexes), self.collation, row_end,
+                      tuple(self.periods.values()))
 
 
 class MySqlSchema:
@@ -259,7 +326,7 @@ class MySqlSchema:
         database = default_database
         try:
             for text, tokens in split_statements(sql, self.ansi_quotes):
-                statement = _Parser(text, tokens).statement()
+                statement = Parser(text, tokens).statement()
                 if statement is None:
                     continue
                 if isinstance(statement, UseDatabase):
@@ -442,19 +509,46 @@ class MySqlSchema:
                         statement.name.name)
             return []
         draft = _Draft.of(entry)
-        for action in statement.actions:
+        extra: list[SchemaChange] = []
+        # The server drops keys and columns (named as they were) before it adds any,
+        # whatever the order of the clauses.
+        actions = sorted(statement.actions,
+                         key=lambda a: not isinstance(a, (DropIndex, DropColumn)))
+        for action in actions:
+            if isinstance(action, (PartitionToTable, TableToPartition)):
+                extra.extend(self._convert_partition(action, entry, text, default))
+                continue
             try:
                 self._alter(draft, action, default, text)
             except KeyError as exc:
                 raise DdlParseError(f"table {database}.{entry.table.name} has no column "
                                     f"{exc.args[0]!r}", text) from None
+        draft.finish_alter()
         new_entry = draft.entry()
         old = entry.table
         if (self._key(draft.database), self._key(draft.name)) != \
                 (self._key(old.database), self._key(old.name)):
             self._put(old.database, old.name, None)
         self._put(draft.database, draft.name, new_entry)
-        return [SchemaChange("ALTER", draft.database, draft.name, text, old, new_entry.table)]
+        return [SchemaChange("ALTER", draft.database, draft.name, text, old, new_entry.table),
+                *extra]
+
+    def _convert_partition(self, action: PartitionToTable | TableToPartition, entry: _Entry,
+                           text: str, default: str | None) -> list[SchemaChange]:
+        """A partition leaves for a table of its own (CONVERT PARTITION ... TO TABLE, shaped
+        like the partitioned table) or a table joins as a partition and stops existing."""
+        database = self._database_of(action.name, default or entry.table.database, text)
+        if isinstance(action, TableToPartition):
+            gone = self._entry(database, action.name.name)
+            if gone is None:
+                return []
+            self._put(database, action.name.name, None)
+            return [SchemaChange("DROP", gone.table.database, gone.table.name, text,
+                                 gone.table, None)]
+        name = self._stored(action.name.name)
+        table = replace(entry.table, database=database, name=name)
+        self._put(database, name, replace(entry, table=table))
+        return [SchemaChange("CREATE", database, name, text, None, table)]
 
     def _alter(self, draft: _Draft, action: object, default: str | None, text: str) -> None:
         if isinstance(action, AddColumns):
@@ -468,40 +562,43 @@ class MySqlSchema:
                 if position is not None:
                     position = Position(spec.column.name)
                 draft.column_keys(spec, spec.column.name)
+            for index in action.indexes:
+                draft.add_index(index)
         elif isinstance(action, ChangeColumn):
             old_name = action.old_name or action.column.column.name
-            at = draft.find(old_name)
+            at = draft.find_original(old_name)
             if at < 0:
                 if action.if_exists:
                     return
                 raise KeyError(old_name)
-            del draft.columns[at]
-            draft.place(draft.resolve(action.column), action.position, at)
-            new_name = action.column.column.name
-            if new_name != old_name:
-                draft.rename_in_indexes(old_name, new_name)
-            draft.column_keys(action.column, new_name)
-            if any(i.kind == "PRIMARY" and new_name.lower() in (c.lower() for c in i.columns)
-                   for i in draft.indexes):
-                k = draft.find(new_name)
-                draft.columns[k] = replace(draft.columns[k], nullable=False)
+            if draft.row_end is not None and \
+                    draft.columns[at].name.lower() == draft.row_end.lower():
+                draft.row_end = action.column.column.name
+            origin = draft.remove(at)
+            draft.place(draft.resolve(action.column), action.position, at, origin)
+            draft.column_keys(action.column, action.column.column.name)
         elif isinstance(action, DropColumn):
-            at = draft.find(action.name)
+            at = draft.find_original(action.name)
             if at < 0:
                 if action.if_exists:
                     return
                 raise KeyError(action.name)
-            del draft.columns[at]
-            draft.drop_from_indexes(action.name)
+            draft.remove(at)
         elif isinstance(action, RenameColumn):
-            at = draft.find(action.old_name)
+            at = draft.find_original(action.old_name)
             if at < 0:
+                if action.if_exists:
+                    return
                 raise KeyError(action.old_name)
+            if draft.row_end is not None and \
+                    draft.columns[at].name.lower() == draft.row_end.lower():
+                draft.row_end = action.new_name
             draft.columns[at] = replace(draft.columns[at], name=action.new_name)
-            draft.rename_in_indexes(action.old_name, action.new_name)
         elif isinstance(action, SetColumnDefault):
-            at = draft.find(action.name)
+            at = draft.find_original(action.name)
             if at < 0:
+                if action.if_exists:
+                    return
                 raise KeyError(action.name)
             draft.columns[at] = replace(draft.columns[at], default=action.default)
         elif isinstance(action, AddIndex):
@@ -520,10 +617,13 @@ class MySqlSchema:
             draft.name = self._stored(action.name.name)
         elif isinstance(action, ConvertCharset):
             charset, collation = _charset_pair(action.charset, action.collation)
+            if charset is None:  # CONVERT TO CHARACTER SET DEFAULT: the database's
+                charset, collation = self._table_defaults(draft.database, None, collation)
             draft.charset, draft.collation = charset, collation
             draft.columns = [
-                replace(c, charset=charset, collation=collation)
-                if c.type_name in STRING_TYPES else c for c in draft.columns]
+                _converted(c, charset, collation)
+                if c.type_name in STRING_TYPES and c.charset is not None else c
+                for c in draft.columns]
         elif isinstance(action, SetTableOptions):
             options = action.options
             if options.charset is not None or options.collation is not None:
@@ -531,6 +631,15 @@ class MySqlSchema:
                                                                options.collation)
             if options.comment is not None:
                 draft.comment = options.comment
+
+
+def _converted(column: MySqlColumn, charset: str, collation: str | None) -> MySqlColumn:
+    """A string column after CONVERT TO CHARACTER SET (binary makes it a binary type)."""
+    if charset == "binary":
+        return replace(column, type_name=binary_type(column.type_name), charset=None,
+                       collation=None)
+    return replace(column, charset=charset, collation=collation,
+                   type_name=converted_text_type(column.type_name, column.charset, charset))
 
 
 def _charset_pair(charset: str | None, collation: str | None) -> tuple[str | None, str | None]:
@@ -546,6 +655,51 @@ class SchemaHistoryError(RuntimeError):
     pass
 
 
+def history_record(source: dict[str, Any], position: dict[str, Any], database: str | None,
+                   ddl: str, changes: list[SchemaChange]) -> bytes:
+    """One history record as Debezium's HistoryRecord writes it (file and Kafka alike), so
+    either store can be read by Debezium and the other way round."""
+    return orjson.dumps({
+        "source": source,
+        "position": position,
+        "ts_ms": int(time.time() * 1000),
+        "databaseName": database or "",
+        "ddl": ddl,
+        "tableChanges": table_changes(changes),
+    })
+
+
+def parse_record(raw: bytes, where: str) -> dict[str, Any]:
+    """A stored history record, checked for the fields recovery needs."""
+    try:
+        record = orjson.loads(raw)
+        if not isinstance(record["position"], dict) or not isinstance(record["ddl"], str):
+            raise TypeError("position must be an object and ddl a string")
+    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise SchemaHistoryError(f"{where} is corrupt: {exc}") from None
+    return dict(record)
+
+
+def replay(records: Iterable[tuple[str, dict[str, Any]]], schema: MySqlSchema,
+           include: Callable[[dict[str, Any]], bool], store: str,
+           recovered: Callable[[str], None] | None = None) -> int:
+    """Applies the records' DDL in order while `include(position)` holds; the count applied.
+    Each record comes with a label (line or offset) for the error that names it; `recovered`
+    (the schema-history metrics) hears of each statement applied."""
+    count = 0
+    for label, record in records:
+        if not include(record["position"]):
+            break
+        try:
+            schema.apply(record["ddl"], record.get("databaseName") or None)
+        except DdlParseError as exc:
+            raise SchemaHistoryError(f"{store}: {label} cannot be replayed: {exc}") from exc
+        count += 1
+        if recovered is not None:
+            recovered(record["ddl"])
+    return count
+
+
 class FileSchemaHistory:
     """The schema history as a JSON-lines file, one Debezium history record per line.
 
@@ -554,24 +708,24 @@ class FileSchemaHistory:
     (it was never acknowledged).
     """
 
+    # `clear` empties the store (a new snapshot's history starts afresh).
+    clears = True
+
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._checked_tail = False
+        # Debezium's schema-history metrics context, read by the connector's metrics.
+        self.metrics = SchemaHistoryMetrics()
+
+    def __str__(self) -> str:
+        return f"schema history file {self.path}"
 
     def exists(self) -> bool:
         return self.path.exists()
 
     def record(self, source: dict[str, Any], position: dict[str, Any], database: str | None,
                ddl: str, changes: list[SchemaChange]) -> None:
-        record = {
-            "source": source,
-            "position": position,
-            "ts_ms": int(time.time() * 1000),
-            "databaseName": database or "",
-            "ddl": ddl,
-            "tableChanges": table_changes(changes),
-        }
-        line = orjson.dumps(record) + b"\n"
+        line = history_record(source, position, database, ddl, changes) + b"\n"
         created = not self.path.exists()
         if created:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -586,6 +740,7 @@ class FileSchemaHistory:
             os.close(fd)
         if created:
             _fsync_dir(self.path.parent)
+        self.metrics.applied(ddl)
 
     def _cut_torn_tail(self) -> None:
         with open(self.path, "rb+") as f:
@@ -606,6 +761,14 @@ class FileSchemaHistory:
 
     def recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
         """Replays the recorded DDL, in file order, while `include(position)` holds."""
+        self.metrics.status = "RECOVERING"
+        self.metrics.recovery_start_ms = int(time.time() * 1000)
+        try:
+            return self._recover(schema, include)
+        finally:
+            self.metrics.status = "RUNNING"
+
+    def _recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
         if not self.path.exists():
             return 0
         data = self.path.read_bytes()
@@ -614,28 +777,11 @@ class FileSchemaHistory:
         if torn.strip():
             log.warning("schema history %s: ignoring a torn last record at line %d",
                         self.path, len(lines) + 1)
-        count = 0
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = orjson.loads(raw)
-                position = record["position"]
-                ddl = record["ddl"]
-                database = record.get("databaseName") or None
-            except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-                raise SchemaHistoryError(
-                    f"schema history {self.path}: line {number} is corrupt: {exc}") from None
-            if not include(position):
-                break
-            try:
-                schema.apply(ddl, database)
-            except DdlParseError as exc:
-                raise SchemaHistoryError(
-                    f"schema history {self.path}: line {number} cannot be replayed: {exc}"
-                ) from exc
-            count += 1
-        return count
+        records = ((f"line {number}", parse_record(raw, f"schema history {self.path}: "
+                                                     f"line {number}"))
+                   for number, raw in enumerate(lines, start=1) if raw.strip())
+        return replay(records, schema, include, f"schema history {self.path}",
+                      self.metrics.recovered)
 
     def last_position(self) -> dict[str, Any] | None:
         """Position of the last complete record: DDL up to there is recorded already, and a

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 from typing import Any
 
 from headwater.connectors.mysql.binlog.events import TableMap
@@ -24,13 +23,14 @@ from headwater.connectors.mysql.columns import MySqlTable
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.ddl import DdlParseError, SchemaChange
 from headwater.connectors.mysql.ddl_text import is_single_statement, shorten, statement_text
+from headwater.connectors.mysql.history_store import open_history
 from headwater.connectors.mysql.position import (
     MYSQL_SOURCE_SCHEMA,
     MySqlPosition,
     MySqlSourceBlock,
     binlog_order,
 )
-from headwater.connectors.mysql.schema_history import FileSchemaHistory, MySqlSchema
+from headwater.connectors.mysql.schema_history import MySqlSchema
 from headwater.connectors.mysql.table_changes import TABLE_CHANGES_CONNECT_SCHEMA, table_changes
 from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
 from headwater.connectors.mysql.types import MySqlTypeModes
@@ -75,7 +75,7 @@ class SchemaState:
         self.context = context
         self.modes = modes_from_config(MySqlTypeModes, cfg)
         self.schema = MySqlSchema()
-        self.history = FileSchemaHistory(Path(cfg.schema_history_internal_file_filename))
+        self.history = open_history(cfg, context.server_name)
         self._codecs: dict[tuple[str, str], MySqlTableCodec | None] = {}
         self._source_block = MySqlSourceBlock(context.kind)
         self._last_recorded: tuple[int, int] | None = None

@@ -359,6 +359,7 @@ class MySqlSnapshotSource:
             if codec is None:
                 continue
             log.info("snapshot step: scanning %s.%s (%d of %d)", db, table, n, len(tables))
+            self.metrics.table_started(f"{db}.{table}")
             started = time.monotonic()
             schema = codec.schema
             convert = codec.convert
@@ -395,7 +396,7 @@ class MySqlSnapshotSource:
                 assert isinstance(last, ChangeRecord)
                 if last.snapshot is not SnapshotMarker.FIRST:
                     pending[-1] = last._replace(snapshot=SnapshotMarker.LAST_IN_DATA_COLLECTION)
-            self.metrics.remaining_table_count -= 1
+            self.metrics.table_done(f"{db}.{table}")
             log.info("snapshot step: %s.%s done, %d rows in %.1f s", db, table, rows,
                      time.monotonic() - started)
         if pending:

@@ -18,6 +18,7 @@ from typing import Any
 
 from headwater.connectors.mysql.columns import MySqlColumn, MySqlTable
 from headwater.connectors.mysql.ddl import SchemaChange
+from headwater.connectors.mysql.ddl_types import NATIONAL_JDBC_TYPES
 from headwater.model.schema import (
     ARRAY,
     BOOLEAN,
@@ -46,6 +47,7 @@ JDBC_TYPES: dict[str, int] = {
     "MEDIUMTEXT": _VARCHAR, "LONGTEXT": _VARCHAR, "ENUM": _CHAR, "SET": _CHAR,
     "BINARY": _BINARY, "VARBINARY": _VARBINARY, "TINYBLOB": _BLOB, "BLOB": _BLOB,
     "MEDIUMBLOB": _BLOB, "LONGBLOB": _BLOB,
+    **NATIONAL_JDBC_TYPES,  # NCHAR -15, NVARCHAR -9 (and their spellings), as Debezium
 }  # everything else (JSON, spatial types, UUID, INET4/6, VECTOR): OTHER
 
 

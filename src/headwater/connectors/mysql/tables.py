@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from headwater.connectors.mysql.columns import MySqlTable
+from headwater.connectors.mysql.ddl_types import NATIONAL_TYPES
 from headwater.connectors.mysql.types import MySqlTypeModes, mysql_column_mapping
 from headwater.model.schema import Column, TableId, TableSchema
 from headwater.relational.codec import Converter, RelationalTableCodec
@@ -105,4 +106,5 @@ def build_codec(
 
 _CHARACTER = frozenset({
     "CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT", "ENUM", "SET", "JSON",
+    *NATIONAL_TYPES,
 })

@@ -120,6 +120,7 @@ from decimal import Decimal
 from typing import Any
 
 from headwater.connectors.mysql.columns import ZERO_TEMPORAL, MySqlColumn
+from headwater.connectors.mysql.ddl_types import base_type
 from headwater.convert import (
     BINARY_HANDLING_MODES,
     ColumnMapping,
@@ -646,7 +647,7 @@ def mysql_column_mapping(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMa
     value (never None) and may return None only for a zero date in a nullable column.
     Raises `UnsupportedMySqlTypeError` for a type not in the module's table.
     """
-    factory = _BY_TYPE.get(column.type_name.upper())
+    factory = _BY_TYPE.get(base_type(column.type_name.upper()))
     if factory is None:
         raise UnsupportedMySqlTypeError(
             f"column {column.name!r} has type {column.qualified_type}, which Headwater cannot "

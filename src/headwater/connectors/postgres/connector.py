@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg2
 
+from headwater.config.connector_common import warn_unmatched
 from headwater.connectors.postgres.catalog import (
     TableInfo,
     current_database,
@@ -82,9 +83,11 @@ class PostgresConnector(RelationalConnector):
         cur = self._conn.cursor()
         self.database = current_database(cur)
         self._check_server(cur)
-        captured = [
-            (oid, s, t) for oid, s, t in list_tables(cur) if cfg.table_filter(s, t)
-        ]
+        existing = list_tables(cur)
+        captured = [(oid, s, t) for oid, s, t in existing if cfg.table_filter(s, t)]
+        warn_unmatched("table.include.list", cfg.table_include_list,
+                       (f"{s}.{t}" for _, s, t in existing), log)
+        self.metrics.monitored_tables = [f"{s}.{t}" for _, s, t in captured]
         log.info("captured tables: %s", ", ".join(f"{s}.{t}" for _, s, t in captured) or "none")
         self._check_topics(TableId(self.database, s, t) for _, s, t in captured)
         self._ensure_publication(cur, captured)
@@ -318,7 +321,7 @@ class PostgresConnector(RelationalConnector):
     def _incremental_hook(self) -> PostgresIncrementalHook | None:
         """Signals and incremental snapshots, when a signal channel is configured."""
         signals = self.config.signals
-        if not signals.source_channel and not signals.file_channel:
+        if not signals.any_channel:
             return None
         source = PostgresChunkSource(
             dsn=self._dsn, database=self.database, context=self._context, signals=signals,

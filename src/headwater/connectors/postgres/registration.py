@@ -28,4 +28,5 @@ REGISTRATION = ConnectorRegistration(
     order=POSTGRES_ORDER,
     default_topic_naming_strategy=SCHEMA_STRATEGY,  # Debezium's common default
     class_aliases=("postgres", "postgresql"),
+    config_definition="headwater.connectors.postgres.config:POSTGRES_CONFIG_DEF",
 )

@@ -251,12 +251,13 @@ class PostgresSnapshotSource:
             name = f"{info.schema}.{info.name}"
             started = time.monotonic()
             emitter.begin_table(name, codec)
+            self.metrics.table_started(name)
             cols = ", ".join(quote_ident(c.name) for c in codec.incoming)
             sql = f"COPY (SELECT {cols} FROM {qualified(info.schema, info.name)}) TO STDOUT"
             log.info("snapshot step: read %s", name)
             cur.copy_expert(sql, CopySink(emitter.on_row), size=1 << 16)
             self.metrics.rows_scanned[name] = emitter.scanned
-            self.metrics.remaining_table_count -= 1
+            self.metrics.table_done(name)
             log.info(
                 "snapshot step: read %s done, %d rows in %.1fs",
                 name, emitter.scanned, time.monotonic() - started,

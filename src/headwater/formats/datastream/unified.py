@@ -262,8 +262,9 @@ def _unified(schema: ConnectSchema, source_type: str, family: str) -> Unified:
                     "precision": int(precision), "scale": scale},
                     _DecimalValue(scale, json=True), _DecimalValue(scale, json=False))
             # No declared precision: Avro's decimal needs one; NUMBER keeps every digit.
-            return Unified("NUMBER", {"type": "string", "logicalType": "number"},
-                           None, _decimal_text)
+            # Datastream's NUMBER is a string in JSON as in Avro.
+            text = _DecimalValue(scale, json=False, text=True)
+            return Unified("NUMBER", {"type": "string", "logicalType": "number"}, text, text)
         if name == "io.debezium.data.VariableScaleDecimal":
             return Unified("NUMBER", {"type": "string", "logicalType": "number"},
                            _variable_scale_number, _variable_scale_number)
@@ -285,22 +286,21 @@ class _DecimalValue:
     it, or unscaled two's-complement bytes) as a JSON number or an Avro decimal at the schema's
     scale exactly."""
 
-    __slots__ = ("exponent", "json", "scale")
+    __slots__ = ("exponent", "json", "scale", "text")
 
-    def __init__(self, scale: int, *, json: bool) -> None:
+    def __init__(self, scale: int, *, json: bool, text: bool = False) -> None:
         self.scale = scale
         self.exponent = Decimal(1).scaleb(-scale)
         self.json = json
+        self.text = text
 
     def __call__(self, value: Any) -> Any:
         if isinstance(value, ConnectDecimal):
             value = value.value
         elif not isinstance(value, Decimal):
             value = Decimal(int.from_bytes(value, "big", signed=True)).scaleb(-self.scale)
+        if self.text:  # NUMBER: its digits as a string, in JSON and Avro alike
+            return format(value, "f")
         if self.json:
             return orjson.Fragment(format(value, "f"))
         return value.quantize(self.exponent)
-
-
-def _decimal_text(value: Decimal) -> str:
-    return format(value, "f")

@@ -1,0 +1,163 @@
+"""Capture into Kafka vs into the local topic log, and the pipeline from each into Delta.
+
+The PostgreSQL workload is bench/capture_vs_pg_recvlogical.py's generator (N row changes,
+inserts/updates/deletes in transactions of 1 to 2000 rows), decoded by two pgoutput slots
+created beforehand, so both captures read exactly the same WAL.  Then:
+
+- `headwater run` into the local log (the reference), until its stored offset reaches the end
+  LSN (offsets in a file in both runs, so only the topic store differs);
+- `headwater run` with headwater.topics.store=kafka into a local tansu broker (memory storage;
+  topic.creation.default.partitions=--partitions), idempotent producer, acks=all, each batch
+  flushed before its offset is stored;
+- the pipeline (SCD1 into Delta, Trigger.AvailableNow) from the local log, then from Kafka.
+
+Prints events/s of each and the Kafka figures as ratios of the same run's local-log figures.
+The broker is tansu, not Apache Kafka: its figures say what Headwater's Kafka path costs on
+this machine, not what a Kafka cluster would sustain.
+
+    .venv/bin/python bench/capture_into_kafka.py [--changes 200000] [--partitions 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from headwater.testing.localkafka import LocalKafka
+from headwater.testing.localpg import LocalPostgres
+
+_spec = importlib.util.spec_from_file_location(
+    "capture_vs_pg_recvlogical", Path(__file__).with_name("capture_vs_pg_recvlogical.py"))
+assert _spec is not None and _spec.loader is not None
+_recv = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_recv)
+GEN: str = _recv.GEN
+lsn = _recv.lsn
+
+
+def config(pg: LocalPostgres, work: Path, slot: str, extra: dict[str, Any]) -> Path:
+    work.mkdir(parents=True, exist_ok=True)
+    props = {
+        "name": f"bench-{slot}",
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": "127.0.0.1", "database.port": pg.port,
+        "database.user": pg.user, "database.dbname": "bench", "topic.prefix": "bench",
+        "slot.name": slot, "publication.name": "bench_pub", "snapshot.mode": "no_data",
+        "offset.storage.file.filename": work / "offsets.json",
+        "headwater.topics.dir": work / "topics",
+        "headwater.pipeline.delta.path": work / "delta",
+        "headwater.pipeline.checkpoint.dir": work / "checkpoint",
+        **extra,
+    }
+    path = work / "bench.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return path
+
+
+def capture(path: Path, end_lsn: int) -> float:
+    offsets = path.parent / "offsets.json"
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "headwater.cli", "run", str(path),
+                             "--log-level", "WARNING"])
+    while True:
+        time.sleep(0.05)
+        if proc.poll() is not None:
+            raise SystemExit(f"headwater exited with {proc.returncode}")
+        try:
+            if json.loads(offsets.read_text())["offset"]["lsn"] >= end_lsn:
+                break
+        except (OSError, ValueError, KeyError):
+            continue
+    seconds = time.monotonic() - t0
+    proc.terminate()
+    proc.wait(60)
+    return seconds
+
+
+def pipeline(spark: Any, path: Path) -> float:
+    from headwater.pipeline.config import load_pipeline_config
+    from headwater.pipeline.runner import close_query, start
+
+    t0 = time.monotonic()
+    query = start(spark, load_pipeline_config(path), once=True)
+    try:
+        query.awaitTermination()
+    finally:
+        close_query(query)
+    if query.exception() is not None:
+        raise SystemExit(str(query.exception()))
+    return time.monotonic() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--changes", type=int, default=200_000)
+    ap.add_argument("--partitions", type=int, default=3)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="headwater-bench-kafka-"))
+    pg = LocalPostgres().start()  # its own temporary directory (readable by postgres)
+    broker = LocalKafka().start()
+    try:
+        pg.create_database("bench")
+        conn = pg.connect("bench")
+        with conn.cursor() as cur:
+            cur.execute(GEN)
+            for slot in ("hw_local", "hw_kafka"):
+                cur.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
+        conn.commit()
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            t0 = time.monotonic()
+            cur.execute("CALL gen(%s)", (args.changes,))
+            print(f"generated {args.changes} changes in {time.monotonic() - t0:.1f}s")
+            cur.execute("SELECT pg_current_wal_insert_lsn()::text")
+            end = lsn(cur.fetchone()[0])
+            cur.execute("SELECT pg_stat_force_next_flush()")
+            time.sleep(1)
+            cur.execute("SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables "
+                        "WHERE relname = 'bench'")
+            made = int(cur.fetchone()[0])
+            print(f"row changes made: {made}")
+        local = config(pg, work / "local", "hw_local", {})
+        kafka = config(pg, work / "kafka-run", "hw_kafka", {
+            "headwater.topics.store": "kafka", "bootstrap.servers": broker.bootstrap,
+            "topic.creation.default.partitions": args.partitions,
+            "topic.creation.default.replication.factor": 1})
+        n = made
+        c_local = capture(local, end)
+        c_kafka = capture(kafka, end)
+        from headwater.pipeline.runner import spark_session
+
+        spark = spark_session("headwater-bench-kafka", master="local[2]")
+        try:
+            # Warm-up (Spark's first job, numba's compilation), not timed: a third slot's
+            # capture is not needed, the local log is read into a scratch target.
+            warm = config(pg, work / "warm", "hw_local", {
+                "headwater.topics.dir": work / "local" / "topics"})
+            pipeline(spark, warm)
+            p_local = pipeline(spark, local)
+            p_kafka = pipeline(spark, kafka)
+        finally:
+            spark.stop()
+        print(f"capture into the local log: {n / c_local:10,.0f} events/s ({c_local:.1f}s)")
+        print(f"capture into Kafka (tansu): {n / c_kafka:10,.0f} events/s ({c_kafka:.1f}s)"
+              f"  ratio {c_local / c_kafka:.2f}")
+        print(f"pipeline from the local log: {n / p_local:9,.0f} events/s ({p_local:.1f}s)")
+        print(f"pipeline from Kafka (tansu): {n / p_kafka:9,.0f} events/s ({p_kafka:.1f}s)"
+              f"  ratio {p_local / p_kafka:.2f}")
+    finally:
+        broker.cleanup()
+        pg.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

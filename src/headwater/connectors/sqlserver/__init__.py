@@ -1,0 +1,1 @@
+"""SQL Server connector: CDC change tables polled in LSN order (tested against an emulation)."""

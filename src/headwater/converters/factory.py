@@ -1,0 +1,69 @@
+"""Builds the key and value converters from `key.converter` / `value.converter` and their
+`*.converter.*` properties (every property must be one the converter implements)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from headwater.connect.props import PluginConfigError, PluginProps, sub_props
+from headwater.converters.base import Converter
+
+JSON: Final = "org.apache.kafka.connect.json.JsonConverter"
+STRING: Final = "org.apache.kafka.connect.storage.StringConverter"
+BYTE_ARRAY: Final = "org.apache.kafka.connect.converters.ByteArrayConverter"
+AVRO: Final = "io.confluent.connect.avro.AvroConverter"
+SUPPORTED: Final = (JSON, STRING, BYTE_ARRAY, AVRO)
+
+
+def check_converter_class(text: str) -> str:
+    """Property parser of `key.converter` / `value.converter`."""
+    if text not in SUPPORTED:
+        raise ValueError("one of " + ", ".join(SUPPORTED))
+    return text
+
+
+def build_converter(class_name: str, props: Mapping[str, str], *, is_key: bool,
+                    schemas_enable: bool) -> Converter:
+    """The converter `class_name` configured from the `<key|value>.converter.*` properties
+    (`props`: all connector properties; `schemas.enable` comes typed in `schemas_enable`)."""
+    side = "key" if is_key else "value"
+    prefix = f"{side}.converter."
+    own = sub_props(props, prefix)
+    own.pop("schemas.enable", None)
+    p = PluginProps(f"{side}.converter {class_name}", prefix, own)
+    converter: Converter
+    if class_name == JSON:
+        from headwater.converters.json import JsonConverter
+
+        p.ignore("schemas.cache.size")  # a cache size: no effect on the bytes
+        p.choice("decimal.format", ("BASE64",), "BASE64")
+        p.choice("converter.type", ("key", "value", "header"), None)
+        if p.has("replace.null.with.default") and p.get_bool("replace.null.with.default", True):
+            raise PluginConfigError(
+                f"{prefix}replace.null.with.default=true: Headwater writes null values as null "
+                "(set false or leave unset)")
+        converter = JsonConverter(schemas_enable)
+    elif class_name == STRING:
+        from headwater.converters.simple import StringConverter
+
+        encoding = p.get_str("converter.encoding", "UTF-8") or "UTF-8"
+        enc = p.get_str("encoding")
+        try:
+            "".encode(enc or encoding)
+        except LookupError:
+            raise PluginConfigError(f"{prefix}converter.encoding: unknown encoding") from None
+        converter = StringConverter(enc or encoding)
+    elif class_name == BYTE_ARRAY:
+        from headwater.converters.simple import ByteArrayConverter
+
+        converter = ByteArrayConverter()
+    elif class_name == AVRO:
+        from headwater.converters.avro import AvroConverter
+
+        converter = AvroConverter.from_props(p, is_key=is_key)
+    else:
+        raise PluginConfigError(f"{side}.converter: '{class_name}' is not supported "
+                                f"(supported: {', '.join(SUPPORTED)})")
+    p.check_all_read()
+    return converter

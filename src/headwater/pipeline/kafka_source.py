@@ -1,0 +1,250 @@
+"""The pipeline's streaming source over Kafka: Spark tracks per-partition offsets, Python reads.
+
+Spark's own Kafka source is a JVM jar that cannot be installed here, and it would ship every
+event through the JVM anyway; this source follows `pipeline.source` (the local log's) instead:
+Spark's offsets are `{"<topic>#<partition>": next offset}` (checkpointed by Spark like any
+source's, a flat map so that `runner.checkpointed_ranges` reads them from the offset log), a
+micro-batch is one row per partition `(topic#partition, start, end)`, and `foreachBatch` fetches
+those ranges with a confluent-kafka consumer (`fetch`) and hands them to the same decoders as
+the local log: column-wise (`lines`, `columnar.Lines`) or event by event.
+
+Exactly-once: a range is a fixed set of records (Kafka offsets are immutable), Spark replays
+an unfinished batch with the same ranges after a crash, and the targets skip a batch id they
+already committed.  A partition that ends before the checkpoint (a recreated topic, records
+removed by retention before they were read) is an error, never a silent skip.
+
+Offsets within a topic are unique per partition only; the decoders need one ascending,
+unique offset per event of a topic (their sequences end with it), so events carry the
+*virtual offset* `offset << 16 | partition`: per partition in offset order, as the keys of one
+partition need, and unique across the topic.
+
+Value formats: values are JSON documents (JsonConverter).  Another converter (Avro with a
+schema registry) plugs in as a `ValueDecoder` turning a record's key/value bytes into that JSON
+form before decoding; `JSON` is the identity.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import orjson
+
+from headwater.pipeline import columnar
+from headwater.pipeline.source import is_table_topic, plan
+
+NAME = "headwater_kafka"
+SCHEMA = "topic STRING, start_offset LONG, end_offset LONG"
+PARTITION_BITS = 16
+
+# (topic, key bytes, value bytes) -> (key JSON, value JSON): the converter seam.
+ValueDecoder = Callable[[str, bytes | None, bytes | None], tuple[bytes | None, bytes | None]]
+
+
+def json_decoder(_topic: str, key: bytes | None, value: bytes | None
+                 ) -> tuple[bytes | None, bytes | None]:
+    """JsonConverter's records are already the decoders' JSON documents."""
+    return key, value
+
+
+def slot(topic: str, partition: int) -> str:
+    return f"{topic}#{partition}"
+
+
+def split_slot(name: str) -> tuple[str, int]:
+    topic, _, partition = name.rpartition("#")
+    return topic, int(partition)
+
+
+def virtual_offset(offset: int, partition: int) -> int:
+    return offset << PARTITION_BITS | partition
+
+
+class KafkaTopics:
+    """The Kafka side of the source: which partitions exist and where they end; fetching."""
+
+    def __init__(self, consumer_config: Mapping[str, str], patterns: str) -> None:
+        from confluent_kafka import Consumer
+
+        self.consumer = Consumer(dict(consumer_config))
+        self.globs = [p.strip() for p in patterns.split(",") if p.strip()]
+
+    def partitions(self) -> list[tuple[str, int]]:
+        metadata = self.consumer.list_topics(timeout=30)
+        out: list[tuple[str, int]] = []
+        for name, topic in metadata.topics.items():
+            if topic.error is not None or name.startswith("__") or not is_table_topic(name):
+                continue
+            if any(fnmatch.fnmatchcase(name, g) for g in self.globs):
+                out.extend((name, p) for p in topic.partitions)
+        return sorted(out)
+
+    def end_offsets(self, start: Mapping[str, int]) -> dict[str, int]:
+        from headwater.kafka.consume import end_offsets
+
+        parts = self.partitions()
+        hints = {(t, p): start.get(slot(t, p), 0) for t, p in parts}
+        return {slot(t, p): o for (t, p), o in end_offsets(self.consumer, parts, hints).items()}
+
+    def fetch(self, topic: str, ranges: Mapping[int, tuple[int, int]],
+              decode: ValueDecoder = json_decoder
+              ) -> list[tuple[int, bytes | None, bytes | None]]:
+        """(virtual offset, key, value) of the records of `ranges` ({partition: (start, end)}),
+        partition after partition, in offset order."""
+        from headwater.kafka.consume import read_until_end
+
+        starts = {(topic, p): s for p, (s, e) in ranges.items() if e > s}
+        stops = {(topic, p): e for p, (s, e) in ranges.items() if e > s}
+        out: list[tuple[int, bytes | None, bytes | None]] = []
+        expect = dict(starts)
+        for msg in read_until_end(self.consumer, starts, stops):
+            tp = (msg.topic(), msg.partition())
+            if msg.offset() != expect[tp] and not _compacted_gap(msg.offset(), expect[tp]):
+                raise RuntimeError(f"{tp[0]}[{tp[1]}]: offset {msg.offset()} where "
+                                   f"{expect[tp]} was expected")
+            expect[tp] = msg.offset() + 1
+            key, value = decode(topic, msg.key(), msg.value())
+            out.append((virtual_offset(msg.offset(), msg.partition()), key, value))
+        short = {tp: (expect[tp], stops[tp]) for tp in stops if expect[tp] < stops[tp]}
+        if short:
+            raise RuntimeError(f"records missing from Kafka in the checkpointed ranges: {short}")
+        out.sort(key=lambda r: (r[0] & ((1 << PARTITION_BITS) - 1), r[0]))
+        return out
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def _compacted_gap(got: int, expected: int) -> bool:
+    # A compacted topic (or a transaction marker) leaves offsets unused: later is fine.
+    return got > expected
+
+
+def lines(records: list[tuple[int, bytes | None, bytes | None]]) -> columnar.Lines:
+    """The column-wise decoder's input from fetched records: every record must share one key
+    schema and one value schema (else NotColumnar: the batch goes event by event)."""
+    out = columnar.Lines()
+    key_parts: list[bytes] = []
+    value_parts: list[bytes] = []
+    offsets: list[int] = []
+    key_head = value_head = b""
+    for offset, key, value in records:
+        if value is None:
+            continue  # tombstones carry nothing to apply (as `columnar.scan` skips them)
+        if key is None:
+            raise columnar.NotColumnar("another schema or a null key")
+        kp = key.find(b',"payload":')
+        vp = value.find(b',"payload":')
+        if kp < 0 or vp < 0 or not key.startswith(b'{"schema":') or \
+                not value.startswith(b'{"schema":'):
+            raise columnar.NotColumnar("value without an embedded schema")
+        kh, vh = key[:kp + 11], value[:vp + 11]
+        if not key_head:
+            key_head, value_head = kh, vh
+        elif kh != key_head or vh != value_head:
+            raise columnar.NotColumnar("another schema or a null key")
+        key_parts.append(key[kp + 11:key.rindex(b"}")].replace(b"\n", b" "))
+        value_parts.append(value[vp + 11:value.rindex(b"}")].replace(b"\n", b" "))
+        offsets.append(offset)
+    if not offsets:
+        return out
+    out.key_head = key_head
+    out.value_head = b'},"value":' + value_head
+    out.offsets = np.array(offsets, dtype=np.int64)
+    out.key_lines = np.frombuffer(b"\n".join(key_parts) + b"\n", np.uint8)
+    out.value_lines = np.frombuffer(b"\n".join(value_parts) + b"\n", np.uint8)
+    return out
+
+
+def is_document_value(value: bytes) -> bool:
+    from headwater.pipeline.documents.events import is_document_event
+
+    return bool(is_document_event(value))
+
+
+def group_ranges(ranges: Mapping[str, tuple[int, int]]) -> dict[str, dict[int, tuple[int, int]]]:
+    """`{topic#partition: range}` as `{topic: {partition: range}}`."""
+    out: dict[str, dict[int, tuple[int, int]]] = {}
+    for name, rng in ranges.items():
+        topic, partition = split_slot(name)
+        out.setdefault(topic, {})[partition] = rng
+    return out
+
+
+def register(spark: Any) -> None:
+    """Registers the `headwater_kafka` streaming source with a Spark session."""
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
+
+    class Range(InputPartition):
+        def __init__(self, name: str, start: int, end: int) -> None:
+            self.name, self.start, self.end = name, start, end
+
+    class Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+        def __init__(self, options: Mapping[str, str]) -> None:
+            self.config = orjson.loads(options["consumer"])
+            self.pattern = options.get("topics", "*")
+            rows = options.get("max_records")
+            self.max_rows = int(rows) if rows else None
+            self.frozen: dict[str, int] | None = None
+            self._topics: KafkaTopics | None = None
+
+        def topics(self) -> KafkaTopics:
+            if self._topics is None:
+                self._topics = KafkaTopics(self.config, self.pattern)
+            return self._topics
+
+        def initialOffset(self) -> dict[str, int]:  # noqa: N802 (Spark's name)
+            return {}
+
+        def getDefaultReadLimit(self) -> Any:  # noqa: N802
+            return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
+
+        def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+            self.frozen = self.topics().end_offsets({})
+
+        def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:  # noqa: N802
+            start = start or {}
+            latest = self.frozen if self.frozen is not None else self.topics().end_offsets(start)
+            for name, read in sorted(start.items()):
+                if latest.get(name, read) < read:
+                    raise RuntimeError(
+                        f"Kafka partition {name} ends at offset {latest[name]} but this "
+                        f"pipeline's checkpoint has read up to {read}: the topic was recreated "
+                        "or truncated; start with a new checkpoint and target")
+            rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+            return plan(start, latest, rows)
+
+        def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Range]:
+            return [Range(t, (start or {}).get(t, 0), o) for t, o in sorted(end.items())
+                    if o > (start or {}).get(t, 0)]
+
+        def read(self, partition: InputPartition) -> Iterator[tuple[str, int, int]]:
+            assert isinstance(partition, Range)
+            yield (partition.name, partition.start, partition.end)
+
+        def commit(self, end: dict[str, int]) -> None:
+            pass
+
+        def stop(self) -> None:
+            if self._topics is not None:
+                self._topics.close()
+
+    class Source(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return NAME
+
+        def schema(self) -> str:
+            return SCHEMA
+
+        def streamReader(self, schema: Any) -> Reader:  # noqa: N802
+            return Reader(self.options)
+
+    spark.dataSource.register(Source)

@@ -1,0 +1,1 @@
+"""Change-table capture: CDC change rows polled from tables, merged in LSN order."""

@@ -1,0 +1,208 @@
+"""`/streams`: Datastream's stream resources over the streams catalog and supervisor.
+
+Why both state PATCH and `:start`-style methods: Datastream changes a stream's state by a
+PATCH of `state` (RUNNING, PAUSED); the CLI's verbs (start, pause, resume, drain, recover)
+are clearer for scripts.  Both go through the supervisor, so the states' transition table
+decides what is allowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Response
+from pydantic import BaseModel, Field
+
+from headwater.server.errors import ApiError, responses
+from headwater.server.routes.profiles import catalog_error
+from headwater.server.service import Service
+from headwater.streams.catalog import CatalogError
+from headwater.streams.cli import render_stream
+from headwater.streams.model import (
+    BACKFILL_AUTOMATIC,
+    BACKFILL_NONE,
+    ObjectRef,
+    StreamSpec,
+    StreamSpecError,
+)
+from headwater.streams.profiles import ProfileError, check_name
+from headwater.streams.states import State, TransitionError
+from headwater.streams.supervisor import StreamBusy
+
+_SETTLED = frozenset(set(State) - {State.STARTING, State.DRAINING})
+
+
+class SourceConfig(BaseModel):
+    sourceConnectionProfile: str  # noqa: N815
+    postgresqlSourceConfig: dict[str, Any] | None = None  # noqa: N815
+    mysqlSourceConfig: dict[str, Any] | None = None  # noqa: N815
+
+
+class DestinationConfig(BaseModel):
+    destinationConnectionProfile: str  # noqa: N815
+    path: str = ""
+
+
+class BackfillAll(BaseModel):
+    excludedObjects: dict[str, Any] | None = None  # noqa: N815
+
+
+class StreamBody(BaseModel):
+    sourceConfig: SourceConfig  # noqa: N815
+    destinationConfig: DestinationConfig  # noqa: N815
+    backfillAll: BackfillAll | None = None  # noqa: N815
+    backfillNone: dict[str, Any] | None = None  # noqa: N815
+    properties: dict[str, str] = Field(default_factory=dict)
+
+
+class StatePatch(BaseModel):
+    state: Literal["RUNNING", "PAUSED"]
+
+
+class Stream(BaseModel):
+    name: str
+    state: str
+    stateTime: int  # noqa: N815
+    createTime: int  # noqa: N815
+    updateTime: int  # noqa: N815
+    sourceConfig: dict[str, Any]  # noqa: N815
+    destinationConfig: dict[str, Any]  # noqa: N815
+    backfillAll: dict[str, Any] | None = None  # noqa: N815
+    backfillNone: dict[str, Any] | None = None  # noqa: N815
+    errors: list[dict[str, Any]]
+
+
+class StreamList(BaseModel):
+    streams: list[Stream]
+
+
+class ErrorList(BaseModel):
+    errors: list[dict[str, Any]]
+
+
+def parse_objects(doc: dict[str, Any] | None) -> tuple[ObjectRef, ...]:
+    """Datastream's nested include/exclude lists (`postgresqlSchemas[].postgresqlTables[]
+    .postgresqlColumns[]`, `mysqlDatabases[]...`) as object references."""
+    refs: list[ObjectRef] = []
+    for key, containers in (doc or {}).items():
+        if not isinstance(containers, list):
+            raise StreamSpecError(f"{key}: expected a list")
+        for c in containers:
+            name = c.get("schema", c.get("database")) if isinstance(c, dict) else None
+            if not isinstance(name, str):
+                raise StreamSpecError(f"{key}: each entry needs a schema or database name")
+            tables = [v for k, v in c.items() if k.endswith("Tables")]
+            if not tables:
+                refs.append(ObjectRef(name))
+            for t in (t for ts in tables for t in ts):
+                cols = [v for k, v in t.items() if k.endswith("Columns")]
+                if not cols:
+                    refs.append(ObjectRef(name, str(t["table"])))
+                refs.extend(ObjectRef(name, str(t["table"]), str(col["column"]))
+                            for cs in cols for col in cs)
+    return tuple(refs)
+
+
+def spec_of(name: str, body: StreamBody) -> StreamSpec:
+    src = body.sourceConfig
+    objects = src.postgresqlSourceConfig or src.mysqlSourceConfig or {}
+    try:
+        return StreamSpec(
+            name, src.sourceConnectionProfile, body.destinationConfig.destinationConnectionProfile,
+            parse_objects(objects.get("includeObjects")),
+            parse_objects(objects.get("excludeObjects")),
+            BACKFILL_NONE if body.backfillNone is not None else BACKFILL_AUTOMATIC,
+            parse_objects(body.backfillAll.excludedObjects) if body.backfillAll else (),
+            body.destinationConfig.path, body.properties)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise StreamSpecError(f"malformed object list: {exc}") from None
+
+
+def router(svc: Service) -> APIRouter:
+    r = APIRouter(tags=["streams"])
+    cat, sup = svc.catalog, svc.supervisor
+
+    def view(name: str) -> Stream:
+        try:
+            return Stream.model_validate(render_stream(cat, sup.reconcile(name)))
+        except CatalogError as exc:
+            raise catalog_error(exc) from None
+
+    def act(name: str, verb: str, wait_s: float = 0) -> Stream:
+        try:
+            getattr(sup, verb)(name)
+            if wait_s:
+                sup.wait(name, frozenset({State.PAUSED}), wait_s)
+        except CatalogError as exc:
+            raise catalog_error(exc) from None
+        except (TransitionError, StreamBusy) as exc:
+            raise ApiError(400, str(exc)) from None
+        return view(name)
+
+    @r.get("/streams", response_model=StreamList, response_model_exclude_none=True)
+    def list_streams() -> StreamList:
+        return StreamList(streams=[view(x.spec.name) for x in cat.streams()])
+
+    @r.post("/streams", status_code=201, response_model=Stream,
+            response_model_exclude_none=True, responses=responses(400, 404, 409))
+    def create_stream(body: StreamBody, streamId: str = Query()) -> Stream:  # noqa: N803
+        try:
+            check_name("stream", streamId)
+            cat.create_stream(spec_of(streamId, body))
+        except (StreamSpecError, ProfileError) as exc:
+            raise ApiError(400, str(exc)) from None
+        except CatalogError as exc:
+            raise catalog_error(exc) from None
+        return view(streamId)
+
+    @r.get("/streams/{name}", response_model=Stream, response_model_exclude_none=True,
+           responses=responses(404))
+    def get_stream(name: str) -> Stream:
+        return view(name)
+
+    @r.patch("/streams/{name}", response_model=Stream, response_model_exclude_none=True,
+             responses=responses(400, 404))
+    def patch_stream(name: str, body: StatePatch) -> Stream:
+        current = view(name).state
+        if body.state == "PAUSED":
+            return act(name, "pause")
+        verb = {"NOT_STARTED": "start", "FAILED_PERMANENTLY": "recover"}.get(current, "resume")
+        return act(name, verb)
+
+    def verb_method(verb: str) -> Callable[[str], Stream]:
+        def method(name: str) -> Stream:
+            return act(name, verb)
+
+        return method
+
+    for verb in ("start", "pause", "resume", "recover"):
+        r.add_api_route(f"/streams/{{name}}:{verb}", verb_method(verb), methods=["POST"],
+                        response_model=Stream, response_model_exclude_none=True,
+                        responses=responses(400, 404), name=f"{verb}_stream")
+
+    @r.post("/streams/{name}:drain", response_model=Stream, response_model_exclude_none=True,
+            responses=responses(400, 404))
+    def drain_stream(name: str, timeout: float = Query(60, ge=0, le=600)) -> Stream:
+        return act(name, "pause", max(timeout, 0.1))
+
+    @r.get("/streams/{name}/errors", response_model=ErrorList, responses=responses(404))
+    def stream_errors(name: str) -> ErrorList:
+        view(name)
+        return ErrorList(errors=[e.as_json() for e in cat.errors(name)])
+
+    @r.post("/streams/{name}:fetchErrors", response_model=ErrorList, responses=responses(404))
+    def fetch_errors(name: str) -> ErrorList:
+        return stream_errors(name)
+
+    @r.delete("/streams/{name}", status_code=204, responses=responses(400, 404))
+    def delete_stream(name: str, force: bool = False) -> Response:
+        try:
+            sup.delete(name, force=force)
+        except CatalogError as exc:
+            raise catalog_error(exc) from None
+        except StreamBusy as exc:
+            raise ApiError(400, str(exc)) from None
+        return Response(status_code=204)
+
+    return r

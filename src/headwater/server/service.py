@@ -1,0 +1,104 @@
+"""The service's state: the data directory, the connector store and manager, the streams
+catalog and its supervisor; started once, closed once.
+
+Why one object: the REST routers receive it and nothing else, so a later router (metrics,
+a console) needs no new wiring; and start-up / shut-down order lives in one place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import orjson
+
+from headwater.server.manager import ConnectorManager
+from headwater.server.store import ConnectorStore
+from headwater.streams.catalog import Catalog, StreamRecord
+from headwater.streams.states import ACTIVE, State, TransitionError
+from headwater.streams.supervisor import Supervisor
+from headwater.streams.translate import stream_dir
+
+log = logging.getLogger("headwater.server")
+RESUME_KEY: Final = "streams_to_resume"
+
+
+class ServiceStreamLauncher:
+    """Streams as child processes that die with the service (as its connectors do), so a
+    kill -9 of the service stops them and its restart resumes them."""
+
+    def launch(self, catalog: Catalog, name: str) -> int | None:
+        home = stream_dir(catalog.root, name)
+        home.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        src = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+        with (home / "worker.log").open("ab") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "headwater.server.stream_child", "--parent",
+                 str(os.getpid()), "--data-dir", str(catalog.root.resolve()), name],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True, env=env, close_fds=True)
+        return proc.pid
+
+    def stop(self, record: StreamRecord) -> None:
+        if record.pid is not None and record.host == socket.gethostname():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(record.pid, signal.SIGTERM)
+
+
+@dataclass
+class Service:
+    data_dir: Path
+    store: ConnectorStore
+    manager: ConnectorManager
+    catalog: Catalog
+    supervisor: Supervisor
+    worker_id: str  # host:port, Kafka Connect's `worker_id`
+
+    @classmethod
+    def open(cls, data_dir: Path, worker_id: str) -> Service:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        store = ConnectorStore(data_dir)
+        catalog = Catalog(data_dir)
+        return cls(data_dir, store, ConnectorManager(store), catalog,
+                   Supervisor(catalog, ServiceStreamLauncher()), worker_id)
+
+    def start(self) -> None:
+        """Every connector whose target is RUNNING, and every stream this service was
+        running when it stopped or died, runs again from its offsets."""
+        self.manager.start_all()
+        wanted = set(orjson.loads(self.store.meta(RESUME_KEY) or "[]"))
+        for rec in self.catalog.streams():
+            name = rec.spec.name
+            was_active = rec.state in ACTIVE
+            try:
+                now = self.supervisor.reconcile(name)  # a dead worker: FAILED
+                if now.state in ACTIVE:
+                    continue  # alive (started by the CLI): not ours
+                if (was_active or name in wanted) and now.state in (State.FAILED,
+                                                                   State.PAUSED):
+                    log.info("stream %s: resuming", name)
+                    self.supervisor.resume(name)
+            except TransitionError as exc:
+                log.warning("stream %s not resumed: %s", name, exc)
+        self.store.set_meta(RESUME_KEY, "[]")
+
+    def close(self, timeout_s: float = 60) -> None:
+        """Stop every worker gracefully; remember the running streams for the next start."""
+        active = [r.spec.name for r in self.catalog.streams() if r.state in ACTIVE]
+        self.store.set_meta(RESUME_KEY, orjson.dumps(active).decode())
+        for name in active:
+            rec = self.catalog.stream(name)
+            self.supervisor.launcher.stop(rec)
+        self.manager.close()
+        for name in active:
+            self.supervisor.wait(name, frozenset(set(State) - ACTIVE), timeout_s)

@@ -1,0 +1,246 @@
+"""Discover: the objects of a source profile's database, shaped like Datastream's discover
+response, at a requested depth.
+
+Why Datastream's shape: a Datastream user (and the later REST service) reads
+`postgresqlRdbms.postgresqlSchemas[].postgresqlTables[].postgresqlColumns[]` and
+`mysqlRdbms.mysqlDatabases[].mysqlTables[].mysqlColumns[]`; each column carries its source
+type (`dataType`) and, as a Headwater addition, Datastream's unified type (`unifiedType`),
+the type the column has in Datastream-format events (docs/streams.md has the tables).
+
+Depth is Datastream's `hierarchyDepth` (1: schemas/databases, 2: + tables, 3: + columns);
+`fullHierarchy` is depth 3.  A `container`/`table` narrows the answer like the discover
+request's object to look into.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from headwater.streams.profiles import Profile, source_kind
+from headwater.streams.sources import connect
+
+FULL_DEPTH: Final = 3
+
+# PostgreSQL base type (format_type without modifiers) -> Datastream unified type.
+PG_UNIFIED: Final[dict[str, str]] = {
+    "smallint": "INTEGER", "integer": "INTEGER", "bigint": "LONG", "oid": "LONG",
+    "real": "FLOAT", "double precision": "DOUBLE", "money": "DOUBLE",
+    "boolean": "BOOLEAN", "bit": "BYTES", "bit varying": "BYTES", "bytea": "BYTES",
+    "character": "STRING", "character varying": "STRING", "text": "STRING", "name": "STRING",
+    '"char"': "STRING", "citext": "STRING", "uuid": "STRING", "inet": "STRING",
+    "cidr": "STRING", "macaddr": "STRING", "macaddr8": "STRING", "xml": "STRING",
+    "ltree": "STRING", "isbn": "STRING", "hstore": "STRING",
+    "json": "JSON", "jsonb": "JSON", "date": "DATE",
+    "time without time zone": "TIME", "time with time zone": "TIME WITH TIME ZONE",
+    "timestamp without time zone": "TIMESTAMP",
+    "timestamp with time zone": "TIMESTAMP WITH TIME ZONE", "interval": "INTERVAL",
+    "int4range": "STRING", "int8range": "STRING", "numrange": "STRING", "tsrange": "STRING",
+    "tstzrange": "STRING", "daterange": "STRING",
+}
+
+
+def pg_unified(base: str, typtype: str, precision: int | None, is_array: bool) -> str:
+    if is_array:
+        return "ARRAY"
+    if base == "numeric":
+        return "DECIMAL" if precision is not None else "NUMBER"
+    if typtype == "e":
+        return "STRING"  # enum types
+    return PG_UNIFIED.get(base, "UNSUPPORTED")
+
+
+_MYSQL_STRING: Final = frozenset({"char", "varchar", "tinytext", "text", "mediumtext",
+                                  "longtext", "enum", "set", "inet4", "inet6", "uuid"})
+_MYSQL_BYTES: Final = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob",
+                                 "longblob"})
+
+
+def mysql_unified(data_type: str, column_type: str, precision: int | None,
+                  scale: int | None) -> str:
+    t = data_type.lower()
+    unsigned = "unsigned" in column_type.lower()
+    if t in ("tinyint", "smallint", "mediumint", "year"):
+        return "INTEGER"
+    if t == "int":
+        return "LONG" if unsigned else "INTEGER"
+    if t == "bigint":
+        return "DECIMAL" if unsigned else "LONG"
+    if t == "bit":
+        return "LONG"
+    if t == "decimal":
+        return ("DECIMAL" if precision is not None and precision <= 38
+                and (scale or 0) <= precision else "NUMBER")
+    simple = {"float": "FLOAT", "double": "DOUBLE", "date": "DATE", "datetime": "DATETIME",
+              "timestamp": "TIMESTAMP", "time": "TIME_INTERVAL", "json": "JSON"}
+    if t in simple:
+        return simple[t]
+    if t in _MYSQL_STRING:
+        return "STRING"
+    if t in _MYSQL_BYTES:
+        return "BYTES"
+    return "UNSUPPORTED"
+
+
+# A domain's type is its innermost base type (domains over domains over arrays included).
+_PG_COLUMNS: Final = """
+WITH RECURSIVE dom(oid, cur, mod) AS (
+  SELECT t.oid, t.typbasetype, t.typtypmod FROM pg_type t WHERE t.typtype = 'd'
+  UNION ALL
+  SELECT dom.oid, t.typbasetype, t.typtypmod FROM dom JOIN pg_type t ON t.oid = dom.cur
+  WHERE t.typtype = 'd'),
+base AS (SELECT dom.oid, dom.cur, dom.mod FROM dom JOIN pg_type t ON t.oid = dom.cur
+         WHERE t.typtype <> 'd')
+SELECT n.nspname, c.relname, a.attname, a.attnum, NOT a.attnotnull,
+       format_type(a.atttypid, NULL) AS declared,
+       format_type(bt.oid, NULL) AS base, bt.typtype, bt.typcategory = 'A' AS is_array,
+       COALESCE(ic.character_maximum_length, information_schema._pg_char_max_length(
+         bt.oid, base.mod)),
+       COALESCE(ic.numeric_precision, information_schema._pg_numeric_precision(
+         bt.oid, base.mod)),
+       COALESCE(ic.numeric_scale, information_schema._pg_numeric_scale(bt.oid, base.mod)),
+       ic.datetime_precision,
+       EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary
+               AND a.attnum = ANY(i.indkey)) AS pk
+FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN base ON base.oid = a.atttypid
+JOIN pg_type bt ON bt.oid = COALESCE(base.cur, a.atttypid)
+LEFT JOIN information_schema.columns ic ON ic.table_schema = n.nspname
+     AND ic.table_name = c.relname AND ic.column_name = a.attname
+WHERE c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname NOT LIKE 'pg\\_%%'
+  AND NOT c.relispartition
+  AND (%(schema)s IS NULL OR n.nspname = %(schema)s)
+  AND (%(table)s IS NULL OR c.relname = %(table)s)
+ORDER BY n.nspname, c.relname, a.attnum
+"""
+_PG_TABLES: Final = """
+SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%%'
+  AND (%(schema)s IS NULL OR n.nspname = %(schema)s)
+  AND (%(table)s IS NULL OR c.relname = %(table)s)
+ORDER BY 1, 2
+"""
+_PG_SCHEMAS: Final = """
+SELECT nspname FROM pg_namespace WHERE nspname NOT IN ('pg_catalog', 'information_schema')
+  AND nspname NOT LIKE 'pg\\_%%' AND (%(schema)s IS NULL OR nspname = %(schema)s) ORDER BY 1
+"""
+
+_MYSQL_SYSTEM: Final = ("mysql", "information_schema", "performance_schema", "sys")
+_MY_COLUMNS: Final = """
+SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.ORDINAL_POSITION, c.IS_NULLABLE,
+       c.DATA_TYPE, c.COLUMN_TYPE, c.CHARACTER_MAXIMUM_LENGTH, c.NUMERIC_PRECISION,
+       c.NUMERIC_SCALE, c.DATETIME_PRECISION, c.COLLATION_NAME, c.COLUMN_KEY
+FROM information_schema.COLUMNS c JOIN information_schema.TABLES t
+  ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME
+WHERE t.TABLE_TYPE = 'BASE TABLE' AND c.TABLE_SCHEMA NOT IN %(system)s
+  AND (%(db)s IS NULL OR c.TABLE_SCHEMA = %(db)s)
+  AND (%(table)s IS NULL OR c.TABLE_NAME = %(table)s)
+ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION
+"""
+_MY_TABLES: Final = """
+SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
+WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN %(system)s
+  AND (%(db)s IS NULL OR TABLE_SCHEMA = %(db)s) AND (%(table)s IS NULL OR TABLE_NAME = %(table)s)
+ORDER BY 1, 2
+"""
+_MY_DATABASES: Final = """
+SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN %(system)s
+  AND (%(db)s IS NULL OR SCHEMA_NAME = %(db)s) ORDER BY 1
+"""
+
+
+def _nest(containers: list[str], tables: list[tuple[str, str]],
+          columns: dict[tuple[str, str], list[dict[str, Any]]], depth: int,
+          names: tuple[str, str, str, str]) -> list[dict[str, Any]]:
+    container_key, tables_key, columns_key, _ = names
+    out: list[dict[str, Any]] = []
+    for c in containers:
+        entry: dict[str, Any] = {container_key: c}
+        if depth >= 2:
+            entry[tables_key] = []
+            for s, t in tables:
+                if s != c:
+                    continue
+                table: dict[str, Any] = {"table": t}
+                if depth >= 3:
+                    table[columns_key] = columns.get((s, t), [])
+                entry[tables_key].append(table)
+        out.append(entry)
+    return out
+
+
+def discover_postgres(conn: Any, depth: int, schema: str | None, table: str | None
+                      ) -> dict[str, Any]:
+    params = {"schema": schema, "table": table}
+    with conn.cursor() as cur:
+        cur.execute(_PG_SCHEMAS, params)
+        schemas = [r[0] for r in cur.fetchall()]
+        cur.execute(_PG_TABLES, params)
+        tables = [(r[0], r[1]) for r in cur.fetchall()]
+        columns: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        if depth >= 3:
+            cur.execute(_PG_COLUMNS, params)
+            for (s, t, name, pos, nullable, declared, base, typtype, is_array, length,
+                 precision, scale, dt_precision, pk) in cur.fetchall():
+                columns.setdefault((s, t), []).append({
+                    "column": name, "dataType": declared, "unifiedType": pg_unified(
+                        base, typtype, precision, bool(is_array)),
+                    "length": length, "precision": precision if precision is not None
+                    else dt_precision, "scale": scale, "primaryKey": bool(pk),
+                    "nullable": bool(nullable), "ordinalPosition": int(pos)})
+    if table is not None:
+        schemas = [s for s in schemas if any(s == ts for ts, _ in tables)]
+    return {"postgresqlRdbms": {"postgresqlSchemas": _nest(
+        schemas, tables, columns, depth,
+        ("schema", "postgresqlTables", "postgresqlColumns", ""))}}
+
+
+def discover_mysql(conn: Any, depth: int, database: str | None, table: str | None
+                   ) -> dict[str, Any]:
+    params = {"system": _MYSQL_SYSTEM, "db": database, "table": table}
+    with conn.cursor() as cur:
+        cur.execute(_MY_DATABASES, params)
+        databases = [r[0] for r in cur.fetchall()]
+        cur.execute(_MY_TABLES, params)
+        tables = [(r[0], r[1]) for r in cur.fetchall()]
+        columns: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        if depth >= 3:
+            cur.execute(_MY_COLUMNS, params)
+            for (db, t, name, pos, nullable, data_type, column_type, length, precision,
+                 scale, dt_precision, collation, key) in cur.fetchall():
+                columns.setdefault((db, t), []).append({
+                    "column": name, "dataType": str(data_type).upper(),
+                    "columnType": column_type,
+                    "unifiedType": mysql_unified(data_type, column_type, precision, scale),
+                    "length": length, "collation": collation,
+                    "primaryKey": key == "PRI", "nullable": nullable == "YES",
+                    "ordinalPosition": int(pos),
+                    "precision": precision if precision is not None else dt_precision,
+                    "scale": scale})
+    if table is not None:
+        databases = [d for d in databases if any(d == td for td, _ in tables)]
+    return {"mysqlRdbms": {"mysqlDatabases": _nest(
+        databases, tables, columns, depth,
+        ("database", "mysqlTables", "mysqlColumns", ""))}}
+
+
+def discover(profile: Profile, depth: int = FULL_DEPTH, container: str | None = None,
+             table: str | None = None) -> dict[str, Any]:
+    """The discover response for a source profile (connects with the profile)."""
+    if not 1 <= depth <= FULL_DEPTH:
+        raise ValueError(f"hierarchy depth {depth}: use 1 (schemas/databases), 2 (+ tables) "
+                         "or 3 (+ columns)")
+    kind = source_kind(profile.kind)
+    conn = connect(profile)
+    try:
+        if kind.name == "postgresql":
+            return discover_postgres(conn, depth, container, table)
+        if kind.name == "mysql":
+            return discover_mysql(conn, depth, container, table)
+        raise NotImplementedError(f"discover for a {kind.name} source")
+    finally:
+        conn.close()

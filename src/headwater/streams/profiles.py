@@ -1,0 +1,150 @@
+"""Connection profiles: where a stream reads from and where it writes to, named and reused.
+
+Why: a Datastream user creates a connection profile once and points many streams at it.
+Source profiles hold connection properties under Debezium's names (`database.hostname`,
+...), so a profile is the connection part of a connector configuration and nothing has to be
+translated twice.  What each source kind needs is data (`SourceKind`), keyed by the
+connector registration it runs on: adding MongoDB means adding one `SourceKind`, not
+touching the catalog or the CLI.
+
+Secrets are stored as given (a `${env:...}` or `${file:...}` placeholder is the way to keep
+them out of the catalog, as in connector configurations) and masked in every rendering.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from headwater.connectors.registry import RegistryError, registration_for_class
+
+MASK: Final = "********"
+_SECRET = re.compile(r"password|secret|token|credential|\.key$|keystore|truststore\.password",
+                     re.IGNORECASE)
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be used as written; the message names the property."""
+
+
+def check_name(what: str, name: str) -> str:
+    """Names become directory, slot and topic-prefix parts: letters, digits, '_' and '-'."""
+    if not _NAME.fullmatch(name):
+        raise ProfileError(f"{what} name {name!r}: use a letter, then letters, digits, '_' or "
+                           "'-' (at most 63 characters)")
+    return name
+
+
+def is_secret(key: str) -> bool:
+    return bool(_SECRET.search(key))
+
+
+def masked(properties: Mapping[str, str]) -> dict[str, str]:
+    """The properties with every secret value replaced by a mask (for printing)."""
+    return {k: (MASK if is_secret(k) and v else v) for k, v in properties.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class SourceKind:
+    """One kind of source: its connector, its required connection properties, defaults."""
+
+    name: str  # "postgresql", "mysql": the Datastream profile kind
+    connector_class: str
+    required: tuple[str, ...]
+    defaults: Mapping[str, str] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    # The name level Datastream's include/exclude objects start at ("schema" or "database").
+    container: str = "schema"
+
+    def registration_name(self) -> str:
+        """The connector registration's name; a kind whose connector is not registered
+        (e.g. not installed) is refused when a profile is created, not when a stream runs."""
+        try:
+            return registration_for_class(self.connector_class).name
+        except RegistryError as exc:
+            raise ProfileError(f"source kind {self.name}: {exc}") from None
+
+
+SOURCE_KINDS: Final[tuple[SourceKind, ...]] = (
+    SourceKind("postgresql", "io.debezium.connector.postgresql.PostgresConnector",
+               ("database.hostname", "database.user", "database.dbname"),
+               {"database.port": "5432"}, ("postgres", "pg"), "schema"),
+    SourceKind("mysql", "io.debezium.connector.mysql.MySqlConnector",
+               ("database.hostname", "database.user"),
+               {"database.port": "3306"}, ("mariadb",), "database"),
+)
+
+DESTINATION_KINDS: Final = ("topics", "files")
+FILE_FORMATS: Final = ("json", "avro")
+
+
+def source_kind(name: str) -> SourceKind:
+    wanted = name.strip().lower()
+    for kind in SOURCE_KINDS:
+        if wanted == kind.name or wanted in kind.aliases:
+            return kind
+    raise ProfileError(f"unknown source kind {name!r}; known: "
+                       + ", ".join(k.name for k in SOURCE_KINDS))
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """A named connection profile.  `role` is "source" or "destination"; `kind` is a source
+    kind name or a destination kind ("topics", "files")."""
+
+    name: str
+    role: str
+    kind: str
+    properties: Mapping[str, str]
+    created_ms: int = 0
+    updated_ms: int = 0
+
+    def rendered(self) -> dict[str, object]:
+        """Datastream's ConnectionProfile shape, with secrets masked."""
+        props = masked(self.properties)
+        doc: dict[str, object] = {"name": self.name, "role": self.role, "kind": self.kind,
+                                  "createTime": self.created_ms, "updateTime": self.updated_ms}
+        if self.role == "source":
+            doc[f"{self.kind}Profile"] = props
+        else:
+            doc["destinationProfile"] = props
+        return doc
+
+
+def source_profile(name: str, kind: str, properties: Mapping[str, str]) -> Profile:
+    """A validated source profile: required properties present, defaults filled in, the
+    connector registered."""
+    check_name("profile", name)
+    k = source_kind(kind)
+    k.registration_name()
+    props = {**k.defaults, **{key.strip(): str(v) for key, v in properties.items()}}
+    missing = [p for p in k.required if not props.get(p)]
+    if missing:
+        raise ProfileError(f"source profile {name!r} ({k.name}): missing "
+                           + ", ".join(missing))
+    if "connector.class" in props:
+        raise ProfileError(f"source profile {name!r}: connector.class comes from the kind "
+                           f"({k.name}), do not set it")
+    return Profile(name, "source", k.name, props)
+
+
+def destination_profile(name: str, kind: str, directory: str, file_format: str = "json"
+                        ) -> Profile:
+    """A topic-log destination (`directory` holds one topic log per stream) or a files
+    destination (`directory` + `json`/`avro`, written by the files destination)."""
+    check_name("profile", name)
+    if kind not in DESTINATION_KINDS:
+        raise ProfileError(f"unknown destination kind {kind!r}; known: "
+                           + ", ".join(DESTINATION_KINDS))
+    if not directory:
+        raise ProfileError(f"destination profile {name!r}: a directory is required")
+    props = {"directory": directory}
+    if kind == "files":
+        if file_format not in FILE_FORMATS:
+            raise ProfileError(f"destination profile {name!r}: format {file_format!r} is not "
+                               + " or ".join(FILE_FORMATS))
+        props["format"] = file_format
+    return Profile(name, "destination", kind, props)

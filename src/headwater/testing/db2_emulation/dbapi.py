@@ -1,0 +1,152 @@
+"""An ibm_db_dbi-shaped DB-API module over PostgreSQL, for the Db2 EMULATION.
+
+`connect(dsn="DATABASE=..;HOSTNAME=..;PORT=..;UID=..;PWD=..;")` opens a psycopg2 connection
+to the PostgreSQL database named DATABASE; cursors translate each Db2 statement (`translate`)
+and return values as ibm_db_dbi would (bytes for FOR BIT DATA, not memoryview).
+
+sqlglot has no Db2 dialect, so the translation is by hand and covers only what the connector
+sends (queries.py): `?` markers, X'..' binary literals, CURRENT TIMESTAMP / CURRENT SERVER,
+the infix CONCAT operator, trailing isolation clauses (WITH CS, FOR READ ONLY WITH UR),
+SET CURRENT ISOLATION and SAVEPOINT .. ON ROLLBACK RETAIN CURSORS.  Anything else passes
+through unchanged, so a statement this does not know fails loudly on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any, Final
+
+import psycopg2
+
+paramstyle = "qmark"
+Error = psycopg2.Error
+OperationalError = psycopg2.OperationalError
+InterfaceError = psycopg2.InterfaceError
+DatabaseError = psycopg2.DatabaseError
+
+_LEVELS: Final = {"UR": "READ UNCOMMITTED", "CS": "READ COMMITTED", "RS": "REPEATABLE READ",
+                  "RR": "SERIALIZABLE"}
+_ISOLATION: Final = re.compile(r"^\s*SET\s+CURRENT\s+ISOLATION\s*=?\s*(UR|CS|RS|RR)\s*$", re.I)
+_REWRITES: Final = (
+    (re.compile(r"\bCURRENT\s+TIMESTAMP\b", re.I), "CURRENT_TIMESTAMP"),
+    (re.compile(r"\bCURRENT\s+SERVER\b", re.I), "upper(current_database())"),
+    (re.compile(r"\bCONCAT\b", re.I), "||"),
+    (re.compile(r"\s+for\s+read\s+only(\s+with\s+(ur|cs|rs|rr))?\s*$", re.I), ""),
+    (re.compile(r"\s+WITH\s+(UR|CS|RS|RR)\s*$", re.I), ""),
+    (re.compile(r"\s+ON\s+ROLLBACK\s+RETAIN\s+CURSORS\s*$", re.I), ""),
+    (re.compile(r"\bX'([0-9A-Fa-f]*)'"), r"'\\x\1'::bytea"),
+)
+
+
+def _markers(sql: str) -> str:
+    """`?` outside string literals -> `%s`; a literal `%` -> `%%` (psycopg2's format style)."""
+    out: list[str] = []
+    in_string = False
+    for char in sql:
+        if char == "'":
+            in_string = not in_string
+        if char == "?" and not in_string:
+            out.append("%s")
+        elif char == "%":
+            out.append("%%")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+@lru_cache(maxsize=256)
+def translate(db2: str) -> str:
+    """PostgreSQL text (with `%s` parameters) of one Db2 statement."""
+    level = _ISOLATION.match(db2)
+    if level:
+        return f"SET TRANSACTION ISOLATION LEVEL {_LEVELS[level.group(1).upper()]}"
+    sql = db2
+    for pattern, replacement in _REWRITES:
+        sql = pattern.sub(replacement, sql)
+    return _markers(sql)
+
+
+def _plain(value: Any) -> Any:
+    return bytes(value) if isinstance(value, memoryview) else value
+
+
+class Cursor:
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    @property
+    def description(self) -> Any:
+        return self._inner.description
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._inner.rowcount)
+
+    def execute(self, operation: str, params: Sequence[Any] | None = None) -> None:
+        self._inner.execute(translate(operation), tuple(params) if params else None)
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        row = self._inner.fetchone()
+        return None if row is None else tuple(_plain(v) for v in row)
+
+    def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
+        return [tuple(_plain(v) for v in row) for row in self._inner.fetchmany(size)]
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return [tuple(_plain(v) for v in row) for row in self._inner.fetchall()]
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class Connection:
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def cursor(self) -> Cursor:
+        return Cursor(self._inner.cursor())
+
+    def commit(self) -> None:
+        self._inner.commit()
+
+    def rollback(self) -> None:
+        self._inner.rollback()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def set_autocommit(self, value: bool) -> None:
+        self._inner.autocommit = value
+
+
+def _dsn(text: str) -> dict[str, str]:
+    return {k.strip().upper(): v for k, _, v in
+            (part.partition("=") for part in text.split(";") if "=" in part)}
+
+
+def connect(dsn: str = "", user: str = "", password: str = "", host: str = "",
+            database: str = "", conn_options: Any = None) -> Connection:
+    """ibm_db_dbi.connect's signature; HOSTNAME may be a host or a socket directory.
+    ibm_db_dbi connections start in autocommit; so do these."""
+    parts = _dsn(dsn)
+    kwargs: dict[str, Any] = {"host": parts.get("HOSTNAME", host or "127.0.0.1"),
+                              "port": int(parts.get("PORT", "5432")),
+                              "user": parts.get("UID", user) or None,
+                              "dbname": parts.get("DATABASE", database)}
+    pwd = parts.get("PWD", password)
+    if pwd:
+        kwargs["password"] = pwd
+    inner = psycopg2.connect(**kwargs)
+    inner.autocommit = True
+    return Connection(inner)
+
+
+def install(connection: Any) -> None:
+    """Create the emulated ASN surface in the database of a psycopg2 connection."""
+    from importlib.resources import files
+
+    sql = files("headwater.testing.db2_emulation").joinpath("schema.sql").read_text()
+    with connection.cursor() as cur:
+        cur.execute(sql)

@@ -1,0 +1,149 @@
+"""The Db2 connector end to end against the ASN EMULATION (not a live Db2): snapshot in the
+seed's seven steps, then inserts, updates, deletes in commit order, resume from stored
+offsets."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import pytest
+
+from headwater.connectors.db2.config import validate_db2_config
+from headwater.connectors.db2.connector import SNAPSHOT_STEPS, Db2Connector
+from headwater.engine.queue import Batch
+from headwater.engine.source import SourceRunContext
+from headwater.model.record import ChangeRecord, TransactionEvent
+from headwater.testing.localpg import wait_for
+from tests.db2.conftest import add_table, sql
+
+CUSTOMERS = ("CREATE TABLE db2inst1.customers (id INTEGER NOT NULL PRIMARY KEY, first_name "
+             "VARCHAR(255) NOT NULL, last_name VARCHAR(255) NOT NULL, email VARCHAR(255) NOT "
+             "NULL, balance DECIMAL(10,2), seen TIMESTAMP(3))")
+
+
+def config(db: dict[str, Any], **extra: str) -> Any:
+    props = {"topic.prefix": "db2server", "database.hostname": db["host"],
+             "database.port": str(db["port"]), "database.user": db["user"],
+             "database.dbname": db["database"], "poll.interval.ms": "50",
+             "headwater.db2.driver": "headwater.testing.db2_emulation.dbapi", **extra}
+    return validate_db2_config(props)[0]
+
+
+class Capture:
+    def __init__(self, cfg: Any) -> None:
+        self.batches: list[Batch] = []
+        self.stopping = threading.Event()
+        self.ctx = SourceRunContext(self.batches.append, self.stopping)
+        self.connector = Db2Connector(cfg)
+        self.thread: threading.Thread | None = None
+
+    def run(self, offset: dict[str, Any] | None = None) -> None:
+        plan = self.connector.start(offset)
+        if plan.snapshot is not None:
+            offset = plan.snapshot.execute(self.ctx)
+        assert plan.streaming is not None
+        self.thread = threading.Thread(target=plan.streaming.execute, args=(self.ctx, offset))
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        assert self.thread is not None
+        self.thread.join(10)
+
+    def records(self) -> list[ChangeRecord]:
+        return [e for b in list(self.batches) for e in b.records if isinstance(e, ChangeRecord)]
+
+    def last_offset(self) -> dict[str, Any] | None:
+        return next((b.offset for b in reversed(self.batches) if b.offset), None)
+
+
+def setup_customers(db: dict[str, Any]) -> None:
+    sql(db, "CREATE SCHEMA db2inst1", CUSTOMERS,
+        "INSERT INTO db2inst1.customers VALUES (1001, 'sally', 'thomas', "
+        "'sally@example.com', 12.5, '2020-01-02 03:04:05.678')")
+    add_table(db, "db2inst1", "customers")
+
+
+def test_snapshot_steps_are_logged_in_the_seeds_order(db2_db: dict[str, Any],
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    setup_customers(db2_db)
+    caplog.set_level(logging.INFO, logger="headwater.connectors.db2")
+    plan = Db2Connector(config(db2_db)).start(None)
+    assert plan.snapshot is not None
+    batches: list[Batch] = []
+    offset = plan.snapshot.execute(SourceRunContext(batches.append, threading.Event()))
+    steps = [r.getMessage() for r in caplog.records
+             if r.getMessage().startswith("snapshot step ")]
+    named = [next(i for i, s in enumerate(SNAPSHOT_STEPS, 1)
+                  if m.startswith(f"snapshot step {i}/7: {s}")) for m in steps
+             if "done" not in m]
+    assert named == [1, 2, 3, 4, 5, 6, 7]
+    assert offset is not None and offset["snapshot_completed"]
+    reads = [r for b in batches for r in b.records if isinstance(r, ChangeRecord)]
+    assert [r.op.value for r in reads] == ["r"]
+    assert reads[0].position.commit_lsn == offset["commit_lsn"]
+    assert reads[0].position.change_lsn is None
+
+
+def test_snapshot_then_stream_in_commit_order(db2_db: dict[str, Any]) -> None:
+    db = db2_db
+    setup_customers(db)
+    capture = Capture(config(db, **{"provide.transaction.metadata": "true"}))
+    capture.run()
+    try:
+        sql(db, "INSERT INTO db2inst1.customers VALUES (1005, 'john', 'doe', "
+            "'john.doe@example.org', NULL, NULL)",
+            "UPDATE db2inst1.customers SET email = 'noreply@example.org' WHERE id = 1005",
+            "DELETE FROM db2inst1.customers WHERE id = 1005")
+        wait_for(lambda: len(capture.records()) >= 4, 20, what="4 records")
+    finally:
+        capture.stop()
+    records = capture.records()
+    assert [r.op.value for r in records] == ["r", "c", "u", "d"]
+    read, create, update, delete = records
+    assert read.table.id.schema == "DB2INST1" and read.table.id.table == "CUSTOMERS"
+    assert [c.name for c in read.table.columns] == [
+        "ID", "FIRST_NAME", "LAST_NAME", "EMAIL", "BALANCE", "SEEN"]
+    assert read.after is not None and read.after[5] == 1577934245678
+    assert create.after == (1005, "john", "doe", "john.doe@example.org", None, None)
+    assert update.before is not None and update.before[3] == "john.doe@example.org"
+    assert update.after is not None and update.after[3] == "noreply@example.org"
+    assert delete.before is not None and delete.before[3] == "noreply@example.org"
+    assert [r.position.event_serial_no for r in records[1:]] == [1, 2, 1]
+    commits = [r.position.commit_lsn for r in records[1:]]
+    assert commits == sorted(commits) and len(set(commits)) == 3
+    assert read.position.commit_lsn < commits[0]
+    for record in records[1:]:
+        assert record.position.change_lsn < record.position.commit_lsn
+    tx_events = [e for b in capture.batches for e in b.records
+                 if isinstance(e, TransactionEvent)]
+    assert [e.status for e in tx_events] == ["BEGIN", "END"] * 3
+    assert tx_events[0].id == create.position.commit_lsn
+
+
+def test_restart_resumes_after_stored_offset(db2_db: dict[str, Any]) -> None:
+    db = db2_db
+    setup_customers(db)
+    first = Capture(config(db, **{"snapshot.mode": "no_data"}))
+    first.run()
+    try:
+        sql(db, "INSERT INTO db2inst1.customers (id, first_name, last_name, email) "
+            "VALUES (1, 'a', 'b', 'c')")
+        wait_for(lambda: len(first.records()) >= 1, 20, what="1 record")
+    finally:
+        first.stop()
+    offset = first.last_offset()
+    assert offset is not None and offset["snapshot_completed"]
+    sql(db, "UPDATE db2inst1.customers SET email = 'd' WHERE id = 1",
+        "INSERT INTO db2inst1.customers (id, first_name, last_name, email) "
+        "VALUES (2, 'x', 'y', 'z')")
+    second = Capture(config(db, **{"db2.platform": "ZOS"}))
+    second.run(offset)
+    try:
+        wait_for(lambda: len(second.records()) >= 2, 20, what="2 records")
+    finally:
+        second.stop()
+    assert [(r.op.value, (r.after or r.before or ())[0]) for r in second.records()] == [
+        ("u", 1), ("c", 2)]

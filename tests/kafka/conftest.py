@@ -1,0 +1,67 @@
+"""Fixtures: one durable local Kafka-protocol broker (tansu over a file-backed S3) per module,
+and a reader of whole topics."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+import pytest
+
+from headwater.kafka.consume import partition_counts, read_until_end
+from headwater.testing.localkafka import LocalKafka
+from tests.integration.mysql.conftest import maria, menv  # noqa: F401 (fixtures)
+from tests.integration.postgres.conftest import env, pg  # noqa: F401 (fixtures)
+from tests.pipeline.conftest import spark  # noqa: F401 (fixtures)
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def kafka() -> Iterator[LocalKafka]:
+    pytest.importorskip("confluent_kafka")
+    broker = LocalKafka(durable=True).start()
+    try:
+        yield broker
+    finally:
+        broker.cleanup()
+
+
+def unique(name: str) -> str:
+    return f"{name}{next(_counter)}"
+
+
+class Rec(NamedTuple):
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]] | None
+
+
+def read_topic(bootstrap: str, topic: str) -> list[Rec]:
+    """Every record of a topic, partition by partition, in offset order."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "headwater-test",
+                         "enable.auto.commit": False, "enable.partition.eof": True,
+                         "auto.offset.reset": "earliest"})
+    try:
+        count = partition_counts(consumer, [topic]).get(topic, 0)
+        out = [Rec(m.partition(), m.offset(), m.key(), m.value(), m.headers())
+               for m in read_until_end(consumer, {(topic, p): 0 for p in range(count)})]
+    finally:
+        consumer.close()
+    return sorted(out, key=lambda r: (r.partition, r.offset))
+
+
+def kafka_props(broker: LocalKafka, **extra: Any) -> dict[str, Any]:
+    return {
+        "headwater.topics.store": "kafka",
+        "bootstrap.servers": broker.bootstrap,
+        "topic.creation.default.partitions": 3,
+        "topic.creation.default.replication.factor": 1,
+        "offset.storage.topic": unique("hw-offsets-"),
+        **extra,
+    }

@@ -1,0 +1,52 @@
+"""A throwaway PostgreSQL holding the SQL Server CDC EMULATION (database testDB)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from headwater.testing.localpg import LocalPostgres, local_postgres
+from headwater.testing.sqlserver_emulation import dbapi
+
+
+@pytest.fixture(scope="module")
+def emulated_pg() -> Iterator[LocalPostgres]:
+    with local_postgres() as pg:
+        yield pg
+
+
+@pytest.fixture
+def sqlserver_db(emulated_pg: LocalPostgres, request: Any) -> Iterator[dict[str, Any]]:
+    """A fresh emulated database: connect kwargs for dbapi.connect / the connector config."""
+    name = "testdb_" + str(abs(hash(request.node.name)) % 10**8)
+    emulated_pg.create_database(name)
+    raw = emulated_pg.connect(name)
+    dbapi.install(raw)
+    raw.close()
+    yield {"server": "127.0.0.1", "port": emulated_pg.port, "user": emulated_pg.user,
+           "database": name}
+
+
+def tsql(db: dict[str, Any], *statements: str) -> None:
+    """Run T-SQL through the emulation's adapter, committing each statement."""
+    conn = dbapi.connect(**db)
+    try:
+        for statement in statements:
+            cur = conn.cursor()
+            cur.execute(statement)
+            conn.commit()
+    finally:
+        conn.close()
+
+
+def enable_cdc(db: dict[str, Any], schema: str, table: str, ci: str | None = None) -> None:
+    """sys.sp_cdc_enable_table, as the emulation provides it (a PostgreSQL function)."""
+    conn = dbapi.connect(**db)
+    try:
+        cur = conn._inner.cursor()
+        cur.execute("SELECT sys.sp_cdc_enable_table(%s, %s, %s)", (schema, table, ci))
+        conn.commit()
+    finally:
+        conn.close()
