@@ -93,13 +93,14 @@ def diff(topic: str, path: str, dbz: Any, hw: Any, out: list[Difference]) -> Non
 _ROW = re.compile(r"^\|\s*`([^`]*)`\s*\|\s*`([^`]*)`\s*\|([^|]*)\|([^|]*)\|\s*$")
 
 
-def load_rules(doc: Path) -> list[Rule]:
-    """The rows of the table under the heading 'Differences the tests accept' in `doc`.
+def load_rules(doc: Path, heading: str = "## Differences the tests accept") -> list[Rule]:
+    """The rows of the table under `heading` in `doc` (one table per connector: a run must
+    need every rule of its own table).
 
     Each row: | `topic pattern` | `path pattern` | what differs | why |
     """
     text = doc.read_text()
-    start = text.index("## Differences the tests accept")
+    start = text.index(heading + "\n")
     rules: list[Rule] = []
     for line in text[start:].splitlines()[1:]:
         if line.startswith("## "):
@@ -108,5 +109,5 @@ def load_rules(doc: Path) -> list[Rule]:
         if m:
             rules.append(Rule(m[1], m[2], m[3].strip(), m[4].strip()))
     if not rules:
-        raise ValueError(f"{doc}: no rules in 'Differences the tests accept'")
+        raise ValueError(f"{doc}: no rules under {heading!r}")
     return rules

@@ -17,6 +17,7 @@ from headwater.connectors.mongodb.pipeline import change_stream_pipeline
 from headwater.connectors.mongodb.position import (
     MongoDbSourceBlock,
     MongoPosition,
+    lsid_json,
     token_from_offset,
     token_time,
     token_to_base64,
@@ -146,9 +147,39 @@ def test_document_envelope_rendering() -> None:
     value = orjson.loads(records[0].value)["payload"]
     assert list(value) == ["before", "after", "updateDescription", "source", "op", "ts_ms",
                            "transaction"]
-    assert (value["before"], value["after"], value["op"]) == (None, '{"_id":7,"a":2}', "u")
-    assert value["updateDescription"] == {"removedFields": None, "updatedFields": '{"a":2}',
+    assert (value["before"], value["after"], value["op"]) == (None, '{"_id": 7,"a": 2}', "u")
+    assert value["updateDescription"] == {"removedFields": None, "updatedFields": '{"a": 2}',
                                           "truncatedArrays": None}
     source = value["source"]
     assert (source["collection"], source["ord"], source["wallTime"], source["ts_ms"]) == (
         "c", 3, 10_500, 10_500)
+
+
+def test_datastream_events_are_refused() -> None:
+    """MongoDB's Datastream events are not implemented: refused at start, never rendered
+    with the relational shape."""
+    with pytest.raises(ConfigError) as err:
+        validate_mongodb_config(_config(**{"headwater.event.format": "datastream"}))
+    assert "does not write Datastream events" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        validate_mongodb_config(_config(**{"headwater.destination": "files"}))
+    assert "needs headwater.event.format=datastream" in str(err.value)
+    cfg, _ = validate_mongodb_config(_config(**{"headwater.event.format": "debezium"}))
+    assert cfg.topic_prefix == "p"
+
+
+def test_lsid_as_debezium_writes_it() -> None:
+    """`source.lsid` (and the transaction id) in Debezium 3.6's dialect, from the raw event."""
+    import base64
+    import json
+    from pathlib import Path
+
+    from bson.raw_bson import RawBSONDocument
+
+    fixture = json.loads((Path(__file__).parent / "mongodb" / "fixtures" / "transaction.json")
+                         .read_text())
+    expected = {r["value"]["payload"]["source"]["lsid"] for r in fixture["records"]
+                if r["value"] and "source" in r["value"]["payload"]} - {None}
+    events = [RawBSONDocument(base64.b64decode(e)) for e in fixture["change_events"]]
+    ours = {lsid_json(e["lsid"]) for e in events if "lsid" in e}
+    assert len(expected) == 1 and ours == expected

@@ -206,6 +206,9 @@ class DebeziumOracle:
                         "target_events": self.target_events})
         )
         self.records_path.write_bytes(b"")
+        # A previous run's counters in the same workdir (a restart from its offsets) would read
+        # as this run's: progress() starts empty.
+        (self.workdir / _PROGRESS).unlink(missing_ok=True)
         stderr = (self.workdir / "stderr.log").open("wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "headwater.testing.debezium_oracle", str(self.workdir)],

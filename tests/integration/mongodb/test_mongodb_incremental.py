@@ -220,3 +220,40 @@ def test_file_channel(env: MongoEnv) -> None:
     finally:
         cap.stop()
     assert len(_reads(env)) == 30
+
+
+def test_chunk_documents_are_encoded_from_their_bytes(env: MongoEnv) -> None:
+    """Chunk reads are exact like the initial snapshot's: a symbol, an undefined, a DBPointer,
+    regex options as stored and dates beyond year 9999 (a decoded read loses the first ones
+    and fails on the last), `_id`s of dates included."""
+    import struct
+
+    from bson.datetime_ms import DatetimeMS
+    from bson.raw_bson import RawBSONDocument
+
+    from headwater.connectors.mongodb.extended_json import document_json_raw, id_json_raw
+
+    def bstr(s: str) -> bytes:
+        b = s.encode()
+        return struct.pack("<i", len(b) + 1) + b + b"\0"
+
+    body = (b"\x02_id\x00" + bstr("deprecated") + b"\x0esym\x00" + bstr("s")
+            + b"\x06undef\x00" + b"\x0cptr\x00" + bstr("db.c") + bytes(range(12))
+            + b"\x0bre\x00a\x00xi\x00")
+    deprecated = RawBSONDocument(struct.pack("<i", len(body) + 5) + body + b"\0")
+    raw = env.client[env.db_name].get_collection(
+        "c", codec_options=env.db.c.codec_options.with_options(document_class=RawBSONDocument))
+    raw.insert_one(deprecated)
+    env.db.c.insert_many([{"_id": DatetimeMS(2**62), "late": DatetimeMS(253402300800000)},
+                          {"_id": 1, "dates": [DatetimeMS(-2**63), DatetimeMS(0)]}])
+    cap = env.capture(_props(env, **{"incremental.snapshot.chunk.size": 2}))
+    try:
+        wait(lambda: cap.runtime.metrics.connected, "streaming", capture=cap)
+        _signal(env, "s1", "execute-snapshot", {"data-collections": [f"{env.db_name}.c"]})
+        wait(lambda: _done(env), "the incremental snapshot", 60, cap)
+    finally:
+        cap.stop()
+    expected = {id_json_raw(d.raw): document_json_raw(d.raw) for d in raw.find()}
+    reads = {key["id"]: v["after"] for _, key, v in env.records("c")
+             if v is not None and v["op"] == "r"}
+    assert reads == expected and len(expected) == 3

@@ -41,3 +41,27 @@ def test_java_double_and_decimal128() -> None:
         "1.0E+7", "9999999.0", "0.001", "9.99E-4", "4.9E-324", "1.0E+23", "-0.0"]
     nan = bytes(15) + b"\x7c"
     assert decimal128_string(nan) == "NaN"
+
+
+def test_double_fast_path_agrees_with_the_full_algorithm() -> None:
+    """java_double prints repr() in [1e-3, 1e7); the digit algorithm must agree there."""
+    import random
+
+    from headwater.connectors.mongodb import _jdouble
+
+    def full(x: float) -> str:
+        sign = "-" if x < 0 else ""
+        digits, exp = _jdouble._digits(abs(x))
+        if len(digits) == 1:
+            digits, exp = _jdouble._two_digits(abs(x))
+        if exp >= 0:
+            return f"{sign}{digits[:exp + 1].ljust(exp + 1, '0')}.{digits[exp + 1:] or '0'}"
+        return f"{sign}0.{'0' * (-exp - 1)}{digits}"
+
+    rng = random.Random(7)
+    values = [1e-3, 0.0010000000000000002, 0.5, 2.0, 100.0, 9999999.0, 9999999.999999998]
+    values += [10 ** rng.uniform(-3, 7) * rng.choice((1, -1)) for _ in range(20_000)]
+    values += [round(rng.uniform(0.001, 1e7), rng.randint(0, 6)) for _ in range(20_000)]
+    for x in values:
+        if 1e-3 <= abs(x) < 1e7:
+            assert _jdouble.java_double(x) == full(x), x

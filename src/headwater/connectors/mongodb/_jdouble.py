@@ -59,6 +59,10 @@ def java_double(x: float) -> str:
         return "NaN"
     if x in (float("inf"), float("-inf")):
         return "Infinity" if x > 0 else "-Infinity"
+    if 1e-3 <= abs(x) < 1e7:
+        # Both print plain notation here with the same shortest digits (a 1-digit shortest
+        # is its own 2-digit closest away from subnormals): Python's repr is Java's string.
+        return repr(x)
     if x == 0.0:
         return "-0.0" if str(x)[0] == "-" else "0.0"
     sign = "-" if x < 0 else ""

@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any, Final
 
 import pymongo
+from bson.codec_options import DatetimeConversion
 from pymongo import errors
 
 from headwater.connectors.mongodb.config import MongoDbConnectorConfig, credentials
+from headwater.connectors.mongodb.rawdoc import FastRawDocument
 
 # Errors of a server or network that is away for now: the runtime reconnects.
 TRANSIENT_ERRORS: Final = (errors.AutoReconnect, errors.ConnectionFailure,
@@ -22,6 +24,12 @@ HISTORY_LOST: Final = 286
 # The server's own retriable labels on a failed command.
 RETRIABLE_LABELS: Final = ("ResumableChangeStreamError", "RetryableWriteError",
                            "TransientTransactionError")
+
+# The client options of the change stream reader: documents stay BSON bytes, which the encoder
+# walks exactly and without building Python objects (extended_json), in the cheaper
+# RawBSONDocument of rawdoc.py; the event's own top-level dates (wallTime) come as DatetimeMS.
+RAW_DOCUMENTS: Final = {"document_class": FastRawDocument,
+                        "datetime_conversion": DatetimeConversion.DATETIME_MS}
 
 
 def client(cfg: MongoDbConnectorConfig, **extra: Any) -> Any:

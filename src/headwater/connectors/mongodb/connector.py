@@ -107,6 +107,10 @@ class MongoDbConnector:
             options["full_document_before_change"] = "whenAvailable"
         if cfg.cursor_max_await_time_ms:
             options["max_await_time_ms"] = cfg.cursor_max_await_time_ms
+        # Batches of max.batch.size events (Debezium 3.6 leaves the server's default, up to
+        # 16 MB): the stream reader (prefetch.py) fetches the next batch while the loop encodes
+        # this one only when a batch fits its buffer; the events are the same.
+        options["batch_size"] = cfg.max_batch_size
         options.update(kw)
         pipeline = change_stream_pipeline(cfg, self.signal_collection)
         return self.watch_target(client).watch(pipeline, **options)

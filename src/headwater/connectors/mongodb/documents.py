@@ -9,15 +9,34 @@ Images have a fixed layout (`ID`, `JSON`, `UPDATE`): the key's `id` text (the `_
 JSON), the document's JSON text (or None: no pre/post image) and, on `after` of an update, the
 `updateDescription` payload.  Everything is encoded here, once, on the capture thread; the
 format only places the strings.
+
+Documents and change events arrive as `RawBSONDocument` (the sources read with that document
+class): their bytes are encoded directly by `extended_json`'s raw walker, which is exact for
+every BSON type (a decoded document has lost symbol, undefined, DBPointer and the regex option
+order) and skips building Python objects for every field.  Only `field.exclude.list` /
+`field.renames` need the document as a dict: such collections decode it (dates beyond
+datetime's range kept as DatetimeMS) and pay for the decoded path.  Plain mappings are accepted
+everywhere as well (tests, decoded callers).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from headwater.connectors.mongodb.extended_json import document_json, id_json, update_description
+from bson import decode as _bson_decode
+from bson.codec_options import CodecOptions, DatetimeConversion
+from bson.raw_bson import RawBSONDocument
+
+from headwater.connectors.mongodb.extended_json import (
+    document_json,
+    document_json_raw,
+    id_json,
+    id_json_raw,
+    update_description,
+)
 from headwater.connectors.mongodb.fields import FieldFilter
+from headwater.connectors.mongodb.rawdoc import RAW_TYPES
 from headwater.model.record import Op
 from headwater.model.schema import STRING, Column, ConnectSchema, TableId, TableSchema
 
@@ -66,23 +85,30 @@ class CollectionCodec:
         if doc is None:
             return None
         if self.fields:
-            doc = self.fields.document(dict(doc))
+            return document_json(self.fields.document(decoded(doc)))
+        if type(doc) in RAW_TYPES:
+            return document_json_raw(cast(RawBSONDocument, doc).raw)
         return document_json(doc)
 
     def read(self, doc: Mapping[str, Any]) -> Image:
         """A snapshot read's `after`."""
+        if type(doc) in RAW_TYPES and not self.fields:
+            raw = cast(RawBSONDocument, doc).raw
+            return (id_json_raw(raw), document_json_raw(raw), None)
         return (id_json(doc["_id"]), self._json(doc), None)
 
     def change(self, event: Mapping[str, Any]) -> tuple[Op, Image | None, Image | None]:
         """(op, before, after) of a change stream event."""
-        kind = event.get("operationType")
-        op = _OPS.get(kind)  # type: ignore[arg-type]
+        kind = event["operationType"]
+        op = _OPS.get(kind)
         if op is None:
             raise UnknownOperation(f"change stream event of type {kind!r}")
-        key = id_json(event["documentKey"]["_id"])
-        pre = event.get("fullDocumentBeforeChange")
+        document_key = event["documentKey"]
+        key = (id_json_raw(document_key.raw) if type(document_key) in RAW_TYPES
+               else id_json(document_key["_id"]))
         if op is Op.CREATE:
             return op, None, (key, self._json(event.get("fullDocument")), None)
+        pre = event.get("fullDocumentBeforeChange")
         if op is Op.DELETE:
             return op, (key, self._json(pre), None), None
         before = (key, self._json(pre), None) if pre is not None else None
@@ -103,5 +129,17 @@ class CollectionCodec:
                 truncated.append({"field": path, "newSize": item["newSize"]})
         updated = desc.get("updatedFields")
         return {"removedFields": removed,
-                "updatedFields": fields.change(dict(updated)) if updated is not None else None,
+                "updatedFields": fields.change(decoded(updated)) if updated is not None else None,
                 "truncatedArrays": truncated}
+
+
+_DECODE_OPTIONS: Final[CodecOptions[dict[str, Any]]] = CodecOptions(
+    datetime_conversion=DatetimeConversion.DATETIME_AUTO)
+
+
+def decoded(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A mutable copy of a document for the field rules; a raw one decoded with dict
+    sub-documents and out-of-range dates kept (DATETIME_AUTO)."""
+    if isinstance(doc, RawBSONDocument):
+        return _bson_decode(doc.raw, _DECODE_OPTIONS)
+    return dict(doc)

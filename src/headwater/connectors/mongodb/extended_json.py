@@ -32,9 +32,10 @@ import re
 import struct
 import uuid
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from json.encoder import encode_basestring as _ascii_string
 from math import isfinite
+from time import gmtime
 from typing import Any, NamedTuple
 
 from bson import Binary, Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
@@ -129,12 +130,24 @@ def decimal128_string(bid: bytes) -> str:
     return f"{sign}{significand[0]}{frac}E{'+' if adjusted > 0 else ''}{adjusted}"
 
 
+_ISO_CACHE: dict[int, str] = {}
+
+
 def _iso_millis(ms: int) -> str:
-    """`ISO_OFFSET_DATE_TIME` of an instant in years 1970-9999: fraction digits as needed."""
-    t = _EPOCH + timedelta(milliseconds=ms)
-    text = t.strftime("%Y-%m-%dT%H:%M:%S")
-    frac = ms % 1000
-    return f"{text}.{f'{frac:03d}'.rstrip('0')}Z" if frac else f"{text}Z"
+    """`ISO_OFFSET_DATE_TIME` of an instant in years 1970-9999: fraction digits as needed.
+
+    Cached: the dates of a stream repeat (one `$set` of a date in many documents)."""
+    text = _ISO_CACHE.get(ms)
+    if text is None:
+        if len(_ISO_CACHE) >= 4096:
+            _ISO_CACHE.clear()
+        t = gmtime(ms // 1000)
+        frac = ms % 1000
+        text = (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:"
+                f"{t.tm_min:02d}:{t.tm_sec:02d}"
+                + (f".{f'{frac:03d}'.rstrip('0')}Z" if frac else "Z"))
+        _ISO_CACHE[ms] = text
+    return text
 
 
 def _bytes(raw: bytes | memoryview) -> bytes:
@@ -153,6 +166,7 @@ class ExtendedJson:
     def __init__(self, java: int = DEFAULT_JAVA) -> None:
         self.java = java
         self.string = _string_encoder(java)
+        self._names: dict[bytes, str] = {}
 
     # ------------------------------------------------------------------------- public API
     def document_json(self, doc: Mapping[str, Any]) -> str:
@@ -335,6 +349,15 @@ class ExtendedJson:
                        f'"$options": {self.string(options)}}}')
 
     # ---------------------------------------------------------------------- raw BSON
+    def _name(self, name: bytes) -> str:
+        """A field name's `"name": ` text, cached: a collection's documents repeat their
+        names, and the cache spares decoding and escaping each one for every document."""
+        names = self._names
+        if len(names) >= 8192:
+            names.clear()
+        text = names[name] = self.string(name.decode("utf-8", "replace")) + ": "
+        return text
+
     def _raw_doc(self, b: bytes, pos: int, out: list[str], style: _Style, array: bool) -> int:
         """Writes the document (or array) at `pos`; returns the position after it."""
         end: int = pos + _unpack_i32(b, pos)[0] - 1
@@ -342,16 +365,34 @@ class ExtendedJson:
         if pos >= end:
             out.append("[]" if array else "{}")
             return end + 1
-        string = self.string
+        names, string = self._names, self.string
         sep = "[" if array else "{"
         while pos < end:
             kind = b[pos]
             name_end = b.index(0, pos + 1)
             out.append(sep)
             if not array:
-                out.append(string(b[pos + 1:name_end].decode("utf-8", "replace")))
-                out.append(": ")
-            pos = self._raw_value(kind, b, name_end + 1, out, style)
+                name = b[pos + 1:name_end]
+                text = names.get(name)
+                if text is None:
+                    text = self._name(name)
+                out.append(text)
+            pos = name_end + 1
+            if kind == 0x02:  # the commonest values inline (a call per value is most of it)
+                n = _unpack_i32(b, pos)[0]
+                out.append(string(b[pos + 4:pos + 3 + n].decode("utf-8", "replace")))
+                pos += 4 + n
+            elif kind == 0x10:
+                out.append(str(_unpack_i32(b, pos)[0]))
+                pos += 4
+            elif kind == 0x08:
+                out.append("true" if b[pos] else "false")
+                pos += 1
+            elif kind == 0x01 and 1e-3 <= abs(v := _unpack_f64(b, pos)[0]) < 1e7:
+                out.append(repr(v))  # java_double's own fast path
+                pos += 8
+            else:
+                pos = self._raw_value(kind, b, pos, out, style)
             sep = style.sep
         out.append("]" if array else "}")
         return end + 1

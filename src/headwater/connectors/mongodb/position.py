@@ -14,13 +14,13 @@ decodes them from the token instead (docs/mongodb.md).
 from __future__ import annotations
 
 import base64
-import uuid
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import bson
-from bson import json_util
+from bson.raw_bson import RawBSONDocument
 
+from headwater.connectors.mongodb.extended_json import document_json
 from headwater.model.record import ChangeRecord
 from headwater.model.schema import INT32, INT64, STRING, STRUCT, ConnectSchema
 from headwater.model.source_block import COMMON_SOURCE_FIELDS, SOURCE_TIME_FIELDS, source_field
@@ -69,7 +69,8 @@ class MongoPosition(NamedTuple):
 
 def token_to_base64(token: Mapping[str, Any]) -> str:
     """A resume token document as Debezium stores it (ResumeTokens.toBase64)."""
-    return base64.b64encode(bson.encode(token)).decode("ascii")
+    raw = token.raw if isinstance(token, RawBSONDocument) else bson.encode(token)
+    return base64.b64encode(raw).decode("ascii")
 
 
 def token_from_offset(text: str) -> dict[str, Any]:
@@ -95,19 +96,11 @@ def token_time(token: Mapping[str, Any]) -> tuple[int, int]:
 
 
 def lsid_json(lsid: Mapping[str, Any]) -> str:
-    """A session id as Debezium writes `source.lsid`: the document in Extended JSON v1 strict
-    mode (binary as ``{"$binary": <base64>, "$type": <hex subtype>}``), as
-    JsonSerialization.COMPACT_JSON_SETTINGS writes it."""
-    parts = []
-    for key, raw in lsid.items():
-        value = bson.Binary(raw.bytes, 4) if isinstance(raw, uuid.UUID) else raw
-        if isinstance(value, (bytes, bson.Binary)):
-            subtype = value.subtype if isinstance(value, bson.Binary) else 0
-            text = base64.b64encode(bytes(value)).decode("ascii")
-            parts.append(f'"{key}": {{"$binary": "{text}", "$type": "{subtype:02x}"}}')
-        else:
-            parts.append(f'"{key}": {json_util.dumps(value)}')
-    return "{" + ", ".join(parts) + "}"
+    """A session id as Debezium writes `source.lsid` (and the transaction id's first part):
+    the dialect of `before`/`after` (Extended JSON v1 strict, `,` between elements, binary as
+    ``{"$binary": <base64>,"$type": "04"}``), as the differential test against Debezium 3.6
+    shows.  A RawBSONDocument is encoded from its bytes."""
+    return document_json(lsid)
 
 
 # -- offsets -------------------------------------------------------------------------------------

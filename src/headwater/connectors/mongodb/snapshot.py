@@ -28,6 +28,7 @@ from bson import json_util
 
 from headwater.connectors.mongodb import connection
 from headwater.connectors.mongodb.position import MongoPosition, stream_offset, token_position
+from headwater.connectors.mongodb.rawdoc import FAST_RAW_OPTIONS
 from headwater.engine.queue import Batch
 from headwater.engine.source import SourceRunContext
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceEvent
@@ -156,7 +157,8 @@ class MongoDbSnapshotSource:
         started = time.monotonic()
         log.info("snapshot step: reading %s%s", name, f" where {query_text}" if query else "")
         self.metrics.table_started(name)
-        cursor = client[database][collection].find(query)
+        raw = client[database].get_collection(collection, codec_options=FAST_RAW_OPTIONS)
+        cursor = raw.find(query)
         if cfg.snapshot_fetch_size:
             cursor = cursor.batch_size(cfg.snapshot_fetch_size)
         context, schema, read = self.connector.context, codec.schema, codec.read

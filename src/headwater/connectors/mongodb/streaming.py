@@ -9,10 +9,11 @@ before it are in the topic log (the runtime's contract).
 
 Transactions: events of a multi-document transaction carry `lsid` and `txnNumber`; Debezium's
 transaction id is ``<lsid>:<txnNumber>``.  BEGIN comes with the first event of a transaction,
-END when an event of another (or of no) transaction follows or the stream goes idle (Debezium
-emits it only with the next event; the content is the same).  Single-document writes belong to
-no transaction: no `transaction` block, as Debezium writes them.  A restart inside a
-transaction continues its counts from the offset (`transaction_id`,
+END when an event of another (or of no) transaction follows, with that event's time as its
+`ts_ms`: the change stream does not mark a transaction's end, and Debezium's END is the same
+(an idle stream leaves the transaction open, its context in the offset).  Single-document
+writes belong to no transaction: no `transaction` block, as Debezium writes them.  A restart
+inside a transaction continues its counts from the offset (`transaction_id`,
 `transaction_data_collection_order_<collection>`, TransactionContext's keys).
 """
 
@@ -20,8 +21,10 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
+from bson.datetime_ms import DatetimeMS
 from pymongo import errors
 
 from headwater.connectors.mongodb import connection
@@ -35,6 +38,8 @@ from headwater.connectors.mongodb.position import (
     token_position,
     token_to_base64,
 )
+from headwater.connectors.mongodb.prefetch import ChangeStreamReader, Idle
+from headwater.connectors.mongodb.rawdoc import fields_of
 from headwater.connectors.mongodb.signals import MongoIncrementalHook
 from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
 from headwater.engine.queue import Batch
@@ -75,7 +80,7 @@ class MongoDbStreamingSource:
     def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
         cfg = self.cfg
         token = offset.get(RESUME_TOKEN) if offset else None
-        client = connection.client(cfg)
+        client = connection.client(cfg, **connection.RAW_DOCUMENTS)  # rawdoc.py
         try:
             kw = {"resume_after": token_from_offset(str(token))} if token else {}
             log.info("streaming: %s", f"resuming after token {token}" if token
@@ -134,7 +139,8 @@ class _Loop:
             token_position(token_from_offset(str(token))) if token else None)
         self.last_flush = time.monotonic()
         self.offset_pending = False
-        self.last_ts = 0
+        # collection.include/exclude.list per namespace: regular expressions, once each
+        self.captured: dict[tuple[str, str], bool] = {}
         # signals and incremental snapshots (signals.py); None when no channel is configured
         signals = cfg.signals
         self.hook: MongoIncrementalHook | None = None
@@ -150,23 +156,30 @@ class _Loop:
     # -- loop ------------------------------------------------------------------------------------
 
     def run(self) -> None:
+        """Events from a ChangeStreamReader (prefetch.py: the next batch is read while this
+        one is encoded); `Idle` carries the resume token of an empty poll."""
         stopping = self.ctx.stopping
-        next_event = self.stream.try_next
         on_event = self.on_event
-        while not stopping.is_set():
-            event = next_event()
-            if event is None:
-                self.idle()
-                continue
-            on_event(event)
+        with ChangeStreamReader(self.stream) as reader:
+            next_item = reader.next
+            while not stopping.is_set():
+                item = next_item()
+                if item is None:
+                    continue
+                if type(item) is Idle:
+                    self.idle(item.token)
+                    continue
+                on_event(item)
 
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event: Any) -> None:
         dispatcher = self.dispatcher
-        cluster = event["clusterTime"]
-        lsid, txn = event.get("lsid"), event.get("txnNumber")
-        wall = event.get("wallTime")
-        wall_ms = int(wall.timestamp() * 1000) if wall is not None else 0
-        position = MongoPosition(cluster.time, cluster.inc, token_to_base64(event["_id"]),
+        fields = fields_of(event)  # a dict: the event is read field by field
+        cluster = fields["clusterTime"]
+        lsid, txn = fields.get("lsid"), fields.get("txnNumber")
+        wall = fields.get("wallTime")
+        wall_ms = 0 if wall is None else int(wall) if type(wall) is DatetimeMS else int(
+            wall.replace(tzinfo=UTC).timestamp() * 1000)  # a naive datetime is UTC
+        position = MongoPosition(cluster.time, cluster.inc, token_to_base64(fields["_id"]),
                                  lsid_json(lsid) if lsid is not None and txn is not None
                                  else None,
                                  int(txn) if lsid is not None and txn is not None else None,
@@ -174,23 +187,30 @@ class _Loop:
         ts = wall_ms or cluster.time * 1000
         tx_id = position.tx_id
         if dispatcher.in_tx and dispatcher.tx_id != tx_id:
-            dispatcher.commit(self.last_ts, self.position)
+            dispatcher.commit(ts, self.position)
         if tx_id is not None and not dispatcher.in_tx:
             dispatcher.begin(tx_id, ts, position)
         self.position = position
-        self.last_ts = ts
         self.offset_pending = True
-        ns = event.get("ns") or {}
-        database, collection = ns.get("db", ""), ns.get("coll", "")
+        ns = fields.get("ns")
+        if ns is not None:
+            ns = fields_of(ns)
+            database, collection = ns.get("db", ""), ns.get("coll", "")
+        else:
+            database = collection = ""
         hook = self.hook
         if hook is not None:  # a window closed by this event: its READs go here
-            dispatcher.extend(hook.event(event, database, collection, position))
-        if not collection or not self.cfg.collection_filter(database, collection):
+            dispatcher.extend(hook.event(fields, database, collection, position))
+        captured = self.captured.get((database, collection))
+        if captured is None:
+            captured = self.captured[(database, collection)] = bool(
+                collection and self.cfg.collection_filter(database, collection))
+        if not captured:
             dispatcher.filtered()
         else:
             codec = self.connector.codec(database, collection)
             try:
-                op, before, after = codec.change(event)
+                op, before, after = codec.change(fields)
                 dispatcher.change(codec.schema, op, before, after, ts, position)
             except UnknownOperation:
                 dispatcher.filtered()
@@ -202,14 +222,14 @@ class _Loop:
         if dispatcher.full or time.monotonic() - self.last_flush >= _FLUSH_S:
             self.flush()
 
-    def idle(self) -> None:
+    def idle(self, token: Any) -> None:
+        """An empty poll; `token`: the stream's resume token then (None: none yet)."""
         dispatcher = self.dispatcher
-        if dispatcher.in_tx:
-            dispatcher.commit(self.last_ts, self.position)
+        # An open transaction stays open (its END comes with the next event, as Debezium's):
+        # its events are all here, so signals and chunks may run.
         if self.hook is not None:
             self.boundary()
         now = time.monotonic()
-        token = self.stream.resume_token
         if token is not None and not dispatcher.pending and now - self.last_flush >= \
                 _IDLE_OFFSET_S:
             # The stream moved on (other namespaces, no-ops): so does the offset, so that a
