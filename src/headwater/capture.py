@@ -96,7 +96,9 @@ def output_stages(cfg: CaptureConfig) -> tuple[TransformChain, Converter, Conver
     from headwater.converters.factory import JSON, build_converter
     from headwater.transforms.chain import build_chain
 
-    props = cfg.passthrough
+    # A connector outside this package may predate the protocol's `passthrough` (then it
+    # has no transforms or converter properties to give).
+    props = getattr(cfg, "passthrough", None) or {}
     try:
         chain = build_chain(props)
         # MongoDbConnectorConfig has no converter class fields (yet): JsonConverter there.
