@@ -31,12 +31,11 @@ from headwater.connectors.db2.lsn import lsn_text
 from headwater.connectors.db2.position import Db2Position
 from headwater.connectors.db2.streaming import Db2Streaming, max_lsn
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.queue import Batch
-from headwater.engine.source import RetriableError, SourceRunContext, StartPlan
+from headwater.engine.source import SourceRunContext
 from headwater.engine.topic_naming import TopicNaming
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker
-from headwater.relational.connector import RelationalConnector
-from headwater.relational.snapshotter import snapshotter_for
+from headwater.model.schema import TableId
+from headwater.relational.changetables.connector import ChangeTableConnector, ChangeTableSnapshot
 
 log = logging.getLogger("headwater.connectors.db2")
 
@@ -65,28 +64,13 @@ def execute(conn: Any, sql: str) -> None:
         cur.close()
 
 
-class Db2Snapshot:
-    """Reads every captured table once, in one transaction under `snapshot.isolation.mode`.
-
-    Rows are fetched `snapshot.fetch.size` at a time and emitted in batches of
-    `max.batch.size` without an offset, the last record held back so it can be marked `last`;
-    the completing offset comes with the final batch (why: see SqlServerSnapshot - a stopped
-    snapshot must have written what it read, and memory stays bounded).
-    """
+class Db2Snapshot(ChangeTableSnapshot):
+    """Reads every captured table once, in one transaction under `snapshot.isolation.mode`,
+    rows fetched `snapshot.fetch.size` at a time (batching: ChangeTableSnapshot)."""
 
     def __init__(self, connector: Db2Connector) -> None:
+        super().__init__(connector.cfg.max_batch_size)
         self.connector = connector
-        self.pending: list[ChangeRecord] = []
-        self.started = False
-
-    def _add(self, ctx: SourceRunContext, record: ChangeRecord) -> None:
-        if not self.started:
-            record = record._replace(snapshot=SnapshotMarker.FIRST)
-            self.started = True
-        self.pending.append(record)
-        if len(self.pending) > self.connector.cfg.max_batch_size:
-            ctx.emit(Batch(self.pending[:-1]))
-            self.pending = self.pending[-1:]
 
     def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
         cfg = self.connector.cfg
@@ -110,9 +94,7 @@ class Db2Snapshot:
         offset = {"snapshot_completed": True, "commit_lsn": text, "change_lsn": None,
                   "event_serial_no": None}
         step(7, f"commit_lsn {text}")
-        if self.pending:
-            self.pending[-1] = self.pending[-1]._replace(snapshot=SnapshotMarker.LAST)
-        ctx.emit(Batch(self.pending, offset=offset))
+        self._finish(ctx, offset)
         return offset
 
     def _tables(self, conn: Any) -> list[ChangeTable]:
@@ -171,8 +153,9 @@ class Db2Snapshot:
         return True
 
 
-class Db2Connector(RelationalConnector):
+class Db2Connector(ChangeTableConnector):
     DATABASE = "Db2"
+    cfg: Db2ConnectorConfig
 
     def __init__(self, cfg: Db2ConnectorConfig, metrics: CaptureMetrics | None = None,
                  naming: TopicNaming | None = None) -> None:
@@ -196,39 +179,18 @@ class Db2Connector(RelationalConnector):
             execute(conn, statement)
         return conn
 
-    @property
-    def connection_errors(self) -> tuple[type[BaseException], ...]:
-        """The driver's "could not talk to the server" exceptions; the driver is chosen by
-        configuration, so they are known only here."""
-        return (self.driver.OperationalError, self.driver.InterfaceError)
-
-    def start(self, offset: dict[str, Any] | None) -> StartPlan:
-        """A driver connection error is retriable once the connector has run (relational
-        rule)."""
-        errors = self.connection_errors
-        try:
-            return self._start(offset)
-        except errors as exc:
-            if self._started:
-                raise RetriableError(f"Db2 connection failed: {exc}") from exc
-            raise
-
-    def _start(self, offset: dict[str, Any] | None) -> StartPlan:
-        snapshotter = snapshotter_for(self.cfg.snapshot_mode)
+    def captured_tables(self) -> list[TableId]:
         conn = self.connect()
         try:
             tables = [t.table for t in change_tables(conn, self.cfg)]
             conn.rollback()
         finally:
             conn.close()
-        self._check_topics(sorted(set(tables), key=str))
-        self._started = True
-        completed = bool((offset or {}).get("snapshot_completed"))
-        snapshot = Db2Snapshot(self) if snapshotter.reads_data(completed, True) else None
-        streaming = (Db2Streaming(self.cfg, self.context, self.metrics, self.connect, offset,
-                                  self.connection_errors)
-                     if snapshotter.streams else None)
-        return StartPlan(snapshot, streaming, data_snapshot=snapshot is not None)
+        return tables
 
-    def close(self) -> None:
-        pass
+    def snapshot_source(self) -> Db2Snapshot:
+        return Db2Snapshot(self)
+
+    def streaming_source(self, offset: dict[str, Any] | None) -> Db2Streaming:
+        return Db2Streaming(self.cfg, self.context, self.metrics, self.connect, offset,
+                            self.connection_errors)

@@ -5,76 +5,36 @@ Debezium's Db2 offsets are `commit_lsn`, `change_lsn` and `event_serial_no` (Db2
 unlike SQL Server, the serial number is *not* in the source block, whose field order is
 current Debezium's Db2SourceInfoStructMaker: the common fields, `ts_us`/`ts_ns`, then `schema`,
 `table`, `change_lsn`, `commit_lsn`.  Snapshot reads carry the snapshot's maximum LSN as
-`commit_lsn` and no change LSN.
+`commit_lsn` and no change LSN.  The rest is the change-table base
+(relational.changetables.position).
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
-from headwater.model.record import ChangeRecord
-from headwater.model.schema import STRING, STRUCT, ConnectSchema
-from headwater.model.source_block import COMMON_SOURCE_FIELDS, SOURCE_TIME_FIELDS, source_field
-
-
-class Db2Position(NamedTuple):
-    commit_lsn: str | None  # IBMSNAP_COMMITSEQ as text
-    change_lsn: str | None  # IBMSNAP_INTENTSEQ as text; None for snapshot reads
-    event_serial_no: int | None  # 1 for inserts and deletes, 2 for updates; None in snapshots
-    ts_us: int | None = None  # event time in microseconds, when known
-
-    @property
-    def order_key(self) -> tuple[str, str, int]:
-        return (self.commit_lsn or "", self.change_lsn or "", self.event_serial_no or 0)
-
-    def source_fields(self) -> dict[str, Any]:
-        return {"change_lsn": self.change_lsn, "commit_lsn": self.commit_lsn}
-
-    def offset(self) -> dict[str, Any]:
-        """The stored offset of this position (Db2OffsetContext's keys)."""
-        return {"commit_lsn": self.commit_lsn, "change_lsn": self.change_lsn,
-                "event_serial_no": self.event_serial_no}
-
-
-DB2_SOURCE_SCHEMA = ConnectSchema(
-    STRUCT,
-    optional=False,
-    name="io.debezium.connector.db2.Source",
-    fields=(
-        *COMMON_SOURCE_FIELDS,
-        *SOURCE_TIME_FIELDS,
-        source_field("schema", STRING, False),
-        source_field("table", STRING, False),
-        source_field("change_lsn", STRING, True),
-        source_field("commit_lsn", STRING, True),
-    ),
+from headwater.relational.changetables.position import (
+    LsnPosition,
+    LsnSourceBlock,
+    lsn_source_schema,
 )
 
 
-class Db2SourceBlock:
+class Db2Position(LsnPosition):
+    """A Db2 position: IBMSNAP_COMMITSEQ and IBMSNAP_INTENTSEQ as text."""
+
+    __slots__ = ()
+
+    def source_fields(self) -> dict[str, Any]:
+        """Without `event_serial_no`: Db2's source block does not carry it."""
+        return {"change_lsn": self.change_lsn, "commit_lsn": self.commit_lsn}
+
+
+DB2_SOURCE_SCHEMA = lsn_source_schema("io.debezium.connector.db2.Source")
+
+
+class Db2SourceBlock(LsnSourceBlock):
     """`io.debezium.connector.db2.Source` for a record with a Db2Position."""
 
     schema = DB2_SOURCE_SCHEMA
-
-    def __init__(self, kind: str = "db2") -> None:
-        self.kind = kind
-
-    def payload(self, record: ChangeRecord) -> dict[str, Any]:
-        pos: Db2Position = record.position
-        table = record.table.id
-        ts_us = pos.ts_us if pos.ts_us is not None else record.source_ts_ms * 1000
-        return {
-            "version": record.context.connector_version,
-            "connector": record.context.kind,
-            "name": record.context.server_name,
-            "ts_ms": record.source_ts_ms,
-            "snapshot": record.snapshot,
-            "db": table.database,
-            "sequence": None,
-            "ts_us": ts_us,
-            "ts_ns": ts_us * 1000,
-            "schema": table.schema,
-            "table": table.table,
-            "change_lsn": pos.change_lsn,
-            "commit_lsn": pos.commit_lsn,
-        }
+    default_kind = "db2"

@@ -1,4 +1,5 @@
-"""The Db2 connector's registration (headwater.connectors.registry).
+"""The Db2 connector's registration (headwater.connectors.registry), declared through the
+change-table connectors' shared form (relational.changetables.registration).
 
 Light to import: the configuration, the connector and its driver (ibm_db) load on first use.
 """
@@ -6,25 +7,9 @@ Light to import: the configuration, the connector and its driver (ibm_db) load o
 from __future__ import annotations
 
 from headwater.connectors.db2.ordering import DB2_ORDER
-from headwater.connectors.lazy import config_loaders, connector_builder
-from headwater.connectors.registry import ConnectorRegistration
-from headwater.engine.topic_naming import SCHEMA_STRATEGY
+from headwater.relational.changetables.registration import changetable_registration
 
-_LOAD, _LOAD_WITHOUT_SECRETS = config_loaders("headwater.connectors.db2.config:load_db2_config")
-
-REGISTRATION = ConnectorRegistration(
-    name="Db2",
-    connector_classes=("io.debezium.connector.db2.Db2Connector",),
-    source_connectors=("db2",),
-    load_config=_LOAD,
-    load_config_without_secrets=_LOAD_WITHOUT_SECRETS,
-    build=connector_builder(
-        kind="db2", config="headwater.connectors.db2.config:Db2ConnectorConfig",
-        connector="headwater.connectors.db2.connector:Db2Connector",
-        source_block="headwater.connectors.db2.position:Db2SourceBlock",
-        placeholder=lambda cfg: "__debezium_unavailable_value"),
-    order=DB2_ORDER,
-    default_topic_naming_strategy=SCHEMA_STRATEGY,
-    class_aliases=("db2",),
-    config_definition="headwater.connectors.db2.config:DB2_CONFIG_DEF",
-)
+REGISTRATION = changetable_registration(
+    name="Db2", kind="db2", connector_class="io.debezium.connector.db2.Db2Connector",
+    config="Db2ConnectorConfig", loader="load_db2_config", config_definition="DB2_CONFIG_DEF",
+    connector="Db2Connector", source_block="Db2SourceBlock", order=DB2_ORDER)

@@ -16,13 +16,13 @@ means the transaction may be unfinished, so the next read starts at its commit L
 poller replays what was written.  Event times are what Debezium uses: the server's CURRENT
 TIMESTAMP when the commit sequence is first seen (LSN_TO_TIMESTAMP), not the commit time.
 The transaction id of the metadata events is the commit LSN.
+The loop and the offset bookkeeping are the change-table base's
+(relational.changetables.streaming); this module supplies Db2's reads.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from datetime import UTC, datetime
 from typing import Any
 
 from headwater.connectors.db2 import queries
@@ -30,10 +30,6 @@ from headwater.connectors.db2.catalog import ChangeTable, change_tables
 from headwater.connectors.db2.config import Db2ConnectorConfig
 from headwater.connectors.db2.lsn import increment, lsn_bytes, lsn_text
 from headwater.connectors.db2.position import Db2Position
-from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
-from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.source import RetriableError, SourceRunContext
-from headwater.model.record import SourceContext
 from headwater.model.schema import TableId
 from headwater.relational.changetables.poller import (
     DELETE,
@@ -42,38 +38,21 @@ from headwater.relational.changetables.poller import (
     UPDATE_BEFORE,
     Change,
     ChangeRow,
-    Resume,
-    merge_changes,
-    resumed,
 )
+from headwater.relational.changetables.streaming import (
+    LsnStream,
+    LsnStreaming,
+    epoch_us,
+    scalar,
+)
+
+__all__ = ["Db2Stream", "Db2Streaming", "collection_name", "epoch_us", "max_lsn", "normalized"]
 
 log = logging.getLogger("headwater.connectors.db2")
 
 # Debezium's operation codes (Db2ChangeRecordEmitter) onto the poller's.
 _OPERATIONS = {1: DELETE, 2: INSERT, 3: UPDATE_BEFORE, 4: UPDATE_AFTER, 5: UPDATE_AFTER}
 _DATA = 4  # OPCODE, IBMSNAP_COMMITSEQ, IBMSNAP_INTENTSEQ, IBMSNAP_OPERATION, then the columns
-
-
-def epoch_us(value: object) -> int:
-    """A timestamp (aware, or naive read as UTC) in µs; None: now."""
-    if value is None:
-        return int(datetime.now(UTC).timestamp() * 1_000_000)
-    if not isinstance(value, datetime):
-        raise TypeError(f"timestamp {value!r} is not a datetime")
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    delta = value - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def scalar(conn: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
-    cur = conn.cursor()
-    try:
-        cur.execute(sql, params)
-        row = cur.fetchone()
-        return None if row is None else row[0]
-    finally:
-        cur.close()
 
 
 def max_lsn(conn: Any, cfg: Db2ConnectorConfig) -> bytes | None:
@@ -105,31 +84,42 @@ def collection_name(table: TableId) -> str:
     return f"{table.schema}.{table.table}"
 
 
-class Db2Stream:
+class Db2Stream(LsnStream):
     """The database's position and registered tables."""
 
     def __init__(self, cfg: Db2ConnectorConfig, conn: Any, offset: dict[str, Any] | None) -> None:
         self.cfg = cfg
-        self.conn = conn
-        self.tables: list[ChangeTable] = change_tables(conn, cfg)
-        offset = offset or {}
-        self.commit = lsn_bytes(offset.get("commit_lsn"))
-        change = lsn_bytes(offset.get("change_lsn"))
-        self.resume: Resume | None = None
-        self.increase_from = change is None
+        self._tables: list[ChangeTable] = change_tables(conn, cfg)
+        super().__init__(conn, offset, lsn_bytes, lsn_text)
         self.times: dict[bytes, int] = {}
-        if self.commit is not None:
-            self.resume = Resume(self.commit, change, int(offset.get("event_serial_no") or 0))
 
     def offset(self) -> dict[str, Any]:
-        resume = self.resume
-        if resume is None:
-            return {"commit_lsn": None, "change_lsn": None, "event_serial_no": None,
-                    "snapshot_completed": True}
-        return {"commit_lsn": lsn_text(resume.commit), "change_lsn": lsn_text(resume.change),
-                "event_serial_no": resume.serial, "snapshot_completed": True}
+        """Debezium's Db2 offsets carry `snapshot_completed` with the position."""
+        return {**super().offset(), "snapshot_completed": True}
 
-    def event_us(self, commit: bytes) -> int:
+    def to_lsn(self) -> bytes | None:
+        to_lsn = max_lsn(self.conn, self.cfg)
+        if to_lsn is None:
+            log.warning("No maximum LSN in the database; please ensure that the ASN Capture "
+                        "program is running")
+        return to_lsn
+
+    def idle(self) -> None:
+        self.conn.rollback()
+
+    def end_read(self) -> None:
+        self.conn.rollback()
+
+    def tables(self) -> list[Any]:
+        return list(self._tables)
+
+    def increment(self, lsn: bytes) -> bytes:
+        return increment(lsn)
+
+    def event_us(self, change: Change) -> int:
+        return self.commit_us(change.commit)
+
+    def commit_us(self, commit: bytes) -> int:
         """LSN_TO_TIMESTAMP, cached per commit LSN as Debezium caches it."""
         if commit not in self.times:
             if len(self.times) > 100:
@@ -157,99 +147,23 @@ class Db2Stream:
         removed from capture while running, which Debezium detects too)."""
         current = change_tables(self.conn, self.cfg)
         if [(t.table, t.cd_table, t.start_lsn) for t in current] != [
-                (t.table, t.cd_table, t.start_lsn) for t in self.tables]:
-            self.tables = current
+                (t.table, t.cd_table, t.start_lsn) for t in self._tables]:
+            self._tables = current
             log.info("registered tables now %s", ", ".join(str(t) for t in current))
 
-    def changes(self, to_lsn: bytes) -> list[Change]:
-        if self.commit is not None and self.increase_from:
-            from_lsn = increment(self.commit)
-        else:
-            from_lsn = self.commit or bytes(len(to_lsn))
-        self.refresh()
-        streams = [(t, self.rows(t, from_lsn, to_lsn)) for t in self.tables]
-        self.conn.rollback()  # end the read transaction (Debezium rolls back, too)
-        return list(resumed(merge_changes(streams), self.resume))
 
-
-class Db2Streaming:
+class Db2Streaming(LsnStreaming[Db2Stream]):
     """The streaming source: one database, one dispatcher."""
 
-    def __init__(self, cfg: Db2ConnectorConfig, context: SourceContext, metrics: CaptureMetrics,
-                 connect: Any, offset: dict[str, Any] | None,
-                 connection_errors: tuple[type[BaseException], ...] = ()) -> None:
-        self.cfg = cfg
-        self.connection_errors = connection_errors
-        self.context = context
-        self.metrics = metrics
-        self.connect = connect
-        self.offset = offset or {}
+    LABEL = "Db2"
+    POSITION = Db2Position
+    cfg: Db2ConnectorConfig
 
-    def acknowledge(self, token: Any) -> None:
-        pass
+    def open_streams(self, offset: dict[str, Any]) -> list[Db2Stream]:
+        return [Db2Stream(self.cfg, self.connect(), offset)]
 
-    def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
-        """Streams until stopped; a lost connection is retriable (the runtime starts again
-        from the durable offset, as Debezium's task restarts on a connection error)."""
-        try:
-            self._execute(ctx, offset)
-        except self.connection_errors as exc:
-            raise RetriableError(f"Db2 connection lost: {exc}".strip()) from exc
+    def stored_offset(self, streams: list[Db2Stream]) -> dict[str, Any]:
+        return streams[0].offset()
 
-    def _execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
-        stream = Db2Stream(self.cfg, self.connect(), offset or self.offset)
-        dispatcher = EventDispatcher(self.context, DispatchOptions.from_config(self.cfg),
-                                     self.metrics, ctx.emit)
-        dispatcher.collection_name = collection_name
-        self.metrics.connected = True
-        try:
-            while not ctx.stopping.is_set():
-                busy = self._poll(stream, dispatcher)
-                if dispatcher.heartbeat_due():
-                    dispatcher.run_heartbeat_action()
-                    dispatcher.heartbeat(Db2Position(stream.offset()["commit_lsn"], None, None))
-                    dispatcher.flush(stream.offset())
-                if not busy:
-                    ctx.stopping.wait(self.cfg.poll_interval_ms / 1000)
-        finally:
-            with contextlib.suppress(*self.connection_errors):
-                stream.conn.close()
-
-    def _poll(self, stream: Db2Stream, dispatcher: EventDispatcher) -> bool:
-        to_lsn = max_lsn(stream.conn, self.cfg)
-        if to_lsn is None:
-            log.warning("No maximum LSN in the database; please ensure that the ASN Capture "
-                        "program is running")
-            return False
-        if stream.commit is not None and stream.increase_from and to_lsn <= stream.commit:
-            stream.conn.rollback()
-            return False
-        tx: bytes | None = None
-        last: Db2Position | None = None
-        for change in stream.changes(to_lsn):
-            ts_us = stream.event_us(change.commit)
-            position = Db2Position(lsn_text(change.commit), lsn_text(change.change),
-                                   change.serial, ts_us)
-            if change.commit != tx:
-                if tx is not None and last is not None:
-                    dispatcher.commit(ts_us // 1000, last)
-                dispatcher.begin(position.commit_lsn or "", ts_us // 1000, position)
-                tx = change.commit
-            dispatcher.replaying = change.replay
-            codec = change.table.codec
-            before = dispatcher.convert(codec, change.before) if change.before else None
-            after = dispatcher.convert(codec, change.after) if change.after else None
-            dispatcher.change(codec.schema, change.op, before, after, ts_us // 1000, position)
-            dispatcher.replaying = False
-            last = position
-            stream.resume = Resume(change.commit, change.change, change.serial)
-            if dispatcher.full:
-                dispatcher.flush(stream.offset())
-        stream.conn.rollback()
-        if tx is not None and last is not None:
-            dispatcher.commit((last.ts_us or 0) // 1000, last)
-        stream.commit = to_lsn
-        stream.increase_from = True
-        stream.resume = Resume(to_lsn, None, 0)
-        dispatcher.flush(stream.offset())
-        return tx is not None
+    def collection_name(self, table: TableId) -> str:
+        return collection_name(table)

@@ -23,79 +23,32 @@ configured `time.precision.mode`, `decimal.handling.mode` and `binary.handling.m
 
 Db2 stores TIME without fractions; JdbcValueConverters takes a TIME column's precision from
 its scale (Db2ValueConverters.getTimePrecision), so TIME is `io.debezium.time.Time`.
+
+The temporal, decimal, binary, string and XML mappings are the change-table connectors'
+shared ones (relational.changetables.types).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import UTC, date, datetime, time
-from decimal import Decimal
-from typing import Any, Final
+from typing import Final
 
-from headwater.convert import binary_encoder, binary_schema
-from headwater.convert.decimal import decimal_mapping
-from headwater.convert.temporal import CONNECT, date_schema, time_schema, timestamp_schema
-from headwater.model.schema import (
-    BOOLEAN,
-    FLOAT32,
-    FLOAT64,
-    INT16,
-    INT32,
-    INT64,
-    STRING,
-    ConnectSchema,
+from headwater.model.schema import BOOLEAN, FLOAT32, FLOAT64, INT16, INT32, INT64, ConnectSchema
+from headwater.relational.changetables.types import (
+    Mapping,
+    binary_mapping,
+    date_mapping,
+    decimal_value_mapping,
+    string_mapping,
+    time_mapping,
+    timestamp_mapping,
+    xml_mapping,
 )
-
-NANO_TIMESTAMP: Final = "io.debezium.time.NanoTimestamp"
-XML: Final = "io.debezium.data.Xml"
-_EPOCH: Final = datetime(1970, 1, 1)
-_EPOCH_DATE_ORDINAL: Final = date(1970, 1, 1).toordinal()
-
-Mapping = tuple[ConnectSchema, Callable[[Any], Any], Any]
 
 _STRINGS: Final = frozenset({"CHARACTER", "CHAR", "VARCHAR", "LONG VARCHAR", "CLOB", "GRAPHIC",
                              "VARGRAPHIC", "LONG VARGRAPHIC", "DBCLOB", "NCHAR", "NVARCHAR",
                              "NCLOB"})
 _BINARIES: Final = frozenset({"BINARY", "VARBINARY", "BLOB"})
 _INTS: Final = {"SMALLINT": INT16, "INTEGER": INT32, "INT": INT32, "BIGINT": INT64}
-
-
-def _micros_of_day(value: time) -> int:
-    return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
-
-
-def _epoch_micros(value: datetime) -> int:
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    delta = value - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def _time_mapping(precision: int, mode: str, optional: bool) -> Mapping:
-    schema = time_schema(precision, mode, optional)
-    if schema.type == INT64:
-        return schema, _micros_of_day, 0
-    return schema, lambda v: _micros_of_day(v) // 1000, 0
-
-
-def _timestamp_mapping(precision: int, mode: str, optional: bool) -> Mapping:
-    if mode != CONNECT and precision > 6:
-        return (ConnectSchema(INT64, optional, NANO_TIMESTAMP, 1),
-                lambda v: _epoch_micros(v) * 1000, 0)
-    schema = timestamp_schema(precision, mode, optional)
-    if schema.name and "Micro" in schema.name:
-        return schema, _epoch_micros, 0
-    return schema, lambda v: _epoch_micros(v) // 1000, 0
-
-
-def _decimal(mode: str, precision: int | None, scale: int | None, optional: bool,
-             column: str) -> Mapping:
-    schema, convert, fallback = decimal_mapping(mode, precision, scale, optional, column)
-
-    def from_value(value: Any) -> Any:
-        return convert(str(value) if isinstance(value, Decimal) else str(Decimal(value)))
-
-    return schema, from_value, fallback
 
 
 def column_mapping(type_name: str, length: int | None, scale: int | None, optional: bool,
@@ -112,21 +65,19 @@ def column_mapping(type_name: str, length: int | None, scale: int | None, option
     if name in ("DOUBLE", "FLOAT"):
         return ConnectSchema(FLOAT64, optional), float, 0.0
     if name in ("DECIMAL", "NUMERIC"):
-        return _decimal(decimal_mode, length or 5, scale or 0, optional, column)
+        return decimal_value_mapping(decimal_mode, length or 5, scale or 0, optional, column)
     if name == "DECFLOAT":
-        return _decimal(decimal_mode, None, None, optional, column)
+        return decimal_value_mapping(decimal_mode, None, None, optional, column)
     if name in _STRINGS:
-        return ConnectSchema(STRING, optional), str, ""
+        return string_mapping(optional)
     if name == "XML":
-        return ConnectSchema(STRING, optional, XML, 1), str, ""
+        return xml_mapping(optional)
     if name in _BINARIES:
-        encode = binary_encoder(binary_mode)
-        return binary_schema(binary_mode, optional), lambda v: encode(bytes(v)), b""
+        return binary_mapping(binary_mode, optional)
     if name == "DATE":
-        return (date_schema(time_mode, optional),
-                lambda v: v.toordinal() - _EPOCH_DATE_ORDINAL, 0)
+        return date_mapping(time_mode, optional)
     if name == "TIME":
-        return _time_mapping(scale or 0, time_mode, optional)
+        return time_mapping(scale or 0, time_mode, optional)
     if name == "TIMESTAMP":
-        return _timestamp_mapping(6 if scale is None else scale, time_mode, optional)
+        return timestamp_mapping(6 if scale is None else scale, time_mode, optional)
     return None

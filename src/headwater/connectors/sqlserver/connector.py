@@ -20,38 +20,20 @@ from headwater.connectors.sqlserver.lsn import lsn_text
 from headwater.connectors.sqlserver.position import SqlServerPosition
 from headwater.connectors.sqlserver.streaming import SqlServerStreaming, scalar
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.queue import Batch
-from headwater.engine.source import RetriableError, SourceRunContext, StartPlan
+from headwater.engine.source import SourceRunContext
 from headwater.engine.topic_naming import TopicNaming
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker
 from headwater.model.schema import TableId
-from headwater.relational.connector import RelationalConnector
-from headwater.relational.snapshotter import snapshotter_for
+from headwater.relational.changetables.connector import ChangeTableConnector, ChangeTableSnapshot
 
 
-class SqlServerSnapshot:
-    """Reads every captured table of every database once (one consistent read each).
-
-    Rows are fetched `snapshot.fetch.size` at a time and emitted in batches of
-    `max.batch.size` without an offset, the last record held back so it can be marked `last`;
-    the completing offset comes with the final batch.  Why batches: a snapshot stopped
-    part-way must have written what it read, so the runtime's supersede step (which needs the
-    aborted READs in the topic) makes its restart exact, and memory stays bounded.
-    """
+class SqlServerSnapshot(ChangeTableSnapshot):
+    """Reads every captured table of every database once (one consistent read each), rows
+    fetched `snapshot.fetch.size` at a time (batching: ChangeTableSnapshot)."""
 
     def __init__(self, connector: SqlServerConnector) -> None:
+        super().__init__(connector.cfg.max_batch_size)
         self.connector = connector
-        self.pending: list[ChangeRecord] = []
-        self.started = False
-
-    def _add(self, ctx: SourceRunContext, record: ChangeRecord) -> None:
-        if not self.started:
-            record = record._replace(snapshot=SnapshotMarker.FIRST)
-            self.started = True
-        self.pending.append(record)
-        if len(self.pending) > self.connector.cfg.max_batch_size:
-            ctx.emit(Batch(self.pending[:-1]))
-            self.pending = self.pending[-1:]
 
     def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
         cfg = self.connector.cfg
@@ -62,10 +44,8 @@ class SqlServerSnapshot:
                 return None
             databases[database] = {"commit_lsn": lsn, "change_lsn": None,
                                    "event_serial_no": None}
-        if self.pending:
-            self.pending[-1] = self.pending[-1]._replace(snapshot=SnapshotMarker.LAST)
         offset = {"snapshot_completed": True, "databases": databases}
-        ctx.emit(Batch(self.pending, offset=offset))
+        self._finish(ctx, offset)
         return offset
 
     def _database(self, ctx: SourceRunContext, database: str) -> str | None:
@@ -106,8 +86,9 @@ class SqlServerSnapshot:
             conn.close()
 
 
-class SqlServerConnector(RelationalConnector):
+class SqlServerConnector(ChangeTableConnector):
     DATABASE = "SQL Server"
+    cfg: SqlServerConnectorConfig
 
     def __init__(self, cfg: SqlServerConnectorConfig, metrics: CaptureMetrics | None = None,
                  naming: TopicNaming | None = None) -> None:
@@ -118,25 +99,7 @@ class SqlServerConnector(RelationalConnector):
     def connect(self, database: str) -> Any:
         return self.driver.connect(**self.cfg.connect_kwargs(database))
 
-    @property
-    def connection_errors(self) -> tuple[type[BaseException], ...]:
-        """The driver's "could not talk to the server" exceptions; the driver is chosen by
-        configuration, so they are known only here."""
-        return (self.driver.OperationalError, self.driver.InterfaceError)
-
-    def start(self, offset: dict[str, Any] | None) -> StartPlan:
-        """A driver connection error is retriable once the connector has run (relational
-        rule)."""
-        errors = self.connection_errors
-        try:
-            return self._start(offset)
-        except errors as exc:
-            if self._started:
-                raise RetriableError(f"SQL Server connection failed: {exc}") from exc
-            raise
-
-    def _start(self, offset: dict[str, Any] | None) -> StartPlan:
-        snapshotter = snapshotter_for(self.cfg.snapshot_mode)
+    def captured_tables(self) -> list[TableId]:
         tables: list[TableId] = []
         for database in self.cfg.database_names:
             conn = self.connect(database)
@@ -144,15 +107,11 @@ class SqlServerConnector(RelationalConnector):
                 tables.extend(i.table for i in capture_instances(conn, self.cfg, database))
             finally:
                 conn.close()
-        self._check_topics(sorted(set(tables), key=str))
-        self._started = True
-        completed = bool((offset or {}).get("snapshot_completed"))
-        snapshot = (SqlServerSnapshot(self) if snapshotter.reads_data(completed, True)
-                    else None)
-        streaming = (SqlServerStreaming(self.cfg, self.context, self.metrics, self.connect,
-                                        offset, self.connection_errors)
-                     if snapshotter.streams else None)
-        return StartPlan(snapshot, streaming, data_snapshot=snapshot is not None)
+        return tables
 
-    def close(self) -> None:
-        pass
+    def snapshot_source(self) -> SqlServerSnapshot:
+        return SqlServerSnapshot(self)
+
+    def streaming_source(self, offset: dict[str, Any] | None) -> SqlServerStreaming:
+        return SqlServerStreaming(self.cfg, self.context, self.metrics, self.connect, offset,
+                                  self.connection_errors)

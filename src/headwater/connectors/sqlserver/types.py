@@ -22,24 +22,17 @@ and a converter chosen once, by type name, precision, scale and the configured
 | datetime, smalldatetime, datetime2(p) | adaptive: Timestamp (p <= 3), MicroTimestamp |
 |  | (4-6), NanoTimestamp (7); connect: Kafka Timestamp |
 | datetimeoffset | io.debezium.time.ZonedTimestamp |
+
+The temporal, decimal, binary, string and XML mappings are the change-table connectors'
+shared ones (relational.changetables.types).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import UTC, date, datetime, time
-from decimal import Decimal
-from typing import Any, Final
+from datetime import UTC, datetime
+from typing import Final
 
-from headwater.convert import binary_encoder, binary_schema
-from headwater.convert.decimal import decimal_mapping
-from headwater.convert.temporal import (
-    CONNECT,
-    ZONED_TIMESTAMP,
-    date_schema,
-    time_schema,
-    timestamp_schema,
-)
+from headwater.convert.temporal import ZONED_TIMESTAMP
 from headwater.model.schema import (
     BOOLEAN,
     FLOAT32,
@@ -50,31 +43,22 @@ from headwater.model.schema import (
     STRING,
     ConnectSchema,
 )
+from headwater.relational.changetables.types import (
+    Mapping,
+    binary_mapping,
+    date_mapping,
+    decimal_value_mapping,
+    string_mapping,
+    time_mapping,
+    timestamp_mapping,
+    xml_mapping,
+)
 
-NANO_TIME: Final = "io.debezium.time.NanoTime"
-NANO_TIMESTAMP: Final = "io.debezium.time.NanoTimestamp"
-_EPOCH: Final = datetime(1970, 1, 1)
-_EPOCH_DATE_ORDINAL: Final = date(1970, 1, 1).toordinal()
-
-Mapping = tuple[ConnectSchema, Callable[[Any], Any], Any]
-
-XML: Final = "io.debezium.data.Xml"
 _STRINGS: Final = frozenset({"char", "varchar", "text", "nchar", "nvarchar", "ntext", "sysname",
                              "hierarchyid"})
 _BINARIES: Final = frozenset({"binary", "varbinary", "image", "timestamp", "rowversion"})
 _INTS: Final = {"tinyint": INT16, "smallint": INT16, "int": INT32, "bigint": INT64}
 _MONEY: Final = {"money": (19, 4), "smallmoney": (10, 4)}
-
-
-def _micros_of_day(value: time) -> int:
-    return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
-
-
-def _epoch_micros(value: datetime) -> int:
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    delta = value - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def _zoned(value: datetime) -> str:
@@ -83,35 +67,6 @@ def _zoned(value: datetime) -> str:
         value = value.replace(tzinfo=UTC)
     text = value.isoformat()
     return text.replace("+00:00", "Z")
-
-
-def _time_mapping(precision: int, mode: str, optional: bool) -> Mapping:
-    if mode != CONNECT and precision > 6 and mode == "adaptive":
-        return (ConnectSchema(INT64, optional, NANO_TIME, 1),
-                lambda v: _micros_of_day(v) * 1000, 0)
-    schema = time_schema(precision, mode, optional)
-    if schema.type == INT64:
-        return schema, _micros_of_day, 0
-    return schema, lambda v: _micros_of_day(v) // 1000, 0
-
-
-def _timestamp_mapping(precision: int, mode: str, optional: bool) -> Mapping:
-    if mode != CONNECT and precision > 6:
-        return (ConnectSchema(INT64, optional, NANO_TIMESTAMP, 1),
-                lambda v: _epoch_micros(v) * 1000, 0)
-    schema = timestamp_schema(precision, mode, optional)
-    if schema.name and "Micro" in schema.name:
-        return schema, _epoch_micros, 0
-    return schema, lambda v: _epoch_micros(v) // 1000, 0
-
-
-def _decimal(mode: str, precision: int, scale: int, optional: bool, column: str) -> Mapping:
-    schema, convert, fallback = decimal_mapping(mode, precision, scale, optional, column)
-
-    def from_value(value: Any) -> Any:
-        return convert(str(value) if isinstance(value, Decimal) else str(Decimal(value)))
-
-    return schema, from_value, fallback
 
 
 def column_mapping(type_name: str, precision: int | None, scale: int | None, optional: bool,
@@ -128,31 +83,28 @@ def column_mapping(type_name: str, precision: int | None, scale: int | None, opt
     if name == "float":
         return ConnectSchema(FLOAT64, optional), float, 0.0
     if name in ("decimal", "numeric"):
-        return _decimal(decimal_mode, precision or 18, scale or 0, optional, column)
+        return decimal_value_mapping(decimal_mode, precision or 18, scale or 0, optional, column)
     if name in _MONEY:
         money_precision, money_scale = _MONEY[name]
-        return _decimal(decimal_mode, money_precision, money_scale, optional, column)
+        return decimal_value_mapping(decimal_mode, money_precision, money_scale, optional, column)
     if name in _STRINGS:
-        return ConnectSchema(STRING, optional), str, ""
+        return string_mapping(optional)
     if name == "xml":
-        return ConnectSchema(STRING, optional, XML, 1), str, ""
+        return xml_mapping(optional)
     if name == "uniqueidentifier":
         return ConnectSchema(STRING, optional), lambda v: str(v).upper(), ""
     if name in _BINARIES:
-        encode = binary_encoder(binary_mode)
-        return binary_schema(binary_mode, optional), lambda v: encode(bytes(v)), b""
+        return binary_mapping(binary_mode, optional)
     if name == "date":
-        return (date_schema(time_mode, optional),
-                lambda v: v.toordinal() - _EPOCH_DATE_ORDINAL, 0)
+        return date_mapping(time_mode, optional)
     if name == "time":
-        return _time_mapping(7 if precision is None else precision, time_mode, optional)
+        return time_mapping(7 if precision is None else precision, time_mode, optional,
+                            nano=True)
     if name in ("datetime", "smalldatetime"):
-        return _timestamp_mapping(3, time_mode, optional)
+        return timestamp_mapping(3, time_mode, optional)
     if name == "datetime2":
-        return _timestamp_mapping(7 if precision is None else precision, time_mode, optional)
+        return timestamp_mapping(7 if precision is None else precision, time_mode, optional)
     if name == "datetimeoffset":
         return ConnectSchema(STRING, optional, ZONED_TIMESTAMP, 1), _zoned, \
             "1970-01-01T00:00:00Z"
     return None
-
-

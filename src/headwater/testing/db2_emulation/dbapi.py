@@ -20,6 +20,8 @@ from typing import Any, Final
 
 import psycopg2
 
+from headwater.testing.changetable_emulation.dbapi import EmulatedConnection, EmulatedCursor
+
 paramstyle = "qmark"
 Error = psycopg2.Error
 OperationalError = psycopg2.OperationalError
@@ -68,54 +70,15 @@ def translate(db2: str) -> str:
     return _markers(sql)
 
 
-def _plain(value: Any) -> Any:
-    return bytes(value) if isinstance(value, memoryview) else value
-
-
-class Cursor:
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    @property
-    def description(self) -> Any:
-        return self._inner.description
-
-    @property
-    def rowcount(self) -> int:
-        return int(self._inner.rowcount)
+class Cursor(EmulatedCursor):
+    """Translates each statement (the rest: EmulatedCursor)."""
 
     def execute(self, operation: str, params: Sequence[Any] | None = None) -> None:
         self._inner.execute(translate(operation), tuple(params) if params else None)
 
-    def fetchone(self) -> tuple[Any, ...] | None:
-        row = self._inner.fetchone()
-        return None if row is None else tuple(_plain(v) for v in row)
 
-    def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
-        return [tuple(_plain(v) for v in row) for row in self._inner.fetchmany(size)]
-
-    def fetchall(self) -> list[tuple[Any, ...]]:
-        return [tuple(_plain(v) for v in row) for row in self._inner.fetchall()]
-
-    def close(self) -> None:
-        self._inner.close()
-
-
-class Connection:
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def cursor(self) -> Cursor:
-        return Cursor(self._inner.cursor())
-
-    def commit(self) -> None:
-        self._inner.commit()
-
-    def rollback(self) -> None:
-        self._inner.rollback()
-
-    def close(self) -> None:
-        self._inner.close()
+class Connection(EmulatedConnection):
+    CURSOR = Cursor
 
     def set_autocommit(self, value: bool) -> None:
         self._inner.autocommit = value

@@ -16,6 +16,7 @@ import psycopg2
 import sqlglot
 from sqlglot import exp
 
+from headwater.testing.changetable_emulation.dbapi import EmulatedConnection, EmulatedCursor
 from headwater.testing.sqlserver_emulation.translate import REAL_WORD, to_postgres
 
 paramstyle = "qmark"
@@ -29,21 +30,8 @@ DatabaseError = psycopg2.DatabaseError
 _TSQL_NAMES: dict[Any, str] = {exp.DataType.Type.INT: "int"}
 
 
-def _plain(value: Any) -> Any:
-    return bytes(value) if isinstance(value, memoryview) else value
-
-
-class Cursor:
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    @property
-    def description(self) -> Any:
-        return self._inner.description
-
-    @property
-    def rowcount(self) -> int:
-        return int(self._inner.rowcount)
+class Cursor(EmulatedCursor):
+    """Translates each statement (the rest: EmulatedCursor)."""
 
     def execute(self, operation: str, params: Sequence[Any] | None = None) -> None:
         if operation.lstrip().upper().startswith(("CREATE TABLE", "ALTER TABLE")):
@@ -79,39 +67,9 @@ class Cursor:
                 "ON CONFLICT DO NOTHING",
                 (schema, table.name, column.name, name, precision, scale, dt_precision))
 
-    def fetchone(self) -> tuple[Any, ...] | None:
-        row = self._inner.fetchone()
-        return None if row is None else tuple(_plain(v) for v in row)
 
-    def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
-        return [tuple(_plain(v) for v in row) for row in self._inner.fetchmany(size)]
-
-    def fetchall(self) -> list[tuple[Any, ...]]:
-        return [tuple(_plain(v) for v in row) for row in self._inner.fetchall()]
-
-    def __iter__(self) -> Any:
-        for row in self._inner:
-            yield tuple(_plain(v) for v in row)
-
-    def close(self) -> None:
-        self._inner.close()
-
-
-class Connection:
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def cursor(self) -> Cursor:
-        return Cursor(self._inner.cursor())
-
-    def commit(self) -> None:
-        self._inner.commit()
-
-    def rollback(self) -> None:
-        self._inner.rollback()
-
-    def close(self) -> None:
-        self._inner.close()
+class Connection(EmulatedConnection):
+    CURSOR = Cursor
 
     @property
     def autocommit(self) -> bool:

@@ -1,0 +1,90 @@
+"""The position of a change-table change (commit LSN, change LSN, event serial number) and the
+source block Debezium derives from it, shared by the SQL Server and Db2 connectors.
+
+Why one base: both Debezium connectors store the same three offset values (`commit_lsn`,
+`change_lsn`, `event_serial_no`), order changes by them, and write a source block of the
+common fields, `ts_us`/`ts_ns`, `schema`, `table`, then the LSNs.  What differs stays in the
+connector: the source schema's name and whether the serial number is in the block
+(`source_fields`, and the fields given to `lsn_source_schema`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, NamedTuple
+
+from headwater.model.record import ChangeRecord
+from headwater.model.schema import STRING, STRUCT, ConnectField, ConnectSchema
+from headwater.model.source_block import COMMON_SOURCE_FIELDS, SOURCE_TIME_FIELDS, source_field
+
+
+class LsnPosition(NamedTuple):
+    """Where a change sits; snapshot reads carry the snapshot's LSN as `commit_lsn` and no
+    change LSN.  Connectors subclass it for their own name and source fields."""
+
+    commit_lsn: str | None  # the transaction's commit LSN, as text
+    change_lsn: str | None  # None for snapshot reads
+    event_serial_no: int | None  # 1 for inserts and deletes, 2 for updates; None in snapshots
+    ts_us: int | None = None  # event time in microseconds, when known
+
+    @property
+    def order_key(self) -> tuple[str, str, int]:
+        return (self.commit_lsn or "", self.change_lsn or "", self.event_serial_no or 0)
+
+    def source_fields(self) -> dict[str, Any]:
+        """The position's fields of the source block, in the block's order."""
+        return {"change_lsn": self.change_lsn, "commit_lsn": self.commit_lsn,
+                "event_serial_no": self.event_serial_no}
+
+    def offset(self) -> dict[str, Any]:
+        """The stored offset of this position (Debezium's OffsetContext keys)."""
+        return {"commit_lsn": self.commit_lsn, "change_lsn": self.change_lsn,
+                "event_serial_no": self.event_serial_no}
+
+
+def lsn_source_schema(name: str, *position_fields: ConnectField) -> ConnectSchema:
+    """A change-table connector's source schema: the common fields, `ts_us`/`ts_ns`,
+    `schema`, `table`, then the connector's position fields."""
+    return ConnectSchema(
+        STRUCT,
+        optional=False,
+        name=name,
+        fields=(
+            *COMMON_SOURCE_FIELDS,
+            *SOURCE_TIME_FIELDS,
+            source_field("schema", STRING, False),
+            source_field("table", STRING, False),
+            source_field("change_lsn", STRING, True),
+            source_field("commit_lsn", STRING, True),
+            *position_fields,
+        ),
+    )
+
+
+class LsnSourceBlock:
+    """The source block of a record with an LsnPosition; subclasses set `schema` and the
+    default `kind`."""
+
+    schema: ClassVar[ConnectSchema]
+    default_kind: ClassVar[str] = ""
+
+    def __init__(self, kind: str | None = None) -> None:
+        self.kind = self.default_kind if kind is None else kind
+
+    def payload(self, record: ChangeRecord) -> dict[str, Any]:
+        pos: LsnPosition = record.position
+        table = record.table.id
+        ts_us = pos.ts_us if pos.ts_us is not None else record.source_ts_ms * 1000
+        return {
+            "version": record.context.connector_version,
+            "connector": record.context.kind,
+            "name": record.context.server_name,
+            "ts_ms": record.source_ts_ms,
+            "snapshot": record.snapshot,
+            "db": table.database,
+            "sequence": None,
+            "ts_us": ts_us,
+            "ts_ns": ts_us * 1000,
+            "schema": table.schema,
+            "table": table.table,
+            **pos.source_fields(),
+        }

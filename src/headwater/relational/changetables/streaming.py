@@ -1,0 +1,231 @@
+"""The streaming loop the SQL Server and Db2 connectors share: every `poll.interval.ms`, each
+stream's change tables are read from the last processed LSN to a target LSN, merged by the
+change-table poller and dispatched, one transaction's BEGIN, changes and END at a time.
+
+Why a base: Debezium's two change-table connectors (SqlServerStreamingChangeEventSource and
+Db2StreamingChangeEventSource) are near-twin classes; the loop, the offset bookkeeping
+(`commit_lsn`, `change_lsn`, `event_serial_no`; a stored change LSN means the transaction may
+be unfinished, so the next read starts at its commit LSN and the poller replays what was
+written), heartbeats and the connection-loss rule are the same.  A connector's `LsnStream`
+supplies only what differs: the target LSN, the change-table rows, the event time, and how it
+closes its read transaction.  The transaction id of the metadata events is the commit LSN.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Generic, TypeVar
+
+from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
+from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.source import RetriableError, SourceRunContext
+from headwater.model.record import SourceContext
+from headwater.model.schema import TableId
+from headwater.relational.changetables.poller import (
+    Change,
+    ChangeRow,
+    Resume,
+    merge_changes,
+    resumed,
+)
+from headwater.relational.changetables.position import LsnPosition
+from headwater.relational.config import RelationalConnectorConfig
+
+LsnText = Callable[[bytes | None], str | None]
+LsnBytes = Callable[[str | None], bytes | None]
+
+
+def epoch_us(value: object) -> int:
+    """A timestamp (aware, or naive read as UTC, as the emulations' tables hold) in µs;
+    None: now."""
+    if value is None:
+        return int(datetime.now(UTC).timestamp() * 1_000_000)
+    if not isinstance(value, datetime):
+        raise TypeError(f"timestamp {value!r} is not a datetime")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    delta = value - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def scalar(conn: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
+    """The first column of the first row of `sql` (None: no row)."""
+    cur = conn.cursor()
+    try:
+        cur.execute(sql, params)
+        row = cur.fetchone()
+        return None if row is None else row[0]
+    finally:
+        cur.close()
+
+
+class LsnStream:
+    """One connection's position and change tables.  Subclasses implement `to_lsn`,
+    `tables`, `rows`, `increment` and `refresh`; the hooks `idle`, `end_read`, `event_us` and
+    `first_lsn` default to SQL Server's behaviour."""
+
+    def __init__(self, conn: Any, offset: dict[str, Any] | None, lsn_bytes: LsnBytes,
+                 lsn_text: LsnText) -> None:
+        self.conn = conn
+        self.lsn_text = lsn_text
+        offset = offset or {}
+        self.commit = lsn_bytes(offset.get("commit_lsn"))
+        change = lsn_bytes(offset.get("change_lsn"))
+        self.resume: Resume | None = None
+        self.increase_from = change is None
+        if self.commit is not None:
+            self.resume = Resume(self.commit, change, int(offset.get("event_serial_no") or 0))
+
+    def offset(self) -> dict[str, Any]:
+        resume = self.resume
+        if resume is None:
+            return {"commit_lsn": None, "change_lsn": None, "event_serial_no": None}
+        return {"commit_lsn": self.lsn_text(resume.commit),
+                "change_lsn": self.lsn_text(resume.change), "event_serial_no": resume.serial}
+
+    def to_lsn(self) -> bytes | None:
+        """The LSN this poll reads up to; None: nothing to read."""
+        raise NotImplementedError
+
+    def tables(self) -> list[Any]:
+        """The change tables to read (the poller's table handles: each has a `codec`)."""
+        raise NotImplementedError
+
+    def rows(self, table: Any, from_lsn: bytes, to_lsn: bytes) -> list[ChangeRow]:
+        raise NotImplementedError
+
+    def increment(self, lsn: bytes) -> bytes:
+        """The LSN after `lsn`: where a read resumes after a finished transaction."""
+        raise NotImplementedError
+
+    def refresh(self) -> None:
+        """Reloads the change tables when the server's set of them changed."""
+
+    def first_lsn(self, to_lsn: bytes) -> bytes:
+        """Where a stream without a stored position starts."""
+        return bytes(len(to_lsn))
+
+    def idle(self) -> None:
+        """Called when the target LSN has not moved."""
+
+    def end_read(self) -> None:
+        """Called after a poll's changes were dispatched."""
+
+    def event_us(self, change: Change) -> int:
+        """The event time of `change` in µs (default: its commit time)."""
+        return epoch_us(change.commit_time)
+
+    def changes(self, to_lsn: bytes) -> list[Change]:
+        if self.commit is not None and self.increase_from:
+            from_lsn = self.increment(self.commit)
+        else:
+            from_lsn = self.commit or self.first_lsn(to_lsn)
+        self.refresh()
+        streams = [(t, self.rows(t, from_lsn, to_lsn)) for t in self.tables()]
+        self.conn.rollback()  # end the read transaction (Debezium rolls back, too)
+        return list(resumed(merge_changes(streams), self.resume))
+
+
+S = TypeVar("S", bound=LsnStream)
+
+
+class LsnStreaming(Generic[S]):
+    """The streaming source: the connector's streams, one dispatcher.  Subclasses set `LABEL`
+    and `POSITION` and implement `open_streams`, `stored_offset` and `collection_name`."""
+
+    LABEL: ClassVar[str] = ""
+    POSITION: ClassVar[type[LsnPosition]] = LsnPosition
+
+    def __init__(self, cfg: RelationalConnectorConfig, context: SourceContext,
+                 metrics: CaptureMetrics, connect: Any, offset: dict[str, Any] | None,
+                 connection_errors: tuple[type[BaseException], ...] = ()) -> None:
+        self.cfg = cfg
+        self.connection_errors = connection_errors
+        self.context = context
+        self.metrics = metrics
+        self.connect = connect
+        self.offset = offset or {}
+
+    def acknowledge(self, token: Any) -> None:
+        pass
+
+    def open_streams(self, offset: dict[str, Any]) -> list[S]:
+        raise NotImplementedError
+
+    def stored_offset(self, streams: list[S]) -> dict[str, Any]:
+        """The offset to store for the streams' positions."""
+        raise NotImplementedError
+
+    def collection_name(self, table: TableId) -> str:
+        """The table's name in transaction metadata and signals."""
+        raise NotImplementedError
+
+    def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
+        """Streams until stopped; a lost connection is retriable (the runtime starts again
+        from the durable offset, as Debezium's task restarts on a connection error)."""
+        try:
+            self._execute(ctx, offset)
+        except self.connection_errors as exc:
+            raise RetriableError(f"{self.LABEL} connection lost: {exc}".strip()) from exc
+
+    def _execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
+        streams = self.open_streams(offset or self.offset)
+        dispatcher = EventDispatcher(self.context, DispatchOptions.from_config(self.cfg),
+                                     self.metrics, ctx.emit)
+        dispatcher.collection_name = self.collection_name
+        self.metrics.connected = True
+        try:
+            while not ctx.stopping.is_set():
+                busy = False
+                for stream in streams:
+                    busy |= self._poll(stream, streams, dispatcher)
+                if dispatcher.heartbeat_due():
+                    dispatcher.run_heartbeat_action()
+                    dispatcher.heartbeat(self.POSITION(
+                        streams[0].offset()["commit_lsn"], None, None))
+                    dispatcher.flush(self.stored_offset(streams))
+                if not busy:
+                    ctx.stopping.wait(self.cfg.poll_interval_ms / 1000)
+        finally:
+            for stream in streams:
+                with contextlib.suppress(*self.connection_errors):
+                    stream.conn.close()
+
+    def _poll(self, stream: S, streams: list[S], dispatcher: EventDispatcher) -> bool:
+        to_lsn = stream.to_lsn()
+        if to_lsn is None:
+            return False
+        if stream.commit is not None and stream.increase_from and to_lsn <= stream.commit:
+            stream.idle()
+            return False
+        tx: bytes | None = None
+        last: LsnPosition | None = None
+        for change in stream.changes(to_lsn):
+            ts_us = stream.event_us(change)
+            position = self.POSITION(stream.lsn_text(change.commit),
+                                     stream.lsn_text(change.change), change.serial, ts_us)
+            if change.commit != tx:
+                if tx is not None and last is not None:
+                    dispatcher.commit(ts_us // 1000, last)
+                dispatcher.begin(position.commit_lsn or "", ts_us // 1000, position)
+                tx = change.commit
+            dispatcher.replaying = change.replay
+            codec = change.table.codec
+            before = dispatcher.convert(codec, change.before) if change.before else None
+            after = dispatcher.convert(codec, change.after) if change.after else None
+            dispatcher.change(codec.schema, change.op, before, after, ts_us // 1000, position)
+            dispatcher.replaying = False
+            last = position
+            stream.resume = Resume(change.commit, change.change, change.serial)
+            if dispatcher.full:
+                dispatcher.flush(self.stored_offset(streams))
+        stream.end_read()
+        if tx is not None and last is not None:
+            dispatcher.commit((last.ts_us or 0) // 1000, last)
+        stream.commit = to_lsn
+        stream.increase_from = True
+        stream.resume = Resume(to_lsn, None, 0)
+        dispatcher.flush(self.stored_offset(streams))
+        return tx is not None

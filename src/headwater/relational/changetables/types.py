@@ -1,0 +1,92 @@
+"""Column mappings the SQL Server and Db2 connectors share: the temporal modes
+(`time.precision.mode`), `decimal.handling.mode`, `binary.handling.mode` and the plain string,
+XML and date columns.
+
+Why here: both Debezium connectors map these through the same JdbcValueConverters rules and
+both drivers hand over the same Python values (Decimal, str, bytes, date, time, datetime), so
+one implementation keeps the two byte-identical.  The type tables (which type name is which)
+stay in each connector's types.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, date, datetime, time
+from decimal import Decimal
+from typing import Any, Final
+
+from headwater.convert import binary_encoder, binary_schema
+from headwater.convert.decimal import decimal_mapping
+from headwater.convert.temporal import CONNECT, date_schema, time_schema, timestamp_schema
+from headwater.model.schema import INT64, STRING, ConnectSchema
+
+NANO_TIME: Final = "io.debezium.time.NanoTime"
+NANO_TIMESTAMP: Final = "io.debezium.time.NanoTimestamp"
+XML: Final = "io.debezium.data.Xml"
+_EPOCH: Final = datetime(1970, 1, 1)
+_EPOCH_DATE_ORDINAL: Final = date(1970, 1, 1).toordinal()
+
+# (schema, convert, NOT NULL fallback) of one column.
+Mapping = tuple[ConnectSchema, Callable[[Any], Any], Any]
+
+
+def micros_of_day(value: time) -> int:
+    return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
+
+
+def epoch_micros(value: datetime) -> int:
+    """Microseconds since the epoch; a naive value is taken as UTC."""
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def time_mapping(precision: int, mode: str, optional: bool, *, nano: bool = False) -> Mapping:
+    """A time column; `nano`: precision 7 and up is NanoTime in adaptive mode (SQL Server's
+    time(7); Db2's TIME has no fractions)."""
+    if nano and mode != CONNECT and precision > 6 and mode == "adaptive":
+        return (ConnectSchema(INT64, optional, NANO_TIME, 1),
+                lambda v: micros_of_day(v) * 1000, 0)
+    schema = time_schema(precision, mode, optional)
+    if schema.type == INT64:
+        return schema, micros_of_day, 0
+    return schema, lambda v: micros_of_day(v) // 1000, 0
+
+
+def timestamp_mapping(precision: int, mode: str, optional: bool) -> Mapping:
+    if mode != CONNECT and precision > 6:
+        return (ConnectSchema(INT64, optional, NANO_TIMESTAMP, 1),
+                lambda v: epoch_micros(v) * 1000, 0)
+    schema = timestamp_schema(precision, mode, optional)
+    if schema.name and "Micro" in schema.name:
+        return schema, epoch_micros, 0
+    return schema, lambda v: epoch_micros(v) // 1000, 0
+
+
+def date_mapping(mode: str, optional: bool) -> Mapping:
+    return date_schema(mode, optional), lambda v: v.toordinal() - _EPOCH_DATE_ORDINAL, 0
+
+
+def decimal_value_mapping(mode: str, precision: int | None, scale: int | None, optional: bool,
+                          column: str) -> Mapping:
+    """`decimal.handling.mode` for a driver value (Decimal, or anything Decimal() reads)."""
+    schema, convert, fallback = decimal_mapping(mode, precision, scale, optional, column)
+
+    def from_value(value: Any) -> Any:
+        return convert(str(value) if isinstance(value, Decimal) else str(Decimal(value)))
+
+    return schema, from_value, fallback
+
+
+def string_mapping(optional: bool) -> Mapping:
+    return ConnectSchema(STRING, optional), str, ""
+
+
+def xml_mapping(optional: bool) -> Mapping:
+    return ConnectSchema(STRING, optional, XML, 1), str, ""
+
+
+def binary_mapping(mode: str, optional: bool) -> Mapping:
+    encode = binary_encoder(mode)
+    return binary_schema(mode, optional), lambda v: encode(bytes(v)), b""

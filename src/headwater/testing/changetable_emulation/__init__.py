@@ -1,0 +1,1 @@
+"""What the SQL Server and Db2 emulations (change tables over PostgreSQL) share."""
