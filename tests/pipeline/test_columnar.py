@@ -383,3 +383,33 @@ def test_changelog_across_batches_by_both_paths_holds_every_event_once(tmp_path:
     events = sum(1 for _, v in records if v is not None)
     assert want.num_rows == events
     assert got.sort_by("__offset").to_pylist() == want.sort_by("__offset").to_pylist()
+
+
+def test_a_crash_between_a_batch_commits_never_forgets_its_deletes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The column-wise path killed after the first of a batch's commits (state or table): the
+    replayed batch still remembers its delete, so a later, older upsert stays out."""
+    from tests.unit.test_delta_target import Crash, crash_after_first_commit
+
+    rng = random.Random(5)
+    records = [document("c", 1, row(rng, 1), pg_source(100, 95)),
+               document("c", 2, row(rng, 2), pg_source(110, 105)),
+               document("d", 1, row(rng, 1), pg_source(300, 295)),
+               document("u", 1, row(rng, 1), pg_source(200, 195))]  # late: before the delete
+    write(tmp_path / "topics", records)
+
+    def batch(target: DeltaTarget, batch_id: int, a: int, b: int) -> None:
+        ch = columnar.decode_net(TOPIC, columnar.scan(tmp_path / "topics", TOPIC, a, b,
+                                                      columnar.Positions()))
+        assert ch is not None
+        target.apply_scd1_net(ch, batch_id)
+
+    batch(DeltaTarget(tmp_path / "delta", "p"), 0, 0, 2)
+    with monkeypatch.context() as m:
+        crash_after_first_commit(m)
+        with pytest.raises(Crash):
+            batch(DeltaTarget(tmp_path / "delta", "p"), 1, 2, 3)
+    restarted = DeltaTarget(tmp_path / "delta", "p")
+    batch(restarted, 1, 2, 3)  # the replay
+    batch(restarted, 2, 3, 4)
+    assert read_table(tmp_path / "delta" / "public" / "t").column("id").to_pylist() == [2]

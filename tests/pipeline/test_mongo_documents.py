@@ -172,3 +172,30 @@ def test_two_changes_in_one_transaction_are_not_taken_for_a_redelivery() -> None
     b = event("u", 1, 100, updated={"n": 2})  # same cluster time, same txn position
     events = decode_documents(TOPIC, [(0, *a), (1, *b), (2, *a)]).events
     assert [e.offset for e in dedup(events)] == [0, 1]
+
+
+@pytest.mark.parametrize("mode", ["scd1", "scd2"])
+def test_a_crash_between_a_batch_commits_never_forgets_its_deletes(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """Killed after the first of a batch's commits, the replayed batch still remembers its
+    delete: a later, older full image does not bring the document back."""
+    from headwater.pipeline.delta_target import DeltaTarget, read_table
+    from headwater.pipeline.documents.delta import DocumentTarget
+    from tests.unit.test_delta_target import Crash, crash_after_first_commit
+
+    def apply(batch_id: int, *records: tuple[bytes, bytes], first: int) -> None:
+        target = DocumentTarget(DeltaTarget(tmp_path, "p"), DocumentOptions())
+        batch = decode_documents(TOPIC, [(first + i, k, v) for i, (k, v) in enumerate(records)])
+        getattr(target, f"apply_{mode}")(batch, batch_id)
+
+    apply(0, event("c", 1, 100, after={"n": 1}), event("c", 2, 100, after={"n": 2}), first=0)
+    with monkeypatch.context() as m:
+        crash_after_first_commit(m)
+        with pytest.raises(Crash):
+            apply(1, event("d", 1, 300), first=2)
+    apply(1, event("d", 1, 300), first=2)  # the replay
+    apply(2, event("c", 1, 200, after={"n": 9}), first=3)  # late: before the delete
+    rows = read_table(tmp_path / "shop" / "people").to_pylist()
+    if mode == "scd2":
+        rows = [r for r in rows if r["__END_AT"] is None]
+    assert sorted(r["n"] for r in rows) == [2]

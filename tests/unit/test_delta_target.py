@@ -3,11 +3,13 @@ deletes, exactly-once replays, TOAST, schema evolution modes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from deltalake import DeltaTable
 
 from headwater.pipeline.decode import decode_topic
 from headwater.pipeline.delta_target import DeltaTarget, SchemaEvolutionError, read_table
@@ -94,3 +96,62 @@ def test_type_change_is_refused_with_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(SchemaEvolutionError, match="changed type"):
         apply(t, 1, [ev("c", 2, 200, 150, {"v": "b", "n": "x"}, [field("n", "string")])],
               first_offset=1)
+
+
+class Crash(Exception):
+    """A kill -9 between two Delta commits of one batch."""
+
+
+def crash_after_first_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Makes the next MERGE commit, then raises: the batch's later commits never happen."""
+    original = DeltaTable.merge
+    armed = [True]
+
+    def merge(self: DeltaTable, *args: Any, **kwargs: Any) -> Any:
+        merger = original(self, *args, **kwargs)
+        execute = merger.execute
+
+        def execute_then_crash() -> Any:
+            result = execute()
+            if armed[0]:
+                armed[0] = False
+                raise Crash
+            return result
+
+        merger.execute = execute_then_crash  # type: ignore[method-assign]
+        return merger
+
+    monkeypatch.setattr(DeltaTable, "merge", merge)
+
+
+def scd1(target: DeltaTarget, batch_id: int, events: list[tuple[bytes, bytes]],
+         first_offset: int) -> None:
+    apply(target, batch_id, events, first_offset)
+
+
+def scd2(target: DeltaTarget, batch_id: int, events: list[tuple[bytes, bytes]],
+         first_offset: int) -> None:
+    ch = decode_topic("s.public.t", [(first_offset + i, k, v) for i, (k, v) in enumerate(events)])
+    target.apply_scd2(ch, ch.events, None, batch_id)
+
+
+@pytest.mark.parametrize("mode", [scd1, scd2], ids=["scd1", "scd2"])
+def test_a_crash_between_a_batch_commits_never_forgets_its_deletes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        mode: Callable[[DeltaTarget, int, list[tuple[bytes, bytes]], int], None]) -> None:
+    """Killed after the first of a batch's commits (table or state), the replayed batch still
+    remembers its delete, so an older upsert arriving later does not bring the row back."""
+    mode(DeltaTarget(tmp_path, "p"), 0, [ev("c", 1, 100, 50, {"v": "a"}),
+                                         ev("c", 2, 100, 50, {"v": "b"})], 0)
+    deleted = [ev("d", 1, 300, 250, {"v": None})]
+    with monkeypatch.context() as m:
+        crash_after_first_commit(m)
+        with pytest.raises(Crash):
+            mode(DeltaTarget(tmp_path, "p"), 1, deleted, 2)
+    restarted = DeltaTarget(tmp_path, "p")
+    mode(restarted, 1, deleted, 2)  # Spark replays the batch in flight
+    mode(restarted, 2, [ev("u", 1, 200, 150, {"v": "late"})], 3)  # older than the delete
+    rows = read_table(tmp_path / "public" / "t").to_pylist()
+    if mode is scd2:
+        rows = [r for r in rows if r["__END_AT"] is None]
+    assert sorted((r["id"], r["v"]) for r in rows) == [(2, "b")]

@@ -10,7 +10,10 @@ resurrect the row.
 Exactly once: the last commit a batch makes to a table carries a Delta *app transaction*
 (`txn` action) with the pipeline's id and the Spark batch id.  A batch that Spark replays after a
 crash finds its id already committed and skips the table; the commits before it (truncate,
-state) are idempotent under the sequence rule, so a crash between them changes nothing.
+state) are idempotent under the sequence rule, so a crash between them changes nothing.  The
+order matters: were the state written after the table's commit, a crash between the two would
+make the replay skip the table and never remember the batch's deletes, and an older upsert
+arriving later would bring a deleted row back.
 """
 
 from __future__ import annotations
@@ -230,16 +233,21 @@ class DeltaTarget:
             tomb = state.get(_key_json(n.key))
             if floor is not None and n.sequence < floor:
                 continue  # older than a truncate
-            if tomb is not None and n.sequence <= tomb:
-                continue  # older than a remembered delete of this key
+            stale = tomb is not None and (n.sequence < tomb
+                                          or (n.sequence == tomb and not n.delete))
+            if stale:
+                # older than a remembered delete of this key (that delete itself is kept: a
+                # replay after a crash finds it remembered but maybe not yet applied)
+                continue
             kept.append(n)
         dt, columns = self._scd1_table(path, columns)
         if truncate is not None:
             dt.delete(f"{q(SEQ)} < '{truncate}'")
+        # State first, the table's commit (with the batch's txn) last: see the module docstring.
+        self._save_state(changes, kept, truncate, batch_id)
         toast = sorted({c for n in kept for c in n.unavailable})
         source = self._source_table(kept, columns, keys, toast)
         self._merge_scd1(dt, source, columns, keys, toast, batch_id)
-        self._save_state(changes, kept, truncate, batch_id)
 
     def _scd1_table(self, path: Path, columns: list[Column]) -> tuple[DeltaTable, list[Column]]:
         arrow_schema = pa.schema(
@@ -292,20 +300,21 @@ class DeltaTarget:
                     pa.table({"__hw_key": tombs.column("key"),
                               "__hw_tomb": tombs.column(SEQ)}),
                     "__hw_key", join_type="left outer", use_threads=False)
-                tomb = joined.column("__hw_tomb")
-                newer = pc.or_(pc.is_null(tomb),
-                               pc.greater(joined.column(SEQ), pc.fill_null(tomb, "")))
+                tomb = pc.fill_null(joined.column("__hw_tomb"), "")
+                seq = joined.column(SEQ)
+                newer = pc.or_(pc.greater(seq, tomb), pc.and_(
+                    pc.equal(seq, tomb), pc.equal(joined.column(OP), "d")))
                 net = joined.filter(newer).drop_columns(["__hw_key", "__hw_tomb"])
         dt, columns = self._scd1_table(path, changes.columns)
-        source = net.select([c.name for c in columns] + [SEQ, OP]
-                            + [TOAST_FLAG + c for c in changes.toast])
-        self._merge_scd1(dt, source, columns, keys, changes.toast, batch_id)
         deletes = net.filter(pc.equal(net.column(OP), "d"))
-        if deletes.num_rows:
+        if deletes.num_rows:  # state first, the table's commit last (module docstring)
             n = deletes.num_rows
             self._merge_state(changes, pa.table(
                 [key_json_array(deletes, keys), pa.array(["delete"] * n, pa.string()),
                  deletes.column(SEQ)], schema=STATE_SCHEMA), batch_id)
+        source = net.select([c.name for c in columns] + [SEQ, OP]
+                            + [TOAST_FLAG + c for c in changes.toast])
+        self._merge_scd1(dt, source, columns, keys, changes.toast, batch_id)
 
     def _source_table(
         self, net: list[NetChange], columns: list[Column], keys: tuple[str, ...],
@@ -394,6 +403,11 @@ class DeltaTarget:
                 rebuilt.append({**v.row, **dict(zip(keys, key, strict=True)),
                                 START: v.start, END: v.end})
         source = pa.Table.from_pylist(rebuilt, schema=arrow_schema)
+        # State first, the table's commit last (module docstring); a replay finds these
+        # deletes remembered and among its points too, and `rebuild` keeps one per sequence.
+        deletes = [NetChange(e.key, True, e.sequence, None, frozenset())
+                   for e in events if e.op == "d" and e.key is not None]
+        self._save_state(changes, deletes, truncate, batch_id, scd2=True)
         match = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys)
         affected = " OR ".join(
             "(" + " AND ".join(f"t.{q(k)} = {_sql_literal(v)}" for k, v in zip(keys, key,
@@ -409,9 +423,6 @@ class DeltaTarget:
             .when_not_matched_by_source_delete(predicate=affected)
             .execute()
         )
-        deletes = [NetChange(e.key, True, e.sequence, None, frozenset())
-                   for e in events if e.op == "d" and e.key is not None]
-        self._save_state(changes, deletes, truncate, batch_id, scd2=True)
 
     @staticmethod
     def _history(

@@ -205,8 +205,10 @@ class DocumentTarget:
             folded = fold(doc_id, evs, bases)
             unbased += folded.unbased
             last = folded.resolved[-1]
-            if tombs.get(doc_id) and last.sequence <= max(tombs[doc_id]):
-                continue  # older than a remembered delete
+            tomb = max(tombs[doc_id]) if tombs.get(doc_id) else None
+            if tomb is not None and (last.sequence < tomb
+                                     or (last.sequence == tomb and last.doc is not None)):
+                continue  # older than a remembered delete (a replay keeps that delete)
             net.append((doc_id, last.sequence, last.doc))
         if unbased:
             log.warning("%s: %d document(s) updated without a full document and with no "
@@ -223,6 +225,9 @@ class DocumentTarget:
             *self._data([d for _, _, d in net], columns)], names=names)
         sets = {q(n): f"s.{q(n)}" for n in names if n != OP}
         newer = f"s.{q(SEQ)} > t.{q(SEQ)}"
+        # Remembered first, the table's commit (with the batch's txn) last: a crash between
+        # them must not let the replay skip the table with its deletes forgotten.
+        self._remember(changes, "delete", [(i, s) for i, s, d in net if d is None], batch_id)
         (
             dt.merge(source, predicate=f"t.{q(ID)} = s.{q(ID)}", source_alias="s",
                      target_alias="t", merge_schema=True,
@@ -232,7 +237,6 @@ class DocumentTarget:
             .when_not_matched_insert(updates=sets, predicate=f"s.{q(OP)} = 'u'")
             .execute()
         )
-        self._remember(changes, "delete", [(i, s) for i, s, d in net if d is None], batch_id)
 
     def _current(self, path: Path, ids: list[str]) -> dict[str, Base]:
         """The target's rows of `ids` (the base of their patches)."""
@@ -283,6 +287,9 @@ class DocumentTarget:
             pa.array([i for i, _ in rows], _STR), pa.array([_doc_text(d) for d in docs], _STR),
             pa.array([v.start for _, v in rows], _STR), pa.array([v.end for _, v in rows], _STR),
             *self._data(docs, columns)], names=[ID, DOC, START, END, *columns])
+        self._remember(changes, "scd2_delete",  # first: see apply_scd1
+                       [(e.id, e.sequence) for evs in groups.values() for e in evs
+                        if e.op == "d"], batch_id)
         (
             dt.merge(source, predicate=f"t.{q(ID)} = s.{q(ID)} AND t.{q(START)} = s.{q(START)}",
                      source_alias="s", target_alias="t", merge_schema=True,
@@ -292,9 +299,6 @@ class DocumentTarget:
             .when_not_matched_by_source_delete(predicate=f"t.{q(ID)} IN ({_in_list(ids)})")
             .execute()
         )
-        self._remember(changes, "scd2_delete",
-                       [(e.id, e.sequence) for evs in groups.values() for e in evs
-                        if e.op == "d"], batch_id)
 
     def _row(self, doc: dict[str, Any] | None) -> dict[str, Any] | None:
         """A version's row for `scd2.rebuild`: the column values (still Extended JSON, so
