@@ -18,3 +18,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, A
     if os.environ.get("CI") and report.skipped and not hasattr(report, "wasxfail"):
         report.outcome = "failed"
         report.longrepr = f"skipped in CI (a missing install step?): {report.longrepr}"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--long", action="store_true", default=False,
+                     help="also run the long variants (marked `long`; also HEADWATER_LONG=1)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Long variants (`@pytest.mark.long`: more rounds or a second mode of a scenario CI
+    already runs in a short form) run only when asked for; otherwise they are deselected, not
+    skipped, since CI counts a skipped test as a failure."""
+    if config.getoption("--long") or os.environ.get("HEADWATER_LONG"):
+        return
+    long_variants = [item for item in items if item.get_closest_marker("long") is not None]
+    if long_variants:
+        config.hook.pytest_deselected(items=long_variants)
+        items[:] = [item for item in items if item.get_closest_marker("long") is None]

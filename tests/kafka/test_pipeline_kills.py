@@ -102,7 +102,10 @@ def caught_up(env: Env, kafka: LocalKafka, store: str) -> None:
              what="capture caught up")
 
 
-@pytest.mark.parametrize("mode", ["changelog", "scd1"])
+@pytest.mark.parametrize("mode", [
+    "changelog",  # in CI: every Kafka record exactly once
+    pytest.param("scd1", marks=pytest.mark.long),  # the same kills, merged (--long)
+])
 def test_pipeline_killed_mid_batch_is_exactly_once(env: Env, kafka: LocalKafka,
                                                    mode: str) -> None:
     env.prefix = unique("kil")

@@ -11,8 +11,8 @@ the pipeline applies to the previous state, so a lost or repeated event would sh
 An incremental snapshot of the collection (signal at the first round) runs across the kills,
 so its READs, ordered by the pipeline among the stream events, must not undo a later change.
 
-The short form (one round of kills, full-document updates) runs in CI; the patch mode and the
-long rounds are `slow`.
+The short forms (one round of kills, full-document and patch updates) run in CI; the four-round
+variants are `long` (run with `--long` or HEADWATER_LONG=1).
 """
 
 from __future__ import annotations
@@ -287,8 +287,9 @@ def run_scenario(env: MongoEnv, mode: str, rounds: int, seed: int) -> None:
     pytest.param("change_streams_update_full", 1, id="full-documents"),
     pytest.param("change_streams", 1, id="patches", marks=pytest.mark.slow),
     pytest.param("change_streams_update_full", 4, id="full-documents-long",
-                 marks=pytest.mark.slow),
-    pytest.param("change_streams", 4, id="patches-long", marks=pytest.mark.slow),
+                 marks=[pytest.mark.slow, pytest.mark.long]),
+    pytest.param("change_streams", 4, id="patches-long",
+                 marks=[pytest.mark.slow, pytest.mark.long]),
 ])
 def test_kill9_capture_and_pipeline_end_with_the_collection_in_delta(
         env: MongoEnv, mode: str, rounds: int) -> None:
