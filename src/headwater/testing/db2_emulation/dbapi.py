@@ -20,7 +20,11 @@ from typing import Any, Final
 
 import psycopg2
 
-from headwater.testing.changetable_emulation.dbapi import EmulatedConnection, EmulatedCursor
+from headwater.testing.changetable_emulation.dbapi import (
+    EmulatedConnection,
+    EmulatedCursor,
+    install_schema,
+)
 
 paramstyle = "qmark"
 Error = psycopg2.Error
@@ -108,8 +112,4 @@ def connect(dsn: str = "", user: str = "", password: str = "", host: str = "",
 
 def install(connection: Any) -> None:
     """Create the emulated ASN surface in the database of a psycopg2 connection."""
-    from importlib.resources import files
-
-    sql = files("headwater.testing.db2_emulation").joinpath("schema.sql").read_text()
-    with connection.cursor() as cur:
-        cur.execute(sql)
+    install_schema(connection, "headwater.testing.db2_emulation")
