@@ -8,23 +8,16 @@ from typing import Any
 import pytest
 
 from headwater.testing.db2_emulation import dbapi
-from headwater.testing.localpg import LocalPostgres, local_postgres
+from headwater.testing.localpg import LocalPostgres
+from tests.changetables.emulation import emulated_pg, fresh_database
 
-
-@pytest.fixture(scope="module")
-def emulated_pg() -> Iterator[LocalPostgres]:
-    with local_postgres() as pg:
-        yield pg
+__all__ = ["add_table", "db2_db", "emulated_pg", "sql"]
 
 
 @pytest.fixture
 def db2_db(emulated_pg: LocalPostgres, request: Any) -> Iterator[dict[str, Any]]:
     """A fresh emulated database: what the connector configuration and `sql` need."""
-    name = "testdb_" + str(abs(hash(request.node.name)) % 10**8)
-    emulated_pg.create_database(name)
-    raw = emulated_pg.connect(name)
-    dbapi.install(raw)
-    raw.close()
+    name = fresh_database(emulated_pg, request, dbapi.install)
     yield {"host": "127.0.0.1", "port": emulated_pg.port, "user": emulated_pg.user,
            "database": name}
 
