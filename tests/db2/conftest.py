@@ -36,5 +36,7 @@ def sql(db: dict[str, Any], *statements: str) -> None:
 
 
 def add_table(db: dict[str, Any], schema: str, table: str) -> None:
-    """ASNCDC.ADDTABLE, as the emulation provides it (a PostgreSQL function)."""
-    sql(db, f"SELECT asncdc.addtable('{schema}', '{table}')")
+    """ASNCDC.ADDTABLE, as the emulation provides it (a PostgreSQL function); like Debezium's
+    procedure it takes the names as the catalog holds them (DB2INST1, not db2inst1)."""
+    sql(db, "SELECT ASNCDC.ADDTABLE('{}', '{}')".format(schema.replace("'", "''"),
+                                                         table.replace("'", "''")))

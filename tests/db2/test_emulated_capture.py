@@ -41,7 +41,7 @@ def setup_customers(db: dict[str, Any]) -> None:
     sql(db, "CREATE SCHEMA db2inst1", CUSTOMERS,
         "INSERT INTO db2inst1.customers VALUES (1001, 'sally', 'thomas', "
         "'sally@example.com', 12.5, '2020-01-02 03:04:05.678')")
-    add_table(db, "db2inst1", "customers")
+    add_table(db, "DB2INST1", "CUSTOMERS")
 
 
 def test_snapshot_steps_are_logged_in_the_seeds_order(db2_db: dict[str, Any],

@@ -7,8 +7,9 @@ and return values as ibm_db_dbi would (bytes for FOR BIT DATA, not memoryview).
 sqlglot has no Db2 dialect, so the translation is by hand and covers only what the connector
 sends (queries.py): `?` markers, X'..' binary literals, CURRENT TIMESTAMP / CURRENT SERVER,
 the infix CONCAT operator, trailing isolation clauses (WITH CS, FOR READ ONLY WITH UR),
-SET CURRENT ISOLATION and SAVEPOINT .. ON ROLLBACK RETAIN CURSORS.  Anything else passes
-through unchanged, so a statement this does not know fails loudly on PostgreSQL.
+SET CURRENT ISOLATION and SAVEPOINT .. ON ROLLBACK RETAIN CURSORS; then Db2's name folding
+(names.fold: an unquoted name is its upper-case form).  Anything else passes through
+unchanged, so a statement this does not know fails loudly on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from headwater.testing.changetable_emulation.dbapi import (
     EmulatedCursor,
     install_schema,
 )
+from headwater.testing.db2_emulation.names import fold
 
 paramstyle = "qmark"
 Error = psycopg2.Error
@@ -71,7 +73,7 @@ def translate(db2: str) -> str:
     sql = db2
     for pattern, replacement in _REWRITES:
         sql = pattern.sub(replacement, sql)
-    return _markers(sql)
+    return _markers(fold(sql))
 
 
 class Cursor(EmulatedCursor):
