@@ -1,8 +1,9 @@
 """SQL Server's types as Debezium maps them (the reference's SQL Server type table, chapter 4.8,
-plus upstream's binary and uniqueidentifier), at the converter: every `time.precision.mode`
-and `decimal.handling.mode`, table-driven.  The end-to-end counterpart (the types the
-emulation can represent, snapshot and stream) is the conformance suite's types table
-(tests/conformance/drivers/sqlserver.py)."""
+plus upstream's binary and uniqueidentifier), at the converter: every `time.precision.mode`,
+`decimal.handling.mode` and `binary.handling.mode`, table-driven (the checks are the
+change-table connectors' shared ones, tests/changetables/type_cases.py).  The end-to-end
+counterpart (the types the emulation can represent, snapshot and stream) is the conformance
+suite's types table (tests/conformance/drivers/sqlserver.py)."""
 
 from __future__ import annotations
 
@@ -14,23 +15,32 @@ from typing import Any
 import pytest
 
 from headwater.connectors.sqlserver.types import column_mapping
-
-TIME_MODES = ("adaptive", "adaptive_time_microseconds", "connect")
-DECIMAL_MODES = ("precise", "double", "string")
-
-DAY = (date(2016, 11, 4) - date(1970, 1, 1)).days
-T = time(13, 51, 30, 123456)
-T_MS, T_US = 49_890_123, 49_890_123_456
-DT = datetime(2016, 11, 4, 13, 51, 30, 123456)
-DT_MS, DT_US = 1_478_267_490_123, 1_478_267_490_123_456
-
-DATE, TIME, MICRO_TIME, NANO_TIME = ("io.debezium.time.Date", "io.debezium.time.Time",
-                                     "io.debezium.time.MicroTime", "io.debezium.time.NanoTime")
-TS, MICRO_TS, NANO_TS = ("io.debezium.time.Timestamp", "io.debezium.time.MicroTimestamp",
-                         "io.debezium.time.NanoTimestamp")
-K_DATE, K_TIME, K_TS = ("org.apache.kafka.connect.data.Date", "org.apache.kafka.connect.data.Time",
-                        "org.apache.kafka.connect.data.Timestamp")
-DECIMAL = "org.apache.kafka.connect.data.Decimal"
+from tests.changetables.type_cases import (
+    BINARY_MODES,
+    DATE,
+    DAY,
+    DECIMAL_MODES,
+    DT,
+    DT_MS,
+    DT_US,
+    K_DATE,
+    K_TIME,
+    K_TS,
+    MICRO_TIME,
+    MICRO_TS,
+    NANO_TIME,
+    NANO_TS,
+    T_MS,
+    T_US,
+    TIME,
+    TIME_MODES,
+    TS,
+    T,
+    check_binary,
+    check_decimal,
+    check_modeless,
+    check_temporal,
+)
 
 # (type, precision, scale, value, expected schema type, schema name, converted value):
 # the same in every mode.
@@ -115,18 +125,10 @@ _DECIMAL_PARAMS = {"decimal": ("2", "10"), "numeric": ("0", "5"), "money": ("4",
 
 @pytest.mark.parametrize("time_mode", TIME_MODES)
 @pytest.mark.parametrize("decimal_mode", DECIMAL_MODES)
-@pytest.mark.parametrize(("type_name", "precision", "scale", "value", "schema_type", "name",
-                          "expected"), MODELESS, ids=[c[0] for c in MODELESS])
-def test_types_the_modes_do_not_change(type_name: str, precision: int | None,
-                                       scale: int | None, value: Any, schema_type: str,
-                                       name: str | None, expected: Any, time_mode: str,
+@pytest.mark.parametrize("case", MODELESS, ids=[c[0] for c in MODELESS])
+def test_types_the_modes_do_not_change(case: tuple[Any, ...], time_mode: str,
                                        decimal_mode: str) -> None:
-    mapping = column_mapping(type_name, precision, scale, True, time_mode=time_mode,
-                             decimal_mode=decimal_mode)
-    assert mapping is not None
-    schema, convert, _ = mapping
-    assert (schema.type, schema.name) == (schema_type, name)
-    assert convert(value) == expected
+    check_modeless(column_mapping, *case, time_mode, decimal_mode)
 
 
 @pytest.mark.parametrize("time_mode", TIME_MODES)
@@ -135,14 +137,7 @@ def test_types_the_modes_do_not_change(type_name: str, precision: int | None,
 def test_temporal_types_in_every_time_precision_mode(
         type_name: str, precision: int | None, value: Any,
         by_mode: dict[str, tuple[str, str, int]], time_mode: str) -> None:
-    mapping = column_mapping(type_name, precision, None, False, time_mode=time_mode)
-    assert mapping is not None
-    schema, convert, fallback = mapping
-    schema_type, name, expected = by_mode[time_mode]
-    assert (schema.type, schema.name, schema.optional) == (schema_type, name, False)
-    got = convert(value)
-    assert got == expected and type(got) is int
-    assert fallback == 0
+    check_temporal(column_mapping, type_name, precision, None, value, by_mode, time_mode)
 
 
 @pytest.mark.parametrize("decimal_mode", DECIMAL_MODES)
@@ -151,20 +146,16 @@ def test_temporal_types_in_every_time_precision_mode(
 def test_decimal_types_in_every_decimal_handling_mode(
         type_name: str, precision: int | None, scale: int | None, value: Decimal,
         by_mode: dict[str, tuple[str, Any]], decimal_mode: str) -> None:
-    mapping = column_mapping(type_name, precision, scale, True, decimal_mode=decimal_mode)
-    assert mapping is not None
-    schema, convert, _ = mapping
-    schema_type, expected = by_mode[decimal_mode]
-    assert schema.type == schema_type
-    if decimal_mode == "precise":
-        scale_text, precision_text = _DECIMAL_PARAMS[type_name]
-        assert schema.name == DECIMAL
-        assert schema.parameters == {"scale": scale_text,
-                                     "connect.decimal.precision": precision_text}
-    else:
-        assert schema.name is None
-    got = convert(value)
-    assert got == expected and isinstance(got, type(expected))  # precise: a str subclass
+    scale_text, precision_text = _DECIMAL_PARAMS[type_name]
+    check_decimal(column_mapping, type_name, precision, scale, value, by_mode[decimal_mode],
+                  {"scale": scale_text, "connect.decimal.precision": precision_text},
+                  decimal_mode)
+
+
+@pytest.mark.parametrize("binary_mode", BINARY_MODES)
+@pytest.mark.parametrize("type_name", ["binary", "varbinary", "image", "rowversion"])
+def test_binary_types_in_every_binary_handling_mode(type_name: str, binary_mode: str) -> None:
+    check_binary(column_mapping, type_name, 8, binary_mode)
 
 
 def test_unknown_types_are_not_mapped() -> None:
