@@ -20,19 +20,24 @@ from __future__ import annotations
 import re
 from typing import Final
 
-SQL_WORDS: Final = frozenset("""
-    select from where and or not null is as case when then else end distinct all union
-    join left right inner outer cross on using group by order asc desc having limit offset
-    fetch first next rows row only over partition lead lag row_number rank max min count sum
-    avg coalesce nullif cast upper lower current_database current_timestamp current_date
-    now in exists between like escape true false insert into values update set delete
-    truncate table create alter drop add column schema primary key foreign references unique
-    constraint default check index if cascade restrict with recursive savepoint rollback
-    release to commit begin transaction isolation level read committed uncommitted
-    repeatable serializable smallint integer int bigint real double precision float decimal
-    numeric dec char character varchar varying text clob blob binary varbinary bytea boolean
-    date time timestamp zone without xml returning immediate
-""".split())
+SQL_WORDS: Final = frozenset((
+    "select", "from", "where", "and", "or", "not", "null", "is", "as", "case", "when", "then",
+    "else", "end", "distinct", "all", "union", "join", "left", "right", "inner", "outer",
+    "cross", "on", "using", "group", "by", "order", "asc", "desc", "having", "limit", "offset",
+    "fetch", "first", "next", "rows", "row", "only", "over", "partition", "lead", "lag",
+    "row_number", "rank", "max", "min", "count", "sum", "avg", "coalesce", "nullif", "cast",
+    "upper", "lower", "current_database", "current_timestamp", "current_date", "now", "in",
+    "exists", "between", "like", "escape", "true", "false", "insert", "into", "values",
+    "update", "set", "delete", "truncate", "table", "create", "alter", "drop", "add", "column",
+    "schema", "primary", "key", "foreign", "references", "unique", "constraint", "default",
+    "check", "index", "if", "cascade", "restrict", "with", "recursive", "savepoint",
+    "rollback", "release", "to", "commit", "begin", "transaction", "isolation", "level",
+    "read", "committed", "uncommitted", "repeatable", "serializable", "smallint", "integer",
+    "int", "bigint", "real", "double", "precision", "float", "decimal", "numeric", "dec",
+    "char", "character", "varchar", "varying", "text", "clob", "blob", "binary", "varbinary",
+    "bytea", "boolean", "date", "time", "timestamp", "zone", "without", "xml", "returning",
+    "immediate",
+))
 
 _TOKEN: Final = re.compile(
     r"""(?P<string>'(?:[^']|'')*')
