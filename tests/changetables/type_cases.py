@@ -1,13 +1,15 @@
-"""The per-type checks the SQL Server and Db2 type tests share: a connector's `column_mapping`
+"""The per-type tests the SQL Server and Db2 connectors share: a connector's `column_mapping`
 (type name, size, scale, optional, modes) against tables of expected Connect schemas and
 values, in every `time.precision.mode`, `decimal.handling.mode` and `binary.handling.mode`.
-Each connector's test module holds only its type tables."""
+Each connector's test module subclasses `TypeTableContract` with only its type tables."""
 
 from __future__ import annotations
 
 from datetime import date, datetime, time
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
+
+import pytest
 
 from headwater.relational.changetables.catalog import ColumnMapping
 
@@ -94,3 +96,59 @@ def check_binary(column_mapping: ColumnMapping, type_name: str, size: int | None
     assert convert(BINARY_VALUE) == want
     assert convert(bytearray(BINARY_VALUE)) == want  # drivers may hand over a bytearray
     assert fallback == (b"" if binary_mode == "bytes" else "")
+
+
+# (type name, size, scale, value, schema type, schema name, converted value)
+Modeless = tuple[str, int | None, int | None, Any, str, str | None, Any]
+# (type name, size, scale, value, {time.precision.mode: (schema type, name, value)})
+Temporal = tuple[str, int | None, int | None, Any, dict[str, tuple[str, str, int]]]
+# (type name, size, scale, value, {decimal.handling.mode: (schema type, value)}, precise
+#  Decimal's schema parameters or None for a VariableScaleDecimal)
+Decimals = tuple[str, int | None, int | None, Decimal, dict[str, tuple[str, Any]],
+                 dict[str, str] | None]
+
+
+class TypeTableContract:
+    """The tests every change-table connector's type table passes; a subclass (`Test...`)
+    sets `column_mapping` (a staticmethod) and its tables, one test case per row."""
+
+    column_mapping: ClassVar[ColumnMapping]
+    MODELESS: ClassVar[list[Modeless]] = []
+    TEMPORAL: ClassVar[list[Temporal]] = []
+    DECIMALS: ClassVar[list[Decimals]] = []
+    BINARIES: ClassVar[tuple[str, ...]] = ()
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        """Parametrizes the tests by the subclass's tables (pytest calls this per test)."""
+        tables: dict[str, tuple[list[Any], Any]] = {
+            "modeless": (self.MODELESS, lambda c: c[0]),
+            "temporal": (self.TEMPORAL, lambda c: f"{c[0]}({c[1]},{c[2]})"),
+            "decimal": (self.DECIMALS, lambda c: f"{c[0]}({c[1]},{c[2]})={c[3]}"),
+            "binary_type": (list(self.BINARIES), str),
+        }
+        for name, (rows, ident) in tables.items():
+            if name in metafunc.fixturenames:
+                metafunc.parametrize(name, rows, ids=[ident(r) for r in rows])
+
+    @pytest.mark.parametrize("time_mode", TIME_MODES)
+    @pytest.mark.parametrize("decimal_mode", DECIMAL_MODES)
+    def test_types_the_modes_do_not_change(self, modeless: Modeless, time_mode: str,
+                                           decimal_mode: str) -> None:
+        check_modeless(self.column_mapping, *modeless, time_mode, decimal_mode)
+
+    @pytest.mark.parametrize("time_mode", TIME_MODES)
+    def test_temporal_types_in_every_time_precision_mode(self, temporal: Temporal,
+                                                         time_mode: str) -> None:
+        check_temporal(self.column_mapping, *temporal, time_mode)
+
+    @pytest.mark.parametrize("decimal_mode", DECIMAL_MODES)
+    def test_decimal_types_in_every_decimal_handling_mode(self, decimal: Decimals,
+                                                          decimal_mode: str) -> None:
+        type_name, size, scale, value, by_mode, parameters = decimal
+        check_decimal(self.column_mapping, type_name, size, scale, value,
+                      by_mode[decimal_mode], parameters, decimal_mode)
+
+    @pytest.mark.parametrize("binary_mode", BINARY_MODES)
+    def test_binary_types_in_every_binary_handling_mode(self, binary_type: str,
+                                                        binary_mode: str) -> None:
+        check_binary(self.column_mapping, binary_type, 8, binary_mode)

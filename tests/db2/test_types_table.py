@@ -19,10 +19,8 @@ import pytest
 from headwater.connectors.db2.types import column_mapping
 from headwater.convert.decimal import UnrepresentableValueError
 from tests.changetables.type_cases import (
-    BINARY_MODES,
     DATE,
     DAY,
-    DECIMAL_MODES,
     DT,
     DT_MS,
     DT_US,
@@ -33,12 +31,11 @@ from tests.changetables.type_cases import (
     MICRO_TS,
     NANO_TS,
     TIME,
-    TIME_MODES,
     TS,
-    check_binary,
-    check_decimal,
-    check_modeless,
-    check_temporal,
+    Decimals,
+    Modeless,
+    Temporal,
+    TypeTableContract,
 )
 
 XML = "io.debezium.data.Xml"
@@ -47,7 +44,7 @@ DT0_MS = DT_MS - 123  # 2016-11-04 13:51:30
 
 # (TYPENAME, LENGTH, SCALE, value, schema type, schema name, converted value): the same in
 # every mode.
-MODELESS: list[tuple[str, int | None, int | None, Any, str, str | None, Any]] = [
+MODELESS: list[Modeless] = [
     ("BOOLEAN", 1, 0, True, "boolean", None, True),
     ("SMALLINT", 2, 0, -32768, "int16", None, -32768),
     ("INTEGER", 4, 0, 2**31 - 1, "int32", None, 2**31 - 1),
@@ -64,34 +61,35 @@ MODELESS: list[tuple[str, int | None, int | None, Any, str, str | None, Any]] = 
     ("XML", 0, 0, "<a>1</a>", "string", XML, "<a>1</a>"),
 ]
 
-# (TYPENAME, SCALE, value, {time.precision.mode: (schema type, name, converted value)})
-TEMPORAL: list[tuple[str, int | None, Any, dict[str, tuple[str, str, int]]]] = [
-    ("DATE", 0, date(2016, 11, 4), {
+# (TYPENAME, LENGTH, SCALE, value, {time.precision.mode: (schema type, name, converted
+# value)})
+TEMPORAL: list[Temporal] = [
+    ("DATE", 10, 0, date(2016, 11, 4), {
         "adaptive": ("int32", DATE, DAY), "adaptive_time_microseconds": ("int32", DATE, DAY),
         "connect": ("int32", K_DATE, DAY)}),
-    ("TIME", 0, time(13, 51, 30), {
+    ("TIME", 10, 0, time(13, 51, 30), {
         "adaptive": ("int32", TIME, T0_MS),
         "adaptive_time_microseconds": ("int64", MICRO_TIME, T0_MS * 1000),
         "connect": ("int32", K_TIME, T0_MS)}),
-    ("TIMESTAMP", 0, datetime(2016, 11, 4, 13, 51, 30), {
+    ("TIMESTAMP", 10, 0, datetime(2016, 11, 4, 13, 51, 30), {
         "adaptive": ("int64", TS, DT0_MS), "adaptive_time_microseconds": ("int64", TS, DT0_MS),
         "connect": ("int64", K_TS, DT0_MS)}),
-    ("TIMESTAMP", 3, datetime(2016, 11, 4, 13, 51, 30, 123000), {
+    ("TIMESTAMP", 10, 3, datetime(2016, 11, 4, 13, 51, 30, 123000), {
         "adaptive": ("int64", TS, DT_MS), "adaptive_time_microseconds": ("int64", TS, DT_MS),
         "connect": ("int64", K_TS, DT_MS)}),
-    ("TIMESTAMP", 6, DT, {
+    ("TIMESTAMP", 10, 6, DT, {
         "adaptive": ("int64", MICRO_TS, DT_US),
         "adaptive_time_microseconds": ("int64", MICRO_TS, DT_US),
         "connect": ("int64", K_TS, DT_MS)}),
-    ("TIMESTAMP", None, DT, {  # no SCALE: Db2's default TIMESTAMP(6)
+    ("TIMESTAMP", 10, None, DT, {  # no SCALE: Db2's default TIMESTAMP(6)
         "adaptive": ("int64", MICRO_TS, DT_US),
         "adaptive_time_microseconds": ("int64", MICRO_TS, DT_US),
         "connect": ("int64", K_TS, DT_MS)}),
-    ("TIMESTAMP", 9, DT, {
+    ("TIMESTAMP", 10, 9, DT, {
         "adaptive": ("int64", NANO_TS, DT_US * 1000),
         "adaptive_time_microseconds": ("int64", NANO_TS, DT_US * 1000),
         "connect": ("int64", K_TS, DT_MS)}),
-    ("TIMESTAMP", 12, DT, {
+    ("TIMESTAMP", 10, 12, DT, {
         "adaptive": ("int64", NANO_TS, DT_US * 1000),
         "adaptive_time_microseconds": ("int64", NANO_TS, DT_US * 1000),
         "connect": ("int64", K_TS, DT_MS)}),
@@ -106,8 +104,7 @@ def _vsd(unscaled: int, scale: int) -> dict[str, Any]:
 
 # (TYPENAME, LENGTH, SCALE, value, {decimal.handling.mode: (schema type, converted value)},
 #  precise schema parameters: None for a VariableScaleDecimal)
-DECIMALS: list[tuple[str, int, int, Decimal, dict[str, tuple[str, Any]],
-                     dict[str, str] | None]] = [
+DECIMALS: list[Decimals] = [
     ("DECIMAL", 10, 2, Decimal("-12345678.91"), {
         "precise": ("bytes", "tmn9LQ=="), "double": ("float64", -12345678.91),
         "string": ("string", "-12345678.91")},
@@ -134,38 +131,12 @@ DECIMALS: list[tuple[str, int, int, Decimal, dict[str, tuple[str, Any]],
 ]
 
 
-@pytest.mark.parametrize("time_mode", TIME_MODES)
-@pytest.mark.parametrize("decimal_mode", DECIMAL_MODES)
-@pytest.mark.parametrize("case", MODELESS, ids=[c[0] for c in MODELESS])
-def test_types_the_modes_do_not_change(case: tuple[Any, ...], time_mode: str,
-                                       decimal_mode: str) -> None:
-    check_modeless(column_mapping, *case, time_mode, decimal_mode)
-
-
-@pytest.mark.parametrize("time_mode", TIME_MODES)
-@pytest.mark.parametrize(("type_name", "scale", "value", "by_mode"), TEMPORAL,
-                         ids=[f"{c[0]}({c[1]})" for c in TEMPORAL])
-def test_temporal_types_in_every_time_precision_mode(
-        type_name: str, scale: int | None, value: Any,
-        by_mode: dict[str, tuple[str, str, int]], time_mode: str) -> None:
-    check_temporal(column_mapping, type_name, 10, scale, value, by_mode, time_mode)
-
-
-@pytest.mark.parametrize("decimal_mode", DECIMAL_MODES)
-@pytest.mark.parametrize(("type_name", "length", "scale", "value", "by_mode", "parameters"),
-                         DECIMALS, ids=[f"{c[0]}({c[1]},{c[2]})={c[3]}" for c in DECIMALS])
-def test_decimal_types_in_every_decimal_handling_mode(
-        type_name: str, length: int, scale: int, value: Decimal,
-        by_mode: dict[str, tuple[str, Any]], parameters: dict[str, str] | None,
-        decimal_mode: str) -> None:
-    check_decimal(column_mapping, type_name, length, scale, value, by_mode[decimal_mode],
-                  parameters, decimal_mode)
-
-
-@pytest.mark.parametrize("binary_mode", BINARY_MODES)
-@pytest.mark.parametrize("type_name", ["BINARY", "VARBINARY", "BLOB"])
-def test_binary_types_in_every_binary_handling_mode(type_name: str, binary_mode: str) -> None:
-    check_binary(column_mapping, type_name, 8, binary_mode)
+class TestDb2Types(TypeTableContract):
+    column_mapping = staticmethod(column_mapping)
+    MODELESS = MODELESS
+    TEMPORAL = TEMPORAL
+    DECIMALS = DECIMALS
+    BINARIES = ("BINARY", "VARBINARY", "BLOB")
 
 
 @pytest.mark.parametrize(("value", "double", "string"), [

@@ -14,7 +14,6 @@ CD rows, as SQL Replication's Capture program would.
 from __future__ import annotations
 
 import base64
-import itertools
 import re
 from collections.abc import Mapping, Sequence
 from datetime import date
@@ -24,15 +23,11 @@ from typing import Any
 from headwater.testing.db2_emulation import dbapi
 from headwater.testing.localpg import LocalPostgres
 
-from ..driver import Column, Statement, TypeCase, connect_decimal, debezium_topic
+from ..driver import Column, TypeCase, connect_decimal, debezium_topic
+from .emulated import EmulatedDriver, quote
 
-_counter = itertools.count()
 EMULATION = "headwater.testing.db2_emulation.dbapi"
 SCHEMA = "DB2INST1"
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _variable_scale(unscaled: int, scale: int) -> dict[str, Any]:
@@ -40,31 +35,13 @@ def _variable_scale(unscaled: int, scale: int) -> dict[str, Any]:
     return {"scale": scale, "value": connect_decimal(unscaled)}
 
 
-class Db2Driver:
+class Db2Driver(EmulatedDriver):
     name = "db2"
-    prefix = "conf"
+    DATABASE_PREFIX = "conf_db2_"
+    SCHEMA = SCHEMA
 
     def __init__(self, server: LocalPostgres) -> None:
-        self.server = server
-        self.db = f"conf_db2_{next(_counter)}"
-        server.create_database(self.db)
-        raw = server.connect(self.db)
-        try:
-            dbapi.install(raw)
-            with raw.cursor() as cur:
-                cur.execute(f"CREATE SCHEMA {_quote(SCHEMA)}")
-        finally:
-            raw.close()
-        self.conn = self._connect(autocommit=True)
-
-    def _connect(self, autocommit: bool) -> Any:
-        """A PostgreSQL connection whose unqualified names resolve in DB2INST1."""
-        import psycopg2
-
-        conn = psycopg2.connect(**self.server.dsn(self.db),
-                                options=f"-c search_path={_quote(SCHEMA)},public")
-        conn.autocommit = autocommit
-        return conn
+        super().__init__(server, dbapi.install)
 
     def properties(self, topics: Path, offsets: Path, tables: Sequence[str] | None = None,
                    extra: Mapping[str, object] | None = None) -> dict[str, str]:
@@ -88,48 +65,18 @@ class Db2Driver:
         return props
 
     def create_table(self, name: str, columns: Sequence[Column], key: Sequence[str]) -> None:
-        cols = [f"{_quote(c.name)} {c.type}{'' if c.nullable else ' NOT NULL'}"
+        cols = [f"{quote(c.name)} {c.type}{'' if c.nullable else ' NOT NULL'}"
                 for c in columns]
         if key:
-            cols.append(f"PRIMARY KEY ({', '.join(_quote(k) for k in key)})")
-        self.execute(f"CREATE TABLE {_quote(SCHEMA)}.{_quote(name)} ({', '.join(cols)})")
+            cols.append(f"PRIMARY KEY ({', '.join(quote(k) for k in key)})")
+        self.execute(f"CREATE TABLE {quote(SCHEMA)}.{quote(name)} ({', '.join(cols)})")
         self.execute(('SELECT "ASNCDC"."ADDTABLE"(%s, %s)', (SCHEMA, name)))
-
-    def execute(self, *statements: Statement) -> None:
-        with self.conn.cursor() as cur:
-            cur.execute("BEGIN")
-            try:
-                for s in statements:
-                    sql, params = (s, None) if isinstance(s, str) else s
-                    cur.execute(sql, params)
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-            cur.execute("COMMIT")
-
-    def connect(self) -> Any:
-        return self._connect(autocommit=False)
-
-    def quote(self, name: str) -> str:
-        return _quote(name)
 
     def topic(self, table: str) -> str:
         return debezium_topic(self.prefix, SCHEMA, table)  # server.schema.table
 
     def collection(self, table: str) -> str:
         return f"{SCHEMA}.{table}"  # Debezium's Db2 table ids have no catalog part
-
-    def rows(self, table: str) -> list[dict[str, Any]]:
-        with self.conn.cursor() as cur:
-            cur.execute(f"SELECT * FROM {self.quote(table)}")
-            names = [d[0] for d in cur.description]
-            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-
-    def restart_server(self) -> None:
-        """Restarts the PostgreSQL behind the emulation."""
-        self.conn.close()
-        self.server.restart()
-        self.conn = self._connect(autocommit=True)
 
     def types_table(self) -> list[TypeCase]:
         """Db2 types as the emulation's catalog names them (SYSCAT.COLUMNS' TYPENAME from the
@@ -163,12 +110,3 @@ class Db2Driver:
                      1_478_267_490_123_456),
             TypeCase("c_null", "integer", "NULL", None),
         ]
-
-    def close(self) -> None:
-        self.conn.close()
-        conn = self.server.connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
-        finally:
-            conn.close()
