@@ -48,11 +48,3 @@ def test_datastream_events_are_refused_naming_the_property() -> None:
     cfg = validate_db2_config({**BASE, "headwater.event.format": "debezium"})[0]
     assert cfg.output.event_format == "debezium"
 
-
-def test_sqlserver_accepts_datastream_events() -> None:
-    """The SQL Server connector, on the same change-table base, writes Datastream events."""
-    from headwater.connectors.sqlserver.config import validate_sqlserver_config
-
-    cfg = validate_sqlserver_config({**BASE, "database.dbname": "testDB",
-                                     "headwater.event.format": "datastream"})[0]
-    assert cfg.output.event_format == "datastream"
