@@ -8,23 +8,16 @@ from typing import Any
 import pytest
 
 from headwater.testing.db2_emulation import dbapi
-from headwater.testing.localpg import LocalPostgres, local_postgres
+from headwater.testing.localpg import LocalPostgres
+from tests.changetables.emulation import emulated_pg, fresh_database
 
-
-@pytest.fixture(scope="module")
-def emulated_pg() -> Iterator[LocalPostgres]:
-    with local_postgres() as pg:
-        yield pg
+__all__ = ["add_table", "db2_db", "emulated_pg", "sql"]
 
 
 @pytest.fixture
 def db2_db(emulated_pg: LocalPostgres, request: Any) -> Iterator[dict[str, Any]]:
     """A fresh emulated database: what the connector configuration and `sql` need."""
-    name = "testdb_" + str(abs(hash(request.node.name)) % 10**8)
-    emulated_pg.create_database(name)
-    raw = emulated_pg.connect(name)
-    dbapi.install(raw)
-    raw.close()
+    name = fresh_database(emulated_pg, request, dbapi.install)
     yield {"host": "127.0.0.1", "port": emulated_pg.port, "user": emulated_pg.user,
            "database": name}
 
@@ -43,5 +36,7 @@ def sql(db: dict[str, Any], *statements: str) -> None:
 
 
 def add_table(db: dict[str, Any], schema: str, table: str) -> None:
-    """ASNCDC.ADDTABLE, as the emulation provides it (a PostgreSQL function)."""
-    sql(db, f"SELECT asncdc.addtable('{schema}', '{table}')")
+    """ASNCDC.ADDTABLE, as the emulation provides it (a PostgreSQL function); like Debezium's
+    procedure it takes the names as the catalog holds them (DB2INST1, not db2inst1)."""
+    sql(db, "SELECT ASNCDC.ADDTABLE('{}', '{}')".format(schema.replace("'", "''"),
+                                                         table.replace("'", "''")))

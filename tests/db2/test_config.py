@@ -1,7 +1,11 @@
-"""Db2 configuration: Debezium's property names and defaults, the registry entry."""
+"""Db2 configuration: Debezium's property names and defaults, the registry entry, the refusal
+of Datastream events."""
 
 from __future__ import annotations
 
+import pytest
+
+from headwater.config.definition import ConfigError
 from headwater.connectors.db2.config import validate_db2_config
 from headwater.connectors.registry import registration_for_class
 
@@ -28,3 +32,19 @@ def test_platform_z_and_asn_tables_never_captured() -> None:
 def test_registered_under_debeziums_class() -> None:
     registration = registration_for_class("io.debezium.connector.db2.Db2Connector")
     assert registration.name == "Db2" and registration.source_connectors == ("db2",)
+
+
+def test_datastream_events_are_refused_naming_the_property() -> None:
+    """Datastream has no Db2 source: `headwater.event.format=datastream` stops the connector
+    at start instead of rendering events of some other source's shape; the files
+    destination, which needs Datastream events, is refused too."""
+    with pytest.raises(ConfigError) as err:
+        validate_db2_config({**BASE, "headwater.event.format": "datastream"})
+    assert "headwater.event.format=datastream" in str(err.value)
+    assert "the Db2 connector does not write Datastream events" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        validate_db2_config({**BASE, "headwater.destination": "files"})
+    assert "needs headwater.event.format=datastream" in str(err.value)
+    cfg = validate_db2_config({**BASE, "headwater.event.format": "debezium"})[0]
+    assert cfg.output.event_format == "debezium"
+

@@ -14,8 +14,9 @@ from headwater.connectors.db2.config import validate_db2_config
 from headwater.connectors.db2.connector import SNAPSHOT_STEPS, Db2Connector
 from headwater.engine.queue import Batch
 from headwater.engine.source import SourceRunContext
-from headwater.model.record import ChangeRecord, TransactionEvent
+from headwater.model.record import ChangeRecord
 from headwater.testing.localpg import wait_for
+from tests.changetables import emulation
 from tests.db2.conftest import add_table, sql
 
 CUSTOMERS = ("CREATE TABLE db2inst1.customers (id INTEGER NOT NULL PRIMARY KEY, first_name "
@@ -31,39 +32,16 @@ def config(db: dict[str, Any], **extra: str) -> Any:
     return validate_db2_config(props)[0]
 
 
-class Capture:
+class Capture(emulation.Capture):
     def __init__(self, cfg: Any) -> None:
-        self.batches: list[Batch] = []
-        self.stopping = threading.Event()
-        self.ctx = SourceRunContext(self.batches.append, self.stopping)
-        self.connector = Db2Connector(cfg)
-        self.thread: threading.Thread | None = None
-
-    def run(self, offset: dict[str, Any] | None = None) -> None:
-        plan = self.connector.start(offset)
-        if plan.snapshot is not None:
-            offset = plan.snapshot.execute(self.ctx)
-        assert plan.streaming is not None
-        self.thread = threading.Thread(target=plan.streaming.execute, args=(self.ctx, offset))
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.stopping.set()
-        assert self.thread is not None
-        self.thread.join(10)
-
-    def records(self) -> list[ChangeRecord]:
-        return [e for b in list(self.batches) for e in b.records if isinstance(e, ChangeRecord)]
-
-    def last_offset(self) -> dict[str, Any] | None:
-        return next((b.offset for b in reversed(self.batches) if b.offset), None)
+        super().__init__(Db2Connector(cfg))
 
 
 def setup_customers(db: dict[str, Any]) -> None:
     sql(db, "CREATE SCHEMA db2inst1", CUSTOMERS,
         "INSERT INTO db2inst1.customers VALUES (1001, 'sally', 'thomas', "
         "'sally@example.com', 12.5, '2020-01-02 03:04:05.678')")
-    add_table(db, "db2inst1", "customers")
+    add_table(db, "DB2INST1", "CUSTOMERS")
 
 
 def test_snapshot_steps_are_logged_in_the_seeds_order(db2_db: dict[str, Any],
@@ -107,20 +85,8 @@ def test_snapshot_then_stream_in_commit_order(db2_db: dict[str, Any]) -> None:
     assert [c.name for c in read.table.columns] == [
         "ID", "FIRST_NAME", "LAST_NAME", "EMAIL", "BALANCE", "SEEN"]
     assert read.after is not None and read.after[5] == 1577934245678
-    assert create.after == (1005, "john", "doe", "john.doe@example.org", None, None)
-    assert update.before is not None and update.before[3] == "john.doe@example.org"
-    assert update.after is not None and update.after[3] == "noreply@example.org"
-    assert delete.before is not None and delete.before[3] == "noreply@example.org"
-    assert [r.position.event_serial_no for r in records[1:]] == [1, 2, 1]
-    commits = [r.position.commit_lsn for r in records[1:]]
-    assert commits == sorted(commits) and len(set(commits)) == 3
-    assert read.position.commit_lsn < commits[0]
-    for record in records[1:]:
-        assert record.position.change_lsn < record.position.commit_lsn
-    tx_events = [e for b in capture.batches for e in b.records
-                 if isinstance(e, TransactionEvent)]
-    assert [e.status for e in tx_events] == ["BEGIN", "END"] * 3
-    assert tx_events[0].id == create.position.commit_lsn
+    assert read.position.commit_lsn < create.position.commit_lsn
+    emulation.check_insert_update_delete(capture, [create, update, delete])
 
 
 def test_restart_resumes_after_stored_offset(db2_db: dict[str, Any]) -> None:

@@ -7,24 +7,17 @@ from typing import Any
 
 import pytest
 
-from headwater.testing.localpg import LocalPostgres, local_postgres
+from headwater.testing.localpg import LocalPostgres
 from headwater.testing.sqlserver_emulation import dbapi
+from tests.changetables.emulation import emulated_pg, fresh_database
 
-
-@pytest.fixture(scope="module")
-def emulated_pg() -> Iterator[LocalPostgres]:
-    with local_postgres() as pg:
-        yield pg
+__all__ = ["emulated_pg", "enable_cdc", "sqlserver_db", "tsql"]
 
 
 @pytest.fixture
 def sqlserver_db(emulated_pg: LocalPostgres, request: Any) -> Iterator[dict[str, Any]]:
     """A fresh emulated database: connect kwargs for dbapi.connect / the connector config."""
-    name = "testdb_" + str(abs(hash(request.node.name)) % 10**8)
-    emulated_pg.create_database(name)
-    raw = emulated_pg.connect(name)
-    dbapi.install(raw)
-    raw.close()
+    name = fresh_database(emulated_pg, request, dbapi.install)
     yield {"server": "127.0.0.1", "port": emulated_pg.port, "user": emulated_pg.user,
            "database": name}
 

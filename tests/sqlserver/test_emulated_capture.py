@@ -3,15 +3,12 @@ snapshot, then inserts, updates, deletes in LSN order, resume from stored offset
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from headwater.connectors.sqlserver.config import validate_sqlserver_config
 from headwater.connectors.sqlserver.connector import SqlServerConnector
-from headwater.engine.queue import Batch
-from headwater.engine.source import SourceRunContext
-from headwater.model.record import ChangeRecord, TransactionEvent
 from headwater.testing.localpg import wait_for
+from tests.changetables import emulation
 from tests.sqlserver.conftest import enable_cdc, tsql
 
 CUSTOMERS = ("CREATE TABLE dbo.customers (id INT NOT NULL PRIMARY KEY, first_name "
@@ -28,33 +25,9 @@ def config(db: dict[str, Any], **extra: str) -> Any:
     return validate_sqlserver_config(props)[0]
 
 
-class Capture:
+class Capture(emulation.Capture):
     def __init__(self, cfg: Any) -> None:
-        self.batches: list[Batch] = []
-        self.stopping = threading.Event()
-        self.ctx = SourceRunContext(self.batches.append, self.stopping)
-        self.connector = SqlServerConnector(cfg)
-        self.thread: threading.Thread | None = None
-
-    def run(self, offset: dict[str, Any] | None = None) -> None:
-        plan = self.connector.start(offset)
-        if plan.snapshot is not None:
-            offset = plan.snapshot.execute(self.ctx)
-        assert plan.streaming is not None
-        streaming = plan.streaming
-        self.thread = threading.Thread(target=streaming.execute, args=(self.ctx, offset))
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.stopping.set()
-        assert self.thread is not None
-        self.thread.join(10)
-
-    def records(self) -> list[ChangeRecord]:
-        return [e for b in list(self.batches) for e in b.records if isinstance(e, ChangeRecord)]
-
-    def last_offset(self) -> dict[str, Any] | None:
-        return next((b.offset for b in reversed(self.batches) if b.offset), None)
+        super().__init__(SqlServerConnector(cfg))
 
 
 def test_snapshot_then_stream_in_lsn_order(sqlserver_db: dict[str, Any]) -> None:
@@ -78,19 +51,7 @@ def test_snapshot_then_stream_in_lsn_order(sqlserver_db: dict[str, Any]) -> None
     assert read.after is not None
     assert read.after == (1001, "sally", "thomas", "sally@example.com", read.after[4],
                           1577934245678)
-    assert create.after == (1005, "john", "doe", "john.doe@example.org", None, None)
-    assert update.before is not None and update.before[3] == "john.doe@example.org"
-    assert update.after is not None and update.after[3] == "noreply@example.org"
-    assert delete.before is not None and delete.before[3] == "noreply@example.org"
-    assert [r.position.event_serial_no for r in records[1:]] == [1, 2, 1]
-    commits = [r.position.commit_lsn for r in records[1:]]
-    assert commits == sorted(commits) and len(set(commits)) == 3
-    for record in records[1:]:
-        assert record.position.change_lsn < record.position.commit_lsn
-    tx_events = [e for b in capture.batches for e in b.records
-                 if isinstance(e, TransactionEvent)]
-    assert [e.status for e in tx_events] == ["BEGIN", "END"] * 3
-    assert tx_events[0].id == create.position.commit_lsn
+    emulation.check_insert_update_delete(capture, [create, update, delete])
 
 
 def test_restart_resumes_after_stored_offset(sqlserver_db: dict[str, Any]) -> None:

@@ -1,40 +1,44 @@
 """SQL Server's types as Debezium maps them (the reference's SQL Server type table, chapter 4.8,
-plus upstream's binary and uniqueidentifier), at the converter: every `time.precision.mode`
-and `decimal.handling.mode`, table-driven.  The end-to-end counterpart (the types the
-emulation can represent, snapshot and stream) is the conformance suite's types table
-(tests/conformance/drivers/sqlserver.py)."""
+plus upstream's binary and uniqueidentifier), at the converter: every `time.precision.mode`,
+`decimal.handling.mode` and `binary.handling.mode`, table-driven (the checks are the
+change-table connectors' shared ones, tests/changetables/type_cases.py).  The end-to-end
+counterpart (the types the emulation can represent, snapshot and stream) is the conformance
+suite's types table (tests/conformance/drivers/sqlserver.py)."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
-from typing import Any
-
-import pytest
 
 from headwater.connectors.sqlserver.types import column_mapping
-
-TIME_MODES = ("adaptive", "adaptive_time_microseconds", "connect")
-DECIMAL_MODES = ("precise", "double", "string")
-
-DAY = (date(2016, 11, 4) - date(1970, 1, 1)).days
-T = time(13, 51, 30, 123456)
-T_MS, T_US = 49_890_123, 49_890_123_456
-DT = datetime(2016, 11, 4, 13, 51, 30, 123456)
-DT_MS, DT_US = 1_478_267_490_123, 1_478_267_490_123_456
-
-DATE, TIME, MICRO_TIME, NANO_TIME = ("io.debezium.time.Date", "io.debezium.time.Time",
-                                     "io.debezium.time.MicroTime", "io.debezium.time.NanoTime")
-TS, MICRO_TS, NANO_TS = ("io.debezium.time.Timestamp", "io.debezium.time.MicroTimestamp",
-                         "io.debezium.time.NanoTimestamp")
-K_DATE, K_TIME, K_TS = ("org.apache.kafka.connect.data.Date", "org.apache.kafka.connect.data.Time",
-                        "org.apache.kafka.connect.data.Timestamp")
-DECIMAL = "org.apache.kafka.connect.data.Decimal"
+from tests.changetables.type_cases import (
+    DATE,
+    DAY,
+    DT,
+    DT_MS,
+    DT_US,
+    K_DATE,
+    K_TIME,
+    K_TS,
+    MICRO_TIME,
+    MICRO_TS,
+    NANO_TIME,
+    NANO_TS,
+    T_MS,
+    T_US,
+    TIME,
+    TS,
+    Decimals,
+    Modeless,
+    T,
+    Temporal,
+    TypeTableContract,
+)
 
 # (type, precision, scale, value, expected schema type, schema name, converted value):
 # the same in every mode.
-MODELESS: list[tuple[str, int | None, int | None, Any, str, str | None, Any]] = [
+MODELESS: list[Modeless] = [
     ("bit", None, None, True, "boolean", None, True),
     ("tinyint", None, None, 255, "int16", None, 255),
     ("smallint", None, None, -32768, "int16", None, -32768),
@@ -59,112 +63,74 @@ MODELESS: list[tuple[str, int | None, int | None, Any, str, str | None, Any]] = 
      "string", "io.debezium.time.ZonedTimestamp", "2016-11-04T13:51:30.123456+02:00"),
 ]
 
-# (type, precision, value, {time.precision.mode: (schema type, name, converted value)})
-TEMPORAL: list[tuple[str, int | None, Any, dict[str, tuple[str, str, int]]]] = [
-    ("date", None, date(2016, 11, 4), {
+# (type, precision, scale, value, {time.precision.mode: (schema type, name, converted value)})
+TEMPORAL: list[Temporal] = [
+    ("date", None, None, date(2016, 11, 4), {
         "adaptive": ("int32", DATE, DAY), "adaptive_time_microseconds": ("int32", DATE, DAY),
         "connect": ("int32", K_DATE, DAY)}),
-    ("time", 3, time(13, 51, 30, 123000), {
+    ("time", 3, None, time(13, 51, 30, 123000), {
         "adaptive": ("int32", TIME, T_MS),
         "adaptive_time_microseconds": ("int64", MICRO_TIME, T_MS * 1000),
         "connect": ("int32", K_TIME, T_MS)}),
-    ("time", 6, T, {
+    ("time", 6, None, T, {
         "adaptive": ("int64", MICRO_TIME, T_US), "adaptive_time_microseconds": (
             "int64", MICRO_TIME, T_US), "connect": ("int32", K_TIME, T_MS)}),
-    ("time", 7, T, {
+    ("time", 7, None, T, {
         "adaptive": ("int64", NANO_TIME, T_US * 1000),
         "adaptive_time_microseconds": ("int64", MICRO_TIME, T_US),
         "connect": ("int32", K_TIME, T_MS)}),
-    ("datetime", None, datetime(2016, 11, 4, 13, 51, 30, 123000), {
+    ("datetime", None, None, datetime(2016, 11, 4, 13, 51, 30, 123000), {
         "adaptive": ("int64", TS, DT_MS), "adaptive_time_microseconds": ("int64", TS, DT_MS),
         "connect": ("int64", K_TS, DT_MS)}),
-    ("smalldatetime", None, datetime(2016, 11, 4, 13, 51), {
+    ("smalldatetime", None, None, datetime(2016, 11, 4, 13, 51), {
         "adaptive": ("int64", TS, DT_MS - 30_123), "adaptive_time_microseconds": (
             "int64", TS, DT_MS - 30_123), "connect": ("int64", K_TS, DT_MS - 30_123)}),
-    ("datetime2", 3, datetime(2016, 11, 4, 13, 51, 30, 123000), {
+    ("datetime2", 3, None, datetime(2016, 11, 4, 13, 51, 30, 123000), {
         "adaptive": ("int64", TS, DT_MS), "adaptive_time_microseconds": ("int64", TS, DT_MS),
         "connect": ("int64", K_TS, DT_MS)}),
-    ("datetime2", 6, DT, {
+    ("datetime2", 6, None, DT, {
         "adaptive": ("int64", MICRO_TS, DT_US),
         "adaptive_time_microseconds": ("int64", MICRO_TS, DT_US),
         "connect": ("int64", K_TS, DT_MS)}),
-    ("datetime2", 7, DT, {
+    ("datetime2", 7, None, DT, {
         "adaptive": ("int64", NANO_TS, DT_US * 1000),
         "adaptive_time_microseconds": ("int64", NANO_TS, DT_US * 1000),
         "connect": ("int64", K_TS, DT_MS)}),
 ]
 
-# (type, precision, scale, value, {decimal.handling.mode: (schema type, converted value)})
-DECIMALS: list[tuple[str, int | None, int | None, Decimal, dict[str, tuple[str, Any]]]] = [
+
+def _decimal_parameters(scale: int, precision: int) -> dict[str, str]:
+    return {"scale": str(scale), "connect.decimal.precision": str(precision)}
+
+
+# (type, precision, scale, value, {decimal.handling.mode: (schema type, converted value)},
+#  precise schema parameters); money and smallmoney have fixed ones, (19,4) and (10,4)
+DECIMALS: list[Decimals] = [
     ("decimal", 10, 2, Decimal("-12345678.91"), {
         "precise": ("bytes", "tmn9LQ=="), "double": ("float64", -12345678.91),
-        "string": ("string", "-12345678.91")}),
+        "string": ("string", "-12345678.91")}, _decimal_parameters(2, 10)),
     ("numeric", 5, 0, Decimal("12345"), {
         "precise": ("bytes", "MDk="), "double": ("float64", 12345.0),
-        "string": ("string", "12345")}),
+        "string": ("string", "12345")}, _decimal_parameters(0, 5)),
     ("money", None, None, Decimal("922337203685477.5807"), {
         "precise": ("bytes", "f/////////8="), "double": ("float64", 922337203685477.5807),
-        "string": ("string", "922337203685477.5807")}),
+        "string": ("string", "922337203685477.5807")}, _decimal_parameters(4, 19)),
     ("smallmoney", None, None, Decimal("1.5"), {
         "precise": ("bytes", "Opg="), "double": ("float64", 1.5),
-        "string": ("string", "1.5000")}),
+        "string": ("string", "1.5000")}, _decimal_parameters(4, 10)),
+    # JdbcValueConverters writes BigDecimal.toPlainString() in string mode: never "1E-9".
+    ("decimal", 18, 9, Decimal("0.000000001"), {
+        "precise": ("bytes", "AQ=="), "double": ("float64", 1e-9),
+        "string": ("string", "0.000000001")}, _decimal_parameters(9, 18)),
 ]
-_DECIMAL_PARAMS = {"decimal": ("2", "10"), "numeric": ("0", "5"), "money": ("4", "19"),
-                   "smallmoney": ("4", "10")}
 
 
-@pytest.mark.parametrize("time_mode", TIME_MODES)
-@pytest.mark.parametrize("decimal_mode", DECIMAL_MODES)
-@pytest.mark.parametrize(("type_name", "precision", "scale", "value", "schema_type", "name",
-                          "expected"), MODELESS, ids=[c[0] for c in MODELESS])
-def test_types_the_modes_do_not_change(type_name: str, precision: int | None,
-                                       scale: int | None, value: Any, schema_type: str,
-                                       name: str | None, expected: Any, time_mode: str,
-                                       decimal_mode: str) -> None:
-    mapping = column_mapping(type_name, precision, scale, True, time_mode=time_mode,
-                             decimal_mode=decimal_mode)
-    assert mapping is not None
-    schema, convert, _ = mapping
-    assert (schema.type, schema.name) == (schema_type, name)
-    assert convert(value) == expected
-
-
-@pytest.mark.parametrize("time_mode", TIME_MODES)
-@pytest.mark.parametrize(("type_name", "precision", "value", "by_mode"), TEMPORAL,
-                         ids=[f"{c[0]}({c[1]})" for c in TEMPORAL])
-def test_temporal_types_in_every_time_precision_mode(
-        type_name: str, precision: int | None, value: Any,
-        by_mode: dict[str, tuple[str, str, int]], time_mode: str) -> None:
-    mapping = column_mapping(type_name, precision, None, False, time_mode=time_mode)
-    assert mapping is not None
-    schema, convert, fallback = mapping
-    schema_type, name, expected = by_mode[time_mode]
-    assert (schema.type, schema.name, schema.optional) == (schema_type, name, False)
-    got = convert(value)
-    assert got == expected and type(got) is int
-    assert fallback == 0
-
-
-@pytest.mark.parametrize("decimal_mode", DECIMAL_MODES)
-@pytest.mark.parametrize(("type_name", "precision", "scale", "value", "by_mode"), DECIMALS,
-                         ids=[c[0] for c in DECIMALS])
-def test_decimal_types_in_every_decimal_handling_mode(
-        type_name: str, precision: int | None, scale: int | None, value: Decimal,
-        by_mode: dict[str, tuple[str, Any]], decimal_mode: str) -> None:
-    mapping = column_mapping(type_name, precision, scale, True, decimal_mode=decimal_mode)
-    assert mapping is not None
-    schema, convert, _ = mapping
-    schema_type, expected = by_mode[decimal_mode]
-    assert schema.type == schema_type
-    if decimal_mode == "precise":
-        scale_text, precision_text = _DECIMAL_PARAMS[type_name]
-        assert schema.name == DECIMAL
-        assert schema.parameters == {"scale": scale_text,
-                                     "connect.decimal.precision": precision_text}
-    else:
-        assert schema.name is None
-    got = convert(value)
-    assert got == expected and isinstance(got, type(expected))  # precise: a str subclass
+class TestSqlServerTypes(TypeTableContract):
+    column_mapping = staticmethod(column_mapping)
+    MODELESS = MODELESS
+    TEMPORAL = TEMPORAL
+    DECIMALS = DECIMALS
+    BINARIES = ("binary", "varbinary", "image", "timestamp", "rowversion")
 
 
 def test_unknown_types_are_not_mapped() -> None:

@@ -9,6 +9,7 @@ simply do not have: nothing set is silently dropped.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -106,3 +107,19 @@ def check_output(context: ValidationContext) -> None:
         for name in _TOPIC_LOG:
             if name in explicit:
                 context.warning(f"{name} has no effect with headwater.destination=files")
+
+
+def refuse_datastream(connector: str, why: str) -> Callable[[ValidationContext], None]:
+    """`check_output` for a connector that writes no Datastream events: the configuration is
+    refused, naming the property, rather than rendered some other way (a relational rendering
+    of another shape would be wrong events)."""
+
+    def check(context: ValidationContext) -> None:
+        if context.values.get("headwater.event.format") == DATASTREAM:
+            context.error(f"headwater.event.format=datastream: the {connector} connector does "
+                          f"not write Datastream events ({why}); use "
+                          "headwater.event.format=debezium")
+            return
+        check_output(context)
+
+    return check

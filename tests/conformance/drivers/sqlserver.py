@@ -11,19 +11,17 @@ pymssql would send as they are (QUOTED_IDENTIFIER is ON by default).
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 from headwater.testing.localpg import LocalPostgres
 from headwater.testing.sqlserver_emulation import dbapi
 
-from ..driver import Column, Statement, TypeCase, connect_decimal, debezium_topic
+from ..driver import Column, TypeCase, connect_decimal, debezium_topic
+from .emulated import EmulatedDriver
 
-_counter = itertools.count()
 EMULATION = "headwater.testing.sqlserver_emulation.dbapi"
 
 
@@ -31,29 +29,13 @@ def _bracket(name: str) -> str:
     return "[" + name.replace("]", "]]") + "]"
 
 
-class SqlServerDriver:
+class SqlServerDriver(EmulatedDriver):
     name = "sqlserver"
-    prefix = "conf"
+    DATABASE_PREFIX = "conf_ss_"
+    SCHEMA = "dbo"  # SQL Server's default schema
 
     def __init__(self, server: LocalPostgres) -> None:
-        self.server = server
-        self.db = f"conf_ss_{next(_counter)}"
-        server.create_database(self.db)
-        raw = server.connect(self.db)
-        try:
-            dbapi.install(raw)
-        finally:
-            raw.close()
-        self.conn = self._connect(autocommit=True)
-
-    def _connect(self, autocommit: bool) -> Any:
-        """A PostgreSQL connection whose unqualified names resolve in `dbo`, SQL Server's
-        default schema."""
-        import psycopg2
-
-        conn = psycopg2.connect(**self.server.dsn(self.db), options="-c search_path=dbo,public")
-        conn.autocommit = autocommit
-        return conn
+        super().__init__(server, dbapi.install)
 
     def properties(self, topics: Path, offsets: Path, tables: Sequence[str] | None = None,
                    extra: Mapping[str, object] | None = None) -> dict[str, str]:
@@ -102,41 +84,11 @@ class SqlServerDriver:
         self.tsql(f"CREATE TABLE [dbo].{_bracket(name)} ({', '.join(cols)})")
         self.enable_cdc(name)
 
-    def execute(self, *statements: Statement) -> None:
-        with self.conn.cursor() as cur:
-            cur.execute("BEGIN")
-            try:
-                for s in statements:
-                    sql, params = (s, None) if isinstance(s, str) else s
-                    cur.execute(sql, params)
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-            cur.execute("COMMIT")
-
-    def connect(self) -> Any:
-        return self._connect(autocommit=False)
-
-    def quote(self, name: str) -> str:
-        return '"' + name.replace('"', '""') + '"'
-
     def topic(self, table: str) -> str:
         return debezium_topic(self.prefix, "dbo", table)  # the reference: server.schema.table
 
     def collection(self, table: str) -> str:
         return f"{self.db}.dbo.{table}"
-
-    def rows(self, table: str) -> list[dict[str, Any]]:
-        with self.conn.cursor() as cur:
-            cur.execute(f"SELECT * FROM {self.quote(table)}")
-            names = [d[0] for d in cur.description]
-            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-
-    def restart_server(self) -> None:
-        """Restarts the PostgreSQL behind the emulation."""
-        self.conn.close()
-        self.server.restart()
-        self.conn = self._connect(autocommit=True)
 
     def types_table(self) -> list[TypeCase]:
         """What the emulation can represent as SQL Server does; left out (docs/sqlserver.md):
@@ -180,12 +132,3 @@ class SqlServerDriver:
                      1_478_267_490_123_456),
             TypeCase("c_null", "int", "NULL", None),
         ]
-
-    def close(self) -> None:
-        self.conn.close()
-        conn = self.server.connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
-        finally:
-            conn.close()

@@ -1,152 +1,107 @@
 """Db2 connector properties (Debezium's Db2ConnectorConfig names and defaults) and the typed
 configuration.
 
-The shared relational groups (identity, filters, snapshot, events, heartbeats, retries,
-runtime, signals) come from `relational.config`; this module adds Db2's own: the connection
-(`database.dbname`, port 50000), `snapshot.isolation.mode`, `snapshot.locking.mode`,
-`db2.platform` (LUW or ZOS, whose change query differs), `cdc.control.schema` and
-`cdc.change.tables.schema` (both ASNCDC), `query.fetch.size`, `z.stop.lsn.ignore` and
-`time.precision.mode`.  `headwater.db2.driver` is Headwater's: the DB-API module with
-ibm_db_dbi's `connect(dsn, user, password)` the connector opens its connections with
-(`ibm_db_dbi`, imported only when the connector starts; the tests name the PostgreSQL-backed
-emulation, headwater.testing.db2_emulation.dbapi).
+What both change-table connectors share (identity, connection basics, snapshot, filters,
+events, `time.precision.mode`, operations) comes from `relational.changetables.config`; this
+module adds Db2's own: the connection (`database.dbname`, port 50000), its
+`snapshot.isolation.mode` values, `snapshot.locking.mode`, `db2.platform` (LUW or ZOS, whose
+change query differs), `cdc.control.schema` and `cdc.change.tables.schema` (both ASNCDC),
+`query.fetch.size` and `z.stop.lsn.ignore`.  `headwater.db2.driver` is Headwater's: the
+DB-API module with ibm_db_dbi's `connect(dsn, user, password)` the connector opens its
+connections with (`ibm_db_dbi`, imported only when the connector starts; the tests name the
+PostgreSQL-backed emulation, headwater.testing.db2_emulation.dbapi).
+
+Db2 has no Datastream source: `headwater.event.format=datastream` is refused at start
+(config.output.refuse_datastream).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from headwater.config.connector_common import check_queue
-from headwater.config.definition import ConfigDef, Property, ValidatedConfig
-from headwater.config.output import check_output
+from headwater.config.definition import Property, ValidatedConfig
+from headwater.config.output import refuse_datastream
 from headwater.relational import config as relational
-from headwater.relational.config import ConfigLoader, RelationalConnectorConfig
+from headwater.relational.changetables.config import (
+    ChangeTableConnectorConfig,
+    changetable_config_def,
+    changetable_properties,
+    connector_class_property,
+)
+from headwater.relational.config import ConfigLoader
 
 CONNECTOR_CLASS: Final = "io.debezium.connector.db2.Db2Connector"
 _S, _I, _L, _B, _E, _LIST, _PW, _P = relational.TYPE_ALIASES
 
 ISOLATION_MODES: Final = ("exclusive", "repeatable_read", "read_committed", "read_uncommitted")
 
-
-def _connector_class(text: str) -> str:
-    if text == CONNECTOR_CLASS or text.lower() == "db2":
-        return CONNECTOR_CLASS
-    raise ValueError(f"the Db2 connector ({CONNECTOR_CLASS}, or 'db2')")
-
-
-PROPERTIES: Final[tuple[Property, ...]] = (
-    *relational.identity_properties(
-        Property("connector.class", _S, CONNECTOR_CLASS, parser=_connector_class,
-                 doc="io.debezium.connector.db2.Db2Connector (or db2)"),
-        "Db2"),
-    Property("database.hostname", _S, required=True),
-    Property("database.port", _I, 50000, min_value=1, max_value=65535),
-    Property("database.user", _S, required=True),
-    Property("database.password", _PW),
-    Property("database.dbname", _S, required=True, doc="the database to capture"),
-    Property("database.initial.statements", _S),
-    Property("headwater.db2.driver", _S, "ibm_db_dbi",
-             doc="DB-API module with ibm_db_dbi's connect(dsn, user, password); tests name "
-                 "the emulation"),
-    Property("snapshot.mode", _E, "initial",
-             allowed=("initial", "initial_only", "no_data", "when_needed", "always",
-                      "recovery"),
-             value_aliases={"schema_only": "no_data", "schema_only_recovery": "recovery"}),
-    Property("snapshot.isolation.mode", _E, "repeatable_read", allowed=ISOLATION_MODES),
-    Property("snapshot.locking.mode", _E, "exclusive", allowed=("exclusive", "none")),
-    *relational.snapshot_properties("snapshot reader threads (Headwater reads with one)"),
-    Property("db2.platform", _E, "luw", allowed=("luw", "zos"), value_aliases={"z": "zos"},
-             doc="LUW (Linux, Unix, Windows) or ZOS (also Z): which change-table query is "
-                 "used; case-insensitive"),
-    Property("cdc.control.schema", _S, "ASNCDC",
-             doc="schema of IBMSNAP_REGISTER and the other ASN control tables"),
-    Property("cdc.change.tables.schema", _S, "ASNCDC", doc="schema of the CD tables"),
-    Property("query.fetch.size", _I, 10_000, min_value=0,
-             doc="change rows fetched at a time while streaming"),
-    Property("z.stop.lsn.ignore", _B, False,
-             doc="ignore IBMSNAP_REGISTER.CD_OLD_SYNCHPOINT as a table's stop LSN"),
-    *relational.filter_properties("schema"),
-    *relational.EVENT_PROPERTIES,
-    Property("time.precision.mode", _E, "adaptive",
-             allowed=("adaptive", "adaptive_time_microseconds", "connect")),
-    *relational.OPERATION_PROPERTIES,
+PROPERTIES: Final[tuple[Property, ...]] = changetable_properties(
+    connector_class=connector_class_property(CONNECTOR_CLASS, "db2", "Db2"),
+    label="Db2", port=50000,
+    connection=(Property("database.dbname", _S, required=True, doc="the database to capture"),),
+    driver=Property("headwater.db2.driver", _S, "ibm_db_dbi",
+                    doc="DB-API module with ibm_db_dbi's connect(dsn, user, password); tests "
+                        "name the emulation"),
+    isolation_modes=ISOLATION_MODES,
+    reading=(
+        Property("snapshot.locking.mode", _E, "exclusive", allowed=("exclusive", "none")),
+        Property("db2.platform", _E, "luw", allowed=("luw", "zos"), value_aliases={"z": "zos"},
+                 doc="LUW (Linux, Unix, Windows) or ZOS (also Z): which change-table query is "
+                     "used; case-insensitive"),
+        Property("cdc.control.schema", _S, "ASNCDC",
+                 doc="schema of IBMSNAP_REGISTER and the other ASN control tables"),
+        Property("cdc.change.tables.schema", _S, "ASNCDC", doc="schema of the CD tables"),
+        Property("query.fetch.size", _I, 10_000, min_value=0,
+                 doc="change rows fetched at a time while streaming"),
+        Property("z.stop.lsn.ignore", _B, False,
+                 doc="ignore IBMSNAP_REGISTER.CD_OLD_SYNCHPOINT as a table's stop LSN"),
+    ),
 )
 
-IGNORED: Final[Mapping[str, str]] = {
-    name: relational.NOT_IMPLEMENTED
-    for name in (*relational.IGNORED_NAMES, "schema.history.internal.kafka.topic",
-                 "schema.history.internal.kafka.bootstrap.servers",
-                 "streaming.query.timespan.seconds")
-}
-
-DB2_CONFIG_DEF: Final = ConfigDef(
-    PROPERTIES,
-    passthrough_prefixes=(*relational.PASSTHROUGH_PREFIXES, "driver.", "schema.history."),
-    ignored=IGNORED,
-    ignored_patterns=relational.IGNORED_PATTERNS,
-    exclusive=relational.exclusive_lists("schema"),
-    checks=(check_queue, check_output, relational.check_tasks("Db2"),
-            relational.check_heartbeat),
-    pattern_properties=relational.PATTERN_PROPERTIES,
-)
+DB2_CONFIG_DEF: Final = changetable_config_def(
+    PROPERTIES, "Db2", ignored=("streaming.query.timespan.seconds",),
+    output_check=refuse_datastream("Db2", "Datastream has no Db2 source, so there is no "
+                                          "Datastream event shape to write"))
 
 
 @dataclass(frozen=True, slots=True)
-class Db2ConnectorConfig(RelationalConnectorConfig):
+class Db2ConnectorConfig(ChangeTableConnectorConfig):
     """Validated Db2 connector configuration (attribute = property)."""
 
     database_dbname: str = "TESTDB"
     connector_class: str = CONNECTOR_CLASS
     database_port: int = 50000
     headwater_db2_driver: str = "ibm_db_dbi"
-    snapshot_isolation_mode: str = "repeatable_read"
     snapshot_locking_mode: str = "exclusive"
     db2_platform: str = "luw"
     cdc_control_schema: str = "ASNCDC"
     cdc_change_tables_schema: str = "ASNCDC"
     query_fetch_size: int = 10_000
     z_stop_lsn_ignore: bool = False
-    schema_include_list: tuple[str, ...] = ()
-    schema_exclude_list: tuple[str, ...] = ()
-    time_precision_mode: str = "adaptive"
 
     @classmethod
     def from_validated(cls, c: ValidatedConfig) -> Db2ConnectorConfig:
         return cls(
-            **cls.common_values(c),
+            **cls.changetable_values(c),
             database_dbname=c.get_str("database.dbname"),
-            connector_class=c.get_str("connector.class"),
-            database_port=c.get_int("database.port"),
             headwater_db2_driver=c.get_str("headwater.db2.driver"),
-            snapshot_isolation_mode=c.get_str("snapshot.isolation.mode"),
             snapshot_locking_mode=c.get_str("snapshot.locking.mode"),
             db2_platform=c.get_str("db2.platform"),
             cdc_control_schema=c.get_str("cdc.control.schema"),
             cdc_change_tables_schema=c.get_str("cdc.change.tables.schema"),
             query_fetch_size=c.get_int("query.fetch.size"),
             z_stop_lsn_ignore=c.get_bool("z.stop.lsn.ignore"),
-            schema_include_list=c.get_list("schema.include.list"),
-            schema_exclude_list=c.get_list("schema.exclude.list"),
-            time_precision_mode=c.get_str("time.precision.mode"),
         )
 
-    def table_filter(self, schema: str, table: str) -> bool:
-        """Whether `<schema>.<table>` is captured (Debezium's whole-name, case-insensitive
-        regular expressions; the schema lists first).  Like Debezium's Db2 system-table filter,
-        the ASN control and CD tables are never captured."""
-        from headwater.config.connector_common import NameFilter
-
+    def never_captured(self, schema: str, table: str) -> bool:
+        """Like Debezium's Db2 system-table filter: the ASN control and CD tables and the
+        catalog's are never captured."""
         upper_schema, lower_table = schema.upper(), table.lower()
-        if (upper_schema in ("ASNCDC", self.cdc_control_schema.upper(),
-                             self.cdc_change_tables_schema.upper())
+        return (upper_schema in ("ASNCDC", self.cdc_control_schema.upper(),
+                                 self.cdc_change_tables_schema.upper())
                 or upper_schema.startswith(("SYS", "SYSTOOLS"))
-                or lower_table.startswith(("ibmsnap_", "ibmqrep_"))):
-            return False
-        if not NameFilter(self.schema_include_list, self.schema_exclude_list).admits(schema):
-            return False
-        return self._tables.admits(f"{schema}.{table}")
+                or lower_table.startswith(("ibmsnap_", "ibmqrep_")))
 
     def connect_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ibm_db_dbi.connect (the password is revealed here)."""

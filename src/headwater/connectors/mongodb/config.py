@@ -40,7 +40,7 @@ from headwater.config.definition import (
     regex_list_validator,
 )
 from headwater.config.loader import load_properties
-from headwater.config.output import DATASTREAM, check_output
+from headwater.config.output import refuse_datastream
 from headwater.config.secrets import REDACTED, Secret, without_secrets
 from headwater.config.signals import SignalConfig, signal_config
 from headwater.relational import config as relational
@@ -217,16 +217,10 @@ def _check_scope(context: ValidationContext) -> None:
                       "to watch)")
 
 
-def _check_event_format(context: ValidationContext) -> None:
-    """Datastream events of MongoDB (the document as the payload, Datastream's MongoDB source
-    metadata) are not implemented and the relational rendering would give wrong events: the
-    configuration is refused rather than silently rendered another way (docs/datastream.md)."""
-    if context.values.get("headwater.event.format") == DATASTREAM:
-        context.error("headwater.event.format=datastream: the MongoDB connector does not write "
-                      "Datastream events (Datastream's MongoDB event shape is not implemented); "
-                      "use headwater.event.format=debezium")
-        return
-    check_output(context)
+# Datastream events of MongoDB (the document as the payload, Datastream's MongoDB source
+# metadata) are not implemented and the relational rendering would give wrong events.
+_check_event_format = refuse_datastream(
+    "MongoDB", "Datastream's MongoDB event shape is not implemented")
 
 
 MONGODB_CONFIG_DEF: Final = ConfigDef(

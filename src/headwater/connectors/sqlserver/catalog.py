@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 from headwater.connectors.sqlserver import queries
 from headwater.connectors.sqlserver.config import SqlServerConnectorConfig
 from headwater.connectors.sqlserver.types import column_mapping
-from headwater.model.schema import Column, TableId, TableSchema
+from headwater.model.schema import TableId
+from headwater.relational.changetables.catalog import CatalogColumn, fetch_all, table_codec
 from headwater.relational.codec import RelationalTableCodec
 
 log = logging.getLogger("headwater.connectors.sqlserver")
@@ -47,43 +48,15 @@ class CaptureInstance(NamedTuple):
 
 
 def _rows(conn: Any, sql: str, database: str, params: tuple[Any, ...] = ()) -> list[Any]:
-    cur = conn.cursor()
-    try:
-        cur.execute(queries.with_db(sql, database), params)
-        return list(cur.fetchall())
-    finally:
-        cur.close()
+    return fetch_all(conn, queries.with_db(sql, database), params)
 
 
-def _codec(cfg: SqlServerConnectorConfig, table: TableId, infos: list[ColumnInfo],
-           keys: tuple[str, ...]) -> RelationalTableCodec:
-    columns: list[Column] = []
-    converters = []
-    keep: list[int] = []
-    for index, info in enumerate(infos):
-        if not cfg.column_filter(table.schema or "", table.table, info.name):
-            continue
-        precision = info.datetime_precision if info.data_type in (
-            "time", "datetime2", "datetimeoffset") else info.precision
-        mapping = column_mapping(
-            info.data_type, precision, info.scale, info.nullable,
-            time_mode=cfg.time_precision_mode, decimal_mode=cfg.decimal_handling_mode,
-            binary_mode=cfg.binary_handling_mode, column=info.name)
-        if mapping is None:
-            log.warning("table %s, column %s: type %s is not mapped; column left out", table,
-                        info.name, info.data_type)
-            continue
-        schema, convert, fallback = mapping
-        columns.append(Column(info.name, len(columns), info.data_type, schema,
-                              length=info.length or info.precision, scale=info.scale,
-                              fallback=fallback))
-        converters.append(convert)
-        keep.append(index)
-    key_override = cfg.key_columns(table.schema or "", table.table)
-    kept = {c.name for c in columns}
-    key = tuple(k for k in (key_override or keys) if k in kept)
-    return RelationalTableCodec(TableSchema(table, tuple(columns), key), tuple(converters),
-                                tuple(keep), len(infos))
+def _catalog_column(info: ColumnInfo) -> CatalogColumn:
+    """Temporal types' size is their fractional-second precision (DATETIME_PRECISION)."""
+    size = info.datetime_precision if info.data_type in (
+        "time", "datetime2", "datetimeoffset") else info.precision
+    return CatalogColumn(info.name, info.nullable, info.data_type, size, info.scale,
+                         info.length or info.precision)
 
 
 def capture_instances(conn: Any, cfg: SqlServerConnectorConfig,
@@ -108,7 +81,8 @@ def capture_instances(conn: Any, cfg: SqlServerConnectorConfig,
         table_id = TableId(database, schema, table)
         names = captured[int(object_id)]
         infos = [types[(schema, table)][n] for n in names if n in types[(schema, table)]]
-        codec = _codec(cfg, table_id, infos, tuple(keys[(schema, table)]))
+        codec = table_codec(cfg, table_id, [_catalog_column(i) for i in infos],
+                            keys[(schema, table)], column_mapping, log)
         found.append(CaptureInstance(ci, table_id, bytes(start_lsn),
                                      tuple(i.name for i in infos), codec))
     found.sort(key=lambda c: (c.table.identifier, c.start_lsn))

@@ -5,8 +5,9 @@ apply Debezium events, with the same rules:
 - `sequence` from `sort_keys` (`order.sequence`), `dedup` = the `uuid`;
 - `op`: `d` for `is_deleted`, `r` backfill, `c` insert, `u` update (`order.op_of`);
 - the key: `source_metadata.primary_keys` (the renderer writes them for PostgreSQL, MySQL and
-  MariaDB; MongoDB has them too), else the topic record's key (a JSON object of the key
-  columns); none: a keyless table (changelog only, as on the relational path);
+  MariaDB; MongoDB has them too) or `replication_index` (SQL Server's name for them), else
+  the topic record's key (a JSON object of the key columns); none: a keyless table
+  (changelog only, as on the relational path);
 - the row: `payload`, typed by the Avro schema, or by its values for JSON (`types`);
 - the unchanged-TOAST placeholder (text, JSON text or bytes) marks the column unavailable, so
   the target keeps its value, as for Debezium events.
@@ -127,7 +128,8 @@ def decode_object(
                     raise UndecodableValueError(
                         f"{where}: column {name!r}: cannot read {value!r} as {ftype.arrow}: "
                         f"{exc}") from exc
-        key_names = tuple(meta.get("primary_keys") or (e.key or {}).keys())
+        key_names = tuple(meta.get("primary_keys") or meta.get("replication_index")
+                          or (e.key or {}).keys())
         key: tuple[Any, ...] | None = None
         if key_names:
             if not changes.key_columns:

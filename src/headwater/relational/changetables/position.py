@@ -6,6 +6,10 @@ Why one base: both Debezium connectors store the same three offset values (`comm
 common fields, `ts_us`/`ts_ns`, `schema`, `table`, then the LSNs.  What differs stays in the
 connector: the source schema's name and whether the serial number is in the block
 (`source_fields`, and the fields given to `lsn_source_schema`).
+
+The order key is numeric: each LSN's three colon-separated parts as integers (Debezium's
+`Lsn.toString` groups), then the serial number.  That orders exactly as the LSN bytes do, and
+Datastream's `sort_keys`, built from it, must be longs (a string has no order next to them).
 """
 
 from __future__ import annotations
@@ -15,6 +19,16 @@ from typing import Any, ClassVar, NamedTuple
 from headwater.model.record import ChangeRecord
 from headwater.model.schema import STRING, STRUCT, ConnectField, ConnectSchema
 from headwater.model.source_block import COMMON_SOURCE_FIELDS, SOURCE_TIME_FIELDS, source_field
+
+
+def lsn_parts(text: str | None) -> tuple[int, int, int]:
+    """An LSN's text ("00000027:00000758:0003") as its three numbers; None: zeros."""
+    if text is None:
+        return (0, 0, 0)
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise ValueError(f"not an LSN in three colon-separated groups: {text!r}")
+    return (int(parts[0], 16), int(parts[1], 16), int(parts[2], 16))
 
 
 class LsnPosition(NamedTuple):
@@ -27,8 +41,12 @@ class LsnPosition(NamedTuple):
     ts_us: int | None = None  # event time in microseconds, when known
 
     @property
-    def order_key(self) -> tuple[str, str, int]:
-        return (self.commit_lsn or "", self.change_lsn or "", self.event_serial_no or 0)
+    def order_key(self) -> tuple[int, ...]:
+        """(commit LSN parts, change LSN parts, serial number); a snapshot read has no change
+        LSN and no serial number (zeros), so it ranks before every change of a later
+        commit LSN."""
+        return (*lsn_parts(self.commit_lsn), *lsn_parts(self.change_lsn),
+                self.event_serial_no or 0)
 
     def source_fields(self) -> dict[str, Any]:
         """The position's fields of the source block, in the block's order."""

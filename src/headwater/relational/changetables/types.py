@@ -15,8 +15,13 @@ from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import Any, Final
 
-from headwater.convert import binary_encoder, binary_schema
-from headwater.convert.decimal import decimal_mapping
+from headwater.convert import binary_encoder, binary_fallback, binary_schema
+from headwater.convert.decimal import (
+    SPECIAL_VALUE_STRINGS,
+    STRING_MODE,
+    decimal_mapping,
+    fixed_scale_decimal,
+)
 from headwater.convert.temporal import CONNECT, date_schema, time_schema, timestamp_schema
 from headwater.model.schema import INT64, STRING, ConnectSchema
 
@@ -72,11 +77,36 @@ def decimal_value_mapping(mode: str, precision: int | None, scale: int | None, o
                           column: str) -> Mapping:
     """`decimal.handling.mode` for a driver value (Decimal, or anything Decimal() reads)."""
     schema, convert, fallback = decimal_mapping(mode, precision, scale, optional, column)
+    if mode == STRING_MODE:
+        plain = PlainDecimalString(scale)
+        return schema, plain, plain(Decimal(0))
 
     def from_value(value: Any) -> Any:
         return convert(str(value) if isinstance(value, Decimal) else str(Decimal(value)))
 
     return schema, from_value, fallback
+
+
+class PlainDecimalString:
+    """`decimal.handling.mode=string` as JdbcValueConverters writes it: BigDecimal
+    .toPlainString() of the driver's value, never scientific notation (`1E+10` is
+    "10000000000"; PostgreSQL's connector writes toString() instead), at the column's scale
+    (the driver hands a DECIMAL(p,s) over with scale s); NaN and infinities (DECFLOAT) as
+    SpecialValueDecimal names them."""
+
+    __slots__ = ("scale",)
+
+    def __init__(self, scale: int | None) -> None:
+        self.scale = scale
+
+    def __call__(self, value: Any) -> str:
+        d = value if isinstance(value, Decimal) else Decimal(value)
+        if not d.is_finite():
+            return SPECIAL_VALUE_STRINGS[str(d).lstrip("+")]
+        if self.scale is not None:
+            d = fixed_scale_decimal(str(d), self.scale)
+        text = format(d, "f")
+        return text[1:] if d.is_zero() and text.startswith("-") else text  # no -0 in Java
 
 
 def string_mapping(optional: bool) -> Mapping:
@@ -88,5 +118,6 @@ def xml_mapping(optional: bool) -> Mapping:
 
 
 def binary_mapping(mode: str, optional: bool) -> Mapping:
+    """`binary.handling.mode`; a NOT NULL column's fallback is the mode's empty value."""
     encode = binary_encoder(mode)
-    return binary_schema(mode, optional), lambda v: encode(bytes(v)), b""
+    return binary_schema(mode, optional), lambda v: encode(bytes(v)), binary_fallback(mode)

@@ -71,3 +71,13 @@ class EmulatedConnection:
 
     def close(self) -> None:
         self._inner.close()
+
+
+def install_schema(connection: Any, package: str) -> None:
+    """Runs `package`'s schema.sql (an emulation's surface) in the database of a psycopg2
+    connection."""
+    from importlib.resources import files
+
+    sql = files(package).joinpath("schema.sql").read_text()
+    with connection.cursor() as cur:
+        cur.execute(sql)

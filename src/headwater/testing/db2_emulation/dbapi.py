@@ -7,8 +7,9 @@ and return values as ibm_db_dbi would (bytes for FOR BIT DATA, not memoryview).
 sqlglot has no Db2 dialect, so the translation is by hand and covers only what the connector
 sends (queries.py): `?` markers, X'..' binary literals, CURRENT TIMESTAMP / CURRENT SERVER,
 the infix CONCAT operator, trailing isolation clauses (WITH CS, FOR READ ONLY WITH UR),
-SET CURRENT ISOLATION and SAVEPOINT .. ON ROLLBACK RETAIN CURSORS.  Anything else passes
-through unchanged, so a statement this does not know fails loudly on PostgreSQL.
+SET CURRENT ISOLATION and SAVEPOINT .. ON ROLLBACK RETAIN CURSORS; then Db2's name folding
+(names.fold: an unquoted name is its upper-case form).  Anything else passes through
+unchanged, so a statement this does not know fails loudly on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -20,7 +21,12 @@ from typing import Any, Final
 
 import psycopg2
 
-from headwater.testing.changetable_emulation.dbapi import EmulatedConnection, EmulatedCursor
+from headwater.testing.changetable_emulation.dbapi import (
+    EmulatedConnection,
+    EmulatedCursor,
+    install_schema,
+)
+from headwater.testing.db2_emulation.names import fold
 
 paramstyle = "qmark"
 Error = psycopg2.Error
@@ -67,7 +73,7 @@ def translate(db2: str) -> str:
     sql = db2
     for pattern, replacement in _REWRITES:
         sql = pattern.sub(replacement, sql)
-    return _markers(sql)
+    return _markers(fold(sql))
 
 
 class Cursor(EmulatedCursor):
@@ -108,8 +114,4 @@ def connect(dsn: str = "", user: str = "", password: str = "", host: str = "",
 
 def install(connection: Any) -> None:
     """Create the emulated ASN surface in the database of a psycopg2 connection."""
-    from importlib.resources import files
-
-    sql = files("headwater.testing.db2_emulation").joinpath("schema.sql").read_text()
-    with connection.cursor() as cur:
-        cur.execute(sql)
+    install_schema(connection, "headwater.testing.db2_emulation")

@@ -16,7 +16,11 @@ import psycopg2
 import sqlglot
 from sqlglot import exp
 
-from headwater.testing.changetable_emulation.dbapi import EmulatedConnection, EmulatedCursor
+from headwater.testing.changetable_emulation.dbapi import (
+    EmulatedConnection,
+    EmulatedCursor,
+    install_schema,
+)
 from headwater.testing.sqlserver_emulation.translate import REAL_WORD, to_postgres
 
 paramstyle = "qmark"
@@ -94,8 +98,4 @@ def connect(server: str = "127.0.0.1", user: str = "postgres", password: str | N
 
 def install(connection: Any) -> None:
     """Create the emulated CDC surface in the database of a psycopg2 connection."""
-    from importlib.resources import files
-
-    sql = files("headwater.testing.sqlserver_emulation").joinpath("schema.sql").read_text()
-    with connection.cursor() as cur:
-        cur.execute(sql)
+    install_schema(connection, "headwater.testing.sqlserver_emulation")
