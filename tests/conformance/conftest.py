@@ -42,9 +42,6 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
     "sqlserver": {
         "test_changes.py::test_truncate_is_op_t_when_not_skipped": _SQLSERVER_TRUNCATE,
         "test_changes.py::test_truncate_is_skipped_by_default": _SQLSERVER_TRUNCATE,
-        "test_incremental_snapshot.py": "NOT IMPLEMENTED, not inapplicable: the SQL Server "
-                                        "connector has no signal channel or incremental "
-                                        "snapshots yet (docs/sqlserver.md, Missing)",
     },
 }
 

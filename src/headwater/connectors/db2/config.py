@@ -22,6 +22,12 @@ from headwater.config.connector_common import check_queue
 from headwater.config.definition import ConfigDef, Property, ValidatedConfig
 from headwater.config.output import check_output
 from headwater.relational import config as relational
+from headwater.relational.changetables.signal_config import (
+    check_read_only,
+    signal_collection_property,
+    signal_collections,
+    with_signal_collection,
+)
 from headwater.relational.config import ConfigLoader, RelationalConnectorConfig
 
 CONNECTOR_CLASS: Final = "io.debezium.connector.db2.Db2Connector"
@@ -71,7 +77,8 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     *relational.EVENT_PROPERTIES,
     Property("time.precision.mode", _E, "adaptive",
              allowed=("adaptive", "adaptive_time_microseconds", "connect")),
-    *relational.OPERATION_PROPERTIES,
+    *with_signal_collection(relational.OPERATION_PROPERTIES, signal_collection_property(
+        2, "<schema>.<table>", several=False)),
 )
 
 IGNORED: Final[Mapping[str, str]] = {
@@ -88,7 +95,7 @@ DB2_CONFIG_DEF: Final = ConfigDef(
     ignored_patterns=relational.IGNORED_PATTERNS,
     exclusive=relational.exclusive_lists("schema"),
     checks=(check_queue, check_output, relational.check_tasks("Db2"),
-            relational.check_heartbeat),
+            relational.check_heartbeat, check_read_only("Db2")),
     pattern_properties=relational.PATTERN_PROPERTIES,
 )
 
@@ -132,12 +139,23 @@ class Db2ConnectorConfig(RelationalConnectorConfig):
             time_precision_mode=c.get_str("time.precision.mode"),
         )
 
+    def is_signal_table(self, schema: str, table: str) -> bool:
+        """Whether `<schema>.<table>` is the signal table (`signal.data.collection`), compared
+        in upper case: Db2 folds unquoted names to upper case, as its catalog shows them."""
+        wanted = (schema.upper(), table.upper())
+        return any(tuple(p.upper() for p in parts) == wanted
+                   for parts in signal_collections(self.signals.data_collection))
+
     def table_filter(self, schema: str, table: str) -> bool:
         """Whether `<schema>.<table>` is captured (Debezium's whole-name, case-insensitive
         regular expressions; the schema lists first).  Like Debezium's Db2 system-table filter,
-        the ASN control and CD tables are never captured."""
+        the ASN control and CD tables are never captured.  The signal table is captured
+        whatever the lists say: Debezium 3.x adds it to its table filter, and signals reach the
+        connector through its CD table."""
         from headwater.config.connector_common import NameFilter
 
+        if self.is_signal_table(schema, table):
+            return True
         upper_schema, lower_table = schema.upper(), table.lower()
         if (upper_schema in ("ASNCDC", self.cdc_control_schema.upper(),
                              self.cdc_change_tables_schema.upper())

@@ -18,7 +18,15 @@ from typing import Any, Final
 from headwater.config.connector_common import check_queue
 from headwater.config.definition import ConfigDef, Property, ValidatedConfig
 from headwater.config.output import check_output
+from headwater.model.schema import TableId
 from headwater.relational import config as relational
+from headwater.relational.changetables.signal_config import (
+    check_read_only,
+    check_signal_databases,
+    signal_collection_property,
+    signal_collections,
+    with_signal_collection,
+)
 from headwater.relational.config import ConfigLoader, RelationalConnectorConfig
 
 CONNECTOR_CLASS: Final = "io.debezium.connector.sqlserver.SqlServerConnector"
@@ -62,19 +70,22 @@ PROPERTIES: Final[tuple[Property, ...]] = (
              doc="function: cdc.fn_cdc_get_all_changes_<ci>; direct: the <ci>_CT table"),
     Property("max.iteration.transactions", _I, 500, min_value=0,
              doc="transactions read per poll (0: up to the current maximum LSN)"),
+    Property("incremental.snapshot.option.recompile", _B, False,
+             doc="OPTION(RECOMPILE) on incremental snapshot chunk queries"),
     Property("streaming.fetch.size", _I, 0, min_value=0),
     *relational.filter_properties("schema"),
     *relational.EVENT_PROPERTIES,
     Property("time.precision.mode", _E, "adaptive",
              allowed=("adaptive", "adaptive_time_microseconds", "connect")),
-    *relational.OPERATION_PROPERTIES,
+    *with_signal_collection(relational.OPERATION_PROPERTIES, signal_collection_property(
+        3, "<database>.<schema>.<table>", several=True)),
 )
 
 IGNORED: Final[Mapping[str, str]] = {
     name: relational.NOT_IMPLEMENTED
     for name in (*relational.IGNORED_NAMES, "schema.history.internal.kafka.topic",
                  "schema.history.internal.kafka.bootstrap.servers", "snapshot.locking.mode",
-                 "incremental.snapshot.option.recompile", "database.applicationIntent",
+                 "database.applicationIntent",
                  "driver.encrypt", "driver.trustServerCertificate")
 }
 
@@ -85,7 +96,7 @@ SQLSERVER_CONFIG_DEF: Final = ConfigDef(
     ignored_patterns=relational.IGNORED_PATTERNS,
     exclusive=relational.exclusive_lists("schema"),
     checks=(check_queue, check_output, relational.check_tasks("SQL Server"),
-            relational.check_heartbeat),
+            relational.check_heartbeat, check_read_only("SQL Server"), check_signal_databases),
     pattern_properties=relational.PATTERN_PROPERTIES,
 )
 
@@ -104,6 +115,7 @@ class SqlServerConnectorConfig(RelationalConnectorConfig):
     snapshot_isolation_mode: str = "repeatable_read"
     data_query_mode: str = "function"
     max_iteration_transactions: int = 500
+    incremental_snapshot_option_recompile: bool = False
     streaming_fetch_size: int = 0
     schema_include_list: tuple[str, ...] = ()
     schema_exclude_list: tuple[str, ...] = ()
@@ -123,17 +135,29 @@ class SqlServerConnectorConfig(RelationalConnectorConfig):
             snapshot_isolation_mode=c.get_str("snapshot.isolation.mode"),
             data_query_mode=c.get_str("data.query.mode"),
             max_iteration_transactions=c.get_int("max.iteration.transactions"),
+            incremental_snapshot_option_recompile=c.get_bool(
+                "incremental.snapshot.option.recompile"),
             streaming_fetch_size=c.get_int("streaming.fetch.size"),
             schema_include_list=c.get_list("schema.include.list"),
             schema_exclude_list=c.get_list("schema.exclude.list"),
             time_precision_mode=c.get_str("time.precision.mode"),
         )
 
-    def table_filter(self, schema: str, table: str) -> bool:
+    @property
+    def signal_tables(self) -> frozenset[TableId]:
+        """The signal tables (`signal.data.collection`), at most one per database."""
+        return frozenset(TableId(*parts) for parts in signal_collections(
+            self.signals.data_collection))
+
+    def table_filter(self, schema: str, table: str, database: str | None = None) -> bool:
         """Whether `<schema>.<table>` is captured (Debezium's whole-name, case-insensitive
-        regular expressions; the schema lists first)."""
+        regular expressions; the schema lists first).  Given the database, a signal table is
+        captured whatever the lists say: Debezium 3.x adds the signal tables to its table
+        filter, and signals reach the connector through the signal table's change table."""
         from headwater.config.connector_common import NameFilter
 
+        if database is not None and TableId(database, schema, table) in self.signal_tables:
+            return True
         if not NameFilter(self.schema_include_list, self.schema_exclude_list).admits(schema):
             return False
         return self._tables.admits(f"{schema}.{table}")
