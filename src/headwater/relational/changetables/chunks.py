@@ -266,7 +266,8 @@ class ChangeTableChunkSource:
             ends = []
             for direction in ("ASC", "DESC"):
                 order = ", ".join(f"{self.quote(k)} {direction}" for k in chunked.keys)
-                rows = self._query(conn, self.select(columns, table_id, where, order, 1), params)
+                rows = self._query(conn, self.chunk_sql(self.select(columns, table_id, where,
+                                                                    order, 1)), params)
                 ends.append(list(rows[0]) if rows else None)
         finally:
             conn.rollback()
@@ -296,7 +297,7 @@ class ChangeTableChunkSource:
         return ChunkRead(handle.codec.schema, out, last)
 
     def chunk_sql(self, sql: str) -> str:
-        """A chunk query as sent (SQL Server adds its query hint here)."""
+        """A chunk or key query as sent (SQL Server adds its query hint here)."""
         return sql
 
     # -- watermarks ----------------------------------------------------------------------------
