@@ -158,3 +158,34 @@ def test_a_signal_table_without_cdc_stops_the_start(sqlserver_db: dict[str, Any]
         "signal.data.collection": f"{db['database']}.dbo.debezium_signal"}))
     with pytest.raises(RuntimeError, match=r"debezium_signal.*not captured"):
         capture.run()
+
+
+def test_the_file_channel_with_watermarks_in_the_signal_table(
+        sqlserver_db: dict[str, Any], tmp_path: Any) -> None:
+    """Signals from `signal.file` only: the signal table still holds the watermarks, but a row
+    inserted there is no signal (the source channel is not enabled)."""
+    db = sqlserver_db
+    setup(db, "t", 6)
+    signal_file = tmp_path / "signals.txt"
+    capture = Capture(config(db, **{
+        "snapshot.mode": "no_data", "signal.enabled.channels": "file",
+        "signal.file": str(signal_file), "signal.poll.interval.ms": "50",
+        "signal.data.collection": f"{db['database']}.dbo.debezium_signal",
+        "incremental.snapshot.chunk.size": "4"}))
+    capture.run()
+    try:
+        send(db, "ignored", "execute-snapshot", {"data-collections": [f"{db['database']}.dbo.t"]})
+        tsql(db, "INSERT INTO dbo.t VALUES (7, 7)")
+        wait_for(lambda: any(r.op is Op.CREATE and r.table.id.table == "t"
+                             for r in capture.records()), 20, what="the insert after the row")
+        # acted on, the row would have started a chunk (watermarks written) at its commit,
+        # before the stream went on to the insert
+        assert [r[0] for r in signal_rows(db)] == ["ignored"] and reads(capture, "t") == []
+        signal_file.write_text(json.dumps({"id": "f1", "type": "execute-snapshot", "data": {
+            "data-collections": [f"{db['database']}.dbo.t"]}}) + "\n")
+        wait_for(lambda: len(reads(capture, "t")) == 7, 20, what="the snapshot")
+    finally:
+        capture.stop()
+    assert [r.after for r in reads(capture, "t")] == [(k, k) for k in range(1, 8)]
+    assert (capture.last_offset() or {}).get("signal_file_position") == len(
+        signal_file.read_bytes())

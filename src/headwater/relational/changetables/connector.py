@@ -104,9 +104,10 @@ class ChangeTableConnector(RelationalConnector):
         return ChangeTableIncrementalHook(self.chunk_source(), self.context, self.metrics)
 
     def _check_signal_tables(self, tables: list[TableId]) -> None:
-        """Every signal table is captured (CDC enabled): else no signal would ever arrive."""
+        """Every signal table is captured (CDC enabled): else no signal or watermark would ever
+        arrive."""
         signals = self.cfg.signals
-        if not signals.source_channel:
+        if not signals.data_collection or not signals.any_channel:
             return
         source = self.chunk_source()
         for signal in source.signal_tables.values():

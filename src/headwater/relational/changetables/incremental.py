@@ -6,7 +6,9 @@ back through the signal table's own change table, in commit order with every oth
 change - so one hook serves both (relational.changetables.streaming calls it):
 
 * `change`: every change the poller dispatches.  A row inserted into the signal table is a
-  signal (its action runs at the transaction's commit), or one of this connector's watermarks:
+  signal (its action runs at the transaction's commit; only with the `source` channel enabled:
+  the table also holds the watermarks of snapshots other channels ask for), or one of this
+  connector's watermarks:
   `<chunk>-open` opens the chunk's window, `<chunk>-close` (or, with `insert_delete`, the delete
   of the open row) closes it, and the chunk's surviving READ events are returned to be emitted
   right there, at the close watermark's position.  A change of the chunked table inside the
@@ -78,7 +80,7 @@ class ChangeTableIncrementalHook(IncrementalHookBase):
         known = self._signal.get(table)
         if known is None:
             same = self.source.same_name
-            known = self._signal[table] = self.source.signals.source_channel and any(
+            known = self._signal[table] = any(
                 s.database == table.database and same(s.schema or "", table.schema or "")
                 and same(s.table, table.table) for s in self.source.signal_tables.values())
         return known
@@ -95,7 +97,8 @@ class ChangeTableIncrementalHook(IncrementalHookBase):
         if change.op is Op.CREATE and change.after is not None:
             sig = signal_from_row([_text(v) for v in change.after[:3]])
             if sig.type not in (WINDOW_OPEN, WINDOW_CLOSE):
-                ctl.signal(sig)
+                if self.source.signals.source_channel:  # else the table holds watermarks only
+                    ctl.signal(sig)
             elif ctl.watermark(sig.id, sig.type == WINDOW_OPEN):
                 return self._close_window(position)
         elif change.op is Op.DELETE and change.before:  # insert_delete: the open row's delete
