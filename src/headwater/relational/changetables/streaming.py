@@ -234,8 +234,8 @@ class LsnStreaming(Generic[S]):
                         hook.committed(tx)
                 dispatcher.begin(position.commit_lsn or "", ts_us // 1000, position)
                 tx = change.commit
-            if hook is not None:
-                dispatcher.extend(hook.change(change, position))
+            if hook is not None and (closed := hook.change(change, position)):
+                dispatcher.extend(closed)  # a closed window's READ events
             dispatcher.replaying = change.replay
             codec = change.table.codec
             before = dispatcher.convert(codec, change.before) if change.before else None
