@@ -144,6 +144,13 @@ class ChangeTableIncrementalHook(IncrementalHookBase):
             step(self.source.log, 6, f"{chunk.table.name}: {len(records)} READ events")
         return records
 
+    def close(self) -> None:
+        """The session ends: the chunk source's connections and the Kafka channel's consumer
+        (the next session builds its own hook)."""
+        if self.controller is not None:
+            self.controller.close_channels()
+        super().close()
+
     # -- boundaries ----------------------------------------------------------------------------
     def committed(self, commit: bytes) -> None:
         """A transaction's commit was dispatched: its signals take effect, and between
