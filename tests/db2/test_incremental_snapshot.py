@@ -288,3 +288,37 @@ def test_signal_configuration_errors(db2_db: dict[str, Any]) -> None:
     setup(db2_db, 1, register_signal=False)
     with pytest.raises(IncrementalSnapshotError, match=r"DEBEZIUM_SIGNAL.*not captured"):
         Db2Connector(signal_config(db2_db)).start(None)
+
+
+def test_keys_for_tables_without_a_primary_key(db2_db: dict[str, Any],
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    """A table without a primary key is chunked by `message.key.columns` or the signal's
+    `surrogate-key`; with neither, the signal is refused with the reason in the log."""
+    db = db2_db
+    setup(db, 1)
+    sql(db, "CREATE TABLE db2inst1.nokey (k INTEGER NOT NULL, v INTEGER)",
+        "CREATE TABLE db2inst1.bare (k INTEGER NOT NULL, v INTEGER)",
+        "INSERT INTO db2inst1.nokey VALUES " + ",".join(f"({k}, {k})" for k in range(9, 0, -1)),
+        "INSERT INTO db2inst1.bare VALUES " + ",".join(f"({k}, {k})" for k in range(5, 0, -1)))
+    add_table(db, "db2inst1", "nokey")
+    add_table(db, "db2inst1", "bare")
+    capture = Capture(signal_config(db, **{"message.key.columns": "DB2INST1.NOKEY:K",
+                                           "incremental.snapshot.chunk.size": "4"}))
+    capture.run()
+
+    def table_reads(table: str) -> list[Any]:
+        return [r.after for r in capture.records() if r.table.id.table == table
+                and r.op is Op.READ and r.after is not None]
+
+    try:
+        send(db, "a", "execute-snapshot", {"data-collections": ["DB2INST1.BARE"]})
+        send(db, "b", "execute-snapshot", {"data-collections": ["DB2INST1.NOKEY"]})
+        wait_for(lambda: len(table_reads("NOKEY")) == 9, 20, what="message.key.columns chunks")
+        send(db, "c", "execute-snapshot", {"data-collections": ["DB2INST1.BARE"],
+                                           "surrogate-key": "K"})
+        wait_for(lambda: len(table_reads("BARE")) == 5, 20, what="surrogate-key chunks")
+    finally:
+        capture.stop()
+    assert table_reads("NOKEY") == [(k, k) for k in range(1, 10)]
+    assert table_reads("BARE") == [(k, k) for k in range(1, 6)]
+    assert "DB2INST1.BARE has no primary key" in caplog.text

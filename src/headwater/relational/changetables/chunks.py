@@ -205,15 +205,12 @@ class ChangeTableChunkSource:
                 raise IncrementalSnapshotError(
                     f"table {table.name} has no primary key: name a unique, non-null column in "
                     "the signal's surrogate-key (or set message.key.columns)")
-        index: list[int] = []
-        for key in wanted:
-            at = [i for i, c in enumerate(columns) if self.same_name(c, key)]
-            if not at:
-                raise IncrementalSnapshotError(
-                    f"table {table.name}: key column {key!r} is not a column of its change table "
-                    f"({', '.join(columns)})")
-            index.append(at[0])
-        chunked = Chunked(handle, tuple(columns[i] for i in index), tuple(index))
+        index = self._positions(wanted, columns)
+        if index is None:
+            raise IncrementalSnapshotError(
+                f"table {table.name}: key column(s) {', '.join(wanted)} not all among the "
+                f"columns of its change table ({', '.join(columns)})")
+        chunked = Chunked(handle, tuple(columns[i] for i in index), index)
         self._tables[table] = chunked
         return chunked
 
@@ -225,7 +222,10 @@ class ChangeTableChunkSource:
     def key_index(self, table: SnapshotTable, columns: Sequence[str]) -> tuple[int, ...] | None:
         """Where `table`'s chunk key sits in a change table of `columns` (None: a key column is
         not there)."""
-        keys = self._describe(table).keys
+        return self._positions(self._describe(table).keys, columns)
+
+    def _positions(self, keys: Sequence[str], columns: Sequence[str]
+                   ) -> tuple[int, ...] | None:
         out: list[int] = []
         for key in keys:
             at = [i for i, c in enumerate(columns) if self.same_name(c, key)]
