@@ -48,15 +48,9 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
     "sqlserver": {
         "test_changes.py::test_truncate_is_op_t_when_not_skipped": _SQLSERVER_TRUNCATE,
         "test_changes.py::test_truncate_is_skipped_by_default": _SQLSERVER_TRUNCATE,
-        "test_incremental_snapshot.py": "NOT IMPLEMENTED, not inapplicable: the SQL Server "
-                                        "connector has no signal channel or incremental "
-                                        "snapshots yet (docs/sqlserver.md, Missing)",
     },
     "db2": {
         "test_changes.py::test_truncate_is_op_t_when_not_skipped": _DB2_TRUNCATE,
-        "test_incremental_snapshot.py": "NOT IMPLEMENTED, not inapplicable: the Db2 connector "
-                                        "has no signal channel or incremental snapshots yet "
-                                        "(docs/db2.md, Missing)",
     },
 }
 

@@ -1,5 +1,6 @@
 """The Kafka signal channel: a message keyed by topic.prefix starts an incremental snapshot
-(PostgreSQL and MariaDB, read-only watermarks); messages with another key, and a blocking
+(PostgreSQL and MariaDB, read-only watermarks; SQL Server's emulation, signal table
+watermarks); messages with another key, and a blocking
 snapshot, are ignored; after a restart the signal does not run again (its offset travels in
 the connector offset)."""
 
@@ -97,3 +98,45 @@ def test_kafka_signal_on_mariadb(menv: MariaEnv, kafka: LocalKafka) -> None:
     run_signals(kafka, lambda: menv.capture(props), lambda: "file" in offset_of(menv.offsets),
                 menv.topics, menv.topic("t"),
                 menv.offsets, menv.prefix, f"{menv.db}.t", signal_topic, 20)
+
+
+def test_kafka_signal_on_sqlserver_emulation(kafka: LocalKafka) -> None:
+    """SQL Server (its CDC EMULATION): a Kafka signal starts an incremental snapshot whose
+    watermarks are rows of the signal table, seen back through its change table (the source
+    channel is not enabled: the table holds watermarks only)."""
+    from headwater.model.record import Op, SnapshotMarker
+    from headwater.testing.localpg import local_postgres
+    from headwater.testing.sqlserver_emulation import dbapi
+    from tests.sqlserver.conftest import enable_cdc, tsql
+    from tests.sqlserver.test_emulated_capture import Capture, config
+
+    with local_postgres() as pg:
+        pg.create_database("kss")
+        raw = pg.connect("kss")
+        dbapi.install(raw)
+        raw.close()
+        db = {"server": "127.0.0.1", "port": pg.port, "user": pg.user, "database": "kss"}
+        tsql(db, "CREATE TABLE dbo.debezium_signal (id VARCHAR(42) NOT NULL PRIMARY KEY, "
+                 "type VARCHAR(32) NOT NULL, data VARCHAR(2048) NULL)",
+             "CREATE TABLE dbo.t (id INT NOT NULL PRIMARY KEY, v INT NULL)",
+             "INSERT INTO dbo.t VALUES " + ",".join(f"({k}, {k})" for k in range(1, 21)))
+        enable_cdc(db, "dbo", "debezium_signal")
+        enable_cdc(db, "dbo", "t")
+        signal_topic = unique("sig-topic-")
+        kafka.create_topic(signal_topic, 1)
+        props = {**signal_props(kafka, signal_topic), "read.only": "false",
+                 "signal.data.collection": "kss.dbo.debezium_signal"}
+        capture = Capture(config(db, **{k: str(v) for k, v in props.items()}))
+        capture.run()
+        try:
+            send(kafka, signal_topic, "server1", {"type": "execute-snapshot", "data": {
+                "data-collections": ["kss.dbo.t"]}})
+            wait_for(lambda: len([r for r in capture.records() if r.op is Op.READ]) >= 20,
+                     timeout=60, what="incremental snapshot reads")
+        finally:
+            capture.stop()
+    got = [r.after[0] for r in capture.records() if r.op is Op.READ and r.after is not None]
+    assert got == list(range(1, 21))
+    assert {r.snapshot for r in capture.records() if r.op is Op.READ} == {
+        SnapshotMarker.INCREMENTAL}
+    assert (capture.last_offset() or {}).get("signal_kafka_offset") == 1

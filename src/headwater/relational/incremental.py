@@ -7,6 +7,8 @@ and the same bookkeeping for every database live here:
 
 - `ChunkConnections`: a read-write connection (watermark and signal writes) and a read
   connection (chunk reads in REPEATABLE READ), each opened on first use, closed together;
+- `encode_key_value` / `decode_key_value`: a key value as JSON in the offsets and back, tagged
+  where JSON has no such type (the drivers' natural values: Decimal, bytes, dates, times, UUIDs);
 - `keyset_where`: "the rows after this key, up to that one" for a composite key, either as
   a row comparison ``(a, b) > (%s, %s)`` (PostgreSQL) or spelled out lexicographically
   ``a >= %s AND (a > %s OR (a = %s AND b > %s))`` (what MariaDB plans well);
@@ -17,11 +19,14 @@ and the same bookkeeping for every database live here:
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Sequence
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 from typing import Any
 
 from headwater.config.signals import SignalConfig
-from headwater.engine.incremental import IncrementalSnapshotController
+from headwater.engine.incremental import IncrementalSnapshotController, IncrementalSnapshotError
 from headwater.engine.metrics import CaptureMetrics
 from headwater.model.record import ChangeRecord, SourceContext
 
@@ -68,6 +73,48 @@ class ChunkConnections:
                 except Exception as exc:  # already gone
                     log.debug("close: %s", exc)
         self._rw = self._ro = None
+
+
+def encode_key_value(value: Any) -> Any:
+    """A natural key value as JSON (tagged where JSON has no such type)."""
+    if value is None or isinstance(value, bool | int | str | float):
+        return value
+    if isinstance(value, Decimal):
+        return {"decimal": str(value)}
+    if isinstance(value, bytes | bytearray):
+        return {"hex": bytes(value).hex()}
+    if isinstance(value, datetime):
+        return {"datetime": value.isoformat()}
+    if isinstance(value, date):
+        return {"date": value.isoformat()}
+    if isinstance(value, timedelta):
+        return {"time_us": value // timedelta(microseconds=1)}
+    if isinstance(value, time):
+        return {"time": value.isoformat()}
+    if isinstance(value, uuid.UUID):
+        return {"uuid": str(value)}
+    raise IncrementalSnapshotError(f"a key value {value!r} cannot be stored in the offsets")
+
+
+def decode_key_value(value: Any) -> Any:
+    """The inverse of `encode_key_value`: a value the driver turns into a literal of its type."""
+    if not isinstance(value, dict):
+        return value
+    if "decimal" in value:
+        return Decimal(value["decimal"])
+    if "hex" in value:
+        return bytes.fromhex(value["hex"])
+    if "datetime" in value:
+        return datetime.fromisoformat(value["datetime"])
+    if "date" in value:
+        return date.fromisoformat(value["date"])
+    if "time_us" in value:
+        return timedelta(microseconds=int(value["time_us"]))
+    if "time" in value:
+        return time.fromisoformat(value["time"])
+    if "uuid" in value:
+        return uuid.UUID(value["uuid"])
+    raise IncrementalSnapshotError(f"a stored key value {value!r} is not understood")
 
 
 def _lexicographic(columns: Sequence[str], marks: Sequence[str], op: str) -> str:

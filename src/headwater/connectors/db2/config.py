@@ -29,6 +29,10 @@ from headwater.relational.changetables.config import (
     changetable_properties,
     connector_class_property,
 )
+from headwater.relational.changetables.signal_config import (
+    signal_collection_property,
+    signal_collections,
+)
 from headwater.relational.config import ConfigLoader
 
 CONNECTOR_CLASS: Final = "io.debezium.connector.db2.Db2Connector"
@@ -57,6 +61,7 @@ PROPERTIES: Final[tuple[Property, ...]] = changetable_properties(
         Property("z.stop.lsn.ignore", _B, False,
                  doc="ignore IBMSNAP_REGISTER.CD_OLD_SYNCHPOINT as a table's stop LSN"),
     ),
+    signal_collection=signal_collection_property(2, "<schema>.<table>", several=False),
 )
 
 DB2_CONFIG_DEF: Final = changetable_config_def(
@@ -93,6 +98,13 @@ class Db2ConnectorConfig(ChangeTableConnectorConfig):
             query_fetch_size=c.get_int("query.fetch.size"),
             z_stop_lsn_ignore=c.get_bool("z.stop.lsn.ignore"),
         )
+
+    def is_signal_table(self, schema: str, table: str, database: str | None = None) -> bool:
+        """Whether `<schema>.<table>` is the signal table (`signal.data.collection`), compared
+        in upper case: Db2 folds unquoted names to upper case, as its catalog shows them."""
+        wanted = (schema.upper(), table.upper())
+        return any(tuple(p.upper() for p in parts) == wanted
+                   for parts in signal_collections(self.signals.data_collection))
 
     def never_captured(self, schema: str, table: str) -> bool:
         """Like Debezium's Db2 system-table filter: the ASN control and CD tables and the

@@ -15,6 +15,10 @@ snapshot steps"), each logged by name ("snapshot step N/7: ...") in that order:
 6. at that LSN, read every captured table found in step 1 (a table registered later is
    skipped and covered by streaming), one READ event per row carrying that LSN;
 7. record the completed snapshot in the offsets.
+
+Signals, ad hoc and incremental snapshots run on the change-table base's hook with Db2's chunk
+source (incremental.py), their steps logged by the seed's names (relational.changetables.
+adhoc_steps).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any, Final
 from headwater.connectors.db2 import queries
 from headwater.connectors.db2.catalog import ChangeTable, change_tables
 from headwater.connectors.db2.config import Db2ConnectorConfig
+from headwater.connectors.db2.incremental import Db2ChunkSource
 from headwater.connectors.db2.lsn import lsn_text
 from headwater.connectors.db2.position import Db2Position
 from headwater.connectors.db2.streaming import Db2Streaming, max_lsn
@@ -191,6 +196,19 @@ class Db2Connector(ChangeTableConnector):
     def snapshot_source(self) -> Db2Snapshot:
         return Db2Snapshot(self)
 
+    def start_offset(self) -> dict[str, Any]:
+        conn = self.connect()
+        try:
+            lsn = lsn_text(max_lsn(conn, self.cfg))
+            conn.rollback()
+        finally:
+            conn.close()
+        return {"snapshot_completed": True, "commit_lsn": lsn, "change_lsn": None,
+                "event_serial_no": None}
+
+    def chunk_source(self) -> Db2ChunkSource:
+        return Db2ChunkSource(self.cfg, self.context, self.connect)
+
     def streaming_source(self, offset: dict[str, Any] | None) -> Db2Streaming:
         return Db2Streaming(self.cfg, self.context, self.metrics, self.connect, offset,
-                            self.connection_errors)
+                            self.connection_errors, self.incremental_hook())

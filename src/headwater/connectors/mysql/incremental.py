@@ -35,8 +35,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from datetime import date, datetime, timedelta
-from decimal import Decimal
 from typing import Any, NamedTuple
 
 from headwater.config.signals import SignalConfig
@@ -70,7 +68,13 @@ from headwater.engine.signals import (
     split_collection,
 )
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
-from headwater.relational.incremental import ChunkConnections, IncrementalHookBase, keyset_where
+from headwater.relational.incremental import (
+    ChunkConnections,
+    IncrementalHookBase,
+    decode_key_value,
+    encode_key_value,
+    keyset_where,
+)
 
 log = logging.getLogger("headwater.connectors.mysql.incremental")
 
@@ -81,44 +85,6 @@ DELETE_ROWS = frozenset({25, 32})
 Order = tuple[int, int]  # binlog_order(file, pos)
 Emit = Callable[[list[ChangeRecord]], None]
 
-
-
-# ----------------------------------------------------------------------------------------------
-# Keys in offsets
-
-
-def encode_key_value(value: Any) -> Any:
-    """A natural key value as JSON (tagged where JSON has no such type)."""
-    if value is None or isinstance(value, bool | int | str | float):
-        return value
-    if isinstance(value, Decimal):
-        return {"decimal": str(value)}
-    if isinstance(value, bytes | bytearray):
-        return {"hex": bytes(value).hex()}
-    if isinstance(value, datetime):
-        return {"datetime": value.isoformat()}
-    if isinstance(value, date):
-        return {"date": value.isoformat()}
-    if isinstance(value, timedelta):
-        return {"time_us": value // timedelta(microseconds=1)}
-    raise IncrementalSnapshotError(f"a key value {value!r} cannot be stored in the offsets")
-
-
-def decode_key_value(value: Any) -> Any:
-    """The inverse of `encode_key_value`: a value PyMySQL turns into a literal of its type."""
-    if not isinstance(value, dict):
-        return value
-    if "decimal" in value:
-        return Decimal(value["decimal"])
-    if "hex" in value:
-        return bytes.fromhex(value["hex"])
-    if "datetime" in value:
-        return datetime.fromisoformat(value["datetime"])
-    if "date" in value:
-        return date.fromisoformat(value["date"])
-    if "time_us" in value:
-        return timedelta(microseconds=int(value["time_us"]))
-    raise IncrementalSnapshotError(f"a stored key value {value!r} is not understood")
 
 
 # ----------------------------------------------------------------------------------------------

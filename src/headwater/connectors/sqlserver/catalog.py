@@ -76,7 +76,7 @@ def capture_instances(conn: Any, cfg: SqlServerConnectorConfig,
     found: list[CaptureInstance] = []
     for schema, table, ci, object_id, start_lsn in _rows(
             conn, queries.GET_CHANGE_TABLES, database, (database, database)):
-        if not cfg.table_filter(schema, table):
+        if not cfg.table_filter(schema, table, database):
             continue
         table_id = TableId(database, schema, table)
         names = captured[int(object_id)]

@@ -16,12 +16,18 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from headwater.config.definition import Property, ValidatedConfig
+from headwater.model.schema import TableId
 from headwater.relational import config as relational
 from headwater.relational.changetables.config import (
     ChangeTableConnectorConfig,
     changetable_config_def,
     changetable_properties,
     connector_class_property,
+)
+from headwater.relational.changetables.signal_config import (
+    check_signal_databases,
+    signal_collection_property,
+    signal_collections,
 )
 from headwater.relational.config import ConfigLoader
 
@@ -50,14 +56,19 @@ PROPERTIES: Final[tuple[Property, ...]] = changetable_properties(
                  doc="function: cdc.fn_cdc_get_all_changes_<ci>; direct: the <ci>_CT table"),
         Property("max.iteration.transactions", _I, 500, min_value=0,
                  doc="transactions read per poll (0: up to the current maximum LSN)"),
+        Property("incremental.snapshot.option.recompile", _B, False,
+                 doc="OPTION(RECOMPILE) on incremental snapshot chunk queries"),
         Property("streaming.fetch.size", _I, 0, min_value=0),
     ),
+    signal_collection=signal_collection_property(3, "<database>.<schema>.<table>",
+                                                 several=True),
 )
 
 SQLSERVER_CONFIG_DEF: Final = changetable_config_def(
     PROPERTIES, "SQL Server",
-    ignored=("snapshot.locking.mode", "incremental.snapshot.option.recompile",
-             "database.applicationIntent", "driver.encrypt", "driver.trustServerCertificate"))
+    ignored=("snapshot.locking.mode", "database.applicationIntent", "driver.encrypt",
+             "driver.trustServerCertificate"),
+    checks=(check_signal_databases,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +84,7 @@ class SqlServerConnectorConfig(ChangeTableConnectorConfig):
     headwater_sqlserver_driver: str = "pymssql"
     data_query_mode: str = "function"
     max_iteration_transactions: int = 500
+    incremental_snapshot_option_recompile: bool = False
     streaming_fetch_size: int = 0
 
     @classmethod
@@ -86,8 +98,19 @@ class SqlServerConnectorConfig(ChangeTableConnectorConfig):
             headwater_sqlserver_driver=c.get_str("headwater.sqlserver.driver"),
             data_query_mode=c.get_str("data.query.mode"),
             max_iteration_transactions=c.get_int("max.iteration.transactions"),
+            incremental_snapshot_option_recompile=c.get_bool(
+                "incremental.snapshot.option.recompile"),
             streaming_fetch_size=c.get_int("streaming.fetch.size"),
         )
+
+    @property
+    def signal_tables(self) -> frozenset[TableId]:
+        """The signal tables (`signal.data.collection`), at most one per database."""
+        return frozenset(TableId(*parts) for parts in signal_collections(
+            self.signals.data_collection))
+
+    def is_signal_table(self, schema: str, table: str, database: str | None = None) -> bool:
+        return database is not None and TableId(database, schema, table) in self.signal_tables
 
     def connect_kwargs(self, database: str) -> dict[str, Any]:
         """Keyword arguments of pymssql.connect (the password is revealed here)."""

@@ -4,7 +4,9 @@ streaming source (streaming.py) on the change-table poller.
 The snapshot follows Debezium's SQL Server snapshot: per database, under
 `snapshot.isolation.mode` (read_uncommitted, read_committed, repeatable_read, snapshot, or
 exclusive: repeatable read with TABLOCKX), read the current maximum LSN, then every captured
-table; the reads carry that LSN as `commit_lsn`, and streaming starts after it.
+table; the reads carry that LSN as `commit_lsn`, and streaming starts after it.  Signals and
+incremental snapshots run on the change-table base's hook with SQL Server's chunk source
+(incremental.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from headwater.connectors.sqlserver import queries
 from headwater.connectors.sqlserver.catalog import capture_instances
 from headwater.connectors.sqlserver.config import SqlServerConnectorConfig
+from headwater.connectors.sqlserver.incremental import SqlServerChunkSource
 from headwater.connectors.sqlserver.lsn import lsn_text
 from headwater.connectors.sqlserver.position import SqlServerPosition
 from headwater.connectors.sqlserver.streaming import SqlServerStreaming, scalar
@@ -112,6 +115,22 @@ class SqlServerConnector(ChangeTableConnector):
     def snapshot_source(self) -> SqlServerSnapshot:
         return SqlServerSnapshot(self)
 
+    def start_offset(self) -> dict[str, Any]:
+        databases: dict[str, Any] = {}
+        for database in self.cfg.database_names:
+            conn = self.connect(database)
+            try:
+                lsn = lsn_text(bytes(scalar(conn, queries.GET_MAX_LSN, database)))
+                conn.rollback()
+            finally:
+                conn.close()
+            databases[database] = {"commit_lsn": lsn, "change_lsn": None,
+                                   "event_serial_no": None}
+        return {"snapshot_completed": True, "databases": databases}
+
+    def chunk_source(self) -> SqlServerChunkSource:
+        return SqlServerChunkSource(self.cfg, self.context, self.connect)
+
     def streaming_source(self, offset: dict[str, Any] | None) -> SqlServerStreaming:
         return SqlServerStreaming(self.cfg, self.context, self.metrics, self.connect, offset,
-                                  self.connection_errors)
+                                  self.connection_errors, self.incremental_hook())

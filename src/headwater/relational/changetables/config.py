@@ -24,6 +24,7 @@ from headwater.config.definition import (
 )
 from headwater.config.output import check_output
 from headwater.relational import config as relational
+from headwater.relational.changetables.signal_config import check_read_only, with_signal_collection
 from headwater.relational.config import RelationalConnectorConfig
 
 _S, _I, _L, _B, _E, _LIST, _PW, _P = relational.TYPE_ALIASES
@@ -58,11 +59,12 @@ def connector_class_property(connector_class: str, alias: str, label: str) -> Pr
 def changetable_properties(*, connector_class: Property, label: str, port: int,
                            connection: Iterable[Property], driver: Property,
                            isolation_modes: tuple[str, ...],
-                           reading: Iterable[Property]) -> tuple[Property, ...]:
+                           reading: Iterable[Property],
+                           signal_collection: Property) -> tuple[Property, ...]:
     """A change-table connector's properties in Debezium's order: identity, the connection
     (`connection`: the server's own properties after host, port and user), the driver module,
     the snapshot, the server's `reading` options, filters, events, `time.precision.mode` and
-    the operation settings."""
+    the operation settings (with the server's form of `signal.data.collection`)."""
     connection = tuple(connection)
     return (
         *relational.identity_properties(connector_class, label),
@@ -80,16 +82,18 @@ def changetable_properties(*, connector_class: Property, label: str, port: int,
         *relational.filter_properties("schema"),
         *relational.EVENT_PROPERTIES,
         TIME_PRECISION_MODE,
-        *relational.OPERATION_PROPERTIES,
+        *with_signal_collection(relational.OPERATION_PROPERTIES, signal_collection),
     )
 
 
 def changetable_config_def(properties: tuple[Property, ...], label: str,
                            ignored: Iterable[str] = (),
-                           output_check: Check = check_output) -> ConfigDef:
+                           output_check: Check = check_output,
+                           checks: Iterable[Check] = ()) -> ConfigDef:
     """The configuration definition: `ignored` names the server's Debezium options Headwater
     does not implement (refused at start); `output_check` checks `headwater.event.format`
-    and the destination (a connector without Datastream events passes its refusal)."""
+    and the destination (a connector without Datastream events passes its refusal);
+    `checks` are the server's own cross-property checks."""
     return ConfigDef(
         properties,
         passthrough_prefixes=(*relational.PASSTHROUGH_PREFIXES, "driver.", "schema.history."),
@@ -97,7 +101,7 @@ def changetable_config_def(properties: tuple[Property, ...], label: str,
         ignored_patterns=relational.IGNORED_PATTERNS,
         exclusive=relational.exclusive_lists("schema"),
         checks=(check_queue, output_check, relational.check_tasks(label),
-                relational.check_heartbeat),
+                relational.check_heartbeat, check_read_only(label), *checks),
         pattern_properties=relational.PATTERN_PROPERTIES,
     )
 
@@ -132,9 +136,18 @@ class ChangeTableConnectorConfig(RelationalConnectorConfig):
         filters say (none by default)."""
         return False
 
-    def table_filter(self, schema: str, table: str) -> bool:
+    def is_signal_table(self, schema: str, table: str, database: str | None = None) -> bool:
+        """Whether the table is a signal table (`signal.data.collection`, in the server's
+        form); each connector compares names as its server does."""
+        return False
+
+    def table_filter(self, schema: str, table: str, database: str | None = None) -> bool:
         """Whether `<schema>.<table>` is captured (Debezium's whole-name, case-insensitive
-        regular expressions; the schema lists first)."""
+        regular expressions; the schema lists first).  A signal table is captured whatever
+        the lists say: Debezium 3.x adds the signal tables to its table filter, and signals
+        reach the connector through the signal table's change table."""
+        if self.is_signal_table(schema, table, database):
+            return True
         if self.never_captured(schema, table):
             return False
         if not NameFilter(self.schema_include_list, self.schema_exclude_list).admits(schema):

@@ -9,6 +9,8 @@ be unfinished, so the next read starts at its commit LSN and the poller replays 
 written), heartbeats and the connection-loss rule are the same.  A connector's `LsnStream`
 supplies only what differs: the target LSN, the change-table rows, the event time, and how it
 closes its read transaction.  The transaction id of the metadata events is the commit LSN.
+Signals and incremental snapshots are the hook's (relational.changetables.incremental), called
+at each change, each commit and each idle poll; its progress joins every stored offset.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
 from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.queue import Batch
 from headwater.engine.source import RetriableError, SourceRunContext
 from headwater.model.record import SourceContext
 from headwater.model.schema import TableId
+from headwater.relational.changetables.incremental import ChangeTableIncrementalHook
 from headwater.relational.changetables.poller import (
     Change,
     ChangeRow,
@@ -140,8 +144,11 @@ class LsnStreaming(Generic[S]):
 
     def __init__(self, cfg: RelationalConnectorConfig, context: SourceContext,
                  metrics: CaptureMetrics, connect: Any, offset: dict[str, Any] | None,
-                 connection_errors: tuple[type[BaseException], ...] = ()) -> None:
+                 connection_errors: tuple[type[BaseException], ...] = (),
+                 incremental: ChangeTableIncrementalHook | None = None) -> None:
         self.cfg = cfg
+        # signals and incremental snapshots (None: no signal channel configured)
+        self.incremental = incremental
         self.connection_errors = connection_errors
         self.context = context
         self.metrics = metrics
@@ -162,6 +169,11 @@ class LsnStreaming(Generic[S]):
         """The table's name in transaction metadata and signals."""
         raise NotImplementedError
 
+    def _offset(self, streams: list[S]) -> dict[str, Any]:
+        """The stored offset with the incremental snapshot's progress."""
+        hook = self.incremental
+        return {**self.stored_offset(streams), **(hook.offset_fields() if hook else {})}
+
     def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
         """Streams until stopped; a lost connection is retriable (the runtime starts again
         from the durable offset, as Debezium's task restarts on a connection error)."""
@@ -175,20 +187,28 @@ class LsnStreaming(Generic[S]):
         dispatcher = EventDispatcher(self.context, DispatchOptions.from_config(self.cfg),
                                      self.metrics, ctx.emit)
         dispatcher.collection_name = self.collection_name
+        hook = self.incremental
+        if hook is not None:
+            hook.start(offset or self.offset, lambda: dispatcher.flush(self._offset(streams)),
+                       lambda records: ctx.emit(Batch(records)))
         self.metrics.connected = True
         try:
             while not ctx.stopping.is_set():
                 busy = False
                 for stream in streams:
                     busy |= self._poll(stream, streams, dispatcher)
+                if hook is not None:
+                    hook.boundary()
                 if dispatcher.heartbeat_due():
                     dispatcher.run_heartbeat_action()
                     dispatcher.heartbeat(self.POSITION(
                         streams[0].offset()["commit_lsn"], None, None))
-                    dispatcher.flush(self.stored_offset(streams))
+                    dispatcher.flush(self._offset(streams))
                 if not busy:
                     ctx.stopping.wait(self.cfg.poll_interval_ms / 1000)
         finally:
+            if hook is not None:
+                hook.close()
             for stream in streams:
                 with contextlib.suppress(*self.connection_errors):
                     stream.conn.close()
@@ -200,6 +220,7 @@ class LsnStreaming(Generic[S]):
         if stream.commit is not None and stream.increase_from and to_lsn <= stream.commit:
             stream.idle()
             return False
+        hook = self.incremental
         tx: bytes | None = None
         last: LsnPosition | None = None
         for change in stream.changes(to_lsn):
@@ -209,8 +230,12 @@ class LsnStreaming(Generic[S]):
             if change.commit != tx:
                 if tx is not None and last is not None:
                     dispatcher.commit(ts_us // 1000, last)
+                    if hook is not None:
+                        hook.committed(tx)
                 dispatcher.begin(position.commit_lsn or "", ts_us // 1000, position)
                 tx = change.commit
+            if hook is not None and (closed := hook.change(change, position)):
+                dispatcher.extend(closed)  # a closed window's READ events
             dispatcher.replaying = change.replay
             codec = change.table.codec
             before = dispatcher.convert(codec, change.before) if change.before else None
@@ -220,12 +245,14 @@ class LsnStreaming(Generic[S]):
             last = position
             stream.resume = Resume(change.commit, change.change, change.serial)
             if dispatcher.full:
-                dispatcher.flush(self.stored_offset(streams))
+                dispatcher.flush(self._offset(streams))
         stream.end_read()
         if tx is not None and last is not None:
             dispatcher.commit((last.ts_us or 0) // 1000, last)
         stream.commit = to_lsn
         stream.increase_from = True
         stream.resume = Resume(to_lsn, None, 0)
-        dispatcher.flush(self.stored_offset(streams))
+        if hook is not None and tx is not None:
+            hook.committed(tx)
+        dispatcher.flush(self._offset(streams))
         return tx is not None

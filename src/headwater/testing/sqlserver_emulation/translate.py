@@ -24,6 +24,9 @@ plus the hand-written fixes sqlglot cannot do, each listed here with its reason.
    one type, and SQL Server's REAL is FLOAT(24).
 11. Key columns of PRIMARY KEY (...) lose the `NULLS FIRST` sqlglot gives them (PostgreSQL
    refuses an ordering there).
+12. A trailing `OPTION(RECOMPILE)` query hint (incremental.snapshot.option.recompile) is
+   dropped before parsing: PostgreSQL plans every statement it is sent anyway, and sqlglot
+   drops the hint only with a warning.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ _BYTEA: Final = frozenset({_TYPE.BINARY, _TYPE.VARBINARY, _TYPE.IMAGE})
 _TEMPORAL: Final = frozenset({_TYPE.TIME, _TYPE.DATETIME2, _TYPE.TIMESTAMPTZ})
 _STRINGS: Final = frozenset({_TYPE.VARCHAR, _TYPE.NVARCHAR})
 _FUNCTIONS: Final = re.compile(r"\[(fn_cdc_(?:[^\]]|\]\])*)\]\s*\(")
+_RECOMPILE: Final = re.compile(r"\s+OPTION\s*\(\s*RECOMPILE\s*\)\s*$", re.IGNORECASE)
 REAL_WORD: Final = re.compile(r"(?<![\[\"\w])REAL(?![\]\"\w])", re.IGNORECASE)
 
 
@@ -134,7 +138,7 @@ def to_postgres(tsql: str) -> tuple[str, int]:
         functions.append(match.group(1).replace("]]", "]"))
         return f"hwfn{len(functions) - 1}("
 
-    numbered, count = _number_parameters(_FUNCTIONS.sub(aside, tsql))
+    numbered, count = _number_parameters(_FUNCTIONS.sub(aside, _RECOMPILE.sub("", tsql)))
     tree = sqlglot.parse_one(numbered, read="tsql")
     tree = tree.transform(_fix)
     sql = tree.sql(dialect="postgres")
