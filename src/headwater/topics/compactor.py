@@ -313,7 +313,7 @@ def compact_topic(root: Path, topic: str, policy: RetentionPolicy, now_ms: int
     prefix = listed[:cleanable(infos, floor, now_ms, settings)]
     reason = pass_reason(infos[:len(prefix)], now_ms, settings)
     if reason is None:
-        if state != known:
+        if _pruned(state, listed) != known:  # found compacted, or removed by retention
             _write_state(topic_dir, _pruned(state, listed))
         return None
     done = CompactionPass(topic, reason, len(prefix))

@@ -25,7 +25,7 @@ from headwater.topics.compactor import compact_topic
 from headwater.topics.retention import write_consumer
 from headwater.topics.segment import list_segments
 
-from .helpers import HOUR_MS, T, Spec, age, compact, now_ms, state, write_segments
+from .helpers import HOUR_MS, Spec, T, age, compact, now_ms, state, write_segments
 
 NOW = 1_000 * HOUR_MS
 
