@@ -204,6 +204,7 @@ def register(spark: Any) -> None:
             self.max_rows = int(rows) if rows else None
             self.frozen: dict[str, int] | None = None
             self.consumer_id = options.get("consumer_id")
+            self.registered: dict[str, int] | None = None
 
         def initialOffset(self) -> dict[str, int]:  # noqa: N802 (Spark's name)
             # A new pipeline starts at each topic's log start (retention may have moved it).
@@ -225,6 +226,11 @@ def register(spark: Any) -> None:
             damage = rewound(self.root, start or {}, latest)
             if damage is not None:
                 raise damage
+            # Spark plans a batch only once the one before is committed, so `start` is read
+            # for good: registered now, retention and compaction hold back from a pipeline's
+            # first batch on (Spark calls `commit` only when it plans the next batch, which a
+            # run with Trigger.AvailableNow never does).  A topic not in `start` starts at 0.
+            self.register({t: (start or {}).get(t, 0) for t in {*latest, *(start or {})}})
             return plan(start or {}, latest, rows)
 
         def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Range]:
@@ -237,8 +243,14 @@ def register(spark: Any) -> None:
 
         def commit(self, end: dict[str, int]) -> None:
             # Spark committed the batch up to `end`: retention may remove what is before it.
-            if self.consumer_id:
-                write_consumer(self.root, self.consumer_id, end)
+            self.register(end)
+
+        def register(self, offsets: dict[str, int]) -> None:
+            """This pipeline's marker (`topics.retention.write_consumer`): everything before
+            `offsets` is applied and committed."""
+            if self.consumer_id and offsets != self.registered:
+                write_consumer(self.root, self.consumer_id, offsets)
+                self.registered = dict(offsets)
 
     class Source(DataSource):
         @classmethod
