@@ -56,6 +56,7 @@ from headwater.topics.record import BadLineError, parse_line, split_line
 from headwater.topics.retention import RetentionPolicy, consumer_floor
 from headwater.topics.segment import (
     COMPACTED_SUFFIX,
+    CorruptSegmentError,
     Segment,
     compacted_name,
     list_segments,
@@ -99,9 +100,9 @@ class _Listed(NamedTuple):
 @dataclass
 class _Scan:
     """What the map step kept of one segment: per record its offset, key digest, flags and
-    the end of its line, in arrays (a few dozen bytes per record, no object each)."""
+    the end of its line, in arrays (a few dozen bytes per record, no object each; the bytes
+    are read again for a rewrite, so a pass holds one segment's bytes at a time)."""
 
-    data: bytes
     offsets: array[int] = field(default_factory=lambda: array("q"))
     ends: array[int] = field(default_factory=lambda: array("q"))
     digests: bytearray = field(default_factory=bytearray)
@@ -237,7 +238,7 @@ def _scan(topic: str, item: _Listed) -> _Scan:
     path = item.seg.path
     with open(path, "rb") as f:
         data = f.read()
-    out = _Scan(data)
+    out = _Scan()
     top = -1 if item.seg.end is None else item.seg.end  # offsets may skip ahead below this
     expect = item.seg.base
     pos = 0
@@ -346,7 +347,7 @@ def compact_topic(root: Path, topic: str, policy: RetentionPolicy, now_ms: int
         done.removed += removed
         done.kept += len(keep)
         if removed:
-            _put_in_place(topic_dir, item, _join(scan, keep))
+            _put_in_place(topic_dir, item, _join(item, scan, keep))
             done.rewritten += 1
         elif not item.seg.compacted:
             _put_in_place(topic_dir, item, None)
@@ -359,8 +360,13 @@ def compact_topic(root: Path, topic: str, policy: RetentionPolicy, now_ms: int
     return done
 
 
-def _join(scan: _Scan, keep: list[int]) -> bytes:
-    data = scan.data
+def _join(item: _Listed, scan: _Scan, keep: list[int]) -> bytes:
+    """The surviving lines of a segment, read again (only the writer changes sealed segments,
+    and it is running this pass)."""
+    data = item.seg.path.read_bytes()
+    if len(data) != item.size:
+        raise CorruptSegmentError(f"{item.seg.path} changed during a compaction pass "
+                                  f"({item.size} bytes, now {len(data)})")
     ends = scan.ends
     return b"".join(data[(ends[i - 1] if i else 0):ends[i]] for i in keep)
 
