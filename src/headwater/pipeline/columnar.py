@@ -54,18 +54,20 @@ _PAYLOAD = b',"payload":'
 @dataclass
 class Positions:
     """Byte position of the next unread offset per segment, kept by the driver between batches
-    so that following a growing segment reads only its new tail."""
+    so that following a growing segment reads only its new tail.  Keyed by the topic
+    directory, the base and the file's inode: sealing renames a file (its positions hold),
+    compaction replaces it with other bytes (they do not)."""
 
-    at: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    at: dict[tuple[str, int, int], tuple[int, int]] = field(default_factory=dict)
 
-    def get(self, path: Path, base: int, offset: int) -> int:
-        hit = self.at.get((str(path), base))
+    def get(self, path: Path, base: int, offset: int, inode: int = 0) -> int:
+        hit = self.at.get((str(path), base, inode))
         return hit[1] if hit is not None and hit[0] == offset else 0
 
-    def put(self, path: Path, base: int, offset: int, pos: int) -> None:
+    def put(self, path: Path, base: int, offset: int, pos: int, inode: int = 0) -> None:
         if len(self.at) > 4096:
             self.at.clear()
-        self.at[(str(path), base)] = (offset, pos)
+        self.at[(str(path), base, inode)] = (offset, pos)
 
 
 POSITIONS = Positions()
@@ -102,6 +104,7 @@ class _Chunk(NamedTuple):
     base: int
     expect: int | None  # offset its first line must have (None: the previous was not read)
     next: Segment | None  # the next segment, if any
+    inode: int
 
     @property
     def limit(self) -> int:
@@ -132,20 +135,21 @@ def _chunks(root: Path, topic: str, start: int, end: int, positions: Positions,
         f, path = opened
         data: mmap.mmap | bytes = b""
         with f:
-            if os.fstat(f.fileno()).st_size == 0:
+            st = os.fstat(f.fileno())
+            if st.st_size == 0:
                 if compacted_end(path) is None:
                     continue  # an in-progress segment just created
             else:
                 data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         if isinstance(data, mmap.mmap):
             stack.callback(_unmap, data)
-        pos = positions.get(path.parent, seg.base, start) if start > seg.base else 0
+        pos = positions.get(path.parent, seg.base, start, st.st_ino) if start > seg.base else 0
         head = _OFFSET_HEAD + b"%d," % start
         if pos and data[pos:pos + len(head)] != head:
             pos = 0
         expect = first_kept if i == 0 else None
         yield _Chunk(data, pos, path, seg.base, expect,
-                     segments[i + 1] if i + 1 < len(segments) else None)
+                     segments[i + 1] if i + 1 < len(segments) else None, st.st_ino)
 
 
 def _unmap(data: mmap.mmap) -> None:
@@ -224,7 +228,7 @@ def scan(root: Path, topic: str, start: int, end: int,
             if status != kernel.OK:
                 raise NotColumnar(_STATUS[status])
             if last >= 0:
-                positions.put(chunk.path.parent, chunk.base, expect, pos)
+                positions.put(chunk.path.parent, chunk.base, expect, pos, chunk.inode)
             if count:
                 found_parts.append((view, found[:count]))
             if pos < len(view) and expect >= end:

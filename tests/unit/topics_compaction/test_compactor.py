@@ -185,3 +185,26 @@ def test_configuration() -> None:
         "headwater.topics.delete.retention.ms": "5"}, env={})
     assert retention_rules(config.passthrough).default.compaction == CompactionPolicy(
         delete_retention_ms=5)
+
+
+def test_the_capture_compacts_the_local_log_and_refuses_the_keys_elsewhere(
+        tmp_path: Path) -> None:
+    from headwater.capture import build_runtime
+
+    common = {"connector.class": CONNECTOR_CLASS, "topic.prefix": "shop",
+              "database.hostname": "localhost", "database.user": "u", "database.dbname": "d",
+              "offset.storage.file.filename": str(tmp_path / "o.json"),
+              "headwater.topics.dir": str(tmp_path / "topics"),
+              "headwater.topics.cleanup.policy": "compact"}
+    cfg, _ = validate_postgres_config(common, env={})
+    runtime = build_runtime(cfg)
+    try:
+        assert isinstance(runtime.writer, TopicLogSink) and runtime.writer.retention is not None
+        assert runtime.writer.retention.for_topic("shop.public.t").compaction is not None
+    finally:
+        runtime.writer.close()
+    cfg, _ = validate_postgres_config({
+        **common, "headwater.event.format": "datastream", "headwater.destination": "files",
+        "headwater.destination.files.dir": str(tmp_path / "files")}, env={})
+    with pytest.raises(ConfigError, match="the events go to files"):
+        build_runtime(cfg)
