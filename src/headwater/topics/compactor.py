@@ -275,7 +275,7 @@ def _scan(topic: str, item: _Listed) -> _Scan:
 
 
 def _put_in_place(topic_dir: Path, item: _Listed, data: bytes | None) -> None:
-    """Step 3 for one segment: its compacted form in place of it, crash-safely (see the
+    """The compacted form of a segment put in place of it, crash-safely (see the
     module docstring); `data` None: every record stays, the file is only renamed."""
     seg = item.seg
     final = topic_dir / compacted_name(seg.base, item.end)
@@ -331,33 +331,40 @@ def compact_topic(root: Path, topic: str, policy: RetentionPolicy, now_ms: int
     log.info("compaction: topic %s: map: %d records, %d keys", topic,
              sum(len(s.offsets) for s in scans), len(latest))
     for item, scan in zip(prefix, scans, strict=True):
-        first = state.get(item.seg.base, (now_ms, -1))[0] if item.seg.compacted else now_ms
-        tombstones_go = tombstones_expire(first, now_ms, settings) if item.seg.compacted \
-            else False
-        keep = []
-        tombstones = 0
-        for i in range(len(scan.offsets)):
-            entry = scan.entry(i)
-            if survives(entry, latest, tombstones_go):
-                keep.append(i)
-                tombstones += entry.tombstone and entry.key is not None
-            elif entry.tombstone:
-                done.tombstones_removed += 1
-        removed = len(scan.offsets) - len(keep)
-        done.removed += removed
-        done.kept += len(keep)
-        if removed:
-            _put_in_place(topic_dir, item, _join(item, scan, keep))
-            done.rewritten += 1
-        elif not item.seg.compacted:
-            _put_in_place(topic_dir, item, None)
-            done.renamed += 1
-        state[item.seg.base] = (first, tombstones)
+        # A segment's tombstones are timed from its first compaction: this one, if it is dirty.
+        first = state[item.seg.base][0] if item.seg.compacted else now_ms
+        go = item.seg.compacted and tombstones_expire(first, now_ms, settings)
+        state[item.seg.base] = (first, _clean(topic_dir, item, scan, latest, go, done))
     _write_state(topic_dir, _pruned(state, listed))
     log.info("compaction: topic %s: %d record(s) removed (%d tombstone(s)), %d left in %d "
              "segment(s); %d rewritten, %d marked compacted", topic, done.removed,
              done.tombstones_removed, done.kept, done.segments, done.rewritten, done.renamed)
     return done
+
+
+def _clean(topic_dir: Path, item: _Listed, scan: _Scan, latest: dict[bytes, int],
+           tombstones_go: bool, done: CompactionPass) -> int:
+    """Step 3 for one segment: the rule applied, the segment rewritten or renamed if that
+    changes it; the tombstones it keeps."""
+    keep = []
+    tombstones = 0
+    for i in range(len(scan.offsets)):
+        entry = scan.entry(i)
+        if survives(entry, latest, tombstones_go):
+            keep.append(i)
+            tombstones += entry.tombstone and entry.key is not None
+        elif entry.tombstone:
+            done.tombstones_removed += 1
+    removed = len(scan.offsets) - len(keep)
+    done.removed += removed
+    done.kept += len(keep)
+    if removed:
+        _put_in_place(topic_dir, item, _join(item, scan, keep))
+        done.rewritten += 1
+    elif not item.seg.compacted:
+        _put_in_place(topic_dir, item, None)
+        done.renamed += 1
+    return tombstones
 
 
 def _join(item: _Listed, scan: _Scan, keep: list[int]) -> bytes:

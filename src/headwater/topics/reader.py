@@ -75,13 +75,6 @@ class TopicInfo(NamedTuple):
     segment_count: int
 
 
-# ---------------------------------------------------------------------- segment access
-
-
-def _segments(topic_dir: Path, include_inprogress: bool) -> list[Segment]:
-    return live_segments(topic_dir, include_inprogress)
-
-
 def _topic_dir(root: Path | str, topic: str) -> Path:
     return Path(root) / validate_topic_name(topic)
 
@@ -99,7 +92,7 @@ def read(
     (`headwater.topics.check`): a damaged segment raises `TopicLogDamaged`.
     """
     topic_dir = _topic_dir(root, topic)
-    segs = _segments(topic_dir, include_inprogress)
+    segs = live_segments(topic_dir, include_inprogress)
     # offset the next segment must start with (None: not known); the first at the log start
     expect: int | None = log_start(topic_dir)
     for idx, seg in enumerate(segs):
@@ -166,7 +159,7 @@ def list_topics(root: Path | str, include_inprogress: bool = True) -> list[Topic
     ended.  A damaged place found raises `TopicLogDamaged`."""
     out: list[TopicInfo] = []
     for name in list_topic_names(Path(root)):
-        segs = _segments(Path(root) / name, include_inprogress)
+        segs = live_segments(Path(root) / name, include_inprogress)
         size = 0
         start = end = log_start(Path(root) / name)
         count = 0
@@ -272,7 +265,7 @@ class _Cursor:
     def open(cls, topic: str, topic_dir: Path, pos: int) -> _Cursor | None:
         """Open the segment holding offset `pos` (the first one if `pos` is below all)."""
         chosen = None
-        for seg in _segments(topic_dir, include_inprogress=True):
+        for seg in live_segments(topic_dir, include_inprogress=True):
             if chosen is not None and seg.base > pos:
                 break
             chosen = seg
@@ -326,7 +319,7 @@ class _Cursor:
                     f"the last line is cut short: {len(self.pending)} bytes without the closing "
                     "newline")
         pos = pos if self.end is None else max(pos, self.end)
-        later = [s for s in _segments(self.dir, True) if s.base > self.base]
+        later = [s for s in live_segments(self.dir, True) if s.base > self.base]
         if later and later[0].base != pos:
             raise start_mismatch(self.topic, later[0].path, later[0].base, pos)
         return pos
