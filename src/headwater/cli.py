@@ -506,7 +506,7 @@ def topics_verify(
 
 def _report_topic(check: TopicCheck) -> None:
     segs = check.segments
-    records = sum(s.next_offset - s.base for s in segs if s.damage is None)
+    records = sum(s.records for s in segs if s.damage is None)
     if not check.damages:
         tail = sum(s.crash_tail for s in segs)
         note = (f"; {tail} bytes of a crashed writer's torn tail, which its restart removes"

@@ -41,7 +41,7 @@ from headwater.pipeline.sequence_columns import NotColumnar as NotColumnar  # no
 from headwater.topics import check
 from headwater.topics.damage import TopicLogDamaged
 from headwater.topics.retention import log_start
-from headwater.topics.segment import Segment, list_segments, sealed_name
+from headwater.topics.segment import Segment, compacted_end, live_segments, open_segment
 
 SEQ = "__hw_sequence"
 OP = "__hw_op"
@@ -54,18 +54,20 @@ _PAYLOAD = b',"payload":'
 @dataclass
 class Positions:
     """Byte position of the next unread offset per segment, kept by the driver between batches
-    so that following a growing segment reads only its new tail."""
+    so that following a growing segment reads only its new tail.  Keyed by the topic
+    directory, the base and the file's inode: sealing renames a file (its positions hold),
+    compaction replaces it with other bytes (they do not)."""
 
-    at: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    at: dict[tuple[str, int, int], tuple[int, int]] = field(default_factory=dict)
 
-    def get(self, path: Path, base: int, offset: int) -> int:
-        hit = self.at.get((str(path), base))
+    def get(self, path: Path, base: int, offset: int, inode: int = 0) -> int:
+        hit = self.at.get((str(path), base, inode))
         return hit[1] if hit is not None and hit[0] == offset else 0
 
-    def put(self, path: Path, base: int, offset: int, pos: int) -> None:
+    def put(self, path: Path, base: int, offset: int, pos: int, inode: int = 0) -> None:
         if len(self.at) > 4096:
             self.at.clear()
-        self.at[(str(path), base)] = (offset, pos)
+        self.at[(str(path), base, inode)] = (offset, pos)
 
 
 POSITIONS = Positions()
@@ -96,12 +98,19 @@ class Lines:
 class _Chunk(NamedTuple):
     """A mapped segment file holding part of a range (see `_chunks`)."""
 
-    data: mmap.mmap
+    data: mmap.mmap | bytes  # (bytes: an empty compacted segment, which cannot be mapped)
     pos: int  # where to start: the line of offset `start` when known, else 0
-    path: Path  # the name it was opened under (sealed or not)
+    path: Path  # the name it was opened under (sealed or not, compacted or not)
     base: int
     expect: int | None  # offset its first line must have (None: the previous was not read)
     next: Segment | None  # the next segment, if any
+    inode: int
+
+    @property
+    def limit(self) -> int:
+        """A compacted segment's range end (its offsets may skip ahead below it), else -1."""
+        end = compacted_end(self.path)
+        return -1 if end is None else end
 
 
 def _chunks(root: Path, topic: str, start: int, end: int, positions: Positions,
@@ -110,36 +119,37 @@ def _chunks(root: Path, topic: str, start: int, end: int, positions: Positions,
 
     Mapped rather than read: reading copies every byte out of the page cache once more, which
     costs as much as the whole scan (bench/pipeline_delta.py prints both)."""
-    listed = list_segments(root / topic)
     first_kept = log_start(root / topic)
     if start < first_kept:
         from headwater.pipeline.source import behind_log_start
 
         raise behind_log_start(root, topic, start, first_kept)
-    sealed = {s.base for s in listed if s.sealed}
-    segments = [s for s in listed if s.sealed or s.base not in sealed]  # renamed meanwhile
+    segments = live_segments(root / topic)
     for i, seg in enumerate(segments):
         nxt = segments[i + 1].base if i + 1 < len(segments) else None
         if (nxt is not None and nxt <= start) or seg.base >= end:
             continue
-        try:
-            f = open(seg.path, "rb")  # noqa: SIM115 (closed by the with below)
-            path = seg.path
-        except FileNotFoundError:  # an in-progress segment sealed since the listing
-            path = seg.path.with_name(sealed_name(seg.base))
-            f = open(path, "rb")  # noqa: SIM115
+        opened = open_segment(seg)
+        if opened is None:
+            raise FileNotFoundError(f"topic {topic}: segment {seg.path} disappeared")
+        f, path = opened
+        data: mmap.mmap | bytes = b""
         with f:
-            if os.fstat(f.fileno()).st_size == 0:
-                continue
-            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        stack.callback(_unmap, data)
-        pos = positions.get(path.parent, seg.base, start) if start > seg.base else 0
+            st = os.fstat(f.fileno())
+            if st.st_size == 0:
+                if compacted_end(path) is None:
+                    continue  # an in-progress segment just created
+            else:
+                data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        if isinstance(data, mmap.mmap):
+            stack.callback(_unmap, data)
+        pos = positions.get(path.parent, seg.base, start, st.st_ino) if start > seg.base else 0
         head = _OFFSET_HEAD + b"%d," % start
         if pos and data[pos:pos + len(head)] != head:
             pos = 0
         expect = first_kept if i == 0 else None
         yield _Chunk(data, pos, path, seg.base, expect,
-                     segments[i + 1] if i + 1 < len(segments) else None)
+                     segments[i + 1] if i + 1 < len(segments) else None, st.st_ino)
 
 
 def _unmap(data: mmap.mmap) -> None:
@@ -156,7 +166,7 @@ _STATUS = {
 }
 
 
-def _heads(data: mmap.mmap, line: int, k: int) -> tuple[bytes, bytes]:
+def _heads(data: mmap.mmap | bytes, line: int, k: int) -> tuple[bytes, bytes]:
     """The key and value heads (document text before the payloads) of the record line at
     `line` whose key document starts at `k`."""
     stop = data.find(b"\n", line)
@@ -201,10 +211,14 @@ def scan(root: Path, topic: str, start: int, end: int,
             # every stored line holds both heads: a bound on the number of records
             bound = (len(view) - chunk.pos) // max(1, len(kh) + len(vh)) + 1 if len(kh) else 1
             found = np.empty((bound, 5), np.int64)
+            limit = chunk.limit
             status, count, pos, last, expect = kernel.scan_records(
-                view, chunk.pos, start, end, start if chunk.pos else chunk.base, kh, vh, found)
+                view, chunk.pos, start, end, start if chunk.pos else chunk.base, limit, kh, vh,
+                found)
             if status == kernel.TORN and not check.is_sealed(chunk.path):
                 status = kernel.OK  # the last line of an in-progress segment, still being written
+            if status == kernel.OK and limit >= 0 and pos >= len(view):
+                expect = limit  # read to its end: the next segment starts at its range's end
             if status in (kernel.GAP, kernel.TORN):
                 damage = check.diagnose(topic, chunk.path, chunk.base, first)
                 if damage is not None:
@@ -214,7 +228,7 @@ def scan(root: Path, topic: str, start: int, end: int,
             if status != kernel.OK:
                 raise NotColumnar(_STATUS[status])
             if last >= 0:
-                positions.put(chunk.path.parent, chunk.base, last + 1, pos)
+                positions.put(chunk.path.parent, chunk.base, expect, pos, chunk.inode)
             if count:
                 found_parts.append((view, found[:count]))
             if pos < len(view) and expect >= end:

@@ -16,7 +16,9 @@ the scan stops at the range's end, tombstones (``"value":null``) are skipped, an
 layout stops with a status that the caller turns into `NotColumnar`.  It also checks the topic
 log's own rules (`headwater.topics.check`) on the way, at no measurable cost since the offset is
 parsed anyway: each line's offset is the previous one + 1 (else GAP), and a last line without
-its newline is reported (TORN: the end of an in-progress segment, damage in a sealed one).
+its newline is reported (TORN: the end of an in-progress segment, damage in a sealed one).  In a
+compacted segment offsets may skip ahead inside its range (`limit`, the range's end): the same
+compare, one more on a skip only, so a compacted segment scans at the same speed.
 """
 
 from __future__ import annotations
@@ -224,15 +226,18 @@ def _first_record(data: Any, pos: int, start: int, end: int) -> tuple[int, int, 
     return OK, -1, -1
 
 
-def _scan(data: Any, pos: int, start: int, end: int, expect: int, key_head: Any,
+def _scan(data: Any, pos: int, start: int, end: int, expect: int, limit: int, key_head: Any,
           value_head: Any, out: Any) -> tuple[int, int, int, int, int]:
     """Fills `out` (OFFSET, KEY_BEGIN, KEY_END, VALUE_BEGIN, VALUE_END per record) from `pos`,
-    where the line of offset `expect` must start.
+    where the line of offset `expect` must start (in a compacted segment, whose range ends at
+    `limit`, the first line at or after `expect`; -1 for any other segment).
 
-    Returns (status, records, position, last offset read or -1, next offset expected).  The
-    position is after the last line read, or that of the line the status is about: GAP for a
-    line whose offset is not `expect` (counted from line to line), TORN for a last line
-    without its newline (the caller knows whether the segment is sealed, i.e. damaged).
+    Returns (status, records, position, last offset read or -1, next offset expected: the
+    offset of the line at the returned position, if any).  The position is after the last
+    line read, or that of the line the status is about: GAP for a line whose offset is not
+    `expect` (counted from line to line; in a compacted segment, not in `expect`..`limit`-1),
+    TORN for a last line without its newline (the caller knows whether the segment is sealed,
+    i.e. damaged).
     `value_head` starts with ``},"value":{"schema":`` and ends with ``,"payload":``; the key
     payload lies between the key head and it, the value payload between it and the ``}}`` that
     closes the value document and the record.  With empty heads (the range holds no data
@@ -248,7 +253,9 @@ def _scan(data: Any, pos: int, start: int, end: int, expect: int, key_head: Any,
         if what == _TORN:
             return TORN, count, pos, last, expect
         if what in (_DATA, _SKIP, _END) and offset != expect:
-            return GAP, count, pos, last, expect
+            if not expect < offset < limit:
+                return GAP, count, pos, last, expect
+            expect = offset  # a compacted gap
         if what == _END:
             break
         if what == _DATA:

@@ -16,17 +16,15 @@ Rate limiting: `headwater.pipeline.max.records.per.trigger` (Spark's `ReadMaxRow
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
-from typing import Any
-
-import orjson
+from typing import Any, BinaryIO
 
 from headwater.topics import check, reader
-from headwater.topics.damage import TopicLogDamaged, missing_records
-from headwater.topics.record import BadLineError, parse_line
+from headwater.topics.damage import TopicLogDamaged
+from headwater.topics.record import BadLineError, parse_line, split_line
 from headwater.topics.retention import log_start, write_consumer
-from headwater.topics.segment import list_segments, sealed_name
+from headwater.topics.segment import compacted_end, live_segments, open_segment
 
 SCHEMA = "topic STRING, start_offset LONG, end_offset LONG"
 NAME = "headwater_topics"
@@ -90,44 +88,6 @@ def plan(start: dict[str, int], latest: dict[str, int], max_rows: int | None) ->
     return capped
 
 
-_HEAD = b'{"offset":'
-_KEY = b',"key":'
-_VALUE = b',"value":'
-_HEADERS = b',"headers":{'
-
-
-def _split(line: bytes) -> tuple[int, bytes | None, bytes | None] | None:
-    """(offset, key, value) of a record line in the writer's layout, or None (other layout)."""
-    if not line.startswith(_HEAD):
-        return None
-    k = line.find(_KEY)
-    if k < 0:
-        return None
-    digits = line[len(_HEAD):line.find(b",", len(_HEAD))]
-    if not digits.isdigit():
-        return None
-    offset = int(digits)
-    start = k + len(_KEY)
-    end = len(line.rstrip(b"\r\n")) - 1  # the record's closing brace
-    headers = line.rfind(_HEADERS)
-    if headers >= 0:
-        # Headers follow the value; outside JSON strings a quote is never escaped, so the
-        # last ``,"headers":{`` is the record's own member (header values are strings).
-        end = headers
-    pos = line.find(_VALUE, start)
-    while pos >= 0:
-        key_text = line[start:pos]
-        try:
-            orjson.loads(key_text)  # the key is the JSON document before this separator
-        except orjson.JSONDecodeError:
-            pos = line.find(_VALUE, pos + 1)
-            continue
-        value = line[pos + len(_VALUE):end]
-        return (offset, None if key_text == b"null" else key_text,
-                None if value == b"null" else value)
-    return None
-
-
 def _broken(topic: str, path: Path, base: int, first: int, pos: int, expect: int,
             seen: str) -> TopicLogDamaged | None:
     """The damage a fast read ran into, as the checker (the reference) describes it; None
@@ -153,16 +113,15 @@ def read_range(root: Path, topic: str, start: int, end: int
                ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
     """(offset, key, value) of the records start <= offset < end of a topic.
 
-    Checks every line it reads as `headwater.topics.check` does (offsets continue from 0 across
-    segments, complete record lines; the crash tail of an in-progress segment ends the read)
-    and raises `TopicLogDamaged` at a damaged place: a missing record must not become a row
-    missing downstream."""
-    listed = list_segments(root / topic)
+    Checks every line it reads as `headwater.topics.check` does (offsets continue from the log
+    start across segments, skipping ahead only inside a compacted segment's range; complete
+    record lines; the crash tail of an in-progress segment ends the read) and raises
+    `TopicLogDamaged` at a damaged place: a missing record must not become a row missing
+    downstream.  A range may start or end inside a compacted gap: it yields what is left."""
     first_kept = log_start(root / topic)
     if start < first_kept:
         raise behind_log_start(root, topic, start, first_kept)
-    sealed_bases = {s.base for s in listed if s.sealed}
-    segments = [s for s in listed if s.sealed or s.base not in sealed_bases]
+    segments = live_segments(root / topic)
     expect: int | None = first_kept  # offset the next segment must start with (None: unknown)
     for i, seg in enumerate(segments):
         nxt = segments[i + 1].base if i + 1 < len(segments) else None
@@ -171,46 +130,57 @@ def read_range(root: Path, topic: str, start: int, end: int
         if (nxt is not None and nxt <= start) or seg.base >= end:
             expect = None
             continue  # wholly before the range, or after it
-        try:
-            path = seg.path
-            f = open(path, "rb")  # noqa: SIM115 (closed by the with below)
-        except FileNotFoundError:  # an in-progress segment sealed since the listing
-            path = seg.path.with_name(sealed_name(seg.base))
-            f = open(path, "rb")  # noqa: SIM115
+        opened = open_segment(seg)
+        if opened is None:
+            raise FileNotFoundError(f"topic {topic}: segment {seg.path} disappeared")
+        f, path = opened
         first = seg.base if expect is None else expect
         if seg.base != first:
             f.close()
             raise check.start_mismatch(topic, path, seg.base, first)
-        expect = first
-        pos = 0
         with f:
-            for line in f:
-                if not line.endswith(b"\n"):
-                    if not check.is_sealed(path):
-                        break  # the last line of an in-progress segment, still being written
-                    raise _broken(topic, path, seg.base, first, pos, expect, "line cut short"
-                                  ) or TopicLogDamaged(topic, path, expect, pos, "line cut short")
-                fast = _split(line)
-                if fast is None:
-                    try:
-                        rec = parse_line(topic, line)
-                    except BadLineError as exc:
-                        damage = _broken(topic, path, seg.base, first, pos, expect, str(exc))
-                        if damage is not None:
-                            raise damage from None
-                        break  # the crash tail of an in-progress segment
-                    fast = (rec.offset, rec.key, rec.value)
-                if fast[0] != expect:
-                    raise _broken(topic, path, seg.base, first, pos, expect,
-                                  missing_records(expect, fast[0])) or TopicLogDamaged(
-                        topic, path, expect, pos, missing_records(expect, fast[0]))
-                expect += 1
-                pos += len(line)
-                if fast[0] < start:
-                    continue
-                if fast[0] >= end:
-                    return
-                yield fast
+            expect = yield from _read_segment(topic, path, seg.base, first, f, start, end)
+        if expect is None:
+            return
+
+
+def _read_segment(topic: str, path: Path, base: int, first: int, f: BinaryIO, start: int,
+                  end: int) -> Generator[tuple[int, bytes | None, bytes | None], None, int | None]:
+    """The records of one open segment within [start, end), checked; returns the offset the
+    next segment must start with, None when the range ended here."""
+    limit = compacted_end(path)  # compacted: offsets may skip ahead up to this range end
+    top = -1 if limit is None else limit  # (no offset is below -1: no skipping ahead)
+    expect = first
+    pos = 0
+    for line in f:
+        if not line.endswith(b"\n"):
+            if not check.is_sealed(path):
+                break  # the last line of an in-progress segment, still being written
+            raise _broken(topic, path, base, first, pos, expect, "line cut short"
+                          ) or TopicLogDamaged(topic, path, expect, pos, "line cut short")
+        fast = split_line(line)
+        if fast is None:
+            try:
+                rec = parse_line(topic, line)
+            except BadLineError as exc:
+                damage = _broken(topic, path, base, first, pos, expect, str(exc))
+                if damage is not None:
+                    raise damage from None
+                break  # the crash tail of an in-progress segment
+            fast = (rec.offset, rec.key, rec.value)
+        offset = fast[0]
+        if offset != expect and not expect < offset < top:
+            seen = check.unexpected_offset(expect, offset, limit)
+            raise _broken(topic, path, base, first, pos, expect, seen) or TopicLogDamaged(
+                topic, path, expect, pos, seen)
+        expect = offset + 1
+        pos += len(line)
+        if offset < start:
+            continue
+        if offset >= end:
+            return None
+        yield fast
+    return expect if limit is None else limit
 
 
 def register(spark: Any) -> None:
@@ -234,6 +204,7 @@ def register(spark: Any) -> None:
             self.max_rows = int(rows) if rows else None
             self.frozen: dict[str, int] | None = None
             self.consumer_id = options.get("consumer_id")
+            self.registered: dict[str, int] | None = None
 
         def initialOffset(self) -> dict[str, int]:  # noqa: N802 (Spark's name)
             # A new pipeline starts at each topic's log start (retention may have moved it).
@@ -255,6 +226,11 @@ def register(spark: Any) -> None:
             damage = rewound(self.root, start or {}, latest)
             if damage is not None:
                 raise damage
+            # Spark plans a batch only once the one before is committed, so `start` is read
+            # for good: registered now, retention and compaction hold back from a pipeline's
+            # first batch on (Spark calls `commit` only when it plans the next batch, which a
+            # run with Trigger.AvailableNow never does).  A topic not in `start` starts at 0.
+            self.register({t: (start or {}).get(t, 0) for t in {*latest, *(start or {})}})
             return plan(start or {}, latest, rows)
 
         def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Range]:
@@ -267,8 +243,14 @@ def register(spark: Any) -> None:
 
         def commit(self, end: dict[str, int]) -> None:
             # Spark committed the batch up to `end`: retention may remove what is before it.
-            if self.consumer_id:
-                write_consumer(self.root, self.consumer_id, end)
+            self.register(end)
+
+        def register(self, offsets: dict[str, int]) -> None:
+            """This pipeline's marker (`topics.retention.write_consumer`): everything before
+            `offsets` is applied and committed."""
+            if self.consumer_id and offsets != self.registered:
+                write_consumer(self.root, self.consumer_id, offsets)
+                self.registered = dict(offsets)
 
     class Source(DataSource):
         @classmethod

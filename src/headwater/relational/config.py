@@ -50,6 +50,7 @@ from headwater.relational.column_mappers import (
     algorithm_problem,
     length_problem,
 )
+from headwater.topics.retention_config import TOP_LEVEL_KEYS as CLEANUP_KEYS
 
 # The property types, short: a connector module unpacks them into _S, _I, ... as here.
 TYPE_ALIASES: Final = (PropertyType.STRING, PropertyType.INT, PropertyType.LONG,
@@ -65,7 +66,9 @@ NOT_IMPLEMENTED: Final = "a Debezium option Headwater does not implement"
 
 # Namespaces owned by other Headwater modules, which validate their own keys.
 HEADWATER_PASSTHROUGH_PREFIXES: Final = ("headwater.pipeline.", "headwater.ops.", "headwater.sink.",
-                                          "headwater.topics.retention.")
+                                          "headwater.topics.retention.",
+                                          # (a prefix also admits the key without its dot)
+                                          *(k + "." for k in CLEANUP_KEYS))
 PASSTHROUGH_PREFIXES: Final = (
     "offset.storage.", "transforms.", "predicates.", "key.converter.", "value.converter.",
     "header.converter.",

@@ -2,8 +2,13 @@
 
 A topic is a gap-free sequence of records 0, 1, 2, ... cut into segments (docs/topic-log.md):
 
-* continuity - the first segment starts at offset 0, each segment's file name is the offset of
-  its first record, every record's `offset` is the previous one + 1, also across segments;
+* continuity - the first segment starts at the log start (offset 0 unless retention moved it),
+  each segment's file name is the offset of its first record, every record's `offset` is the
+  previous one + 1, also across segments;
+* compaction - the one place offsets may skip: inside a segment whose name marks it compacted
+  (`segment.compacted_name`: its range base..end-1).  Its records ascend within that range,
+  possibly none are left; the next segment starts at its range's end.  A gap anywhere else,
+  or between two segments, is still damage;
 * framing - every line of a sealed segment is complete (ends with a newline) and is a record
   line of the writer's layout (`headwater.topics.record.parse_line`);
 * the one exception is the crash tail of an in-progress segment: a torn last line, and complete
@@ -28,11 +33,12 @@ from headwater.topics.damage import TopicLogDamaged, missing_records
 from headwater.topics.record import BadLineError, Record, parse_line
 from headwater.topics.retention import log_start
 from headwater.topics.segment import (
+    compacted_end,
     last_complete_line,
-    list_segments,
+    live_segments,
+    open_segment,
     parse_segment_name,
     recoverable_end,
-    sealed_name,
 )
 
 __all__ = [
@@ -43,8 +49,10 @@ __all__ = [
     "diagnose",
     "is_sealed",
     "iter_records",
+    "next_after",
     "segment_end",
     "start_mismatch",
+    "unexpected_offset",
 ]
 
 
@@ -69,6 +77,21 @@ def _in_crash_tail(f: BinaryIO, pos: int) -> bool:
     return pos >= end
 
 
+def unexpected_offset(expect: int, found: int, end: int | None) -> str:
+    """The problem text of a record with offset `found` where `expect` was due."""
+    if end is not None and found >= end:
+        return (f"offset {found}, past the range of this compacted segment (offsets up to "
+                f"{end - 1}, its file name)")
+    return missing_records(expect, found)
+
+
+def next_after(path: Path, next_offset: int) -> int:
+    """The offset the segment after a fully read one starts with: its compacted range's end
+    (records at its end may be compacted away), else the offset after its last record."""
+    end = compacted_end(path)
+    return next_offset if end is None else end
+
+
 def iter_records(topic: str, path: Path, base: int, f: BinaryIO,
                  expect: int) -> Iterator[tuple[int, Record]]:
     """(position after the line, record) of every record of the open segment `f`, checked.
@@ -76,10 +99,12 @@ def iter_records(topic: str, path: Path, base: int, f: BinaryIO,
     `expect` is the offset the segment must start with (0 for a topic's first segment, the
     previous segment's next offset, or `base` when the previous one was not read).  Raises
     `TopicLogDamaged` at the first place that breaks the rules; stops quietly at the crash tail
-    of an in-progress segment (the writer's torn last line)."""
+    of an in-progress segment (the writer's torn last line).  In a compacted segment (by the
+    name `path` was opened under) offsets may skip ahead within its range."""
     if base != expect:
         raise start_mismatch(topic, path, base, expect)
     sealed = is_sealed(path)
+    end = compacted_end(path)
     pos = 0
     for lineno, line in enumerate(f, 1):
         if not line.endswith(b"\n"):
@@ -96,11 +121,11 @@ def iter_records(topic: str, path: Path, base: int, f: BinaryIO,
                 return
             raise TopicLogDamaged(topic, path, expect, pos,
                                   f"line {lineno} is not a record: {exc}") from None
-        if rec.offset != expect:
+        if rec.offset != expect and (end is None or not expect < rec.offset < end):
             raise TopicLogDamaged(topic, path, expect, pos,
-                                  f"line {lineno} has {missing_records(expect, rec.offset)}")
+                                  f"line {lineno} has {unexpected_offset(expect, rec.offset, end)}")
         pos += len(line)
-        expect += 1
+        expect = rec.offset + 1
         yield pos, rec
 
 
@@ -109,10 +134,11 @@ class SegmentCheck(NamedTuple):
 
     path: Path
     base: int
-    next_offset: int  # offset after the last good record
+    next_offset: int  # where the next segment starts (when damaged: after the last good record)
     good_end: int  # byte position after the last good record
     size: int  # file size when checked
     damage: TopicLogDamaged | None  # the first damaged place, None when the segment is sound
+    records: int  # good records read
 
     @property
     def crash_tail(self) -> int:
@@ -122,18 +148,24 @@ class SegmentCheck(NamedTuple):
 
 def check_segment(topic: str, path: Path, base: int, expect: int) -> SegmentCheck:
     """Read a whole segment file through `iter_records`; its first damage, if any."""
+    with open(path, "rb") as f:
+        return _check_open(topic, path, base, expect, f)
+
+
+def _check_open(topic: str, path: Path, base: int, expect: int, f: BinaryIO) -> SegmentCheck:
     good_end = 0
     nxt = expect
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        try:
-            for end, rec in iter_records(topic, path, base, f, expect):
-                good_end, nxt = end, rec.offset + 1
-        except TopicLogDamaged as exc:
-            return SegmentCheck(path, base, nxt, good_end, size, exc)
-    if good_end == 0:
+    records = 0
+    size = os.fstat(f.fileno()).st_size
+    try:
+        for end, rec in iter_records(topic, path, base, f, expect):
+            good_end, nxt = end, rec.offset + 1
+            records += 1
+    except TopicLogDamaged as exc:
+        return SegmentCheck(path, base, nxt, good_end, size, exc, records)
+    if not records:
         nxt = base  # no record (an empty file or only a crash tail): the next one is `base`
-    return SegmentCheck(path, base, nxt, good_end, size, None)
+    return SegmentCheck(path, base, next_after(path, nxt), good_end, size, None, records)
 
 
 def diagnose(topic: str, path: Path, base: int, expect: int) -> TopicLogDamaged | None:
@@ -159,21 +191,13 @@ def check_topic(root: Path, topic: str) -> TopicCheck:
     out: list[SegmentCheck] = []
     # The first segment starts at the log start (0, or where retention moved it).
     expect: int | None = log_start(root / topic)  # None after a damaged segment
-    segs = list_segments(root / topic)
-    sealed_bases = {s.base for s in segs if s.sealed}
-    for seg in segs:
-        if not seg.sealed and seg.base in sealed_bases:
-            continue  # renamed between two directory reads
-        path = seg.path
-        start = seg.base if expect is None else expect
-        try:
-            check = check_segment(topic, path, seg.base, start)
-        except FileNotFoundError:
-            path = path.with_name(sealed_name(seg.base))
-            try:
-                check = check_segment(topic, path, seg.base, start)
-            except FileNotFoundError:
-                continue  # removed by a writer's recovery (it held no complete line)
+    for seg in live_segments(root / topic):
+        opened = open_segment(seg)
+        if opened is None:
+            continue  # removed by a writer's recovery (it held no complete line)
+        f, path = opened
+        with f:
+            check = _check_open(topic, path, seg.base, seg.base if expect is None else expect, f)
         out.append(check)
         expect = check.next_offset if check.damage is None else None
     return TopicCheck(topic, out)
@@ -197,21 +221,27 @@ def segment_end(topic: str, path: Path, base: int, fd: int, size: int) -> int:
     This is `topics list`'s (and the pipeline's end-offset poll's) cheap check: the first
     line's offset is the segment's base, a sealed segment ends with a complete record line, and
     its last offset is not below its base; with the caller checking that each segment's base
-    is the previous one's end, the segments chain up.  The whole file is read only to describe
+    is the previous one's end, the segments chain up.  A compacted segment's end is its name's;
+    its first and last lines lie within that range.  The whole file is read only to describe
     a damage found.  A gap inside a segment is found by the readers and `headwater topics
     verify`, which read every line."""
+    end = compacted_end(path)
     if size == 0:
-        return base
+        return base if end is None else end
     if is_sealed(path):
-        end, _, last = last_complete_line(fd, size)
-        complete = end == size
+        stop, _, last = last_complete_line(fd, size)
+        complete = stop == size
     else:
-        end, last = recoverable_end(fd, size)
-        if end == 0:
+        stop, last = recoverable_end(fd, size)
+        if stop == 0:
             return base  # only a crash tail so far
         complete = True
-    if last is not None and complete and last >= base and _head_offset(fd) == base:
-        return last + 1
+    head = _head_offset(fd)
+    if last is not None and complete and head is not None:
+        if end is None and last >= base and head == base:
+            return last + 1
+        if end is not None and base <= head <= last < end:
+            return end
     raise diagnose(topic, path, base, base) or TopicLogDamaged(
         topic, path, base, 0,
         "the first or last line of the segment is not a record line with a consistent offset")

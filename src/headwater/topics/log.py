@@ -65,7 +65,9 @@ Opening a root recovers every topic: an in-progress file left by a crash may end
 (the crash hit mid-write); it is truncated to its last complete, valid line, fsync'ed and sealed
 (sealing rather than reopening it for append means a follower that has it open never sees bytes
 rewritten under it).  An in-progress file with no complete line is removed.  The next offset is
-the last offset on disk + 1, found by reading only the tail of the last segment.  This is correct
+the last offset on disk + 1, found by reading only the tail of the last segment (or the end of
+its range, in the name of a segment compaction rewrote; what a compaction pass killed midway
+left is removed first: `compactor.remove_leftovers`).  This is correct
 wherever the process was killed: records are written before they are fsync'ed, fsync'ed before
 the rename, and the rename is atomic; if it was lost (power cut before the directory fsync), the
 file is still an in-progress file and recovery seals it again.  Records never acknowledged by
@@ -90,6 +92,7 @@ import orjson
 
 from headwater.model.topic import TopicRecord
 from headwater.topics.check import segment_end
+from headwater.topics.compactor import remove_leftovers
 from headwater.topics.damage import TopicLogDamaged
 from headwater.topics.segment import (
     CorruptSegmentError,
@@ -524,6 +527,7 @@ class TopicLog:
 
     def _recover(self, name: str) -> _Topic:
         directory = self.root / name
+        remove_leftovers(directory)  # of a compaction pass killed midway
         segments = list_segments(directory)
         sealed: dict[int, Path] = {s.base: s.path for s in segments if s.sealed}
         next_offset = 0

@@ -6,8 +6,10 @@ lock-free and safe to run while the writer appends, in this process or another:
 * sealed segments are immutable;
 * an in-progress segment only grows, so a torn (not yet `\\n`-terminated) last line is simply not
   yielded yet; it is not an error;
-* an in-progress file may be renamed to its sealed name between listing and opening it, so
-  opening falls back to the sealed name; a file already open keeps reading across the rename.
+* an in-progress file may be renamed to its sealed name between listing and opening it, and a
+  sealed one replaced by its compacted form, so opening falls back to the later name
+  (`segment.open_segment`); a file already open keeps reading across the rename;
+* a compacted segment (by the name it was opened under) may skip offsets inside its range.
 
 Keys, values and header values are returned as the exact raw JSON bytes that were appended
 (only CR/LF, which the writer turns into spaces, can differ): lines are parsed with a positional
@@ -26,16 +28,26 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-from headwater.topics.check import is_sealed, iter_records, segment_end, start_mismatch
-from headwater.topics.damage import TopicLogDamaged, missing_records
+from headwater.topics.check import (
+    is_sealed,
+    iter_records,
+    next_after,
+    segment_end,
+    start_mismatch,
+    unexpected_offset,
+)
+from headwater.topics.damage import TopicLogDamaged
 from headwater.topics.record import BadLineError, Record, parse_line
 from headwater.topics.retention import log_start
 from headwater.topics.segment import (
     CorruptSegmentError,
     Segment,
+    compacted_end,
     inprogress_name,
     list_segments,
     list_topic_names,
+    live_segments,
+    open_segment,
     recoverable_end,
     sealed_name,
     validate_topic_name,
@@ -58,33 +70,9 @@ class TopicInfo(NamedTuple):
     name: str
     start_offset: int  # offset of the first record on disk
     end_offset: int  # next offset: last offset on disk + 1
-    record_count: int
+    record_count: int  # records on disk (fewer than end - start where compaction removed some)
     size_bytes: int
     segment_count: int
-
-
-# ---------------------------------------------------------------------- segment access
-
-
-def _open_segment(seg: Segment) -> tuple[BinaryIO, Path] | None:
-    """Open a listed segment, and the path it was opened under (which says whether it is
-    sealed): an in-progress one may have been sealed (renamed) meanwhile."""
-    candidates = [seg.path]
-    if not seg.sealed:
-        candidates.append(seg.path.with_name(sealed_name(seg.base)))
-    for path in candidates:
-        try:
-            return open(path, "rb"), path
-        except FileNotFoundError:
-            continue
-    return None  # removed by recovery (it held no complete line)
-
-
-def _segments(topic_dir: Path, include_inprogress: bool) -> list[Segment]:
-    segs = list_segments(topic_dir)
-    # Drop an in-progress entry that has a sealed twin (renamed between two scandir reads).
-    sealed_bases = {s.base for s in segs if s.sealed}
-    return [s for s in segs if s.sealed or (include_inprogress and s.base not in sealed_bases)]
 
 
 def _topic_dir(root: Path | str, topic: str) -> Path:
@@ -104,14 +92,14 @@ def read(
     (`headwater.topics.check`): a damaged segment raises `TopicLogDamaged`.
     """
     topic_dir = _topic_dir(root, topic)
-    segs = _segments(topic_dir, include_inprogress)
+    segs = live_segments(topic_dir, include_inprogress)
     # offset the next segment must start with (None: not known); the first at the log start
     expect: int | None = log_start(topic_dir)
     for idx, seg in enumerate(segs):
         if idx + 1 < len(segs) and segs[idx + 1].base <= from_offset:
             expect = None
             continue  # wholly below from_offset, known from the next segment's name
-        opened = _open_segment(seg)
+        opened = open_segment(seg)
         if opened is None:
             continue
         f, path = opened
@@ -121,11 +109,12 @@ def read(
                 expect = rec.offset + 1
                 if rec.offset >= from_offset:
                     yield rec
+            expect = next_after(path, expect)
 
 
-def _segment_end(topic: str, seg: Segment) -> tuple[int, int] | None:
-    """(next offset after the segment's last record, file size) or None if gone."""
-    opened = _open_segment(seg)
+def _segment_end(topic: str, seg: Segment) -> tuple[int, int, int] | None:
+    """(next offset after the segment, file size, records) or None if gone."""
+    opened = open_segment(seg)
     if opened is None:
         return None
     f, path = opened
@@ -133,44 +122,59 @@ def _segment_end(topic: str, seg: Segment) -> tuple[int, int] | None:
         fd = f.fileno()
         st = os.fstat(fd)
         key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
-        nxt = _SEALED_ENDS.get(key)
-        if nxt is None:
+        hit = _SEALED_ENDS.get(key)
+        if hit is None:
             nxt = segment_end(topic, path, seg.base, fd, st.st_size)
+            # A compacted segment's records are counted once (it is immutable): its offsets
+            # have gaps, so the range does not say how many records it holds.
+            records = nxt - seg.base if compacted_end(path) is None else _count_lines(fd)
+            hit = nxt, records
             if is_sealed(path):
                 if len(_SEALED_ENDS) > 100_000:
                     _SEALED_ENDS.clear()
-                _SEALED_ENDS[key] = nxt
-        return nxt, st.st_size
+                _SEALED_ENDS[key] = hit
+        return hit[0], st.st_size, hit[1]
 
 
-# Sealed segments are immutable: their checked end is kept, so the pipeline's end-offset poll
-# (every trigger) reads only the in-progress segment's tail.  Keyed by path, inode, size and
-# mtime, so a file replaced or changed by hand is checked again.
-_SEALED_ENDS: dict[tuple[str, int, int, int], int] = {}
+def _count_lines(fd: int) -> int:
+    count = 0
+    at = 0
+    while chunk := os.pread(fd, 1 << 20, at):
+        count += chunk.count(b"\n")
+        at += len(chunk)
+    return count
+
+
+# Sealed segments are immutable: their checked end (and record count) is kept, so the
+# pipeline's end-offset poll (every trigger) reads only the in-progress segment's tail.  Keyed
+# by path, inode, size and mtime, so a file replaced or changed by hand is checked again.
+_SEALED_ENDS: dict[tuple[str, int, int, int], tuple[int, int]] = {}
 
 
 def list_topics(root: Path | str, include_inprogress: bool = True) -> list[TopicInfo]:
     """Every topic under `root`, sorted by name.
 
     Reads only the first and last line of each segment (`check.segment_end`), and checks that
-    they chain up: the first segment starts at offset 0 and each one where the previous ended.
-    A damaged place found raises `TopicLogDamaged`."""
+    they chain up: the first segment starts at the log start and each one where the previous
+    ended.  A damaged place found raises `TopicLogDamaged`."""
     out: list[TopicInfo] = []
     for name in list_topic_names(Path(root)):
-        segs = _segments(Path(root) / name, include_inprogress)
+        segs = live_segments(Path(root) / name, include_inprogress)
         size = 0
         start = end = log_start(Path(root) / name)
         count = 0
+        records = 0
         for seg in segs:
             if seg.base != end:
                 raise start_mismatch(name, seg.path, seg.base, end)
             tail = _segment_end(name, seg)
             if tail is None:
                 continue
-            end, seg_size = tail
+            end, seg_size, seg_records = tail
             count += 1
             size += seg_size
-        out.append(TopicInfo(name, start, end, end - start, size, count))
+            records += seg_records
+        out.append(TopicInfo(name, start, end, records, size, count))
     return out
 
 
@@ -219,7 +223,7 @@ def follow(
                         if rec.offset >= pos:
                             pos = rec.offset + 1
                             yield rec
-                    cur.check_complete(pos)
+                    pos = cur.check_complete(pos)
                     cur.close()
                     cur = None
                     progressed = True
@@ -238,9 +242,10 @@ class _Cursor:
     """An open segment being followed, with the torn tail read so far.
 
     Checks what it reads as `check.iter_records` does (offsets continue from the segment's base,
-    complete lines are records; a crash tail of an in-progress segment is waited out until
-    recovery seals or replaces the file), and when it leaves the segment, that the segment was
-    complete and the next one starts where it ended."""
+    skipping ahead only inside a compacted segment's range; complete lines are records; a
+    crash tail of an in-progress segment is waited out until recovery seals or replaces the
+    file), and when it leaves the segment, that the segment was complete and the next one
+    starts where it ended."""
 
     def __init__(self, topic: str, topic_dir: Path, seg: Segment, f: BinaryIO,
                  path: Path) -> None:
@@ -251,7 +256,8 @@ class _Cursor:
         self.f = f
         self.ino = os.fstat(f.fileno()).st_ino
         self.pending = b""
-        self.expect = seg.base  # offset of the next line
+        self.expect = seg.base  # offset of the next line (the lowest one, if compacted)
+        self.end = compacted_end(path)  # compacted: offsets skip ahead up to this range end
         self.done = 0  # bytes of complete lines read
         self.stalled = False  # at the crash tail of an in-progress segment
 
@@ -259,13 +265,13 @@ class _Cursor:
     def open(cls, topic: str, topic_dir: Path, pos: int) -> _Cursor | None:
         """Open the segment holding offset `pos` (the first one if `pos` is below all)."""
         chosen = None
-        for seg in _segments(topic_dir, include_inprogress=True):
+        for seg in live_segments(topic_dir, include_inprogress=True):
             if chosen is not None and seg.base > pos:
                 break
             chosen = seg
         if chosen is None:
             return None
-        opened = _open_segment(chosen)
+        opened = open_segment(chosen)
         return None if opened is None else cls(topic, topic_dir, chosen, *opened)
 
     def read_complete(self) -> list[Record]:
@@ -284,11 +290,12 @@ class _Cursor:
             except BadLineError as exc:
                 self._bad_line(exc)
                 break
-            if rec.offset != self.expect:
+            if rec.offset != self.expect and (
+                    self.end is None or not self.expect < rec.offset < self.end):
                 raise TopicLogDamaged(self.topic, self.path, self.expect, self.done,
-                                      missing_records(self.expect, rec.offset))
+                                      unexpected_offset(self.expect, rec.offset, self.end))
             out.append(rec)
-            self.expect += 1
+            self.expect = rec.offset + 1
             self.done += len(line)
         return out
 
@@ -300,9 +307,10 @@ class _Cursor:
         raise TopicLogDamaged(self.topic, self.path, self.expect, self.done,
                               f"not a record: {exc}") from None
 
-    def check_complete(self, pos: int) -> None:
+    def check_complete(self, pos: int) -> int:
         """On leaving the segment: it did not end with a cut line (unless recovery cut it
-        off), and the next segment starts at `pos`."""
+        off), and the next segment starts where it ends (`pos`, the offset after the last
+        record read, or a compacted segment's range end); that offset."""
         if self.pending and not self.stalled:
             size = os.fstat(self.f.fileno()).st_size
             if size >= self.done + len(self.pending):  # not truncated by recovery
@@ -310,9 +318,11 @@ class _Cursor:
                     self.topic, self.path, self.expect, self.done,
                     f"the last line is cut short: {len(self.pending)} bytes without the closing "
                     "newline")
-        later = [s for s in _segments(self.dir, True) if s.base > self.base]
+        pos = pos if self.end is None else max(pos, self.end)
+        later = [s for s in live_segments(self.dir, True) if s.base > self.base]
         if later and later[0].base != pos:
             raise start_mismatch(self.topic, later[0].path, later[0].base, pos)
+        return pos
 
     def superseded(self) -> bool:
         """True once the writer appends elsewhere: a later segment exists, or our file was

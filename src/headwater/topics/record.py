@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
-__all__ = ["BadLineError", "Record", "parse_line"]
+import orjson
+
+__all__ = ["BadLineError", "Record", "parse_line", "split_line"]
 
 
 class Record(NamedTuple):
@@ -122,3 +124,43 @@ def parse_line(topic: str, line: bytes) -> Record:
         None if value is None else value.encode(),
         headers,
     )
+
+
+_B_HEAD = b'{"offset":'
+_B_KEY = b',"key":'
+_B_VALUE = b',"value":'
+_B_HEADERS = b',"headers":{'
+
+
+def split_line(line: bytes) -> tuple[int, bytes | None, bytes | None] | None:
+    """(offset, key, value) of a record line in the writer's layout, or None (another layout:
+    then `parse_line`, the reference, decides).  The fast path of the pipeline's event reader
+    and of compaction: only the key document is parsed, to find where it ends."""
+    if not line.startswith(_B_HEAD):
+        return None
+    k = line.find(_B_KEY)
+    if k < 0:
+        return None
+    digits = line[len(_B_HEAD):line.find(b",", len(_B_HEAD))]
+    if not digits.isdigit():
+        return None
+    offset = int(digits)
+    start = k + len(_B_KEY)
+    end = len(line.rstrip(b"\r\n")) - 1  # the record's closing brace
+    headers = line.rfind(_B_HEADERS)
+    if headers >= 0:
+        # Headers follow the value; outside JSON strings a quote is never escaped, so the
+        # last ``,"headers":{`` is the record's own member (header values are strings).
+        end = headers
+    pos = line.find(_B_VALUE, start)
+    while pos >= 0:
+        key_text = line[start:pos]
+        try:
+            orjson.loads(key_text)  # the key is the JSON document before this separator
+        except orjson.JSONDecodeError:
+            pos = line.find(_B_VALUE, pos + 1)
+            continue
+        value = line[pos + len(_B_VALUE):end]
+        return (offset, None if key_text == b"null" else key_text,
+                None if value == b"null" else value)
+    return None

@@ -6,6 +6,10 @@ is deleted: the removed bytes are moved to a hidden `.<segment name>.damaged` fi
 segment (hidden, so that Spark's JSON source and the readers skip it), and every removal is
 returned for the CLI to print.  The root's writer lock is held meanwhile (a running capture
 must be stopped first); the writer's next start continues at the first removed offset.
+
+A compacted segment's name holds the end of its range (`segment.compacted_name`); one cut
+inside is renamed to end at the first removed offset, so that the next start continues there
+and not at the old range's end.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import orjson
 
 from headwater.topics.check import TopicCheck, check_topic
 from headwater.topics.log import lock_root
+from headwater.topics.segment import compacted_name, parse_segment
 
 __all__ = ["Removal", "repair_topic"]
 
@@ -32,6 +37,7 @@ class Removal(NamedTuple):
     saved_to: Path
     first_offset: int  # offset of the first record no longer in the topic
     found_offsets: tuple[int, int, int] | None  # (lowest, highest, lines) readable in them
+    renamed_to: Path | None = None  # a compacted segment cut inside: its name with the new end
 
     def describe(self) -> str:
         found = ("no readable record" if self.found_offsets is None else
@@ -40,7 +46,8 @@ class Removal(NamedTuple):
                 else f"bytes {self.start}..{self.start + self.size - 1}")
         return (f"topic {self.topic}: removed {what} of {self.segment} ({self.size} bytes, "
                 f"{found}), the topic now ends before offset {self.first_offset}; "
-                f"saved to {self.saved_to}")
+                f"saved to {self.saved_to}"
+                + ("" if self.renamed_to is None else f"; renamed to {self.renamed_to}"))
 
 
 def _aside(path: Path) -> Path:
@@ -84,7 +91,13 @@ def _cut(topic: str, path: Path, start: int, first_offset: int) -> Removal:
         os.fsync(fd)
     finally:
         os.close(fd)
-    return Removal(topic, path, start, len(removed), saved, first_offset, _offsets(removed))
+    renamed = None
+    seg = parse_segment(path.name, path.parent)
+    if seg is not None and seg.compacted:
+        renamed = path.with_name(compacted_name(seg.base, first_offset))
+        os.rename(path, renamed)
+    return Removal(topic, path, start, len(removed), saved, first_offset, _offsets(removed),
+                   renamed)
 
 
 def repair_topic(root: Path, topic: str) -> tuple[TopicCheck, list[Removal]]:

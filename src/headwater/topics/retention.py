@@ -16,8 +16,10 @@ would make it stop with an error (`pipeline.source.read_range`), never skip sile
 
 Policies use Kafka's per-topic config names and meanings: `retention.ms` (by the time of a
 segment's last record, here its file's modification time, as Kafka uses the largest record
-timestamp), `retention.bytes` (the topic's total size, oldest segments first), -1 = no limit.
-The in-progress segment is never removed.
+timestamp; compaction keeps that time), `retention.bytes` (the topic's total size, oldest
+segments first), -1 = no limit.  They apply when `cleanup.policy` includes `delete` (the
+default); `compact` is `headwater.topics.compactor`'s.  The in-progress segment is never
+removed.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from typing import Final
 
 import orjson
 
-from headwater.topics.segment import list_segments
+from headwater.topics.compaction import CompactionPolicy
+from headwater.topics.segment import live_segments
 
 log = logging.getLogger("headwater.topics.retention")
 
@@ -103,15 +106,22 @@ def consumer_floor(root: Path, topic: str) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class RetentionPolicy:
-    """One topic's retention (Kafka's names; -1 = unlimited)."""
+    """One topic's cleanup (Kafka's names; -1 = unlimited): `cleanup.policy` holds `delete`
+    (`delete`, retention by time and size) and/or `compact` (`compaction`, its settings)."""
 
     retention_ms: int = -1
     retention_bytes: int = -1
     ignore_consumers: bool = False
+    delete: bool = True
+    compaction: CompactionPolicy | None = None
+
+    @property
+    def deletes(self) -> bool:
+        return self.delete and (self.retention_ms >= 0 or self.retention_bytes >= 0)
 
     @property
     def active(self) -> bool:
-        return self.retention_ms >= 0 or self.retention_bytes >= 0
+        return self.deletes or self.compaction is not None
 
 
 def apply_retention(root: Path, topic: str, policy: RetentionPolicy, now_ms: int) -> int:
@@ -119,10 +129,10 @@ def apply_retention(root: Path, topic: str, policy: RetentionPolicy, now_ms: int
 
     Only the writer (which holds the root's lock) calls this.  Segments go oldest first and
     only while every later one stays: the log start is always a segment boundary."""
-    if not policy.active:
+    if not policy.deletes:
         return 0
     topic_dir = root / topic
-    segments = list_segments(topic_dir)
+    segments = live_segments(topic_dir)
     sealed = [s for s in segments if s.sealed]
     if not sealed:
         return 0

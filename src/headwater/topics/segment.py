@@ -7,6 +7,14 @@ record, zero-padded to 20 digits.  A sealed (complete, immutable) segment is vis
 `.00000000000000000042.jsonl.inprogress` because Spark and Hadoop file sources skip names that
 start with `.` or `_`, so a batch or streaming job never reads a file that is still growing.
 
+A sealed segment that compaction (`headwater.topics.compactor`) has rewritten is named after
+its whole original range, `00000000000000000042-00000000000000000100.compacted.jsonl` for
+offsets 42..99: its records ascend with gaps, so neither its first nor its last line tells
+where the range starts or ends, and the name is what lets readers still chain segments up
+exactly.  The name is also the marker that allows the gaps: it appears with the same atomic
+rename that puts the rewritten file in place, so a reader knows from the name it opened a file
+under whether that file may have gaps, as it knows whether it is sealed.
+
 Finding the last offset of a segment reads only its tail (backwards, in chunks) rather than the
 whole file: recovery and `list_topics` must stay cheap with 64 MiB segments.  That relies on the
 writer's guarantee that every record is exactly one line, i.e. no raw newline inside a line.
@@ -17,21 +25,27 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 import orjson
 
 __all__ = [
+    "COMPACTED_SUFFIX",
     "INPROGRESS_SUFFIX",
     "MAX_TOPIC_NAME_LENGTH",
     "SEALED_SUFFIX",
     "CorruptSegmentError",
     "InvalidTopicNameError",
     "Segment",
+    "compacted_end",
+    "compacted_name",
     "inprogress_name",
     "last_complete_line",
     "list_segments",
     "list_topic_names",
+    "live_segments",
+    "open_segment",
+    "parse_segment",
     "parse_segment_name",
     "recoverable_end",
     "sealed_name",
@@ -40,6 +54,7 @@ __all__ = [
 
 SEALED_SUFFIX = ".jsonl"
 INPROGRESS_SUFFIX = ".jsonl.inprogress"
+COMPACTED_SUFFIX = ".compacted.jsonl"
 MAX_TOPIC_NAME_LENGTH = 249  # Kafka's limit
 _DIGITS = 20
 _TOPIC_RE = re.compile(r"[A-Za-z0-9._-]+")
@@ -91,8 +106,38 @@ def inprogress_name(base: int) -> str:
     return f".{base:020d}{INPROGRESS_SUFFIX}"
 
 
-def parse_segment_name(name: str) -> tuple[int, bool] | None:
-    """`(base offset, sealed)` for a segment file name, None for any other file."""
+def compacted_name(base: int, end: int) -> str:
+    """Visible file name of the compacted segment holding what is left of offsets base..end-1."""
+    return f"{base:020d}-{end:020d}{COMPACTED_SUFFIX}"
+
+
+def _number(digits: str) -> int | None:
+    if len(digits) != _DIGITS or not digits.isascii() or not digits.isdigit():
+        return None
+    return int(digits)
+
+
+class Segment(NamedTuple):
+    """One segment file of a topic directory."""
+
+    base: int  # offset of its first record (compacted: of its range's first offset)
+    sealed: bool
+    path: Path
+    end: int | None = None  # compacted: the offset after its range; None: no gaps inside
+
+    @property
+    def compacted(self) -> bool:
+        return self.end is not None
+
+
+def parse_segment(name: str, directory: Path) -> Segment | None:
+    """The segment a file name in `directory` stands for, None for any other file."""
+    if name.endswith(COMPACTED_SUFFIX) and not name.startswith("."):
+        first, dash, last = name[: -len(COMPACTED_SUFFIX)].partition("-")
+        base, end = _number(first), _number(last)
+        if not dash or base is None or end is None or end <= base:
+            return None
+        return Segment(base, True, directory / name, end)
     if name.endswith(INPROGRESS_SUFFIX) and name.startswith("."):
         digits = name[1 : -len(INPROGRESS_SUFFIX)]
         sealed = False
@@ -101,21 +146,31 @@ def parse_segment_name(name: str) -> tuple[int, bool] | None:
         sealed = True
     else:
         return None
-    if len(digits) != _DIGITS or not digits.isascii() or not digits.isdigit():
-        return None
-    return int(digits), sealed
+    number = _number(digits)
+    return None if number is None else Segment(number, sealed, directory / name)
 
 
-class Segment(NamedTuple):
-    """One segment file of a topic directory."""
+def parse_segment_name(name: str) -> tuple[int, bool] | None:
+    """`(base offset, sealed)` for a segment file name, None for any other file."""
+    seg = parse_segment(name, Path())
+    return None if seg is None else (seg.base, seg.sealed)
 
-    base: int  # offset of its first record
-    sealed: bool
-    path: Path
+
+def compacted_end(path: Path) -> int | None:
+    """The end of a compacted segment's range by the name it was opened under; None when the
+    file is not a compacted segment (then its offsets have no gaps)."""
+    seg = parse_segment(path.name, path.parent)
+    return None if seg is None else seg.end
+
+
+def _rank(seg: Segment) -> tuple[int, int]:
+    # For one base: the compacted form first, then the sealed one, then the in-progress one.
+    return seg.base, 0 if seg.end is not None else 1 if seg.sealed else 2
 
 
 def list_segments(topic_dir: Path) -> list[Segment]:
-    """Segments of a topic directory sorted by base offset (sealed before in-progress on a tie).
+    """Every segment file of a topic directory, sorted by base offset; for one base the
+    compacted form first, then the sealed one, then the in-progress one (see `live_segments`).
 
     A missing directory yields an empty list.
     """
@@ -126,11 +181,52 @@ def list_segments(topic_dir: Path) -> list[Segment]:
         return out
     with entries:
         for entry in entries:
-            parsed = parse_segment_name(entry.name)
-            if parsed is not None:
-                out.append(Segment(parsed[0], parsed[1], topic_dir / entry.name))
-    out.sort(key=lambda s: (s.base, not s.sealed))
+            seg = parse_segment(entry.name, topic_dir)
+            if seg is not None:
+                out.append(seg)
+    out.sort(key=_rank)
     return out
+
+
+def live_segments(topic_dir: Path, include_inprogress: bool = True) -> list[Segment]:
+    """The segments readers read: one per base offset, the latest form of each.
+
+    Two files share a base only for a moment: an in-progress segment renamed to its sealed
+    name between two directory reads, or a sealed one whose compacted rewrite is in place while
+    the original is not unlinked yet (a crash there leaves both until the writer's next start).
+    The rewrite was complete and fsynced before its rename, so it holds everything of the
+    original that still counts: the original is never counted as well."""
+    out: list[Segment] = []
+    for seg in list_segments(topic_dir):
+        if out and out[-1].base == seg.base:
+            continue
+        if seg.sealed or include_inprogress:
+            out.append(seg)
+    return out
+
+
+def open_segment(seg: Segment) -> tuple[BinaryIO, Path] | None:
+    """Open a listed segment: the file and the name it was opened under, which says whether
+    it is sealed and whether it may have gaps.  Since the listing, an in-progress segment may
+    have been sealed and a sealed one replaced by its compacted form; None when the segment is
+    gone (recovery removed an in-progress file with no complete line, retention a segment)."""
+    candidates = [seg.path]
+    if not seg.sealed:
+        candidates.append(seg.path.with_name(sealed_name(seg.base)))
+    for path in candidates:
+        try:
+            return open(path, "rb"), path
+        except FileNotFoundError:
+            continue
+    if seg.compacted:
+        return None  # a compacted file is replaced by renaming over it: gone means removed
+    for later in list_segments(seg.path.parent):
+        if later.base == seg.base and later.compacted:
+            try:
+                return open(later.path, "rb"), later.path
+            except FileNotFoundError:
+                continue
+    return None
 
 
 def list_topic_names(root: Path) -> list[str]:
