@@ -41,6 +41,7 @@ from headwater.engine.topic_naming import TopicNaming
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker
 from headwater.model.schema import TableId
 from headwater.relational.changetables.connector import ChangeTableConnector, ChangeTableSnapshot
+from headwater.relational.changetables.paramstyle import connect_qmark
 
 log = logging.getLogger("headwater.connectors.db2")
 
@@ -177,7 +178,7 @@ class Db2Connector(ChangeTableConnector):
         return self._driver
 
     def connect(self) -> Any:
-        conn = self.driver.connect(**self.cfg.connect_kwargs())
+        conn = connect_qmark(self.driver, **self.cfg.connect_kwargs())
         if hasattr(conn, "set_autocommit"):
             conn.set_autocommit(False)
         for statement in self.cfg.database_initial_statements:

@@ -28,6 +28,7 @@ from headwater.engine.topic_naming import TopicNaming
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker
 from headwater.model.schema import TableId
 from headwater.relational.changetables.connector import ChangeTableConnector, ChangeTableSnapshot
+from headwater.relational.changetables.paramstyle import connect_qmark
 
 
 class SqlServerSnapshot(ChangeTableSnapshot):
@@ -100,7 +101,7 @@ class SqlServerConnector(ChangeTableConnector):
         self.driver = import_module(cfg.headwater_sqlserver_driver)
 
     def connect(self, database: str) -> Any:
-        return self.driver.connect(**self.cfg.connect_kwargs(database))
+        return connect_qmark(self.driver, **self.cfg.connect_kwargs(database))
 
     def captured_tables(self) -> list[TableId]:
         tables: list[TableId] = []

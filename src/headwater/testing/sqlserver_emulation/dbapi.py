@@ -16,6 +16,7 @@ import psycopg2
 import sqlglot
 from sqlglot import exp
 
+from headwater.relational.changetables.paramstyle import blank_quoted
 from headwater.testing.changetable_emulation.dbapi import (
     EmulatedConnection,
     EmulatedCursor,
@@ -23,7 +24,9 @@ from headwater.testing.changetable_emulation.dbapi import (
 )
 from headwater.testing.sqlserver_emulation.translate import REAL_WORD, to_postgres
 
-paramstyle = "qmark"
+# pymssql's: `%s` placeholders, the statement formatted with Python's `%` (so a literal `%` is
+# `%%`) when parameters are given; a `?` is sent to the server as written.
+paramstyle = "pyformat"
 Error = psycopg2.Error
 OperationalError = psycopg2.OperationalError
 InterfaceError = psycopg2.InterfaceError
@@ -34,12 +37,46 @@ DatabaseError = psycopg2.DatabaseError
 _TSQL_NAMES: dict[Any, str] = {exp.DataType.Type.INT: "int"}
 
 
+def from_pyformat(operation: str) -> str:
+    """pymssql's formatting undone into the emulation's `?` form: `%s` placeholders become
+    `?`, `%%` a `%`; a lone `%` or a `?` outside quotes is an error, as pymssql would fail on
+    the first and SQL Server on the second."""
+    out: list[str] = []
+    i = 0
+    bare = blank_quoted(operation)
+    while i < len(operation):
+        char = operation[i]
+        if char == "%":
+            following = operation[i + 1:i + 2]
+            if following == "%":
+                out.append("%")
+            elif following == "s":
+                out.append("?")
+            else:
+                raise psycopg2.ProgrammingError(
+                    f"unescaped '%' at {i} in a statement with parameters: {operation[:200]}")
+            i += 2
+            continue
+        if char == "?" and bare[i] == "?":
+            raise psycopg2.ProgrammingError(
+                f"a '?' placeholder sent to a pyformat driver (pymssql): {operation[:200]}")
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
 class Cursor(EmulatedCursor):
     """Translates each statement (the rest: EmulatedCursor)."""
 
     def execute(self, operation: str, params: Sequence[Any] | None = None) -> None:
         if operation.lstrip().upper().startswith(("CREATE TABLE", "ALTER TABLE")):
             self._record_types(REAL_WORD.sub("FLOAT(24)", operation))
+        if params is not None:
+            operation = from_pyformat(operation)
+        elif "?" in blank_quoted(operation):
+            # pymssql sends it as written: SQL Server would refuse the statement
+            raise psycopg2.ProgrammingError(
+                f"a '?' placeholder sent to a pyformat driver (pymssql): {operation[:200]}")
         sql, count = to_postgres(operation)
         values = {f"hwp{i}": v for i, v in enumerate(params or ())}
         if len(values) != count:
