@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,15 +19,17 @@ def emulated_pg() -> Iterator[LocalPostgres]:
 
 
 @pytest.fixture
-def sqlserver_db(emulated_pg: LocalPostgres, request: Any) -> Iterator[dict[str, Any]]:
-    """A fresh emulated database: connect kwargs for dbapi.connect / the connector config."""
+def sqlserver_db(emulated_pg: LocalPostgres, request: Any,
+                 tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """A fresh emulated database: connect kwargs for dbapi.connect / the connector config
+    (and, under "history", a schema history file of the test's own)."""
     name = "testdb_" + str(abs(hash(request.node.name)) % 10**8)
     emulated_pg.create_database(name)
     raw = emulated_pg.connect(name)
     dbapi.install(raw)
     raw.close()
     yield {"server": "127.0.0.1", "port": emulated_pg.port, "user": emulated_pg.user,
-           "database": name}
+           "database": name, "history": str(tmp_path / "history.jsonl")}
 
 
 def tsql(db: dict[str, Any], *statements: str) -> None:

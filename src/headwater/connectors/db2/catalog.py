@@ -15,20 +15,16 @@ from typing import Any, NamedTuple
 
 from headwater.connectors.db2 import queries
 from headwater.connectors.db2.config import Db2ConnectorConfig
-from headwater.connectors.db2.types import column_mapping
-from headwater.model.schema import Column, TableId, TableSchema
+from headwater.connectors.db2.definitions import catalog_column, definition
+from headwater.connectors.db2.types import definition_mapping
+from headwater.model.schema import TableId
+from headwater.relational.changetables.codecs import definition_codec
 from headwater.relational.codec import RelationalTableCodec
+from headwater.relational.table_definition import TableDefinition
 
 log = logging.getLogger("headwater.connectors.db2")
 
-
-class ColumnInfo(NamedTuple):
-    name: str
-    nullable: bool
-    type_name: str
-    length: int | None
-    scale: int | None
-    key_seq: int | None
+_CD_METADATA = frozenset({"IBMSNAP_COMMITSEQ", "IBMSNAP_INTENTSEQ", "IBMSNAP_OPERATION"})
 
 
 class ChangeTable(NamedTuple):
@@ -38,8 +34,10 @@ class ChangeTable(NamedTuple):
     cd_table: str  # CD table name, quoted if necessary (Db2ChangeTable.getCaptureInstance)
     start_lsn: bytes | None  # CD_NEW_SYNCHPOINT
     stop_lsn: bytes | None  # CD_OLD_SYNCHPOINT (unless z.stop.lsn.ignore)
-    columns: tuple[str, ...]  # source columns, in table order (the CD table's data columns)
-    codec: RelationalTableCodec
+    columns: tuple[str, ...]  # source columns, in table order
+    codec: RelationalTableCodec  # of `definition` (today's catalog), for the source columns
+    definition: TableDefinition | None = None
+    change_columns: tuple[str, ...] = ()  # the CD table's data columns, in its order
 
     def __str__(self) -> str:
         return f"{self.table} (CD table {self.cd_table})"
@@ -54,41 +52,18 @@ def rows(conn: Any, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         cur.close()
 
 
-def _codec(cfg: Db2ConnectorConfig, table: TableId,
-           infos: list[ColumnInfo]) -> RelationalTableCodec:
-    columns: list[Column] = []
-    converters = []
-    keep: list[int] = []
-    for index, info in enumerate(infos):
-        if not cfg.column_filter(table.schema or "", table.table, info.name):
-            continue
-        mapping = column_mapping(
-            info.type_name, info.length, info.scale, info.nullable,
-            time_mode=cfg.time_precision_mode, decimal_mode=cfg.decimal_handling_mode,
-            binary_mode=cfg.binary_handling_mode, column=info.name)
-        if mapping is None:
-            log.warning("table %s, column %s: type %s is not mapped; column left out", table,
-                        info.name, info.type_name)
-            continue
-        schema, convert, fallback = mapping
-        columns.append(Column(info.name, len(columns), info.type_name, schema,
-                              length=info.length, scale=info.scale, fallback=fallback))
-        converters.append(convert)
-        keep.append(index)
-    keys = tuple(i.name for i in sorted((i for i in infos if i.key_seq), key=lambda i: i.key_seq
-                                        or 0))
-    key_override = cfg.key_columns(table.schema or "", table.table)
-    kept = {c.name for c in columns}
-    key = tuple(k for k in (key_override or keys) if k in kept)
-    return RelationalTableCodec(TableSchema(table, tuple(columns), key), tuple(converters),
-                                tuple(keep), len(infos))
+def table_definition(conn: Any, table: TableId) -> TableDefinition:
+    """The table's definition from SYSCAT.COLUMNS (definitions.py)."""
+    return definition(table, [catalog_column(row) for row in rows(
+        conn, queries.GET_COLUMNS, (table.schema or "", table.table))])
 
 
-def table_columns(conn: Any, schema: str, table: str) -> list[ColumnInfo]:
-    return [ColumnInfo(str(name).strip(), str(nulls).strip() == "Y", str(type_name).strip(),
-                       length, scale, key_seq)
-            for _s, _t, name, _no, nulls, type_name, length, scale, key_seq in rows(
-                conn, queries.GET_COLUMNS, (schema, table))]
+def cd_columns(conn: Any, cfg: Db2ConnectorConfig, cd_table: str) -> tuple[str, ...]:
+    """The CD table's data columns (after IBMSNAP_COMMITSEQ, _INTENTSEQ, _OPERATION), which
+    are the source table's as ADDTABLE found them."""
+    names = [str(row[2]).strip() for row in rows(
+        conn, queries.GET_COLUMNS, (cfg.cdc_change_tables_schema, cd_table))]
+    return tuple(n for n in names if n.upper() not in _CD_METADATA)
 
 
 def change_tables(conn: Any, cfg: Db2ConnectorConfig) -> list[ChangeTable]:
@@ -96,6 +71,7 @@ def change_tables(conn: Any, cfg: Db2ConnectorConfig) -> list[ChangeTable]:
     _max, register, _changes = queries.for_platform(cfg.db2_platform)
     sql = queries.with_schemas(register, cfg.cdc_control_schema, cfg.cdc_change_tables_schema)
     found: list[ChangeTable] = []
+    mapping = definition_mapping(cfg)
     for row in rows(conn, sql):
         schema, table, cd_table = str(row[0]).strip(), str(row[1]).strip(), str(row[3]).strip()
         if not cfg.table_filter(schema, table):
@@ -103,10 +79,12 @@ def change_tables(conn: Any, cfg: Db2ConnectorConfig) -> list[ChangeTable]:
                      "connector", schema, table)
             continue
         table_id = TableId(cfg.database_dbname, schema, table)
-        infos = table_columns(conn, schema, table)
+        current = table_definition(conn, table_id)
+        columns = tuple(c.name for c in current.columns)
+        codec = definition_codec(cfg, current, columns, mapping, f"table {table_id}")
         stop = None if cfg.z_stop_lsn_ignore or row[5] is None else bytes(row[5])
         found.append(ChangeTable(table_id, queries.quote(cd_table),
                                  None if row[4] is None else bytes(row[4]), stop,
-                                 tuple(i.name for i in infos), _codec(cfg, table_id, infos)))
+                                 columns, codec, current, cd_columns(conn, cfg, cd_table)))
     found.sort(key=lambda c: c.table.identifier)
     return found

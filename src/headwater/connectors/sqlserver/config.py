@@ -12,13 +12,14 @@ name the PostgreSQL-backed emulation, headwater.testing.sqlserver_emulation).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from headwater.config.connector_common import check_queue
 from headwater.config.definition import ConfigDef, Property, ValidatedConfig
 from headwater.config.output import check_output
 from headwater.relational import config as relational
+from headwater.relational import history_config as history
 from headwater.relational.config import ConfigLoader, RelationalConnectorConfig
 
 CONNECTOR_CLASS: Final = "io.debezium.connector.sqlserver.SqlServerConnector"
@@ -67,25 +68,26 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     *relational.EVENT_PROPERTIES,
     Property("time.precision.mode", _E, "adaptive",
              allowed=("adaptive", "adaptive_time_microseconds", "connect")),
+    *history.HISTORY_PROPERTIES,  # the schema history block (relational/history_config.py)
     *relational.OPERATION_PROPERTIES,
 )
 
 IGNORED: Final[Mapping[str, str]] = {
     name: relational.NOT_IMPLEMENTED
-    for name in (*relational.IGNORED_NAMES, "schema.history.internal.kafka.topic",
-                 "schema.history.internal.kafka.bootstrap.servers", "snapshot.locking.mode",
+    for name in (*relational.IGNORED_NAMES, "snapshot.locking.mode",
                  "incremental.snapshot.option.recompile", "database.applicationIntent",
                  "driver.encrypt", "driver.trustServerCertificate")
 }
 
 SQLSERVER_CONFIG_DEF: Final = ConfigDef(
     PROPERTIES,
-    passthrough_prefixes=(*relational.PASSTHROUGH_PREFIXES, "driver.", "schema.history."),
-    ignored=IGNORED,
+    passthrough_prefixes=(*relational.PASSTHROUGH_PREFIXES, "driver.",
+                          *history.HISTORY_PASSTHROUGH),
+    ignored={**IGNORED, **history.HISTORY_IGNORED},
     ignored_patterns=relational.IGNORED_PATTERNS,
     exclusive=relational.exclusive_lists("schema"),
     checks=(check_queue, check_output, relational.check_tasks("SQL Server"),
-            relational.check_heartbeat),
+            relational.check_heartbeat, history.check_history),
     pattern_properties=relational.PATTERN_PROPERTIES,
 )
 
@@ -108,6 +110,9 @@ class SqlServerConnectorConfig(RelationalConnectorConfig):
     schema_include_list: tuple[str, ...] = ()
     schema_exclude_list: tuple[str, ...] = ()
     time_precision_mode: str = "adaptive"
+    # include.schema.changes, schema.history.internal.* (relational/history_config.py)
+    schema_history: history.SchemaHistoryConfig = field(
+        default_factory=history.SchemaHistoryConfig)
 
     @classmethod
     def from_validated(cls, c: ValidatedConfig) -> SqlServerConnectorConfig:
@@ -127,6 +132,7 @@ class SqlServerConnectorConfig(RelationalConnectorConfig):
             schema_include_list=c.get_list("schema.include.list"),
             schema_exclude_list=c.get_list("schema.exclude.list"),
             time_precision_mode=c.get_str("time.precision.mode"),
+            schema_history=history.schema_history_config(c),
         )
 
     def table_filter(self, schema: str, table: str) -> bool:

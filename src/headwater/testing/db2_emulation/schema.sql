@@ -63,7 +63,11 @@ CREATE OR REPLACE VIEW syscat.columns AS
          coalesce(c.character_maximum_length, c.numeric_precision, 0) AS length,
          (CASE WHEN c.data_type LIKE 'time%' THEN c.datetime_precision
                ELSE coalesce(c.numeric_scale, 0) END)::smallint AS scale,
-         k.ordinal_position::smallint AS keyseq
+         k.ordinal_position::smallint AS keyseq,
+         CASE c.is_identity WHEN 'YES' THEN 'Y' ELSE 'N' END AS identity,
+         CASE WHEN c.identity_generation = 'BY DEFAULT' THEN 'D'
+              WHEN c.identity_generation = 'ALWAYS' OR c.is_generated = 'ALWAYS' THEN 'A'
+              ELSE ' ' END AS generated
   FROM information_schema.columns c
   LEFT JOIN information_schema.table_constraints t
     ON t.table_schema = c.table_schema AND t.table_name = c.table_name
@@ -146,4 +150,19 @@ BEGIN
     'ON %I.%I DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION asncdc.capture(%L)',
     lower(tableschema), lower(tablename), cd);
   RETURN upper(cd);
+END $fn$;
+
+-- ASNCDC.REMOVETABLE of Debezium's Db2 setup (asncdcaddremove.sql): the register and prune
+-- control rows go, the CD table is dropped and capture stops (here: the trigger).  Debezium's
+-- schema change procedure is REMOVETABLE, ALTER TABLE, ADDTABLE (a new CD_NEW_SYNCHPOINT).
+CREATE OR REPLACE FUNCTION asncdc.removetable(tableschema text, tablename text) RETURNS void
+  LANGUAGE plpgsql AS $fn$
+BEGIN
+  PERFORM pg_advisory_xact_lock(7283012);
+  DELETE FROM asncdc.ibmsnap_pruncntl
+    WHERE source_owner = upper(tableschema) AND source_table = upper(tablename);
+  DELETE FROM asncdc.ibmsnap_register
+    WHERE source_owner = upper(tableschema) AND source_table = upper(tablename);
+  EXECUTE format('DROP TABLE asncdc.%I', lower('CDC_' || tableschema || '_' || tablename));
+  EXECUTE format('DROP TRIGGER asn_capture ON %I.%I', lower(tableschema), lower(tablename));
 END $fn$;
