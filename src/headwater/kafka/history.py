@@ -269,6 +269,7 @@ class KafkaHistoryTopic:
     def close(self) -> None:
         if self._producer is not None:
             self._producer.flush(10)
+            self._producer = None
 
 
 class KafkaSchemaHistory(KafkaHistoryTopic):

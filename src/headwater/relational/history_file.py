@@ -122,6 +122,9 @@ class HistoryFile:
         start = data.rfind(b"\n", 0, end) + 1
         return parse_record(data[start:end], f"{self}: the last record")
 
+    def close(self) -> None:
+        """Nothing to release: every append opens and closes the file."""
+
     def clear(self) -> None:
         """Atomically replaces the history with an empty one."""
         self.path.parent.mkdir(parents=True, exist_ok=True)

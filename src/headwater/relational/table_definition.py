@@ -9,9 +9,11 @@ The history keeps definitions so that a restarted connector decodes old change r
 columns in force at their position and builds its `TableSchema`s from them again.
 
 `jdbc_column` applies Debezium's `JdbcConnection.readTableColumn` rules, which decide fields
-consumers see: the length is the column size (0 when the driver has none), the scale only when
-the driver gives decimal digits, and a nullable column "has a default" (NULL) even without a
-default expression (`ColumnEditorImpl.optional`).
+consumers see: the type expression is the type name (`ColumnEditor.type`), the length is the
+column size (0 when the driver has none), the scale only when the driver gives decimal digits,
+and a nullable column "has a default" (NULL) even without a default expression
+(`ColumnEditorImpl.optional`).  Definitions compare equal field by field, so one read back from
+the history equals the catalog's when nothing changed.
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def jdbc_column(name: str, jdbc_type: int, type_name: str, position: int, *,
     """A column as `JdbcConnection.readTableColumn` builds it from one row of
     `DatabaseMetaData.getColumns` (see the module docstring for the rules)."""
     return ColumnDefinition(
-        name=name, jdbc_type=jdbc_type, type_name=type_name, position=position,
-        optional=nullable, length=column_size or 0, scale=decimal_digits,
+        name=name, jdbc_type=jdbc_type, type_name=type_name, type_expression=type_name,
+        position=position, optional=nullable, length=column_size or 0, scale=decimal_digits,
         auto_incremented=auto_incremented, generated=generated,
         has_default_value=nullable or default is not None, default_value_expression=default)

@@ -76,7 +76,8 @@ class SqlServerSnapshot(ChangeTableSnapshot):
             position = (SqlServerPosition(stored.get("commit_lsn"), stored.get("change_lsn"),
                                           stored.get("event_serial_no"))
                         if stored else SqlServerPosition(lsn, None, None))
-            definitions = schema_tables(self.connector, catalog, instances)
+            definitions = schema_tables(self.connector, catalog, instances,
+                                        lsn_bytes(stored.get("commit_lsn")) if stored else None)
             self._add_events(ctx, self.connector.table_schema().snapshot(
                 definitions, position, last=not self.data))
             if self.data and not self._rows(ctx, conn, database, instances, lsn):

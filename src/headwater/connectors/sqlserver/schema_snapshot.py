@@ -10,6 +10,10 @@ Debezium's SqlServerSnapshotChangeEventSource decides (`readTableStructure`,
 
 A table with capture instances is recorded with the columns of its newest one (the ones its
 snapshot reads); the others with all their columns.  In Debezium's order (TableId's text).
+A schema recorded at a stored offset (snapshot.mode=recovery) takes, for a table with several
+instances, the one that offset is reading (the last to start at or before it): its rows are
+the next to decode.  (Debezium takes the newest there too, whose columns the older instance's
+rows do not have.)
 """
 
 from __future__ import annotations
@@ -20,10 +24,16 @@ from headwater.relational.table_definition import TableDefinition
 
 
 def schema_tables(connector: Any, catalog: dict[tuple[str, str], TableDefinition],
-                  instances: list[Any]) -> list[TableDefinition]:
-    """The definitions to record; `instances` oldest first per table (catalog.py)."""
+                  instances: list[Any], at: bytes | None = None) -> list[TableDefinition]:
+    """The definitions to record; `instances` oldest first per table (catalog.py), `at` the
+    stored commit LSN of a recovery."""
     cfg, history = connector.cfg, connector.history_cfg
-    newest = {i.table: i.definition for i in instances if i.definition is not None}
+    newest: dict[Any, TableDefinition] = {}
+    for instance in instances:
+        if instance.definition is None:
+            continue
+        if at is None or instance.start_lsn <= at or instance.table not in newest:
+            newest[instance.table] = instance.definition
     chosen = {d.id: d for d in catalog.values()}
     chosen.update(newest)
     out = []

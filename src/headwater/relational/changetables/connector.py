@@ -170,4 +170,5 @@ class ChangeTableConnector(RelationalConnector):
         return StartPlan(snapshot, streaming, data_snapshot=data)
 
     def close(self) -> None:
-        pass
+        if self._history is not None:
+            self._history.store.close()

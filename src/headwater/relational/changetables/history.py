@@ -64,6 +64,8 @@ class HistoryStore(Protocol):
 
     def clear(self) -> None: ...
 
+    def close(self) -> None: ...
+
 
 def position_key(position: dict[str, Any], lsn_bytes: LsnBytes) -> PositionKey:
     """The order of an offset-shaped position (module docstring)."""

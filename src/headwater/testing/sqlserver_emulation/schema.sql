@@ -25,7 +25,12 @@ CREATE TABLE IF NOT EXISTS emu.declared_types (
 CREATE OR REPLACE VIEW emu.tsql_columns AS
   SELECT c.table_catalog, c.table_schema, c.table_name, c.column_name, c.ordinal_position,
          c.is_nullable, coalesce(d.data_type, c.data_type) AS data_type,
-         c.character_maximum_length,
+         -- SQL Server's lengths: (max) types say -1; binary(n)/varbinary(n) (bytea here) n
+         CASE WHEN c.character_maximum_length IS NOT NULL THEN c.character_maximum_length
+              WHEN d.data_type IN ('binary', 'varbinary') AND d.numeric_precision IS NOT NULL
+                THEN d.numeric_precision
+              WHEN d.data_type IN ('varchar', 'nvarchar', 'varbinary') THEN -1
+         END AS character_maximum_length,
          coalesce(d.numeric_precision, c.numeric_precision) AS numeric_precision,
          coalesce(d.numeric_scale, c.numeric_scale) AS numeric_scale,
          coalesce(d.datetime_precision, c.datetime_precision) AS datetime_precision,
