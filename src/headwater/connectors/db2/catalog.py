@@ -88,3 +88,14 @@ def change_tables(conn: Any, cfg: Db2ConnectorConfig) -> list[ChangeTable]:
                                  columns, codec, current, cd_columns(conn, cfg, cd_table)))
     found.sort(key=lambda c: c.table.identifier)
     return found
+
+
+def registrations(conn: Any, cfg: Db2ConnectorConfig) -> frozenset[tuple[Any, ...]]:
+    """(source schema, table, CD table, CD_NEW_SYNCHPOINT, CD_OLD_SYNCHPOINT) of every
+    registration: one cheap query that tells the streaming loop when a table was registered,
+    removed or registered again (a schema change)."""
+    _max, register, _changes = queries.for_platform(cfg.db2_platform)
+    sql = queries.with_schemas(register, cfg.cdc_control_schema, cfg.cdc_change_tables_schema)
+    return frozenset((str(r[0]).strip(), str(r[1]).strip(), str(r[3]).strip(),
+                      None if r[4] is None else bytes(r[4]),
+                      None if r[5] is None else bytes(r[5])) for r in rows(conn, sql))

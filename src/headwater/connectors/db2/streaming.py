@@ -26,7 +26,7 @@ import logging
 from typing import Any
 
 from headwater.connectors.db2 import queries
-from headwater.connectors.db2.catalog import ChangeTable, change_tables
+from headwater.connectors.db2.catalog import ChangeTable, change_tables, registrations
 from headwater.connectors.db2.config import Db2ConnectorConfig
 from headwater.connectors.db2.lsn import increment, lsn_bytes, lsn_text
 from headwater.connectors.db2.position import Db2Position
@@ -98,6 +98,7 @@ class Db2Stream(LsnStream):
                  schema: ChangeTableSchema | None = None) -> None:
         self.cfg = cfg
         self._tables: list[ChangeTable] = change_tables(conn, cfg)
+        self.known = registrations(conn, cfg)
         super().__init__(conn, offset, lsn_bytes, lsn_text)
         self.times: dict[bytes, int] = {}
         if schema is not None:
@@ -158,10 +159,10 @@ class Db2Stream(LsnStream):
     def refresh(self) -> None:
         """Reloads the registered tables when the register changed (a table added to or
         removed from capture while running, which Debezium detects too)."""
-        current = change_tables(self.conn, self.cfg)
-        if [(t.table, t.cd_table, t.start_lsn) for t in current] != [
-                (t.table, t.cd_table, t.start_lsn) for t in self._tables]:
-            self._tables = current
+        known = registrations(self.conn, self.cfg)
+        if known != self.known:
+            current = change_tables(self.conn, self.cfg)
+            self._tables, self.known = current, known
             log.info("registered tables now %s", ", ".join(str(t) for t in current))
             if self.follower is not None:
                 self.follower.track(current, self.commit)

@@ -9,6 +9,11 @@ be unfinished, so the next read starts at its commit LSN and the poller replays 
 written), heartbeats and the connection-loss rule are the same.  A connector's `LsnStream`
 supplies only what differs: the target LSN, the change-table rows, the event time, and how it
 closes its read transaction.  The transaction id of the metadata events is the commit LSN.
+
+Schema: a stream with a `follower` (schema_follower.py) decodes each change with the table
+definition in force at its position and hands on the schema change events that take effect
+before it (a CREATE, an ALTER at a new capture instance's start LSN) right before it, after
+the previous transaction's END; the loop itself knows nothing else of schemas.
 """
 
 from __future__ import annotations
