@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from headwater.model.record import ChangeRecord, SchemaChangeEvent, SnapshotMarker
+from headwater.relational.history_file import SchemaHistoryError
 from headwater.testing.localpg import wait_for
 from tests.sqlserver.conftest import enable_cdc, tsql
 from tests.sqlserver.test_emulated_capture import Capture, config
@@ -247,3 +249,20 @@ def test_restart_decodes_pending_old_instance_rows_with_the_recorded_schema(
     rebuilt = third.records()
     assert [c.name for c in rebuilt[0].table.columns] == ["id", "a"]
     assert rebuilt[0].after == (3, 30)
+
+
+def test_a_stored_offset_without_its_history_stops_the_start(
+        sqlserver_db: dict[str, Any]) -> None:
+    """Decoding with today's catalog would be silently wrong for rows written before a schema
+    change: the start fails and names the way out (as Debezium's BaseSourceTask does)."""
+    db = sqlserver_db
+    tsql(db, "CREATE TABLE dbo.t (id INT NOT NULL PRIMARY KEY)")
+    enable_cdc(db, "dbo", "t")
+    offset = {"snapshot_completed": True, "databases": {db["database"]: {
+        "commit_lsn": "00000000:00000000:0000", "change_lsn": None, "event_serial_no": None}}}
+    with pytest.raises(SchemaHistoryError, match=r"snapshot\.mode=recovery"):
+        Capture(config(db)).connector.start(offset)
+    with pytest.raises(SchemaHistoryError, match="there is no stored offset"):
+        Capture(config(db, **{"snapshot.mode": "recovery"})).connector.start(None)
+    plan = Capture(config(db, **{"snapshot.mode": "recovery"})).connector.start(offset)
+    assert plan.snapshot is not None and not plan.data_snapshot

@@ -156,6 +156,10 @@ class ChangeTableConnector(RelationalConnector):
         completed = bool((offset or {}).get("snapshot_completed"))
         data = snapshotter.reads_data(completed, True)
         snapshot = None
+        if snapshotter.mode == "recovery" and offset is None:
+            raise SchemaHistoryError(
+                "snapshot.mode=recovery rebuilds the schema history at the stored offset, but "
+                "there is no stored offset; use snapshot.mode=initial or no_data")
         if data or offset is None:
             snapshot = self.snapshot_source(data=data)
         elif snapshotter.mode == "recovery":

@@ -25,7 +25,7 @@ from headwater.model.record import SchemaChangeEvent, SnapshotMarker
 from headwater.model.schema import TableId
 from headwater.relational.changetables.history import ChangeTableHistory
 from headwater.relational.changetables.position import LsnPosition
-from headwater.relational.changetables.schema_events import SchemaEventShape
+from headwater.relational.changetables.schema_events import STREAMED_DDL, SchemaEventShape
 from headwater.relational.table_definition import TableDefinition
 
 log = logging.getLogger("headwater.relational.changetables")
@@ -46,6 +46,7 @@ class ChangeTableSchema:
         self.include_events = include_events
         self.skip = skip
         self.tables: dict[TableId, TableDefinition] = {}
+        self.version = 0  # moves with every change of `tables` (codec caches compare it)
 
     def definition(self, table: TableId) -> TableDefinition | None:
         return self.tables.get(table)
@@ -53,6 +54,7 @@ class ChangeTableSchema:
     def recover(self, database: str, stored: dict[str, Any]) -> None:
         """The definitions in force at the `stored` offset (of `database`'s partition)."""
         self.tables = self.history.recover(self.shape.source(database), stored)
+        self.version += 1
         log.info("%s: recovered %d table definitions of %s up to commit_lsn %s, change_lsn "
                  "%s", self.history, len(self.tables), database, stored.get("commit_lsn"),
                  stored.get("change_lsn"))
@@ -73,7 +75,7 @@ class ChangeTableSchema:
                position: LsnPosition) -> list[SchemaChangeEvent]:
         """A table new to capture while streaming (its first capture instance)."""
         if self.skip(definition.id):
-            self.tables[definition.id] = definition
+            self._put(definition)
             return []
         log.info("table %s is new to capture: CREATE at commit_lsn %s", definition.id,
                  position.commit_lsn)
@@ -86,11 +88,15 @@ class ChangeTableSchema:
             log.info("table %s: definition unchanged, no schema change", definition.id)
             return []
         if self.skip(definition.id):
-            self.tables[definition.id] = definition
+            self._put(definition)
             return []
         log.info("table %s: schema change (ALTER) at commit_lsn %s, change_lsn %s",
                  definition.id, position.commit_lsn, position.change_lsn)
         return self._apply("ALTER", definition, position, SnapshotMarker.FALSE)
+
+    def _put(self, definition: TableDefinition) -> None:
+        self.tables[definition.id] = definition
+        self.version += 1
 
     def _apply(self, kind: str, definition: TableDefinition, position: LsnPosition,
                marker: SnapshotMarker) -> list[SchemaChangeEvent]:
@@ -101,8 +107,8 @@ class ChangeTableSchema:
         self.history.record(
             shape.source(table.database), shape.position(position, not streamed),
             shape.database_name(table, not streamed), table.schema,
-            None if not streamed else "N/A", change)
-        self.tables[table] = definition
+            None if not streamed else STREAMED_DDL, change)
+        self._put(definition)
         if not self.include_events:
             return []
         ts_ms = int(time.time() * 1000)

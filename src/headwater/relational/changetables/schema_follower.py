@@ -75,6 +75,8 @@ class SchemaFollower:
         self._creates: list[ChangeTableHandle] = []
         self._checkpoints: list[ChangeTableHandle] = []
         self._done: set[tuple[str, bytes]] = set()
+        # id(handle) -> (handle, definition, codec): the hot path's cache (see `codec`)
+        self._codecs: dict[int, tuple[Any, int, RelationalTableCodec]] = {}
 
     def track(self, handles: Iterable[ChangeTableHandle], at: bytes | None) -> None:
         """Plans the CREATEs and checkpoints of `handles` (all change tables of the stream,
@@ -112,6 +114,15 @@ class SchemaFollower:
 
     def codec(self, handle: Any) -> RelationalTableCodec:
         """The codec of a row of `handle`: the definition in force for its table, mapped onto
-        the change table's columns."""
+        the change table's columns.  On the capture's hot path: remembered per handle object
+        until the schema changes (its `version`)."""
+        cached = self._codecs.get(id(handle))
+        version = self.schema.version
+        if cached is not None and cached[0] is handle and cached[1] == version:
+            return cached[2]
         definition = self.schema.definition(handle.table) or _definition(handle)
-        return self.codecs.get(definition, handle.change_columns, str(handle))
+        codec = self.codecs.get(definition, handle.change_columns, str(handle))
+        if len(self._codecs) > 1024:
+            self._codecs.clear()
+        self._codecs[id(handle)] = (handle, version, codec)
+        return codec
