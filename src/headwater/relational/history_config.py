@@ -45,9 +45,10 @@ def _history_class(text: str) -> str:
                          "Headwater has)") from None
 
 
-HISTORY_PROPERTIES: Final[tuple[Property, ...]] = (
-    Property("include.schema.changes", _B, True,
-             doc="schema change events (CREATE, ALTER) on the <topic.prefix> topic"),
+INCLUDE_SCHEMA_CHANGES: Final = Property(
+    "include.schema.changes", _B, True, doc="schema change events on the <topic.prefix> topic")
+# The store's properties (MySQL adds its own skip.unparseable.ddl to these).
+HISTORY_STORE_PROPERTIES: Final[tuple[Property, ...]] = (
     Property("schema.history.internal", _S, FILE_HISTORY, parser=_history_class,
              aliases=("database.history",)),
     Property("schema.history.internal.file.filename", _P,
@@ -61,7 +62,8 @@ HISTORY_PROPERTIES: Final[tuple[Property, ...]] = (
     Property(_KH + "recovery.poll.interval.ms", _I, 100, min_value=1,
              aliases=("database.history.kafka.recovery.poll.interval.ms",)),
     Property(_KH + "recovery.attempts", _I, 100, min_value=1,
-             aliases=("database.history.kafka.recovery.attempts",)),
+             aliases=("database.history.kafka.recovery.attempts",),
+             doc="recovery gives up after attempts x poll interval without progress"),
     Property(_KH + "query.timeout.ms", _L, 3000, min_value=1),
     Property(_KH + "create.timeout.ms", _L, 30000, min_value=1),
     Property("schema.history.internal.store.only.captured.tables.ddl", _B, False,
@@ -71,6 +73,7 @@ HISTORY_PROPERTIES: Final[tuple[Property, ...]] = (
     Property("schema.history.internal.store.only.captured.databases.ddl", _B, False,
              doc="the snapshot records only the tables of captured schemas"),
 )
+HISTORY_PROPERTIES: Final = (INCLUDE_SCHEMA_CHANGES, *HISTORY_STORE_PROPERTIES)
 HISTORY_PASSTHROUGH: Final = (
     "schema.history.internal.producer.", "schema.history.internal.consumer.",
     "database.history.producer.", "database.history.consumer.",
