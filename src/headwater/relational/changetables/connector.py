@@ -19,7 +19,7 @@ The schema at start (Debezium's snapshotters and BaseSourceTask's history check)
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from headwater.engine.queue import Batch
 from headwater.engine.source import RetriableError, SourceRunContext, StartPlan
@@ -48,7 +48,7 @@ class ChangeTableSnapshot:
 
     def __init__(self, max_batch_size: int) -> None:
         self.max_batch_size = max_batch_size
-        self.pending: list[Any] = []  # ChangeRecords and SchemaChangeEvents
+        self.pending: list[ChangeRecord | SchemaChangeEvent] = []
         self.started = False
 
     def _add(self, ctx: SourceRunContext, record: ChangeRecord) -> None:
@@ -70,17 +70,18 @@ class ChangeTableSnapshot:
     def _finish(self, ctx: SourceRunContext, offset: dict[str, Any]) -> None:
         """Marks the last record and emits the final batch with the completing offset (a
         schema-only snapshot marked its last schema change event itself)."""
-        if self.pending and isinstance(self.pending[-1], ChangeRecord):
-            self.pending[-1] = self.pending[-1]._replace(snapshot=SnapshotMarker.LAST)
+        last = self.pending[-1] if self.pending else None
+        if isinstance(last, ChangeRecord):
+            self.pending[-1] = last._replace(snapshot=SnapshotMarker.LAST)
         ctx.emit(Batch(self.pending, offset=offset))
 
 
 class ChangeTableConnector(RelationalConnector):
-    """Subclasses set `DATABASE`, `SHAPE`, `self.driver` (the DB-API module), `self.cfg`,
-    `self.history_cfg` and `self.source_block`, and implement `captured_tables`,
-    `snapshot_source`, `streaming_source`, `lsn_bytes` and `captures_schema`."""
+    """Subclasses set `DATABASE`, `self.driver` (the DB-API module), `self.cfg`,
+    `self.history_cfg` and `self.source_block`, implement `captured_tables`,
+    `snapshot_source`, `streaming_source`, `lsn_bytes` and `captures_schema`, and override
+    `schema_shape` where their schema events differ from SQL Server's."""
 
-    SHAPE: ClassVar[type[SchemaEventShape]] = SchemaEventShape
     driver: Any
     cfg: RelationalConnectorConfig
     history_cfg: SchemaHistoryConfig
@@ -91,8 +92,8 @@ class ChangeTableConnector(RelationalConnector):
         raise NotImplementedError
 
     def schema_shape(self) -> SchemaEventShape:
-        """The connector's schema event and history record shape."""
-        return self.SHAPE(self.context, self.source_block)
+        """The connector's schema event and history record shape (SQL Server's by default)."""
+        return SchemaEventShape(self.context, self.source_block)
 
     def captures_schema(self, name: str) -> bool:
         """Whether the schema filters (`schema.include.list`...) admit schema `name`."""
