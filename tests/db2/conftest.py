@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,11 +16,13 @@ __all__ = ["add_table", "db2_db", "emulated_pg", "sql"]
 
 
 @pytest.fixture
-def db2_db(emulated_pg: LocalPostgres, request: Any) -> Iterator[dict[str, Any]]:
-    """A fresh emulated database: what the connector configuration and `sql` need."""
+def db2_db(emulated_pg: LocalPostgres, request: Any,
+           tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """A fresh emulated database: what the connector configuration and `sql` need (and,
+    under "history", a schema history file of the test's own)."""
     name = fresh_database(emulated_pg, request, dbapi.install)
     yield {"host": "127.0.0.1", "port": emulated_pg.port, "user": emulated_pg.user,
-           "database": name}
+           "database": name, "history": str(tmp_path / "history.jsonl")}
 
 
 def sql(db: dict[str, Any], *statements: str) -> None:

@@ -28,7 +28,8 @@ def config(db: dict[str, Any], **extra: str) -> Any:
     props = {"topic.prefix": "db2server", "database.hostname": db["host"],
              "database.port": str(db["port"]), "database.user": db["user"],
              "database.dbname": db["database"], "poll.interval.ms": "50",
-             "headwater.db2.driver": "headwater.testing.db2_emulation.dbapi", **extra}
+             "headwater.db2.driver": "headwater.testing.db2_emulation.dbapi",
+             "schema.history.internal.file.filename": db["history"], **extra}
     return validate_db2_config(props)[0]
 
 

@@ -187,44 +187,60 @@ def test_incremental_snapshot_under_concurrent_changes_replays_to_the_table(
 
 
 def test_pause_resume_and_stop(db2_db: dict[str, Any]) -> None:
-    db, rows = db2_db, 200
+    """Pause holds the snapshot (no chunk starts), stop ends it (sent while paused, so the
+    outcome does not depend on how fast chunks go), and resume lets the next snapshot run.
+    The table is large enough (300 chunks) that the pause lands mid-snapshot."""
+    db, rows = db2_db, 3000
     setup(db, rows)
     capture = Capture(signal_config(db, **{"incremental.snapshot.chunk.size": "10"}))
     capture.run()
-    try:
-        send(db, "go", "execute-snapshot", {"data-collections": ["DB2INST1.ITEMS"]})
-        wait_for(lambda: len(reads(capture)) >= 20, 20, what="first chunks")
-        send(db, "p", "pause-snapshot")
+
+    def pause(name: str) -> int:  # the reads when the pause has taken effect
+        send(db, name, "pause-snapshot")
         wait_for(lambda: progress(capture).get("incremental_snapshot_paused") is True, 20,
                  what="paused")
         # every watermark was written before the pause took effect, so before this signal:
         # once the stream passed it, the chunk in flight is emitted and no other starts
-        send(db, "l1", "log", {"message": "paused"})
-        wait_for(lambda: seen_signal(capture, "l1"), 20, what="l1")
-        paused = len(reads(capture))
+        send(db, name + "-log", "log", {"message": "paused"})
+        wait_for(lambda: seen_signal(capture, name + "-log"), 20, what=name + "-log")
+        return len(reads(capture))
+
+    try:
+        send(db, "go", "execute-snapshot", {"data-collections": ["DB2INST1.ITEMS"]})
+        wait_for(lambda: len(reads(capture)) >= 20, 20, what="first chunks")
+        paused = pause("p1")
         send(db, "l2", "log", {"message": "still paused"})
         wait_for(lambda: seen_signal(capture, "l2"), 20, what="l2")
         assert len(reads(capture)) == paused < rows
-        send(db, "r", "resume-snapshot")
-        wait_for(lambda: len(reads(capture)) > paused, 20, what="resumed")
         send(db, "s", "stop-snapshot", {"data-collections": ["DB2INST1.ITEMS"],
                                         "type": "incremental"})
-        wait_for(lambda: "incremental_snapshot_collections" not in progress(capture), 20,
-                 what="stopped")
         send(db, "l3", "log", {"message": "stopped"})
         wait_for(lambda: seen_signal(capture, "l3"), 20, what="l3")
-        stopped = len(reads(capture))
+        wait_for(lambda: not progress(capture).get("incremental_snapshot_collections"), 20,
+                 what="stopped")
+        assert len(reads(capture)) == paused
+        assert reads(capture) == list(range(1, paused + 1))
         sql(db, "INSERT INTO db2inst1.items VALUES (5000, 1, 'x')")
         wait_for(lambda: any(r.op is Op.CREATE for r in items(capture)), 20, what="streaming")
+        # As in Debezium, the pause outlives the stop: a new snapshot waits for a resume, and
+        # then reads every row once, in key order.
+        send(db, "go2", "execute-snapshot", {"data-collections": ["DB2INST1.ITEMS"]})
+        send(db, "l4", "log", {"message": "queued"})
+        wait_for(lambda: seen_signal(capture, "l4"), 20, what="l4")
+        assert len(reads(capture)) == paused
+        send(db, "r", "resume-snapshot")
+        wait_for(lambda: len(reads(capture)) > paused, 20, what="resumed")
+        wait_for(lambda: not progress(capture).get("incremental_snapshot_collections"), 60,
+                 what="the second snapshot's end")
     finally:
         capture.stop()
-    assert len(reads(capture)) == stopped < rows
-    assert reads(capture) == list(range(1, stopped + 1))
+    second = reads(capture)[paused:]
+    assert second == [*range(1, rows + 1), 5000]
 
 
 def test_restart_mid_snapshot_resumes_after_the_last_durable_chunk(
         db2_db: dict[str, Any]) -> None:
-    db, rows = db2_db, 200
+    db, rows = db2_db, 3000  # 300 chunks: the capture is stopped mid-snapshot
     setup(db, rows)
     cfg = signal_config(db, **{"incremental.snapshot.chunk.size": "10"})
     first = Capture(cfg)

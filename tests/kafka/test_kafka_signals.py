@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -100,7 +101,7 @@ def test_kafka_signal_on_mariadb(menv: MariaEnv, kafka: LocalKafka) -> None:
                 menv.offsets, menv.prefix, f"{menv.db}.t", signal_topic, 20)
 
 
-def test_kafka_signal_on_sqlserver_emulation(kafka: LocalKafka) -> None:
+def test_kafka_signal_on_sqlserver_emulation(kafka: LocalKafka, tmp_path: Path) -> None:
     """SQL Server (its CDC EMULATION): a Kafka signal starts an incremental snapshot whose
     watermarks are rows of the signal table, seen back through its change table (the source
     channel is not enabled: the table holds watermarks only)."""
@@ -115,7 +116,8 @@ def test_kafka_signal_on_sqlserver_emulation(kafka: LocalKafka) -> None:
         raw = pg.connect("kss")
         dbapi.install(raw)
         raw.close()
-        db = {"server": "127.0.0.1", "port": pg.port, "user": pg.user, "database": "kss"}
+        db = {"server": "127.0.0.1", "port": pg.port, "user": pg.user, "database": "kss",
+              "history": str(tmp_path / "history.jsonl")}
         tsql(db, "CREATE TABLE dbo.debezium_signal (id VARCHAR(42) NOT NULL PRIMARY KEY, "
                  "type VARCHAR(32) NOT NULL, data VARCHAR(2048) NULL)",
              "CREATE TABLE dbo.t (id INT NOT NULL PRIMARY KEY, v INT NULL)",

@@ -62,6 +62,7 @@ def _capture(db: dict[str, Any], tmp: Path, fmt: str) -> Path:
         "database.encrypt": "false",
         "headwater.sqlserver.driver": "headwater.testing.sqlserver_emulation.dbapi",
         "offset.storage.file.filename": str(tmp / "offsets.json"),
+        "schema.history.internal.file.filename": str(tmp / "history.jsonl"),
         "headwater.topics.dir": str(tmp / "topics"), "poll.interval.ms": "100",
         "headwater.event.format": "datastream", "headwater.datastream.stream.name": STREAM,
         "headwater.destination": "files", "headwater.destination.files.dir": str(root),

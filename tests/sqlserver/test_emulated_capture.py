@@ -21,7 +21,7 @@ def config(db: dict[str, Any], **extra: str) -> Any:
              "database.port": str(db["port"]), "database.user": db["user"],
              "database.names": db["database"], "poll.interval.ms": "50",
              "headwater.sqlserver.driver": "headwater.testing.sqlserver_emulation.dbapi",
-             **extra}
+             "schema.history.internal.file.filename": db["history"], **extra}
     return validate_sqlserver_config(props)[0]
 
 

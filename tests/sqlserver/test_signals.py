@@ -145,7 +145,7 @@ def test_insert_delete_watermarks_recompile_and_a_blocking_snapshot(
     ({"read.only": "true"}, "no read-only incremental snapshots"),
 ])
 def test_signal_configuration_errors(extra: dict[str, str], error: str) -> None:
-    db = {"server": "h", "port": 1, "user": "u", "database": "d"}
+    db = {"server": "h", "port": 1, "user": "u", "database": "d", "history": "h.jsonl"}
     with pytest.raises(ConfigError, match=re.escape(error)):
         config(db, **extra)
 

@@ -1,4 +1,5 @@
-"""The MySQL/MariaDB schema history in a Kafka topic (Debezium's KafkaSchemaHistory).
+"""The schema history in a Kafka topic (Debezium's KafkaSchemaHistory): the topic itself
+(`KafkaHistoryTopic`, shared with SQL Server and Db2) and MySQL/MariaDB's DDL replay on it.
 
 Why a topic: a Debezium deployment keeps its history there (`schema.history.internal=
 io.debezium.storage.kafka.history.KafkaSchemaHistory`), so the same configuration, and the same
@@ -11,7 +12,8 @@ A new snapshot does not clear the topic (Kafka has no atomic truncate, and Debez
 clears it either: it appends).  Recovery therefore starts at the first record of the *last*
 snapshot: a record whose position carries `"snapshot": true` and whose predecessor is not a
 record of the same snapshot (a streamed DDL, or a snapshot record at another position).  The
-DDL before it describes an older run and is skipped; see docs/kafka.md.
+DDL before it describes an older run and is skipped; see docs/kafka.md.  (SQL Server and Db2
+find their last snapshot per source partition the same way: changetables/history.py.)
 
 Durability: `record` returns once the brokers acknowledged the record (acks=all, idempotent
 producer); the capture acknowledges a binlog position only after that, so the history is never
@@ -24,18 +26,15 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from headwater.connectors.mysql.ddl import SchemaChange
-from headwater.connectors.mysql.schema_history import (
-    MySqlSchema,
-    SchemaHistoryError,
-    history_record,
-    parse_record,
-    replay,
-)
 from headwater.engine.metrics import SchemaHistoryMetrics
 from headwater.kafka.consume import KafkaReadError, read_until_end
+from headwater.relational.history_file import SchemaHistoryError, parse_record
+
+if TYPE_CHECKING:  # MySQL's DDL parser loads only with a MySQL history (it is large)
+    from headwater.connectors.mysql.ddl import SchemaChange
+    from headwater.connectors.mysql.schema_history import MySqlSchema
 
 log = logging.getLogger("headwater.kafka.history")
 
@@ -65,6 +64,70 @@ class KafkaHistorySettings:
         return max(1.0, self.recovery_attempts * self.recovery_poll_interval_ms / 1000.0)
 
 
+class HistoryKafkaConfig(Protocol):
+    """The configuration a Kafka history is opened from (MySQL's, the change-table
+    connectors' history block): `schema.history.internal.kafka.*` and the passthrough."""
+
+    @property
+    def passthrough(self) -> Mapping[str, str]: ...
+
+    @property
+    def history_in_kafka(self) -> bool: ...
+
+    @property
+    def schema_history_internal_kafka_topic(self) -> str | None: ...
+
+    @property
+    def schema_history_internal_kafka_bootstrap_servers(self) -> str | None: ...
+
+    @property
+    def schema_history_internal_kafka_recovery_poll_interval_ms(self) -> int: ...
+
+    @property
+    def schema_history_internal_kafka_recovery_attempts(self) -> int: ...
+
+    @property
+    def schema_history_internal_kafka_query_timeout_ms(self) -> int: ...
+
+    @property
+    def schema_history_internal_kafka_create_timeout_ms(self) -> int: ...
+
+
+_PRODUCER = "schema.history.internal.producer."
+_CONSUMER = "schema.history.internal.consumer."
+_OLD = {"database.history.producer.": _PRODUCER, "database.history.consumer.": _CONSUMER}
+
+
+def kafka_history_settings(cfg: HistoryKafkaConfig) -> KafkaHistorySettings:
+    """The KafkaHistorySettings of a configuration; the `producer.*`/`consumer.*` overrides
+    are translated to librdkafka names (ConfigError for one that has no equivalent)."""
+    from headwater.config.loader import ConfigError
+    from headwater.kafka.settings import client_config
+
+    passthrough = dict(getattr(cfg, "passthrough", {}) or {})
+    for old, new in _OLD.items():
+        for key in [k for k in passthrough if k.startswith(old)]:
+            passthrough.setdefault(new + key[len(old):], passthrough.pop(key))
+    errors: list[str] = []
+    producer = client_config({k[len(_PRODUCER):]: v for k, v in passthrough.items()
+                              if k.startswith(_PRODUCER)}, errors, _PRODUCER)
+    consumer = client_config({k[len(_CONSUMER):]: v for k, v in passthrough.items()
+                              if k.startswith(_CONSUMER)}, errors, _CONSUMER)
+    if not cfg.history_in_kafka and (producer or consumer):
+        errors.append(f"{_PRODUCER}*/{_CONSUMER}*: client settings of the Kafka schema "
+                      "history, but the history is a file")
+    if errors:
+        raise ConfigError(errors)
+    return KafkaHistorySettings(
+        topic=cfg.schema_history_internal_kafka_topic or "",
+        bootstrap_servers=cfg.schema_history_internal_kafka_bootstrap_servers or "",
+        recovery_poll_interval_ms=cfg.schema_history_internal_kafka_recovery_poll_interval_ms,
+        recovery_attempts=cfg.schema_history_internal_kafka_recovery_attempts,
+        query_timeout_ms=cfg.schema_history_internal_kafka_query_timeout_ms,
+        create_timeout_ms=cfg.schema_history_internal_kafka_create_timeout_ms,
+        producer=producer, consumer=consumer)
+
+
 def last_snapshot_start(records: list[dict[str, Any]]) -> int:
     """Index of the first record of the last snapshot in the history (0 if none)."""
     start = 0
@@ -83,8 +146,10 @@ def _where(position: dict[str, Any]) -> tuple[Any, ...]:
     return (position.get("file"), position.get("pos"), position.get("gtid"))
 
 
-class KafkaSchemaHistory:
-    """The history topic: appended to record by record, read whole to recover."""
+class KafkaHistoryTopic:
+    """The history topic: appended to record by record, read whole to recover.  What a record
+    means is the connector's: MySQL replays DDL (`KafkaSchemaHistory`), SQL Server and Db2
+    their `tableChanges` (relational.changetables.history)."""
 
     clears = False  # `clear` cannot empty a topic: a new snapshot appends (module docstring)
 
@@ -94,7 +159,8 @@ class KafkaSchemaHistory:
         self.server_name = server_name
         self._producer: Any = None
         self._ensured = False
-        self._records: list[dict[str, Any]] | None = None  # what the topic holds, once read
+        # what the topic holds, once read: (label, record)
+        self._records: list[tuple[str, dict[str, Any]]] | None = None
         # Debezium's schema-history metrics context, read by the connector's metrics.
         self.metrics = SchemaHistoryMetrics()
 
@@ -134,7 +200,8 @@ class KafkaSchemaHistory:
                 "(its order is the order of the DDL)")
         self._ensured = True
 
-    def _load(self) -> list[dict[str, Any]]:
+    def records(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every record of the topic, in order, each with its label ("offset N")."""
         if self._records is not None:
             return self._records
         from confluent_kafka import Consumer
@@ -144,14 +211,15 @@ class KafkaSchemaHistory:
             **self._common(), **self.settings.consumer,
             "group.id": f"{self.server_name}-schemahistory", "enable.auto.commit": "false",
             "enable.partition.eof": "true", "auto.offset.reset": "earliest"})
-        records: list[dict[str, Any]] = []
+        records: list[tuple[str, dict[str, Any]]] = []
         try:
             for msg in read_until_end(consumer, {(self.topic, 0): 0},
                                       timeout=self.settings.recovery_timeout_s):
                 value = msg.value()
                 if value is None:
                     continue
-                records.append(parse_record(value, f"{self}: offset {msg.offset()}"))
+                label = f"offset {msg.offset()}"
+                records.append((label, parse_record(value, f"{self}: {label}")))
         except KafkaReadError as exc:
             raise SchemaHistoryError(
                 f"{self}: could not be read to its end ({exc}); consider raising "
@@ -162,17 +230,16 @@ class KafkaSchemaHistory:
         return records
 
     def exists(self) -> bool:
-        return bool(self._load())
+        return bool(self.records())
 
-    def record(self, source: dict[str, Any], position: dict[str, Any], database: str | None,
-               ddl: str, changes: list[SchemaChange]) -> None:
+    def append(self, value: bytes, change: str) -> None:
+        """Stores one record; returns once the brokers acknowledged it."""
         from confluent_kafka import Producer
 
         self._ensure_topic()
         if self._producer is None:
             self._producer = Producer({**self._common(), **self.settings.producer,
                                        "enable.idempotence": "true", "acks": "all"})
-        value = history_record(source, position, database, ddl, changes)
         errors: list[Any] = []
 
         def delivered(err: Any, _msg: Any) -> None:
@@ -185,26 +252,14 @@ class KafkaSchemaHistory:
         if errors:
             raise SchemaHistoryError(f"{self}: a record was not stored: {errors[0]}")
         if self._records is not None:
-            self._records.append(parse_record(value, str(self)))
-        self.metrics.applied(ddl)
+            self._records.append((f"offset +{len(self._records)}",
+                                  parse_record(value, str(self))))
+        self.metrics.applied(change)
 
-    def recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
+    def recovering(self) -> None:
+        """Recovery starts (the metrics' status)."""
         self.metrics.status = "RECOVERING"
         self.metrics.recovery_start_ms = int(time.time() * 1000)
-        try:
-            records = self._load()
-            start = last_snapshot_start(records)
-            if start:
-                log.info("%s: %d records before the last snapshot are not replayed", self,
-                         start)
-            return replay(((f"record {i}", records[i]) for i in range(start, len(records))),
-                          schema, include, str(self), self.metrics.recovered)
-        finally:
-            self.metrics.status = "RUNNING"
-
-    def last_position(self) -> dict[str, Any] | None:
-        records = self._load()
-        return dict(records[-1]["position"]) if records else None
 
     def clear(self) -> None:
         """A new snapshot starts: nothing is removed (see the module docstring)."""
@@ -214,3 +269,33 @@ class KafkaSchemaHistory:
     def close(self) -> None:
         if self._producer is not None:
             self._producer.flush(10)
+            self._producer = None
+
+
+class KafkaSchemaHistory(KafkaHistoryTopic):
+    """MySQL's history topic: DDL records, replayed from the last snapshot's first record."""
+
+    def record(self, source: dict[str, Any], position: dict[str, Any], database: str | None,
+               ddl: str, changes: list[SchemaChange]) -> None:
+        from headwater.connectors.mysql.schema_history import history_record
+
+        self.append(history_record(source, position, database, ddl, changes), ddl)
+
+    def recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
+        from headwater.connectors.mysql.schema_history import checked_ddl, replay
+
+        self.recovering()
+        try:
+            records = [(label, checked_ddl(record, f"{self}: {label}"))
+                       for label, record in self.records()]
+            start = last_snapshot_start([record for _label, record in records])
+            if start:
+                log.info("%s: %d records before the last snapshot are not replayed", self,
+                         start)
+            return replay(records[start:], schema, include, str(self), self.metrics.recovered)
+        finally:
+            self.metrics.status = "RUNNING"
+
+    def last_position(self) -> dict[str, Any] | None:
+        records = self.records()
+        return dict(records[-1][1]["position"]) if records else None

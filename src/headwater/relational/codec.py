@@ -38,7 +38,8 @@ class RelationalTableCodec:
         self.schema = schema
         self.converters = converters  # one per kept column, in schema order
         self.keep = keep  # positions of the kept columns in the source's column order
-        self.all_kept = len(keep) == source_width
+        # The source's values are the schema's as they are (a mapping by name may reorder).
+        self.all_kept = keep == tuple(range(source_width))
 
     def convert(self, values: Sequence[Any]) -> tuple[Any, ...]:
         """One row in the source's column order to the schema's Connect values."""

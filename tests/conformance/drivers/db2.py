@@ -55,6 +55,7 @@ class Db2Driver(EmulatedDriver):
             "headwater.db2.driver": EMULATION,
             "topic.prefix": self.prefix,
             "offset.storage.file.filename": str(offsets),
+            "schema.history.internal.file.filename": str(offsets.with_suffix(".history.jsonl")),
             "headwater.topics.dir": str(topics),
             "headwater.topics.segment.ms": "200",
             "poll.interval.ms": "100",

@@ -8,8 +8,8 @@ snapshot steps"), each logged by name ("snapshot step N/7: ...") in that order:
 2. lock them (`snapshot.isolation.mode` repeatable_read or exclusive with
    `snapshot.locking.mode` exclusive: Debezium's lock statement per table);
 3. read the maximum LSN (the register's maximum SYNCHPOINT);
-4. capture the schema of the captured tables (SYSCAT.COLUMNS; Headwater keeps it in memory:
-   there is no schema history topic);
+4. capture the schema of the captured tables (SYSCAT.COLUMNS): a CREATE per table in the
+   schema history and on the schema change topic (relational.changetables.schema);
 5. release the locks (repeatable_read: back to the savepoint taken before them; exclusive
    keeps them to the end of the snapshot transaction);
 6. at that LSN, read every captured table found in step 1 (a table registered later is
@@ -19,6 +19,10 @@ snapshot steps"), each logged by name ("snapshot step N/7: ...") in that order:
 Signals, ad hoc and incremental snapshots run on the change-table base's hook with Db2's chunk
 source (incremental.py), their steps logged by the seed's names (relational.changetables.
 adhoc_steps).
+
+Without data (`snapshot.mode=no_data` and no stored offset) steps 6 is skipped; with
+`snapshot.mode=recovery` and a stored offset the schema is recorded at that offset, which
+streaming resumes from.
 """
 
 from __future__ import annotations
@@ -28,12 +32,14 @@ import time
 from importlib import import_module
 from typing import Any, Final
 
+from headwater.config.connector_common import NameFilter
 from headwater.connectors.db2 import queries
 from headwater.connectors.db2.catalog import ChangeTable, change_tables
 from headwater.connectors.db2.config import Db2ConnectorConfig
 from headwater.connectors.db2.incremental import Db2ChunkSource
-from headwater.connectors.db2.lsn import lsn_text
-from headwater.connectors.db2.position import Db2Position
+from headwater.connectors.db2.lsn import lsn_bytes, lsn_text
+from headwater.connectors.db2.position import Db2Position, Db2SourceBlock
+from headwater.connectors.db2.schema_events import Db2SchemaEventShape
 from headwater.connectors.db2.streaming import Db2Streaming, max_lsn
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.source import SourceRunContext
@@ -74,9 +80,12 @@ class Db2Snapshot(ChangeTableSnapshot):
     """Reads every captured table once, in one transaction under `snapshot.isolation.mode`,
     rows fetched `snapshot.fetch.size` at a time (batching: ChangeTableSnapshot)."""
 
-    def __init__(self, connector: Db2Connector) -> None:
+    def __init__(self, connector: Db2Connector, data: bool = True,
+                 at: dict[str, Any] | None = None) -> None:
         super().__init__(connector.cfg.max_batch_size)
         self.connector = connector
+        self.data = data
+        self.at = at
 
     def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
         cfg = self.connector.cfg
@@ -88,20 +97,35 @@ class Db2Snapshot(ChangeTableSnapshot):
             locked = self._lock(conn, tables)
             lsn = max_lsn(conn, cfg)
             step(3, f"LSN {lsn_text(lsn)}")
-            step(4, f"{len(tables)} tables, schema kept in memory (no schema history topic)")
-            self._release(conn, locked)
             text = lsn_text(lsn)
-            for table in tables:
+            self._schema(ctx, tables, text)
+            self._release(conn, locked)
+            for table in tables if self.data else ():
                 if not self._read(ctx, conn, table, text):
                     return None
             conn.commit()
         finally:
             conn.close()
-        offset = {"snapshot_completed": True, "commit_lsn": text, "change_lsn": None,
-                  "event_serial_no": None}
-        step(7, f"commit_lsn {text}")
+        offset = self.at or {"snapshot_completed": True, "commit_lsn": text, "change_lsn": None,
+                             "event_serial_no": None}
+        step(7, f"commit_lsn {offset.get('commit_lsn')}")
         self._finish(ctx, offset)
         return offset
+
+    def _schema(self, ctx: SourceRunContext, tables: list[ChangeTable],
+                lsn: str | None) -> None:
+        """Step 4: a CREATE per table, at the snapshot's LSN (or the stored offset)."""
+        history = self.connector.history.store
+        if history.clears:
+            history.clear()
+        at = self.at
+        position = (Db2Position(at.get("commit_lsn"), at.get("change_lsn"),
+                                at.get("event_serial_no")) if at else Db2Position(lsn, None, None))
+        definitions = [t.definition for t in tables if t.definition is not None]
+        self._add_events(ctx, self.connector.table_schema().snapshot(
+            definitions, position, last=not self.data))
+        step(4, f"{len(definitions)} tables, recorded in {history} at commit_lsn "
+                f"{position.commit_lsn}")
 
     def _tables(self, conn: Any) -> list[ChangeTable]:
         tables = change_tables(conn, self.connector.cfg)
@@ -167,7 +191,19 @@ class Db2Connector(ChangeTableConnector):
                  naming: TopicNaming | None = None) -> None:
         super().__init__(cfg, "db2", metrics, naming)
         self.cfg = cfg
+        self.history_cfg = cfg.schema_history
+        self.source_block = Db2SourceBlock()
         self._driver: Any = None
+
+    def lsn_bytes(self, text: str | None) -> bytes | None:
+        return lsn_bytes(text)
+
+    def captures_schema(self, name: str) -> bool:
+        return NameFilter(self.cfg.schema_include_list,
+                          self.cfg.schema_exclude_list).admits(name)
+
+    def schema_shape(self) -> Db2SchemaEventShape:
+        return Db2SchemaEventShape(self.context, self.source_block, self.cfg.database_dbname)
 
     @property
     def driver(self) -> Any:
@@ -194,22 +230,16 @@ class Db2Connector(ChangeTableConnector):
             conn.close()
         return tables
 
-    def snapshot_source(self) -> Db2Snapshot:
-        return Db2Snapshot(self)
+    def snapshot_source(self, data: bool = True,
+                        at: dict[str, Any] | None = None) -> Db2Snapshot:
+        return Db2Snapshot(self, data, at)
 
-    def start_offset(self) -> dict[str, Any]:
-        conn = self.connect()
-        try:
-            lsn = lsn_text(max_lsn(conn, self.cfg))
-            conn.rollback()
-        finally:
-            conn.close()
-        return {"snapshot_completed": True, "commit_lsn": lsn, "change_lsn": None,
-                "event_serial_no": None}
 
     def chunk_source(self) -> Db2ChunkSource:
         return Db2ChunkSource(self.cfg, self.context, self.connect)
 
     def streaming_source(self, offset: dict[str, Any] | None) -> Db2Streaming:
-        return Db2Streaming(self.cfg, self.context, self.metrics, self.connect, offset,
-                            self.connection_errors, self.incremental_hook())
+        streaming = Db2Streaming(self.cfg, self.context, self.metrics, self.connect, offset,
+                                 self.connection_errors, self.incremental_hook())
+        streaming.table_schema = self.table_schema
+        return streaming

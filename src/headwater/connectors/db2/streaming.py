@@ -26,11 +26,13 @@ import logging
 from typing import Any
 
 from headwater.connectors.db2 import queries
-from headwater.connectors.db2.catalog import ChangeTable, change_tables
+from headwater.connectors.db2.catalog import ChangeTable, change_tables, registrations
 from headwater.connectors.db2.config import Db2ConnectorConfig
 from headwater.connectors.db2.lsn import increment, lsn_bytes, lsn_text
 from headwater.connectors.db2.position import Db2Position
+from headwater.connectors.db2.types import definition_mapping
 from headwater.model.schema import TableId
+from headwater.relational.changetables.codecs import CodecCache
 from headwater.relational.changetables.poller import (
     DELETE,
     INSERT,
@@ -39,6 +41,8 @@ from headwater.relational.changetables.poller import (
     Change,
     ChangeRow,
 )
+from headwater.relational.changetables.schema import ChangeTableSchema
+from headwater.relational.changetables.schema_follower import SchemaFollower
 from headwater.relational.changetables.streaming import (
     LsnStream,
     LsnStreaming,
@@ -67,7 +71,7 @@ def normalized(raw: list[Any], table: ChangeTable) -> list[ChangeRow]:
     """Change-query rows as poller rows: an update's before row takes its after row's
     INTENTSEQ (the position Debezium reports the update at), so the poller pairs them."""
     out: list[ChangeRow] = []
-    width = len(table.columns)
+    width = len(table.change_columns or table.columns)
     for index, row in enumerate(raw):
         commit, change = bytes(row[1]), bytes(row[2])
         if table.stop_lsn is not None and table.stop_lsn <= commit:
@@ -85,13 +89,23 @@ def collection_name(table: TableId) -> str:
 
 
 class Db2Stream(LsnStream):
-    """The database's position and registered tables."""
+    """The database's position and registered tables; with a `schema`, its table definitions
+    come from the schema history and follow re-registrations (schema_follower)."""
 
-    def __init__(self, cfg: Db2ConnectorConfig, conn: Any, offset: dict[str, Any] | None) -> None:
+    position_class = Db2Position
+
+    def __init__(self, cfg: Db2ConnectorConfig, conn: Any, offset: dict[str, Any] | None,
+                 schema: ChangeTableSchema | None = None) -> None:
         self.cfg = cfg
         self._tables: list[ChangeTable] = change_tables(conn, cfg)
+        self.known = registrations(conn, cfg)
         super().__init__(conn, offset, lsn_bytes, lsn_text)
         self.times: dict[bytes, int] = {}
+        if schema is not None:
+            schema.recover(cfg.database_dbname, offset or {})
+            self.follower = SchemaFollower(schema, CodecCache(cfg, definition_mapping(cfg)),
+                                           self.current_position)
+            self.follower.track(self._tables, self.commit)
 
     def offset(self) -> dict[str, Any]:
         """Debezium's Db2 offsets carry `snapshot_completed` with the position."""
@@ -145,11 +159,13 @@ class Db2Stream(LsnStream):
     def refresh(self) -> None:
         """Reloads the registered tables when the register changed (a table added to or
         removed from capture while running, which Debezium detects too)."""
-        current = change_tables(self.conn, self.cfg)
-        if [(t.table, t.cd_table, t.start_lsn) for t in current] != [
-                (t.table, t.cd_table, t.start_lsn) for t in self._tables]:
-            self._tables = current
+        known = registrations(self.conn, self.cfg)
+        if known != self.known:
+            current = change_tables(self.conn, self.cfg)
+            self._tables, self.known = current, known
             log.info("registered tables now %s", ", ".join(str(t) for t in current))
+            if self.follower is not None:
+                self.follower.track(current, self.commit)
 
 
 class Db2Streaming(LsnStreaming[Db2Stream]):
@@ -160,7 +176,9 @@ class Db2Streaming(LsnStreaming[Db2Stream]):
     cfg: Db2ConnectorConfig
 
     def open_streams(self, offset: dict[str, Any]) -> list[Db2Stream]:
-        return [Db2Stream(self.cfg, self.connect(), offset)]
+        schema = self.table_schema
+        return [Db2Stream(self.cfg, self.connect(), offset,
+                          schema() if schema is not None else None)]
 
     def stored_offset(self, streams: list[Db2Stream]) -> dict[str, Any]:
         return streams[0].offset()

@@ -45,19 +45,14 @@ from headwater.config.definition import (
 )
 from headwater.config.output import check_output
 from headwater.relational import config as relational
+from headwater.relational import history_config as history
 from headwater.relational.config import UNSET_PATH, ConfigLoader, RelationalConnectorConfig
+from headwater.relational.history_config import default_history_file
 
 CONNECTOR_CLASS: Final = "io.debezium.connector.mysql.MySqlConnector"
 MARIADB_CONNECTOR_CLASS: Final = "io.debezium.connector.mariadb.MariaDbConnector"
-SCHEMA_HISTORY_CLASS: Final = "io.debezium.storage.file.history.FileSchemaHistory"
-KAFKA_SCHEMA_HISTORY_CLASS: Final = "io.debezium.storage.kafka.history.KafkaSchemaHistory"
-# Debezium 1.x class names of the same two stores.
-_HISTORY_CLASSES: Final = {
-    SCHEMA_HISTORY_CLASS: SCHEMA_HISTORY_CLASS,
-    KAFKA_SCHEMA_HISTORY_CLASS: KAFKA_SCHEMA_HISTORY_CLASS,
-    "io.debezium.relational.history.FileDatabaseHistory": SCHEMA_HISTORY_CLASS,
-    "io.debezium.relational.history.KafkaDatabaseHistory": KAFKA_SCHEMA_HISTORY_CLASS,
-}
+SCHEMA_HISTORY_CLASS: Final = history.FILE_HISTORY
+KAFKA_SCHEMA_HISTORY_CLASS: Final = history.KAFKA_HISTORY
 
 _S, _I, _L, _B, _E, _LIST, _PW, _P = relational.TYPE_ALIASES
 
@@ -72,14 +67,6 @@ def _connector_class(text: str) -> str:
     raise ValueError(
         f"the MySQL connector ({CONNECTOR_CLASS}, {MARIADB_CONNECTOR_CLASS}, 'mysql' or 'mariadb')"
     )
-
-
-def _history_class(text: str) -> str:
-    try:
-        return _HISTORY_CLASSES[text.strip()]
-    except KeyError:
-        raise ValueError(f"{SCHEMA_HISTORY_CLASS} or {KAFKA_SCHEMA_HISTORY_CLASS} (the schema "
-                         "history stores Headwater has)") from None
 
 
 _KH = "schema.history.internal.kafka."
@@ -136,30 +123,10 @@ PROPERTIES: Final[tuple[Property, ...]] = (
                  "binlog_rows_query_log_events)"),
     Property("inconsistent.schema.handling.mode", _E, "fail", allowed=("fail", "warn", "skip"),
              value_aliases={"ignore": "skip"}),
-    # -- schema history -------------------------------------------------------------------------
-    Property("schema.history.internal", _S, SCHEMA_HISTORY_CLASS, parser=_history_class,
-             aliases=("database.history",)),
-    Property(_KH + "topic", _S, aliases=("database.history.kafka.topic",),
-             doc="KafkaSchemaHistory: the history topic (one partition)"),
-    Property(_KH + "bootstrap.servers", _S,
-             aliases=("database.history.kafka.bootstrap.servers",),
-             doc="KafkaSchemaHistory: the cluster of the history topic"),
-    Property(_KH + "recovery.poll.interval.ms", _I, 100, min_value=1,
-             aliases=("database.history.kafka.recovery.poll.interval.ms",)),
-    Property(_KH + "recovery.attempts", _I, 100, min_value=1,
-             aliases=("database.history.kafka.recovery.attempts",),
-             doc="recovery gives up after attempts x poll interval without progress"),
-    Property(_KH + "query.timeout.ms", _L, 3000, min_value=1),
-    Property(_KH + "create.timeout.ms", _L, 30000, min_value=1),
-    Property("schema.history.internal.file.filename", _P,
-             aliases=("database.history.file.filename",),
-             doc="schema history file; default data/history/<topic.prefix>.jsonl"),
+    # -- schema history (the store's properties are shared: relational/history_config.py) -----
+    *history.HISTORY_STORE_PROPERTIES,
     Property("schema.history.internal.skip.unparseable.ddl", _B, False,
              aliases=("database.history.skip.unparseable.ddl",)),
-    Property("schema.history.internal.store.only.captured.tables.ddl", _B, False,
-             aliases=("database.history.store.only.monitored.tables.ddl",
-                      "database.history.store.only.captured.tables.ddl")),
-    Property("schema.history.internal.store.only.captured.databases.ddl", _B, False),
     # -- heartbeats, retries, runtime, signals ----------------------------------------------------
     *relational.OPERATION_PROPERTIES,
 )
@@ -188,24 +155,6 @@ def _check_snapshot_threads(context: ValidationContext) -> None:
         )
 
 
-def _check_history(context: ValidationContext) -> None:
-    """The Kafka history needs its topic and cluster; its settings with the file history would
-    be silently ignored, so they are refused."""
-    kafka = context.values.get("schema.history.internal") == KAFKA_SCHEMA_HISTORY_CLASS
-    for name in (_KH + "topic", _KH + "bootstrap.servers"):
-        if kafka and not context.values.get(name):
-            context.error(f"{name} is required with schema.history.internal="
-                          f"{KAFKA_SCHEMA_HISTORY_CLASS}")
-    stray = sorted(n for n in context.explicit if n.startswith(_KH))
-    if not kafka and stray:
-        context.error(f"{', '.join(stray)}: settings of the Kafka schema history, but "
-                      f"schema.history.internal is {SCHEMA_HISTORY_CLASS}; set "
-                      f"schema.history.internal={KAFKA_SCHEMA_HISTORY_CLASS} or remove them")
-    if kafka and "schema.history.internal.file.filename" in context.explicit:
-        context.error("schema.history.internal.file.filename: the history is in Kafka "
-                      f"({KAFKA_SCHEMA_HISTORY_CLASS}); remove it")
-
-
 def _check_server_id(context: ValidationContext) -> None:
     if context.values.get("database.server.id") is None:
         context.warning(
@@ -222,14 +171,9 @@ MYSQL_CONFIG_DEF: Final = ConfigDef(
     exclusive=(*relational.exclusive_lists("database"),
                ("gtid.source.includes", "gtid.source.excludes")),
     checks=(check_queue, check_output, relational.check_tasks("MySQL"), relational.check_heartbeat,
-            _check_snapshot_threads, _check_server_id, _check_history),
+            _check_snapshot_threads, _check_server_id, history.check_history),
     pattern_properties=relational.PATTERN_PROPERTIES,
 )
-
-
-def default_history_file(topic_prefix: str, base_dir: Path | None = None) -> Path:
-    relative = Path("data") / "history" / f"{topic_prefix}.jsonl"
-    return base_dir / relative if base_dir is not None else relative
 
 
 @dataclass(frozen=True, slots=True)

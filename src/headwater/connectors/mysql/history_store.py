@@ -7,11 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from headwater.config.loader import ConfigError
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.ddl import SchemaChange
 from headwater.connectors.mysql.schema_history import FileSchemaHistory, MySqlSchema
 from headwater.engine.metrics import SchemaHistoryMetrics
+from headwater.kafka.history import kafka_history_settings
 
 
 class SchemaHistoryStore(Protocol):
@@ -31,41 +31,6 @@ class SchemaHistoryStore(Protocol):
     def last_position(self) -> dict[str, Any] | None: ...
 
     def clear(self) -> None: ...
-
-
-_PRODUCER = "schema.history.internal.producer."
-_CONSUMER = "schema.history.internal.consumer."
-_OLD = {"database.history.producer.": _PRODUCER, "database.history.consumer.": _CONSUMER}
-
-
-def kafka_history_settings(cfg: MySqlConnectorConfig) -> Any:
-    """The KafkaHistorySettings of a configuration; the `producer.*`/`consumer.*` overrides
-    are translated to librdkafka names (ConfigError for one that has no equivalent)."""
-    from headwater.kafka.history import KafkaHistorySettings
-    from headwater.kafka.settings import client_config
-
-    passthrough = dict(getattr(cfg, "passthrough", {}) or {})
-    for old, new in _OLD.items():
-        for key in [k for k in passthrough if k.startswith(old)]:
-            passthrough.setdefault(new + key[len(old):], passthrough.pop(key))
-    errors: list[str] = []
-    producer = client_config({k[len(_PRODUCER):]: v for k, v in passthrough.items()
-                              if k.startswith(_PRODUCER)}, errors, _PRODUCER)
-    consumer = client_config({k[len(_CONSUMER):]: v for k, v in passthrough.items()
-                              if k.startswith(_CONSUMER)}, errors, _CONSUMER)
-    if not cfg.history_in_kafka and (producer or consumer):
-        errors.append(f"{_PRODUCER}*/{_CONSUMER}*: client settings of the Kafka schema "
-                      "history, but the history is a file")
-    if errors:
-        raise ConfigError(errors)
-    return KafkaHistorySettings(
-        topic=cfg.schema_history_internal_kafka_topic or "",
-        bootstrap_servers=cfg.schema_history_internal_kafka_bootstrap_servers or "",
-        recovery_poll_interval_ms=cfg.schema_history_internal_kafka_recovery_poll_interval_ms,
-        recovery_attempts=cfg.schema_history_internal_kafka_recovery_attempts,
-        query_timeout_ms=cfg.schema_history_internal_kafka_query_timeout_ms,
-        create_timeout_ms=cfg.schema_history_internal_kafka_create_timeout_ms,
-        producer=producer, consumer=consumer)
 
 
 def open_history(cfg: MySqlConnectorConfig, server_name: str) -> SchemaHistoryStore:

@@ -14,11 +14,9 @@ touched), and a history record is on disk (fsync) before `record` returns.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -63,7 +61,8 @@ from headwater.connectors.mysql.ddl import (
 )
 from headwater.connectors.mysql.ddl_types import binary_type, converted_text_type
 from headwater.connectors.mysql.table_changes import table_changes
-from headwater.engine.metrics import SchemaHistoryMetrics
+from headwater.relational import history_file
+from headwater.relational.history_file import HistoryFile, SchemaHistoryError
 
 __all__ = ["DdlParseError", "FileSchemaHistory", "MySqlSchema", "SchemaChange",
            "SchemaHistoryError"]
@@ -651,10 +650,6 @@ def _charset_pair(charset: str | None, collation: str | None) -> tuple[str | Non
 # -- persisted history -----------------------------------------------------------------------
 
 
-class SchemaHistoryError(RuntimeError):
-    pass
-
-
 def history_record(source: dict[str, Any], position: dict[str, Any], database: str | None,
                    ddl: str, changes: list[SchemaChange]) -> bytes:
     """One history record as Debezium's HistoryRecord writes it (file and Kafka alike), so
@@ -671,13 +666,14 @@ def history_record(source: dict[str, Any], position: dict[str, Any], database: s
 
 def parse_record(raw: bytes, where: str) -> dict[str, Any]:
     """A stored history record, checked for the fields recovery needs."""
-    try:
-        record = orjson.loads(raw)
-        if not isinstance(record["position"], dict) or not isinstance(record["ddl"], str):
-            raise TypeError("position must be an object and ddl a string")
-    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-        raise SchemaHistoryError(f"{where} is corrupt: {exc}") from None
-    return dict(record)
+    return checked_ddl(history_file.parse_record(raw, where), where)
+
+
+def checked_ddl(record: dict[str, Any], where: str) -> dict[str, Any]:
+    """`record`, which MySQL's recovery replays: its `ddl` must be text."""
+    if not isinstance(record.get("ddl"), str):
+        raise SchemaHistoryError(f"{where} is corrupt: ddl must be a string")
+    return record
 
 
 def replay(records: Iterable[tuple[str, dict[str, Any]]], schema: MySqlSchema,
@@ -700,123 +696,32 @@ def replay(records: Iterable[tuple[str, dict[str, Any]]], schema: MySqlSchema,
     return count
 
 
-class FileSchemaHistory:
-    """The schema history as a JSON-lines file, one Debezium history record per line.
-
-    A record becomes durable when its line and newline are fsynced.  A last line without a
-    newline is a write torn by a crash: `recover` ignores it and the next `record` cuts it off
-    (it was never acknowledged).
-    """
-
-    # `clear` empties the store (a new snapshot's history starts afresh).
-    clears = True
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._checked_tail = False
-        # Debezium's schema-history metrics context, read by the connector's metrics.
-        self.metrics = SchemaHistoryMetrics()
+class FileSchemaHistory(HistoryFile):
+    """MySQL's schema history file (relational.history_file): DDL records, replayed in file
+    order to rebuild the catalog."""
 
     def __str__(self) -> str:
-        return f"schema history file {self.path}"
-
-    def exists(self) -> bool:
-        return self.path.exists()
+        return f"schema history {self.path}"
 
     def record(self, source: dict[str, Any], position: dict[str, Any], database: str | None,
                ddl: str, changes: list[SchemaChange]) -> None:
-        line = history_record(source, position, database, ddl, changes) + b"\n"
-        created = not self.path.exists()
-        if created:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        elif not self._checked_tail:
-            self._cut_torn_tail()
-        self._checked_tail = True
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if created:
-            _fsync_dir(self.path.parent)
-        self.metrics.applied(ddl)
-
-    def _cut_torn_tail(self) -> None:
-        with open(self.path, "rb+") as f:
-            size = f.seek(0, os.SEEK_END)
-            if size == 0:
-                return
-            f.seek(size - 1)
-            if f.read(1) == b"\n":
-                return
-            f.seek(0)
-            data = f.read()
-            keep = data.rfind(b"\n") + 1
-            log.warning("schema history %s: cutting off a torn last record (%d bytes)",
-                        self.path, size - keep)
-            f.truncate(keep)
-            f.flush()
-            os.fsync(f.fileno())
+        self.append(history_record(source, position, database, ddl, changes), ddl)
 
     def recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
         """Replays the recorded DDL, in file order, while `include(position)` holds."""
-        self.metrics.status = "RECOVERING"
-        self.metrics.recovery_start_ms = int(time.time() * 1000)
+        self.recovering()
         try:
-            return self._recover(schema, include)
+            records = [(label, checked_ddl(record, f"{self}: {label}"))
+                       for label, record in self.records()]
+            return replay(records, schema, include, str(self), self.metrics.recovered)
         finally:
             self.metrics.status = "RUNNING"
-
-    def _recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
-        if not self.path.exists():
-            return 0
-        data = self.path.read_bytes()
-        lines = data.split(b"\n")
-        torn = lines.pop()  # after the last newline: empty, or a torn write
-        if torn.strip():
-            log.warning("schema history %s: ignoring a torn last record at line %d",
-                        self.path, len(lines) + 1)
-        records = ((f"line {number}", parse_record(raw, f"schema history {self.path}: "
-                                                     f"line {number}"))
-                   for number, raw in enumerate(lines, start=1) if raw.strip())
-        return replay(records, schema, include, f"schema history {self.path}",
-                      self.metrics.recovered)
 
     def last_position(self) -> dict[str, Any] | None:
         """Position of the last complete record: DDL up to there is recorded already, and a
         connector re-reading the binlog after a restart must not record it twice."""
-        if not self.path.exists():
-            return None
-        data = self.path.read_bytes()
-        end = data.rfind(b"\n")
-        if end < 0:
-            return None
-        start = data.rfind(b"\n", 0, end) + 1
         try:
-            position: dict[str, Any] = orjson.loads(data[start:end])["position"]
-        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-            raise SchemaHistoryError(
-                f"schema history {self.path}: the last record is corrupt: {exc}") from None
-        return position
-
-    def clear(self) -> None:
-        """Atomically replaces the history with an empty one."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        _fsync_dir(self.path.parent)
-        self._checked_tail = True
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+            record = self.last_record()
+        except SchemaHistoryError as exc:
+            raise SchemaHistoryError(f"{self}: the last record is corrupt: {exc}") from None
+        return None if record is None else dict(record["position"])

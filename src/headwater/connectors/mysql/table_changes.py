@@ -28,6 +28,7 @@ from headwater.model.schema import (
     ConnectField,
     ConnectSchema,
 )
+from headwater.relational.table_changes import quoted_id
 
 TABLE_CHANGE_KINDS = frozenset({"CREATE", "ALTER", "DROP"})
 
@@ -151,19 +152,9 @@ def table_dict(table: MySqlTable) -> dict[str, Any]:
 
 def double_quoted_id(database: str | None, table: str) -> str:
     """Debezium's ``TableId.toDoubleQuotedString``: each part in double quotes with a ``"``
-    inside doubled, an empty database left out.  Like Debezium's ``TableId.quote``, a part
-    that already starts or ends with ``"`` is taken as quoted and left as it is."""
-    parts = [database] if database else []
-    parts.append(table)
-    return ".".join(_double_quoted(part) for part in parts)
-
-
-def _double_quoted(part: str) -> str:
-    if not part:
-        return '""'
-    if part[0] == '"' or part[-1] == '"':
-        return part
-    return '"' + part.replace('"', '""') + '"'
+    inside doubled, an empty database left out; a part already starting or ending with ``"``
+    is kept as it is (relational.table_changes.quoted_id)."""
+    return quoted_id(database, table)
 
 
 def table_change(change: SchemaChange) -> dict[str, Any]:

@@ -1,10 +1,13 @@
 """What the SQL Server connector reads of a database's catalog: its capture instances (with
-their captured columns and start LSNs), the columns' types and the primary keys, turned into
-one table codec per capture instance.
+their captured columns and start LSNs) and each one's table definition (definitions.py) with
+the codec that definition gives.
 
 Why per capture instance: after a schema change SQL Server needs a second capture instance of
 the table with the new columns; both exist for a while, and Debezium reads each change table
-up to the start LSN of the next (newer) instance of the same table.
+up to the start LSN of the next (newer) instance of the same table.  An instance's definition
+is the table's current catalog restricted to the instance's captured columns
+(SqlServerConnection.getTableSchemaFromTable); which definition decodes its rows is the schema
+history's business (relational.changetables.schema).
 """
 
 from __future__ import annotations
@@ -15,22 +18,15 @@ from typing import Any, NamedTuple
 
 from headwater.connectors.sqlserver import queries
 from headwater.connectors.sqlserver.config import SqlServerConnectorConfig
-from headwater.connectors.sqlserver.types import column_mapping
+from headwater.connectors.sqlserver.definitions import catalog_definitions
+from headwater.connectors.sqlserver.types import definition_mapping
 from headwater.model.schema import TableId
-from headwater.relational.changetables.catalog import CatalogColumn, fetch_all, table_codec
+from headwater.relational.changetables.catalog import fetch_all
+from headwater.relational.changetables.codecs import definition_codec
 from headwater.relational.codec import RelationalTableCodec
+from headwater.relational.table_definition import TableDefinition
 
 log = logging.getLogger("headwater.connectors.sqlserver")
-
-
-class ColumnInfo(NamedTuple):
-    name: str
-    nullable: bool
-    data_type: str
-    length: int | None
-    precision: int | None
-    scale: int | None
-    datetime_precision: int | None
 
 
 class CaptureInstance(NamedTuple):
@@ -39,9 +35,15 @@ class CaptureInstance(NamedTuple):
     name: str
     table: TableId
     start_lsn: bytes
-    columns: tuple[str, ...]  # captured columns, in change-table order
-    codec: RelationalTableCodec
+    columns: tuple[str, ...]  # every captured column, in change-table order
+    codec: RelationalTableCodec  # of `definition` (today's catalog)
     stop_lsn: bytes | None = None  # start LSN of the next instance of the same table
+    definition: TableDefinition | None = None
+
+    @property
+    def change_columns(self) -> tuple[str, ...]:
+        """The change table's data columns (what the change query selects)."""
+        return self.columns
 
     def __str__(self) -> str:
         return f"{self.table} ({self.name})"
@@ -51,40 +53,30 @@ def _rows(conn: Any, sql: str, database: str, params: tuple[Any, ...] = ()) -> l
     return fetch_all(conn, queries.with_db(sql, database), params)
 
 
-def _catalog_column(info: ColumnInfo) -> CatalogColumn:
-    """Temporal types' size is their fractional-second precision (DATETIME_PRECISION)."""
-    size = info.datetime_precision if info.data_type in (
-        "time", "datetime2", "datetimeoffset") else info.precision
-    return CatalogColumn(info.name, info.nullable, info.data_type, size, info.scale,
-                         info.length or info.precision)
-
-
-def capture_instances(conn: Any, cfg: SqlServerConnectorConfig,
-                      database: str) -> list[CaptureInstance]:
+def capture_instances(conn: Any, cfg: SqlServerConnectorConfig, database: str,
+                      catalog: dict[tuple[str, str], TableDefinition] | None = None,
+                      ) -> list[CaptureInstance]:
     """The database's capture instances of captured tables, oldest first per table."""
-    types: dict[tuple[str, str], dict[str, ColumnInfo]] = defaultdict(dict)
-    for schema, table, name, _pos, nullable, data_type, length, precision, scale, dtp in _rows(
-            conn, queries.GET_COLUMNS, database):
-        types[(schema, table)][name] = ColumnInfo(
-            name, nullable == "YES", str(data_type).lower(), length, precision, scale, dtp)
-    keys: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for schema, table, name in _rows(conn, queries.GET_PRIMARY_KEYS, database):
-        keys[(schema, table)].append(name)
+    if catalog is None:
+        catalog = catalog_definitions(conn, database)
     captured: dict[int, list[str]] = defaultdict(list)
     for object_id, name in _rows(conn, queries.GET_CAPTURED_COLUMNS, database):
         captured[int(object_id)].append(name)
+    mapping = definition_mapping(cfg)
     found: list[CaptureInstance] = []
     for schema, table, ci, object_id, start_lsn in _rows(
             conn, queries.GET_CHANGE_TABLES, database, (database, database)):
         if not cfg.table_filter(schema, table, database):
             continue
         table_id = TableId(database, schema, table)
-        names = captured[int(object_id)]
-        infos = [types[(schema, table)][n] for n in names if n in types[(schema, table)]]
-        codec = table_codec(cfg, table_id, [_catalog_column(i) for i in infos],
-                            keys[(schema, table)], column_mapping, log)
-        found.append(CaptureInstance(ci, table_id, bytes(start_lsn),
-                                     tuple(i.name for i in infos), codec))
+        current = catalog.get((schema, table), TableDefinition(table_id, ()))
+        # Every captured column is selected (a column dropped since is still in the change
+        # table, and an older definition may need it); the definition keeps today's.
+        columns = tuple(captured[int(object_id)])
+        definition = current.with_columns(set(columns))
+        codec = definition_codec(cfg, definition, columns, mapping, f"capture instance {ci}")
+        found.append(CaptureInstance(ci, table_id, bytes(start_lsn), columns, codec,
+                                     definition=definition))
     found.sort(key=lambda c: (c.table.identifier, c.start_lsn))
     out: list[CaptureInstance] = []
     for index, instance in enumerate(found):

@@ -15,12 +15,15 @@ import time
 from importlib import import_module
 from typing import Any
 
+from headwater.config.connector_common import NameFilter
 from headwater.connectors.sqlserver import queries
-from headwater.connectors.sqlserver.catalog import capture_instances
+from headwater.connectors.sqlserver.catalog import CaptureInstance, capture_instances
 from headwater.connectors.sqlserver.config import SqlServerConnectorConfig
+from headwater.connectors.sqlserver.definitions import catalog_definitions
 from headwater.connectors.sqlserver.incremental import SqlServerChunkSource
-from headwater.connectors.sqlserver.lsn import lsn_text
-from headwater.connectors.sqlserver.position import SqlServerPosition
+from headwater.connectors.sqlserver.lsn import lsn_bytes, lsn_text
+from headwater.connectors.sqlserver.position import SqlServerPosition, SqlServerSourceBlock
+from headwater.connectors.sqlserver.schema_snapshot import schema_tables
 from headwater.connectors.sqlserver.streaming import SqlServerStreaming, scalar
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.source import SourceRunContext
@@ -32,28 +35,38 @@ from headwater.relational.changetables.paramstyle import connect_qmark
 
 
 class SqlServerSnapshot(ChangeTableSnapshot):
-    """Reads every captured table of every database once (one consistent read each), rows
-    fetched `snapshot.fetch.size` at a time (batching: ChangeTableSnapshot)."""
+    """Per database: the schema (a CREATE per table, schema_snapshot.py), then every
+    captured table's rows once (one consistent read each), fetched `snapshot.fetch.size` at
+    a time (batching: ChangeTableSnapshot).  Without `data` only the schema; with `at`
+    (snapshot.mode=recovery) the schema is recorded at the stored offset, which is kept."""
 
-    def __init__(self, connector: SqlServerConnector) -> None:
+    def __init__(self, connector: SqlServerConnector, data: bool = True,
+                 at: dict[str, Any] | None = None) -> None:
         super().__init__(connector.cfg.max_batch_size)
         self.connector = connector
+        self.data = data
+        self.at = at
 
     def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
         cfg = self.connector.cfg
+        history = self.connector.history.store
+        if history.clears:
+            history.clear()
         databases: dict[str, Any] = {}
+        stored = (self.at or {}).get("databases", {})
         for database in cfg.database_names:
-            lsn = self._database(ctx, database)
+            lsn = self._database(ctx, database, stored.get(database))
             if lsn is None:
                 return None
             databases[database] = {"commit_lsn": lsn, "change_lsn": None,
                                    "event_serial_no": None}
-        offset = {"snapshot_completed": True, "databases": databases}
+        offset = self.at or {"snapshot_completed": True, "databases": databases}
         self._finish(ctx, offset)
         return offset
 
-    def _database(self, ctx: SourceRunContext, database: str) -> str | None:
-        """Reads one database's tables; its snapshot LSN (None: stopped)."""
+    def _database(self, ctx: SourceRunContext, database: str,
+                  stored: dict[str, Any] | None) -> str | None:
+        """Reads one database's schema and tables; its snapshot LSN (None: stopped)."""
         cfg = self.connector.cfg
         conn = self.connector.connect(database)
         try:
@@ -61,33 +74,49 @@ class SqlServerSnapshot(ChangeTableSnapshot):
             cur = conn.cursor()
             cur.execute(queries.ISOLATION[cfg.snapshot_isolation_mode])
             cur.close()
-            instances = capture_instances(conn, cfg, database)
+            catalog = catalog_definitions(conn, database)
+            instances = capture_instances(conn, cfg, database, catalog)
             lsn = lsn_text(bytes(scalar(conn, queries.GET_MAX_LSN, database)))
-            newest = {i.table: i for i in instances}
-            template = (queries.SELECT_TABLE_LOCKED if cfg.snapshot_isolation_mode ==
-                        "exclusive" else queries.SELECT_TABLE)
-            fetch = cfg.snapshot_fetch_size or 2000
-            for table, instance in newest.items():
-                columns = ", ".join(queries.quote(c) for c in instance.columns)
-                sql = (template.replace("#columns", columns)
-                       .replace("#schema", (table.schema or "").replace("]", "]]"))
-                       .replace("#table", table.table.replace("]", "]]")))
-                cur = conn.cursor()
-                cur.execute(queries.with_db(sql, database))
-                while rows := cur.fetchmany(fetch):
-                    if ctx.stopping.is_set():
-                        return None
-                    now = int(time.time() * 1000)
-                    for row in rows:
-                        self._add(ctx, ChangeRecord(
-                            self.connector.context, instance.codec.schema, Op.READ, None,
-                            instance.codec.convert(row), now, now, SnapshotMarker.TRUE,
-                            SqlServerPosition(lsn, None, None, now * 1000)))
-                cur.close()
+            position = (SqlServerPosition(stored.get("commit_lsn"), stored.get("change_lsn"),
+                                          stored.get("event_serial_no"))
+                        if stored else SqlServerPosition(lsn, None, None))
+            definitions = schema_tables(self.connector, catalog, instances,
+                                        lsn_bytes(stored.get("commit_lsn")) if stored else None)
+            self._add_events(ctx, self.connector.table_schema().snapshot(
+                definitions, position, last=not self.data))
+            if self.data and not self._rows(ctx, conn, database, instances, lsn):
+                return None
             conn.commit()
             return lsn
         finally:
             conn.close()
+
+    def _rows(self, ctx: SourceRunContext, conn: Any, database: str,
+              instances: list[CaptureInstance], lsn: str | None) -> bool:
+        """Every captured table's rows at `lsn`; False: stopped."""
+        cfg = self.connector.cfg
+        newest = {i.table: i for i in instances}
+        template = (queries.SELECT_TABLE_LOCKED if cfg.snapshot_isolation_mode ==
+                    "exclusive" else queries.SELECT_TABLE)
+        fetch = cfg.snapshot_fetch_size or 2000
+        for table, instance in newest.items():
+            columns = ", ".join(queries.quote(c) for c in instance.columns)
+            sql = (template.replace("#columns", columns)
+                   .replace("#schema", (table.schema or "").replace("]", "]]"))
+                   .replace("#table", table.table.replace("]", "]]")))
+            cur = conn.cursor()
+            cur.execute(queries.with_db(sql, database))
+            while rows := cur.fetchmany(fetch):
+                if ctx.stopping.is_set():
+                    return False
+                now = int(time.time() * 1000)
+                for row in rows:
+                    self._add(ctx, ChangeRecord(
+                        self.connector.context, instance.codec.schema, Op.READ, None,
+                        instance.codec.convert(row), now, now, SnapshotMarker.TRUE,
+                        SqlServerPosition(lsn, None, None, now * 1000)))
+            cur.close()
+        return True
 
 
 class SqlServerConnector(ChangeTableConnector):
@@ -98,7 +127,16 @@ class SqlServerConnector(ChangeTableConnector):
                  naming: TopicNaming | None = None) -> None:
         super().__init__(cfg, "sqlserver", metrics, naming)
         self.cfg = cfg
+        self.history_cfg = cfg.schema_history
+        self.source_block = SqlServerSourceBlock()
         self.driver = import_module(cfg.headwater_sqlserver_driver)
+
+    def lsn_bytes(self, text: str | None) -> bytes | None:
+        return lsn_bytes(text)
+
+    def captures_schema(self, name: str) -> bool:
+        return NameFilter(self.cfg.schema_include_list,
+                          self.cfg.schema_exclude_list).admits(name)
 
     def connect(self, database: str) -> Any:
         return connect_qmark(self.driver, **self.cfg.connect_kwargs(database))
@@ -113,25 +151,16 @@ class SqlServerConnector(ChangeTableConnector):
                 conn.close()
         return tables
 
-    def snapshot_source(self) -> SqlServerSnapshot:
-        return SqlServerSnapshot(self)
+    def snapshot_source(self, data: bool = True,
+                        at: dict[str, Any] | None = None) -> SqlServerSnapshot:
+        return SqlServerSnapshot(self, data, at)
 
-    def start_offset(self) -> dict[str, Any]:
-        databases: dict[str, Any] = {}
-        for database in self.cfg.database_names:
-            conn = self.connect(database)
-            try:
-                lsn = lsn_text(bytes(scalar(conn, queries.GET_MAX_LSN, database)))
-                conn.rollback()
-            finally:
-                conn.close()
-            databases[database] = {"commit_lsn": lsn, "change_lsn": None,
-                                   "event_serial_no": None}
-        return {"snapshot_completed": True, "databases": databases}
 
     def chunk_source(self) -> SqlServerChunkSource:
         return SqlServerChunkSource(self.cfg, self.context, self.connect)
 
     def streaming_source(self, offset: dict[str, Any] | None) -> SqlServerStreaming:
-        return SqlServerStreaming(self.cfg, self.context, self.metrics, self.connect, offset,
-                                  self.connection_errors, self.incremental_hook())
+        streaming = SqlServerStreaming(self.cfg, self.context, self.metrics, self.connect,
+                                       offset, self.connection_errors, self.incremental_hook())
+        streaming.table_schema = self.table_schema
+        return streaming

@@ -44,8 +44,16 @@ GET_CAPTURED_COLUMNS: Final = ("SELECT object_id, column_name FROM #db.cdc.captu
 GET_COLUMNS: Final = (
     "SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.ORDINAL_POSITION, c.IS_NULLABLE, "
     "c.DATA_TYPE, c.CHARACTER_MAXIMUM_LENGTH, c.NUMERIC_PRECISION, c.NUMERIC_SCALE, "
-    "c.DATETIME_PRECISION FROM #db.INFORMATION_SCHEMA.COLUMNS c "
+    "c.DATETIME_PRECISION, c.COLUMN_DEFAULT FROM #db.INFORMATION_SCHEMA.COLUMNS c "
     "ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION")
+# The user tables (JDBC's getTables of type TABLE) and the identity and computed columns
+# (getColumns' IS_AUTOINCREMENT / IS_GENERATEDCOLUMN), for the schema history's definitions.
+GET_TABLES: Final = ("SELECT s.name, t.name FROM #db.sys.tables t "
+                     "JOIN #db.sys.schemas s ON s.schema_id = t.schema_id")
+GET_COLUMN_FLAGS: Final = (
+    "SELECT s.name, t.name, c.name, c.is_identity, c.is_computed FROM #db.sys.columns c "
+    "JOIN #db.sys.tables t ON t.object_id = c.object_id "
+    "JOIN #db.sys.schemas s ON s.schema_id = t.schema_id")
 GET_PRIMARY_KEYS: Final = (
     "SELECT k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME "
     "FROM #db.INFORMATION_SCHEMA.TABLE_CONSTRAINTS t "

@@ -24,9 +24,13 @@ from headwater.connectors.sqlserver.catalog import (
 from headwater.connectors.sqlserver.config import SqlServerConnectorConfig
 from headwater.connectors.sqlserver.lsn import lsn_bytes, lsn_text
 from headwater.connectors.sqlserver.position import SqlServerPosition
+from headwater.connectors.sqlserver.types import definition_mapping
 from headwater.model.schema import TableId
 from headwater.relational.changetables import streaming as base
+from headwater.relational.changetables.codecs import CodecCache
 from headwater.relational.changetables.poller import ChangeRow
+from headwater.relational.changetables.schema import ChangeTableSchema
+from headwater.relational.changetables.schema_follower import SchemaFollower
 from headwater.relational.changetables.streaming import LsnStream, LsnStreaming, epoch_us
 
 __all__ = ["DatabaseStream", "SqlServerStreaming", "collection_name", "epoch_us", "scalar"]
@@ -46,15 +50,23 @@ def collection_name(table: TableId) -> str:
 
 
 class DatabaseStream(LsnStream):
-    """One database's position and change tables."""
+    """One database's position and change tables; with a `schema`, its table definitions
+    come from the schema history and follow its capture instances (schema_follower)."""
+
+    position_class = SqlServerPosition
 
     def __init__(self, cfg: SqlServerConnectorConfig, database: str, conn: Any,
-                 offset: dict[str, Any] | None) -> None:
+                 offset: dict[str, Any] | None, schema: ChangeTableSchema | None = None) -> None:
         self.cfg = cfg
         self.database = database
         self.instances: list[CaptureInstance] = capture_instances(conn, cfg, database)
         self.known = change_tables(conn, database)
         super().__init__(conn, offset, lsn_bytes, lsn_text)
+        if schema is not None:
+            schema.recover(database, offset or {})
+            self.follower = SchemaFollower(schema, CodecCache(cfg, definition_mapping(cfg)),
+                                           self.current_position)
+            self.follower.track(self.instances, self.commit)
 
     def to_lsn(self) -> bytes | None:
         n = self.cfg.max_iteration_transactions
@@ -108,6 +120,8 @@ class DatabaseStream(LsnStream):
         if current != self.known:
             self.instances = capture_instances(self.conn, self.cfg, self.database)
             self.known = current
+            if self.follower is not None:
+                self.follower.track(self.instances, self.commit)
             log.info("database %s: capture instances now %s", self.database,
                      ", ".join(str(i) for i in self.instances))
 
@@ -121,7 +135,9 @@ class SqlServerStreaming(LsnStreaming[DatabaseStream]):
 
     def open_streams(self, offset: dict[str, Any]) -> list[DatabaseStream]:
         stored = offset.get("databases", {})
-        return [DatabaseStream(self.cfg, db, self.connect(db), stored.get(db))
+        schema = self.table_schema
+        return [DatabaseStream(self.cfg, db, self.connect(db), stored.get(db),
+                               schema() if schema is not None else None)
                 for db in self.cfg.database_names]
 
     def stored_offset(self, streams: list[DatabaseStream]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ shared ones (relational.changetables.types).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Final
+from typing import Any, Final
 
 from headwater.convert.temporal import ZONED_TIMESTAMP
 from headwater.model.schema import (
@@ -43,6 +43,7 @@ from headwater.model.schema import (
     STRING,
     ConnectSchema,
 )
+from headwater.relational.changetables.codecs import ColumnMapping
 from headwater.relational.changetables.types import (
     Mapping,
     binary_mapping,
@@ -53,6 +54,7 @@ from headwater.relational.changetables.types import (
     timestamp_mapping,
     xml_mapping,
 )
+from headwater.relational.table_definition import ColumnDefinition
 
 _STRINGS: Final = frozenset({"char", "varchar", "text", "nchar", "nvarchar", "ntext", "sysname",
                              "hierarchyid"})
@@ -108,3 +110,22 @@ def column_mapping(type_name: str, precision: int | None, scale: int | None, opt
         return ConnectSchema(STRING, optional, ZONED_TIMESTAMP, 1), _zoned, \
             "1970-01-01T00:00:00Z"
     return None
+
+
+_FRACTIONAL: Final = frozenset({"time", "datetime2", "datetimeoffset"})
+
+
+def definition_mapping(cfg: Any) -> ColumnMapping:
+    """`column_mapping` of a column definition (definitions.py) under the configured modes:
+    the precision is the column size, for fractional-second types the decimal digits; an
+    identity column's type name (`int identity`) maps as its base type."""
+
+    def mapping(column: ColumnDefinition) -> Mapping | None:
+        base = column.type_name.split(" ")[0].lower()
+        precision = column.scale if base in _FRACTIONAL else column.length
+        return column_mapping(
+            base, precision, column.scale, column.optional, time_mode=cfg.time_precision_mode,
+            decimal_mode=cfg.decimal_handling_mode, binary_mode=cfg.binary_handling_mode,
+            column=column.name)
+
+    return mapping

@@ -12,7 +12,7 @@ connector's config.py passes those differences to `changetable_properties` and
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from headwater.config.connector_common import NameFilter, check_queue
@@ -24,6 +24,7 @@ from headwater.config.definition import (
 )
 from headwater.config.output import check_output
 from headwater.relational import config as relational
+from headwater.relational import history_config as history
 from headwater.relational.changetables.signal_config import check_read_only, with_signal_collection
 from headwater.relational.config import RelationalConnectorConfig
 
@@ -38,8 +39,7 @@ TIME_PRECISION_MODE: Final = Property(
     "time.precision.mode", _E, "adaptive",
     allowed=("adaptive", "adaptive_time_microseconds", "connect"))
 # Accepted by Debezium, not implemented here: refused at start (config/definition.py).
-IGNORED_NAMES: Final = (*relational.IGNORED_NAMES, "schema.history.internal.kafka.topic",
-                        "schema.history.internal.kafka.bootstrap.servers")
+IGNORED_NAMES: Final = relational.IGNORED_NAMES
 
 Check = Callable[[ValidationContext], None]
 
@@ -82,6 +82,7 @@ def changetable_properties(*, connector_class: Property, label: str, port: int,
         *relational.filter_properties("schema"),
         *relational.EVENT_PROPERTIES,
         TIME_PRECISION_MODE,
+        *history.HISTORY_PROPERTIES,  # the schema history block (relational/history_config.py)
         *with_signal_collection(relational.OPERATION_PROPERTIES, signal_collection),
     )
 
@@ -96,12 +97,15 @@ def changetable_config_def(properties: tuple[Property, ...], label: str,
     `checks` are the server's own cross-property checks."""
     return ConfigDef(
         properties,
-        passthrough_prefixes=(*relational.PASSTHROUGH_PREFIXES, "driver.", "schema.history."),
-        ignored={name: relational.NOT_IMPLEMENTED for name in (*IGNORED_NAMES, *ignored)},
+        passthrough_prefixes=(*relational.PASSTHROUGH_PREFIXES, "driver.",
+                              *history.HISTORY_PASSTHROUGH),
+        ignored={**{name: relational.NOT_IMPLEMENTED for name in (*IGNORED_NAMES, *ignored)},
+                 **history.HISTORY_IGNORED},
         ignored_patterns=relational.IGNORED_PATTERNS,
         exclusive=relational.exclusive_lists("schema"),
         checks=(check_queue, output_check, relational.check_tasks(label),
-                relational.check_heartbeat, check_read_only(label), *checks),
+                relational.check_heartbeat, check_read_only(label), history.check_history,
+                *checks),
         pattern_properties=relational.PATTERN_PROPERTIES,
     )
 
@@ -117,6 +121,9 @@ class ChangeTableConnectorConfig(RelationalConnectorConfig):
     schema_include_list: tuple[str, ...] = ()
     schema_exclude_list: tuple[str, ...] = ()
     time_precision_mode: str = "adaptive"
+    # include.schema.changes, schema.history.internal.* (relational/history_config.py)
+    schema_history: history.SchemaHistoryConfig = field(
+        default_factory=history.SchemaHistoryConfig)
 
     @classmethod
     def changetable_values(cls, c: ValidatedConfig) -> dict[str, Any]:
@@ -129,6 +136,7 @@ class ChangeTableConnectorConfig(RelationalConnectorConfig):
             "schema_include_list": c.get_list("schema.include.list"),
             "schema_exclude_list": c.get_list("schema.exclude.list"),
             "time_precision_mode": c.get_str("time.precision.mode"),
+            "schema_history": history.schema_history_config(c),
         }
 
     def never_captured(self, schema: str, table: str) -> bool:

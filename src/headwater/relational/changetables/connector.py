@@ -5,12 +5,20 @@ between a snapshot and streaming, the captured tables' topics are checked first,
 connection error is retriable once the connector has run) and emit their snapshots the same
 way.  Each connector keeps only how it finds its captured tables and reads them.
 
+The schema at start (Debezium's snapshotters and BaseSourceTask's history check):
+
+- a data snapshot records a CREATE per table first (its schema snapshot);
+- without a stored offset and without a data snapshot (`no_data`), a schema-only snapshot
+  records them at the current maximum LSN and streaming starts there;
+- `snapshot.mode=recovery` with a stored offset records them again at that offset (rebuilding
+  a lost history) and streams on from it;
+- otherwise streaming recovers the definitions from the history at the stored offset, and a
+  history that does not exist is an error (it would decode old change rows with today's
+  catalog).
+
 Signals and incremental snapshots: with a signal channel configured, the streaming source gets
 the shared hook (relational.changetables.incremental) on the connector's chunk source.  The
 signal table must be captured: signals reach the connector through its change table.
-Without a data snapshot and without a stored position (`snapshot.mode=no_data`, `recovery`),
-streaming starts at the current maximum LSN, as Debezium's schema-only snapshot records it,
-not at the beginning of the change tables.
 """
 
 from __future__ import annotations
@@ -20,12 +28,18 @@ from typing import Any
 from headwater.engine.incremental import IncrementalSnapshotError
 from headwater.engine.queue import Batch
 from headwater.engine.source import RetriableError, SourceRunContext, StartPlan
-from headwater.model.record import ChangeRecord, SnapshotMarker
+from headwater.model.record import ChangeRecord, SchemaChangeEvent, SnapshotMarker
 from headwater.model.schema import TableId
 from headwater.relational.changetables.chunks import ChangeTableChunkSource
+from headwater.relational.changetables.history import ChangeTableHistory
 from headwater.relational.changetables.incremental import ChangeTableIncrementalHook
+from headwater.relational.changetables.position import LsnSourceBlock
+from headwater.relational.changetables.schema import ChangeTableSchema
+from headwater.relational.changetables.schema_events import SchemaEventShape
 from headwater.relational.config import RelationalConnectorConfig
 from headwater.relational.connector import RelationalConnector
+from headwater.relational.history_config import SchemaHistoryConfig, open_history_store
+from headwater.relational.history_file import SchemaHistoryError
 from headwater.relational.snapshotter import snapshotter_for
 
 
@@ -41,7 +55,7 @@ class ChangeTableSnapshot:
 
     def __init__(self, max_batch_size: int) -> None:
         self.max_batch_size = max_batch_size
-        self.pending: list[ChangeRecord] = []
+        self.pending: list[ChangeRecord | SchemaChangeEvent] = []
         self.started = False
 
     def _add(self, ctx: SourceRunContext, record: ChangeRecord) -> None:
@@ -53,19 +67,65 @@ class ChangeTableSnapshot:
             ctx.emit(Batch(self.pending[:-1]))
             self.pending = self.pending[-1:]
 
+    def _add_events(self, ctx: SourceRunContext, events: list[SchemaChangeEvent]) -> None:
+        """Schema change events of the snapshot, in order with its READs."""
+        self.pending.extend(events)
+        if len(self.pending) > self.max_batch_size:
+            ctx.emit(Batch(self.pending[:-1]))
+            self.pending = self.pending[-1:]
+
     def _finish(self, ctx: SourceRunContext, offset: dict[str, Any]) -> None:
-        """Marks the last record and emits the final batch with the completing offset."""
-        if self.pending:
-            self.pending[-1] = self.pending[-1]._replace(snapshot=SnapshotMarker.LAST)
+        """Marks the last record and emits the final batch with the completing offset (a
+        schema-only snapshot marked its last schema change event itself)."""
+        last = self.pending[-1] if self.pending else None
+        if isinstance(last, ChangeRecord):
+            self.pending[-1] = last._replace(snapshot=SnapshotMarker.LAST)
         ctx.emit(Batch(self.pending, offset=offset))
 
 
 class ChangeTableConnector(RelationalConnector):
-    """Subclasses set `DATABASE`, `self.driver` (the DB-API module) and `self.cfg`, and
-    implement `captured_tables`, `snapshot_source` and `streaming_source`."""
+    """Subclasses set `DATABASE`, `self.driver` (the DB-API module), `self.cfg`,
+    `self.history_cfg` and `self.source_block`, implement `captured_tables`,
+    `snapshot_source`, `streaming_source`, `lsn_bytes` and `captures_schema`, and override
+    `schema_shape` where their schema events differ from SQL Server's."""
 
     driver: Any
     cfg: RelationalConnectorConfig
+    history_cfg: SchemaHistoryConfig
+    source_block: LsnSourceBlock
+    _history: ChangeTableHistory | None = None
+
+    def lsn_bytes(self, text: str | None) -> bytes | None:
+        raise NotImplementedError
+
+    def schema_shape(self) -> SchemaEventShape:
+        """The connector's schema event and history record shape (SQL Server's by default)."""
+        return SchemaEventShape(self.context, self.source_block)
+
+    def captures_schema(self, name: str) -> bool:
+        """Whether the schema filters (`schema.include.list`...) admit schema `name`."""
+        raise NotImplementedError
+
+    @property
+    def history(self) -> ChangeTableHistory:
+        """The schema history (`schema.history.internal`), opened once."""
+        if self._history is None:
+            shape = self.schema_shape()
+            store = open_history_store(self.history_cfg, self.context.server_name)
+            self._history = ChangeTableHistory(store, self.lsn_bytes, shape.table_id)
+            self.metrics.schema_history = store.metrics
+        return self._history
+
+    def table_schema(self) -> ChangeTableSchema:
+        """A fresh schema state for one source partition (a snapshot's, a stream's)."""
+        skip_schemas = self.history_cfg.store_only_captured_databases_ddl
+
+        def skip(table: TableId) -> bool:
+            return skip_schemas and not self.captures_schema(table.schema or "")
+
+        return ChangeTableSchema(self.schema_shape(), self.history,
+                                 include_events=self.history_cfg.include_schema_changes,
+                                 skip=skip)
 
     @property
     def connection_errors(self) -> tuple[type[BaseException], ...]:
@@ -88,10 +148,6 @@ class ChangeTableConnector(RelationalConnector):
         """The tables in capture, read from the server at start."""
         raise NotImplementedError
 
-    def start_offset(self) -> dict[str, Any]:
-        """The offset of the current maximum LSN: where streaming starts without a snapshot
-        and without a stored position."""
-        raise NotImplementedError
 
     def chunk_source(self) -> ChangeTableChunkSource:
         """The connector's chunk source (its SQL dialect on the shared one)."""
@@ -120,7 +176,9 @@ class ChangeTableConnector(RelationalConnector):
                     f"{self.DATABASE} change data capture (signals reach the connector through "
                     "its change table)")
 
-    def snapshot_source(self) -> Any:
+    def snapshot_source(self, data: bool = True, at: dict[str, Any] | None = None) -> Any:
+        """The snapshot: the schema, then (with `data`) the tables' rows; `at` (recovery) is
+        the stored offset the schema is recorded at instead of the current maximum LSN."""
         raise NotImplementedError
 
     def streaming_source(self, offset: dict[str, Any] | None) -> Any:
@@ -133,11 +191,25 @@ class ChangeTableConnector(RelationalConnector):
         self._check_signal_tables(tables)
         self._started = True
         completed = bool((offset or {}).get("snapshot_completed"))
-        snapshot = self.snapshot_source() if snapshotter.reads_data(completed, True) else None
-        if snapshot is None and not offset and snapshotter.streams:
-            offset = self.start_offset()
+        data = snapshotter.reads_data(completed, True)
+        snapshot = None
+        if snapshotter.mode == "recovery" and offset is None:
+            raise SchemaHistoryError(
+                "snapshot.mode=recovery rebuilds the schema history at the stored offset, but "
+                "there is no stored offset; use snapshot.mode=initial or no_data")
+        if data or offset is None:
+            snapshot = self.snapshot_source(data=data)
+        elif snapshotter.mode == "recovery":
+            snapshot = self.snapshot_source(data=False, at=offset)
+        elif not self.history.store.exists():
+            raise SchemaHistoryError(
+                f"{self.history} does not exist, but the stored offset needs it to decode the "
+                "change rows still to read with the columns they were written with; set "
+                "snapshot.mode=recovery to rebuild it from the current catalog (or remove the "
+                "stored offsets to snapshot again)")
         streaming = self.streaming_source(offset) if snapshotter.streams else None
-        return StartPlan(snapshot, streaming, data_snapshot=snapshot is not None)
+        return StartPlan(snapshot, streaming, data_snapshot=data)
 
     def close(self) -> None:
-        pass
+        if self._history is not None:
+            self._history.store.close()

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, NamedTuple
 
-from headwater.model.record import ChangeRecord
-from headwater.model.schema import STRING, STRUCT, ConnectField, ConnectSchema
+from headwater.model.record import ChangeRecord, SourceContext
+from headwater.model.schema import STRING, STRUCT, ConnectField, ConnectSchema, TableId
 from headwater.model.source_block import COMMON_SOURCE_FIELDS, SOURCE_TIME_FIELDS, source_field
 
 
@@ -89,15 +89,20 @@ class LsnSourceBlock:
         self.kind = self.default_kind if kind is None else kind
 
     def payload(self, record: ChangeRecord) -> dict[str, Any]:
-        pos: LsnPosition = record.position
-        table = record.table.id
-        ts_us = pos.ts_us if pos.ts_us is not None else record.source_ts_ms * 1000
+        return self.block(record.context, record.table.id, record.position,
+                          record.source_ts_ms, record.snapshot)
+
+    def block(self, context: SourceContext, table: TableId, pos: LsnPosition, ts_ms: int,
+              snapshot: Any) -> dict[str, Any]:
+        """The block of an event of `table` at `pos`: a change record's, or a schema change
+        event's (which Debezium fills from the same offset context)."""
+        ts_us = pos.ts_us if pos.ts_us is not None else ts_ms * 1000
         return {
-            "version": record.context.connector_version,
-            "connector": record.context.kind,
-            "name": record.context.server_name,
-            "ts_ms": record.source_ts_ms,
-            "snapshot": record.snapshot,
+            "version": context.connector_version,
+            "connector": context.kind,
+            "name": context.server_name,
+            "ts_ms": ts_ms,
+            "snapshot": snapshot,
             "db": table.database,
             "sequence": None,
             "ts_us": ts_us,

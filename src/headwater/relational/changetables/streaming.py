@@ -11,6 +11,11 @@ supplies only what differs: the target LSN, the change-table rows, the event tim
 closes its read transaction.  The transaction id of the metadata events is the commit LSN.
 Signals and incremental snapshots are the hook's (relational.changetables.incremental), called
 at each change, each commit and each idle poll; its progress joins every stored offset.
+
+Schema: a stream with a `follower` (schema_follower.py) decodes each change with the table
+definition in force at its position and hands on the schema change events that take effect
+before it (a CREATE, an ALTER at a new capture instance's start LSN) right before it, after
+the previous transaction's END; the loop itself knows nothing else of schemas.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import Batch
 from headwater.engine.source import RetriableError, SourceRunContext
-from headwater.model.record import SourceContext
+from headwater.model.record import SchemaChangeEvent, SourceContext
 from headwater.model.schema import TableId
 from headwater.relational.changetables.incremental import ChangeTableIncrementalHook
 from headwater.relational.changetables.poller import (
@@ -35,6 +40,8 @@ from headwater.relational.changetables.poller import (
     resumed,
 )
 from headwater.relational.changetables.position import LsnPosition
+from headwater.relational.changetables.schema import ChangeTableSchema
+from headwater.relational.changetables.schema_follower import SchemaFollower
 from headwater.relational.config import RelationalConnectorConfig
 
 LsnText = Callable[[bytes | None], str | None]
@@ -69,6 +76,12 @@ class LsnStream:
     """One connection's position and change tables.  Subclasses implement `to_lsn`,
     `tables`, `rows`, `increment` and `refresh`; the hooks `idle`, `end_read`, `event_us` and
     `first_lsn` default to SQL Server's behaviour."""
+
+    # The connector's position class (for schema change records and events).
+    position_class: type[LsnPosition] = LsnPosition
+    # Which definition decodes each change table's rows (relational.changetables
+    # .schema_follower); None: each table handle's own codec.
+    follower: SchemaFollower | None = None
 
     def __init__(self, conn: Any, offset: dict[str, Any] | None, lsn_bytes: LsnBytes,
                  lsn_text: LsnText) -> None:
@@ -121,6 +134,23 @@ class LsnStream:
         """The event time of `change` in µs (default: its commit time)."""
         return epoch_us(change.commit_time)
 
+    def current_position(self) -> LsnPosition:
+        """Where the stream is: the last change handed on, or the stored offset."""
+        resume = self.resume
+        if resume is None:
+            return self.position_class(None, None, None)
+        return self.position_class(self.lsn_text(resume.commit), self.lsn_text(resume.change),
+                                   resume.serial)
+
+    def schema_changes(self, commit: bytes) -> list[SchemaChangeEvent]:
+        """Schema changes that take effect before a change at `commit` (at the end of a poll,
+        before anything after it)."""
+        return self.follower.before(commit) if self.follower is not None else []
+
+    def codec(self, table: Any) -> Any:
+        """The codec a change of `table` (a change table handle) is decoded with."""
+        return self.follower.codec(table) if self.follower is not None else table.codec
+
     def changes(self, to_lsn: bytes) -> list[Change]:
         if self.commit is not None and self.increase_from:
             from_lsn = self.increment(self.commit)
@@ -141,6 +171,8 @@ class LsnStreaming(Generic[S]):
 
     LABEL: ClassVar[str] = ""
     POSITION: ClassVar[type[LsnPosition]] = LsnPosition
+    # A new schema state per stream (the connector's `table_schema`); None: no history.
+    table_schema: Callable[[], ChangeTableSchema] | None = None
 
     def __init__(self, cfg: RelationalConnectorConfig, context: SourceContext,
                  metrics: CaptureMetrics, connect: Any, offset: dict[str, Any] | None,
@@ -234,10 +266,13 @@ class LsnStreaming(Generic[S]):
                         hook.committed(tx)
                 dispatcher.begin(position.commit_lsn or "", ts_us // 1000, position)
                 tx = change.commit
+            schema_changes = stream.schema_changes(change.commit)
+            if schema_changes:
+                dispatcher.extend(schema_changes)
             if hook is not None and (closed := hook.change(change, position)):
                 dispatcher.extend(closed)  # a closed window's READ events
             dispatcher.replaying = change.replay
-            codec = change.table.codec
+            codec = stream.codec(change.table)
             before = dispatcher.convert(codec, change.before) if change.before else None
             after = dispatcher.convert(codec, change.after) if change.after else None
             dispatcher.change(codec.schema, change.op, before, after, ts_us // 1000, position)
@@ -249,6 +284,7 @@ class LsnStreaming(Generic[S]):
         stream.end_read()
         if tx is not None and last is not None:
             dispatcher.commit((last.ts_us or 0) // 1000, last)
+        dispatcher.extend(stream.schema_changes(to_lsn))
         stream.commit = to_lsn
         stream.increase_from = True
         stream.resume = Resume(to_lsn, None, 0)

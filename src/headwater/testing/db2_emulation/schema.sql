@@ -79,7 +79,11 @@ CREATE OR REPLACE VIEW "SYSCAT"."COLUMNS" AS
            AS "LENGTH",
          (CASE WHEN c.data_type LIKE 'time%' THEN c.datetime_precision
                ELSE coalesce(c.numeric_scale, 0) END)::smallint AS "SCALE",
-         k.ordinal_position::smallint AS "KEYSEQ"
+         k.ordinal_position::smallint AS "KEYSEQ",
+         CASE c.is_identity WHEN 'YES' THEN 'Y' ELSE 'N' END AS "IDENTITY",
+         CASE WHEN c.identity_generation = 'BY DEFAULT' THEN 'D'
+              WHEN c.identity_generation = 'ALWAYS' OR c.is_generated = 'ALWAYS' THEN 'A'
+              ELSE ' ' END AS "GENERATED"
   FROM information_schema.columns c
   LEFT JOIN information_schema.table_constraints t
     ON t.table_schema = c.table_schema AND t.table_name = c.table_name
@@ -164,4 +168,19 @@ BEGIN
     'ON %I.%I DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION "ASNCDC".capture(%L)',
     tableschema, tablename, cd);
   RETURN cd;
+END $fn$;
+
+-- ASNCDC.REMOVETABLE of Debezium's Db2 setup (asncdcaddremove.sql): the register and prune
+-- control rows go, the CD table is dropped and capture stops (here: the trigger).  Debezium's
+-- schema change procedure is REMOVETABLE, ALTER TABLE, ADDTABLE (a new CD_NEW_SYNCHPOINT).
+CREATE OR REPLACE FUNCTION "ASNCDC"."REMOVETABLE"(tableschema text, tablename text)
+  RETURNS void LANGUAGE plpgsql AS $fn$
+BEGIN
+  PERFORM pg_advisory_xact_lock(7283012);
+  DELETE FROM "ASNCDC"."IBMSNAP_PRUNCNTL"
+    WHERE "SOURCE_OWNER" = tableschema AND "SOURCE_TABLE" = tablename;
+  DELETE FROM "ASNCDC"."IBMSNAP_REGISTER"
+    WHERE "SOURCE_OWNER" = tableschema AND "SOURCE_TABLE" = tablename;
+  EXECUTE format('DROP TABLE "ASNCDC".%I', 'CDC_' || tableschema || '_' || tablename);
+  EXECUTE format('DROP TRIGGER asn_capture ON %I.%I', tableschema, tablename);
 END $fn$;

@@ -25,10 +25,16 @@ CREATE TABLE IF NOT EXISTS emu.declared_types (
 CREATE OR REPLACE VIEW emu.tsql_columns AS
   SELECT c.table_catalog, c.table_schema, c.table_name, c.column_name, c.ordinal_position,
          c.is_nullable, coalesce(d.data_type, c.data_type) AS data_type,
-         c.character_maximum_length,
+         -- SQL Server's lengths: (max) types say -1; binary(n)/varbinary(n) (bytea here) n
+         CASE WHEN c.character_maximum_length IS NOT NULL THEN c.character_maximum_length
+              WHEN d.data_type IN ('binary', 'varbinary') AND d.numeric_precision IS NOT NULL
+                THEN d.numeric_precision
+              WHEN d.data_type IN ('varchar', 'nvarchar', 'varbinary') THEN -1
+         END AS character_maximum_length,
          coalesce(d.numeric_precision, c.numeric_precision) AS numeric_precision,
          coalesce(d.numeric_scale, c.numeric_scale) AS numeric_scale,
-         coalesce(d.datetime_precision, c.datetime_precision) AS datetime_precision
+         coalesce(d.datetime_precision, c.datetime_precision) AS datetime_precision,
+         c.column_default
   FROM information_schema.columns c
   LEFT JOIN emu.declared_types d USING (table_schema, table_name, column_name)
   WHERE c.table_schema NOT IN ('pg_catalog', 'information_schema', 'cdc', 'sys', 'emu');
@@ -153,3 +159,18 @@ BEGIN
   END IF;
   RETURN ci;
 END $fn$;
+
+-- The catalog views the connector's schema reads use (sys.schemas, sys.tables, sys.columns):
+-- user tables only, as SQL Server's sys.tables lists them; identity and computed columns from
+-- PostgreSQL's identity and generated columns.
+CREATE OR REPLACE VIEW sys.schemas AS
+  SELECT n.oid::bigint AS schema_id, n.nspname::text AS name FROM pg_namespace n;
+CREATE OR REPLACE VIEW sys.tables AS
+  SELECT c.oid::bigint AS object_id, c.relname::text AS name, c.relnamespace::bigint AS schema_id
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE c.relkind IN ('r', 'p')
+    AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'cdc', 'sys', 'emu', 'pg_toast');
+CREATE OR REPLACE VIEW sys.columns AS
+  SELECT a.attrelid::bigint AS object_id, a.attname::text AS name, a.attnum::int AS column_id,
+         a.attidentity <> '' AS is_identity, a.attgenerated <> '' AS is_computed
+  FROM pg_attribute a WHERE a.attnum > 0 AND NOT a.attisdropped;
