@@ -45,6 +45,18 @@ def _history_class(text: str) -> str:
                          "Headwater has)") from None
 
 
+def uses_file_history(config: Mapping[str, str]) -> bool:
+    """Whether raw properties leave the history in a file (the default): what a service may
+    give a default file name to without contradicting a Kafka history."""
+    value = config.get("schema.history.internal") or config.get("database.history")
+    if not value:
+        return True
+    try:
+        return _history_class(value) == FILE_HISTORY
+    except ValueError:
+        return True  # validation names the bad value
+
+
 INCLUDE_SCHEMA_CHANGES: Final = Property(
     "include.schema.changes", _B, True, doc="schema change events on the <topic.prefix> topic")
 # The store's properties (MySQL adds its own skip.unparseable.ddl to these).

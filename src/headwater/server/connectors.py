@@ -25,6 +25,7 @@ from headwater.connectors.registry import (
     RegistryError,
     registration_for_class,
 )
+from headwater.relational.history_config import uses_file_history
 
 if TYPE_CHECKING:
     from headwater.config.definition import ConfigDef
@@ -83,6 +84,8 @@ def effective(data_dir: Path, name: str, config: Mapping[str, str]) -> dict[str,
         defn = definition(registration(config))
     except InvalidConnector:
         defn = None
+    if not uses_file_history(props):  # a Kafka history has no file to default
+        del defaults["schema.history.internal.file.filename"]
     for key, value in defaults.items():
         if not props.get(key) and (defn is None or key in defn):
             props[key] = value
