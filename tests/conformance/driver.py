@@ -42,6 +42,11 @@ class TypeCase:
 class SourceDriver(Protocol):
     name: str  # the pytest id: "postgres", "mariadb"
     prefix: str  # topic.prefix
+    # Whether the server logs a primary-key update as one update, which the connector turns
+    # into delete, tombstone and create carrying the __debezium.newkey/oldkey headers
+    # (Debezium's RelationalChangeRecordEmitter); False where the server itself logs a delete
+    # and an insert (SQL Server's split update), whose events carry no key headers.
+    key_change_headers: bool
 
     def properties(self, topics: Path, offsets: Path, tables: Sequence[str] | None = None,
                    extra: Mapping[str, object] | None = None) -> dict[str, str]:

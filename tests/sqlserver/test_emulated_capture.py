@@ -78,3 +78,39 @@ def test_restart_resumes_after_stored_offset(sqlserver_db: dict[str, Any]) -> No
         second.stop()
     assert [(r.op.value, (r.after or r.before or ())[0]) for r in second.records()] == [
         ("u", 1), ("c", 2)]
+
+
+def test_a_primary_key_update_is_a_split_update(sqlserver_db: dict[str, Any]) -> None:
+    """SQL Server logs an update of a primary-key column as a delete and an insert at one
+    __$seqval (operations 1, 2), an update of other columns as 3 and 4: the emulation does the
+    same, and the connector emits a delete and a create (no key headers: they are two changes
+    to the server, as in Debezium)."""
+    import psycopg2
+
+    from headwater.model.record import Op
+
+    db = sqlserver_db
+    tsql(db, "CREATE TABLE dbo.k (id INT NOT NULL PRIMARY KEY, v INT NULL)",
+         "INSERT INTO dbo.k VALUES (1, 1)")
+    enable_cdc(db, "dbo", "k")
+    capture = Capture(config(db))
+    capture.run()
+    try:
+        wait_for(lambda: len(capture.records()) >= 1, 20, what="the snapshot")
+        tsql(db, "UPDATE dbo.k SET v = 2 WHERE id = 1", "UPDATE dbo.k SET id = 5 WHERE id = 1")
+        wait_for(lambda: len(capture.records()) >= 4, 20, what="the three changes")
+    finally:
+        capture.stop()
+    assert [(r.op, (r.after or r.before or (None,))[0]) for r in capture.records()] == [
+        (Op.READ, 1), (Op.UPDATE, 1), (Op.DELETE, 1), (Op.CREATE, 5)]
+    conn = psycopg2.connect(host=db["server"], port=db["port"], user=db["user"],
+                            dbname=db["database"])
+    try:
+        with conn.cursor() as cur:
+            cur.execute('SELECT "__$seqval", "__$operation", id FROM cdc."dbo_k_CT" '
+                        'ORDER BY "__$start_lsn", "__$seqval", "__$operation"')
+            rows = cur.fetchall()
+    finally:
+        conn.close()
+    assert [(op, key) for _seq, op, key in rows] == [(3, 1), (4, 1), (1, 1), (2, 5)]
+    assert rows[2][0] == rows[3][0]

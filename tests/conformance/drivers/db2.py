@@ -37,6 +37,7 @@ def _variable_scale(unscaled: int, scale: int) -> dict[str, Any]:
 
 class Db2Driver(EmulatedDriver):
     name = "db2"
+    key_change_headers = True
     DATABASE_PREFIX = "conf_db2_"
     SCHEMA = SCHEMA
 

@@ -21,6 +21,7 @@ _counter = itertools.count()
 
 class MariaDBDriver:
     name = "mariadb"
+    key_change_headers = True
     prefix = "conf"
 
     def __init__(self, server: LocalMariaDB) -> None:

@@ -56,6 +56,7 @@ def _value(text: str) -> Any:
 
 class MongoDriver:
     name = "mongodb"
+    key_change_headers = False  # _id is immutable: no key changes
     prefix = "conf"
     snapshot_overlap = True
 

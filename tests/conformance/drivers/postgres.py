@@ -18,6 +18,7 @@ _counter = itertools.count()
 
 class PostgresDriver:
     name = "postgres"
+    key_change_headers = True
     prefix = "conf"
 
     def __init__(self, server: LocalPostgres) -> None:

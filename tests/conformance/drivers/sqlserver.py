@@ -31,6 +31,7 @@ def _bracket(name: str) -> str:
 
 class SqlServerDriver(EmulatedDriver):
     name = "sqlserver"
+    key_change_headers = False  # a primary-key update is a split update (ops 1, 2)
     DATABASE_PREFIX = "conf_ss_"
     SCHEMA = "dbo"  # SQL Server's default schema
 

@@ -96,8 +96,18 @@ BEGIN
                                '__$command_id', k);
     IF TG_OP = 'INSERT' THEN
       PERFORM cdc.put(ci, to_jsonb(NEW) || meta || '{"__$operation": 2}');
-    ELSIF TG_OP = 'DELETE' THEN
+    ELSIF TG_OP = 'DELETE' OR EXISTS (
+        SELECT 1 FROM pg_index i JOIN pg_attribute a
+          ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+        WHERE i.indrelid = TG_RELID AND i.indisprimary
+          AND (to_jsonb(OLD) -> a.attname::text) IS DISTINCT FROM
+              (to_jsonb(NEW) -> a.attname::text)) THEN
+      -- SQL Server logs an update of a primary-key column as a delete and an insert (a
+      -- split update): operations 1 and 2 at one __$seqval, never 3 and 4.
       PERFORM cdc.put(ci, to_jsonb(OLD) || meta || '{"__$operation": 1}');
+      IF TG_OP = 'UPDATE' THEN
+        PERFORM cdc.put(ci, to_jsonb(NEW) || meta || '{"__$operation": 2}');
+      END IF;
     ELSE
       PERFORM cdc.put(ci, to_jsonb(OLD) || meta || '{"__$operation": 3}');
       PERFORM cdc.put(ci, to_jsonb(NEW) || meta || '{"__$operation": 4}');
