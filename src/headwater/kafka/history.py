@@ -34,7 +34,7 @@ from headwater.relational.history_file import SchemaHistoryError, parse_record
 
 if TYPE_CHECKING:  # MySQL's DDL parser loads only with a MySQL history (it is large)
     from headwater.connectors.mysql.ddl import SchemaChange
-    from headwater.connectors.mysql.schema_history import MySqlSchema
+    from headwater.connectors.mysql.schema_catalog import MySqlSchema
 
 log = logging.getLogger("headwater.kafka.history")
 

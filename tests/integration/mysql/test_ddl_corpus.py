@@ -23,7 +23,7 @@ import pytest
 
 from headwater.connectors.mysql.columns import MySqlColumn, MySqlTable
 from headwater.connectors.mysql.ddl import STRING_TYPES, DdlParseError, base_type
-from headwater.connectors.mysql.schema_history import MySqlSchema
+from headwater.connectors.mysql.schema_catalog import MySqlSchema
 from headwater.testing.localmariadb import LocalMariaDB
 from tests.integration.mysql.ddl_corpus import mysql_test_suite
 from tests.integration.mysql.ddl_corpus.generate import Group, groups

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from headwater.connectors.mysql import schema_history
+from headwater.connectors.mysql import schema_catalog
 from headwater.connectors.mysql.ddl import DdlParseError
 from headwater.testing.replay import events
 
@@ -30,14 +30,14 @@ SKIP = {"schema.history.internal.skip.unparseable.ddl": "true", "decimal.handlin
 
 @pytest.fixture(autouse=True)
 def refuse_marked_statements(monkeypatch: pytest.MonkeyPatch) -> None:
-    original = schema_history.MySqlSchema.apply
+    original = schema_catalog.MySqlSchema.apply
 
-    def apply(self: schema_history.MySqlSchema, sql: str, database: str | None) -> Any:
+    def apply(self: schema_catalog.MySqlSchema, sql: str, database: str | None) -> Any:
         if MARKER in sql:
             raise DdlParseError("refused by the test", sql, 0, sql.split(maxsplit=1)[0])
         return original(self, sql, database)
 
-    monkeypatch.setattr(schema_history.MySqlSchema, "apply", apply)
+    monkeypatch.setattr(schema_catalog.MySqlSchema, "apply", apply)
 
 
 def values(env: MariaEnv, table: str) -> list[tuple[Any, Any]]:

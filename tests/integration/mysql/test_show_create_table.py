@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from headwater.connectors.mysql.columns import MySqlColumn, MySqlTable
-from headwater.connectors.mysql.schema_history import MySqlSchema
+from headwater.connectors.mysql.schema_catalog import MySqlSchema
 from headwater.connectors.mysql.table_changes import key_columns
 from headwater.testing.localmariadb import LocalMariaDB
 

@@ -23,7 +23,7 @@ from headwater.connectors.mysql.binlog_schema import (
     table_map_mismatch,
 )
 from headwater.connectors.mysql.columns import MySqlColumn, MySqlTable
-from headwater.connectors.mysql.schema_history import MySqlSchema
+from headwater.connectors.mysql.schema_catalog import MySqlSchema
 from headwater.connectors.mysql.tables import build_codec
 from headwater.connectors.mysql.types import MySqlTypeModes
 

@@ -13,7 +13,7 @@ import pytest
 
 from headwater.connectors.mysql.columns import MySqlColumn
 from headwater.connectors.mysql.ddl import STRING_TYPES
-from headwater.connectors.mysql.schema_history import MySqlSchema
+from headwater.connectors.mysql.schema_catalog import MySqlSchema
 
 CORPUS = Path(__file__).parent / "ddl_corpus" / "columns.txt"
 

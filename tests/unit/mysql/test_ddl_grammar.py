@@ -16,7 +16,7 @@ from headwater.connectors.mysql.ddl import (
     parse,
 )
 from headwater.connectors.mysql.ddl_types import NATIONAL_JDBC_TYPES
-from headwater.connectors.mysql.schema_history import MySqlSchema
+from headwater.connectors.mysql.schema_catalog import MySqlSchema
 
 
 def _schema(*statements: str) -> MySqlSchema:

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from headwater.connectors.mysql.ddl import DdlParseError
-from headwater.connectors.mysql.schema_history import MySqlSchema
+from headwater.connectors.mysql.schema_catalog import MySqlSchema
 
 
 def _shape(schema: MySqlSchema, db: str, name: str) -> list[tuple[str, str, bool]] | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from headwater.connectors.mysql.columns import MySqlTable
-from headwater.connectors.mysql.schema_history import MySqlSchema
+from headwater.connectors.mysql.schema_catalog import MySqlSchema
 
 
 def _schema(*sql: str, db: str | None = "db") -> MySqlSchema:

@@ -10,11 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from headwater.connectors.mysql.schema_history import (
-    FileSchemaHistory,
-    MySqlSchema,
-    SchemaHistoryError,
-)
+from headwater.connectors.mysql.schema_catalog import MySqlSchema
+from headwater.connectors.mysql.schema_history import FileSchemaHistory, SchemaHistoryError
 
 STATEMENTS = [
     ("CREATE DATABASE shop CHARACTER SET latin1", None),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from headwater.connectors.mysql.schema_history import MySqlSchema
+from headwater.connectors.mysql.schema_catalog import MySqlSchema
 from headwater.connectors.mysql.table_changes import (
     TABLE_CHANGES_CONNECT_SCHEMA,
     table_change,

@@ -19,7 +19,7 @@ type rules in `ddl_types`; both are re-exported here for the catalog.
 Parsing is purely syntactic: `parse` returns statement values whose column definitions still
 hold only what the statement says.  `resolve_column` finishes a column once the catalog knows
 the table's defaults (charset inheritance column -> table -> database -> server), and the
-catalog (`schema_history.MySqlSchema`) applies statements to its tables.
+catalog (`schema_catalog.MySqlSchema`) applies statements to its tables.
 
 Known limits: the columns a `CREATE TABLE ... SELECT` derives from its query are not known
 (only the explicitly declared ones are kept); a CREATE PROCEDURE/FUNCTION/TRIGGER/EVENT with a

@@ -3,7 +3,7 @@
 Kept apart from the parser so that the catalog, the tableChanges serializer and the tests can
 name statements without importing the grammar, and so that the grammar modules share one
 vocabulary.  Values are purely syntactic: what a statement says, not what it does to a table
-(that is `schema_history.MySqlSchema`'s job, which knows the tables it applies to).
+(that is `schema_catalog.MySqlSchema`'s job, which knows the tables it applies to).
 """
 
 from __future__ import annotations

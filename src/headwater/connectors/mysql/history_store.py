@@ -9,7 +9,8 @@ from typing import Any, Protocol
 
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.ddl import SchemaChange
-from headwater.connectors.mysql.schema_history import FileSchemaHistory, MySqlSchema
+from headwater.connectors.mysql.schema_catalog import MySqlSchema
+from headwater.connectors.mysql.schema_history import FileSchemaHistory
 from headwater.engine.metrics import SchemaHistoryMetrics
 from headwater.kafka.history import kafka_history_settings
 

@@ -49,7 +49,7 @@ from headwater.connectors.mysql.connection import (
 )
 from headwater.connectors.mysql.ddl import SchemaChange
 from headwater.connectors.mysql.position import MySqlPosition, binlog_order
-from headwater.connectors.mysql.schema_history import MySqlSchema
+from headwater.connectors.mysql.schema_catalog import MySqlSchema
 from headwater.connectors.mysql.schema_state import SchemaState
 from headwater.connectors.mysql.snapshot_values import select_list, snapshot_conversions
 from headwater.connectors.mysql.tables import MySqlTableCodec

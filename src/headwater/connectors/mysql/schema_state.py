@@ -30,7 +30,7 @@ from headwater.connectors.mysql.position import (
     MySqlSourceBlock,
     binlog_order,
 )
-from headwater.connectors.mysql.schema_history import MySqlSchema
+from headwater.connectors.mysql.schema_catalog import MySqlSchema
 from headwater.connectors.mysql.table_changes import TABLE_CHANGES_CONNECT_SCHEMA, table_changes
 from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
 from headwater.connectors.mysql.types import MySqlTypeModes
