@@ -41,7 +41,13 @@ from headwater.pipeline.sequence_columns import NotColumnar as NotColumnar  # no
 from headwater.topics import check
 from headwater.topics.damage import TopicLogDamaged
 from headwater.topics.retention import log_start
-from headwater.topics.segment import Segment, compacted_end, live_segments, open_segment
+from headwater.topics.segment import (
+    Segment,
+    compacted_end,
+    covers,
+    live_segments,
+    open_segment,
+)
 
 SEQ = "__hw_sequence"
 OP = "__hw_op"
@@ -99,11 +105,12 @@ class _Chunk(NamedTuple):
     """A mapped segment file holding part of a range (see `_chunks`)."""
 
     data: mmap.mmap | bytes  # (bytes: an empty compacted segment, which cannot be mapped)
-    pos: int  # where to start: the line of offset `start` when known, else 0
+    pos: int  # where to start: the line of offset `start` when known, else that of `base`
+    known: bool  # whether `pos` is the line of offset `start` (from `Positions`)
     path: Path  # the name it was opened under (sealed or not, compacted or not)
-    base: int
+    base: int  # the listed segment's (a merged file holding it since starts lower)
     expect: int | None  # offset its first line must have (None: the previous was not read)
-    next: Segment | None  # the next segment, if any
+    next: Segment | None  # the next listed segment it does not hold, if any
     inode: int
 
     @property
@@ -125,14 +132,18 @@ def _chunks(root: Path, topic: str, start: int, end: int, positions: Positions,
 
         raise behind_log_start(root, topic, start, first_kept)
     segments = live_segments(root / topic)
+    last: Path | None = None  # the file mapped last
     for i, seg in enumerate(segments):
+        if last is not None and covers(last, seg):
+            continue  # merged since the listing into the file mapped last: read in it
         nxt = segments[i + 1].base if i + 1 < len(segments) else None
         if (nxt is not None and nxt <= start) or seg.base >= end:
             continue
         opened = open_segment(seg)
         if opened is None:
             raise FileNotFoundError(f"topic {topic}: segment {seg.path} disappeared")
-        f, path = opened
+        f, path, at = opened
+        last = path
         data: mmap.mmap | bytes = b""
         with f:
             st = os.fstat(f.fileno())
@@ -148,8 +159,8 @@ def _chunks(root: Path, topic: str, start: int, end: int, positions: Positions,
         if pos and data[pos:pos + len(head)] != head:
             pos = 0
         expect = first_kept if i == 0 else None
-        yield _Chunk(data, pos, path, seg.base, expect,
-                     segments[i + 1] if i + 1 < len(segments) else None, st.st_ino)
+        after = next((s for s in segments[i + 1:] if not covers(path, s)), None)
+        yield _Chunk(data, pos or at, pos > 0, path, seg.base, expect, after, st.st_ino)
 
 
 def _unmap(data: mmap.mmap) -> None:
@@ -195,7 +206,7 @@ def scan(root: Path, topic: str, start: int, end: int,
     with contextlib.ExitStack() as stack:
         for chunk in _chunks(root, topic, start, end, positions, stack):
             first = chunk.expect if expect is None else expect
-            if first is None or chunk.pos:
+            if first is None or chunk.known:
                 first = chunk.base
             if chunk.base != first:
                 raise check.start_mismatch(topic, chunk.path, chunk.base, first)
@@ -213,7 +224,7 @@ def scan(root: Path, topic: str, start: int, end: int,
             found = np.empty((bound, 5), np.int64)
             limit = chunk.limit
             status, count, pos, last, expect = kernel.scan_records(
-                view, chunk.pos, start, end, start if chunk.pos else chunk.base, limit, kh, vh,
+                view, chunk.pos, start, end, start if chunk.known else chunk.base, limit, kh, vh,
                 found)
             if status == kernel.TORN and not check.is_sealed(chunk.path):
                 status = kernel.OK  # the last line of an in-progress segment, still being written

@@ -24,7 +24,7 @@ from headwater.topics import check, reader
 from headwater.topics.damage import TopicLogDamaged
 from headwater.topics.record import BadLineError, parse_line, split_line
 from headwater.topics.retention import log_start, write_consumer
-from headwater.topics.segment import compacted_end, live_segments, open_segment
+from headwater.topics.segment import compacted_end, covers, live_segments, open_segment
 
 SCHEMA = "topic STRING, start_offset LONG, end_offset LONG"
 NAME = "headwater_topics"
@@ -123,7 +123,10 @@ def read_range(root: Path, topic: str, start: int, end: int
         raise behind_log_start(root, topic, start, first_kept)
     segments = live_segments(root / topic)
     expect: int | None = first_kept  # offset the next segment must start with (None: unknown)
+    last: Path | None = None  # the file read last
     for i, seg in enumerate(segments):
+        if last is not None and covers(last, seg):
+            continue  # merged since the listing into the file read last: read in it
         nxt = segments[i + 1].base if i + 1 < len(segments) else None
         if seg.base >= end and expect is not None and seg.base != expect:
             raise check.start_mismatch(topic, seg.path, seg.base, expect)  # range's end missing
@@ -133,7 +136,8 @@ def read_range(root: Path, topic: str, start: int, end: int
         opened = open_segment(seg)
         if opened is None:
             raise FileNotFoundError(f"topic {topic}: segment {seg.path} disappeared")
-        f, path = opened
+        f, path, _ = opened
+        last = path
         first = seg.base if expect is None else expect
         if seg.base != first:
             f.close()
@@ -151,7 +155,7 @@ def _read_segment(topic: str, path: Path, base: int, first: int, f: BinaryIO, st
     limit = compacted_end(path)  # compacted: offsets may skip ahead up to this range end
     top = -1 if limit is None else limit  # (no offset is below -1: no skipping ahead)
     expect = first
-    pos = 0
+    pos = f.tell()  # (past the lines of segments listed before, in a merged file)
     for line in f:
         if not line.endswith(b"\n"):
             if not check.is_sealed(path):

@@ -34,9 +34,11 @@ from headwater.topics.record import BadLineError, Record, parse_line
 from headwater.topics.retention import log_start
 from headwater.topics.segment import (
     compacted_end,
+    covers,
     last_complete_line,
     live_segments,
     open_segment,
+    parse_segment,
     parse_segment_name,
     recoverable_end,
 )
@@ -100,13 +102,16 @@ def iter_records(topic: str, path: Path, base: int, f: BinaryIO,
     previous segment's next offset, or `base` when the previous one was not read).  Raises
     `TopicLogDamaged` at the first place that breaks the rules; stops quietly at the crash tail
     of an in-progress segment (the writer's torn last line).  In a compacted segment (by the
-    name `path` was opened under) offsets may skip ahead within its range."""
+    name `path` was opened under) offsets may skip ahead within its range.  `f` is read from
+    where it is: the start, or the listed base of a segment merged into it since the listing
+    (`segment.open_segment`); positions and line numbers are the file's own."""
     if base != expect:
         raise start_mismatch(topic, path, base, expect)
     sealed = is_sealed(path)
     end = compacted_end(path)
-    pos = 0
-    for lineno, line in enumerate(f, 1):
+    pos = f.tell()
+    first_line = 1 + (os.pread(f.fileno(), pos, 0).count(b"\n") if pos else 0)
+    for lineno, line in enumerate(f, first_line):
         if not line.endswith(b"\n"):
             if sealed:
                 raise TopicLogDamaged(
@@ -153,7 +158,7 @@ def check_segment(topic: str, path: Path, base: int, expect: int) -> SegmentChec
 
 
 def _check_open(topic: str, path: Path, base: int, expect: int, f: BinaryIO) -> SegmentCheck:
-    good_end = 0
+    good_end = f.tell()
     nxt = expect
     records = 0
     size = os.fstat(f.fileno()).st_size
@@ -170,7 +175,12 @@ def _check_open(topic: str, path: Path, base: int, expect: int, f: BinaryIO) -> 
 
 def diagnose(topic: str, path: Path, base: int, expect: int) -> TopicLogDamaged | None:
     """The damage of a segment that a fast reader found broken (None if the checker, the
-    reference, finds it sound: then the fast reader is wrong and must say so itself)."""
+    reference, finds it sound: then the fast reader is wrong and must say so itself).  A
+    merged segment that the reader moved on to after the listing (its name's range starts
+    below `base`) is checked whole, from its own base."""
+    own = parse_segment(path.name, path.parent)
+    if own is not None and own.compacted and own.base < base:
+        base = expect = own.base
     return check_segment(topic, path, base, expect).damage
 
 
@@ -191,11 +201,15 @@ def check_topic(root: Path, topic: str) -> TopicCheck:
     out: list[SegmentCheck] = []
     # The first segment starts at the log start (0, or where retention moved it).
     expect: int | None = log_start(root / topic)  # None after a damaged segment
+    last: Path | None = None  # the file checked last
     for seg in live_segments(root / topic):
+        if last is not None and covers(last, seg):
+            continue  # merged since the listing into the file checked last: checked in it
         opened = open_segment(seg)
         if opened is None:
             continue  # removed by a writer's recovery (it held no complete line)
-        f, path = opened
+        f, path, _ = opened
+        last = path
         with f:
             check = _check_open(topic, path, seg.base, seg.base if expect is None else expect, f)
         out.append(check)

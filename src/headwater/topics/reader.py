@@ -6,9 +6,11 @@ lock-free and safe to run while the writer appends, in this process or another:
 * sealed segments are immutable;
 * an in-progress segment only grows, so a torn (not yet `\\n`-terminated) last line is simply not
   yielded yet; it is not an error;
-* an in-progress file may be renamed to its sealed name between listing and opening it, and a
-  sealed one replaced by its compacted form, so opening falls back to the later name
-  (`segment.open_segment`); a file already open keeps reading across the rename;
+* an in-progress file may be renamed to its sealed name between listing and opening it, a
+  sealed one replaced by its compacted form, and segments merged into one compacted segment,
+  so opening falls back to the file now holding the listed offsets (`segment.open_segment`)
+  and the listed segments it also holds are skipped (`segment.covers`); a file already open
+  keeps reading across the rename or unlink;
 * a compacted segment (by the name it was opened under) may skip offsets inside its range.
 
 Keys, values and header values are returned as the exact raw JSON bytes that were appended
@@ -26,7 +28,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple
 
 from headwater.topics.check import (
     is_sealed,
@@ -41,13 +43,16 @@ from headwater.topics.record import BadLineError, Record, parse_line
 from headwater.topics.retention import log_start
 from headwater.topics.segment import (
     CorruptSegmentError,
+    Opened,
     Segment,
     compacted_end,
+    covers,
     inprogress_name,
     list_segments,
     list_topic_names,
     live_segments,
     open_segment,
+    parse_segment,
     recoverable_end,
     sealed_name,
     validate_topic_name,
@@ -95,14 +100,18 @@ def read(
     segs = live_segments(topic_dir, include_inprogress)
     # offset the next segment must start with (None: not known); the first at the log start
     expect: int | None = log_start(topic_dir)
+    last: Path | None = None  # the file read last
     for idx, seg in enumerate(segs):
+        if last is not None and covers(last, seg):
+            continue  # merged since the listing into the file read last: read in it
         if idx + 1 < len(segs) and segs[idx + 1].base <= from_offset:
             expect = None
             continue  # wholly below from_offset, known from the next segment's name
         opened = open_segment(seg)
         if opened is None:
             continue
-        f, path = opened
+        f, path, _ = opened
+        last = path
         with f:
             expect = seg.base if expect is None else expect
             for _, rec in iter_records(topic, path, seg.base, f, expect):
@@ -112,33 +121,36 @@ def read(
             expect = next_after(path, expect)
 
 
-def _segment_end(topic: str, seg: Segment) -> tuple[int, int, int] | None:
-    """(next offset after the segment, file size, records) or None if gone."""
+def _segment_end(topic: str, seg: Segment) -> tuple[int, int, int, Path] | None:
+    """(next offset after the segment, its bytes, its records, the file read) or None if
+    gone.  A segment merged into a wider one since the listing is counted from its listed
+    base on (what comes before was counted in the segments listed before it)."""
     opened = open_segment(seg)
     if opened is None:
         return None
-    f, path = opened
+    f, path, start = opened
     with f:
         fd = f.fileno()
         st = os.fstat(fd)
-        key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+        key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns, start)
         hit = _SEALED_ENDS.get(key)
         if hit is None:
-            nxt = segment_end(topic, path, seg.base, fd, st.st_size)
+            own = parse_segment(path.name, path.parent)
+            nxt = segment_end(topic, path, seg.base if own is None else own.base, fd,
+                              st.st_size)
             # A compacted segment's records are counted once (it is immutable): its offsets
             # have gaps, so the range does not say how many records it holds.
-            records = nxt - seg.base if compacted_end(path) is None else _count_lines(fd)
+            records = nxt - seg.base if compacted_end(path) is None else _count_lines(fd, start)
             hit = nxt, records
             if is_sealed(path):
                 if len(_SEALED_ENDS) > 100_000:
                     _SEALED_ENDS.clear()
                 _SEALED_ENDS[key] = hit
-        return hit[0], st.st_size, hit[1]
+        return hit[0], st.st_size - start, hit[1], path
 
 
-def _count_lines(fd: int) -> int:
+def _count_lines(fd: int, at: int) -> int:
     count = 0
-    at = 0
     while chunk := os.pread(fd, 1 << 20, at):
         count += chunk.count(b"\n")
         at += len(chunk)
@@ -147,8 +159,9 @@ def _count_lines(fd: int) -> int:
 
 # Sealed segments are immutable: their checked end (and record count) is kept, so the
 # pipeline's end-offset poll (every trigger) reads only the in-progress segment's tail.  Keyed
-# by path, inode, size and mtime, so a file replaced or changed by hand is checked again.
-_SEALED_ENDS: dict[tuple[str, int, int, int], tuple[int, int]] = {}
+# by path, inode, size and mtime, so a file replaced or changed by hand is checked again (and
+# by where counting started: see `_segment_end`).
+_SEALED_ENDS: dict[tuple[str, int, int, int, int], tuple[int, int]] = {}
 
 
 def list_topics(root: Path | str, include_inprogress: bool = True) -> list[TopicInfo]:
@@ -164,13 +177,16 @@ def list_topics(root: Path | str, include_inprogress: bool = True) -> list[Topic
         start = end = log_start(Path(root) / name)
         count = 0
         records = 0
+        last: Path | None = None  # the file read last
         for seg in segs:
+            if last is not None and covers(last, seg):
+                continue  # merged since the listing into the file read last: counted in it
             if seg.base != end:
                 raise start_mismatch(name, seg.path, seg.base, end)
             tail = _segment_end(name, seg)
             if tail is None:
                 continue
-            end, seg_size, seg_records = tail
+            end, seg_size, seg_records, last = tail
             count += 1
             size += seg_size
             records += seg_records
@@ -247,18 +263,17 @@ class _Cursor:
     file), and when it leaves the segment, that the segment was complete and the next one
     starts where it ended."""
 
-    def __init__(self, topic: str, topic_dir: Path, seg: Segment, f: BinaryIO,
-                 path: Path) -> None:
+    def __init__(self, topic: str, topic_dir: Path, seg: Segment, opened: Opened) -> None:
         self.topic = topic
         self.dir = topic_dir
         self.base = seg.base
-        self.path = path
-        self.f = f
-        self.ino = os.fstat(f.fileno()).st_ino
+        self.path = opened.path
+        self.f = opened.file
+        self.ino = os.fstat(self.f.fileno()).st_ino
         self.pending = b""
         self.expect = seg.base  # offset of the next line (the lowest one, if compacted)
-        self.end = compacted_end(path)  # compacted: offsets skip ahead up to this range end
-        self.done = 0  # bytes of complete lines read
+        self.end = compacted_end(self.path)  # compacted: offsets skip ahead up to this end
+        self.done = opened.start  # position after the complete lines read
         self.stalled = False  # at the crash tail of an in-progress segment
 
     @classmethod
@@ -272,7 +287,7 @@ class _Cursor:
         if chosen is None:
             return None
         opened = open_segment(chosen)
-        return None if opened is None else cls(topic, topic_dir, chosen, *opened)
+        return None if opened is None else cls(topic, topic_dir, chosen, opened)
 
     def read_complete(self) -> list[Record]:
         if self.stalled:
@@ -310,7 +325,9 @@ class _Cursor:
     def check_complete(self, pos: int) -> int:
         """On leaving the segment: it did not end with a cut line (unless recovery cut it
         off), and the next segment starts where it ends (`pos`, the offset after the last
-        record read, or a compacted segment's range end); that offset."""
+        record read, or a compacted segment's range end), unless a compacted segment holds
+        it: this one was merged into it since it was opened, and reading goes on there; that
+        offset."""
         if self.pending and not self.stalled:
             size = os.fstat(self.f.fileno()).st_size
             if size >= self.done + len(self.pending):  # not truncated by recovery
@@ -319,8 +336,10 @@ class _Cursor:
                     f"the last line is cut short: {len(self.pending)} bytes without the closing "
                     "newline")
         pos = pos if self.end is None else max(pos, self.end)
-        later = [s for s in live_segments(self.dir, True) if s.base > self.base]
-        if later and later[0].base != pos:
+        live = live_segments(self.dir, True)
+        later = [s for s in live if s.base > self.base]
+        if later and later[0].base != pos and not any(
+                s.end is not None and s.base < pos < s.end for s in live):
             raise start_mismatch(self.topic, later[0].path, later[0].base, pos)
         return pos
 

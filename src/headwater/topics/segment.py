@@ -13,7 +13,12 @@ offsets 42..99: its records ascend with gaps, so neither its first nor its last 
 where the range starts or ends, and the name is what lets readers still chain segments up
 exactly.  The name is also the marker that allows the gaps: it appears with the same atomic
 rename that puts the rewritten file in place, so a reader knows from the name it opened a file
-under whether that file may have gaps, as it knows whether it is sealed.
+under whether that file may have gaps, as it knows whether it is sealed.  Compaction also merges
+adjacent small segments into one, named after the whole merged range
+(`00000000000000000042-00000000000000000300.compacted.jsonl`); until the parts are unlinked (or
+after a kill there, until the writer's next start) both are on disk, and a segment whose range
+lies inside a compacted one listed before it is such a part: `live_segments` leaves it out, and
+`open_segment` moves a reader whose listed part vanished on into the merged file.
 
 Finding the last offset of a segment reads only its tail (backwards, in chunks) rather than the
 whole file: recovery and `list_topics` must stay cheap with 64 MiB segments.  That relies on the
@@ -36,9 +41,11 @@ __all__ = [
     "SEALED_SUFFIX",
     "CorruptSegmentError",
     "InvalidTopicNameError",
+    "Opened",
     "Segment",
     "compacted_end",
     "compacted_name",
+    "covers",
     "inprogress_name",
     "last_complete_line",
     "list_segments",
@@ -163,14 +170,18 @@ def compacted_end(path: Path) -> int | None:
     return None if seg is None else seg.end
 
 
-def _rank(seg: Segment) -> tuple[int, int]:
-    # For one base: the compacted form first, then the sealed one, then the in-progress one.
-    return seg.base, 0 if seg.end is not None else 1 if seg.sealed else 2
+def _rank(seg: Segment) -> tuple[int, int, int]:
+    # For one base: the compacted forms first, the widest (a merge) first, then the sealed
+    # one, then the in-progress one.
+    if seg.end is not None:
+        return seg.base, 0, -seg.end
+    return seg.base, 1 if seg.sealed else 2, 0
 
 
 def list_segments(topic_dir: Path) -> list[Segment]:
     """Every segment file of a topic directory, sorted by base offset; for one base the
-    compacted form first, then the sealed one, then the in-progress one (see `live_segments`).
+    compacted forms first (the widest first), then the sealed one, then the in-progress one
+    (see `live_segments`).
 
     A missing directory yields an empty list.
     """
@@ -189,44 +200,94 @@ def list_segments(topic_dir: Path) -> list[Segment]:
 
 
 def live_segments(topic_dir: Path, include_inprogress: bool = True) -> list[Segment]:
-    """The segments readers read: one per base offset, the latest form of each.
+    """The segments readers read: one per range of offsets, the latest form of each.
 
-    Two files share a base only for a moment: an in-progress segment renamed to its sealed
-    name between two directory reads, or a sealed one whose compacted rewrite is in place while
-    the original is not unlinked yet (a crash there leaves both until the writer's next start).
-    The rewrite was complete and fsynced before its rename, so it holds everything of the
-    original that still counts: the original is never counted as well."""
+    Two files hold the same offsets only for a moment: an in-progress segment renamed to its
+    sealed name between two directory reads; a sealed one whose compacted rewrite is in place
+    while the original is not unlinked yet; the parts of a merge whose merged file is in place
+    while they are not all unlinked yet (a crash there leaves them until the writer's next
+    start).  The rewrite or merged file was complete and fsynced before its rename, so it holds
+    everything of the original or the parts that still counts: they are never counted as well.
+    A part is a sealed segment whose base lies inside the range of a compacted segment listed
+    before it (an in-progress one there is not a part: it stays, and readers report the
+    overlap as damage)."""
     out: list[Segment] = []
+    reach = 0  # the end of the last compacted range kept
     for seg in list_segments(topic_dir):
         if out and out[-1].base == seg.base:
             continue
+        if seg.sealed and seg.base < reach:
+            continue
         if seg.sealed or include_inprogress:
             out.append(seg)
+        if seg.end is not None:
+            reach = max(reach, seg.end)
     return out
 
 
-def open_segment(seg: Segment) -> tuple[BinaryIO, Path] | None:
-    """Open a listed segment: the file and the name it was opened under, which says whether
-    it is sealed and whether it may have gaps.  Since the listing, an in-progress segment may
-    have been sealed and a sealed one replaced by its compacted form; None when the segment is
-    gone (recovery removed an in-progress file with no complete line, retention a segment)."""
+class Opened(NamedTuple):
+    """A listed segment opened for reading."""
+
+    file: BinaryIO  # positioned at `start`
+    path: Path  # the name it was opened under: sealed or not, compacted (gaps allowed) or not
+    start: int  # byte position of its first line at or past the listed base: 0, unless the
+    #             segment was merged into a wider compacted one since it was listed
+
+
+def open_segment(seg: Segment) -> Opened | None:
+    """Open a listed segment: the file, positioned at the listed base, and the name it was
+    opened under, which says whether it is sealed and whether it may have gaps.
+
+    Since the listing, an in-progress segment may have been sealed, a sealed one replaced by
+    its compacted form, and any sealed one merged into a wider compacted segment: then the
+    directory is listed again and the file now holding the listed base is opened, positioned
+    at its first line at or past that base (the lines before it belong to segments listed
+    before this one).  A reader that reads it to its end skips the listed segments it covers
+    (`covers`): it read them in it.  None when the segment is gone (recovery removed an
+    in-progress file with no complete line, retention a segment)."""
     candidates = [seg.path]
     if not seg.sealed:
         candidates.append(seg.path.with_name(sealed_name(seg.base)))
     for path in candidates:
         try:
-            return open(path, "rb"), path
+            return Opened(open(path, "rb"), path, 0)
         except FileNotFoundError:
             continue
-    if seg.compacted:
-        return None  # a compacted file is replaced by renaming over it: gone means removed
-    for later in list_segments(seg.path.parent):
-        if later.base == seg.base and later.compacted:
-            try:
-                return open(later.path, "rb"), later.path
-            except FileNotFoundError:
-                continue
-    return None
+    while True:
+        holder = next((s for s in live_segments(seg.path.parent)
+                       if s.end is not None and s.base <= seg.base < s.end), None)
+        if holder is None:
+            return None
+        try:
+            return _skip_below(Opened(open(holder.path, "rb"), holder.path, 0), seg.base)
+        except FileNotFoundError:
+            continue  # merged again meanwhile, or removed: list again
+
+
+def covers(path: Path, seg: Segment) -> bool:
+    """Whether the file a reader just read (by the name it was opened under) is a merged
+    compacted segment holding the whole range of the listed `seg` after it: the directory
+    was listed before the merge, and `seg` is one of its parts (read already, in it)."""
+    opened = parse_segment(path.name, path.parent)
+    return (opened is not None and opened.end is not None
+            and opened.base < seg.base < opened.end)
+
+
+_HEAD = b'{"offset":'
+
+
+def _skip_below(opened: Opened, offset: int) -> Opened:
+    """`opened` moved to its first line whose offset is `offset` or more, or to the first line
+    that does not start like a record (the reader reports it)."""
+    pos = 0
+    for line in opened.file:
+        digits, comma, _ = line[len(_HEAD):len(_HEAD) + 21].partition(b",")
+        if (not line.startswith(_HEAD) or not comma or not digits.isdigit()
+                or int(digits) >= offset):
+            break
+        pos += len(line)
+    opened.file.seek(pos)
+    return opened._replace(start=pos)
 
 
 def list_topic_names(root: Path) -> list[str]:
