@@ -87,12 +87,14 @@ def main() -> None:
         read = sum(1 for _ in read_range(root, TOPIC, 0, n))
         reference = time.perf_counter() - t
         t = time.perf_counter()
-        first = compact_topic(root, TOPIC, policy, int(time.time() * 1000))
+        first = compact_topic(root, TOPIC, policy, int(time.time() * 1000),
+                              segment_bytes=args.segment_bytes)
         one = time.perf_counter() - t
         assert first is not None and read == n
         append(root, n, n, args.keys, args.segment_bytes)
         t = time.perf_counter()
-        second = compact_topic(root, TOPIC, policy, int(time.time() * 1000))
+        second = compact_topic(root, TOPIC, policy, int(time.time() * 1000),
+                               segment_bytes=args.segment_bytes)
         two = time.perf_counter() - t
         assert second is not None
         (info,) = list_topics(root)

@@ -26,6 +26,12 @@ The rule, Kafka's (KIP-58, KIP-354, KIP-534) on a segment granularity:
 A pass runs when it is worth it, as Kafka's cleaner decides: the *dirty* (never compacted) part
 of the cleanable bytes is more than `min.cleanable.dirty.ratio` of them, or a dirty segment is
 older than `max.compaction.lag.ms`, or a tombstone is due to go.
+
+A pass also merges adjacent cleanable segments into one file, as Kafka's cleaner groups
+segments while it cleans them (`merge_groups`): otherwise a compacted topic would keep one file
+per segment it ever rolled.  A merged file holds ranges first compacted at different times, so
+the tombstone clock of rule 3 is kept per range (`Clock`), not per file: merging never makes a
+tombstone go earlier, nor keeps it much later.
 """
 
 from __future__ import annotations
@@ -37,13 +43,17 @@ from typing import Final, NamedTuple
 MAX_LONG: Final = (1 << 63) - 1
 
 __all__ = [
+    "Clock",
     "CompactionPolicy",
     "Entry",
     "SegmentInfo",
     "cleanable",
+    "coalesce",
     "latest_offsets",
+    "merge_groups",
     "pass_reason",
     "survives",
+    "tombstone_clock",
 ]
 
 
@@ -72,8 +82,20 @@ class SegmentInfo(NamedTuple):
     end: int  # offset after its range
     size: int  # bytes
     mtime_ms: int  # its last write: the time of its newest record, as retention uses it
-    compacted_ms: int | None  # when it was first compacted; None: dirty (never compacted)
+    compacted_ms: int | None  # when it was first compacted (merged: `tombstone_clock`);
+    #                           None: dirty (never compacted)
     tombstones: int  # tombstones left after its last compaction (-1: not known)
+
+
+class Clock(NamedTuple):
+    """When the records of a compacted segment from offset `base` on (up to its next clock or
+    its end) were first compacted, which times their tombstones (rule 3), and how many
+    tombstones they kept.  A segment compacted on its own has one clock, at its base; a merged
+    one keeps the clocks of its parts that still matter (`coalesce`)."""
+
+    base: int
+    first_ms: int
+    tombstones: int  # kept after the last pass (-1: not known)
 
 
 def cleanable(segments: Sequence[SegmentInfo], floor: int | None, now_ms: int,
@@ -132,3 +154,53 @@ def survives(entry: Entry, latest: dict[bytes, int], tombstones_go: bool) -> boo
     if latest.get(entry.key, entry.offset) != entry.offset:
         return False
     return not (entry.tombstone and tombstones_go)
+
+
+def tombstone_clock(clocks: Sequence[Clock]) -> tuple[int, int]:
+    """(compacted_ms, tombstones) of a compacted segment for the schedule (`pass_reason`): of
+    its clocks still holding tombstones the earliest, so that a pass runs when the first of
+    them is due; its first clock's time when none holds any."""
+    holding = [c for c in clocks if c.tombstones != 0]
+    if not holding:
+        return clocks[0].first_ms, 0
+    unknown = any(c.tombstones < 0 for c in holding)
+    return (min(c.first_ms for c in holding),
+            -1 if unknown else sum(c.tombstones for c in holding))
+
+
+def coalesce(clocks: Sequence[Clock]) -> list[Clock]:
+    """The clocks of one (merged) segment that still matter, in offset order: its first one,
+    and each later one that holds tombstones at another time than the one before it.  A range
+    with no tombstone left never gets any (compaction only removes records), so which clock
+    it falls under does not matter; ranges first compacted at the same time share one."""
+    out = [clocks[0]]
+    for clock in clocks[1:]:
+        if clock.tombstones == 0:
+            continue
+        last = out[-1]
+        if clock.first_ms == last.first_ms:
+            unknown = clock.tombstones < 0 or last.tombstones < 0
+            out[-1] = last._replace(
+                tombstones=-1 if unknown else last.tombstones + clock.tombstones)
+        else:
+            out.append(clock)
+    return out
+
+
+def merge_groups(sizes: Sequence[int], limit: int) -> list[range]:
+    """The cleanable segments (by index, in offset order) grouped into one file each, as
+    Kafka's cleaner groups them (`groupSegmentsBySize`): a group takes the next segment while
+    their sizes together stay within `limit` (the topic's `segment.bytes`), so that merged
+    files stay about a segment's size and a segment that large already stays alone.  `sizes`
+    are the bytes each one keeps after the pass (Kafka counts them before cleaning; here they
+    are known before anything is written, and a merged file gets closer to the limit)."""
+    groups = []
+    i = 0
+    while i < len(sizes):
+        j, total = i + 1, sizes[i]
+        while j < len(sizes) and total + sizes[j] <= limit:
+            total += sizes[j]
+            j += 1
+        groups.append(range(i, j))
+        i = j
+    return groups

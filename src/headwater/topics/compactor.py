@@ -1,8 +1,9 @@
-"""Compaction of the local topic log: the passes the writer runs, and their crash-safe rewrites.
+"""Compaction of the local topic log: the passes the writer runs.
 
 Which records go is `headwater.topics.compaction`'s rule; this module reads the segments,
-applies it and puts the results in place.  Only the writer calls it (it holds the root's lock,
-so nothing else rewrites or removes segments meanwhile); readers run concurrently, lock-free.
+applies it and has the results put in place by `headwater.topics.compaction_files`, which makes
+each file operation crash-safe.  Only the writer calls it (it holds the root's lock, so nothing
+else rewrites or removes segments meanwhile); readers run concurrently, lock-free.
 
 A pass over one topic, in steps that the log echoes:
 
@@ -12,22 +13,26 @@ A pass over one topic, in steps that the log echoes:
 2. *map*: read every cleanable segment, checking it as every reader does (a damaged segment
    stops the pass with `TopicLogDamaged`: compacting it would turn a missing record into a
    legitimate gap), and keep each key's highest offset;
-3. *rewrite* each segment that loses records, and give every segment compacted for the first
-   time its compacted name (`segment.compacted_name`, which holds its original range: offsets
-   never change, the name keeps its base, and the next segment still starts at its end);
-4. *record* in `<topic>/.compaction` when each segment was first compacted and how many
-   tombstones it kept (for `delete.retention.ms`).
+3. *clean*: apply the rule to every cleanable segment (the lines it keeps, the tombstones left
+   under each of its clocks), and group adjacent ones into files of at most the topic's
+   segment size (`compaction.merge_groups`);
+4. *write* every group that changes: a lone segment that loses records is rewritten, one
+   compacted for the first time gets its compacted name (`segment.compacted_name`, which holds
+   its original range: offsets never change, the name keeps its base, and the next segment
+   still starts at its end), and several segments become one file named after their whole
+   range, whose time is the newest of theirs (retention by time then never removes a record
+   earlier than it would have);
+5. *record* in `<topic>/.compaction` the tombstone clocks (`compaction.Clock`): since when each
+   range was compacted and how many tombstones it kept (for `delete.retention.ms`).
 
-Crash safety of one rewrite: the surviving lines go to a hidden temporary file, which gets the
-original's modification time (retention's clock: compaction must not make a segment look new)
-and is fsynced; it is renamed to the compacted name (atomic; over the previous compacted file
-of the same range, if any) and the directory fsynced; only then is an uncompacted original
-unlinked.  A kill at any point leaves the original alone (before the rename), or the rewrite
-next to the original (the readers' `segment.live_segments` counts only the rewrite, and the
-writer's next start removes the original: `remove_leftovers`), or the rewrite alone: either
-the old or the new segment counts, never both, never neither.  The state file is written last
-and only ever delays a tombstone's removal when it is lost: a compacted segment it does not
-know about is taken as compacted at the time it is found.
+Crash safety: each file is put in place as `compaction_files` describes (a kill leaves, for
+every range, the old files or the new one, and readers count one of them, never both, never
+neither).  When files change, the state is written before them too, with every clock the new
+files need and their tombstone counts unknown: a kill among the file operations then leaves
+every range under a clock no earlier than its own (a dirty part merged into a compacted file
+must not fall under its neighbour's older clock), and a count that makes the next due pass
+read it.  A lost state only ever delays a tombstone: a compacted segment with no clock is
+taken as compacted at the time it is found.
 """
 
 from __future__ import annotations
@@ -35,40 +40,42 @@ from __future__ import annotations
 import logging
 import os
 from array import array
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from hashlib import blake2b
 from pathlib import Path
 from typing import Final, NamedTuple
 
-import orjson
-
 from headwater.topics import check
 from headwater.topics.compaction import (
+    Clock,
+    CompactionPolicy,
     Entry,
     SegmentInfo,
     cleanable,
+    coalesce,
+    merge_groups,
     pass_reason,
     survives,
+    tombstone_clock,
     tombstones_expire,
 )
+from headwater.topics.compaction_files import put_in_place, read_state, write_state
 from headwater.topics.damage import TopicLogDamaged
 from headwater.topics.record import BadLineError, parse_line, split_line
 from headwater.topics.retention import RetentionPolicy, consumer_floor
 from headwater.topics.segment import (
-    COMPACTED_SUFFIX,
     CorruptSegmentError,
     Segment,
     compacted_name,
-    list_segments,
     live_segments,
 )
 
-__all__ = ["STATE_FILE", "CompactionPass", "compact_topic", "remove_leftovers"]
+__all__ = ["CompactionPass", "compact_topic"]
 
 log = logging.getLogger("headwater.topics.compaction")
 
-STATE_FILE: Final = ".compaction"
-_TMP: Final = ".tmp"
 _NULL_KEY: Final = 1
 _TOMBSTONE: Final = 2
 
@@ -80,8 +87,10 @@ class CompactionPass:
     topic: str
     reason: str
     segments: int = 0  # cleanable segments read
-    rewritten: int = 0  # segments written again without some records
-    renamed: int = 0  # segments compacted for the first time with nothing to remove
+    files: int = 0  # files they are in after the pass
+    rewritten: int = 0  # lone segments written again without some records
+    renamed: int = 0  # lone segments compacted for the first time with nothing to remove
+    merged: int = 0  # segments merged with adjacent ones into one file
     removed: int = 0  # records removed
     tombstones_removed: int = 0
     kept: int = 0  # records left in the cleanable segments
@@ -114,94 +123,14 @@ class _Scan:
         return Entry(self.offsets[i], key, bool(flag & _TOMBSTONE))
 
 
-# -- the file operations of a rewrite (module functions: tests crash a pass at each one) -------
+class _Kept(NamedTuple):
+    """What the rule leaves of one cleanable segment."""
 
-def _write_file(path: Path, data: bytes) -> int:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    lines: list[int]  # indexes of its surviving lines
+    size: int  # their bytes
+    dropped: int  # lines removed
+    clocks: list[Clock]  # its tombstone clocks, with the tombstones each keeps now
 
-
-def _fsync_file(fd: int) -> None:
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _rename(src: Path, dst: Path) -> None:
-    os.rename(src, dst)
-
-
-def _unlink(path: Path) -> None:
-    path.unlink()
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-# -- the per-topic state ----------------------------------------------------------------------
-
-def _read_state(topic_dir: Path) -> dict[int, tuple[int, int]]:
-    """{base: (first compacted, ms; tombstones kept)} of the compacted segments; {} if none."""
-    try:
-        raw = orjson.loads((topic_dir / STATE_FILE).read_bytes())
-        return {int(b): (int(v[0]), int(v[1])) for b, v in raw.items()}
-    except FileNotFoundError:
-        return {}
-    except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError, IndexError) as exc:
-        log.warning("compaction: %s is unreadable (%s): its segments' tombstones are kept "
-                    "delete.retention.ms from now", topic_dir / STATE_FILE, exc)
-        return {}
-
-
-def _write_state(topic_dir: Path, state: dict[int, tuple[int, int]]) -> None:
-    tmp = topic_dir / (STATE_FILE + _TMP)
-    tmp.unlink(missing_ok=True)
-    data = orjson.dumps({str(b): list(v) for b, v in sorted(state.items())})
-    _fsync_file(_write_file(tmp, data))
-    _rename(tmp, topic_dir / STATE_FILE)
-    _fsync_dir(topic_dir)
-
-
-# -- recovery ----------------------------------------------------------------------------------
-
-def remove_leftovers(topic_dir: Path) -> list[Path]:
-    """What a pass killed midway left (the writer's recovery calls this before it lists the
-    topic): temporary files, and originals whose compacted rewrite is in place.  The removed
-    paths."""
-    removed: list[Path] = []
-    try:
-        names = os.listdir(topic_dir)
-    except FileNotFoundError:
-        return removed
-    for name in names:
-        if name.startswith(".") and name.endswith((COMPACTED_SUFFIX + _TMP, STATE_FILE + _TMP)):
-            removed.append(topic_dir / name)
-    segments = list_segments(topic_dir)
-    compacted = {s.base for s in segments if s.compacted}
-    removed += [s.path for s in segments
-                if s.sealed and not s.compacted and s.base in compacted]
-    for path in removed:
-        log.warning("compaction: removing %s, left by a pass that did not complete", path)
-        path.unlink()
-    if removed:
-        _fsync_dir(topic_dir)
-    return removed
-
-
-# -- a pass -------------------------------------------------------------------------------------
 
 def _list(topic: str, topic_dir: Path) -> list[_Listed]:
     """The sealed segments before the in-progress one, with their range ends."""
@@ -274,48 +203,56 @@ def _scan(topic: str, item: _Listed) -> _Scan:
     return out
 
 
-def _put_in_place(topic_dir: Path, item: _Listed, data: bytes | None) -> None:
-    """The compacted form of a segment put in place of it, crash-safely (see the
-    module docstring); `data` None: every record stays, the file is only renamed."""
-    seg = item.seg
-    final = topic_dir / compacted_name(seg.base, item.end)
-    if data is None:
-        _rename(seg.path, final)
-        _fsync_dir(topic_dir)
-        return
-    tmp = topic_dir / f".{final.name}{_TMP}"
-    tmp.unlink(missing_ok=True)  # (a pass killed before)
-    fd = _write_file(tmp, data)
-    os.utime(fd, ns=(item.atime_ns, item.mtime_ns))  # retention's clock stays the original's
-    _fsync_file(fd)
-    _rename(tmp, final)
-    _fsync_dir(topic_dir)
-    if seg.path != final:
-        _unlink(seg.path)
+def _clocks(state: Mapping[int, Clock], item: _Listed, now_ms: int) -> list[Clock]:
+    """A listed segment's tombstone clocks, in offset order: the state's inside its range for a
+    compacted one (the caller adds one at its base when the state has none), a clock starting
+    now for a dirty one (its tombstones are timed from this, its first compaction)."""
+    if not item.seg.compacted:
+        return [Clock(item.seg.base, now_ms, 0)]
+    return sorted(c for b, c in state.items() if item.seg.base <= b < item.end)
 
 
-def compact_topic(root: Path, topic: str, policy: RetentionPolicy, now_ms: int
-                  ) -> CompactionPass | None:
-    """One pass over `topic` if one is due (see the module docstring); what it did, or None."""
+def _info(item: _Listed, clocks: list[Clock]) -> SegmentInfo:
+    compacted_ms, tombstones = tombstone_clock(clocks) if item.seg.compacted else (None, 0)
+    return SegmentInfo(item.seg.base, item.end, item.size, item.mtime_ns // 1_000_000,
+                       compacted_ms, tombstones)
+
+
+def _pruned(state: Mapping[int, Clock], listed: Sequence[_Listed]) -> dict[int, Clock]:
+    """The clocks inside a compacted segment still there (retention removes segments, a
+    pass replaces clocks)."""
+    ranges = [(i.seg.base, i.end) for i in listed if i.seg.compacted]
+    bases = [b for b, _ in ranges]
+    out = {}
+    for b, clock in state.items():
+        at = bisect_right(bases, b) - 1
+        if at >= 0 and b < ranges[at][1]:
+            out[b] = clock
+    return out
+
+
+def compact_topic(root: Path, topic: str, policy: RetentionPolicy, now_ms: int, *,
+                  segment_bytes: int) -> CompactionPass | None:
+    """One pass over `topic` if one is due (see the module docstring); what it did, or None.
+    `segment_bytes` is the log's segment size, which bounds the files merging writes."""
     settings = policy.compaction
     if settings is None:
         return None
     topic_dir = root / topic
     listed = _list(topic, topic_dir)
-    state = _read_state(topic_dir)
+    state = read_state(topic_dir)
     known = dict(state)
     for item in listed:
         if item.seg.compacted and item.seg.base not in state:
-            state[item.seg.base] = (now_ms, -1)  # (tombstones: not known until read)
-    infos = [SegmentInfo(i.seg.base, i.end, i.size, i.mtime_ns // 1_000_000,
-                         state[i.seg.base][0] if i.seg.compacted else None,
-                         state[i.seg.base][1] if i.seg.compacted else 0) for i in listed]
+            state[item.seg.base] = Clock(item.seg.base, now_ms, -1)  # (tombstones: read to know)
+    clocks = [_clocks(state, item, now_ms) for item in listed]
+    infos = [_info(item, c) for item, c in zip(listed, clocks, strict=True)]
     floor = None if policy.ignore_consumers else consumer_floor(root, topic)
     prefix = listed[:cleanable(infos, floor, now_ms, settings)]
     reason = pass_reason(infos[:len(prefix)], now_ms, settings)
     if reason is None:
         if _pruned(state, listed) != known:  # found compacted, or removed by retention
-            _write_state(topic_dir, _pruned(state, listed))
+            write_state(topic_dir, _pruned(state, listed))
         return None
     done = CompactionPass(topic, reason, len(prefix))
     log.info("compaction: topic %s: pass over %d segment(s), offsets %d..%d (%s)", topic,
@@ -330,41 +267,90 @@ def compact_topic(root: Path, topic: str, policy: RetentionPolicy, now_ms: int
     done.keys = len(latest)
     log.info("compaction: topic %s: map: %d records, %d keys", topic,
              sum(len(s.offsets) for s in scans), len(latest))
-    for item, scan in zip(prefix, scans, strict=True):
-        # A segment's tombstones are timed from its first compaction: this one, if it is dirty.
-        first = state[item.seg.base][0] if item.seg.compacted else now_ms
-        go = item.seg.compacted and tombstones_expire(first, now_ms, settings)
-        state[item.seg.base] = (first, _clean(topic_dir, item, scan, latest, go, done))
-    _write_state(topic_dir, _pruned(state, listed))
+    kept = [_keep(item, scan, c, latest, now_ms, settings, done)
+            for item, scan, c in zip(prefix, scans, clocks[:len(prefix)], strict=True)]
+    groups = merge_groups([k.size for k in kept], segment_bytes)
+    done.files = len(groups)
+    log.info("compaction: topic %s: clean: %d record(s) left of %d in %d file(s)", topic,
+             done.kept, done.kept + done.removed, len(groups))
+    changing = [g for g in groups
+                if len(g) > 1 or kept[g[0]].dropped or not prefix[g[0]].seg.compacted]
+    _write(topic_dir, prefix, scans, kept, groups, changing, _pruned(state, listed), done)
     log.info("compaction: topic %s: %d record(s) removed (%d tombstone(s)), %d left in %d "
-             "segment(s); %d rewritten, %d marked compacted", topic, done.removed,
-             done.tombstones_removed, done.kept, done.segments, done.rewritten, done.renamed)
+             "segment(s) now in %d file(s); %d rewritten, %d marked compacted, %d merged",
+             topic, done.removed, done.tombstones_removed, done.kept, done.segments,
+             done.files, done.rewritten, done.renamed, done.merged)
     return done
 
 
-def _clean(topic_dir: Path, item: _Listed, scan: _Scan, latest: dict[bytes, int],
-           tombstones_go: bool, done: CompactionPass) -> int:
-    """Step 3 for one segment: the rule applied, the segment rewritten or renamed if that
-    changes it; the tombstones it keeps."""
-    keep = []
-    tombstones = 0
+def _write(topic_dir: Path, prefix: Sequence[_Listed], scans: Sequence[_Scan],
+           kept: Sequence[_Kept], groups: Sequence[range], changing: Sequence[range],
+           state: dict[int, Clock], done: CompactionPass) -> None:
+    """Steps 4 and 5: the state before (see the module docstring), the files, the state."""
+    before, after = _states(state, prefix, kept, groups, {g.start for g in changing})
+    if changing:
+        write_state(topic_dir, before)
+    for group in changing:
+        items = [prefix[i] for i in group]
+        if len(group) > 1:
+            done.merged += len(group)
+        elif kept[group.start].dropped:
+            done.rewritten += 1
+        else:
+            done.renamed += 1  # compacted for the first time with every record kept
+        data = None if len(group) == 1 and not kept[group.start].dropped else b"".join(
+            _join(prefix[i], scans[i], kept[i].lines) for i in group)
+        newest = max(items, key=lambda i: i.mtime_ns)  # retention's clock: never younger
+        put_in_place(topic_dir, [i.seg.path for i in items],
+                     topic_dir / compacted_name(items[0].seg.base, items[-1].end), data,
+                     (newest.atime_ns, newest.mtime_ns))
+    write_state(topic_dir, after)
+
+
+def _states(state: Mapping[int, Clock], prefix: Sequence[_Listed], kept: Sequence[_Kept],
+            groups: Sequence[range], written: set[int]) -> tuple[dict[int, Clock],
+                                                                  dict[int, Clock]]:
+    """The clocks to record before the files are written (every clock of a group written,
+    its tombstones not known) and after (each group's coalesced clocks); the clocks of the
+    segments after the prefix stay."""
+    start, end = prefix[0].seg.base, prefix[-1].end
+    after = {b: c for b, c in state.items() if not start <= b < end}
+    before = dict(after)
+    for group in groups:
+        clocks = [c for i in group for c in kept[i].clocks]
+        after.update((c.base, c) for c in coalesce(clocks))
+        if group.start in written:
+            before.update((c.base, c._replace(tombstones=-1)) for c in clocks)
+        else:
+            before.update((c.base, c) for c in coalesce(clocks))
+    return before, after
+
+
+def _keep(item: _Listed, scan: _Scan, clocks: list[Clock], latest: dict[bytes, int],
+          now_ms: int, settings: CompactionPolicy, done: CompactionPass) -> _Kept:
+    """Step 3 for one segment: the rule applied to each of its records, under its clock."""
+    bases = [c.base for c in clocks]
+    # A range's tombstones are timed from its first compaction: never this one's.
+    go = [item.seg.compacted and tombstones_expire(c.first_ms, now_ms, settings)
+          for c in clocks]
+    left = [0] * len(clocks)
+    lines = []
+    size = 0
+    ends = scan.ends
     for i in range(len(scan.offsets)):
         entry = scan.entry(i)
-        if survives(entry, latest, tombstones_go):
-            keep.append(i)
-            tombstones += entry.tombstone and entry.key is not None
+        at = bisect_right(bases, entry.offset) - 1 if len(bases) > 1 else 0
+        if survives(entry, latest, go[at]):
+            lines.append(i)
+            size += ends[i] - (ends[i - 1] if i else 0)
+            left[at] += entry.tombstone and entry.key is not None
         elif entry.tombstone:
             done.tombstones_removed += 1
-    removed = len(scan.offsets) - len(keep)
-    done.removed += removed
-    done.kept += len(keep)
-    if removed:
-        _put_in_place(topic_dir, item, _join(item, scan, keep))
-        done.rewritten += 1
-    elif not item.seg.compacted:
-        _put_in_place(topic_dir, item, None)
-        done.renamed += 1
-    return tombstones
+    dropped = len(scan.offsets) - len(lines)
+    done.removed += dropped
+    done.kept += len(lines)
+    return _Kept(lines, size, dropped,
+                 [c._replace(tombstones=n) for c, n in zip(clocks, left, strict=True)])
 
 
 def _join(item: _Listed, scan: _Scan, keep: list[int]) -> bytes:
@@ -376,10 +362,3 @@ def _join(item: _Listed, scan: _Scan, keep: list[int]) -> bytes:
                                   f"({item.size} bytes, now {len(data)})")
     ends = scan.ends
     return b"".join(data[(ends[i - 1] if i else 0):ends[i]] for i in keep)
-
-
-def _pruned(state: dict[int, tuple[int, int]], listed: list[_Listed]
-            ) -> dict[int, tuple[int, int]]:
-    """The state of the segments still there (retention removes segments)."""
-    bases = {i.seg.base for i in listed}
-    return {b: v for b, v in state.items() if b in bases}

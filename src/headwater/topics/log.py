@@ -67,7 +67,7 @@ Opening a root recovers every topic: an in-progress file left by a crash may end
 rewritten under it).  An in-progress file with no complete line is removed.  The next offset is
 the last offset on disk + 1, found by reading only the tail of the last segment (or the end of
 its range, in the name of a segment compaction rewrote; what a compaction pass killed midway
-left is removed first: `compactor.remove_leftovers`).  This is correct
+left is removed first: `compaction_files.remove_leftovers`).  This is correct
 wherever the process was killed: records are written before they are fsync'ed, fsync'ed before
 the rename, and the rename is atomic; if it was lost (power cut before the directory fsync), the
 file is still an in-progress file and recovery seals it again.  Records never acknowledged by
@@ -92,7 +92,7 @@ import orjson
 
 from headwater.model.topic import TopicRecord
 from headwater.topics.check import segment_end
-from headwater.topics.compactor import remove_leftovers
+from headwater.topics.compaction_files import remove_leftovers
 from headwater.topics.damage import TopicLogDamaged
 from headwater.topics.segment import (
     CorruptSegmentError,

@@ -45,7 +45,8 @@ class TopicLogSink:
         removed = 0
         for topic in self.log.topics():
             policy = self.retention.for_topic(topic)
-            compact_topic(self.log.root, topic, policy, now)
+            compact_topic(self.log.root, topic, policy, now,
+                          segment_bytes=self.log.segment_bytes)
             removed += apply_retention(self.log.root, topic, policy, now)
         return removed
 

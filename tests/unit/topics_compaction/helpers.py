@@ -19,6 +19,8 @@ from headwater.topics.segment import inprogress_name, list_segments
 
 T = "p.public.t"
 HOUR_MS = 3_600_000
+UNMERGED = 1  # a segment size no two non-empty segments fit in: each keeps its own file
+MERGED = 1 << 30  # one that every test topic fits in: the cleanable segments become one file
 
 KEY_SCHEMA = {"type": "struct", "optional": False,
               "fields": [{"type": "int32", "optional": False, "field": "id"}]}

@@ -15,14 +15,15 @@ from headwater.connectors.postgres.config import CONNECTOR_CLASS, validate_postg
 from headwater.model.topic import TopicRecord
 from headwater.topics import reader
 from headwater.topics.compaction import CompactionPolicy
-from headwater.topics.compactor import STATE_FILE, compact_topic
+from headwater.topics.compaction_files import STATE_FILE
+from headwater.topics.compactor import compact_topic
 from headwater.topics.damage import TopicLogDamaged
 from headwater.topics.retention import RetentionPolicy, apply_retention, write_consumer
 from headwater.topics.retention_config import refuse_elsewhere, retention_rules
 from headwater.topics.segment import list_segments
 from headwater.topics.sink import TopicLogSink
 
-from .helpers import HOUR_MS, T, age, compact, key, now_ms, value, write_segments
+from .helpers import HOUR_MS, UNMERGED, T, age, compact, key, now_ms, value, write_segments
 
 SEGMENTS = [[(1, "a"), (2, "a"), (2, None)], [(1, "b"), (3, "a")], [(3, "b")]]
 
@@ -35,14 +36,14 @@ def test_a_rewrite_keeps_the_segments_time_for_retention(tmp_path: Path) -> None
     write_segments(tmp_path, SEGMENTS)
     age(tmp_path, hours=5)
     times = [s.path.stat().st_mtime_ns for s in list_segments(tmp_path / T)]
-    compact_topic(tmp_path, T, compact(), now_ms())
+    compact_topic(tmp_path, T, compact(), now_ms(), segment_bytes=UNMERGED)
     assert [s.path.stat().st_mtime_ns for s in list_segments(tmp_path / T)] == times
     assert offsets(tmp_path) == [2, 3, 5]
     # compact,delete: retention by time still sees five-hour-old segments
     both = RetentionPolicy(retention_ms=4 * HOUR_MS, compaction=CompactionPolicy())
     assert apply_retention(tmp_path, T, both, now_ms()) == 2  # (the last segment stays)
     assert offsets(tmp_path) == [5]
-    compact_topic(tmp_path, T, compact(ratio=0.0), now_ms())
+    compact_topic(tmp_path, T, compact(ratio=0.0), now_ms(), segment_bytes=UNMERGED)
     assert list(orjson.loads((tmp_path / T / STATE_FILE).read_bytes())) == ["5"]  # pruned
 
 
@@ -51,13 +52,14 @@ def test_tombstones_stay_delete_retention_ms_after_the_first_compaction(tmp_path
     age(tmp_path, hours=5)  # (their age does not count: only the time since compaction)
     now = now_ms()
     policy = compact(HOUR_MS)
-    compact_topic(tmp_path, T, policy, now)
+    compact_topic(tmp_path, T, policy, now, segment_bytes=UNMERGED)
     assert offsets(tmp_path) == [2, 3, 5]  # 2: the tombstone of key 2
     assert orjson.loads((tmp_path / T / STATE_FILE).read_bytes())["0"] == [now, 1]
-    assert compact_topic(tmp_path, T, policy, now + HOUR_MS - 1) is None
-    done = compact_topic(tmp_path, T, policy, now + HOUR_MS)
+    assert compact_topic(tmp_path, T, policy, now + HOUR_MS - 1, segment_bytes=UNMERGED) is None
+    done = compact_topic(tmp_path, T, policy, now + HOUR_MS, segment_bytes=UNMERGED)
     assert done is not None and done.tombstones_removed == 1 and offsets(tmp_path) == [3, 5]
-    assert compact_topic(tmp_path, T, policy, now + 2 * HOUR_MS) is None  # nothing left to do
+    # nothing left to do
+    assert compact_topic(tmp_path, T, policy, now + 2 * HOUR_MS, segment_bytes=UNMERGED) is None
 
 
 def test_a_lost_state_file_keeps_tombstones_longer_never_shorter(tmp_path: Path) -> None:
@@ -65,13 +67,14 @@ def test_a_lost_state_file_keeps_tombstones_longer_never_shorter(tmp_path: Path)
     age(tmp_path, hours=5)
     now = now_ms()
     policy = compact(HOUR_MS)
-    compact_topic(tmp_path, T, policy, now)
+    compact_topic(tmp_path, T, policy, now, segment_bytes=UNMERGED)
     (tmp_path / T / STATE_FILE).write_bytes(b"{not json")
     later = now + HOUR_MS // 2
-    assert compact_topic(tmp_path, T, policy, later) is None  # found compacted "now"
-    assert compact_topic(tmp_path, T, policy, now + HOUR_MS) is None
+    # found compacted "now"
+    assert compact_topic(tmp_path, T, policy, later, segment_bytes=UNMERGED) is None
+    assert compact_topic(tmp_path, T, policy, now + HOUR_MS, segment_bytes=UNMERGED) is None
     assert offsets(tmp_path) == [2, 3, 5]
-    assert compact_topic(tmp_path, T, policy, later + HOUR_MS) is not None
+    assert compact_topic(tmp_path, T, policy, later + HOUR_MS, segment_bytes=UNMERGED) is not None
     assert offsets(tmp_path) == [3, 5]
 
 
@@ -79,11 +82,12 @@ def test_the_consumer_marker_holds_compaction_back_unless_ignored(tmp_path: Path
     write_segments(tmp_path, SEGMENTS)
     age(tmp_path, hours=1)
     write_consumer(tmp_path, "pipe", {T: 4})  # read 0..3: only the first segment is behind it
-    compact_topic(tmp_path, T, compact(), now_ms())
+    compact_topic(tmp_path, T, compact(), now_ms(), segment_bytes=UNMERGED)
     # key 1's later record (3) is past the marker: the first segment is cleaned on its own
     assert offsets(tmp_path) == [0, 2, 3, 4, 5]
     write_consumer(tmp_path, "pipe", {T: 0})
-    compact_topic(tmp_path, T, compact(ignore_consumers=True, ratio=0.0), now_ms())
+    compact_topic(tmp_path, T, compact(ignore_consumers=True, ratio=0.0), now_ms(),
+                  segment_bytes=UNMERGED)
     assert offsets(tmp_path) == [2, 3, 5]
 
 
@@ -91,20 +95,22 @@ def test_a_pass_only_when_worth_it(tmp_path: Path) -> None:
     write_segments(tmp_path, [[(k, "a") for k in range(20)], [(1, "b")]])
     age(tmp_path, hours=1)
     now = now_ms()
-    assert compact_topic(tmp_path, T, compact(), now) is not None
+    assert compact_topic(tmp_path, T, compact(), now, segment_bytes=UNMERGED) is not None
     with_new = [[(1, "c")]]
     write_segments(tmp_path, with_new)
     age(tmp_path, hours=1)
-    assert compact_topic(tmp_path, T, compact(), now) is None  # dirty ratio < 0.5
-    assert compact_topic(tmp_path, T, compact(max_lag_ms=HOUR_MS // 2), now) is not None
+    # dirty ratio < 0.5
+    assert compact_topic(tmp_path, T, compact(), now, segment_bytes=UNMERGED) is None
+    assert compact_topic(tmp_path, T, compact(max_lag_ms=HOUR_MS // 2), now,
+                         segment_bytes=UNMERGED) is not None
     assert offsets(tmp_path)[-1] == 21 and 20 not in offsets(tmp_path)
 
 
 def test_null_keys_are_kept(tmp_path: Path) -> None:
     write_segments(tmp_path, [[(None, "a"), (None, None), (1, "a")], [(1, "b"), (None, "c")]])
     age(tmp_path, hours=1)
-    compact_topic(tmp_path, T, compact(0), now_ms())
-    compact_topic(tmp_path, T, compact(0, ratio=0.0), now_ms() + 1)
+    compact_topic(tmp_path, T, compact(0), now_ms(), segment_bytes=UNMERGED)
+    compact_topic(tmp_path, T, compact(0, ratio=0.0), now_ms() + 1, segment_bytes=UNMERGED)
     assert offsets(tmp_path) == [0, 1, 3, 4]
 
 
@@ -117,7 +123,7 @@ def test_a_damaged_segment_is_never_compacted(tmp_path: Path) -> None:
     os.utime(first, (0, 0))
     before = {p.name: p.read_bytes() for p in (tmp_path / T).iterdir()}
     with pytest.raises(TopicLogDamaged, match="record 1 is missing") as info:
-        compact_topic(tmp_path, T, compact(), now_ms())
+        compact_topic(tmp_path, T, compact(), now_ms(), segment_bytes=UNMERGED)
     assert (info.value.segment, info.value.offset) == (first, 1)
     assert {p.name: p.read_bytes() for p in (tmp_path / T).iterdir()} == before
 

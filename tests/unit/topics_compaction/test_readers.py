@@ -24,7 +24,7 @@ from headwater.topics.repair import repair_topic
 from headwater.topics.retention import write_consumer
 from headwater.topics.segment import compacted_name, list_segments, sealed_name
 
-from .helpers import T, age, compact, key, now_ms, value, write_segments
+from .helpers import UNMERGED, T, age, compact, key, now_ms, value, write_segments
 
 # offset: (key, value)                        compacted away?
 SEGMENTS = [
@@ -44,7 +44,7 @@ def build(root: Path, *, compacted: bool = True) -> None:
     age(root, hours=1)
     write_consumer(root, "pipe", {T: 13})
     if compacted:
-        assert compact_topic(root, T, compact(), now_ms()) is not None
+        assert compact_topic(root, T, compact(), now_ms(), segment_bytes=UNMERGED) is not None
 
 
 @pytest.fixture()
@@ -73,7 +73,7 @@ def test_follow_reads_through_and_across_a_rewrite(tmp_path: Path) -> None:
     for rec in reader.follow(root, T, timeout=10, poll_interval=0.01):
         got.append(rec.offset)
         if len(got) == 3:  # the compaction replaces the segment being read, and the next ones
-            assert compact_topic(root, T, compact(), now_ms()) is not None
+            assert compact_topic(root, T, compact(), now_ms(), segment_bytes=UNMERGED) is not None
         if rec.offset == END - 1:
             break
     assert got == [0, 1, 2, *LEFT]

@@ -5,6 +5,7 @@ left in the cleaned part, offsets never change)."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -13,19 +14,23 @@ import pytest
 from headwater.topics import reader
 from headwater.topics.check import check_topic
 from headwater.topics.compaction import (
+    Clock,
     CompactionPolicy,
     Entry,
     SegmentInfo,
     cleanable,
+    coalesce,
     latest_offsets,
+    merge_groups,
     pass_reason,
     survives,
+    tombstone_clock,
 )
 from headwater.topics.compactor import compact_topic
 from headwater.topics.retention import write_consumer
 from headwater.topics.segment import list_segments
 
-from .helpers import HOUR_MS, Spec, T, age, compact, now_ms, state, write_segments
+from .helpers import HOUR_MS, MERGED, UNMERGED, Spec, T, age, compact, now_ms, state, write_segments
 
 NOW = 1_000 * HOUR_MS
 
@@ -75,6 +80,45 @@ def test_the_last_record_of_a_key_survives_null_keys_always() -> None:
     assert [e.offset for e in entries if survives(e, latest, True)] == [2, 4, 5]
 
 
+def test_merge_groups_fill_files_up_to_the_segment_size() -> None:
+    assert merge_groups([], 100) == []
+    assert merge_groups([10, 20, 30, 40], 100) == [range(0, 4)]  # 100: within the limit
+    assert merge_groups([10, 20, 30, 41], 100) == [range(0, 3), range(3, 4)]
+    # a segment as large as the limit (or larger: the writer rolls past it) stays alone
+    assert merge_groups([150, 10, 100, 0, 0], 100) == [range(0, 1), range(1, 2), range(2, 5)]
+    assert merge_groups([0, 0, 5], 1) == [range(0, 2), range(2, 3)]  # empty ones go together
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_merge_groups_against_the_definition(seed: int) -> None:
+    rng = random.Random(seed)
+    sizes = [rng.choice([0, rng.randint(1, 60), rng.randint(60, 200)])
+             for _ in range(rng.randint(1, 30))]
+    limit = rng.randint(1, 150)
+    groups = merge_groups(sizes, limit)
+    assert [i for g in groups for i in g] == list(range(len(sizes)))  # in order, each once
+    for g in groups:
+        assert len(g) == 1 or sum(sizes[i] for i in g) <= limit
+    for g, h in itertools.pairwise(groups):  # greedy: the next one did not fit
+        assert sum(sizes[i] for i in g) + sizes[h.start] > limit
+
+
+def test_a_merged_segments_tombstone_clocks() -> None:
+    old, new = Clock(0, NOW - HOUR_MS, 1), Clock(10, NOW, 2)
+    # the schedule looks at the earliest clock that still holds tombstones
+    assert tombstone_clock([old, new]) == (NOW - HOUR_MS, 3)
+    assert tombstone_clock([old._replace(tombstones=0), new]) == (NOW, 2)
+    assert tombstone_clock([old._replace(tombstones=0), new._replace(tombstones=0)]) == (
+        NOW - HOUR_MS, 0)
+    assert tombstone_clock([old, new._replace(tombstones=-1)]) == (NOW - HOUR_MS, -1)
+    # coalescing keeps the first clock, drops those without tombstones, joins equal times
+    empty = Clock(5, NOW - 2 * HOUR_MS, 0)
+    same = Clock(20, NOW, 4)
+    assert coalesce([old, empty, new, same]) == [old, Clock(10, NOW, 6)]
+    assert coalesce([empty, new]) == [empty, new]
+    assert coalesce([new, same._replace(tombstones=-1)]) == [Clock(10, NOW, -1)]
+
+
 # -- the whole pass over random topics ----------------------------------------------------------
 
 
@@ -103,10 +147,11 @@ def test_a_pass_keeps_the_state_the_markers_and_the_offsets(tmp_path: Path, seed
         write_consumer(root, "pipe", {T: floor})
     young = rng.random() < 0.2  # everything younger than min.compaction.lag.ms
     policy = compact(rng.choice([0, HOUR_MS]), lag_ms=10 * HOUR_MS if young else 0)
+    limit = rng.choice([UNMERGED, 400, 1500, MERGED])  # (lines are 300-400 bytes)
     before = list(reader.read(root, T))
     now = now_ms()
     for step in range(3):  # the second pass removes what the first one's clock let expire
-        compact_topic(root, T, policy, now + step * HOUR_MS)
+        compact_topic(root, T, policy, now + step * HOUR_MS, segment_bytes=limit)
         after = list(reader.read(root, T))
         assert state(after) == state(before)
         # the cleaned part: segments wholly before the marker, old enough, sealed
@@ -123,5 +168,15 @@ def test_a_pass_keeps_the_state_the_markers_and_the_offsets(tmp_path: Path, seed
     if boundary and policy.compaction and policy.compaction.delete_retention_ms == 0:
         # the tombstones of the cleaned part are gone after the second pass
         assert not [r for r in after if r.offset < boundary and r.key and r.value is None]
-    names = [s.path.name for s in list_segments(root / T)]
-    assert sum(".compacted." in n for n in names) == sum(e <= boundary for e in ends)
+    # the cleaned part is in compacted files that chain up from 0 to its end, each one either
+    # an original segment or a merge of adjacent ones that fits the segment size
+    compacted = [s for s in list_segments(root / T) if s.compacted]
+    assert [s.base for s in compacted[:1]] == ([0] if boundary else [])
+    assert [s.end for s in compacted[-1:]] == ([boundary] if boundary else [])
+    assert all(a.end == b.base for a, b in itertools.pairwise(compacted))
+    assert {s.end for s in compacted} <= set(ends)
+    originals = set(zip([0, *ends], ends, strict=False))
+    merged = [s for s in compacted if (s.base, s.end) not in originals]
+    assert all(s.path.stat().st_size <= limit for s in merged)
+    if limit == MERGED:
+        assert len(compacted) == (1 if boundary else 0)
