@@ -1,7 +1,8 @@
 """A real capture with `headwater.topics.cleanup.policy=compact`: the writer compacts the topic
-while changes stream in, never past what the pipeline has not read; the pipeline (Spark, SCD1
-into Delta) then equals the source table, and so does a new pipeline reading the compacted
-topic from its start."""
+while changes stream in, never past what the pipeline has not read, and merges the short
+segments it rolls (a file count that stays bounded); the pipeline (Spark, SCD1 into Delta) then
+equals the source table, and so does a new pipeline reading the compacted topic from its
+start."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from headwater.pipeline.config import load_pipeline_config
 from headwater.pipeline.delta_target import read_table
 from headwater.pipeline.runner import start
 from headwater.topics import reader
+from headwater.topics.segment import list_segments
 from tests.integration.postgres.conftest import Env, wait_for
 
 pytestmark = pytest.mark.integration
@@ -49,6 +51,11 @@ def removed(env: Env, topic: str) -> int:
     return info.end_offset - info.start_offset - info.record_count
 
 
+def segment_bases(env: Env, topic: str) -> list[int]:
+    """The base offsets of the topic's segment files (one per file)."""
+    return [s.base for s in list_segments(env.topics / topic)]
+
+
 def test_a_compacted_topic_materializes_equal_to_the_source(env: Env, spark: Any) -> None:
     topic = f"{env.prefix}.public.t"
     env.sql("CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL, note text)")
@@ -64,6 +71,15 @@ def test_a_compacted_topic_materializes_equal_to_the_source(env: Env, spark: Any
         env.sql("DELETE FROM t WHERE id > 35")
         env.sql("INSERT INTO t VALUES (100, 1, 'late')")
         wait_for(lambda: removed(env, topic) > 60, what="compaction", timeout=30)
+        # changes spread over time: a segment rolled every 100 ms, merged by the passes
+        rolled: set[int] = set()
+        for id_ in range(1, 16):
+            env.sql("UPDATE t SET v = v + 10 WHERE id = %s", (id_,))
+            time.sleep(0.15)
+            rolled.update(segment_bases(env, topic))
+        assert len(rolled) >= 15
+        # one merged file, and the few small dirty segments the dirty ratio lets wait
+        wait_for(lambda: len(segment_bases(env, topic)) <= 8, what="merged segments")
         run_once(spark, config)  # reads the compacted topic
         end = next(t for t in reader.list_topics(env.topics) if t.name == topic).end_offset
         run_once(spark, config)  # nothing new: it registers what the first run read
@@ -73,7 +89,7 @@ def test_a_compacted_topic_materializes_equal_to_the_source(env: Env, spark: Any
         env.sql("UPDATE t SET v = v + 100, note = NULL WHERE id <= 10")
         env.sql("UPDATE t SET v = v + 100 WHERE id <= 10")
         env.sql("DELETE FROM t WHERE id = 1")  # compacted away unread, the row would stay
-        wait_for(lambda: cap.runtime.metrics.total_events_seen >= 40 + 5 * 20 + 5 + 1 + 21,
+        wait_for(lambda: cap.runtime.metrics.total_events_seen >= 40 + 5 * 20 + 5 + 1 + 15 + 21,
                  what="the stream")
         time.sleep(1.0)  # (passes every 0.2 s: time to do wrong, if they did)
         end = next(t for t in reader.list_topics(env.topics) if t.name == topic).end_offset
