@@ -9,6 +9,9 @@ keys into sealed segments, then times, on the same files:
 * a second pass after as many records again were appended (the dirty half and the clean half
   are read, the clean one rewritten again).
 
+Both passes also merge the segments into files of at most `--segment-bytes` (what a pass
+keeps is a tenth here): the file counts are printed.
+
 A pass runs on the capture's writer thread: its duration is how long appends wait.
 
     PYTHONPATH=src .venv/bin/python bench/topic_compaction.py [--records N] [--keys K]
@@ -99,14 +102,16 @@ def main() -> None:
         assert second is not None
         (info,) = list_topics(root)
         print(f"{n} records ({size / 1e6:.0f} MB, {args.keys} keys) in "
-              f"{args.segment_bytes >> 20} MiB segments")
+              f"{args.segment_bytes / (1 << 20):g} MiB segments")
         print(f"reference, read_range of the topic: {reference:.2f} s "
               f"({n / reference / 1e3:.0f} k records/s)")
         print(f"first pass:  {one:.2f} s ({n / one / 1e3:.0f} k records/s, "
-              f"{one / reference:.2f}x the reference), {first.removed} removed")
+              f"{one / reference:.2f}x the reference), {first.removed} removed; "
+              f"{first.segments} segments into {first.files} file(s)")
         print(f"second pass: {two:.2f} s over {second.kept + second.removed} records "
               f"({(second.kept + second.removed) / two / 1e3:.0f} k records/s), "
-              f"{second.removed} removed; {info.record_count} records left")
+              f"{second.removed} removed; {info.record_count} records left; "
+              f"{second.segments} segments into {second.files} file(s)")
     finally:
         shutil.rmtree(work)
 
