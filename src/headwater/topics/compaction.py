@@ -30,8 +30,8 @@ older than `max.compaction.lag.ms`, or a tombstone is due to go.
 A pass also merges adjacent cleanable segments into one file, as Kafka's cleaner groups
 segments while it cleans them (`merge_groups`): otherwise a compacted topic would keep one file
 per segment it ever rolled.  A merged file holds ranges first compacted at different times, so
-the tombstone clock of rule 3 is kept per range (`Clock`), not per file: merging never makes a
-tombstone go earlier, nor keeps it much later.
+the tombstone clock of rule 3 is kept per range (`Clock`), not per file: a tombstone goes when
+it would have without the merge.
 """
 
 from __future__ import annotations
