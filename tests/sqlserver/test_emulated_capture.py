@@ -114,3 +114,53 @@ def test_a_primary_key_update_is_a_split_update(sqlserver_db: dict[str, Any]) ->
         conn.close()
     assert [(op, key) for _seq, op, key in rows] == [(3, 1), (4, 1), (1, 1), (2, 5)]
     assert rows[2][0] == rows[3][0]
+
+
+def test_a_restart_inside_a_split_update_emits_each_half_once(
+        sqlserver_db: dict[str, Any]) -> None:
+    """The delete and the insert of a split update share one (commit LSN, change LSN, serial)
+    position, so only their ordinal at that position tells them apart on restart: an offset
+    stored after the delete must bring back the insert alone, and one stored after the insert
+    nothing at all (it used to bring the insert back a second time)."""
+    from headwater.model.record import ChangeRecord, Op
+
+    db = sqlserver_db
+    tsql(db, "CREATE TABLE dbo.k (id INT NOT NULL PRIMARY KEY, v INT NULL)",
+         "INSERT INTO dbo.k VALUES (1, 1)")
+    enable_cdc(db, "dbo", "k")
+    first = Capture(config(db, **{"max.batch.size": "1"}))
+    first.run()
+    try:
+        wait_for(lambda: len(first.records()) >= 1, 20, what="the snapshot")
+        tsql(db, "UPDATE dbo.k SET id = 5 WHERE id = 1")
+        wait_for(lambda: len(first.records()) >= 3, 20, what="the split update")
+    finally:
+        first.stop()
+    assert [(r.op, (r.after or r.before or (None,))[0]) for r in first.records()] == [
+        (Op.READ, 1), (Op.DELETE, 1), (Op.CREATE, 5)]
+    mid: dict[Op, dict[str, Any]] = {}
+    for batch in first.batches:
+        for record in batch.records:
+            if (isinstance(record, ChangeRecord) and record.op in (Op.DELETE, Op.CREATE)
+                    and batch.offset):
+                mid[record.op] = dict(batch.offset)
+    after_delete, after_insert = (mid[op]["databases"][db["database"]]
+                                  for op in (Op.DELETE, Op.CREATE))
+    assert after_delete["change_lsn"] == after_insert["change_lsn"] is not None
+    assert after_delete["commit_lsn"] == after_insert["commit_lsn"]
+
+    def restart(offset: dict[str, Any]) -> list[tuple[Op, Any]]:
+        again = Capture(config(db))
+        again.run(offset)
+        try:
+            tsql(db, "INSERT INTO dbo.k VALUES (9, 9)")  # a marker after the split update
+            wait_for(lambda: any((r.after or (None,))[0] == 9 for r in again.records()), 20,
+                     what="the marker insert")
+        finally:
+            again.stop()
+        tsql(db, "DELETE FROM dbo.k WHERE id = 9")
+        return [(r.op, (r.after or r.before or (None,))[0]) for r in again.records()
+                if (r.after or r.before or (None,))[0] != 9]
+
+    assert restart(mid[Op.DELETE]) == [(Op.CREATE, 5)]
+    assert restart(mid[Op.CREATE]) == []
