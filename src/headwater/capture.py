@@ -204,7 +204,7 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
         sink = FileDestination(
             output.files_dir, output.stream_name or cfg.topic_prefix,
             file_format=output.files_format, max_bytes=output.files_max_bytes,
-            max_ms=output.files_max_ms)
+            max_ms=output.files_max_ms, compression=output.files_compression)
     else:
         sink = kafka_assembly.topic_writer(kafka) or TopicLogSink(
             Path(cfg.headwater_topics_dir),

@@ -10,6 +10,7 @@ versions too; the changelog holds each event once."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import random
 import shutil
@@ -38,10 +39,13 @@ STREAM = "projects/hw/locations/local/streams/pg-ds"
 
 
 def capture_props(env: Env, fmt: str) -> dict[str, Any]:
+    """`fmt`: json, avro, or json.gz (JSON files with gzip compression)."""
+    file_format, _, compressed = fmt.partition(".")
     return {"headwater.event.format": "datastream", "headwater.datastream.stream.name": STREAM,
             "headwater.destination": "files",
             "headwater.destination.files.dir": str(env.tmp / "files"),
-            "headwater.destination.files.format": fmt,
+            "headwater.destination.files.format": file_format,
+            **({"headwater.destination.files.json.compression": "gzip"} if compressed else {}),
             "headwater.destination.files.max.ms": 200,
             "headwater.destination.files.max.bytes": 8192, "max.batch.size": 64}
 
@@ -57,7 +61,10 @@ def read_events(root: Path) -> list[dict[str, Any]]:
             with path.open("rb") as fh:
                 out.extend(dict(r) for r in avro_reader(fh))  # type: ignore[arg-type]
         else:
-            out.extend(orjson.loads(line) for line in path.read_bytes().splitlines())
+            data = path.read_bytes()
+            assert path.name.endswith(".jsonl.gz" if path.suffix == ".gz" else ".jsonl")
+            data = gzip.decompress(data) if path.suffix == ".gz" else data
+            out.extend(orjson.loads(line) for line in data.splitlines())
     return out
 
 
@@ -180,11 +187,13 @@ def run_once(spark: Any, config: Path) -> None:
     assert query.exception() is None
 
 
-@pytest.mark.parametrize("fmt", ["json", "avro"])
+@pytest.mark.parametrize("fmt", ["json", "avro", "json.gz"])
 def test_files_out_of_order_with_duplicates_equal_the_source(
         env: Env, spark: Any, fmt: str) -> None:
     root = capture_with_one_kill(env, fmt)
     files = event_files(root)
+    assert files and all(p.name.endswith({"json": ".jsonl", "avro": ".avro",
+                                          "json.gz": ".jsonl.gz"}[fmt]) for p in files)
     rng = random.Random(13)
     presented = env.tmp / "presented"
     presented.mkdir()

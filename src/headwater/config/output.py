@@ -26,6 +26,7 @@ _FILES_PROPERTIES: Final = (
     "headwater.destination.files.format",
     "headwater.destination.files.max.bytes",
     "headwater.destination.files.max.ms",
+    "headwater.destination.files.json.compression",
 )
 # Debezium envelope settings a Datastream event has no place for.
 _DEBEZIUM_ONLY: Final = (
@@ -56,6 +57,10 @@ OUTPUT_PROPERTIES: Final[tuple[Property, ...]] = (
     Property("headwater.destination.files.max.ms", PropertyType.LONG, 60_000, min_value=1,
              doc="a file is published this long after it was opened at the latest; source "
                  "positions are acknowledged only once their files are published"),
+    Property("headwater.destination.files.json.compression", PropertyType.ENUM, "none",
+             allowed=("none", "gzip"),
+             doc="none (.jsonl) or gzip (.jsonl.gz), as Datastream's JSON file format "
+                 "compression; JSON files only"),
 )
 
 
@@ -68,6 +73,7 @@ class OutputConfig:
     files_format: str = "json"
     files_max_bytes: int = 50 * 1024 * 1024
     files_max_ms: int = 60_000
+    files_compression: str = "none"
 
     @staticmethod
     def from_config(c: ValidatedConfig) -> OutputConfig:
@@ -79,6 +85,7 @@ class OutputConfig:
             files_format=c.get_str("headwater.destination.files.format"),
             files_max_bytes=c.get_int("headwater.destination.files.max.bytes"),
             files_max_ms=c.get_int("headwater.destination.files.max.ms"),
+            files_compression=c.get_str("headwater.destination.files.json.compression"),
         )
 
 
@@ -98,6 +105,10 @@ def check_output(context: ValidationContext) -> None:
         for name in _FILES_PROPERTIES:
             if name in explicit:
                 context.error(f"{name} is only used with headwater.destination=files")
+    if (destination == FILES and values.get("headwater.destination.files.format") == "avro"
+            and "headwater.destination.files.json.compression" in explicit):
+        context.error("headwater.destination.files.json.compression is only used with "
+                      "headwater.destination.files.format=json (Avro files are not compressed)")
     if event_format == DATASTREAM:
         for name in _DEBEZIUM_ONLY:
             if name in explicit:

@@ -4,6 +4,9 @@ Layout: `<dir>/<stream>/<object>/yyyy/mm/dd/hh/mm/<file>`, the minute folders fr
 source timestamp (UTC), as Datastream writes to a bucket.  One file holds events of one object,
 one minute folder and one schema (a schema change starts a new file, as in Datastream); files
 rotate when the next event would pass `max.bytes` or when they have been open `max.ms`.
+JSON files may be gzip-compressed (`.jsonl.gz`, Datastream's JSON `compression: GZIP`): each
+append is one gzip member, so a file is valid gzip at every publication and `max.bytes`
+counts compressed bytes, as the bucket would.
 
 Durability contract (what lets the runtime acknowledge source positions):
 
@@ -20,6 +23,7 @@ Durability contract (what lets the runtime acknowledge source positions):
 
 from __future__ import annotations
 
+import gzip
 import logging
 import os
 import re
@@ -42,6 +46,7 @@ from headwater.model.topic import TopicBatch, TopicRecord
 log = logging.getLogger("headwater.destinations.files")
 
 FORMATS = ("json", "avro")
+COMPRESSIONS = ("none", "gzip")
 INFLIGHT = ".inflight"
 _UNSAFE = re.compile(r"[/\\\x00]")
 
@@ -89,14 +94,19 @@ class FileDestination:
         file_format: str = "json",
         max_bytes: int = 50 * 1024 * 1024,
         max_ms: int = 60_000,
+        compression: str = "none",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if file_format not in FORMATS:
             raise ValueError(f"file format must be one of {FORMATS}, not {file_format!r}")
+        if compression not in COMPRESSIONS or (compression != "none" and file_format != "json"):
+            raise ValueError(f"compression {compression!r} is not one of {COMPRESSIONS} for "
+                             f"{file_format} files (only JSON files are compressed)")
         self.root = root
         self.base = root / stream_folder(stream_name)
         self.format = file_format
-        self.suffix = ".jsonl" if file_format == "json" else ".avro"
+        self.gzip = compression == "gzip"
+        self.suffix = (".jsonl.gz" if self.gzip else ".jsonl") if file_format == "json" else ".avro"
         self.max_bytes = max_bytes
         self.max_s = max_ms / 1000.0
         self.clock = clock
@@ -178,7 +188,8 @@ class FileDestination:
             size = len(value) + 1
             if f is None:
                 f = self._open(slot, group[0])
-            elif f.records + len(chunk) > 0 and f.size + chunk_size + size > self.max_bytes:
+            elif (f.records + len(chunk) > 0
+                  and f.size + self._at_most(chunk_size + size) > self.max_bytes):
                 self._flush_chunk(f, chunk)
                 chunk, chunk_size = [], 0
                 self._publish(slot)
@@ -188,11 +199,17 @@ class FileDestination:
         if f is not None and chunk:
             self._flush_chunk(f, chunk)
 
+    def _at_most(self, size: int) -> int:
+        """The most bytes `size` bytes of lines can take in the file: gzip may expand data
+        that does not compress (a 18-byte member frame, 5 bytes per 16 KiB stored block)."""
+        return size + 18 + 5 * (size // 16_384 + 1) if self.gzip else size
+
     def _flush_chunk(self, f: _OpenFile, chunk: list[bytes]) -> None:
         if not chunk:
             return
         if self.format == "json":
-            f.write(b"\n".join(chunk) + b"\n")
+            lines = b"\n".join(chunk) + b"\n"
+            f.write(gzip.compress(lines, compresslevel=6, mtime=0) if self.gzip else lines)
         else:
             f.write(block(chunk, f.sync))
         f.records += len(chunk)

@@ -171,6 +171,43 @@ def test_avro_files_read_back_by_fastavro(tmp_path: Path) -> None:
     assert records[0]["uuid"] == json_event["uuid"]  # type: ignore[call-overload,index]
 
 
+def test_gzip_json_files_are_whole_gzip_files_under_max_bytes(tmp_path: Path) -> None:
+    """`compression=gzip`: `.jsonl.gz` files, one gzip member per append (so each published
+    file is complete gzip), `max.bytes` holding for the compressed bytes, and the pipeline's
+    file reader giving back every event of them."""
+    import gzip
+
+    from headwater.pipeline.datastream.files import list_files, read_file
+
+    d = dest(tmp_path, compression="gzip", max_bytes=400)
+    for start in range(100, 160, 6):
+        d.append(render(*(rec(i, note="x" * (i % 7)) for i in range(start, start + 6))))
+    d.close()
+    files = visible(tmp_path)
+    assert len(files) > 1 and all(p.name.endswith(".jsonl.gz") for p in files)
+    assert all(p.stat().st_size <= 400 for p in files)
+    events = [orjson.loads(line) for p in sorted(files, key=lambda p: p.name)
+              for line in gzip.decompress(p.read_bytes()).splitlines()]
+    assert [e["payload"]["id"] for e in events] == list(range(100, 160))
+    base = tmp_path / stream_folder(STREAM)
+    listed = list_files(base, "json")
+    assert sorted(listed) == sorted(str(p.relative_to(base)) for p in files)
+    assert list_files(base, "auto") == listed and list_files(base, "avro") == []
+    got = [e.event["uuid"] for name in listed for e in read_file(base / name, 0)]
+    assert sorted(got) == sorted(e["uuid"] for e in events)
+    cut = files[0].with_name("cut.jsonl.gz")
+    cut.write_bytes(files[0].read_bytes()[:-6])
+    with pytest.raises(ValueError, match=r"cut\.jsonl\.gz: not a complete gzip file"):
+        list(read_file(cut, 0))
+
+
+def test_gzip_is_for_json_files_only(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="only JSON files are compressed"):
+        dest(tmp_path, file_format="avro", compression="gzip")
+    with pytest.raises(ValueError, match="'zstd'"):
+        dest(tmp_path, compression="zstd")
+
+
 def test_failed_append_never_publishes_and_start_clears_leftovers(tmp_path: Path) -> None:
     d = dest(tmp_path)
     done: list[int] = []

@@ -42,6 +42,11 @@ def test_datastream_files_settings_are_parsed(tmp_path: Path) -> None:
             out.files_format, out.files_max_bytes, out.files_max_ms) == (
         "datastream", "projects/p/locations/l/streams/s", "files", tmp_path, "avro", 1000, 500)
     assert warnings == []
+    assert out.files_compression == "none"
+    gz, _ = validate_postgres_config({
+        **BASE, "headwater.event.format": "datastream", "headwater.destination": "files",
+        "headwater.destination.files.json.compression": "gzip"}, env={})
+    assert (gz.output.files_format, gz.output.files_compression) == ("json", "gzip")
     my, _ = validate_mysql_config({**MY_BASE, "headwater.event.format": "datastream"}, env={})
     assert my.output.event_format == "datastream"
 
@@ -55,6 +60,16 @@ def test_datastream_files_settings_are_parsed(tmp_path: Path) -> None:
     ({"headwater.event.format": "protobuf"}, "headwater.event.format"),
     ({"headwater.event.format": "datastream", "headwater.destination": "files",
       "headwater.destination.files.format": "parquet"}, "headwater.destination.files.format"),
+    ({"headwater.event.format": "datastream", "headwater.destination": "files",
+      "headwater.destination.files.format": "avro",
+      "headwater.destination.files.json.compression": "gzip"},
+     "json.compression is only used with headwater.destination.files.format=json"),
+    ({"headwater.event.format": "datastream",
+      "headwater.destination.files.json.compression": "gzip"},
+     "only used with headwater.destination=files"),
+    ({"headwater.event.format": "datastream", "headwater.destination": "files",
+      "headwater.destination.files.json.compression": "zip"},
+     "headwater.destination.files.json.compression"),
 ])
 def test_settings_that_would_be_ignored_are_errors(extra: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):

@@ -16,6 +16,7 @@ complete file into its minute folder; hidden names are skipped.
 
 from __future__ import annotations
 
+import gzip
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,8 +29,8 @@ from headwater.pipeline.datastream import types
 from headwater.pipeline.datastream.events import RawEvent, is_datastream_event
 
 FORMATS = ("json", "avro", "auto")
-SUFFIXES = {"json": (".jsonl", ".json"), "avro": (".avro",),
-            "auto": (".jsonl", ".json", ".avro")}
+SUFFIXES = {"json": (".jsonl", ".json", ".jsonl.gz", ".json.gz"), "avro": (".avro",),
+            "auto": (".jsonl", ".json", ".jsonl.gz", ".json.gz", ".avro")}
 LOG_NAME = "datastream-files.log"
 OFFSET_KEY = "files"
 # Ordinal of an event in a batch: the file's line in the file log, then the event in the file.
@@ -90,7 +91,8 @@ def read_log(path: Path, start: int, end: int) -> list[str]:
 
 
 def read_file(path: Path, base: int) -> Iterator[RawEvent]:
-    """The events of one JSON lines or Avro object container file; `base` numbers them."""
+    """The events of one JSON lines (plain or gzip) or Avro object container file; `base`
+    numbers them."""
     if path.suffix == ".avro":
         with path.open("rb") as fh:
             events = avro_reader(fh)
@@ -99,7 +101,13 @@ def read_file(path: Path, base: int) -> Iterator[RawEvent]:
             for i, event in enumerate(events):
                 yield RawEvent(base + i, _as_dict(event), columns)
         return
-    for i, line in enumerate(path.read_bytes().splitlines()):
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise ValueError(f"{path}: not a complete gzip file: {exc}") from exc
+    for i, line in enumerate(data.splitlines()):
         if not line.strip():
             continue
         event = orjson.loads(line)
