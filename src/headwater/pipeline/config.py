@@ -25,7 +25,7 @@ The pipeline reads what the connector wrote, so it takes `topic.prefix` and
 | headwater.pipeline.mongodb.flatten.struct.delimiter | _ | MongoDB: flattened names' delimiter |
 | headwater.pipeline.source | topics | topics (the topic log), or datastream-files |
 | headwater.pipeline.datastream.files.dir | destination.files.dir | the files destination's root |
-| headwater.pipeline.datastream.files.format | auto | json (.jsonl, .jsonl.gz), avro (.avro), or auto (both) |
+| headwater.pipeline.datastream.files.format | auto | json (.jsonl[.gz]), avro, or auto (both) |
 | headwater.pipeline.datastream.max.files.per.trigger | 1000 | files per micro-batch |
 
 Relative paths are relative to the configuration file's directory, like the connector's.
