@@ -41,6 +41,7 @@ from headwater.formats.datastream.renderer import (
     OBJECT_HEADER,
     SCHEMA_KEY_HEADER,
 )
+from headwater.fsync import fsync_dir
 from headwater.model.topic import TopicBatch, TopicRecord
 
 log = logging.getLogger("headwater.destinations.files")
@@ -255,7 +256,7 @@ class FileDestination:
         _make_dirs(f.folder)
         final = f.folder / f.temp.name
         os.rename(f.temp, final)
-        _fsync_dir(f.folder)
+        fsync_dir(f.folder)
         self.published.append(final)
 
     def _release(self) -> None:
@@ -278,12 +279,5 @@ def _make_dirs(folder: Path) -> None:
             path.mkdir()
         except FileExistsError:
             continue
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
 
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from headwater.engine.metrics import SchemaHistoryMetrics
+from headwater.fsync import fsync_dir
 
 log = logging.getLogger("headwater.relational.history_file")
 
@@ -138,10 +139,3 @@ class HistoryFile:
         fsync_dir(self.path.parent)
         self._checked_tail = True
 
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

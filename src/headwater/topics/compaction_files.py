@@ -24,6 +24,7 @@ from typing import Final
 
 import orjson
 
+from headwater.fsync import fsync_dir as _fsync_dir  # a module name: tests kill a pass here
 from headwater.topics.compaction import Clock
 from headwater.topics.segment import COMPACTED_SUFFIX, list_segments, live_segments
 
@@ -62,14 +63,6 @@ def _rename(src: Path, dst: Path) -> None:
 
 def _unlink(path: Path) -> None:
     path.unlink()
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # -- segments -----------------------------------------------------------------------------------

@@ -90,6 +90,7 @@ from types import TracebackType
 
 import orjson
 
+from headwater.fsync import fsync_dir
 from headwater.model.topic import TopicRecord
 from headwater.topics.check import segment_end
 from headwater.topics.compaction_files import remove_leftovers
@@ -154,14 +155,6 @@ class TopicLogFailedError(TopicLogError):
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -324,7 +317,7 @@ class TopicLog:
                 if topic.fd >= 0:
                     os.fsync(topic.fd)
             for d in created_dirs:
-                _fsync_dir(d)
+                fsync_dir(d)
         except BaseException as exc:
             self._fail(exc)
             raise
@@ -492,7 +485,7 @@ class TopicLog:
         os.rename(
             topic.dir / inprogress_name(topic.seg_base), topic.dir / sealed_name(topic.seg_base)
         )
-        _fsync_dir(topic.dir)
+        fsync_dir(topic.dir)
         topic.fd = -1
         topic.size = 0
         os.close(fd)
@@ -520,7 +513,7 @@ class TopicLog:
             # Created behind our back since open (we hold the lock, so by hand): recover it.
             topic = self._recover(name)
         else:
-            _fsync_dir(self.root)
+            fsync_dir(self.root)
             topic = _Topic(name, directory, 0)
         self._topics[name] = topic
         return topic
@@ -550,7 +543,7 @@ class TopicLog:
                 sealed[seg.base] = directory / sealed_name(seg.base)
                 log.warning("recovered in-progress segment %s up to offset %d", seg.path, last)
         if changed:
-            _fsync_dir(directory)
+            fsync_dir(directory)
         if sealed:
             base = max(sealed)
             path = sealed[base]

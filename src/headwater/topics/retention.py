@@ -34,6 +34,7 @@ from typing import Final
 
 import orjson
 
+from headwater.fsync import fsync_dir
 from headwater.topics.compaction import CompactionPolicy
 from headwater.topics.segment import live_segments
 
@@ -61,15 +62,7 @@ def set_log_start(topic_dir: Path, offset: int) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, topic_dir / START_FILE)
-    _fsync_dir(topic_dir)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(topic_dir)
 
 
 _CONSUMER_ID: Final = re.compile(r"[A-Za-z0-9._-]+")
@@ -159,7 +152,7 @@ def apply_retention(root: Path, topic: str, policy: RetentionPolicy, now_ms: int
     set_log_start(topic_dir, new_start)
     for seg in sealed[:remove]:
         seg.path.unlink()
-    _fsync_dir(topic_dir)
+    fsync_dir(topic_dir)
     log.info("retention: topic %s starts at offset %d now (%d segment(s) removed)", topic,
              new_start, remove)
     return remove

@@ -1,0 +1,18 @@
+"""Making a directory entry durable: after a rename or a new file, the file's own fsync does
+not persist its name; the directory must be fsynced too (POSIX), or a crash can lose the entry
+with its data intact.  One helper for every writer that publishes files by rename (topic log,
+compaction, retention, schema history, Datastream files)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def fsync_dir(path: Path) -> None:
+    """Flushes the directory `path` (its entries) to stable storage."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
