@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from headwater.connectors.mysql.ddl_text import is_single_statement, shorten, statement_text
-from headwater.connectors.mysql.table_changes import double_quoted_id
+from headwater.relational.table_changes import quoted_id as double_quoted_id
 
 
 @pytest.mark.parametrize(("sql", "text"), [

@@ -19,15 +19,9 @@ from typing import Any
 from headwater.connectors.mysql.columns import MySqlColumn, MySqlTable
 from headwater.connectors.mysql.ddl import SchemaChange
 from headwater.connectors.mysql.ddl_types import NATIONAL_JDBC_TYPES
-from headwater.model.schema import (
-    ARRAY,
-    BOOLEAN,
-    INT32,
-    STRING,
-    STRUCT,
-    ConnectField,
-    ConnectSchema,
-)
+from headwater.model.schema import ARRAY, STRING, STRUCT, ConnectField, ConnectSchema
+from headwater.relational.table_changes import CHANGE_SCHEMA as RELATIONAL_CHANGE_SCHEMA
+from headwater.relational.table_changes import TABLE_SCHEMA as RELATIONAL_TABLE_SCHEMA
 from headwater.relational.table_changes import quoted_id
 
 TABLE_CHANGE_KINDS = frozenset({"CREATE", "ALTER", "DROP"})
@@ -52,49 +46,19 @@ JDBC_TYPES: dict[str, int] = {
 }  # everything else (JSON, spatial types, UUID, INET4/6, VECTOR): OTHER
 
 
-def _optional(type_: str) -> ConnectSchema:
-    return ConnectSchema(type_, optional=True)
-
-
-def _required(type_: str) -> ConnectSchema:
-    return ConnectSchema(type_, optional=False)
-
-
-_STRING_ARRAY = ConnectSchema(ARRAY, optional=True, items=_required(STRING))
-
-COLUMN_SCHEMA = ConnectSchema(STRUCT, optional=False, name="io.debezium.connector.schema.Column",
-                              version=1, fields=(
-    ConnectField("name", _required(STRING)),
-    ConnectField("jdbcType", _required(INT32)),
-    ConnectField("nativeType", _optional(INT32)),
-    ConnectField("typeName", _required(STRING)),
-    ConnectField("typeExpression", _optional(STRING)),
-    ConnectField("charsetName", _optional(STRING)),
-    ConnectField("length", _optional(INT32)),
-    ConnectField("scale", _optional(INT32)),
-    ConnectField("position", _required(INT32)),
-    ConnectField("optional", _optional(BOOLEAN)),
-    ConnectField("autoIncremented", _optional(BOOLEAN)),
-    ConnectField("generated", _optional(BOOLEAN)),
-    ConnectField("comment", _optional(STRING)),
-    ConnectField("defaultValueExpression", _optional(STRING)),
-    ConnectField("enumValues", _STRING_ARRAY),
-))
+# The Column struct is the shared one; MySQL's Table keeps its `attributes` (always empty).
 ATTRIBUTE_SCHEMA = ConnectSchema(
     STRUCT, optional=False, name="io.debezium.connector.schema.Attribute", version=1,
-    fields=(ConnectField("name", _required(STRING)), ConnectField("value", _optional(STRING))))
+    fields=(ConnectField("name", ConnectSchema(STRING, optional=False)),
+            ConnectField("value", ConnectSchema(STRING, optional=True))))
 TABLE_SCHEMA = ConnectSchema(STRUCT, optional=True, name="io.debezium.connector.schema.Table",
                              version=1, fields=(
-    ConnectField("defaultCharsetName", _optional(STRING)),
-    ConnectField("primaryKeyColumnNames", _STRING_ARRAY),
-    ConnectField("columns", ConnectSchema(ARRAY, optional=False, items=COLUMN_SCHEMA)),
-    ConnectField("comment", _optional(STRING)),
+    *RELATIONAL_TABLE_SCHEMA.fields,
     ConnectField("attributes", ConnectSchema(ARRAY, optional=True, items=ATTRIBUTE_SCHEMA)),
 ))
 CHANGE_SCHEMA = ConnectSchema(STRUCT, optional=False, name="io.debezium.connector.schema.Change",
                               version=1, fields=(
-    ConnectField("type", _required(STRING)),
-    ConnectField("id", _required(STRING)),
+    *RELATIONAL_CHANGE_SCHEMA.fields[:2],  # type, id
     ConnectField("table", TABLE_SCHEMA),
 ))
 TABLE_CHANGES_CONNECT_SCHEMA = ConnectSchema(ARRAY, optional=False, items=CHANGE_SCHEMA)
@@ -150,13 +114,6 @@ def table_dict(table: MySqlTable) -> dict[str, Any]:
     }
 
 
-def double_quoted_id(database: str | None, table: str) -> str:
-    """Debezium's ``TableId.toDoubleQuotedString``: each part in double quotes with a ``"``
-    inside doubled, an empty database left out; a part already starting or ending with ``"``
-    is kept as it is (relational.table_changes.quoted_id)."""
-    return quoted_id(database, table)
-
-
 def table_change(change: SchemaChange) -> dict[str, Any]:
     """The tableChanges element for a CREATE, ALTER or DROP of a table."""
     if change.kind not in TABLE_CHANGE_KINDS or change.table is None:
@@ -164,7 +121,7 @@ def table_change(change: SchemaChange) -> dict[str, Any]:
     table = change.table_after if change.kind != "DROP" else change.previous
     return {
         "type": change.kind,
-        "id": double_quoted_id(change.database, change.table),
+        "id": quoted_id(change.database, change.table),
         "table": table_dict(table) if table is not None else None,
     }
 
