@@ -124,6 +124,25 @@ class Resume(NamedTuple):
             return "replay"
         return "emit"
 
+    @staticmethod
+    def after(change: Change, ordinal: int) -> Resume:
+        """Where a restart resumes once `change` (the `ordinal`-th row at its position) is
+        written: the serial covers every row written at that position (a split update's
+        delete and insert share one serial, 1), as `classify` counts them."""
+        return Resume(change.commit, change.change, max(change.serial, ordinal))
+
+
+def with_ordinals(changes: Iterable[Change]) -> Iterator[tuple[int, Change]]:
+    """Each change with its ordinal among the changes at its (commit, change) position, from 1
+    (Debezium's eventSerialNoInInitialTx)."""
+    last: tuple[bytes, bytes] | None = None
+    ordinal = 0
+    for change in changes:
+        position = (change.commit, change.change)
+        ordinal = ordinal + 1 if position == last else 1
+        last = position
+        yield ordinal, change
+
 
 def resumed(changes: Iterable[Change], resume: Resume | None) -> Iterator[Change]:
     """`changes` with what an earlier run wrote dropped (earlier transactions) or marked
@@ -131,12 +150,7 @@ def resumed(changes: Iterable[Change], resume: Resume | None) -> Iterator[Change
     if resume is None:
         yield from changes
         return
-    last: tuple[bytes, bytes] | None = None
-    ordinal = 0
-    for change in changes:
-        position = (change.commit, change.change)
-        ordinal = ordinal + 1 if position == last else 1
-        last = position
+    for ordinal, change in with_ordinals(changes):
         verdict = resume.classify(change, ordinal)
         if verdict == "skip":
             continue

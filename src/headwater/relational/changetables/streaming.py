@@ -38,6 +38,7 @@ from headwater.relational.changetables.poller import (
     Resume,
     merge_changes,
     resumed,
+    with_ordinals,
 )
 from headwater.relational.changetables.position import LsnPosition
 from headwater.relational.changetables.schema import ChangeTableSchema
@@ -255,9 +256,7 @@ class LsnStreaming(Generic[S]):
         hook = self.incremental
         tx: bytes | None = None
         last: LsnPosition | None = None
-        at: tuple[bytes, bytes] | None = None
-        ordinal = 0
-        for change in stream.changes(to_lsn):
+        for ordinal, change in with_ordinals(stream.changes(to_lsn)):
             ts_us = stream.event_us(change)
             position = self.POSITION(stream.lsn_text(change.commit),
                                      stream.lsn_text(change.change), change.serial, ts_us)
@@ -280,12 +279,7 @@ class LsnStreaming(Generic[S]):
             dispatcher.change(codec.schema, change.op, before, after, ts_us // 1000, position)
             dispatcher.replaying = False
             last = position
-            # Rows sharing one (commit, change) position (a split update's delete and insert)
-            # are told apart on restart by their ordinal there, as `resumed` counts them: the
-            # stored serial covers every row written at this position, not just the last one's.
-            ordinal = ordinal + 1 if at == (change.commit, change.change) else 1
-            at = (change.commit, change.change)
-            stream.resume = Resume(change.commit, change.change, max(change.serial, ordinal))
+            stream.resume = Resume.after(change, ordinal)
             if dispatcher.full:
                 dispatcher.flush(self._offset(streams))
         stream.end_read()
