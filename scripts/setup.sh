@@ -13,6 +13,9 @@ cd "$(dirname "$0")/.."
 need_apt=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql postgresql-contrib)
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
+# Maven fetches the JVM parts (Delta, Iceberg and Kafka for Spark; Kafka brokers and a Connect
+# worker for the tests) from Maven Central into a cache outside the repository.
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 # Headless Chromium and its driver, for the web console test (Selenium).
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
@@ -54,3 +57,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -n
   fi
   touch "$stamp"
 fi
+
+# The JVM parts, into ~/.cache/headwater/jars (or $HEADWATER_JARS), once: see headwater.jvm.artifacts.
+.venv/bin/python -m headwater.jvm.artifacts spark kafka connect debezium-jdbc-sink debezium-mariadb
