@@ -251,6 +251,47 @@ def test_restart_decodes_pending_old_instance_rows_with_the_recorded_schema(
     assert rebuilt[0].after == (3, 30)
 
 
+def test_restart_at_the_snapshot_offset_keeps_the_recorded_schema_of_the_instance_it_read(
+        sqlserver_db: dict[str, Any]) -> None:
+    """A capture instance enabled after the last change starts past the maximum LSN, so a
+    snapshot taken then sits before its start.  A restart from that snapshot's offset (a kill
+    before any change was streamed) reads the instance's rows with the definition the snapshot
+    recorded, as Debezium's current change table does: the instance is not a later schema
+    change, and today's catalog (without the dropped `note`) must not replace it."""
+    db = sqlserver_db
+    tsql(db, "CREATE TABLE dbo.t (id INT NOT NULL PRIMARY KEY, a INT NULL, note NVARCHAR(20) "
+         "NULL)", "INSERT INTO dbo.t VALUES (1, 10, 'n1')")
+    enable_cdc(db, "dbo", "t", "dbo_t")
+    first = Capture(config(db))
+    first.run()
+    first.stop()
+    offset = first.last_offset()
+    assert offset is not None and offset["snapshot_completed"]
+    tsql(db, "INSERT INTO dbo.t VALUES (2, 20, 'n2')", "INSERT INTO dbo.t VALUES (3, 30, 'n3')",
+         "ALTER TABLE dbo.t DROP COLUMN note", "ALTER TABLE dbo.t ADD b INT NULL",
+         "INSERT INTO dbo.t (id, a, b) VALUES (4, 40, 7)")
+    enable_cdc(db, "dbo", "t", "dbo_t_v2")
+    tsql(db, "INSERT INTO dbo.t (id, a, b) VALUES (5, 50, 8)")
+    second = Capture(config(db))
+    second.run(offset)
+    try:
+        wait_for(lambda: len(second.records()) >= 4, 20, what="the rows after the snapshot")
+    finally:
+        second.stop()
+    events = all_events(second)
+    kinds = [e.value["tableChanges"][0]["type"] if isinstance(e, SchemaChangeEvent)
+             else e.op.value for e in events]
+    assert kinds == ["c", "c", "c", "ALTER", "c"]
+    two, three, four, alter, five = events
+    assert [c.name for c in two.table.columns] == ["id", "a", "note"]
+    assert (two.after, three.after, four.after) == ((2, 20, "n2"), (3, 30, "n3"),
+                                                    (4, 40, None))
+    assert [c["name"] for c in alter.value["tableChanges"][0]["table"]["columns"]] == [
+        "id", "a", "b"]
+    assert five.after == (5, 50, 8)
+    assert [r["tableChanges"][0]["type"] for r in history(db)] == ["CREATE", "ALTER"]
+
+
 def test_a_stored_offset_without_its_history_stops_the_start(
         sqlserver_db: dict[str, Any]) -> None:
     """Decoding with today's catalog would be silently wrong for rows written before a schema

@@ -11,7 +11,15 @@ For each captured table the follower knows, at the stream's position:
   right before the first change at or after its start LSN (or at the end of a poll that read
   past its start without one), with an ALTER when it differs from the one in force.  Until
   then the rows of the older change table are decoded with the definition in force, which
-  after a restart is the schema history's.
+  after a restart is the schema history's;
+- the oldest change table of a known table is not a checkpoint when the definition in force
+  has exactly its columns, even if it starts after the position: it is the one that
+  definition was recorded from.  A capture instance enabled after the last change starts past
+  the maximum LSN, so a snapshot taken then (and its offset) sits before its start; a restart
+  there must keep the recorded definition, not switch to today's catalog, which may have lost
+  columns the instance's rows still carry (Debezium's current change table likewise takes the
+  schema's definition).  With other columns it is a newer change table (the one the definition
+  came from was dropped meanwhile) and a checkpoint as above.
 
 Debezium's SQL Server connector migrates at the first change at or after the new instance's
 start LSN as well; its Db2 connector at the first change of the poll that found the new
@@ -92,12 +100,20 @@ class SchemaFollower:
             later = [h for h in group if _start(h) > position]
             if table not in known:
                 self._creates.append(active)
+            if table not in known or (not crossed and self._in_force(active)):
                 later = [h for h in later if h is not active]
             for handle in later:
                 if _key(handle) not in self._done and _key(handle) not in {
                         _key(c) for c in self._checkpoints}:
                     self._checkpoints.append(handle)
         self._checkpoints.sort(key=_start)
+
+    def _in_force(self, handle: ChangeTableHandle) -> bool:
+        """The definition in force for `handle`'s table has exactly its change table's columns
+        (a capture instance's columns are fixed when it is created)."""
+        definition = self.schema.definition(handle.table)
+        return definition is not None and {c.name for c in definition.columns} == set(
+            handle.change_columns)
 
     def before(self, commit: bytes) -> list[SchemaChangeEvent]:
         """The schema changes that take effect before a change at `commit` (at the end of a
