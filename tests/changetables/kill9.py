@@ -11,7 +11,6 @@ through PostgreSQL, the Delta table's path) and the connector properties.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import signal
@@ -27,6 +26,7 @@ from typing import Any
 
 from headwater.testing.localpg import wait_for
 from headwater.testing.replay import events
+from headwater.testing.stored_offsets import snapshot_completed
 from tests.conformance.driver import properties_text
 
 INITIAL = 400
@@ -181,8 +181,7 @@ def kill9_then_pipeline(orders: Orders, connector: dict[str, str], tmp: Path,
     workload = Workload(orders, seed=kills)
     proc = _start(config, log)
     try:
-        wait_for(lambda: offsets.exists() and json.loads(offsets.read_text() or "{}"), 60,
-                 what="the snapshot's offsets")
+        wait_for(lambda: snapshot_completed(offsets), 60, what="the snapshot completed")
         workload.start()
         for _ in range(kills):
             time.sleep(rng.uniform(0.5, 2.0))

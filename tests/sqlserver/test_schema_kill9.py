@@ -8,7 +8,6 @@ and the new instance's rows, and decode those with the new column.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -21,6 +20,7 @@ import pytest
 
 from headwater.testing.localpg import wait_for
 from headwater.testing.replay import events
+from headwater.testing.stored_offsets import snapshot_completed
 from tests.conformance.driver import properties_text
 from tests.sqlserver.conftest import enable_cdc, tsql
 
@@ -65,8 +65,7 @@ def test_kill9_then_pending_old_instance_rows_decode_with_the_recorded_schema(
     log = tmp_path / "capture.log"
     proc = _start(config, log)
     try:
-        wait_for(lambda: offsets.exists() and json.loads(offsets.read_text() or "{}"), 60,
-                 what="the snapshot's offsets")
+        wait_for(lambda: snapshot_completed(offsets), 60, what="the snapshot completed")
         tsql(db, "INSERT INTO dbo.t VALUES (2, 20, 'n2')")
         wait_for(lambda: 2 in _ids(topics, "ss.dbo.t"), 60, what="the first insert")
         _stop(proc, signal.SIGKILL)

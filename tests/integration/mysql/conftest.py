@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
+from headwater.connectors.mysql.position import binlog_order
 from headwater.testing.capture_thread import Capture
 from headwater.testing.localmariadb import LocalMariaDB
 from headwater.testing.localpg import wait_for
+from headwater.testing.stored_offsets import snapshot_completed, stored_offset
 
 _counter = itertools.count()
 
@@ -68,6 +70,21 @@ class MariaEnv:
         path = self.tmp / "connector.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         return path
+
+    def stored_offset(self) -> dict[str, Any]:
+        return stored_offset(self.offsets)
+
+    def snapshot_completed(self) -> bool:
+        """The stored offset is past the snapshot (not merely stored: headwater.testing
+        .stored_offsets)."""
+        return snapshot_completed(self.offsets)
+
+    def offset_passed(self, source: dict[str, Any]) -> bool:
+        """The stored offset restarts after the transaction of the event with `source` block
+        `source`: everything up to it is written and its offset stored."""
+        offset = self.stored_offset()
+        return "file" in offset and binlog_order(offset["file"], offset["pos"]) > binlog_order(
+            source["file"], source["pos"])
 
     def sql(self, statement: str, params: Any = None) -> list[tuple[Any, ...]]:
         with self.conn.cursor() as cur:

@@ -5,7 +5,6 @@ Hand-over, key changes and truncates: tests/conformance."""
 from __future__ import annotations
 
 import shutil
-import time
 from typing import Any
 
 import orjson
@@ -157,7 +156,9 @@ def test_restart_neither_loses_nor_repeats(menv: MariaEnv) -> None:
     cap = menv.capture()
     try:
         wait_for(lambda: count(menv, "t") >= 6, what="events after restart")
-        time.sleep(0.5)
+        # Events are written before their offset: past the last insert, the topic is final.
+        last = values(menv, "t")[-1]["source"]
+        wait_for(lambda: menv.offset_passed(last), what="the offset past the last insert")
     finally:
         cap.stop()
     vals = values(menv, "t")
@@ -172,7 +173,7 @@ def test_restart_in_the_middle_of_a_multi_row_event(menv: MariaEnv) -> None:
     menv.sql("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(50))")
     cap = menv.capture({"max.batch.size": 100, "max.queue.size": 1000})
     try:
-        wait_for(menv.offsets.exists, what="offsets after the snapshot")
+        wait_for(menv.snapshot_completed, what="the snapshot completed")
         with menv.conn.cursor() as cur:
             cur.execute("BEGIN")
             cur.execute("INSERT INTO t SELECT seq, REPEAT('a', 40) FROM seq_1_to_3000")
@@ -213,7 +214,9 @@ def test_restart_in_the_middle_of_a_multi_row_event(menv: MariaEnv) -> None:
     try:
         remaining = len(vals) - vals.index(expected_first)
         wait_for(lambda: count(menv, "t") >= remaining, what="rows after the crafted offset")
-        time.sleep(0.5)
+        # Events are written before their offset: past the transaction, the topic is final.
+        wait_for(lambda: menv.offset_passed(vals[-1]["source"]),
+                 what="the offset past the big transaction")
     finally:
         cap.stop()
     again = values(menv, "t")
@@ -266,7 +269,7 @@ def test_no_data_snapshot_streams_only_new_changes(menv: MariaEnv) -> None:
     menv.sql("INSERT INTO t VALUES (1)")
     cap = menv.capture({"snapshot.mode": "no_data"})
     try:
-        wait_for(menv.offsets.exists, what="offsets")
+        wait_for(menv.snapshot_completed, what="the schema snapshot completed")
         menv.sql("INSERT INTO t VALUES (2)")
         wait_for(lambda: count(menv, "t") >= 1, what="the streamed insert")
     finally:
@@ -277,7 +280,7 @@ def test_no_data_snapshot_streams_only_new_changes(menv: MariaEnv) -> None:
 def test_missing_history_is_an_error_that_says_what_to_do(menv: MariaEnv) -> None:
     menv.sql("CREATE TABLE t (id INT PRIMARY KEY)")
     cap = menv.capture()
-    wait_for(menv.offsets.exists, what="offsets")
+    wait_for(menv.snapshot_completed, what="the snapshot completed")
     cap.stop()
     menv.history.unlink()
     cap = menv.capture()
@@ -297,7 +300,7 @@ def test_include_query_puts_the_statement_in_source(menv: MariaEnv) -> None:
     menv.sql("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
     cap = menv.capture({"include.query": "true"})
     try:
-        wait_for(menv.offsets.exists, what="offsets")
+        wait_for(menv.snapshot_completed, what="the snapshot completed")
         menv.sql("INSERT INTO t VALUES (1, 10), (2, 20)")
         menv.sql("UPDATE t SET v = v + 1 WHERE id = 2")
         wait_for(lambda: count(menv, "t") >= 3, what="events")
@@ -314,7 +317,7 @@ def test_snapshot_locking_modes(menv: MariaEnv, locking: str) -> None:
     menv.sql("INSERT INTO t SELECT seq FROM seq_1_to_500")
     cap = menv.capture({"snapshot.locking.mode": locking})
     try:
-        wait_for(menv.offsets.exists, what="snapshot offsets")
+        wait_for(menv.snapshot_completed, what="the snapshot completed")
         menv.sql("INSERT INTO t VALUES (501)")
         wait_for(lambda: count(menv, "t") >= 501, what="stream after the snapshot")
     finally:
@@ -367,10 +370,11 @@ def test_restart_before_a_recorded_ddl_replays_it_once(menv: MariaEnv) -> None:
     menv.sql("CREATE TABLE t (id INT PRIMARY KEY, a INT)")
     cap = menv.capture()
     try:
-        wait_for(menv.offsets.exists, what="snapshot offsets")
+        wait_for(menv.snapshot_completed, what="the snapshot completed")
         menv.sql("INSERT INTO t VALUES (1, 1)")
         wait_for(lambda: count(menv, "t") >= 1, what="first insert")
-        time.sleep(0.3)
+        first = values(menv, "t")[0]["source"]
+        wait_for(lambda: menv.offset_passed(first), what="the offset past the first insert")
         early = menv.offsets.read_bytes()
         menv.sql("ALTER TABLE t ADD COLUMN b VARCHAR(5) DEFAULT 'z'")
         menv.sql("INSERT INTO t VALUES (2, 2, 'x')")
@@ -412,7 +416,7 @@ def test_skipped_updates_still_emit_a_key_change_as_delete_and_create(menv: Mari
     menv.sql("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
     cap = menv.capture({"skipped.operations": "u"})
     try:
-        wait_for(menv.offsets.exists, what="offsets")
+        wait_for(menv.snapshot_completed, what="the snapshot completed")
         menv.sql("INSERT INTO t VALUES (1, 10)")
         menv.sql("UPDATE t SET v = 11 WHERE id = 1")
         menv.sql("UPDATE t SET id = 2 WHERE id = 1")

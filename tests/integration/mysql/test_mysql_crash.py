@@ -155,7 +155,7 @@ def test_kill_minus_nine_under_load_loses_nothing(menv: MariaEnv) -> None:
         for attempt in range(6):
             proc = _start(config)
             if attempt > 0:  # the first kill may land in the snapshot; the others stream
-                wait_for(menv.offsets.exists, timeout=120, what="a stored offset")
+                wait_for(menv.snapshot_completed, timeout=120, what="the snapshot completed")
             time.sleep(rng.uniform(0.5, 3.0))
             if proc.poll() is not None:
                 assert proc.stderr is not None

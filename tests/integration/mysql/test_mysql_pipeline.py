@@ -304,7 +304,7 @@ def capture_workload(env: MariaEnv, seed: int) -> None:
     # BIGINT UNSIGNED as Decimal(20,0), so 2^64-1 stays 18446744073709551615 in Delta
     cap = env.capture({"bigint.unsigned.handling.mode": "precise"})
     try:
-        wait_for(env.offsets.exists, timeout=60, what="the end of the snapshot")
+        wait_for(env.snapshot_completed, timeout=60, what="the end of the snapshot")
         work.run(150)
 
         def caught_up() -> bool:

@@ -4,7 +4,6 @@ with read-only watermarks (pause/resume/stop: tests/conformance)."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -65,8 +64,10 @@ def test_signal_rows_are_signals_and_data_only_when_captured(menv: MariaEnv) -> 
     try:
         _streaming(menv)
         send(menv, "x-1", "execute-snapshot", {"data-collections": [f"{menv.db}.t"]})
-        wait_for(lambda: len(_values(menv)) >= 30, timeout=60, what="30 READ events")
-        time.sleep(0.5)
+        # The READs are written before the offset that closes the snapshot.
+        wait_for(lambda: len(_values(menv)) >= 30
+                 and "incremental_snapshot_collections" not in offset(menv), timeout=60,
+                 what="30 READ events and the incremental snapshot closed in the offset")
     finally:
         capture.stop()
     assert sorted(v["after"]["id"] for v in _values(menv)) == list(range(1, 31))  # type: ignore[index]
@@ -107,9 +108,10 @@ def test_file_channel_read_only_and_a_surrogate_key(menv: MariaEnv) -> None:
             f.write(json.dumps({"id": "f2", "type": "execute-snapshot", "data": {
                 "data-collections": [f"{menv.db}.nokey"], "surrogate-key": "code",
                 "additional-condition": "n % 2 = 0"}}) + "\n")
-        wait_for(lambda: len(_values(menv, "nokey")) >= 15, timeout=60,
-                 what="reads of the table without a key")
-        time.sleep(0.5)
+        wait_for(lambda: len(_values(menv, "nokey")) >= 15
+                 and offset(menv).get("signal_file_position") == signals.stat().st_size
+                 and "incremental_snapshot_collections" not in offset(menv), timeout=60,
+                 what="reads of the table without a key, every signal consumed")
     finally:
         capture.stop()
     reads = _values(menv, "nokey")
