@@ -115,6 +115,38 @@ def output_stages(cfg: CaptureConfig) -> tuple[TransformChain, Converter, Conver
     return chain, key, value
 
 
+def header_converter(cfg: CaptureConfig) -> Converter:
+    """The `header.converter` (SimpleHeaderConverter unless configured), with its
+    `header.converter.*` properties; ConfigError names a property it does not implement."""
+    from headwater.connect.props import PluginConfigError
+    from headwater.converters.factory import SIMPLE_HEADER, build_header_converter
+
+    props = getattr(cfg, "passthrough", None) or {}
+    try:
+        return build_header_converter(getattr(cfg, "header_converter", SIMPLE_HEADER), props)
+    except PluginConfigError as exc:
+        raise ConfigError(str(exc).split("\n")) from None
+
+
+def refuse_binary_records_on_the_local_log(cfg: CaptureConfig) -> None:
+    """The local topic log stores each key and value as a JSON document spliced into its
+    line (headwater.topics.log): AvroConverter, StringConverter and ByteArrayConverter bytes
+    are not JSON and would make lines its readers call damaged.  Kafka stores any bytes."""
+    from headwater.converters.factory import JSON
+
+    output: OutputConfig = getattr(cfg, "output", None) or OutputConfig()
+    if output.destination == FILES or kafka_assembly.settings_of(cfg).store == "kafka":
+        return
+    wrong = [f"{side}.converter={name}" for side, name in (
+        ("key", getattr(cfg, "key_converter", JSON)),
+        ("value", getattr(cfg, "value_converter", JSON))) if name != JSON]
+    if wrong:
+        raise ConfigError([
+            f"{w}: the local topic log stores JSON documents (JsonConverter); write these "
+            "records to Kafka (headwater.topics.store=kafka) or use JsonConverter"
+            for w in wrong])
+
+
 def notifier_of(cfg: CaptureConfig) -> Notifier | None:
     """The snapshot notifications' channels (`notification.enabled.channels`), if any."""
     signals = getattr(cfg, "signals", None)
@@ -131,6 +163,8 @@ def notifier_of(cfg: CaptureConfig) -> Notifier | None:
 def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     registration = registration_for_class(cfg.connector_class)
     stages = output_stages(cfg)  # before connecting: configuration errors first
+    headers = header_converter(cfg)
+    refuse_binary_records_on_the_local_log(cfg)
     metrics = CaptureMetrics(queue_capacity=cfg.max_queue_size)
     metrics.notifier = notifier_of(cfg)
     connector_name.set(cfg.topic_prefix)
@@ -173,6 +207,7 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
             heartbeat_topic_prefix=cfg.topic_heartbeat_prefix,
             topic_naming=naming,
             context_headers=cfg.extended_headers_enabled,
+            header_converter=headers,
         )
         renderer = fmt
         if stages is not None:
