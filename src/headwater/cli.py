@@ -12,13 +12,15 @@ import orjson
 import typer
 from rich.console import Console
 
+from headwater.ops.cli_errors import HeadwaterGroup, UserError
 from headwater.ops.logging import setup_logging
 
 if TYPE_CHECKING:
     from headwater.connectors.registry import CaptureConfig
     from headwater.topics.check import TopicCheck
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app = typer.Typer(cls=HeadwaterGroup, add_completion=False, no_args_is_help=True, help=__doc__,
+                  pretty_exceptions_enable=False)
 
 
 def _version(value: bool) -> None:
@@ -32,7 +34,10 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, help="print the version and exit")
-        ] = False) -> None:
+        ] = False,
+        debug: Annotated[bool, typer.Option(
+            "--debug", envvar="HEADWATER_DEBUG", help="show the Python traceback of an "
+            "unexpected error (a bug) instead of its one-line summary")] = False) -> None:
     """Change data capture: connectors, topics, offsets, streams, the REST service."""
 topics_app = typer.Typer(no_args_is_help=True, help="Inspect the local topic log.")
 offsets_app = typer.Typer(no_args_is_help=True, help="Inspect a connector's stored offsets.")
@@ -62,6 +67,18 @@ ConfigOpt = Annotated[
 DirOpt = Annotated[Path | None, typer.Option("--dir", help="topic log directory")]
 
 
+def _level(value: str) -> str:
+    """--log-level: a level name Python's logging knows (checked before anything starts)."""
+    if value.upper() not in ("CRITICAL", "ERROR", "WARNING", "WARN", "INFO", "DEBUG"):
+        raise typer.BadParameter(f"{value!r} is not a log level: use DEBUG, INFO, WARNING, "
+                                 "ERROR or CRITICAL")
+    return value
+
+
+LogLevelOpt = Annotated[str, typer.Option(
+    "--log-level", help="DEBUG, INFO, WARNING, ERROR", callback=_level)]
+
+
 LogFormatOpt = Annotated[str | None, typer.Option(
     "--log-format", help="text (Debezium's layout) or json (one object per line); default "
                          "$HEADWATER_LOG_FORMAT or text")]
@@ -75,9 +92,16 @@ def _setup_logging(level: str, fmt: str | None) -> None:
     try:
         chosen = setup_logging(level, log_format(fmt))
     except ValueError as exc:
-        err.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+        raise UserError(f"--log-format: {exc}", 2) from None
     os.environ[FORMAT_ENV] = chosen  # the service's workers, Spark's Python side
+
+
+def _config_exit(config: Path, exc: Exception) -> typer.Exit:
+    """Print the configuration problems (one line for one problem); exit status 2."""
+    from headwater.ops.cli_errors import config_failure
+
+    typer.echo(config_failure(config, exc), err=True)
+    return typer.Exit(2)
 
 
 def _load(config: Path, *, secrets: bool = True) -> CaptureConfig:
@@ -90,15 +114,14 @@ def _load(config: Path, *, secrets: bool = True) -> CaptureConfig:
     try:
         cfg = load_connector_config(config, secrets=secrets)
     except (ConfigError, OSError) as exc:
-        err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
-        raise typer.Exit(2) from exc
+        raise _config_exit(config, exc) from None
     return cfg
 
 
 @app.command()
 def run(
     config: ConfigArg,
-    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+    log_level: LogLevelOpt = "INFO",
     log_format: LogFormatOpt = None,
 ) -> None:
     """Run a connector until stopped (Ctrl-C or SIGTERM stop it gracefully, flushing)."""
@@ -115,12 +138,10 @@ def run(
     try:
         runtime = build_runtime(cfg)
     except ConfigError as exc:  # transforms / converters are checked when the runtime is built
-        err.print(f"[red]configuration error[/red] in {config}:\n{exc}", soft_wrap=True)
-        raise typer.Exit(2) from exc
+        raise _config_exit(config, exc) from None
     except (TopicLogError, OffsetStoreError) as exc:
         # e.g. a second `headwater run` on the same topics directory: the message says it all.
-        err.print(f"[red]cannot start[/red] {cfg.topic_prefix}: {exc}", soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise UserError(f"cannot start {cfg.topic_prefix}: {exc}") from None
     # The capture's reader and writer threads are both CPU-bound and share the GIL: switching
     # every 5 ms (the default) costs more than it buys (measured: ~5-10% throughput).
     sys.setswitchinterval(0.02)
@@ -146,41 +167,91 @@ def run(
         monitor.stop()
 
 
+def _port(value: int) -> int:
+    if not 1 <= value <= 65535:
+        raise typer.BadParameter(f"{value} is not a TCP port (1 to 65535)")
+    return value
+
+
+ReadableFile = {"exists": True, "dir_okay": False, "readable": True, "resolve_path": True}
+
+
 @app.command()
 def serve(
-    port: Annotated[int, typer.Option("--port", help="HTTP(S) port")] = 8083,
+    port: Annotated[int, typer.Option("--port", callback=_port, help="HTTP(S) port")] = 8083,
     data_dir: Annotated[Path, typer.Option(
-        "--data-dir", envvar="HEADWATER_DATA_DIR", help="catalog, connectors' offsets and "
-        "topics")] = Path("headwater-data"),
+        "--data-dir", envvar="HEADWATER_DATA_DIR", file_okay=False, help="catalog, "
+        "connectors' offsets and topics")] = Path("headwater-data"),
     host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
     token: Annotated[str | None, typer.Option(
         "--token", envvar="HEADWATER_TOKEN", help="require this Bearer token")] = None,
     token_file: Annotated[Path | None, typer.Option(
-        "--token-file", help="read the Bearer token from this file")] = None,
-    tls_cert: Annotated[Path | None, typer.Option("--tls-cert", help="PEM certificate")
-                        ] = None,
-    tls_key: Annotated[Path | None, typer.Option("--tls-key", help="PEM private key")] = None,
-    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "WARNING",
+        "--token-file", **ReadableFile, help="read the Bearer token from this file")] = None,
+    tls_cert: Annotated[Path | None, typer.Option(
+        "--tls-cert", **ReadableFile, help="PEM certificate")] = None,
+    tls_key: Annotated[Path | None, typer.Option(
+        "--tls-key", **ReadableFile, help="PEM private key")] = None,
+    log_level: LogLevelOpt = "WARNING",
     log_format: LogFormatOpt = None,
 ) -> None:
     """Run many connectors and streams in one service with a Kafka Connect-compatible REST
     API (docs/server.md); Ctrl-C stops every connector cleanly."""
+    from headwater.extras import require
+
+    require("server", "headwater serve")  # before the data directory is created
     if token is not None and token_file is not None:
-        err.print("[red]invalid option[/red]: --token and --token-file exclude each other")
-        raise typer.Exit(2)
+        raise UserError("--token and --token-file exclude each other", 2)
     if token_file is not None:
         token = token_file.read_text().strip()
     if token == "":
-        err.print("[red]invalid option[/red]: the token is empty")
-        raise typer.Exit(2)
+        where = f" (--token-file {token_file})" if token_file is not None else ""
+        raise UserError(f"the token is empty{where}", 2)
     if (tls_cert is None) != (tls_key is None):
-        err.print("[red]invalid option[/red]: --tls-cert and --tls-key go together")
-        raise typer.Exit(2)
+        raise UserError("--tls-cert and --tls-key go together", 2)
+    from headwater.ops.logging import log_format as chosen_format
+
+    try:
+        chosen_format(log_format)
+    except ValueError as exc:
+        raise UserError(f"--log-format: {exc}", 2) from None
+    if tls_cert is not None and tls_key is not None:
+        _check_tls(tls_cert, tls_key)
+    _check_listen(host, port)
     from headwater.server.serve import serve as run_service
 
     raise typer.Exit(run_service(host=host, port=port, data_dir=data_dir, token=token,
                                  tls_cert=tls_cert, tls_key=tls_key, log_level=log_level,
                                  log_format=log_format))
+
+
+def _check_tls(cert: Path, key: Path) -> None:
+    """The certificate and key load together, before the service starts anything."""
+    import ssl
+
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except ssl.SSLError as exc:
+        raise UserError(f"--tls-cert {cert} / --tls-key {key}: not a PEM certificate and its "
+                        f"private key ({exc.reason or exc})", 2) from None
+
+
+def _check_listen(host: str, port: int) -> None:
+    """The address can be listened on (taken, or not an address of this machine: say so
+    now rather than after the connectors started)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise UserError(f"--host {host}: {exc.strerror}", 2) from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            raise UserError(f"--host {host} --port {port}: cannot listen ({exc.strerror})"
+                            ) from None
 
 
 @app.command()
@@ -201,10 +272,17 @@ def status(
         return
     cfg = _load(config, secrets=False)
     path = status_path(Path(cfg.offset_storage_file_filename))
-    doc = read_status(path)
+    try:
+        doc = read_status(path)
+    except ValueError as exc:  # orjson's JSONDecodeError: a damaged file
+        raise UserError(f"status file {path} is damaged (not JSON: {exc})") from None
     if doc is None:
         console.print(f"no status at {path} (has `headwater run` started?)")
         raise typer.Exit(1)
+    if not isinstance(doc, dict) or not isinstance(doc.get("metrics"), dict) or not all(
+            k in doc for k in ("connector", "pid", "state", "updated_ms")):
+        raise UserError(f"status file {path} is damaged (not a connector status written by "
+                        "`headwater run`)")
     m = doc["metrics"]
     live = liveness(doc)
     if live.alive:
@@ -249,9 +327,16 @@ def _pipeline_status(config: Path) -> None:
     try:
         cfg = load_pipeline_config(config)
     except (ConfigError, OSError) as exc:
-        err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
-        raise typer.Exit(2) from exc
-    if not print_pipeline_status(pipeline_status_path(cfg.checkpoint_dir), console):
+        raise _config_exit(config, exc) from None
+    path = pipeline_status_path(cfg.checkpoint_dir)
+    try:
+        shown = print_pipeline_status(path, console)
+    except ValueError as exc:  # orjson's JSONDecodeError: a damaged file
+        raise UserError(f"pipeline status file {path} is damaged (not JSON: {exc})") from None
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise UserError(f"pipeline status file {path} is damaged (not a status written by "
+                        f"`headwater pipeline`: {type(exc).__name__} {exc})") from None
+    if not shown:
         raise typer.Exit(1)
 
 
@@ -261,7 +346,7 @@ def pipeline(
     once: Annotated[
         bool, typer.Option("--once", help="process what is there now, then stop")
     ] = False,
-    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+    log_level: LogLevelOpt = "INFO",
     log_format: LogFormatOpt = None,
 ) -> None:
     """Materialize the change topics into Delta tables with Spark (SCD1, changelog)."""
@@ -273,8 +358,12 @@ def pipeline(
     try:
         cfg = load_pipeline_config(config)
     except (ConfigError, OSError) as exc:
-        err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
-        raise typer.Exit(2) from exc
+        raise _config_exit(config, exc) from None
+    from headwater.extras import require
+
+    require("spark", "headwater pipeline")
+    if cfg.kafka is not None:
+        require("kafka", "headwater pipeline reading Kafka")
     files = cfg.source == "datastream-files"
     read_dir = (cfg.files_dir or cfg.topics_dir) if files else cfg.topics_dir
     if (files or cfg.kafka is None) and not read_dir.is_dir():
@@ -319,27 +408,25 @@ def validate(
     the differing keys and columns); exit 1 when anything differs."""
     from headwater.config import ConfigError
     from headwater.ops.validate.compare import Options, render
-    from headwater.ops.validate.run import check_pipeline
+    from headwater.ops.validate.run import check_pipeline, dialect_of
     from headwater.ops.validate.run import validate as run_validate
     from headwater.pipeline.config import load_pipeline_config
 
     if chunk_rows < 1 or rechecks < 0 or recheck_wait < 0 or max_rows < 0:
-        err.print("[red]invalid option[/red]: --chunk-rows must be >= 1; --rechecks, "
-                  "--recheck-wait and --max-rows >= 0")
-        raise typer.Exit(2)
+        raise UserError("--chunk-rows must be >= 1; --rechecks, --recheck-wait and "
+                        "--max-rows >= 0", 2)
     connector = _load(config)
     try:
+        dialect_of(connector)  # SQL Server, MongoDB, ...: refused by name before anything
         pipeline_cfg = load_pipeline_config(config)
         check_pipeline(pipeline_cfg, str(config))
         results, problems = run_validate(
             connector, pipeline_cfg, Options(chunk_rows, rechecks, recheck_wait, max_rows),
             tuple(table or ()))
     except (ConfigError, OSError) as exc:
-        err.print(f"[red]configuration error[/red] in {config}:\n{exc}", soft_wrap=True)
-        raise typer.Exit(2) from exc
+        raise _config_exit(config, exc) from None
     except Exception as exc:  # the database or a table could not be read: say which
-        err.print(f"[red]validate failed[/red]: {type(exc).__name__}: {exc}", soft_wrap=True)
-        raise typer.Exit(2) from exc
+        raise UserError(f"validate failed: {type(exc).__name__}: {exc}", 2) from None
     if as_json:
         sys.stdout.write(orjson.dumps({
             "equal": not problems and all(r.equal for r in results),
@@ -526,7 +613,12 @@ def offsets_show(config: ConfigArg) -> None:
 
     cfg = _load(config, secrets=False)
     store = FileOffsetStore(Path(cfg.offset_storage_file_filename), {"server": cfg.topic_prefix})
-    offset = store.load()
+    from headwater.engine.offsets import OffsetStoreError
+
+    try:
+        offset = store.load()
+    except OffsetStoreError as exc:
+        raise UserError(str(exc)) from None
     if offset is None:
         console.print(f"no offsets stored yet at {store.path}")
         return

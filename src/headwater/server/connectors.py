@@ -139,13 +139,13 @@ def validation_problems(data_dir: Path, name: str, config: Mapping[str, str]) ->
     fd, tmp = tempfile.mkstemp(prefix=".validate-", suffix=".json", dir=home)
     os.close(fd)
     try:
-        from headwater.capture import unhonoured
+        from headwater.capture import config_problems
 
         write_config(Path(tmp), effective(data_dir, name, config))
         cfg = reg.load_config(Path(tmp))
-        problems = unhonoured(getattr(cfg, "passthrough", None) or {})
+        problems = config_problems(cfg)
         if problems:
-            return problems
+            return [p.replace(tmp, CONFIG_FILE) for p in problems]
     except ConfigError as exc:
         return [p.replace(tmp, CONFIG_FILE) for p in exc.problems]
     except (OSError, ValueError) as exc:
