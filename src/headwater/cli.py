@@ -17,6 +17,7 @@ from headwater.ops.logging import setup_logging
 
 if TYPE_CHECKING:
     from headwater.connectors.registry import CaptureConfig
+    from headwater.kafka.settings import KafkaSettings
     from headwater.topics.check import TopicCheck
 
 app = typer.Typer(cls=HeadwaterGroup, add_completion=False, no_args_is_help=True, help=__doc__,
@@ -133,15 +134,30 @@ def run(
     from headwater.capture import build_runtime
     from headwater.config import ConfigError
     from headwater.engine.offsets import OffsetStoreError
+    from headwater.ops.store_views import remove_if_unused
     from headwater.topics.log import TopicLogError
+
+    # A run that fails before writing anything must not leave behind a topics directory it
+    # created: a pipeline would take it for an empty log and start on nothing.
+    topics_root = Path(cfg.headwater_topics_dir)
+    fresh = not topics_root.exists()
+
+    def forget_fresh() -> None:
+        if fresh:
+            remove_if_unused(topics_root)
 
     try:
         runtime = build_runtime(cfg)
     except ConfigError as exc:  # transforms / converters are checked when the runtime is built
+        forget_fresh()
         raise _config_exit(config, exc) from None
     except (TopicLogError, OffsetStoreError) as exc:
         # e.g. a second `headwater run` on the same topics directory: the message says it all.
+        forget_fresh()
         raise UserError(f"cannot start {cfg.topic_prefix}: {exc}") from None
+    except Exception:
+        forget_fresh()
+        raise
     # The capture's reader and writer threads are both CPU-bound and share the GIL: switching
     # every 5 ms (the default) costs more than it buys (measured: ~5-10% throughput).
     sys.setswitchinterval(0.02)
@@ -162,6 +178,7 @@ def run(
         runtime.run()
     except Exception as exc:
         log.error("connector %s failed: %s", cfg.topic_prefix, exc)
+        forget_fresh()
         raise typer.Exit(1) from exc
     finally:
         monitor.stop()
@@ -442,12 +459,37 @@ def validate(
         raise typer.Exit(1)
 
 
-def _topics_dir(config: Path | None, directory: Path | None) -> Path:
+def _topic_store(config: Path | None, directory: Path | None
+                 ) -> tuple[Path, str] | tuple[KafkaSettings, str]:
+    """Where the topics are, and what said so: `--dir`, else the configuration's store (its
+    `headwater.topics.dir`, or Kafka with headwater.topics.store=kafka), else data/topics.
+    For Kafka the second item is the connector's topic.prefix."""
     if directory is not None:
-        return directory
-    if config is not None:
-        return Path(_load(config, secrets=False).headwater_topics_dir)
-    return Path("data/topics")
+        return directory, "--dir"
+    if config is None:
+        return Path("data/topics"), "the default; give --dir or --config"
+    from headwater.kafka import assembly as kafka_assembly
+
+    cfg = _load(config, secrets=False)
+    try:
+        settings = kafka_assembly.settings_of(cfg)
+    except ValueError as exc:  # ConfigError
+        raise _config_exit(config, exc) from None
+    if settings.store == "kafka":
+        return settings, cfg.topic_prefix
+    return Path(cfg.headwater_topics_dir), f"headwater.topics.dir of {config}"
+
+
+def _topics_dir(config: Path | None, directory: Path | None, command: str) -> Path:
+    """The local topic log directory, which must exist (`command` cannot read Kafka)."""
+    from headwater.ops.store_views import existing_topics_dir, kafka_place
+
+    where, named_by = _topic_store(config, directory)
+    if not isinstance(where, Path):
+        raise UserError(f"{config}: the topics are in {kafka_place(where)} "
+                        f"(headwater.topics.store=kafka); `headwater topics {command}` reads "
+                        "a local topic log: use a Kafka consumer", 2)
+    return existing_topics_dir(where, named_by)
 
 
 def _damaged(exc: Exception) -> typer.Exit:
@@ -466,14 +508,27 @@ def topics_list(
     """List the topics with their offsets, record counts and sizes."""
     from rich.table import Table
 
+    from headwater.ops.store_views import existing_topics_dir, kafka_place, kafka_topics
     from headwater.topics.reader import CorruptSegmentError, list_topics
 
-    root = _topics_dir(config, directory)
+    where, named_by = _topic_store(config, directory)
+    if not isinstance(where, Path):
+        found = kafka_topics(where, named_by)
+        console.print(f"topics of {named_by} in {kafka_place(where)}: {len(found)}",
+                      soft_wrap=True, markup=False)
+        kafka_table = Table("topic", "partitions", "start", "end", "records")
+        for k in found:
+            kafka_table.add_row(k.name, str(k.partitions), str(k.start), str(k.end),
+                                str(k.records))
+        console.print(kafka_table)
+        return
+    root = existing_topics_dir(where, named_by)
     table = Table("topic", "start", "end", "records", "bytes", "segments")
     try:
         infos = list_topics(root)
     except CorruptSegmentError as exc:
         raise _damaged(exc) from None
+    console.print(f"topics under {root}: {len(infos)}", soft_wrap=True, markup=False)
     for t in infos:
         table.add_row(t.name, str(t.start_offset), str(t.end_offset), str(t.record_count),
                       str(t.size_bytes), str(t.segment_count))
@@ -501,7 +556,7 @@ def topics_tail(
     from headwater.topics import reader
     from headwater.topics.segment import list_topic_names
 
-    root = _topics_dir(config, directory)
+    root = _topics_dir(config, directory, "tail")
     known = list_topic_names(root)
     if topic not in known:
         names = ", ".join(known) if known else "none"
@@ -553,7 +608,7 @@ def topics_verify(
     from headwater.topics.repair import Removal, repair_topic
     from headwater.topics.segment import list_topic_names
 
-    root = _topics_dir(config, directory)
+    root = _topics_dir(config, directory, "verify")
     names = list_topic_names(root)
     if not names:
         console.print(f"no topics under {root}")
@@ -610,9 +665,30 @@ def _report_topic(check: TopicCheck) -> None:
 def offsets_show(config: ConfigArg) -> None:
     """Show the stored source offset of a connector."""
     from headwater.engine.offsets import FileOffsetStore
+    from headwater.kafka import assembly as kafka_assembly
 
     cfg = _load(config, secrets=False)
-    store = FileOffsetStore(Path(cfg.offset_storage_file_filename), {"server": cfg.topic_prefix})
+    try:
+        settings = kafka_assembly.settings_of(cfg)
+    except ValueError as exc:  # ConfigError
+        raise _config_exit(config, exc) from None
+    partition = {"server": cfg.topic_prefix}
+    if settings.offset_topic is not None:
+        from headwater.ops.store_views import kafka_offset, kafka_place
+
+        where = f"offsets topic {settings.offset_topic} in {kafka_place(settings)}"
+        found = kafka_offset(settings, partition)
+        if found is None:
+            console.print(f"no offsets stored yet for {settings.connector_name} in {where}",
+                          soft_wrap=True, markup=False)
+            return
+        console.print_json(orjson.dumps({
+            "topic": settings.offset_topic,
+            "bootstrap.servers": settings.common.get("bootstrap.servers"),
+            "connector": settings.connector_name, "partition": partition,
+            "offset": found}).decode())
+        return
+    store = FileOffsetStore(Path(cfg.offset_storage_file_filename), partition)
     from headwater.engine.offsets import OffsetStoreError
 
     try:
@@ -620,7 +696,7 @@ def offsets_show(config: ConfigArg) -> None:
     except OffsetStoreError as exc:
         raise UserError(str(exc)) from None
     if offset is None:
-        console.print(f"no offsets stored yet at {store.path}")
+        console.print(f"no offsets stored yet at {store.path}", soft_wrap=True, markup=False)
         return
     console.print_json(orjson.dumps({"file": str(store.path), "partition": store.partition,
                                      "offset": offset}).decode())
