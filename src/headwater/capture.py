@@ -101,17 +101,25 @@ def output_stages(cfg: CaptureConfig) -> tuple[TransformChain, Converter, Conver
     # A connector outside this package may predate the protocol's `passthrough` (then it
     # has no transforms or converter properties to give).
     props = getattr(cfg, "passthrough", None) or {}
-    try:
-        chain = build_chain(props)
-        # MongoDbConnectorConfig has no converter class fields (yet): JsonConverter there.
-        key_class = getattr(cfg, "key_converter", JSON)
-        value_class = getattr(cfg, "value_converter", JSON)
-        key = build_converter(key_class, props, is_key=True,
-                              schemas_enable=cfg.key_converter_schemas_enable)
-        value = build_converter(value_class, props, is_key=False,
-                                schemas_enable=cfg.value_converter_schemas_enable)
-    except PluginConfigError as exc:
-        raise ConfigError(str(exc).split("\n")) from None
+    # MongoDbConnectorConfig has no converter class fields (yet): JsonConverter there.
+    key_class = getattr(cfg, "key_converter", JSON)
+    value_class = getattr(cfg, "value_converter", JSON)
+    errors: list[str] = []
+
+    def built(make: Callable[[], _T]) -> _T | None:  # every stage's problems, not the first's
+        try:
+            return make()
+        except PluginConfigError as exc:
+            errors.extend(str(exc).split("\n"))
+            return None
+
+    chain = built(lambda: build_chain(props))
+    key = built(lambda: build_converter(key_class, props, is_key=True,
+                                        schemas_enable=cfg.key_converter_schemas_enable))
+    value = built(lambda: build_converter(value_class, props, is_key=False,
+                                          schemas_enable=cfg.value_converter_schemas_enable))
+    if errors or chain is None or key is None or value is None:
+        raise ConfigError(errors)
     if not chain and key_class == JSON and value_class == JSON:
         return None
     return chain, key, value
@@ -147,8 +155,10 @@ def config_problems(cfg: CaptureConfig) -> list[str]:
     The one validation after loading: `headwater run` (through `build_runtime`), `headwater
     check` and the REST API (`config/validate`, creating or updating a connector) all call
     it, so each says the same thing about the same configuration."""
+    from headwater.config.debezium_server import server_problems
+
     props: dict[str, str] = dict(getattr(cfg, "passthrough", None) or {})
-    problems = unhonoured(props)
+    problems = unhonoured(props) + server_problems(props)
     stages_problems: list[str] = []
     stages = _collect(stages_problems, lambda: output_stages(cfg))
     problems += stages_problems
@@ -168,6 +178,25 @@ def config_problems(cfg: CaptureConfig) -> list[str]:
     if output.destination == FILES or store == "kafka":
         _collect(problems, lambda: refuse_elsewhere(
             props, "files" if output.destination == FILES else "Kafka"))
+    return problems
+
+
+def check_connector(path: Path, *, secrets: bool = True) -> list[str]:
+    """Every problem of the connector configuration at `path`, loaded as `headwater run`
+    loads it (empty: valid); nothing connects.  `headwater check` and the REST API's
+    validation both answer with this list."""
+    from headwater.extras import MissingExtra, require
+
+    try:
+        cfg = load_connector_config(path, secrets=secrets)
+    except ConfigError as exc:
+        return list(exc.problems)
+    problems = config_problems(cfg)
+    for extra, what in required_extras(cfg):
+        try:
+            require(extra, what)
+        except MissingExtra as exc:
+            problems.append(str(exc))
     return problems
 
 

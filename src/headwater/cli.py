@@ -326,6 +326,49 @@ def status(
         raise typer.Exit(1)
 
 
+@app.command()
+def check(
+    config: ConfigArg,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Check a configuration without running it -- a connector's (with its transforms,
+    converters, Kafka settings and Debezium Server keys) and, when it has headwater.pipeline.*
+    keys or no connector.class, a pipeline's -- and exit 2 on any problem.  The REST API's
+    config/validate answers the same problems."""
+    from headwater.capture import check_connector
+    from headwater.config import ConfigError
+    from headwater.config.loader import load_properties
+    from headwater.pipeline.config import load_pipeline_config
+
+    kinds: list[str] = []
+    problems: list[str] = []
+    try:
+        props = load_properties(config)
+    except ConfigError as exc:
+        problems = list(exc.problems)
+    else:
+        if props.get("connector.class"):
+            kinds.append("connector")
+            problems += check_connector(config)
+        if not props.get("connector.class") or any(
+                k.startswith("headwater.pipeline.") for k in props):
+            kinds.append("pipeline")
+            try:
+                load_pipeline_config(config)
+            except ConfigError as exc:
+                problems += [p for p in exc.problems if p not in problems]
+    if as_json:
+        sys.stdout.write(orjson.dumps({"file": str(config), "kinds": kinds,
+                                       "problems": problems}).decode() + "\n")
+    elif problems:
+        for problem in problems:
+            typer.echo(problem if problem.startswith(str(config)) else f"{config}: {problem}")
+    else:
+        typer.echo(f"{config}: ok ({' and '.join(kinds)})")
+    if problems:
+        raise typer.Exit(2)
+
+
 def _has_connector_class(config: Path) -> bool:
     from headwater.config.loader import load_properties
 
