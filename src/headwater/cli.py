@@ -235,10 +235,15 @@ def serve(
         _check_tls(tls_cert, tls_key)
     _check_listen(host, port)
     from headwater.server.serve import serve as run_service
+    from headwater.server.service import DataDirInUse
 
-    raise typer.Exit(run_service(host=host, port=port, data_dir=data_dir, token=token,
-                                 tls_cert=tls_cert, tls_key=tls_key, log_level=log_level,
-                                 log_format=log_format))
+    try:
+        code = run_service(host=host, port=port, data_dir=data_dir, token=token,
+                           tls_cert=tls_cert, tls_key=tls_key, log_level=log_level,
+                           log_format=log_format)
+    except DataDirInUse as exc:
+        raise UserError(str(exc)) from None
+    raise typer.Exit(code)
 
 
 def _check_tls(cert: Path, key: Path) -> None:
@@ -347,11 +352,12 @@ def check(
     except ConfigError as exc:
         problems = list(exc.problems)
     else:
-        if props.get("connector.class"):
+        # database.* without connector.class: a connector's file that forgot its class.
+        connector = "connector.class" in props or any(k.startswith("database.") for k in props)
+        if connector:
             kinds.append("connector")
             problems += check_connector(config)
-        if not props.get("connector.class") or any(
-                k.startswith("headwater.pipeline.") for k in props):
+        if not connector or any(k.startswith("headwater.pipeline.") for k in props):
             kinds.append("pipeline")
             try:
                 load_pipeline_config(config)
@@ -431,10 +437,9 @@ def pipeline(
         # With headwater.topics.store=kafka the topics are in Kafka: no directory to check.
         prop = ("headwater.pipeline.datastream.files.dir" if files
                 else "headwater.topics.dir")
-        err.print(f"[red]configuration error[/red] in {config}:\n{prop}: "
-                  f"directory {read_dir} does not exist (has `headwater run` "
-                  "written to it?)", soft_wrap=True)
-        raise typer.Exit(2)
+        raise _config_exit(config, ConfigError([
+            f"{prop}: directory {read_dir} does not exist (has `headwater run` written to "
+            "it?)"]))
     from headwater.pipeline.quiet import log_dir, one_line
 
     logs = log_dir(cfg.checkpoint_dir)
