@@ -289,6 +289,15 @@ def _request(name: str, data: Path | None, verb: str, wait: float,
         console.print(f"stream {name}: {verb} -> {state.value}"
                       + (f"; now {rec.state.value}" if rec.state is not state else ""),
                       markup=False)
+    goal = State.PAUSED if verb == "pause" else State.RUNNING
+    if wait > 0 and rec.state in settle and rec.state is not goal:
+        # Settled, but not where it was asked to go (a failed start settles in FAILED or
+        # back in NOT_STARTED): the exit status says so, and the last error why.
+        errors = cat.errors(name)
+        why = " ".join(errors[-1].message.split()) if errors else "no error recorded"
+        typer.echo(f"error: stream {name} is {rec.state.value}, not {goal.value}: {why} "
+                   f"(`headwater streams errors {name}` lists every error)", err=True)
+        raise typer.Exit(1)
     if wait > 0 and rec.state not in settle:
         raise typer.Exit(1)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final
 
 from headwater.connectors.registry import RegistryError, registration_for_class
@@ -141,7 +142,9 @@ def destination_profile(name: str, kind: str, directory: str, file_format: str =
                            + ", ".join(DESTINATION_KINDS))
     if not directory:
         raise ProfileError(f"destination profile {name!r}: a directory is required")
-    props = {"directory": directory}
+    # Stored absolute: a relative directory means where it was given, not wherever a later
+    # command (or the service) happens to run.
+    props = {"directory": str(Path(directory).expanduser().resolve())}
     if kind == "files":
         if file_format not in FILE_FORMATS:
             raise ProfileError(f"destination profile {name!r}: format {file_format!r} is not "
