@@ -346,6 +346,11 @@ CASES: dict[str, Case] = {
                                           "-p", "novalue", "--data-dir", "{tmp}/data"], 2,
                                          "'novalue'"),
     "streams-unknown-option": Case(["streams", "list", "--bogus"], 2, "--bogus"),
+    "profiles-create-unknown-property": Case(
+        ["profiles", "create", "p1", "--kind", "postgresql", "-p", "database.hostname=h",
+         "-p", "database.user=u", "-p", "database.dbname=d", "-p", "sslmode=require",
+         "--data-dir", "{tmp}/data"], 2,
+        "unknown property 'sslmode' (did you mean 'database.sslmode'?)"),
 }
 
 
@@ -488,6 +493,10 @@ REST_CASES: dict[str, tuple[str, str, Any, int, str]] = {
     "create-kafka-not-installed": ("POST", "/connectors", {"name": "c", "config": pg(**KAFKA)},
                                    400, "pip install 'headwater[kafka]'"),
     "get-unknown": ("GET", "/connectors/nope", None, 404, "nope"),
+    "profile-unknown-property": ("POST", "/connectionProfiles?connectionProfileId=p1",
+                                 {"postgresqlProfile": {"hostname": "h", "username": "u",
+                                                        "database": "d", "sslmode": "x"}},
+                                 400, "unknown property 'sslmode'"),
     "status-unknown": ("GET", "/connectors/nope/status", None, 404, "nope"),
     "plugin-unknown": ("PUT", "/connector-plugins/x.Y/config/validate", {}, 404, "x.Y"),
     "plugin-class-mismatch": ("PUT", f"/connector-plugins/{PG}/config/validate",
