@@ -493,6 +493,16 @@ REST_CASES: dict[str, tuple[str, str, Any, int, str]] = {
     "create-kafka-not-installed": ("POST", "/connectors", {"name": "c", "config": pg(**KAFKA)},
                                    400, "pip install 'headwater[kafka]'"),
     "get-unknown": ("GET", "/connectors/nope", None, 404, "nope"),
+    "stream-unknown-field": ("POST", "/streams?streamId=s9", {
+        "sourceConfig": {"sourceConnectionProfile": "a"},
+        "destinationConfig": {"destinationConnectionProfile": "b"},
+        "backfillAll": {"oracleExcludedObjects": {}}}, 400,
+        "backfillAll.oracleExcludedObjects: Extra inputs are not permitted"),
+    "stream-unknown-profile": ("POST", "/streams?streamId=s9", {
+        "sourceConfig": {"sourceConnectionProfile": "a"},
+        "destinationConfig": {"destinationConnectionProfile": "b"}}, 404, "'a'"),
+    "profile-unknown-field": ("POST", "/connectionProfiles?connectionProfileId=p2",
+                              {"oracleProfile": {}}, 400, "oracleProfile"),
     "profile-unknown-property": ("POST", "/connectionProfiles?connectionProfileId=p1",
                                  {"postgresqlProfile": {"hostname": "h", "username": "u",
                                                         "database": "d", "sslmode": "x"}},
@@ -517,6 +527,26 @@ def test_rest_bad_request_is_a_4xx_naming_it(name: str, client: TestClient,
     assert answer.status_code == status, answer.text
     message = answer.json()["message"]
     assert names in message and "Traceback" not in message, message
+
+
+def test_stream_backfill_exclusions_are_kept(client: TestClient, tmp_path: Path) -> None:
+    # Failed on the old code: Datastream's postgresqlExcludedObjects was dropped silently
+    # and the answer showed "backfillAll": {}.
+    for name, body in (("bsrc", {"postgresqlProfile": {"hostname": "h", "username": "u",
+                                                       "database": "d"}}),
+                       ("bdst", {"destinationProfile": {"directory": str(tmp_path)}})):
+        made = client.post(f"/connectionProfiles?connectionProfileId={name}", json=body)
+        assert made.status_code == 201, made.text
+    excluded = {"postgresqlSchemas": [{"schema": "public",
+                                       "postgresqlTables": [{"table": "audit"}]}]}
+    made = client.post("/streams?streamId=bs", json={
+        "sourceConfig": {"sourceConnectionProfile": "bsrc"},
+        "destinationConfig": {"destinationConnectionProfile": "bdst"},
+        "backfillAll": {"postgresqlExcludedObjects": excluded}})
+    assert made.status_code == 201, made.text
+    assert made.json()["backfillAll"] == {"postgresqlExcludedObjects": excluded}
+    assert client.get("/streams/bs").json()["backfillAll"] == {
+        "postgresqlExcludedObjects": excluded}
 
 
 def test_documents_need_the_token(tmp_path: Path) -> None:

@@ -177,7 +177,10 @@ def _render(cat: Catalog, rec: StreamRecord, *, full: bool = False) -> dict[str,
         },
         "destinationConfig": {"destinationConnectionProfile": spec.destination_profile,
                               "path": spec.destination_path or spec.name},
-        ("backfillNone" if spec.backfill == "none" else "backfillAll"): {},
+        # Datastream's BackfillAllStrategy names its excluded objects by source kind.
+        ("backfillNone" if spec.backfill == "none" else "backfillAll"): {
+            f"{prefix}ExcludedObjects": datastream_objects(spec.backfill_exclude, container)
+        } if spec.backfill_exclude else {},
         "errors": [e.as_json() for e in cat.errors(spec.name)][-5:],
     }
     if full:
