@@ -39,6 +39,7 @@ def test_offsets_show_and_topics_list_read_kafka(kafka: LocalKafka, tmp_path: Pa
     settings = kafka_settings({k: str(v) for k, v in props.items()}, "views")
     store = KafkaOffsetStore(settings, {"server": prefix})
     store.save({"lsn": 42})
+    del store  # its producer goes now, not after the broker stopped (librdkafka's retries)
     shown = runner.invoke(app, ["offsets", "show", str(cfg)])
     assert shown.exit_code == 0, shown.output
     doc = orjson.loads(shown.stdout)
