@@ -6,8 +6,9 @@ which loads the typed configuration and builds the connector and its source bloc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from headwater.config.loader import ConfigError, load_properties
 from headwater.config.output import DATASTREAM, FILES, OutputConfig
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 
 OPS_PROPERTIES = {LOG_FORMAT_PROPERTY}
+_T = TypeVar("_T")
 
 
 def unhonoured(props: dict[str, str]) -> list[str]:
@@ -99,17 +101,25 @@ def output_stages(cfg: CaptureConfig) -> tuple[TransformChain, Converter, Conver
     # A connector outside this package may predate the protocol's `passthrough` (then it
     # has no transforms or converter properties to give).
     props = getattr(cfg, "passthrough", None) or {}
-    try:
-        chain = build_chain(props)
-        # MongoDbConnectorConfig has no converter class fields (yet): JsonConverter there.
-        key_class = getattr(cfg, "key_converter", JSON)
-        value_class = getattr(cfg, "value_converter", JSON)
-        key = build_converter(key_class, props, is_key=True,
-                              schemas_enable=cfg.key_converter_schemas_enable)
-        value = build_converter(value_class, props, is_key=False,
-                                schemas_enable=cfg.value_converter_schemas_enable)
-    except PluginConfigError as exc:
-        raise ConfigError(str(exc).split("\n")) from None
+    # MongoDbConnectorConfig has no converter class fields (yet): JsonConverter there.
+    key_class = getattr(cfg, "key_converter", JSON)
+    value_class = getattr(cfg, "value_converter", JSON)
+    errors: list[str] = []
+
+    def built(make: Callable[[], _T]) -> _T | None:  # every stage's problems, not the first's
+        try:
+            return make()
+        except PluginConfigError as exc:
+            errors.extend(str(exc).split("\n"))
+            return None
+
+    chain = built(lambda: build_chain(props))
+    key = built(lambda: build_converter(key_class, props, is_key=True,
+                                        schemas_enable=cfg.key_converter_schemas_enable))
+    value = built(lambda: build_converter(value_class, props, is_key=False,
+                                          schemas_enable=cfg.value_converter_schemas_enable))
+    if errors or chain is None or key is None or value is None:
+        raise ConfigError(errors)
     if not chain and key_class == JSON and value_class == JSON:
         return None
     return chain, key, value
@@ -160,11 +170,100 @@ def notifier_of(cfg: CaptureConfig) -> Notifier | None:
     return Notifier(cfg.topic_prefix, channels, topic)
 
 
+def _collect(problems: list[str], check: Callable[[], _T]) -> _T | None:
+    try:
+        return check()
+    except ConfigError as exc:
+        problems.extend(exc.problems)
+        return None
+
+
+def config_problems(cfg: CaptureConfig) -> list[str]:
+    """Every problem of a loaded connector configuration that its run would meet before
+    connecting: transforms, predicates and converters (an unknown class, Avro without a
+    registry), notifications, topic names, the log format, the Kafka settings (a Kafka store
+    without `bootstrap.servers`), and the combinations that name two destinations.
+
+    The one validation after loading: `headwater run` (through `build_runtime`), `headwater
+    check` and the REST API (`config/validate`, creating or updating a connector) all call
+    it, so each says the same thing about the same configuration."""
+    from headwater.config.debezium_server import server_problems
+
+    props: dict[str, str] = dict(getattr(cfg, "passthrough", None) or {})
+    problems = unhonoured(props) + server_problems(props)
+    stages_problems: list[str] = []
+    stages = _collect(stages_problems, lambda: output_stages(cfg))
+    problems += stages_problems
+    _collect(problems, lambda: header_converter(cfg))
+    _collect(problems, lambda: refuse_binary_records_on_the_local_log(cfg))
+    _collect(problems, lambda: notifier_of(cfg))
+    _collect(problems, lambda: topic_naming(cfg))
+    kafka = _collect(problems, lambda: kafka_assembly.settings_of(cfg))
+    output: OutputConfig = getattr(cfg, "output", None) or OutputConfig()
+    if output.event_format == DATASTREAM and stages is not None:
+        # Transforms and converters work on Kafka Connect records of Debezium events.
+        problems.append(
+            "transforms and key.converter/value.converter other than JsonConverter apply to "
+            "Debezium events: they cannot be combined with headwater.event.format=datastream")
+    store = kafka.store if kafka is not None else "local"
+    if store == "kafka" and output.destination == FILES:
+        problems.append("headwater.topics.store=kafka and headwater.destination=files name "
+                        "two destinations: choose one")
+    if output.destination == FILES or store == "kafka":
+        _collect(problems, lambda: refuse_elsewhere(
+            props, "files" if output.destination == FILES else "Kafka"))
+    return problems
+
+
+def check_connector(path: Path, *, secrets: bool = True) -> list[str]:
+    """Every problem of the connector configuration at `path`, loaded as `headwater run`
+    loads it (empty: valid); nothing connects.  `headwater check` and the REST API's
+    validation both answer with this list."""
+    from headwater.extras import MissingExtra, require
+
+    try:
+        cfg = load_connector_config(path, secrets=secrets)
+    except ConfigError as exc:
+        return list(exc.problems)
+    problems = config_problems(cfg)
+    for extra, what in required_extras(cfg):
+        try:
+            require(extra, what)
+        except MissingExtra as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def required_extras(cfg: CaptureConfig) -> list[tuple[str, str]]:
+    """(pip extra, what needs it) for a run of this configuration: the connector's driver,
+    and Kafka's client when the topics or offsets are in Kafka."""
+    registration = registration_for_class(cfg.connector_class)
+    needed = [(extra, f"the {registration.name} connector") for extra in registration.extras]
+    props = getattr(cfg, "passthrough", None) or {}
+    if props.get("headwater.topics.store", "").strip().lower() == "kafka":
+        needed.append(("kafka", "headwater.topics.store=kafka"))
+    elif props.get("offset.storage.topic"):
+        needed.append(("kafka", "offset.storage.topic"))
+    return needed
+
+
+def check_extras(cfg: CaptureConfig) -> None:
+    """MissingExtra (one line naming the extra) for the first extra a run would lack."""
+    from headwater.extras import require
+
+    for extra, what in required_extras(cfg):
+        require(extra, what)
+
+
 def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     registration = registration_for_class(cfg.connector_class)
-    stages = output_stages(cfg)  # before connecting: configuration errors first
+    # Before connecting or creating anything: the drivers, then every configuration error.
+    check_extras(cfg)
+    problems = config_problems(cfg)
+    if problems:
+        raise ConfigError(problems)
+    stages = output_stages(cfg)
     headers = header_converter(cfg)
-    refuse_binary_records_on_the_local_log(cfg)
     metrics = CaptureMetrics(queue_capacity=cfg.max_queue_size)
     metrics.notifier = notifier_of(cfg)
     connector_name.set(cfg.topic_prefix)
@@ -181,12 +280,6 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     renderer: RecordRenderer
     restarts: SnapshotRestarts | None = None
     if output.event_format == DATASTREAM:
-        if stages is not None:
-            # Transforms and converters work on Kafka Connect records of Debezium events.
-            raise ConfigError([
-                "transforms and key.converter/value.converter other than JsonConverter apply "
-                "to Debezium events: they cannot be combined with "
-                "headwater.event.format=datastream"])
         to_files = output.destination == FILES
         renderer = DatastreamFormat(
             output.stream_name or cfg.topic_prefix,
@@ -226,15 +319,10 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     # Kafka (headwater.topics.store=kafka, offset.storage.topic) or the local defaults.
     kafka = kafka_assembly.settings_of(cfg)
     if kafka.store == "kafka":
-        if output.destination == FILES:
-            raise ConfigError(["headwater.topics.store=kafka and headwater.destination=files "
-                               "name two destinations: choose one"])
         # Superseding a restarted snapshot reads the local log (not done over Kafka).
         restarts = None
     sink: TopicWriter
     passthrough = getattr(cfg, "passthrough", {}) or {}
-    if output.destination == FILES or kafka.store == "kafka":
-        refuse_elsewhere(passthrough, "files" if output.destination == FILES else "Kafka")
     if output.destination == FILES:
         sink = FileDestination(
             output.files_dir, output.stream_name or cfg.topic_prefix,

@@ -12,13 +12,16 @@ import orjson
 import typer
 from rich.console import Console
 
+from headwater.ops.cli_errors import HeadwaterGroup, UserError
 from headwater.ops.logging import setup_logging
 
 if TYPE_CHECKING:
     from headwater.connectors.registry import CaptureConfig
+    from headwater.kafka.settings import KafkaSettings
     from headwater.topics.check import TopicCheck
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app = typer.Typer(cls=HeadwaterGroup, add_completion=False, no_args_is_help=True, help=__doc__,
+                  pretty_exceptions_enable=False)
 
 
 def _version(value: bool) -> None:
@@ -32,7 +35,10 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, help="print the version and exit")
-        ] = False) -> None:
+        ] = False,
+        debug: Annotated[bool, typer.Option(
+            "--debug", envvar="HEADWATER_DEBUG", help="show the Python traceback of an "
+            "unexpected error (a bug) instead of its one-line summary")] = False) -> None:
     """Change data capture: connectors, topics, offsets, streams, the REST service."""
 topics_app = typer.Typer(no_args_is_help=True, help="Inspect the local topic log.")
 offsets_app = typer.Typer(no_args_is_help=True, help="Inspect a connector's stored offsets.")
@@ -62,6 +68,18 @@ ConfigOpt = Annotated[
 DirOpt = Annotated[Path | None, typer.Option("--dir", help="topic log directory")]
 
 
+def _level(value: str) -> str:
+    """--log-level: a level name Python's logging knows (checked before anything starts)."""
+    if value.upper() not in ("CRITICAL", "ERROR", "WARNING", "WARN", "INFO", "DEBUG"):
+        raise typer.BadParameter(f"{value!r} is not a log level: use DEBUG, INFO, WARNING, "
+                                 "ERROR or CRITICAL")
+    return value
+
+
+LogLevelOpt = Annotated[str, typer.Option(
+    "--log-level", help="DEBUG, INFO, WARNING, ERROR", callback=_level)]
+
+
 LogFormatOpt = Annotated[str | None, typer.Option(
     "--log-format", help="text (Debezium's layout) or json (one object per line); default "
                          "$HEADWATER_LOG_FORMAT or text")]
@@ -75,9 +93,16 @@ def _setup_logging(level: str, fmt: str | None) -> None:
     try:
         chosen = setup_logging(level, log_format(fmt))
     except ValueError as exc:
-        err.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+        raise UserError(f"--log-format: {exc}", 2) from None
     os.environ[FORMAT_ENV] = chosen  # the service's workers, Spark's Python side
+
+
+def _config_exit(config: Path, exc: Exception) -> typer.Exit:
+    """Print the configuration problems (one line for one problem); exit status 2."""
+    from headwater.ops.cli_errors import config_failure
+
+    typer.echo(config_failure(config, exc), err=True)
+    return typer.Exit(2)
 
 
 def _load(config: Path, *, secrets: bool = True) -> CaptureConfig:
@@ -90,15 +115,14 @@ def _load(config: Path, *, secrets: bool = True) -> CaptureConfig:
     try:
         cfg = load_connector_config(config, secrets=secrets)
     except (ConfigError, OSError) as exc:
-        err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
-        raise typer.Exit(2) from exc
+        raise _config_exit(config, exc) from None
     return cfg
 
 
 @app.command()
 def run(
     config: ConfigArg,
-    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+    log_level: LogLevelOpt = "INFO",
     log_format: LogFormatOpt = None,
 ) -> None:
     """Run a connector until stopped (Ctrl-C or SIGTERM stop it gracefully, flushing)."""
@@ -110,17 +134,30 @@ def run(
     from headwater.capture import build_runtime
     from headwater.config import ConfigError
     from headwater.engine.offsets import OffsetStoreError
+    from headwater.ops.store_views import remove_if_unused
     from headwater.topics.log import TopicLogError
+
+    # A run that fails before writing anything must not leave behind a topics directory it
+    # created: a pipeline would take it for an empty log and start on nothing.
+    topics_root = Path(cfg.headwater_topics_dir)
+    fresh = not topics_root.exists()
+
+    def forget_fresh() -> None:
+        if fresh:
+            remove_if_unused(topics_root)
 
     try:
         runtime = build_runtime(cfg)
     except ConfigError as exc:  # transforms / converters are checked when the runtime is built
-        err.print(f"[red]configuration error[/red] in {config}:\n{exc}", soft_wrap=True)
-        raise typer.Exit(2) from exc
+        forget_fresh()
+        raise _config_exit(config, exc) from None
     except (TopicLogError, OffsetStoreError) as exc:
         # e.g. a second `headwater run` on the same topics directory: the message says it all.
-        err.print(f"[red]cannot start[/red] {cfg.topic_prefix}: {exc}", soft_wrap=True)
-        raise typer.Exit(1) from None
+        forget_fresh()
+        raise UserError(f"cannot start {cfg.topic_prefix}: {exc}") from None
+    except Exception:
+        forget_fresh()
+        raise
     # The capture's reader and writer threads are both CPU-bound and share the GIL: switching
     # every 5 ms (the default) costs more than it buys (measured: ~5-10% throughput).
     sys.setswitchinterval(0.02)
@@ -141,46 +178,102 @@ def run(
         runtime.run()
     except Exception as exc:
         log.error("connector %s failed: %s", cfg.topic_prefix, exc)
+        forget_fresh()
         raise typer.Exit(1) from exc
     finally:
         monitor.stop()
 
 
+def _port(value: int) -> int:
+    if not 1 <= value <= 65535:
+        raise typer.BadParameter(f"{value} is not a TCP port (1 to 65535)")
+    return value
+
+
+ReadableFile = {"exists": True, "dir_okay": False, "readable": True, "resolve_path": True}
+
+
 @app.command()
 def serve(
-    port: Annotated[int, typer.Option("--port", help="HTTP(S) port")] = 8083,
+    port: Annotated[int, typer.Option("--port", callback=_port, help="HTTP(S) port")] = 8083,
     data_dir: Annotated[Path, typer.Option(
-        "--data-dir", envvar="HEADWATER_DATA_DIR", help="catalog, connectors' offsets and "
-        "topics")] = Path("headwater-data"),
+        "--data-dir", envvar="HEADWATER_DATA_DIR", file_okay=False, help="catalog, "
+        "connectors' offsets and topics")] = Path("headwater-data"),
     host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
     token: Annotated[str | None, typer.Option(
         "--token", envvar="HEADWATER_TOKEN", help="require this Bearer token")] = None,
     token_file: Annotated[Path | None, typer.Option(
-        "--token-file", help="read the Bearer token from this file")] = None,
-    tls_cert: Annotated[Path | None, typer.Option("--tls-cert", help="PEM certificate")
-                        ] = None,
-    tls_key: Annotated[Path | None, typer.Option("--tls-key", help="PEM private key")] = None,
-    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "WARNING",
+        "--token-file", **ReadableFile, help="read the Bearer token from this file")] = None,
+    tls_cert: Annotated[Path | None, typer.Option(
+        "--tls-cert", **ReadableFile, help="PEM certificate")] = None,
+    tls_key: Annotated[Path | None, typer.Option(
+        "--tls-key", **ReadableFile, help="PEM private key")] = None,
+    log_level: LogLevelOpt = "WARNING",
     log_format: LogFormatOpt = None,
 ) -> None:
     """Run many connectors and streams in one service with a Kafka Connect-compatible REST
     API (docs/server.md); Ctrl-C stops every connector cleanly."""
+    from headwater.extras import require
+
+    require("server", "headwater serve")  # before the data directory is created
     if token is not None and token_file is not None:
-        err.print("[red]invalid option[/red]: --token and --token-file exclude each other")
-        raise typer.Exit(2)
+        raise UserError("--token and --token-file exclude each other", 2)
     if token_file is not None:
         token = token_file.read_text().strip()
     if token == "":
-        err.print("[red]invalid option[/red]: the token is empty")
-        raise typer.Exit(2)
+        where = f" (--token-file {token_file})" if token_file is not None else ""
+        raise UserError(f"the token is empty{where}", 2)
     if (tls_cert is None) != (tls_key is None):
-        err.print("[red]invalid option[/red]: --tls-cert and --tls-key go together")
-        raise typer.Exit(2)
-    from headwater.server.serve import serve as run_service
+        raise UserError("--tls-cert and --tls-key go together", 2)
+    from headwater.ops.logging import log_format as chosen_format
 
-    raise typer.Exit(run_service(host=host, port=port, data_dir=data_dir, token=token,
-                                 tls_cert=tls_cert, tls_key=tls_key, log_level=log_level,
-                                 log_format=log_format))
+    try:
+        chosen_format(log_format)
+    except ValueError as exc:
+        raise UserError(f"--log-format: {exc}", 2) from None
+    if tls_cert is not None and tls_key is not None:
+        _check_tls(tls_cert, tls_key)
+    _check_listen(host, port)
+    from headwater.server.serve import serve as run_service
+    from headwater.server.service import DataDirInUse
+
+    try:
+        code = run_service(host=host, port=port, data_dir=data_dir, token=token,
+                           tls_cert=tls_cert, tls_key=tls_key, log_level=log_level,
+                           log_format=log_format)
+    except DataDirInUse as exc:
+        raise UserError(str(exc)) from None
+    raise typer.Exit(code)
+
+
+def _check_tls(cert: Path, key: Path) -> None:
+    """The certificate and key load together, before the service starts anything."""
+    import ssl
+
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except ssl.SSLError as exc:
+        raise UserError(f"--tls-cert {cert} / --tls-key {key}: not a PEM certificate and its "
+                        f"private key ({exc.reason or exc})", 2) from None
+
+
+def _check_listen(host: str, port: int) -> None:
+    """The address can be listened on (taken, or not an address of this machine: say so
+    now rather than after the connectors started)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise UserError(f"--host {host}: {exc.strerror}", 2) from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            raise UserError(f"--host {host} --port {port}: cannot listen ({exc.strerror})"
+                            ) from None
 
 
 @app.command()
@@ -201,10 +294,17 @@ def status(
         return
     cfg = _load(config, secrets=False)
     path = status_path(Path(cfg.offset_storage_file_filename))
-    doc = read_status(path)
+    try:
+        doc = read_status(path)
+    except ValueError as exc:  # orjson's JSONDecodeError: a damaged file
+        raise UserError(f"status file {path} is damaged (not JSON: {exc})") from None
     if doc is None:
         console.print(f"no status at {path} (has `headwater run` started?)")
         raise typer.Exit(1)
+    if not isinstance(doc, dict) or not isinstance(doc.get("metrics"), dict) or not all(
+            k in doc for k in ("connector", "pid", "state", "updated_ms")):
+        raise UserError(f"status file {path} is damaged (not a connector status written by "
+                        "`headwater run`)")
     m = doc["metrics"]
     live = liveness(doc)
     if live.alive:
@@ -231,6 +331,50 @@ def status(
         raise typer.Exit(1)
 
 
+@app.command()
+def check(
+    config: ConfigArg,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Check a configuration without running it -- a connector's (with its transforms,
+    converters, Kafka settings and Debezium Server keys) and, when it has headwater.pipeline.*
+    keys or no connector.class, a pipeline's -- and exit 2 on any problem.  The REST API's
+    config/validate answers the same problems."""
+    from headwater.capture import check_connector
+    from headwater.config import ConfigError
+    from headwater.config.loader import load_properties
+    from headwater.pipeline.config import load_pipeline_config
+
+    kinds: list[str] = []
+    problems: list[str] = []
+    try:
+        props = load_properties(config)
+    except ConfigError as exc:
+        problems = list(exc.problems)
+    else:
+        # database.* without connector.class: a connector's file that forgot its class.
+        connector = "connector.class" in props or any(k.startswith("database.") for k in props)
+        if connector:
+            kinds.append("connector")
+            problems += check_connector(config)
+        if not connector or any(k.startswith("headwater.pipeline.") for k in props):
+            kinds.append("pipeline")
+            try:
+                load_pipeline_config(config)
+            except ConfigError as exc:
+                problems += [p for p in exc.problems if p not in problems]
+    if as_json:
+        sys.stdout.write(orjson.dumps({"file": str(config), "kinds": kinds,
+                                       "problems": problems}).decode() + "\n")
+    elif problems:
+        for problem in problems:
+            typer.echo(problem if problem.startswith(str(config)) else f"{config}: {problem}")
+    else:
+        typer.echo(f"{config}: ok ({' and '.join(kinds)})")
+    if problems:
+        raise typer.Exit(2)
+
+
 def _has_connector_class(config: Path) -> bool:
     from headwater.config.loader import load_properties
 
@@ -249,9 +393,16 @@ def _pipeline_status(config: Path) -> None:
     try:
         cfg = load_pipeline_config(config)
     except (ConfigError, OSError) as exc:
-        err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
-        raise typer.Exit(2) from exc
-    if not print_pipeline_status(pipeline_status_path(cfg.checkpoint_dir), console):
+        raise _config_exit(config, exc) from None
+    path = pipeline_status_path(cfg.checkpoint_dir)
+    try:
+        shown = print_pipeline_status(path, console)
+    except ValueError as exc:  # orjson's JSONDecodeError: a damaged file
+        raise UserError(f"pipeline status file {path} is damaged (not JSON: {exc})") from None
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise UserError(f"pipeline status file {path} is damaged (not a status written by "
+                        f"`headwater pipeline`: {type(exc).__name__} {exc})") from None
+    if not shown:
         raise typer.Exit(1)
 
 
@@ -261,7 +412,7 @@ def pipeline(
     once: Annotated[
         bool, typer.Option("--once", help="process what is there now, then stop")
     ] = False,
-    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING")] = "INFO",
+    log_level: LogLevelOpt = "INFO",
     log_format: LogFormatOpt = None,
 ) -> None:
     """Materialize the change topics into Delta tables with Spark (SCD1, changelog)."""
@@ -273,8 +424,12 @@ def pipeline(
     try:
         cfg = load_pipeline_config(config)
     except (ConfigError, OSError) as exc:
-        err.print(f"[red]configuration error[/red] in {config}:\n{exc}")
-        raise typer.Exit(2) from exc
+        raise _config_exit(config, exc) from None
+    from headwater.extras import require
+
+    require("spark", "headwater pipeline")
+    if cfg.kafka is not None:
+        require("kafka", "headwater pipeline reading Kafka")
     files = cfg.source == "datastream-files"
     read_dir = (cfg.files_dir or cfg.topics_dir) if files else cfg.topics_dir
     if (files or cfg.kafka is None) and not read_dir.is_dir():
@@ -282,10 +437,9 @@ def pipeline(
         # With headwater.topics.store=kafka the topics are in Kafka: no directory to check.
         prop = ("headwater.pipeline.datastream.files.dir" if files
                 else "headwater.topics.dir")
-        err.print(f"[red]configuration error[/red] in {config}:\n{prop}: "
-                  f"directory {read_dir} does not exist (has `headwater run` "
-                  "written to it?)", soft_wrap=True)
-        raise typer.Exit(2)
+        raise _config_exit(config, ConfigError([
+            f"{prop}: directory {read_dir} does not exist (has `headwater run` written to "
+            "it?)"]))
     from headwater.pipeline.quiet import log_dir, one_line
 
     logs = log_dir(cfg.checkpoint_dir)
@@ -319,27 +473,25 @@ def validate(
     the differing keys and columns); exit 1 when anything differs."""
     from headwater.config import ConfigError
     from headwater.ops.validate.compare import Options, render
-    from headwater.ops.validate.run import check_pipeline
+    from headwater.ops.validate.run import check_pipeline, dialect_of
     from headwater.ops.validate.run import validate as run_validate
     from headwater.pipeline.config import load_pipeline_config
 
     if chunk_rows < 1 or rechecks < 0 or recheck_wait < 0 or max_rows < 0:
-        err.print("[red]invalid option[/red]: --chunk-rows must be >= 1; --rechecks, "
-                  "--recheck-wait and --max-rows >= 0")
-        raise typer.Exit(2)
+        raise UserError("--chunk-rows must be >= 1; --rechecks, --recheck-wait and "
+                        "--max-rows >= 0", 2)
     connector = _load(config)
     try:
+        dialect_of(connector)  # SQL Server, MongoDB, ...: refused by name before anything
         pipeline_cfg = load_pipeline_config(config)
         check_pipeline(pipeline_cfg, str(config))
         results, problems = run_validate(
             connector, pipeline_cfg, Options(chunk_rows, rechecks, recheck_wait, max_rows),
             tuple(table or ()))
     except (ConfigError, OSError) as exc:
-        err.print(f"[red]configuration error[/red] in {config}:\n{exc}", soft_wrap=True)
-        raise typer.Exit(2) from exc
+        raise _config_exit(config, exc) from None
     except Exception as exc:  # the database or a table could not be read: say which
-        err.print(f"[red]validate failed[/red]: {type(exc).__name__}: {exc}", soft_wrap=True)
-        raise typer.Exit(2) from exc
+        raise UserError(f"validate failed: {type(exc).__name__}: {exc}", 2) from None
     if as_json:
         sys.stdout.write(orjson.dumps({
             "equal": not problems and all(r.equal for r in results),
@@ -355,12 +507,37 @@ def validate(
         raise typer.Exit(1)
 
 
-def _topics_dir(config: Path | None, directory: Path | None) -> Path:
+def _topic_store(config: Path | None, directory: Path | None
+                 ) -> tuple[Path, str] | tuple[KafkaSettings, str]:
+    """Where the topics are, and what said so: `--dir`, else the configuration's store (its
+    `headwater.topics.dir`, or Kafka with headwater.topics.store=kafka), else data/topics.
+    For Kafka the second item is the connector's topic.prefix."""
     if directory is not None:
-        return directory
-    if config is not None:
-        return Path(_load(config, secrets=False).headwater_topics_dir)
-    return Path("data/topics")
+        return directory, "--dir"
+    if config is None:
+        return Path("data/topics"), "the default; give --dir or --config"
+    from headwater.kafka import assembly as kafka_assembly
+
+    cfg = _load(config, secrets=False)
+    try:
+        settings = kafka_assembly.settings_of(cfg)
+    except ValueError as exc:  # ConfigError
+        raise _config_exit(config, exc) from None
+    if settings.store == "kafka":
+        return settings, cfg.topic_prefix
+    return Path(cfg.headwater_topics_dir), f"headwater.topics.dir of {config}"
+
+
+def _topics_dir(config: Path | None, directory: Path | None, command: str) -> Path:
+    """The local topic log directory, which must exist (`command` cannot read Kafka)."""
+    from headwater.ops.store_views import existing_topics_dir, kafka_place
+
+    where, named_by = _topic_store(config, directory)
+    if not isinstance(where, Path):
+        raise UserError(f"{config}: the topics are in {kafka_place(where)} "
+                        f"(headwater.topics.store=kafka); `headwater topics {command}` reads "
+                        "a local topic log: use a Kafka consumer", 2)
+    return existing_topics_dir(where, named_by)
 
 
 def _damaged(exc: Exception) -> typer.Exit:
@@ -379,14 +556,27 @@ def topics_list(
     """List the topics with their offsets, record counts and sizes."""
     from rich.table import Table
 
+    from headwater.ops.store_views import existing_topics_dir, kafka_place, kafka_topics
     from headwater.topics.reader import CorruptSegmentError, list_topics
 
-    root = _topics_dir(config, directory)
+    where, named_by = _topic_store(config, directory)
+    if not isinstance(where, Path):
+        found = kafka_topics(where, named_by)
+        console.print(f"topics of {named_by} in {kafka_place(where)}: {len(found)}",
+                      soft_wrap=True, markup=False)
+        kafka_table = Table("topic", "partitions", "start", "end", "records")
+        for k in found:
+            kafka_table.add_row(k.name, str(k.partitions), str(k.start), str(k.end),
+                                str(k.records))
+        console.print(kafka_table)
+        return
+    root = existing_topics_dir(where, named_by)
     table = Table("topic", "start", "end", "records", "bytes", "segments")
     try:
         infos = list_topics(root)
     except CorruptSegmentError as exc:
         raise _damaged(exc) from None
+    console.print(f"topics under {root}: {len(infos)}", soft_wrap=True, markup=False)
     for t in infos:
         table.add_row(t.name, str(t.start_offset), str(t.end_offset), str(t.record_count),
                       str(t.size_bytes), str(t.segment_count))
@@ -415,7 +605,7 @@ def topics_tail(
     from headwater.topics import reader
     from headwater.topics.segment import list_topic_names
 
-    root = _topics_dir(config, directory)
+    root = _topics_dir(config, directory, "tail")
     known = list_topic_names(root)
     if topic not in known:
         names = ", ".join(known) if known else "none"
@@ -471,7 +661,7 @@ def topics_verify(
     from headwater.topics.repair import Removal, repair_topic
     from headwater.topics.segment import list_topic_names
 
-    root = _topics_dir(config, directory)
+    root = _topics_dir(config, directory, "verify")
     names = list_topic_names(root)
     if not names:
         console.print(f"no topics under {root}")
@@ -528,12 +718,38 @@ def _report_topic(check: TopicCheck) -> None:
 def offsets_show(config: ConfigArg) -> None:
     """Show the stored source offset of a connector."""
     from headwater.engine.offsets import FileOffsetStore
+    from headwater.kafka import assembly as kafka_assembly
 
     cfg = _load(config, secrets=False)
-    store = FileOffsetStore(Path(cfg.offset_storage_file_filename), {"server": cfg.topic_prefix})
-    offset = store.load()
+    try:
+        settings = kafka_assembly.settings_of(cfg)
+    except ValueError as exc:  # ConfigError
+        raise _config_exit(config, exc) from None
+    partition = {"server": cfg.topic_prefix}
+    if settings.offset_topic is not None:
+        from headwater.ops.store_views import kafka_offset, kafka_place
+
+        where = f"offsets topic {settings.offset_topic} in {kafka_place(settings)}"
+        found = kafka_offset(settings, partition)
+        if found is None:
+            console.print(f"no offsets stored yet for {settings.connector_name} in {where}",
+                          soft_wrap=True, markup=False)
+            return
+        console.print_json(orjson.dumps({
+            "topic": settings.offset_topic,
+            "bootstrap.servers": settings.common.get("bootstrap.servers"),
+            "connector": settings.connector_name, "partition": partition,
+            "offset": found}).decode())
+        return
+    store = FileOffsetStore(Path(cfg.offset_storage_file_filename), partition)
+    from headwater.engine.offsets import OffsetStoreError
+
+    try:
+        offset = store.load()
+    except OffsetStoreError as exc:
+        raise UserError(str(exc)) from None
     if offset is None:
-        console.print(f"no offsets stored yet at {store.path}")
+        console.print(f"no offsets stored yet at {store.path}", soft_wrap=True, markup=False)
         return
     console.print_json(orjson.dumps({"file": str(store.path), "partition": store.partition,
                                      "offset": offset}).decode())

@@ -113,7 +113,6 @@ def config_error(raw: dict[str, str], env: dict[str, str] | None = None) -> Conf
         ("a\\=b=c", {"a=b": "c"}),
         ("a\\:b:c", {"a:b": "c"}),
         ("a=1\r\nb=2\rc=3\n", {"a": "1", "b": "2", "c": "3"}),
-        ("a=1\na=2", {"a": "2"}),  # later keys win
         ("\n\n   \n", {}),
         ("database.password=p\\u0040ss w0rd", {"database.password": "p@ss w0rd"}),
         ("x=\u00fcnicode", {"x": "\u00fcnicode"}),
@@ -121,6 +120,13 @@ def config_error(raw: dict[str, str], env: dict[str, str] | None = None) -> Conf
 )
 def test_properties_syntax(text: str, expected: dict[str, str]) -> None:
     assert parse_properties(text) == expected
+
+
+def test_properties_key_given_twice_names_both_lines() -> None:
+    # Java keeps the last value silently; a forgotten earlier setting is a mistake to report.
+    with pytest.raises(ConfigFileError, match=r"^c\.properties:4: property 'a' is given twice "
+                       r"\(first at line 1\)$"):
+        parse_properties("a=1\n# a comment\nb=2\na = 3\n", source="c.properties")
 
 
 @pytest.mark.parametrize("text", ["a=1\nb=\\u12", "a=1\nb=\\uZZZZ", "a=1\nb=x\\u00"])

@@ -488,6 +488,20 @@ class ConfigDef:
             pattern_properties=(*self.pattern_properties, *pattern_properties),
         )
 
+    def unknown_keys(self, keys: Iterable[str]) -> list[str]:
+        """One problem per key that is neither a property (or alias) nor a pattern property
+        nor under a pass-through prefix, with the closest name; for property sets stored
+        before they are validated as a whole (a stream's connection profile)."""
+        problems = []
+        for key in keys:
+            if (self.canonical_name(key) is not None or self._is_passthrough(key)
+                    or self._pattern_for(key) is not None):
+                continue
+            near = self._suggest(key, defined_only=True)
+            problems.append(f"unknown property '{key}'"
+                            + (f" (did you mean '{near}'?)" if near else ""))
+        return problems
+
     def merge(self, base: Mapping[str, str], overrides: Mapping[str, str]) -> dict[str, str]:
         """``base`` updated with ``overrides``; an override also replaces alias spellings."""
         merged = dict(base)

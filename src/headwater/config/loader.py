@@ -139,11 +139,20 @@ def _read(path: Path) -> str:
 
 
 def parse_properties(text: str, *, source: str = "<string>") -> dict[str, str]:
-    """Parse Java properties text like ``java.util.Properties.load`` (later keys win)."""
+    """Parse Java properties text like ``java.util.Properties.load``, except that a key given
+    twice is an error naming both lines (Java keeps the last silently, which hides a
+    forgotten earlier setting)."""
     result: dict[str, str] = {}
+    lines: dict[str, int] = {}
     for line_no, logical in _logical_lines(text):
         key, value = _split_key_value(logical)
-        result[_unescape(key, source, line_no)] = _unescape(value, source, line_no)
+        name = _unescape(key, source, line_no)
+        if name in lines:
+            raise ConfigFileError(
+                source, f"property '{name}' is given twice (first at line {lines[name]})",
+                line_no)
+        result[name] = _unescape(value, source, line_no)
+        lines[name] = line_no
     return result
 
 
@@ -325,7 +334,7 @@ def _parse_json(text: str, source: str) -> _Tree:
         result: dict[str, object] = {}
         for key, value in items:
             if key in result:
-                raise ConfigFileError(source, f"duplicate key '{key}'")
+                raise ConfigFileError(source, f"duplicate key '{key}'{_json_lines(text, key)}")
             result[key] = value
         return result
 
@@ -334,6 +343,14 @@ def _parse_json(text: str, source: str) -> _Tree:
     except json.JSONDecodeError as exc:
         raise ConfigFileError(source, f"invalid JSON: {exc.msg}", exc.lineno) from None
     return _json_node(data, source)
+
+
+def _json_lines(text: str, key: str) -> str:
+    """` (lines A and B)`: where `"key":` is written (the json module gives no positions;
+    the first two places the key is written are the pair in all but contrived files)."""
+    pattern = re.compile(re.escape(json.dumps(key)) + r"\s*:")
+    found = [text.count("\n", 0, m.start()) + 1 for m in pattern.finditer(text)]
+    return f" (lines {found[0]} and {found[1]})" if len(found) >= 2 else ""
 
 
 def _json_node(value: object, source: str) -> _Tree:

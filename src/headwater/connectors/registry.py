@@ -161,6 +161,12 @@ class ConnectorRegistration:
     # ``module:attribute`` of the connector's `ConfigDef` (the REST service's plugin
     # descriptions and per-property validation; empty: only whole-config validation).
     config_definition: str = ""
+    # The pip extras (headwater.extras) its driver comes from: checked before a run starts,
+    # so a missing driver is one line naming the extra, not an ImportError mid-start.
+    extras: tuple[str, ...] = ()
+    # `headwater validate`'s SQL dialect for this database (ops/validate/source.py);
+    # empty: validate cannot read this database and says so.
+    validate_dialect: str = ""
 
 
 class ConnectorRegistry:

@@ -53,6 +53,10 @@ class FileOffsetStore:
             raise OffsetStoreError(
                 f"offset file {self.path} is not valid JSON ({exc}); refusing to guess a position"
             ) from exc
+        if not isinstance(doc, dict):
+            raise OffsetStoreError(
+                f"offset file {self.path} holds {type(doc).__name__}, not an offsets "
+                "document; refusing to guess a position")
         if doc.get("version") != OFFSET_FORMAT_VERSION:
             raise OffsetStoreError(
                 f"offset file {self.path} has version {doc.get('version')!r}, "

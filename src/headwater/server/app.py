@@ -86,13 +86,37 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
                         headers=headers)
 
 
+def _documents(app: FastAPI) -> APIRouter:
+    """`/openapi.json` and `/docs` as routes of the app, so that the token that guards every
+    route guards them too (FastAPI's own are added outside its dependencies)."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.responses import HTMLResponse
+
+    r = APIRouter(include_in_schema=False)
+
+    @r.get("/openapi.json")
+    def openapi_document() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @r.get("/docs")
+    def swagger() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=f"{app.title} - docs")
+
+    return r
+
+
 def build_app(svc: Service, *, token: str | None = None) -> FastAPI:
+    # With a token the documents are the guarded routes of `_documents`, not FastAPI's own.
     app = FastAPI(title="Headwater", version=__version__, dependencies=_auth(token),
                   description="Kafka Connect-compatible REST API of `headwater serve` "
                               "(docs/server.md), plus Datastream-style streams and "
-                              "connection profiles.")
+                              "connection profiles.",
+                  openapi_url=None if token else "/openapi.json",
+                  docs_url=None if token else "/docs", redoc_url=None if token else "/redoc")
     for factory in [*_builtin_routers(), *ROUTERS]:
         app.include_router(factory(svc))
+    if token is not None:
+        app.include_router(_documents(app))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -130,29 +130,22 @@ def write_config(path: Path, props: Mapping[str, str]) -> Path:
 def validation_problems(data_dir: Path, name: str, config: Mapping[str, str]) -> list[str]:
     """Every problem loading the configuration finds (empty: valid), one line each.
 
-    Loaded as the worker will load it, from a temporary file; nothing connects."""
-    from headwater.config import ConfigError
-
-    reg = registration(config)
+    Loaded as the worker will load it, from a temporary file, by the validation `headwater
+    check` runs (capture.check_connector); nothing connects."""
+    registration(config)  # an unknown connector.class: InvalidConnector
     home = data_dir / "tmp"
     home.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".validate-", suffix=".json", dir=home)
     os.close(fd)
     try:
-        from headwater.capture import unhonoured
+        from headwater.capture import check_connector
 
         write_config(Path(tmp), effective(data_dir, name, config))
-        cfg = reg.load_config(Path(tmp))
-        problems = unhonoured(getattr(cfg, "passthrough", None) or {})
-        if problems:
-            return problems
-    except ConfigError as exc:
-        return [p.replace(tmp, CONFIG_FILE) for p in exc.problems]
+        return [p.replace(tmp, CONFIG_FILE) for p in check_connector(Path(tmp))]
     except (OSError, ValueError) as exc:
-        return [str(exc)]
+        return [str(exc).replace(tmp, CONFIG_FILE)]
     finally:
         Path(tmp).unlink(missing_ok=True)
-    return []
 
 
 def validate_new(data_dir: Path, name: str, config: Mapping[str, str]) -> None:

@@ -14,6 +14,13 @@ ConfigScalar = str | int | float | bool
 StateName = Literal["RUNNING", "PAUSED", "FAILED", "STOPPED", "UNASSIGNED", "RESTARTING"]
 
 
+class Strict(BaseModel):
+    """A request body: an unknown field is answered 400 naming it, never dropped silently
+    (a Datastream field Headwater does not read would otherwise do nothing)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class ErrorMessage(BaseModel):
     error_code: int
     message: str

@@ -30,6 +30,11 @@ from headwater.streams.translate import stream_dir
 
 log = logging.getLogger("headwater.server")
 RESUME_KEY: Final = "streams_to_resume"
+LOCK_FILE: Final = ".serve.lock"
+
+
+class DataDirInUse(RuntimeError):
+    """Another `headwater serve` runs on this data directory."""
 
 
 class ServiceStreamLauncher:
@@ -68,17 +73,36 @@ class Service:
     # worker module (server/pipeline_worker.py).
     pipelines: ConnectorStore
     pipeline_manager: ConnectorManager
+    lock_fd: int = -1  # `<data dir>/.serve.lock`, held while the service is open
 
     @classmethod
     def open(cls, data_dir: Path, worker_id: str) -> Service:
+        """The service on `data_dir`; DataDirInUse when another service has it (two would
+        each start every connector: two writers of every topic log and offsets file)."""
+        from headwater.dirlock import LockHeld, hold
+
         data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            lock_fd = hold(data_dir / LOCK_FILE)
+        except LockHeld as exc:
+            who = f" (pid {exc.holder})" if exc.holder else ""
+            raise DataDirInUse(f"--data-dir {data_dir} is in use by another headwater "
+                               f"serve{who}: stop it, or give another directory") from None
+        try:
+            return cls._open(data_dir, worker_id, lock_fd)
+        except BaseException:
+            os.close(lock_fd)
+            raise
+
+    @classmethod
+    def _open(cls, data_dir: Path, worker_id: str, lock_fd: int) -> Service:
         store = ConnectorStore(data_dir)
         catalog = Catalog(data_dir)
         pipelines = pipeline_store(data_dir)
         return cls(data_dir, store, ConnectorManager(store), catalog,
                    Supervisor(catalog, ServiceStreamLauncher()), worker_id, pipelines,
                    ConnectorManager(pipelines, "headwater.server.pipeline_worker",
-                                    pipeline_dir, "pipeline"))
+                                    pipeline_dir, "pipeline"), lock_fd)
 
     def start(self) -> None:
         """Every connector and pipeline whose target is RUNNING, and every stream this
@@ -113,3 +137,6 @@ class Service:
         self.manager.close()
         for name in active:
             self.supervisor.wait(name, frozenset(set(State) - ACTIVE), timeout_s)
+        if self.lock_fd >= 0:
+            os.close(self.lock_fd)  # releases the data directory
+            self.lock_fd = -1

@@ -177,7 +177,10 @@ def _render(cat: Catalog, rec: StreamRecord, *, full: bool = False) -> dict[str,
         },
         "destinationConfig": {"destinationConnectionProfile": spec.destination_profile,
                               "path": spec.destination_path or spec.name},
-        ("backfillNone" if spec.backfill == "none" else "backfillAll"): {},
+        # Datastream's BackfillAllStrategy names its excluded objects by source kind.
+        ("backfillNone" if spec.backfill == "none" else "backfillAll"): {
+            f"{prefix}ExcludedObjects": datastream_objects(spec.backfill_exclude, container)
+        } if spec.backfill_exclude else {},
         "errors": [e.as_json() for e in cat.errors(spec.name)][-5:],
     }
     if full:
@@ -289,6 +292,15 @@ def _request(name: str, data: Path | None, verb: str, wait: float,
         console.print(f"stream {name}: {verb} -> {state.value}"
                       + (f"; now {rec.state.value}" if rec.state is not state else ""),
                       markup=False)
+    goal = State.PAUSED if verb == "pause" else State.RUNNING
+    if wait > 0 and rec.state in settle and rec.state is not goal:
+        # Settled, but not where it was asked to go (a failed start settles in FAILED or
+        # back in NOT_STARTED): the exit status says so, and the last error why.
+        errors = cat.errors(name)
+        why = " ".join(errors[-1].message.split()) if errors else "no error recorded"
+        typer.echo(f"error: stream {name} is {rec.state.value}, not {goal.value}: {why} "
+                   f"(`headwater streams errors {name}` lists every error)", err=True)
+        raise typer.Exit(1)
     if wait > 0 and rec.state not in settle:
         raise typer.Exit(1)
 

@@ -14,11 +14,15 @@ them out of the catalog, as in connector configurations) and masked in every ren
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
 
 from headwater.connectors.registry import RegistryError, registration_for_class
+
+if TYPE_CHECKING:
+    from headwater.config.definition import ConfigDef
 
 MASK: Final = "********"
 _SECRET = re.compile(r"password|secret|token|credential|\.key$|keystore|truststore\.password",
@@ -58,6 +62,16 @@ class SourceKind:
     aliases: tuple[str, ...] = ()
     # The name level Datastream's include/exclude objects start at ("schema" or "database").
     container: str = "schema"
+
+    def unknown_keys(self, keys: Iterable[str]) -> list[str]:
+        """The keys the connector's configuration does not know (its ConfigDef's answer)."""
+        from headwater.connectors.lazy import imported
+
+        registration = registration_for_class(self.connector_class)
+        if not registration.config_definition:
+            return []
+        defn: ConfigDef = imported(registration.config_definition)
+        return defn.unknown_keys(keys)
 
     def registration_name(self) -> str:
         """The connector registration's name; a kind whose connector is not registered
@@ -121,6 +135,9 @@ def source_profile(name: str, kind: str, properties: Mapping[str, str]) -> Profi
     k = source_kind(kind)
     k.registration_name()
     props = {**k.defaults, **{key.strip(): str(v) for key, v in properties.items()}}
+    unknown = k.unknown_keys(props)
+    if unknown:  # stored now, refused only when a stream starts: say it now
+        raise ProfileError(f"source profile {name!r} ({k.name}): " + "; ".join(unknown))
     missing = [p for p in k.required if not props.get(p)]
     if missing:
         raise ProfileError(f"source profile {name!r} ({k.name}): missing "
@@ -141,7 +158,9 @@ def destination_profile(name: str, kind: str, directory: str, file_format: str =
                            + ", ".join(DESTINATION_KINDS))
     if not directory:
         raise ProfileError(f"destination profile {name!r}: a directory is required")
-    props = {"directory": directory}
+    # Stored absolute: a relative directory means where it was given, not wherever a later
+    # command (or the service) happens to run.
+    props = {"directory": str(Path(directory).expanduser().resolve())}
     if kind == "files":
         if file_format not in FILE_FORMATS:
             raise ProfileError(f"destination profile {name!r}: format {file_format!r} is not "

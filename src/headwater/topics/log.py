@@ -84,8 +84,6 @@ Only one writer per root: `<root>/.lock` is held with `fcntl.flock` for the writ
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import logging
 import os
 import time
@@ -95,6 +93,7 @@ from types import TracebackType
 
 import orjson
 
+from headwater.dirlock import LockHeld, hold
 from headwater.fsync import fsync_dir
 from headwater.model.topic import HeaderBytes, TopicRecord
 from headwater.topics.check import segment_end
@@ -218,24 +217,12 @@ def _encode_slow(
 def lock_root(root: Path) -> int:
     """Take `<root>/.lock` (the one writer's lock; also `topics verify --repair`'s, which must
     not cut segments under a running writer); the locked fd, closing it releases the lock."""
-    path = root / ".lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        holder = b""
-        try:
-            holder = os.pread(fd, 64, 0).strip()
-        finally:
-            os.close(fd)
-        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise
-        who = f" (pid {holder.decode(errors='replace')})" if holder else ""
+        return hold(root / ".lock")
+    except LockHeld as exc:
+        who = f" (pid {exc.holder})" if exc.holder else ""
         raise TopicLogLockedError(
             f"topic log root {root} is locked by another writer{who}") from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, str(os.getpid()).encode(), 0)
-    return fd
 
 
 class _Topic:

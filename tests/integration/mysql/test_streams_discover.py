@@ -148,7 +148,10 @@ def test_refused_start_is_not_started(menv: MariaEnv, tmp_path: Path) -> None:
          str(tmp_path / "topics"))
     _cli(tmp_path, "streams", "create", "s", "--source", "maria", "--destination", "out",
          "--include", menv.db)
-    doc = orjson.loads(_cli(tmp_path, "streams", "start", "s", "--wait", "60", "--json"))
+    refused = CliRunner().invoke(app, ["streams", "start", "s", "--wait", "60", "--json",
+                                       "--data-dir", str(tmp_path)])
+    assert refused.exit_code == 1, refused.output  # `--wait`: it did not get to RUNNING
+    doc = orjson.loads(refused.stdout)
     assert doc["state"] == "NOT_STARTED"
     errors = orjson.loads(_cli(tmp_path, "streams", "errors", "s", "--json"))["errors"]
     assert [e["reason"] for e in errors] == ["AUTHENTICATION_FAILED"]

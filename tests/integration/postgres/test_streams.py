@@ -32,15 +32,15 @@ class Cli:
         self.data = data
         self.env = {**os.environ, "PYTHONPATH": SRC, "HEADWATER_DATA_DIR": str(data)}
 
-    def __call__(self, *args: str, code: int = 0) -> str:
+    def __call__(self, *args: str, code: int = 0, stdout_only: bool = False) -> str:
         proc = subprocess.run([sys.executable, "-m", "headwater.cli", *args],
                               check=False, capture_output=True, text=True, env=self.env,
                               timeout=180)
         assert proc.returncode == code, (args, proc.stdout, proc.stderr, self.log())
-        return proc.stdout if code == 0 else proc.stdout + proc.stderr
+        return proc.stdout if code == 0 or stdout_only else proc.stdout + proc.stderr
 
     def json(self, *args: str, code: int = 0) -> Any:
-        return orjson.loads(self(*args, "--json", code=code))
+        return orjson.loads(self(*args, "--json", code=code, stdout_only=True))
 
     def state(self, stream: str) -> str:
         return str(self.json("streams", "describe", stream)["state"])
@@ -163,7 +163,8 @@ def test_failures(env: Env, cli: Cli, tmp_path: Path) -> None:
     # A stream that cannot start goes back to NOT_STARTED (Datastream), its error kept.
     _profile(cli, env.pg, "nowhere", "no_such_database")
     cli("streams", "create", "bad", "--source", "nowhere", "--destination", "out")
-    assert cli.json("streams", "start", "bad", "--wait", "60")["state"] == "NOT_STARTED"
+    # ... and `--wait` exits 1: the stream did not get to RUNNING.
+    assert cli.json("streams", "start", "bad", "--wait", "60", code=1)["state"] == "NOT_STARTED"
     errors = cli.json("streams", "errors", "bad")["errors"]
     assert errors[0]["reason"] == "NOT_FOUND" and "no_such_database" in errors[0]["message"]
     assert errors[0]["errorUuid"] and errors[0]["errorTime"].endswith("Z")
@@ -177,7 +178,8 @@ def test_failures(env: Env, cli: Cli, tmp_path: Path) -> None:
     wait_for(lambda: len(_rows(tmp_path / "topics" / "s", "s.public.t")) >= 2, 60)
     assert cli.json("streams", "pause", "s", "--wait", "60")["state"] == "PAUSED"
     _profile(cli, env.pg, "pg", "no_such_database")
-    assert cli.json("streams", "resume", "s", "--wait", "60")["state"] == "FAILED_PERMANENTLY"
+    assert cli.json("streams", "resume", "s", "--wait", "60", code=1
+                    )["state"] == "FAILED_PERMANENTLY"
     assert cli.json("streams", "errors", "s")["errors"][-1]["reason"] == "NOT_FOUND"
     out = cli("streams", "resume", "s", code=2)
     assert "cannot resume a stream in state FAILED_PERMANENTLY" in " ".join(out.split())

@@ -32,4 +32,5 @@ REGISTRATION = ConnectorRegistration(
     default_topic_naming_strategy=DEFAULT_STRATEGY,  # <prefix>.<database>.<collection>
     class_aliases=("mongodb", "mongo"),
     config_definition="headwater.connectors.mongodb.config:MONGODB_CONFIG_DEF",
+    extras=("mongodb",),
 )

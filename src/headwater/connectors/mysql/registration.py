@@ -34,4 +34,5 @@ REGISTRATION = ConnectorRegistration(
     default_topic_naming_strategy=DEFAULT_STRATEGY,  # BinlogConnectorConfig's default
     class_aliases=("mysql", "mariadb"),
     config_definition="headwater.connectors.mysql.config:MYSQL_CONFIG_DEF",
+    validate_dialect="mysql",
 )

@@ -29,4 +29,5 @@ REGISTRATION = ConnectorRegistration(
     default_topic_naming_strategy=SCHEMA_STRATEGY,  # Debezium's common default
     class_aliases=("postgres", "postgresql"),
     config_definition="headwater.connectors.postgres.config:POSTGRES_CONFIG_DEF",
+    validate_dialect="postgres",
 )

@@ -14,4 +14,5 @@ REGISTRATION = changetable_registration(
     connector_class="io.debezium.connector.sqlserver.SqlServerConnector",
     config="SqlServerConnectorConfig", loader="load_sqlserver_config",
     config_definition="SQLSERVER_CONFIG_DEF", connector="SqlServerConnector",
-    source_block="SqlServerSourceBlock", order=SQLSERVER_ORDER)
+    source_block="SqlServerSourceBlock", order=SQLSERVER_ORDER,
+    extras=("sqlserver",))

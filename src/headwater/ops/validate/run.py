@@ -33,12 +33,23 @@ def check_pipeline(cfg: PipelineConfig, source: str) -> None:
         raise ConfigError(problems, source)
 
 
+def dialect_of(connector: Any) -> str:
+    """The validate dialect the connector's registration declares (ConfigError naming the
+    database when it declares none: validate reads PostgreSQL and MySQL/MariaDB only)."""
+    from headwater.connectors.registry import registration_for_class
+
+    reg = registration_for_class(connector.connector_class)
+    if not reg.validate_dialect:
+        raise ConfigError([f"connector.class: headwater validate cannot read {reg.name} "
+                           f"databases ({connector.connector_class}); it compares PostgreSQL "
+                           "and MySQL/MariaDB sources"])
+    return reg.validate_dialect
+
+
 @contextmanager
 def connect(connector: Any) -> Iterator[SqlSource]:
     """A read-only connection to the captured database."""
-    from headwater.connectors.mysql.config import MySqlConnectorConfig
-
-    if isinstance(connector, MySqlConnectorConfig):
+    if dialect_of(connector) == "mysql":
         import pymysql  # type: ignore[import-untyped]
 
         conn: Any = pymysql.connect(**connector.connect_kwargs())

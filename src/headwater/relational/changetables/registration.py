@@ -16,7 +16,8 @@ from headwater.engine.topic_naming import SCHEMA_STRATEGY
 
 def changetable_registration(*, name: str, kind: str, connector_class: str, config: str,
                              loader: str, config_definition: str, connector: str,
-                             source_block: str, order: EventOrder) -> ConnectorRegistration:
+                             source_block: str, order: EventOrder,
+                             extras: tuple[str, ...] = ()) -> ConnectorRegistration:
     """The registration of connector `kind`, its parts named as `module:attribute` of
     `headwater.connectors.<kind>`: `config` (the config class), `loader` (its load function),
     `config_definition`, `connector` and `source_block`."""
@@ -37,4 +38,5 @@ def changetable_registration(*, name: str, kind: str, connector_class: str, conf
         default_topic_naming_strategy=SCHEMA_STRATEGY,
         class_aliases=(kind,),
         config_definition=f"{package}.config:{config_definition}",
+        extras=extras,
     )

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from headwater.server.connectors import HIDDEN
 from headwater.server.errors import ApiError, responses
-from headwater.server.models import ConfigScalar, flat_config
+from headwater.server.models import ConfigScalar, Strict, flat_config
 from headwater.server.service import Service
 from headwater.streams.catalog import CatalogError
 from headwater.streams.profiles import (
@@ -30,13 +30,13 @@ _DATASTREAM_NAMES: Final = {"hostname": "database.hostname", "port": "database.p
                             "username": "database.user", "password": "database.password"}
 
 
-class DestinationBody(BaseModel):
+class DestinationBody(Strict):
     kind: Literal["topics", "files"] = "topics"
     directory: str
     format: Literal["json", "avro"] = "json"
 
 
-class ProfileBody(BaseModel):
+class ProfileBody(Strict):
     postgresqlProfile: dict[str, ConfigScalar] | None = None  # noqa: N815
     mysqlProfile: dict[str, ConfigScalar] | None = None  # noqa: N815
     destinationProfile: DestinationBody | None = None  # noqa: N815

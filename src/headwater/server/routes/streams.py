@@ -15,6 +15,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
 
 from headwater.server.errors import ApiError, responses
+from headwater.server.models import Strict
 from headwater.server.routes.profiles import catalog_error
 from headwater.server.service import Service
 from headwater.streams.catalog import CatalogError
@@ -33,22 +34,35 @@ from headwater.streams.supervisor import StreamBusy
 _SETTLED = frozenset(set(State) - {State.STARTING, State.DRAINING})
 
 
-class SourceConfig(BaseModel):
+class SourceConfig(Strict):
     sourceConnectionProfile: str  # noqa: N815
     postgresqlSourceConfig: dict[str, Any] | None = None  # noqa: N815
     mysqlSourceConfig: dict[str, Any] | None = None  # noqa: N815
 
 
-class DestinationConfig(BaseModel):
+class DestinationConfig(Strict):
     destinationConnectionProfile: str  # noqa: N815
     path: str = ""
 
 
-class BackfillAll(BaseModel):
+class BackfillAll(Strict):
+    """Datastream's BackfillAllStrategy: its excluded objects under the source's name
+    (`postgresqlExcludedObjects`, `mysqlExcludedObjects`) or Headwater's `excludedObjects`."""
+
     excludedObjects: dict[str, Any] | None = None  # noqa: N815
+    postgresqlExcludedObjects: dict[str, Any] | None = None  # noqa: N815
+    mysqlExcludedObjects: dict[str, Any] | None = None  # noqa: N815
+
+    def excluded(self) -> dict[str, Any] | None:
+        given = [v for v in (self.excludedObjects, self.postgresqlExcludedObjects,
+                             self.mysqlExcludedObjects) if v is not None]
+        if len(given) > 1:
+            raise StreamSpecError("backfillAll: give one of excludedObjects, "
+                                  "postgresqlExcludedObjects, mysqlExcludedObjects")
+        return given[0] if given else None
 
 
-class StreamBody(BaseModel):
+class StreamBody(Strict):
     sourceConfig: SourceConfig  # noqa: N815
     destinationConfig: DestinationConfig  # noqa: N815
     backfillAll: BackfillAll | None = None  # noqa: N815
@@ -56,7 +70,7 @@ class StreamBody(BaseModel):
     properties: dict[str, str] = Field(default_factory=dict)
 
 
-class StatePatch(BaseModel):
+class StatePatch(Strict):
     state: Literal["RUNNING", "PAUSED"]
 
 
@@ -113,7 +127,7 @@ def spec_of(name: str, body: StreamBody) -> StreamSpec:
             parse_objects(objects.get("includeObjects")),
             parse_objects(objects.get("excludeObjects")),
             BACKFILL_NONE if body.backfillNone is not None else BACKFILL_AUTOMATIC,
-            parse_objects(body.backfillAll.excludedObjects) if body.backfillAll else (),
+            parse_objects(body.backfillAll.excluded()) if body.backfillAll else (),
             body.destinationConfig.path, body.properties)
     except (KeyError, TypeError, AttributeError) as exc:
         raise StreamSpecError(f"malformed object list: {exc}") from None
