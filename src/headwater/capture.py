@@ -138,14 +138,14 @@ def header_converter(cfg: CaptureConfig) -> Converter:
         raise ConfigError(str(exc).split("\n")) from None
 
 
-def refuse_binary_records_on_the_local_log(cfg: CaptureConfig) -> None:
+def refuse_binary_records_on_the_local_log(cfg: CaptureConfig, store: str) -> None:
     """The local topic log stores each key and value as a JSON document spliced into its
     line (headwater.topics.log): AvroConverter, StringConverter and ByteArrayConverter bytes
     are not JSON and would make lines its readers call damaged.  Kafka stores any bytes."""
     from headwater.converters.factory import JSON
 
     output: OutputConfig = getattr(cfg, "output", None) or OutputConfig()
-    if output.destination == FILES or kafka_assembly.settings_of(cfg).store == "kafka":
+    if output.destination == FILES or store == "kafka":
         return
     wrong = [f"{side}.converter={name}" for side, name in (
         ("key", getattr(cfg, "key_converter", JSON)),
@@ -195,7 +195,6 @@ def config_problems(cfg: CaptureConfig) -> list[str]:
     stages = _collect(stages_problems, lambda: output_stages(cfg))
     problems += stages_problems
     _collect(problems, lambda: header_converter(cfg))
-    _collect(problems, lambda: refuse_binary_records_on_the_local_log(cfg))
     _collect(problems, lambda: notifier_of(cfg))
     _collect(problems, lambda: topic_naming(cfg))
     kafka = _collect(problems, lambda: kafka_assembly.settings_of(cfg))
@@ -206,6 +205,8 @@ def config_problems(cfg: CaptureConfig) -> list[str]:
             "transforms and key.converter/value.converter other than JsonConverter apply to "
             "Debezium events: they cannot be combined with headwater.event.format=datastream")
     store = kafka.store if kafka is not None else "local"
+    if kafka is not None:  # (an unknown store is a problem of its own, listed above)
+        _collect(problems, lambda: refuse_binary_records_on_the_local_log(cfg, store))
     if store == "kafka" and output.destination == FILES:
         problems.append("headwater.topics.store=kafka and headwater.destination=files name "
                         "two destinations: choose one")
