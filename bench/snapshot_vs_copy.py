@@ -78,23 +78,54 @@ def _log_time(line: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
+def _peak_rss_mb(pid: int) -> float:
+    """The peak resident set (VmHWM) of process `pid` in MiB, 0 once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _children(pid: int) -> list[int]:
+    """Child processes of every thread of `pid` (workers are spawned by the reader thread)."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out.extend(int(p) for p in (task / "children").read_text().split())
+        except OSError:
+            continue
+    return out
+
+
+PROFILER: list[str] = []  # --profile: the py-spy command line the capture runs under
+PEAK_RSS: dict[str, float] = {}  # of the last run: "capture" and "worker" (largest), MiB
+
+
 def _run_until_snapshot_completed(work: Path, properties: str,
                                   start_marker: str) -> tuple[float, float]:
     """Runs `headwater run` with the connector `properties` (plus offsets and topics in `work`)
     until its offsets say the snapshot completed; returns (seconds from the log line containing
-    `start_marker` to completion, seconds of the whole run)."""
+    `start_marker` to completion, seconds of the whole run).  The peak RSS of the capture
+    process and of its largest worker process land in PEAK_RSS."""
     work.mkdir(parents=True)
     config = work / "bench.properties"
     offsets = work / "offsets.json"
     config.write_text(f"{properties}offset.storage.file.filename={offsets}\n"
                       f"headwater.topics.dir={work / 'topics'}\n")
     log = work / "headwater.log"
-    cmd = [sys.executable, "-m", "headwater.cli", "run", str(config)]
+    cmd = [*PROFILER, sys.executable, "-m", "headwater.cli", "run", str(config)]
     t0 = time.monotonic()
+    PEAK_RSS.clear()
     with log.open("w") as err:
         proc = subprocess.Popen(cmd, stderr=err)
         done_at = None
         while proc.poll() is None or done_at is None:
+            PEAK_RSS["capture"] = max(PEAK_RSS.get("capture", 0.0), _peak_rss_mb(proc.pid))
+            for child in _children(proc.pid):
+                PEAK_RSS["worker"] = max(PEAK_RSS.get("worker", 0.0), _peak_rss_mb(child))
             try:
                 if json.loads(offsets.read_text())["offset"].get("snapshot_completed"):
                     done_at = done_at or time.time()
@@ -107,6 +138,12 @@ def _run_until_snapshot_completed(work: Path, properties: str,
     start = next(_log_time(line) for line in log.read_text().splitlines()
                  if start_marker in line)
     return done_at - start, total
+
+
+def _rss_text() -> str:
+    worker = PEAK_RSS.get("worker")
+    return (f"peak RSS {PEAK_RSS.get('capture', 0.0):.0f} MiB"
+            + (f", largest worker {worker:.0f} MiB" if worker else ""))
 
 
 def run_headwater(pg: LocalPostgres, work: Path, threads: int, fetch: int) -> tuple[float, float]:
@@ -128,7 +165,13 @@ def main() -> None:
     ap.add_argument("--fetch", type=int, default=10_240, help="snapshot.fetch.size")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--mariadb", action="store_true", help="MariaDB instead of PostgreSQL")
+    ap.add_argument("--profile", metavar="FILE",
+                    help="run the captures under `py-spy record` (collapsed stacks to FILE; the "
+                    "rates then include the sampler's overhead)")
     args = ap.parse_args()
+    if args.profile:
+        PROFILER[:] = ["py-spy", "record", "--subprocesses", "-r", "50", "-f", "raw",
+                       "-o", args.profile, "--"]
     if args.mariadb:
         mariadb_main(args)
         return
@@ -161,7 +204,7 @@ def main() -> None:
             rate = args.rows / snap_s
             print(f"headwater max.threads={threads:<2}: {snap_s:7.2f} s  {rate:10,.0f} rows/s  "
                   f"ratio {rate / ref_rate:.2f} (goal >= 1.0)  [whole process {total_s:.1f}s: "
-                  f"{args.rows / total_s:,.0f} rows/s]")
+                  f"{args.rows / total_s:,.0f} rows/s]  {_rss_text()}")
     finally:
         pg.cleanup()
         if not args.keep:
@@ -234,7 +277,7 @@ def mariadb_main(args: argparse.Namespace) -> None:
             rate = args.rows / snap_s
             print(f"headwater max.threads={threads:<2}: {snap_s:7.2f} s  {rate:10,.0f} rows/s  "
                   f"ratio {rate / ref_rate:.2f}  [whole process {total_s:.1f}s: "
-                  f"{args.rows / total_s:,.0f} rows/s]")
+                  f"{args.rows / total_s:,.0f} rows/s]  {_rss_text()}")
     finally:
         server.cleanup()
         if not args.keep:
