@@ -21,25 +21,24 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-# Column kinds: the kernel a column's values go through (FALLBACK: the Python converter).
-FALLBACK = 0
-INT = 1  # int2/int4/int8/oid: the text is the JSON number
-BOOL = 2  # t/f
-STRING = 3  # text-like: COPY-unescaped, then JSON-escaped as orjson does
-DECIMAL = 4  # numeric(p,s) precise: the Connect Decimal (base64 of the unscaled value)
-VSD = 5  # numeric precise: VariableScaleDecimal {"scale":s,"value":"<base64>"}
-DECIMAL_STRING = 6  # numeric string mode: BigDecimal.toString() (param: scale, -1 variable)
-DATE = 7  # days since the epoch
-TIME_MICROS = 8
-TIME_MILLIS = 9
-TIMESTAMP_MICROS = 10
-TIMESTAMP_MILLIS = 11
-ZONED_TIMESTAMP = 12  # param: fraction digits
-BYTEA = 13  # param: BYTEA_BASE64, BYTEA_BASE64_URL or BYTEA_HEX
-
-BYTEA_BASE64 = 0  # binary.handling.mode bytes (JsonConverter base64) and base64
-BYTEA_BASE64_URL = 1
-BYTEA_HEX = 2
+from headwater.connectors.postgres.columnar_kinds import (
+    BOOL,
+    BYTEA,
+    BYTEA_BASE64_URL,
+    BYTEA_HEX,
+    DATE,
+    DECIMAL,
+    DECIMAL_STRING,
+    FALLBACK,
+    INT,
+    STRING,
+    TIME_MICROS,
+    TIME_MILLIS,
+    TIMESTAMP_MICROS,
+    TIMESTAMP_MILLIS,
+    VSD,
+    ZONED_TIMESTAMP,
+)
 
 _TAB, _NL, _BSL, _QUOTE = 9, 10, 92, 34
 _MINUS, _DOT, _COLON, _SPACE, _PLUS = 45, 46, 58, 32, 43

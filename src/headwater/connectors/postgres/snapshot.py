@@ -19,7 +19,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from headwater.connectors.postgres.catalog import TableInfo
 from headwater.connectors.postgres.config import PostgresConnectorConfig
@@ -27,12 +27,6 @@ from headwater.connectors.postgres.connection import connect, qualified, quote_i
 from headwater.connectors.postgres.pgoutput import format_lsn
 from headwater.connectors.postgres.position import PostgresPosition
 from headwater.connectors.postgres.snapshot_chunks import TableSize, plan_chunks, table_sizes
-from headwater.connectors.postgres.snapshot_columnar import (
-    ChunkedCopySink,
-    ColumnarTable,
-    TableTemplate,
-    table_template,
-)
 from headwater.connectors.postgres.tables import TableCodec
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.parallel import (
@@ -44,6 +38,9 @@ from headwater.engine.queue import Batch
 from headwater.engine.source import SourceRunContext
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
 from headwater.model.topic import TopicBatch
+
+if TYPE_CHECKING:  # numba loads with snapshot_columnar, only when a snapshot reads column-wise
+    from headwater.connectors.postgres.snapshot_columnar import ColumnarTable, TableTemplate
 
 log = logging.getLogger("headwater.connectors.postgres.snapshot")
 
@@ -310,6 +307,8 @@ class PostgresSnapshotSource:
             if columnar is None:
                 cur.copy_expert(sql, CopySink(emitter.on_row), size=1 << 16)
             else:
+                from headwater.connectors.postgres.snapshot_columnar import ChunkedCopySink
+
                 table, on_chunk = columnar
                 sink = ChunkedCopySink(on_chunk, min(self.batch_size, COLUMNAR_CHUNK_ROWS))
                 cur.copy_expert(sql, sink, size=1 << 16)
@@ -337,6 +336,8 @@ class PostgresSnapshotSource:
             log.info("snapshot step: read %s row-wise: the output format (transforms, "
                      "converters or the Datastream format) is not rendered column-wise", name)
             return None
+        from headwater.connectors.postgres.snapshot_columnar import ColumnarTable, table_template
+
         renderer = ctx.renderer
         if table_template(renderer, codec, self.context, position, emitter.now_ms) is None:
             log.warning("snapshot step: read %s row-wise: its events are not values spliced "

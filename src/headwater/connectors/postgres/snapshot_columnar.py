@@ -33,6 +33,7 @@ import numpy as np
 import orjson
 
 from headwater.connectors.postgres import columnar_kernels as kernels
+from headwater.connectors.postgres.columnar_kinds import FALLBACK
 from headwater.connectors.postgres.tables import TableCodec
 from headwater.formats.connect_json import json_default
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
@@ -144,7 +145,7 @@ class ColumnarTable:
         self.converters = codec.converters
         self.fallbacks = tuple(
             c.name for c, kind in zip(codec.schema.columns, codec.columnar, strict=True)
-            if kind.kind == kernels.FALLBACK)
+            if kind.kind == FALLBACK)
         self.slow_values = 0  # values of kernel columns the kernels left to the converters
         if self.fallbacks:
             log.info("snapshot step: read %s column-wise; the columns %s (types without a "
@@ -201,7 +202,7 @@ class ColumnarTable:
             f = fields[j]
             value = converters[j](_field_text(data[starts[r, f]:ends[r, f]]))
             parts.append(dumps(value, default=json_default))
-        kernel_slow = len(parts) - (int(slow[:, self.kinds == kernels.FALLBACK].sum())
+        kernel_slow = len(parts) - (int(slow[:, self.kinds == FALLBACK].sum())
                                     if self.fallbacks else 0)
         self.slow_values += kernel_slow
         offsets = np.zeros(len(parts) + 1, dtype=np.int64)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from headwater.connectors.postgres.catalog import ColumnInfo, TableInfo
-from headwater.connectors.postgres.columnar_kinds import FALLBACK, ColumnKind, column_kind
+from headwater.connectors.postgres.columnar_kinds import PER_VALUE, ColumnKind, column_kind
 from headwater.connectors.postgres.types import PgType, TypeModes, pg_column_mapping
 from headwater.model.record import UNCHANGED_TOAST
 from headwater.model.schema import Column, TableId, TableSchema
@@ -54,8 +54,8 @@ class TableCodec(RelationalTableCodec):
         super().__init__(schema, converters, keep, len(incoming))
         self.incoming = incoming
         # Per kept column, the kernel a column-wise snapshot renders its values with
-        # (columnar_kinds.py); FALLBACK: the converter above, value by value.
-        self.columnar = columnar if columnar is not None else (FALLBACK,) * len(converters)
+        # (columnar_kinds.py); PER_VALUE: the converter above, value by value.
+        self.columnar = columnar if columnar is not None else (PER_VALUE,) * len(converters)
         # Schema positions of replica identity columns: the only ones a key-only old tuple has.
         self.identity = frozenset(
             pos for pos, i in enumerate(keep) if incoming[i].is_identity_key
@@ -125,7 +125,7 @@ def build_codec(
         # A column mapper that wraps the converter (mask, hash, truncate) changes the values:
         # the column keeps the converter.  Mappers that only add schema parameters do not.
         kinds.append(column_kind(pg_type, modes)
-                     if mapping.supported and convert is mapping.convert else FALLBACK)
+                     if mapping.supported and convert is mapping.convert else PER_VALUE)
         keep.append(idx)
     names = {c.name for c in columns}
     key = tuple(k for k in key_candidates if k in names)
