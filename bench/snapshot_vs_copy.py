@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -102,7 +103,10 @@ def _children(pid: int) -> list[int]:
 
 TOPICS_DIR: list[Path] = []  # --topics-dir: a fresh directory there holds the topic logs
 PROFILER: list[str] = []  # --profile: the py-spy command line the capture runs under
-PEAK_RSS: dict[str, float] = {}  # of the last run: "capture" and "worker" (largest), MiB
+PEAK_RSS: dict[str, float] = {}
+# CPU seconds of the last run's capture process and its workers, start-up included: on a
+# shared machine the wall-clock rates swing with the neighbours' load, CPU time much less.
+CPU_S: list[float] = []  # of the last run: "capture" and "worker" (largest), MiB
 
 
 def _run_until_snapshot_completed(work: Path, properties: str,
@@ -121,6 +125,7 @@ def _run_until_snapshot_completed(work: Path, properties: str,
     cmd = [*PROFILER, sys.executable, "-m", "headwater.cli", "run", str(config)]
     t0 = time.monotonic()
     PEAK_RSS.clear()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with log.open("w") as err:
         proc = subprocess.Popen(cmd, stderr=err)
         done_at = None
@@ -137,15 +142,19 @@ def _run_until_snapshot_completed(work: Path, properties: str,
                 raise SystemExit(f"headwater exited with {proc.returncode}: see {log}")
             time.sleep(0.02)
     total = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_S[:] = [after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime]
     start = next(_log_time(line) for line in log.read_text().splitlines()
                  if start_marker in line)
     return done_at - start, total
 
 
-def _rss_text() -> str:
+def _rss_text(rows: int) -> str:
     worker = PEAK_RSS.get("worker")
+    cpu = CPU_S[0] if CPU_S else 0.0
     return (f"peak RSS {PEAK_RSS.get('capture', 0.0):.0f} MiB"
-            + (f", largest worker {worker:.0f} MiB" if worker else ""))
+            + (f", largest worker {worker:.0f} MiB" if worker else "")
+            + f"; CPU {cpu:.1f} s = {cpu / rows * 1e6:.1f} µs/row")
 
 
 def run_headwater(pg: LocalPostgres, work: Path, threads: int, fetch: int) -> tuple[float, float]:
@@ -212,7 +221,7 @@ def main() -> None:
             rate = args.rows / snap_s
             print(f"headwater max.threads={threads:<2}: {snap_s:7.2f} s  {rate:10,.0f} rows/s  "
                   f"ratio {rate / ref_rate:.2f} (goal >= 1.0)  [whole process {total_s:.1f}s: "
-                  f"{args.rows / total_s:,.0f} rows/s]  {_rss_text()}")
+                  f"{args.rows / total_s:,.0f} rows/s]  {_rss_text(args.rows)}")
     finally:
         pg.cleanup()
         if not args.keep:
@@ -287,7 +296,7 @@ def mariadb_main(args: argparse.Namespace) -> None:
             rate = args.rows / snap_s
             print(f"headwater max.threads={threads:<2}: {snap_s:7.2f} s  {rate:10,.0f} rows/s  "
                   f"ratio {rate / ref_rate:.2f}  [whole process {total_s:.1f}s: "
-                  f"{args.rows / total_s:,.0f} rows/s]  {_rss_text()}")
+                  f"{args.rows / total_s:,.0f} rows/s]  {_rss_text(args.rows)}")
     finally:
         server.cleanup()
         if not args.keep:

@@ -372,7 +372,7 @@ class PostgresSnapshotSource:
         spec = WorkerSpec(
             open_reader,
             ReaderSpec(self.dsn, self.snapshot_name, self.config, self.database, infos,
-                       self.context, position),
+                       self.context, position, self.columnar),
             ctx.renderer,
             self.batch_size,
         )

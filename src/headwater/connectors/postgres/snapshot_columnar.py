@@ -180,16 +180,18 @@ class ColumnarTable:
             template.value.data, template.value.offsets,
             np.array(key.order, dtype=np.int64), key.data, key.offsets,
             values, value_off, keys, key_off)
-        value_bytes = values[:value_off[rows]].tobytes()
+        # One copy per record, straight from the assembled buffers.
+        value_view = values.data
         vo = value_off.tolist()
         ts, headers = template.timestamp, template.headers
         if not nkeys:
-            return [TopicRecord(None, value_bytes[vo[i]:vo[i + 1]], ts, headers)
+            return [TopicRecord(None, bytes(value_view[vo[i]:vo[i + 1]]), ts, headers)
                     for i in range(rows)]
-        key_bytes = keys[:key_off[rows]].tobytes()
+        key_view = keys.data
         ko = key_off.tolist()
-        return [TopicRecord(key_bytes[ko[i]:ko[i + 1]], value_bytes[vo[i]:vo[i + 1]], ts,
-                            headers) for i in range(rows)]
+        return [TopicRecord(bytes(key_view[ko[i]:ko[i + 1]]),
+                            bytes(value_view[vo[i]:vo[i + 1]]), ts, headers)
+                for i in range(rows)]
 
     def _converted(self, data: bytes, slow: Any, starts: Any, ends: Any) -> tuple[Any, Any]:
         """The JSON of every slow value by its converter, row-major, and their offsets."""
