@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -78,23 +79,60 @@ def _log_time(line: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
+def _peak_rss_mb(pid: int) -> float:
+    """The peak resident set (VmHWM) of process `pid` in MiB, 0 once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _children(pid: int) -> list[int]:
+    """Child processes of every thread of `pid` (workers are spawned by the reader thread)."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out.extend(int(p) for p in (task / "children").read_text().split())
+        except OSError:
+            continue
+    return out
+
+
+TOPICS_DIR: list[Path] = []  # --topics-dir: a fresh directory there holds the topic logs
+PROFILER: list[str] = []  # --profile: the py-spy command line the capture runs under
+PEAK_RSS: dict[str, float] = {}
+# CPU seconds of the last run's capture process and its workers, start-up included: on a
+# shared machine the wall-clock rates swing with the neighbours' load, CPU time much less.
+CPU_S: list[float] = []  # of the last run: "capture" and "worker" (largest), MiB
+
+
 def _run_until_snapshot_completed(work: Path, properties: str,
                                   start_marker: str) -> tuple[float, float]:
     """Runs `headwater run` with the connector `properties` (plus offsets and topics in `work`)
     until its offsets say the snapshot completed; returns (seconds from the log line containing
-    `start_marker` to completion, seconds of the whole run)."""
+    `start_marker` to completion, seconds of the whole run).  The peak RSS of the capture
+    process and of its largest worker process land in PEAK_RSS."""
     work.mkdir(parents=True)
     config = work / "bench.properties"
     offsets = work / "offsets.json"
+    topics = (TOPICS_DIR[0] / work.name if TOPICS_DIR else work) / "topics"
     config.write_text(f"{properties}offset.storage.file.filename={offsets}\n"
-                      f"headwater.topics.dir={work / 'topics'}\n")
+                      f"headwater.topics.dir={topics}\n")
     log = work / "headwater.log"
-    cmd = [sys.executable, "-m", "headwater.cli", "run", str(config)]
+    cmd = [*PROFILER, sys.executable, "-m", "headwater.cli", "run", str(config)]
     t0 = time.monotonic()
+    PEAK_RSS.clear()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with log.open("w") as err:
         proc = subprocess.Popen(cmd, stderr=err)
         done_at = None
         while proc.poll() is None or done_at is None:
+            PEAK_RSS["capture"] = max(PEAK_RSS.get("capture", 0.0), _peak_rss_mb(proc.pid))
+            for child in _children(proc.pid):
+                PEAK_RSS["worker"] = max(PEAK_RSS.get("worker", 0.0), _peak_rss_mb(child))
             try:
                 if json.loads(offsets.read_text())["offset"].get("snapshot_completed"):
                     done_at = done_at or time.time()
@@ -104,9 +142,19 @@ def _run_until_snapshot_completed(work: Path, properties: str,
                 raise SystemExit(f"headwater exited with {proc.returncode}: see {log}")
             time.sleep(0.02)
     total = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_S[:] = [after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime]
     start = next(_log_time(line) for line in log.read_text().splitlines()
                  if start_marker in line)
     return done_at - start, total
+
+
+def _rss_text(rows: int) -> str:
+    worker = PEAK_RSS.get("worker")
+    cpu = CPU_S[0] if CPU_S else 0.0
+    return (f"peak RSS {PEAK_RSS.get('capture', 0.0):.0f} MiB"
+            + (f", largest worker {worker:.0f} MiB" if worker else "")
+            + f"; CPU {cpu:.1f} s = {cpu / rows * 1e6:.1f} µs/row")
 
 
 def run_headwater(pg: LocalPostgres, work: Path, threads: int, fetch: int) -> tuple[float, float]:
@@ -128,7 +176,18 @@ def main() -> None:
     ap.add_argument("--fetch", type=int, default=10_240, help="snapshot.fetch.size")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--mariadb", action="store_true", help="MariaDB instead of PostgreSQL")
+    ap.add_argument("--profile", metavar="FILE",
+                    help="run the captures under `py-spy record` (collapsed stacks to FILE; the "
+                    "rates then include the sampler's overhead)")
+    ap.add_argument("--topics-dir", type=Path,
+                    help="write the topic logs under this directory (e.g. /dev/shm, where fsync "
+                    "costs nothing: the rates then show the CPU's part without the disk's)")
     args = ap.parse_args()
+    if args.topics_dir:
+        TOPICS_DIR.append(Path(tempfile.mkdtemp(prefix="headwater-bench-", dir=args.topics_dir)))
+    if args.profile:
+        PROFILER[:] = ["py-spy", "record", "--subprocesses", "-r", "50", "-f", "raw",
+                       "-o", args.profile, "--"]
     if args.mariadb:
         mariadb_main(args)
         return
@@ -156,16 +215,19 @@ def main() -> None:
               f"({copy_bytes / 2**20:,.0f} MiB of text)")
         for threads in dict.fromkeys((1, args.threads)):
             snap_s, total_s = run_headwater(pg, work / f"t{threads}", threads, args.fetch)
-            if not args.keep:  # ~3 KB per event with schemas: 15 GB for 5M rows
-                shutil.rmtree(work / f"t{threads}" / "topics", ignore_errors=True)
+            if not args.keep:  # ~4 KB per event with schemas: 20 GB for 5M rows
+                base = TOPICS_DIR[0] if TOPICS_DIR else work
+                shutil.rmtree(base / f"t{threads}" / "topics", ignore_errors=True)
             rate = args.rows / snap_s
             print(f"headwater max.threads={threads:<2}: {snap_s:7.2f} s  {rate:10,.0f} rows/s  "
                   f"ratio {rate / ref_rate:.2f} (goal >= 1.0)  [whole process {total_s:.1f}s: "
-                  f"{args.rows / total_s:,.0f} rows/s]")
+                  f"{args.rows / total_s:,.0f} rows/s]  {_rss_text(args.rows)}")
     finally:
         pg.cleanup()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
+            for d in TOPICS_DIR:
+                shutil.rmtree(d, ignore_errors=True)
         else:
             print(f"work directory kept: {work}")
 
@@ -234,7 +296,7 @@ def mariadb_main(args: argparse.Namespace) -> None:
             rate = args.rows / snap_s
             print(f"headwater max.threads={threads:<2}: {snap_s:7.2f} s  {rate:10,.0f} rows/s  "
                   f"ratio {rate / ref_rate:.2f}  [whole process {total_s:.1f}s: "
-                  f"{args.rows / total_s:,.0f} rows/s]")
+                  f"{args.rows / total_s:,.0f} rows/s]  {_rss_text(args.rows)}")
     finally:
         server.cleanup()
         if not args.keep:

@@ -136,6 +136,23 @@ class ChunkEmitter:
         self._held = record
         self.rows += 1
 
+    @property
+    def renderer(self) -> Renderer:
+        """The runtime's format, for readers that render rows themselves (column-wise)."""
+        return self._renderer
+
+    def add_rendered(self, batch: TopicBatch, rows: int, last: ChangeRecord) -> None:
+        """Rows the reader rendered itself (snapshot=true), which follow the held record,
+        then `last`, held in turn.  Only valid while a record is held (the chunk's first row
+        goes through `add`)."""
+        held = self._held
+        assert held is not None, "add_rendered before the chunk's first record"
+        self._pending.append(held)
+        self.flush()
+        self._send(batch, rows)
+        self._held = last
+        self.rows += rows + 1
+
     def flush(self) -> None:
         if self._pending:
             self._send(self._renderer.render_batch(self._pending), len(self._pending))

@@ -19,7 +19,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from headwater.connectors.postgres.catalog import TableInfo
 from headwater.connectors.postgres.config import PostgresConnectorConfig
@@ -39,7 +39,13 @@ from headwater.engine.source import SourceRunContext
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
 from headwater.model.topic import TopicBatch
 
+if TYPE_CHECKING:  # numba loads with snapshot_columnar, only when a snapshot reads column-wise
+    from headwater.connectors.postgres.snapshot_columnar import ColumnarTable, TableTemplate
+
 log = logging.getLogger("headwater.connectors.postgres.snapshot")
+
+# Rows per column-wise chunk: ~3 KB per event with schemas, so a few MB of events in flight.
+COLUMNAR_CHUNK_ROWS = 1024
 
 _COPY_ESCAPE = re.compile(r"\\(.)")
 _COPY_UNESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
@@ -152,6 +158,43 @@ class _Emitter:
         self.held_first_in_table = first_in_table
         self.scanned += 1
 
+    def on_chunk(self, table: ColumnarTable, template: TableTemplate, data: bytes) -> None:
+        """Whole COPY lines of the current table: its first row, the chunk's last row (held
+        back) and any row that follows the held one within the table take the row-wise path,
+        for their markers; the rows between are rendered column-wise."""
+        if self.held is None or self.held.table is not table.codec.schema:
+            end = data.index(b"\n")
+            self.on_row(parse_copy_line(data[:end].decode("utf-8")))
+            data = data[end + 1:]
+        if not data:
+            return
+        last = data.rfind(b"\n", 0, len(data) - 1) + 1
+        if last:
+            held = self.held
+            assert held is not None
+            records = table.render(data[:last], template)
+            self.pending.append(held)
+            self.ctx.emit(Batch(self.pending, rendered={template.topic: records}))
+            self.pending = []
+            self.scanned += len(records)
+            self.rows_scanned[self.name] = self.scanned
+            self.now_ms = int(time.time() * 1000)
+            if self.ctx.stopping.is_set():
+                raise _Aborted
+            self.held = None  # on_row must not emit it again; it is the table's row, not first
+            self.held_first_in_snapshot = self.held_first_in_table = False
+            self._hold(parse_copy_line(data[last:-1].decode("utf-8")), SnapshotMarker.TRUE)
+        else:
+            self.on_row(parse_copy_line(data[:-1].decode("utf-8")))
+
+    def _hold(self, fields: list[str | None], marker: SnapshotMarker) -> None:
+        codec = self.codec
+        assert codec is not None
+        self.held = ChangeRecord(
+            self.context, codec.schema, Op.READ, None, codec.convert(fields), self.now_ms,
+            self.now_ms, marker, self.position)
+        self.scanned += 1
+
     def finish(self) -> list[ChangeRecord]:
         if self.held is not None:
             self.pending.append(self.held._replace(snapshot=SnapshotMarker.LAST))
@@ -175,6 +218,7 @@ class PostgresSnapshotSource:
         max_threads: int = 1,
         config: PostgresConnectorConfig | None = None,
         database: str = "",
+        columnar: bool = True,
     ) -> None:
         self.dsn = dsn
         self.context = context
@@ -188,6 +232,10 @@ class PostgresSnapshotSource:
         self.max_threads = max_threads
         self.config = config  # the workers rebuild the codecs from it
         self.database = database
+        # Column-wise chunks (snapshot_columnar.py) where the output format allows; False
+        # keeps every row on the row-wise path (the reference the column-wise one is tested
+        # against).
+        self.columnar = columnar
 
     def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
         conn = connect(self.dsn, application_name="headwater-snapshot")
@@ -255,7 +303,20 @@ class PostgresSnapshotSource:
             cols = ", ".join(quote_ident(c.name) for c in codec.incoming)
             sql = f"COPY (SELECT {cols} FROM {qualified(info.schema, info.name)}) TO STDOUT"
             log.info("snapshot step: read %s", name)
-            cur.copy_expert(sql, CopySink(emitter.on_row), size=1 << 16)
+            columnar = self._columnar(ctx, codec, name, position, emitter)
+            if columnar is None:
+                cur.copy_expert(sql, CopySink(emitter.on_row), size=1 << 16)
+            else:
+                from headwater.connectors.postgres.snapshot_columnar import ChunkedCopySink
+
+                table, on_chunk = columnar
+                sink = ChunkedCopySink(on_chunk, min(self.batch_size, COLUMNAR_CHUNK_ROWS))
+                cur.copy_expert(sql, sink, size=1 << 16)
+                sink.close()
+                if table.slow_values:
+                    log.info("snapshot step: read %s: %d values of kernel columns were not in "
+                             "a form their kernel takes and went through their converter",
+                             name, table.slow_values)
             self.metrics.rows_scanned[name] = emitter.scanned
             self.metrics.table_done(name)
             log.info(
@@ -263,6 +324,39 @@ class PostgresSnapshotSource:
                 name, emitter.scanned, time.monotonic() - started,
             )
         return emitter.finish()
+
+    def _columnar(self, ctx: SourceRunContext, codec: TableCodec, name: str,
+                  position: PostgresPosition, emitter: _Emitter
+                  ) -> tuple[ColumnarTable, Callable[[bytes], None]] | None:
+        """The column-wise reader of the table and its chunk handler, None to read it
+        row-wise."""
+        if not self.columnar:
+            return None
+        if not getattr(ctx.renderer, "splices_values", False):
+            log.info("snapshot step: read %s row-wise: the output format (transforms, "
+                     "converters or the Datastream format) is not rendered column-wise", name)
+            return None
+        from headwater.connectors.postgres.snapshot_columnar import ColumnarTable, table_template
+
+        renderer = ctx.renderer
+        if table_template(renderer, codec, self.context, position, emitter.now_ms) is None:
+            log.warning("snapshot step: read %s row-wise: its events are not values spliced "
+                        "between constant bytes", name)
+            return None
+        table = ColumnarTable(codec, name)
+        templates: dict[int, TableTemplate] = {}
+
+        def on_chunk(data: bytes) -> None:
+            now = emitter.now_ms
+            template = templates.get(now)
+            if template is None:
+                templates.clear()
+                template = table_template(renderer, codec, self.context, position, now)
+                assert template is not None  # the same renderer cut it above
+                templates[now] = template
+            emitter.on_chunk(table, template, data)
+
+        return table, on_chunk
 
     def _read_parallel(
         self, ctx: SourceRunContext, position: PostgresPosition, sizes: dict[int, TableSize]
@@ -278,7 +372,7 @@ class PostgresSnapshotSource:
         spec = WorkerSpec(
             open_reader,
             ReaderSpec(self.dsn, self.snapshot_name, self.config, self.database, infos,
-                       self.context, position),
+                       self.context, position, self.columnar),
             ctx.renderer,
             self.batch_size,
         )

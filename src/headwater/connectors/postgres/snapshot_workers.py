@@ -12,17 +12,25 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from headwater.connectors.postgres.catalog import TableInfo
 from headwater.connectors.postgres.config import PostgresConnectorConfig
 from headwater.connectors.postgres.connection import connect, qualified, quote_ident
 from headwater.connectors.postgres.position import PostgresPosition
-from headwater.connectors.postgres.snapshot import CopySink
+from headwater.connectors.postgres.snapshot import (
+    COLUMNAR_CHUNK_ROWS,
+    CopySink,
+    parse_copy_line,
+)
 from headwater.connectors.postgres.snapshot_chunks import Chunk
 from headwater.connectors.postgres.tables import TableCodec, incoming_from_catalog
 from headwater.engine.parallel import ChunkEmitter
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
+
+if TYPE_CHECKING:  # numba loads with snapshot_columnar, only when a snapshot reads column-wise
+    from headwater.connectors.postgres.snapshot_columnar import ColumnarTable
 
 log = logging.getLogger("headwater.connectors.postgres.snapshot")
 
@@ -37,6 +45,7 @@ class ReaderSpec(NamedTuple):
     tables: tuple[TableInfo, ...]
     context: SourceContext
     position: PostgresPosition
+    columnar: bool = True  # PostgresSnapshotSource.columnar
 
 
 def open_reader(spec: ReaderSpec) -> PostgresChunkReader:
@@ -57,6 +66,7 @@ class PostgresChunkReader:
 
         self.spec = spec
         self._codecs: dict[int, TableCodec] = {}
+        self._tables: dict[int, ColumnarTable] = {}
         # The connector builds codecs from the configuration exactly as the parent did.
         self._connector = PostgresConnector(spec.config)
         self._connector.database = spec.database
@@ -95,7 +105,62 @@ class PostgresChunkReader:
             ))
 
         sql = copy_sql(self.spec.tables[chunk.table], codec, chunk)
-        self.cur.copy_expert(sql, CopySink(on_row), size=1 << 16)
+        columnar = self._columnar(chunk.table, codec, emitter, on_row)
+        if columnar is None:
+            self.cur.copy_expert(sql, CopySink(on_row), size=1 << 16)
+            return
+        from headwater.connectors.postgres.snapshot_columnar import ChunkedCopySink
+
+        sink = ChunkedCopySink(columnar, min(batch, COLUMNAR_CHUNK_ROWS))
+        self.cur.copy_expert(sql, sink, size=1 << 16)
+        sink.close()
+
+    def _columnar(self, table: int, codec: TableCodec, emitter: ChunkEmitter,
+                  on_row: Callable[[list[str | None]], None]) -> Callable[[bytes], None] | None:
+        """The column-wise chunk handler (snapshot_columnar.py), None to read row-wise: the
+        chunk's first row goes through `on_row`, the rows up to each piece's last line are
+        rendered column-wise and its last line is held back (it may be the chunk's last)."""
+        renderer = emitter.renderer
+        if not self.spec.columnar or not getattr(renderer, "splices_values", False):
+            return None
+        from headwater.connectors.postgres.snapshot_columnar import table_template
+
+        info = self.spec.tables[table]
+        context, position = self.spec.context, self.spec.position
+        name = f"{info.schema}.{info.name}"
+        if table_template(renderer, codec, context, position, 0) is None:
+            log.warning("snapshot step: read %s row-wise: its events are not values spliced "
+                        "between constant bytes", name)
+            return None
+        columnar = self._tables.get(table)
+        if columnar is None:
+            from headwater.connectors.postgres.snapshot_columnar import ColumnarTable
+
+            columnar = self._tables[table] = ColumnarTable(codec, name)
+        convert, schema = codec.convert, codec.schema
+        started = [False]
+
+        def on_chunk(data: bytes) -> None:
+            if not started[0]:
+                started[0] = True
+                end = data.index(b"\n")
+                on_row(parse_copy_line(data[:end].decode("utf-8")))
+                data = data[end + 1:]
+            last = data.rfind(b"\n", 0, len(data) - 1) + 1
+            if not last:
+                if data:
+                    on_row(parse_copy_line(data[:-1].decode("utf-8")))
+                return
+            now_ms = int(time.time() * 1000)
+            template = table_template(renderer, codec, context, position, now_ms)
+            assert template is not None  # the same renderer cut it above
+            records = columnar.render(data[:last], template)
+            held = ChangeRecord(context, schema, Op.READ, None,
+                                convert(parse_copy_line(data[last:-1].decode("utf-8"))),
+                                now_ms, now_ms, SnapshotMarker.TRUE, position)
+            emitter.add_rendered({template.topic: records}, len(records), held)
+
+        return on_chunk
 
     def close(self) -> None:
         try:

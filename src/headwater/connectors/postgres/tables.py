@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from headwater.connectors.postgres.catalog import ColumnInfo, TableInfo
+from headwater.connectors.postgres.columnar_kinds import PER_VALUE, ColumnKind, column_kind
 from headwater.connectors.postgres.types import PgType, TypeModes, pg_column_mapping
 from headwater.model.record import UNCHANGED_TOAST
 from headwater.model.schema import Column, TableId, TableSchema
@@ -38,7 +39,7 @@ def _passthrough(value: str) -> Any:
 class TableCodec(RelationalTableCodec):
     """Schema plus converters for one version of one table (pgoutput / COPY text in)."""
 
-    __slots__ = ("identity", "incoming")
+    __slots__ = ("columnar", "identity", "incoming")
 
     UNSENT = UNCHANGED_TOAST
 
@@ -48,9 +49,13 @@ class TableCodec(RelationalTableCodec):
         incoming: tuple[IncomingColumn, ...],
         converters: tuple[Converter, ...],
         keep: tuple[int, ...],
+        columnar: tuple[ColumnKind, ...] | None = None,
     ) -> None:
         super().__init__(schema, converters, keep, len(incoming))
         self.incoming = incoming
+        # Per kept column, the kernel a column-wise snapshot renders its values with
+        # (columnar_kinds.py); PER_VALUE: the converter above, value by value.
+        self.columnar = columnar if columnar is not None else (PER_VALUE,) * len(converters)
         # Schema positions of replica identity columns: the only ones a key-only old tuple has.
         self.identity = frozenset(
             pos for pos, i in enumerate(keep) if incoming[i].is_identity_key
@@ -73,6 +78,7 @@ def build_codec(
     by_name: dict[str, ColumnInfo] = {c.name: c for c in info.columns}
     columns: list[Column] = []
     converters: list[Converter] = []
+    kinds: list[ColumnKind] = []
     keep: list[int] = []
     key_candidates = _key_columns(info, incoming, key_override)
     for idx, inc in enumerate(incoming):
@@ -116,6 +122,10 @@ def build_codec(
             )
         columns.append(column)
         converters.append(convert)
+        # A column mapper that wraps the converter (mask, hash, truncate) changes the values:
+        # the column keeps the converter.  Mappers that only add schema parameters do not.
+        kinds.append(column_kind(pg_type, modes)
+                     if mapping.supported and convert is mapping.convert else PER_VALUE)
         keep.append(idx)
     names = {c.name for c in columns}
     key = tuple(k for k in key_candidates if k in names)
@@ -130,7 +140,7 @@ def build_codec(
         key_origin=origin,
         attributes={"replica_identity": info.replica_identity, "oid": info.oid},
     )
-    return TableCodec(schema, incoming, tuple(converters), tuple(keep))
+    return TableCodec(schema, incoming, tuple(converters), tuple(keep), tuple(kinds))
 
 
 _WARNED: set[tuple[str, str, str, str]] = set()
