@@ -60,3 +60,6 @@ fi
 
 # The JVM parts, into ~/.cache/headwater/jars (or $HEADWATER_JARS), once: see headwater.jvm.artifacts.
 .venv/bin/python -m headwater.jvm.artifacts spark kafka connect debezium-jdbc-sink debezium-mariadb
+# The column-wise snapshot's numba kernels, compiled into numba's cache once (1-3 min the first
+# time, a few seconds after): a first snapshot then does not wait for the compiler.
+.venv/bin/python -m headwater.connectors.postgres.columnar_kernels

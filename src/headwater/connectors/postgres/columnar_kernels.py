@@ -620,3 +620,34 @@ def assemble(kinds: Any, params: Any, fields: Any, buf: Any, starts: Any, ends: 
             q = _copy(key_pieces, key_piece_off[nkeys], key_piece_off[nkeys + 1], keys, q)
     value_off[rows] = p
     key_off[rows] = q
+
+
+def warm_up() -> None:
+    """Compiles every kernel into numba's cache (or loads it from there), for the argument
+    types `ColumnarTable.render` passes (read-only buffers where it passes bytes).  The first
+    compilation takes one to three minutes on a small machine; set-up calls this
+    (`python -m headwater.connectors.postgres.columnar_kernels`) so that a first snapshot does
+    not spend that time while its callers wait for it.  One call covers every column kind:
+    the kinds are data to one compiled function."""
+    one = np.int64
+    buf = np.frombuffer(b"7\tx\n", dtype=np.uint8)
+    starts = np.empty((1, 2), dtype=one)
+    ends = np.empty((1, 2), dtype=one)
+    rows = scan(buf, 2, starts, ends)
+    kinds = np.array([1, 3], dtype=one)  # INT, STRING (columnar_kinds)
+    params = np.zeros(2, dtype=one)
+    fields = np.arange(2, dtype=one)
+    slow = check(kinds, params, fields, buf, starts, ends, rows)
+    pieces = np.frombuffer(b"{a}", dtype=np.uint8)
+    piece_off = np.array([0, 1, 2, 3], dtype=one)
+    key_pieces = np.frombuffer(b"{}", dtype=np.uint8)
+    values = np.empty(256, dtype=np.uint8)
+    keys = np.empty(256, dtype=np.uint8)
+    assemble(kinds, params, fields, buf, starts, ends, rows, slow,
+             np.frombuffer(b"", dtype=np.uint8), np.zeros(1, dtype=one), pieces, piece_off,
+             np.array([0], dtype=one), key_pieces, np.array([0, 1, 2], dtype=one),
+             values, np.empty(rows + 1, dtype=one), keys, np.empty(rows + 1, dtype=one))
+
+
+if __name__ == "__main__":
+    warm_up()

@@ -125,3 +125,11 @@ def column_kind(t: PgType, modes: TypeModes) -> ColumnKind:
     if t.kind == "e":  # enums: the label as is
         return ColumnKind(STRING)
     return PER_VALUE
+
+
+def kernels_installed() -> bool:
+    """Whether numba, which compiles the kernels, is installed (the `spark` extra brings it):
+    without it a snapshot reads row-wise, saying so once per table."""
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None

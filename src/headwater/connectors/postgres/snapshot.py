@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from headwater.connectors.postgres.catalog import TableInfo
+from headwater.connectors.postgres.columnar_kinds import kernels_installed
 from headwater.connectors.postgres.config import PostgresConnectorConfig
 from headwater.connectors.postgres.connection import connect, qualified, quote_ident
 from headwater.connectors.postgres.pgoutput import format_lsn
@@ -335,6 +336,11 @@ class PostgresSnapshotSource:
         if not getattr(ctx.renderer, "splices_values", False):
             log.info("snapshot step: read %s row-wise: the output format (transforms, "
                      "converters or the Datastream format) is not rendered column-wise", name)
+            return None
+        if not kernels_installed():
+            log.warning("snapshot step: read %s row-wise: numba, which compiles the "
+                        "column-wise kernels, is not installed (pip install numba, or "
+                        "'headwater[spark]')", name)
             return None
         from headwater.connectors.postgres.snapshot_columnar import ColumnarTable, table_template
 

@@ -77,7 +77,7 @@ class TableTemplate(NamedTuple):
 
     topic: str
     timestamp: int
-    headers: tuple[tuple[str, bytes], ...]
+    headers: tuple[tuple[str, bytes | None], ...]
     value: _Pieces  # order: every column, in schema order
     key: _Pieces | None  # order: the key columns; None for a table without a key
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from headwater.connectors.postgres.catalog import TableInfo
+from headwater.connectors.postgres.columnar_kinds import kernels_installed
 from headwater.connectors.postgres.config import PostgresConnectorConfig
 from headwater.connectors.postgres.connection import connect, qualified, quote_ident
 from headwater.connectors.postgres.position import PostgresPosition
@@ -121,7 +122,8 @@ class PostgresChunkReader:
         chunk's first row goes through `on_row`, the rows up to each piece's last line are
         rendered column-wise and its last line is held back (it may be the chunk's last)."""
         renderer = emitter.renderer
-        if not self.spec.columnar or not getattr(renderer, "splices_values", False):
+        if (not self.spec.columnar or not getattr(renderer, "splices_values", False)
+                or not kernels_installed()):  # (the main process said why)
             return None
         from headwater.connectors.postgres.snapshot_columnar import table_template
 
