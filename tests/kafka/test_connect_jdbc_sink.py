@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from headwater.testing.connect_worker import ConnectWorker, ConnectWorkerError
-from headwater.testing.localkafka import LocalKafka
+from headwater.testing.kafka_cluster import KafkaCluster
 from headwater.testing.localpg import LocalPostgres
 from tests.integration.postgres.conftest import Env
 from tests.kafka.conftest import kafka_props, unique
@@ -49,7 +49,7 @@ TABLES = {"items": "id", "pairs": "a, b"}
 
 
 @pytest.fixture(scope="module")
-def worker(kafka: LocalKafka) -> Iterator[ConnectWorker]:
+def worker(kafka: KafkaCluster) -> Iterator[ConnectWorker]:
     """One worker per module, with Connect's default settings."""
     w = ConnectWorker(kafka.bootstrap, plugins=["debezium-jdbc-sink"]).start()
     print(f"Connect worker ready in {w.started_in:.1f}s")
@@ -230,7 +230,7 @@ def wait_equal(worker: ConnectWorker, name: str, src: Any, sink: Any,
 
 
 def test_jdbc_sink_with_default_worker_settings_equals_source(
-        env: Env, kafka: LocalKafka, worker: ConnectWorker) -> None:
+        env: Env, kafka: KafkaCluster, worker: ConnectWorker) -> None:
     seed = random.randrange(2**32)
     print(f"workload seed {seed}")
     work = Workload(seed)
