@@ -115,6 +115,19 @@ def output_stages(cfg: CaptureConfig) -> tuple[TransformChain, Converter, Conver
     return chain, key, value
 
 
+def header_converter(cfg: CaptureConfig) -> Converter:
+    """The `header.converter` (SimpleHeaderConverter unless configured), with its
+    `header.converter.*` properties; ConfigError names a property it does not implement."""
+    from headwater.connect.props import PluginConfigError
+    from headwater.converters.factory import SIMPLE_HEADER, build_header_converter
+
+    props = getattr(cfg, "passthrough", None) or {}
+    try:
+        return build_header_converter(getattr(cfg, "header_converter", SIMPLE_HEADER), props)
+    except PluginConfigError as exc:
+        raise ConfigError(str(exc).split("\n")) from None
+
+
 def notifier_of(cfg: CaptureConfig) -> Notifier | None:
     """The snapshot notifications' channels (`notification.enabled.channels`), if any."""
     signals = getattr(cfg, "signals", None)
@@ -131,6 +144,7 @@ def notifier_of(cfg: CaptureConfig) -> Notifier | None:
 def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     registration = registration_for_class(cfg.connector_class)
     stages = output_stages(cfg)  # before connecting: configuration errors first
+    headers = header_converter(cfg)
     metrics = CaptureMetrics(queue_capacity=cfg.max_queue_size)
     metrics.notifier = notifier_of(cfg)
     connector_name.set(cfg.topic_prefix)
@@ -173,6 +187,7 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
             heartbeat_topic_prefix=cfg.topic_heartbeat_prefix,
             topic_naming=naming,
             context_headers=cfg.extended_headers_enabled,
+            header_converter=headers,
         )
         renderer = fmt
         if stages is not None:

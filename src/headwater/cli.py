@@ -410,6 +410,7 @@ def topics_tail(
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="stop after N records")] = None,
 ) -> None:
     """Print a topic's records (like kafka-console-consumer)."""
+    from headwater.converters.headers import header_value
     from headwater.ops.pretty import format_record
     from headwater.topics import reader
     from headwater.topics.segment import list_topic_names
@@ -435,11 +436,15 @@ def topics_tail(
             if pretty:
                 console.print(format_record(rec))
             else:
-                sys.stdout.write(orjson.dumps({
+                doc: dict[str, Any] = {
                     "offset": rec.offset, "timestamp": rec.timestamp,
                     "key": orjson.loads(rec.key) if rec.key is not None else None,
                     "value": orjson.loads(rec.value) if rec.value is not None else None,
-                }).decode() + "\n")
+                }
+                if rec.headers:
+                    # Either header converter's form, read as its value (the last of a name).
+                    doc["headers"] = {name: header_value(raw) for name, raw in rec.headers}
+                sys.stdout.write(orjson.dumps(doc, default=str).decode() + "\n")
             n += 1
             if limit is not None and n >= limit:
                 break

@@ -10,7 +10,6 @@ import pytest
 from headwater.config.loader import ConfigError
 from headwater.kafka.murmur2 import murmur2, partition_for
 from headwater.kafka.settings import kafka_settings, parse_jaas
-from headwater.kafka.writer import header_bytes
 
 
 def test_murmur2_matches_kafka_test_vectors() -> None:
@@ -91,7 +90,3 @@ def test_invalid_or_unused_settings_are_errors(props: dict[str, str], message: s
     with pytest.raises(ConfigError, match=message):
         kafka_settings(props, "c")
 
-
-def test_header_values_as_connect_writes_them() -> None:
-    assert header_bytes(b'"inv"') == b"inv"
-    assert header_bytes(b"42") == b"42"

@@ -62,8 +62,12 @@ def test_topics_list_and_tail(tmp_path: Path) -> None:
     root = tmp_path / "topics"
     with TopicLog(root) as log:
         log.append({"srv.public.t": [
-            TopicRecord(b'{"id":1}', b'{"op":"c","after":{"id":1},"source":{}}', 5),
-            TopicRecord(b'{"id":1}', None, 6),
+            TopicRecord(b'{"id":1}', b'{"op":"c","after":{"id":1},"source":{}}', 5,
+                        (("__debezium.oldkey", b'{"id":9}'),
+                         ("__debezium.context.connectorLogicalName", b"srv"))),
+            TopicRecord(b'{"id":1}', None, 6, (
+                ("__debezium.context.connectorLogicalName",
+                 b'{"schema":{"type":"string","optional":false},"payload":"srv"}'),)),
         ]})
     out = runner.invoke(app, ["topics", "list", "--dir", str(root)])
     assert out.exit_code == 0 and "srv.public.t" in out.output and "2" in out.output
@@ -72,9 +76,14 @@ def test_topics_list_and_tail(tmp_path: Path) -> None:
     lines = [orjson.loads(line) for line in tail.output.splitlines()]
     assert [(r["offset"], r["value"]) for r in lines] == [
         (0, {"op": "c", "after": {"id": 1}, "source": {}}), (1, None)]
+    # Headers in SimpleHeaderConverter form and as JsonConverter envelopes read the same.
+    assert [r["headers"] for r in lines] == [
+        {"__debezium.oldkey": {"id": 9}, "__debezium.context.connectorLogicalName": "srv"},
+        {"__debezium.context.connectorLogicalName": "srv"}]
     pretty = runner.invoke(app, ["topics", "tail", "srv.public.t", "--from-beginning",
                                  "--pretty", "--dir", str(root)])
     assert "create" in pretty.output and "tombstone" in pretty.output
+    assert "oldkey={'id': 9}" in pretty.output
     missing = runner.invoke(app, ["topics", "tail", "nope", "--dir", str(root)])
     assert missing.exit_code == 1 and "no topic" in missing.output
 

@@ -686,6 +686,7 @@ def test_programmatic_values_are_coerced() -> None:
         ("event_processing_failure_handling_mode", "fail"),
         ("event_converting_failure_handling_mode", "fail"),
         ("extended_headers_enabled", True),
+        ("header_converter", "org.apache.kafka.connect.storage.SimpleHeaderConverter"),
         ("heartbeat_interval_ms", 0),
         ("heartbeat_action_query", None),
         ("errors_max_retries", -1),

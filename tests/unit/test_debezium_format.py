@@ -11,6 +11,8 @@ import pytest
 
 from headwater.connectors.postgres.position import PostgresPosition, PostgresSourceBlock
 from headwater.convert.decimal import decimal_to_unscaled_bytes
+from headwater.converters.headers import header_value
+from headwater.converters.json import JsonConverter
 from headwater.formats.connect_json import avro_name, json_default
 from headwater.formats.debezium_json import DebeziumJsonFormat
 from headwater.model.record import (
@@ -97,14 +99,25 @@ def test_absent_values_render_as_null_or_fallback_and_toast_as_placeholder() -> 
 
 
 def test_key_change_headers() -> None:
+    """SimpleHeaderConverter form by default (Values text of the key struct), JsonConverter
+    envelopes when it is the header converter; `header_value` reads both."""
     new = (2, *ANNE[1:])
-    ((_, (d, t, c)),) = fmt().render_batch([
-        record(Op.DELETE, ANNE, None, other_key=new),
-        record(Op.CREATE, None, new, other_key=ANNE),
-    ]).items()
-    assert orjson.loads(dict(d.headers)["__debezium.newkey"])["payload"] == {"id": 2}
-    assert orjson.loads(dict(c.headers)["__debezium.oldkey"])["payload"] == {"id": 1}
+    batch = [record(Op.DELETE, ANNE, None, other_key=new),
+             record(Op.CREATE, None, new, other_key=ANNE)]
+    ((_, (d, t, c)),) = fmt().render_batch(batch).items()
+    assert dict(d.headers)["__debezium.newkey"] == b'{"id":2}'
+    assert dict(c.headers)["__debezium.oldkey"] == b'{"id":1}'
     assert t.value is None and orjson.loads(t.key)["payload"] == {"id": 1}
+    json_fmt = fmt(header_converter=JsonConverter(True), run_id=fmt().run_id)
+    ((_, (jd, _, jc)),) = json_fmt.render_batch(batch).items()
+    envelope = orjson.loads(dict(jd.headers)["__debezium.newkey"] or b"")
+    assert envelope["payload"] == {"id": 2}
+    assert envelope["schema"]["name"] == "PostgreSQL_server.public.customers.Key"
+    for simple, json, name, key in ((d, jd, "newkey", {"id": 2}), (c, jc, "oldkey", {"id": 1})):
+        for form in (simple, json):
+            assert header_value(dict(form.headers)[f"__debezium.{name}"]) == key
+            # (SimpleHeaderConverter text carries no schema: taskId "0" reads back as 0.)
+            assert header_value(dict(form.headers)["__debezium.context.taskId"]) in ("0", 0)
 
 
 def test_keyless_table_delete_has_null_key_and_a_null_key_tombstone() -> None:
@@ -117,12 +130,16 @@ def test_keyless_table_delete_has_null_key_and_a_null_key_tombstone() -> None:
 def test_context_headers_on_data_events_only() -> None:
     f = fmt(run_id="run-1")
     ((_, out),) = f.render(record(Op.CREATE, None, ANNE))
-    headers = {k: orjson.loads(v) for k, v in out.headers}
-    assert headers == {
+    expected = [("connectorLogicalName", "PostgreSQL_server"), ("taskId", "0"),
+                ("connectorName", "postgresql"), ("runId", "run-1")]
+    # SimpleHeaderConverter, a Kafka Connect worker's default: the string's UTF-8 text.
+    assert out.headers == tuple((f"__debezium.context.{k}", v.encode()) for k, v in expected)
+    ((_, out),) = fmt(run_id="run-1", header_converter=JsonConverter(True)).render(
+        record(Op.CREATE, None, ANNE))
+    assert {k: orjson.loads(v or b"") for k, v in out.headers} == {
         f"__debezium.context.{k}": {"schema": {"type": "string", "optional": False},
                                     "payload": v}
-        for k, v in [("connectorLogicalName", "PostgreSQL_server"), ("taskId", "0"),
-                     ("connectorName", "postgresql"), ("runId", "run-1")]
+        for k, v in expected
     }
     assert fmt(context_headers=False).render(record(Op.CREATE, None, ANNE))[0][1].headers == ()
 

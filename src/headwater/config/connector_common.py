@@ -15,6 +15,7 @@ from headwater.config.secrets import REDACTED, Secret, is_sensitive_key
 from headwater.engine.topic_naming import parse_strategy, topic_name_problem
 
 JSON_CONVERTER: Final = "org.apache.kafka.connect.json.JsonConverter"
+SIMPLE_HEADER_CONVERTER: Final = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
 FILE_OFFSET_BACKING_STORE: Final = "org.apache.kafka.connect.storage.FileOffsetBackingStore"
 
 
@@ -22,6 +23,12 @@ def _converter(text: str) -> str:
     from headwater.converters.factory import check_converter_class
 
     return check_converter_class(text)
+
+
+def _header_converter(text: str) -> str:
+    from headwater.converters.factory import check_header_converter_class
+
+    return check_header_converter_class(text)
 
 
 def _offset_store(text: str) -> str:
@@ -58,6 +65,10 @@ RUNTIME_PROPERTIES: Final[tuple[Property, ...]] = (
     Property("value.converter", _S, JSON_CONVERTER, parser=_converter,
              doc="as key.converter"),
     Property("key.converter.schemas.enable", _B, True),
+    Property("header.converter", _S, SIMPLE_HEADER_CONVERTER, parser=_header_converter,
+             doc="how record headers are written, as a Kafka Connect worker's header.converter: "
+                 "SimpleHeaderConverter (Connect's default), JsonConverter (with "
+                 "header.converter.schemas.enable, default true) or StringConverter"),
     Property("value.converter.schemas.enable", _B, True),
     Property("offset.storage", _S, FILE_OFFSET_BACKING_STORE, parser=_offset_store),
     Property("offset.storage.file.filename", _P,

@@ -171,9 +171,9 @@ class FileDestination:
         obj = schema_key = b""
         for name, value in record.headers:
             if name == OBJECT_HEADER:
-                obj = value
+                obj = value or b""
             elif name == SCHEMA_KEY_HEADER:
-                schema_key = value
+                schema_key = value or b""
         if not obj:
             raise ValueError("the file destination needs Datastream events "
                              "(headwater.event.format=datastream)")

@@ -3,7 +3,9 @@
 For each record the format returns the topic records Debezium 3.x would produce: the change
 event itself (key + value envelope, version 2), a tombstone after a delete, the
 `__debezium.newkey` / `__debezium.oldkey` headers on the two halves of a primary-key change and
-the `__debezium.context.*` headers of every data event.
+the `__debezium.context.*` headers of every data event.  Header values are the bytes the
+configured `header.converter` writes (headwater.converters.headers; SimpleHeaderConverter, the
+Kafka Connect default, unless the caller passes another).
 
 Rendering the Connect schemas is the expensive part and identical for every event of a table,
 so a `_TablePlan` is computed once per `TableSchema` object (connectors replace the object when
@@ -22,6 +24,8 @@ from typing import Any, Protocol
 import orjson
 
 from headwater.connect.record import ConnectRecord, Header
+from headwater.converters.base import Converter
+from headwater.converters.headers import SimpleHeaderConverter
 from headwater.engine.topic_naming import DEFAULT_STRATEGY, SCHEMA_STRATEGY, TopicNaming
 from headwater.formats.connect_json import avro_name, json_default, schema_to_json
 from headwater.model.record import (
@@ -46,7 +50,7 @@ from headwater.model.schema import (
     TableId,
     TableSchema,
 )
-from headwater.model.topic import TopicBatch, TopicRecord
+from headwater.model.topic import HeaderBytes, TopicBatch, TopicRecord
 
 TRANSACTION_BLOCK_SCHEMA = ConnectSchema(
     STRUCT,
@@ -230,7 +234,7 @@ class _DocumentPlan:
                            + b',"payload":') if fmt.key_schemas else b""
 
     def render(self, record: ChangeRecord, source: dict[str, Any], with_tx: bool,
-               tombstones: bool, headers: tuple[tuple[str, bytes], ...],
+               tombstones: bool, headers: HeaderBytes,
                out: list[TopicRecord]) -> None:
         before, after, tx = record.before, record.after, record.tx
         ts = record.processed_ts_ms
@@ -301,6 +305,7 @@ class DebeziumJsonFormat:
         topic_naming: TopicNaming | None = None,
         context_headers: bool = True,
         run_id: str | None = None,
+        header_converter: Converter | None = None,
     ) -> None:
         # The connector's topic names (`topic.naming.strategy`); without one (tools and tests
         # rendering without a configuration) each connector's Debezium default, per table.
@@ -310,7 +315,9 @@ class DebeziumJsonFormat:
         # run id) on every data event; `run_id` identifies this run (a fresh UUID by default).
         self.context_headers = context_headers
         self.run_id = run_id if run_id is not None else str(uuid.uuid4())
-        self._context_cache: dict[SourceContext, tuple[tuple[str, bytes], ...]] = {}
+        # Every header's bytes, as a Kafka Connect worker's `header.converter` writes them.
+        self.header_converter: Converter = header_converter or SimpleHeaderConverter()
+        self._context_cache: dict[SourceContext, HeaderBytes] = {}
         self._connect_headers: dict[SourceContext, tuple[Header, ...]] = {}
         self.transaction_topic = transaction_topic
         self.heartbeat_topic_prefix = heartbeat_topic_prefix
@@ -335,25 +342,25 @@ class DebeziumJsonFormat:
                 heartbeat_prefix=self.heartbeat_topic_prefix)
         return naming
 
-    def _context_headers(self, context: SourceContext) -> tuple[tuple[str, bytes], ...]:
+    def _context_headers(self, context: SourceContext) -> HeaderBytes:
         """Debezium 3.x's `__debezium.context.*` headers of every data event (computed once)."""
         if not self.context_headers:
             return ()
         cached = self._context_cache.get(context)
         if cached is None:
-            values = (
-                ("connectorLogicalName", context.server_name),
-                ("taskId", "0"),
-                ("connectorName", context.kind),
-                ("runId", self.run_id),
-            )
+            convert = self.header_converter.from_connect
             cached = tuple(
-                (f"__debezium.context.{name}", _envelope(_CONTEXT_HEADER_SCHEMA, value,
-                                                         self.key_schemas))
-                for name, value in values
-            )
+                (h.key, convert(context.server_name, h.schema, h.value))
+                for h in self._connect_context_headers(context))
             self._context_cache[context] = cached
         return cached
+
+    def _key_header(self, plan: _TablePlan, record: ChangeRecord) -> tuple[str, bytes | None]:
+        """`__debezium.newkey` on the delete half of a key change, `oldkey` on the create half:
+        the other half's key struct with the table's key schema, as Debezium adds it."""
+        name = "__debezium.newkey" if record.op is Op.DELETE else "__debezium.oldkey"
+        return name, self.header_converter.from_connect(
+            plan.topic, plan.key_schema, self._connect_key(plan, record.other_key))
 
     def plan(self, table: TableSchema, context: SourceContext) -> _TablePlan:
         cached = self._plans.get(id(table))
@@ -516,9 +523,7 @@ class DebeziumJsonFormat:
                 continue
             key = key_of(plan, before if op is delete else after)
             if record.other_key is not None:
-                other = key_of(plan, record.other_key)
-                name = "__debezium.newkey" if op is delete else "__debezium.oldkey"
-                headers = ((name, other if other is not None else b"null"), *context_headers)
+                headers = (self._key_header(plan, record), *context_headers)
                 topic_list.append(TopicRecord(key, value, ts, headers))
             else:
                 topic_list.append(TopicRecord(key, value, ts, context_headers))

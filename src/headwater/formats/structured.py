@@ -2,8 +2,7 @@
 
 Used only when transforms or a converter other than JsonConverter are configured; otherwise
 `DebeziumJsonFormat.render_batch` (the fast path) renders directly to JSON bytes.  Headers are
-written as the fast path writes them: JsonConverter form with `key.converter.schemas.enable`
-(Kafka Connect would use `header.converter`, which Headwater does not offer).
+written with the format's `header.converter`, as the fast path writes them.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from collections.abc import Sequence
 
 from headwater.connect.record import ConnectRecord, Header
 from headwater.converters.base import Converter
-from headwater.converters.json import JsonConverter
 from headwater.formats.debezium_json import DebeziumJsonFormat
 from headwater.model.record import SourceEvent
 from headwater.model.topic import TopicBatch, TopicRecord
@@ -23,13 +21,12 @@ class StructuredRenderer:
     """A `RecordRenderer` over the format's Connect records; picklable for parallel snapshots."""
 
     def __init__(self, fmt: DebeziumJsonFormat, chain: TransformChain, key_converter: Converter,
-                 value_converter: Converter, header_converter: JsonConverter | None = None
-                 ) -> None:
+                 value_converter: Converter) -> None:
         self.format = fmt
         self.chain = chain
         self.key_converter = key_converter
         self.value_converter = value_converter
-        self.header_converter = header_converter or JsonConverter(fmt.key_schemas)
+        self.header_converter = fmt.header_converter
 
     def transformed(self, records: Sequence[SourceEvent]) -> list[ConnectRecord]:
         """The Connect records after the chain (dropped ones left out)."""
@@ -47,13 +44,12 @@ class StructuredRenderer:
         value_conv = self.value_converter.from_connect
         header_conv = self.header_converter.from_connect
         # Headers repeated as the same object (Debezium's context headers) are serialized once.
-        header_bytes: dict[int, tuple[Header, bytes]] = {}
+        header_bytes: dict[int, tuple[Header, bytes | None]] = {}
 
-        def header(topic: str, h: Header) -> tuple[str, bytes]:
+        def header(topic: str, h: Header) -> tuple[str, bytes | None]:
             cached = header_bytes.get(id(h))
             if cached is None or cached[0] is not h:
-                cached = header_bytes[id(h)] = (
-                    h, header_conv(topic, h.schema, h.value) or b"null")
+                cached = header_bytes[id(h)] = (h, header_conv(topic, h.schema, h.value))
             return h.key, cached[1]
 
         for r in self.transformed(records):

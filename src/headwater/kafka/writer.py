@@ -7,6 +7,9 @@ send itself (until `delivery.timeout.ms`) without reordering or duplicating; a r
 fails fails `append`, which fails the capture loudly, and the position never moves past it.  A
 restart then re-sends from the last stored offset (at-least-once, as with Kafka Connect).
 
+Header values are written as the format made them: the bytes of the configured
+`header.converter` (SimpleHeaderConverter by default), the same bytes the topic log stores.
+
 Keys are partitioned as Java's default partitioner does (murmur2 of the key bytes, positive,
 modulo the partition count: librdkafka's `murmur2_random`), so the layout equals a Kafka
 Connect deployment's.  Key-less records (none in Debezium's table topics) go to a random
@@ -18,11 +21,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import orjson
-
 from headwater.kafka.admin import TopicAdmin
 from headwater.kafka.settings import KafkaSettings
-from headwater.model.topic import TopicBatch
+from headwater.model.topic import HeaderBytes, TopicBatch
 
 log = logging.getLogger("headwater.kafka.writer")
 
@@ -31,16 +32,6 @@ _FLUSH_WAIT_S = 1.0
 
 class KafkaDeliveryError(RuntimeError):
     """The brokers did not take a record after librdkafka's retries: the capture stops."""
-
-
-def header_bytes(raw: bytes) -> bytes:
-    """A header value as Kafka Connect's default SimpleHeaderConverter writes it: a string
-    as its UTF-8 text, anything else as its JSON text (formats render headers as JSON)."""
-    if raw[:1] == b'"':
-        text = orjson.loads(raw)
-        if isinstance(text, str):
-            return text.encode()
-    return bytes(raw)
 
 
 class KafkaTopicWriter:
@@ -55,7 +46,7 @@ class KafkaTopicWriter:
         self.producer = Producer(settings.producer_config())
         self._failures: list[tuple[str, Any]] = []
         self._pending = 0
-        self._header_cache: dict[int, tuple[Any, list[tuple[str, str | bytes | None]]]] = {}
+        self._header_cache: dict[int, tuple[HeaderBytes, list[Any]]] = {}
 
     def _delivered(self, err: Any, msg: Any) -> None:
         self._pending -= 1
@@ -80,14 +71,14 @@ class KafkaTopicWriter:
                 self._pending += 1
         self._flush()
 
-    def _headers(self, headers: tuple[tuple[str, bytes], ...]
-                 ) -> list[tuple[str, str | bytes | None]]:
-        # Most records share the format's headers tuple: convert each distinct object once.
+    def _headers(self, headers: HeaderBytes) -> list[Any]:
+        # The bytes are the header converter's already (headwater.converters.headers);
+        # librdkafka wants a list, made once per distinct tuple (most records share the
+        # format's context headers).
         cached = self._header_cache.get(id(headers))
         if cached is not None and cached[0] is headers:
             return cached[1]
-        converted: list[tuple[str, str | bytes | None]] = [
-            (name, header_bytes(raw)) for name, raw in headers]
+        converted: list[Any] = list(headers)
         if len(self._header_cache) > 64:
             self._header_cache.clear()
         self._header_cache[id(headers)] = (headers, converted)

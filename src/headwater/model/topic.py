@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+# Record headers: (name, value bytes as the `header.converter` wrote them, None for a null
+# value), in order (headwater.converters.headers).
+HeaderBytes = tuple[tuple[str, bytes | None], ...]
+
 
 class TopicRecord(NamedTuple):
-    """One record for a topic: JSON bytes of key and value (None = null key / tombstone)."""
+    """One record for a topic: key and value bytes (None = null key / tombstone), headers."""
 
     key: bytes | None
     value: bytes | None
     timestamp: int  # ms since the epoch
-    headers: tuple[tuple[str, bytes], ...] = ()
+    headers: HeaderBytes = ()
 
 
 # Records grouped by topic, each list in emission order: the unit formats produce and topic

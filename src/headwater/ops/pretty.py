@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from headwater.converters.headers import header_value
 from headwater.topics.reader import Record
 
 _OPS = {"c": "[green]create[/green]", "u": "[yellow]update[/yellow]", "d": "[red]delete[/red]",
@@ -76,4 +77,8 @@ def format_record(rec: Record) -> str:
         body = _row(before, fields)
     else:
         body = _row(after, fields)
+    # A primary-key change: the other half's key (either header converter's form).
+    for name, raw in rec.headers:
+        if name in ("__debezium.newkey", "__debezium.oldkey"):
+            where += f" {name.removeprefix('__debezium.')}={header_value(raw)}"
     return f"{head} {_OPS.get(op, op)} {body} [dim]({where})[/dim]"

@@ -81,7 +81,7 @@ IGNORED_NAMES: Final = (
     "snapshot.select.statement.overrides", "snapshot.include.collection.list",
     "sanitize.field.names", "converters", "schema.name.adjustment.mode",
     "field.name.adjustment.mode",
-    "source.struct.version", "include.schema.comments", "custom.metric.tags", "header.converter",
+    "source.struct.version", "include.schema.comments", "custom.metric.tags",
     "max.queue.size.in.bytes", "offset.flush.timeout.ms",
 )
 IGNORED_PATTERNS: Final = ((r"snapshot\.select\.statement\.overrides\..+", NOT_IMPLEMENTED),)
@@ -318,6 +318,7 @@ class RelationalConnectorConfig:
     value_converter: str = "org.apache.kafka.connect.json.JsonConverter"
     key_converter_schemas_enable: bool = True
     value_converter_schemas_enable: bool = True
+    header_converter: str = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
     offset_storage_file_filename: Path = UNSET_PATH  # default data/offsets/<topic_prefix>.json
     offset_flush_interval_ms: int = 60_000
     headwater_topics_dir: Path = Path("data/topics")
@@ -405,6 +406,7 @@ class RelationalConnectorConfig:
             "value_converter": c.get_str("value.converter"),
             "key_converter_schemas_enable": c.get_bool("key.converter.schemas.enable"),
             "value_converter_schemas_enable": c.get_bool("value.converter.schemas.enable"),
+            "header_converter": c.get_str("header.converter"),
             "offset_storage_file_filename": (
                 c.get_optional_path("offset.storage.file.filename")
                 or default_offsets_file(prefix, c.base_dir)),

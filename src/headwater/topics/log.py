@@ -27,12 +27,17 @@ One record per line (JSON lines, UTF-8, `\\n`-terminated), keys always in this o
 * `key`, `value` - the caller's JSON documents spliced in *raw* (not re-encoded, not escaped);
   `null` for a missing key / a tombstone value.  The writer only replaces raw CR/LF bytes by
   spaces (in valid JSON they can only be insignificant whitespace) so a record stays one line.
-* `headers` - present only when the record has headers; names are JSON strings, values raw JSON.
+* `headers` - present only when the record has headers; names are JSON strings, each value the
+  header's bytes (UTF-8 text, as Kafka Connect's header converters write them) as a JSON string,
+  or `null` for a null value.  Logs written before Headwater honoured `header.converter` hold
+  JsonConverter envelopes spliced in raw (`{"schema":...,"payload":...}`); their readers take
+  that raw JSON text as the header's bytes (`headwater.topics.record`).
 
 Spark reads a topic with `spark.read.schema("offset LONG, timestamp LONG, key STRING,
 value STRING, headers MAP<STRING,STRING>").json("<root>/<topic>")`: declaring key/value as STRING
 yields their raw JSON text for objects, arrays and numbers (checked with Spark 4: whitespace and
-big integers survive), but the unquoted content for a JSON string.  Spark and Hadoop skip the
+big integers survive), but the unquoted content for a JSON string - so a header reads as its
+bytes' text, in new and old logs alike.  Spark and Hadoop skip the
 hidden in-progress files.  Consequence of the JSON form: a key or value whose bytes are the JSON
 document `null` is indistinguishable from None.
 
@@ -91,7 +96,7 @@ from types import TracebackType
 import orjson
 
 from headwater.fsync import fsync_dir
-from headwater.model.topic import TopicRecord
+from headwater.model.topic import HeaderBytes, TopicRecord
 from headwater.topics.check import segment_end
 from headwater.topics.compaction_files import remove_leftovers
 from headwater.topics.damage import TopicLogDamaged
@@ -172,14 +177,21 @@ def _json_field(doc: bytes | None, what: str) -> bytes:
     raise ValueError(f"record {what} is {doc!r}, which is not a JSON document (use None)")
 
 
-def _headers_json(headers: Sequence[tuple[str, bytes]]) -> bytes:
+def _headers_json(headers: HeaderBytes) -> bytes:
+    """The headers member's content: each value's bytes as a JSON string (null for None)."""
     parts = []
     for name, raw in headers:
         if not isinstance(name, str):
             raise TypeError(f"header name must be a str, got {type(name).__name__}")
-        if not raw:
-            raise ValueError(f"header {name!r} value is {raw!r}, which is not a JSON document")
-        parts.append(orjson.dumps(name) + b":" + bytes(raw))
+        if raw is None:
+            text = b"null"
+        else:
+            try:
+                text = orjson.dumps(bytes(raw).decode("utf-8"))
+            except UnicodeDecodeError:
+                raise ValueError(f"header {name!r} value {bytes(raw)[:40]!r} is not UTF-8 text "
+                                 "(Kafka Connect's header converters write text)") from None
+        parts.append(orjson.dumps(name) + b":" + text)
     return b",".join(parts)
 
 
@@ -194,7 +206,7 @@ def _encode_slow(
     key: bytes | None,
     value: bytes | None,
     ts: int,
-    headers: Sequence[tuple[str, bytes]],
+    headers: HeaderBytes,
 ) -> tuple[bytes, bytes, bytes]:
     """The three parts of a record with headers, a null/empty key or value, or CR/LF bytes."""
     k = _clean(key) if key else _json_field(key, "key")
@@ -385,7 +397,7 @@ class TopicLog:
         off = first
         # Most records carry the same headers object (the format's per-run context headers):
         # their encoded suffix is computed once per distinct object, not once per record.
-        headers_seen: Sequence[tuple[str, bytes]] = ()
+        headers_seen: HeaderBytes = ()
         headers_suffix = suffix
         try:
             for key, value, ts, headers in records:
@@ -422,7 +434,6 @@ class TopicLog:
     def _validate(records: Sequence[OutRecord]) -> None:
         for i, rec in enumerate(records):
             docs: list[tuple[str, bytes | None]] = [("key", rec.key), ("value", rec.value)]
-            docs.extend((f"header {n!r}", h) for n, h in rec.headers)
             for what, doc in docs:
                 if doc is None:
                     continue

@@ -1,8 +1,9 @@
 """One record line of a topic log segment: its parsed form and the strict positional parser.
 
 The format is documented in `headwater.topics.log` and docs/topic-log.md.  The parser knows the
-writer's fixed field order, so keys, values and header values come back as the exact raw JSON
-bytes that were appended (big integers, number formatting and whitespace survive), and it is the
+writer's fixed field order, so keys and values come back as the exact raw JSON bytes that were
+appended (big integers, number formatting and whitespace survive), header values as the bytes
+the header converter wrote (headwater.topics.log, "Record format"), and it is the
 one definition of "a valid record line" that the readers and the checker (`headwater.topics.check`)
 share.
 """
@@ -14,18 +15,21 @@ from typing import NamedTuple
 
 import orjson
 
+from headwater.model.topic import HeaderBytes
+
 __all__ = ["BadLineError", "Record", "parse_line", "split_line"]
 
 
 class Record(NamedTuple):
-    """One record read back from a topic; key/value/header values are raw JSON bytes."""
+    """One record read back from a topic: key/value are raw JSON bytes, header values the
+    header converter's bytes (None for a null value)."""
 
     topic: str
     offset: int
     timestamp: int
     key: bytes | None
     value: bytes | None
-    headers: tuple[tuple[str, bytes], ...]
+    headers: HeaderBytes
 
 
 _DECODER = json.JSONDecoder()
@@ -76,6 +80,19 @@ def _int_until(s: str, i: int, token: str) -> tuple[int, int]:
     return int(text), j + len(token)
 
 
+def _header_bytes(raw: str | None) -> bytes | None:
+    """A header value of a line: a JSON string holds the header's bytes as text; any other
+    JSON document is an older log's JsonConverter envelope, whose text is those bytes."""
+    if raw is None:
+        return None
+    text = raw.strip(_WS)
+    if text.startswith('"'):
+        value = json.loads(text)
+        assert isinstance(value, str)
+        return value.encode("utf-8")
+    return text.encode("utf-8")
+
+
 def parse_line(topic: str, line: bytes) -> Record:
     """Parse one complete line of a segment (with or without its trailing newline)."""
     try:
@@ -92,10 +109,10 @@ def parse_line(topic: str, line: bytes) -> Record:
     key, i = _raw(s, i)
     i = _expect(s, i, _P_VALUE)
     value, i = _raw(s, i)
-    headers: tuple[tuple[str, bytes], ...] = ()
+    headers: HeaderBytes = ()
     if s.startswith(_P_HEADERS, i):
         i += len(_P_HEADERS)
-        pairs: list[tuple[str, bytes]] = []
+        pairs: list[tuple[str, bytes | None]] = []
         i = _skip_ws(s, i)
         if s.startswith("}", i):
             i += 1
@@ -106,7 +123,7 @@ def parse_line(topic: str, line: bytes) -> Record:
                     raise BadLineError(f"expected a header name before column {i}")
                 i = _expect(s, i, ":")
                 hval, i = _raw(s, i)
-                pairs.append((json.loads(name), b"null" if hval is None else hval.encode()))
+                pairs.append((json.loads(name), _header_bytes(hval)))
                 if s.startswith(",", i):
                     i += 1
                     continue

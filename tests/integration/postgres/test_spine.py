@@ -103,10 +103,9 @@ def test_primary_key_change_emits_delete_tombstone_create(env: Env) -> None:
     assert (k2, v2) == ({"id": 1}, None)
     assert (v3["op"], k3) == ("c", {"id": 100})
     assert v3["after"] == {"id": 100, "first_name": "A", "last_name": "B", "email": "a@b"}
-    import orjson
-
-    assert orjson.loads(dict(r1.headers)["__debezium.newkey"])["payload"] == {"id": 100}
-    assert orjson.loads(dict(r3.headers)["__debezium.oldkey"])["payload"] == {"id": 1}
+    # SimpleHeaderConverter text of the key struct (a Connect worker's default).
+    assert dict(r1.headers)["__debezium.newkey"] == b'{"id":100}'
+    assert dict(r3.headers)["__debezium.oldkey"] == b'{"id":1}'
 
 
 def test_table_without_key_has_null_key(env: Env) -> None:

@@ -187,7 +187,7 @@ IGNORED: Final[Mapping[str, str]] = {
          "mongodb.ssl.truststore.type", "schema.name.adjustment.mode",
          "field.name.adjustment.mode",
          "source.struct.version", "custom.metric.tags", "max.queue.size.in.bytes",
-         "offset.flush.timeout.ms", "converters", "header.converter",
+         "offset.flush.timeout.ms", "converters",
          "snapshot.include.collection.list", "incremental.snapshot.chunk.size.bytes"),
         _NOT_IMPLEMENTED),
     **dict.fromkeys(("mongodb.hosts", "mongodb.name", "mongodb.members.auto.discover",
@@ -312,6 +312,7 @@ class MongoDbConnectorConfig:
     poll_interval_ms: int = 500
     key_converter_schemas_enable: bool = True
     value_converter_schemas_enable: bool = True
+    header_converter: str = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
     offset_storage_file_filename: Path = UNSET_PATH
     headwater_topics_dir: Path = Path("data/topics")
     headwater_topics_segment_bytes: int = 67_108_864
@@ -399,6 +400,7 @@ class MongoDbConnectorConfig:
             poll_interval_ms=c.get_int("poll.interval.ms"),
             key_converter_schemas_enable=c.get_bool("key.converter.schemas.enable"),
             value_converter_schemas_enable=c.get_bool("value.converter.schemas.enable"),
+            header_converter=c.get_str("header.converter"),
             offset_storage_file_filename=(
                 c.get_optional_path("offset.storage.file.filename")
                 or default_offsets_file(prefix, c.base_dir)),
