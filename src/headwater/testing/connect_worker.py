@@ -78,6 +78,7 @@ class ConnectWorker:
         self.bootstrap = bootstrap
         self.plugins = tuple(plugins)
         self.settings = dict(settings or {})
+        self._owns_base = base_dir is None  # a caller's folder (and the log) outlives cleanup
         self.base = Path(base_dir or tempfile.mkdtemp(prefix="headwater-connect-"))
         self.heap = heap
         self.port = free_port()
@@ -160,7 +161,8 @@ class ConnectWorker:
 
     def cleanup(self) -> None:
         self.stop()
-        shutil.rmtree(self.base, ignore_errors=True)
+        if self._owns_base:
+            shutil.rmtree(self.base, ignore_errors=True)
 
     def log_tail(self, chars: int = 4000) -> str:
         try:
