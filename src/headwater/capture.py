@@ -128,6 +128,25 @@ def header_converter(cfg: CaptureConfig) -> Converter:
         raise ConfigError(str(exc).split("\n")) from None
 
 
+def refuse_binary_records_on_the_local_log(cfg: CaptureConfig) -> None:
+    """The local topic log stores each key and value as a JSON document spliced into its
+    line (headwater.topics.log): AvroConverter, StringConverter and ByteArrayConverter bytes
+    are not JSON and would make lines its readers call damaged.  Kafka stores any bytes."""
+    from headwater.converters.factory import JSON
+
+    output: OutputConfig = getattr(cfg, "output", None) or OutputConfig()
+    if output.destination == FILES or kafka_assembly.settings_of(cfg).store == "kafka":
+        return
+    wrong = [f"{side}.converter={name}" for side, name in (
+        ("key", getattr(cfg, "key_converter", JSON)),
+        ("value", getattr(cfg, "value_converter", JSON))) if name != JSON]
+    if wrong:
+        raise ConfigError([
+            f"{w}: the local topic log stores JSON documents (JsonConverter); write these "
+            "records to Kafka (headwater.topics.store=kafka) or use JsonConverter"
+            for w in wrong])
+
+
 def notifier_of(cfg: CaptureConfig) -> Notifier | None:
     """The snapshot notifications' channels (`notification.enabled.channels`), if any."""
     signals = getattr(cfg, "signals", None)
@@ -145,6 +164,7 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     registration = registration_for_class(cfg.connector_class)
     stages = output_stages(cfg)  # before connecting: configuration errors first
     headers = header_converter(cfg)
+    refuse_binary_records_on_the_local_log(cfg)
     metrics = CaptureMetrics(queue_capacity=cfg.max_queue_size)
     metrics.notifier = notifier_of(cfg)
     connector_name.set(cfg.topic_prefix)

@@ -170,6 +170,9 @@ def run_headwater(props: dict[str, str], work: Path) -> Capture:
         "name": "headwater-differential",
         "offset.storage.file.filename": str(work / "offsets.json"),
         "headwater.topics.dir": str(work / "topics"),
+        # The oracle's engine writes headers with JsonConverter (its header format): the same
+        # header.converter here compares each header's schema as well as its value.
+        "header.converter": "org.apache.kafka.connect.json.JsonConverter",
         "headwater.topics.segment.ms": "200",
         "poll.interval.ms": "100",
     }

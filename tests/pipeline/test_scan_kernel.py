@@ -124,10 +124,17 @@ def test_other_layouts_are_refused(tmp_path: Path, name: str) -> None:
         columnar.scan(tmp_path, TOPIC, 0, 2, columnar.Positions())
 
 
-def test_headers_after_the_value_are_left_out_of_its_payload(tmp_path: Path) -> None:
+@pytest.mark.parametrize("headers", [
+    # header bytes as JSON strings (SimpleHeaderConverter text, or an envelope's text)
+    b',"headers":{"__debezium.context.taskId":"{\\"schema\\":1}","h":"},x"}}\n',
+    # an older log's JsonConverter envelopes spliced in raw
+    b',"headers":{"__debezium.context.taskId":{"schema":{"type":"string","optional":false},'
+    b'"payload":"0"},"__debezium.newkey":{"schema":{"type":"struct"},"payload":{"id":2}}}}\n',
+])
+def test_headers_after_the_value_are_left_out_of_its_payload(tmp_path: Path,
+                                                             headers: bytes) -> None:
     """Debezium 3.x puts context headers on every event: the value ends where they start."""
     head = b'{"offset":%d,"timestamp":0,"key":'
-    headers = b',"headers":{"__debezium.context.taskId":"{\\"schema\\":1}","h":"},x"}}\n'
     topic_dir = tmp_path / TOPIC
     topic_dir.mkdir()
     tombstone = head % 4 + key(4) + b',"value":null' + headers  # skipped, as without headers

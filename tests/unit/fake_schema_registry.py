@@ -1,6 +1,9 @@
 """A small in-test schema registry following the documented Confluent Schema Registry REST API
 (https://docs.confluent.io/platform/current/schema-registry/develop/api.html): register under a
-subject, look up, fetch by id, list subjects, with optional basic auth.  Labelled as what it is:
+subject, look up, fetch by id (with the optional `subject` parameter), list subjects, with
+optional basic auth.  Other endpoints answer 404 as a registry without them does (e.g. the
+subject associations that confluent-kafka 2.16's deserializer asks for first, falling back to
+the topic name strategy).  Labelled as what it is:
 not Confluent's server (no compatibility checks, no normalization beyond exact text)."""
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote, urlsplit
 
 
 class FakeSchemaRegistry:
@@ -77,8 +80,17 @@ class FakeSchemaRegistry:
                 registry.requests.append(("GET", self.path))
                 if not self._authorized():
                     return
-                parts = self.path.strip("/").split("/")
+                url = urlsplit(self.path)
+                parts = url.path.strip("/").split("/")
                 if parts[:2] == ["schemas", "ids"] and len(parts) == 3:
+                    # `subject` (the schema's subject context, which confluent-kafka's
+                    # deserializer sends) selects nothing here: ids are global, as in the
+                    # default context.  Anything else is not implemented: say so.
+                    unknown = set(parse_qs(url.query)) - {"subject"}
+                    if unknown:
+                        self._send(400, {"error_code": 400, "message":
+                                         f"unsupported parameters {sorted(unknown)}"})
+                        return
                     schema_id = int(parts[2])
                     if 0 < schema_id <= len(registry.schemas):
                         self._send(200, {"schema": registry.schemas[schema_id - 1]})

@@ -108,7 +108,7 @@ def test_key_change_headers() -> None:
     assert dict(d.headers)["__debezium.newkey"] == b'{"id":2}'
     assert dict(c.headers)["__debezium.oldkey"] == b'{"id":1}'
     assert t.value is None and orjson.loads(t.key)["payload"] == {"id": 1}
-    json_fmt = fmt(header_converter=JsonConverter(True), run_id=fmt().run_id)
+    json_fmt = fmt(header_converter=JsonConverter(True))
     ((_, (jd, _, jc)),) = json_fmt.render_batch(batch).items()
     envelope = orjson.loads(dict(jd.headers)["__debezium.newkey"] or b"")
     assert envelope["payload"] == {"id": 2}

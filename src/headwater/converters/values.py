@@ -242,7 +242,7 @@ def convert_to_string(schema: ConnectSchema | None, value: Any) -> str | None:
 _TIME = re.compile(r"\d\d:\d\d:\d\d\.\d\d\dZ")
 _DATE = re.compile(r"\d\d\d\d-\d\d-\d\d")
 _TIMESTAMP = re.compile(r"\d\d\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d\d\dZ")
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?")  # Kafka: a digit or sign first
 
 
 def _temporal(text: str) -> Any:

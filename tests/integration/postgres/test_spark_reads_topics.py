@@ -67,3 +67,7 @@ def test_spark_json_source_reads_segments(env: Env, spark: Any) -> None:
     assert ops.count("r") == 500 and ops.count("u") == 10 and ops.count("d") == 10
     assert ops.count(None) == 10  # tombstones: null value
     assert {r["schema_name"] for r in rows if r["op"]} == {f"{env.prefix}.public.t.Envelope"}
+    # A header reads as its bytes' text: SimpleHeaderConverter's, the worker default's.
+    logical = df.select(sf.col("headers").getItem("__debezium.context.connectorLogicalName")
+                        .alias("name")).distinct().collect()
+    assert [r["name"] for r in logical] == [env.prefix]
