@@ -1,5 +1,6 @@
-"""Fixtures: one durable local Kafka-protocol broker (tansu over a file-backed S3) per module,
-and a reader of whole topics."""
+"""Fixtures: one Apache Kafka node (KRaft, headwater.testing.kafka_cluster) for the whole
+session of Kafka tests (a JVM broker costs ~10 s to start; topics have unique names, and a
+test that restarts it gets it back with its data), and a reader of whole topics."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from headwater.kafka.consume import partition_counts, read_until_end
-from headwater.testing.localkafka import LocalKafka
+from headwater.testing.kafka_cluster import KafkaCluster
 from tests.integration.mysql.conftest import maria, menv  # noqa: F401 (fixtures)
 from tests.integration.postgres.conftest import env, pg  # noqa: F401 (fixtures)
 from tests.pipeline.conftest import spark  # noqa: F401 (fixtures)
@@ -18,10 +19,10 @@ from tests.pipeline.conftest import spark  # noqa: F401 (fixtures)
 _counter = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[LocalKafka]:
+@pytest.fixture(scope="session")
+def kafka() -> Iterator[KafkaCluster]:
     pytest.importorskip("confluent_kafka")
-    broker = LocalKafka(durable=True).start()
+    broker = KafkaCluster(nodes=1).start()
     try:
         yield broker
     finally:
@@ -56,12 +57,12 @@ def read_topic(bootstrap: str, topic: str) -> list[Rec]:
     return sorted(out, key=lambda r: (r.partition, r.offset))
 
 
-def kafka_props(broker: LocalKafka, **extra: Any) -> dict[str, Any]:
+def kafka_props(broker: KafkaCluster, **extra: Any) -> dict[str, Any]:
     return {
         "headwater.topics.store": "kafka",
         "bootstrap.servers": broker.bootstrap,
         "topic.creation.default.partitions": 3,
-        "topic.creation.default.replication.factor": 1,
+        "topic.creation.default.replication.factor": broker.replication_factor,
         "offset.storage.topic": unique("hw-offsets-"),
         **extra,
     }

@@ -18,7 +18,7 @@ from typing import Any
 import fastavro
 import pytest
 
-from headwater.testing.localkafka import LocalKafka
+from headwater.testing.kafka_cluster import KafkaCluster
 from tests.integration.postgres.conftest import Env, wait_for
 from tests.kafka.conftest import kafka_props, read_topic, unique
 from tests.kafka.test_capture_postgres import current_lsn, run_pipeline_once, stored_lsn
@@ -50,7 +50,7 @@ def table(path: Path) -> list[dict[str, Any]]:
     return sorted(read_table(path).to_pylist(), key=lambda r: r["id"])
 
 
-def test_avro_and_json_paths_give_the_same_table(env: Env, kafka: LocalKafka, spark: Any,
+def test_avro_and_json_paths_give_the_same_table(env: Env, kafka: KafkaCluster, spark: Any,
                                                  registry: str) -> None:
     env.sql("CREATE TABLE t (id int PRIMARY KEY, name text, price numeric(10,2), d date, "
             "at timestamp, ok boolean, raw bytea, f float8, tags text[])")

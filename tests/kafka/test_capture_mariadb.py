@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from headwater.kafka.murmur2 import partition_for
-from headwater.testing.localkafka import LocalKafka
+from headwater.testing.kafka_cluster import KafkaCluster
 from tests.integration.mysql.conftest import MariaEnv, wait_for
 from tests.kafka.conftest import kafka_props, read_topic, unique
 from tests.kafka.test_capture_postgres import run_pipeline_once, start_capture
@@ -46,7 +46,7 @@ class Load(threading.Thread):
         self.conn.close()
 
 
-def test_mariadb_into_kafka_with_kills_then_delta(menv: MariaEnv, kafka: LocalKafka,
+def test_mariadb_into_kafka_with_kills_then_delta(menv: MariaEnv, kafka: KafkaCluster,
                                                   spark: Any) -> None:
     keys = 50
     menv.prefix = unique("maria")

@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from headwater.kafka.murmur2 import partition_for
-from headwater.testing.localkafka import LocalKafka
+from headwater.testing.kafka_cluster import KafkaCluster
 from tests.integration.postgres.conftest import Env, wait_for
 from tests.kafka.conftest import kafka_props, read_topic, unique
 
@@ -72,7 +72,7 @@ def start_capture(config: Any) -> subprocess.Popen[bytes]:
 
 
 def test_capture_into_kafka_survives_kills_and_broker_restart(env: Env,
-                                                              kafka: LocalKafka) -> None:
+                                                              kafka: KafkaCluster) -> None:
     keys = 60
     env.prefix = unique("inv")
     env.sql("CREATE TABLE t (id int PRIMARY KEY, ver int NOT NULL)")
@@ -156,7 +156,7 @@ def run_pipeline_once(spark: Any, config: Any) -> None:
 
 
 @pytest.mark.parametrize("columnar", ["1", "0"])
-def test_pipeline_from_kafka_equals_source(env: Env, kafka: LocalKafka, spark: Any,
+def test_pipeline_from_kafka_equals_source(env: Env, kafka: KafkaCluster, spark: Any,
                                            columnar: str, monkeypatch: Any) -> None:
     """Capture into Kafka, then Kafka -> Delta in small batches (several per partition, both
     decode paths), then more changes and deletes and a second run from the checkpoint."""

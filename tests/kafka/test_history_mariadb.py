@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from headwater.testing.capture_thread import Capture
-from headwater.testing.localkafka import LocalKafka
+from headwater.testing.kafka_cluster import KafkaCluster
 from tests.integration.mysql.conftest import MariaEnv, wait_for
 from tests.kafka.conftest import kafka_props, read_topic, unique
 
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 KAFKA_HISTORY = "io.debezium.storage.kafka.history.KafkaSchemaHistory"
 
 
-def history_config(menv: MariaEnv, kafka: LocalKafka, topic: str) -> Path:
+def history_config(menv: MariaEnv, kafka: KafkaCluster, topic: str) -> Path:
     path = menv.config(kafka_props(kafka, **{
         "schema.history.internal": KAFKA_HISTORY,
         "schema.history.internal.kafka.topic": topic,
@@ -34,7 +34,7 @@ def history_config(menv: MariaEnv, kafka: LocalKafka, topic: str) -> Path:
     return path
 
 
-def rows(kafka: LocalKafka, topic: str) -> dict[int, dict[str, Any]]:
+def rows(kafka: KafkaCluster, topic: str) -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {}
     for rec in read_topic(kafka.bootstrap, topic):
         if rec.value:
@@ -44,7 +44,7 @@ def rows(kafka: LocalKafka, topic: str) -> dict[int, dict[str, Any]]:
     return out
 
 
-def test_history_in_kafka_survives_restarts_and_ddl(menv: MariaEnv, kafka: LocalKafka) -> None:
+def test_history_in_kafka_survives_restarts_and_ddl(menv: MariaEnv, kafka: KafkaCluster) -> None:
     menv.prefix = unique("mh")
     history = unique("hist-")
     menv.sql("CREATE TABLE t (id int PRIMARY KEY, a int NOT NULL)")

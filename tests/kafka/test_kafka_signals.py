@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from headwater.testing.localkafka import LocalKafka
+from headwater.testing.kafka_cluster import KafkaCluster
 from headwater.testing.replay import events
 from tests.integration.mysql.conftest import MariaEnv
 from tests.integration.postgres.conftest import Env, wait_for
@@ -22,7 +22,7 @@ from tests.kafka.conftest import unique
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def send(kafka: LocalKafka, topic: str, key: str, value: dict[str, Any]) -> None:
+def send(kafka: KafkaCluster, topic: str, key: str, value: dict[str, Any]) -> None:
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": kafka.bootstrap})
@@ -30,7 +30,7 @@ def send(kafka: LocalKafka, topic: str, key: str, value: dict[str, Any]) -> None
     assert producer.flush(30) == 0
 
 
-def signal_props(kafka: LocalKafka, topic: str) -> dict[str, Any]:
+def signal_props(kafka: KafkaCluster, topic: str) -> dict[str, Any]:
     return {"snapshot.mode": "no_data", "signal.enabled.channels": "kafka",
             "signal.kafka.topic": topic, "signal.kafka.bootstrap.servers": kafka.bootstrap,
             "signal.kafka.groupId": unique("sig-"), "signal.poll.interval.ms": 100,
@@ -49,7 +49,7 @@ def reads(topics: Any, topic: str) -> list[int]:
             if v is not None and v["op"] == "r"]
 
 
-def run_signals(kafka: LocalKafka, start: Any, streaming: Any, topics: Any, topic: str,
+def run_signals(kafka: KafkaCluster, start: Any, streaming: Any, topics: Any, topic: str,
                 offsets: Any, prefix: str, collection: str, signal_topic: str,
                 rows: int) -> None:
     kafka.create_topic(signal_topic, 1)
@@ -77,7 +77,7 @@ def run_signals(kafka: LocalKafka, start: Any, streaming: Any, topics: Any, topi
     assert len(reads(topics, topic)) == rows
 
 
-def test_kafka_signal_on_postgres(env: Env, kafka: LocalKafka) -> None:
+def test_kafka_signal_on_postgres(env: Env, kafka: KafkaCluster) -> None:
     env.prefix = unique("ks")
     env.sql("CREATE TABLE t (id int PRIMARY KEY, v int)")
     env.sql("INSERT INTO t SELECT g, g FROM generate_series(1, 20) g")
@@ -90,7 +90,7 @@ def test_kafka_signal_on_postgres(env: Env, kafka: LocalKafka) -> None:
                 env.offsets, env.prefix, "public.t", signal_topic, 20)
 
 
-def test_kafka_signal_on_mariadb(menv: MariaEnv, kafka: LocalKafka) -> None:
+def test_kafka_signal_on_mariadb(menv: MariaEnv, kafka: KafkaCluster) -> None:
     menv.prefix = unique("kms")
     menv.sql("CREATE TABLE t (id int PRIMARY KEY, v int)")
     menv.sql("INSERT INTO t VALUES " + ",".join(f"({i}, {i})" for i in range(1, 21)))
@@ -101,7 +101,7 @@ def test_kafka_signal_on_mariadb(menv: MariaEnv, kafka: LocalKafka) -> None:
                 menv.offsets, menv.prefix, f"{menv.db}.t", signal_topic, 20)
 
 
-def test_kafka_signal_on_sqlserver_emulation(kafka: LocalKafka, tmp_path: Path) -> None:
+def test_kafka_signal_on_sqlserver_emulation(kafka: KafkaCluster, tmp_path: Path) -> None:
     """SQL Server (its CDC EMULATION): a Kafka signal starts an incremental snapshot whose
     watermarks are rows of the signal table, seen back through its change table (the source
     channel is not enabled: the table holds watermarks only)."""

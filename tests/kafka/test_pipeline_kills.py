@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from headwater.pipeline.kafka_source import virtual_offset
-from headwater.testing.localkafka import LocalKafka
+from headwater.testing.kafka_cluster import KafkaCluster
 from tests.integration.postgres.conftest import Env, wait_for
 from tests.kafka.conftest import kafka_props, read_topic, unique
 from tests.kafka.test_capture_postgres import current_lsn, stored_lsn
@@ -96,7 +96,7 @@ def table_rows(table: Path, mode: str) -> dict[int, int]:
     return out
 
 
-def caught_up(env: Env, kafka: LocalKafka, store: str) -> None:
+def caught_up(env: Env, kafka: KafkaCluster, store: str) -> None:
     target = current_lsn(env)
     wait_for(lambda: stored_lsn(kafka.bootstrap, store) >= target, timeout=120,
              what="capture caught up")
@@ -106,7 +106,7 @@ def caught_up(env: Env, kafka: LocalKafka, store: str) -> None:
     "changelog",  # in CI: every Kafka record exactly once
     pytest.param("scd1", marks=pytest.mark.long),  # the same kills, merged (--long)
 ])
-def test_pipeline_killed_mid_batch_is_exactly_once(env: Env, kafka: LocalKafka,
+def test_pipeline_killed_mid_batch_is_exactly_once(env: Env, kafka: KafkaCluster,
                                                    mode: str) -> None:
     env.prefix = unique("kil")
     env.sql("CREATE TABLE t (id int PRIMARY KEY, ver int NOT NULL)")

@@ -13,7 +13,7 @@ import pytest
 
 from headwater.connectors.sqlserver.config import validate_sqlserver_config
 from headwater.kafka.consume import read_until_end
-from headwater.testing.localkafka import LocalKafka
+from headwater.testing.kafka_cluster import KafkaCluster
 from headwater.testing.localpg import wait_for
 from tests.sqlserver.conftest import enable_cdc, tsql
 from tests.sqlserver.test_emulated_capture import Capture
@@ -22,15 +22,15 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def kafka() -> Iterator[LocalKafka]:
-    broker = LocalKafka().start()
+def kafka() -> Iterator[KafkaCluster]:
+    broker = KafkaCluster().start()
     try:
         yield broker
     finally:
         broker.cleanup()
 
 
-def history_topic(kafka: LocalKafka, topic: str) -> list[dict[str, Any]]:
+def history_topic(kafka: KafkaCluster, topic: str) -> list[dict[str, Any]]:
     from confluent_kafka import Consumer
 
     consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": "test-history",
@@ -43,7 +43,7 @@ def history_topic(kafka: LocalKafka, topic: str) -> list[dict[str, Any]]:
 
 
 def test_history_topic_records_and_recovers(sqlserver_db: dict[str, Any],
-                                            kafka: LocalKafka) -> None:
+                                            kafka: KafkaCluster) -> None:
     db = sqlserver_db
     props = {"schema.history.internal":
              "io.debezium.storage.kafka.history.KafkaSchemaHistory",

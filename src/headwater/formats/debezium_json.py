@@ -527,14 +527,15 @@ class DebeziumJsonFormat:
                 topic_list.append(TopicRecord(None, value, ts, context_headers))
                 continue
             key = key_of(plan, before if op is delete else after)
+            headers = context_headers
             if record.other_key is not None:
                 headers = (self._key_header(plan, record), *context_headers)
-                topic_list.append(TopicRecord(key, value, ts, headers))
-            else:
-                topic_list.append(TopicRecord(key, value, ts, context_headers))
+            topic_list.append(TopicRecord(key, value, ts, headers))
             if op is delete and tombstones:
-                # Debezium sends the tombstone of a keyless table's delete too (null key).
-                topic_list.append(TopicRecord(key, None, ts, context_headers))
+                # Debezium sends the tombstone of a keyless table's delete too (null key), with
+                # the delete's headers (EventDispatcher copies `record.headers()`): a key
+                # change's tombstone carries `__debezium.newkey` as well.
+                topic_list.append(TopicRecord(key, None, ts, headers))
         return out
 
     # -- the structured path (transforms and non-JSON converters) ------------------------------
@@ -650,7 +651,7 @@ class DebeziumJsonFormat:
                            *ctx_headers)
             out.append(ConnectRecord(plan.topic, None, key_schema, key, plan.envelope_schema,
                                      value, ts, headers))
-            if op is delete and self.tombstones_on_delete:
+            if op is delete and self.tombstones_on_delete:  # with the delete's headers
                 out.append(ConnectRecord(plan.topic, None, key_schema, key, None, None, ts,
-                                         ctx_headers))
+                                         headers))
         return out
