@@ -16,69 +16,27 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from headwater.formats.datastream import typemap
 from headwater.streams.profiles import Profile, source_kind
 from headwater.streams.sources import connect
 
 FULL_DEPTH: Final = 3
 
-# PostgreSQL base type (format_type without modifiers) -> Datastream unified type.
-PG_UNIFIED: Final[dict[str, str]] = {
-    "smallint": "INTEGER", "integer": "INTEGER", "bigint": "LONG", "oid": "LONG",
-    "real": "FLOAT", "double precision": "DOUBLE", "money": "DOUBLE",
-    "boolean": "BOOLEAN", "bit": "BYTES", "bit varying": "BYTES", "bytea": "BYTES",
-    "character": "STRING", "character varying": "STRING", "text": "STRING", "name": "STRING",
-    '"char"': "STRING", "citext": "STRING", "uuid": "STRING", "inet": "STRING",
-    "cidr": "STRING", "macaddr": "STRING", "macaddr8": "STRING", "xml": "STRING",
-    "ltree": "STRING", "isbn": "STRING", "hstore": "STRING",
-    "json": "JSON", "jsonb": "JSON", "date": "DATE",
-    "time without time zone": "TIME", "time with time zone": "TIME WITH TIME ZONE",
-    "timestamp without time zone": "TIMESTAMP",
-    "timestamp with time zone": "TIMESTAMP WITH TIME ZONE", "interval": "INTERVAL",
-    "int4range": "STRING", "int8range": "STRING", "numrange": "STRING", "tsrange": "STRING",
-    "tstzrange": "STRING", "daterange": "STRING",
-}
+def pg_unified(typname: str, typtype: str, precision: int | None, is_array: bool) -> str:
+    """The unified type from PostgreSQL's type table (the one the events use)."""
+    return typemap.pg_unified(typname, is_array=is_array, is_enum=typtype == "e",
+                              has_precision=precision is not None)
 
 
-def pg_unified(base: str, typtype: str, precision: int | None, is_array: bool) -> str:
-    if is_array:
-        return "ARRAY"
-    if base == "numeric":
-        return "DECIMAL" if precision is not None else "NUMBER"
-    if typtype == "e":
-        return "STRING"  # enum types
-    return PG_UNIFIED.get(base, "UNSUPPORTED")
-
-
-_MYSQL_STRING: Final = frozenset({"char", "varchar", "tinytext", "text", "mediumtext",
-                                  "longtext", "enum", "set", "inet4", "inet6", "uuid"})
-_MYSQL_BYTES: Final = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob",
-                                 "longblob"})
-
-
-def mysql_unified(data_type: str, column_type: str, precision: int | None,
-                  scale: int | None) -> str:
-    t = data_type.lower()
-    unsigned = "unsigned" in column_type.lower()
-    if t in ("tinyint", "smallint", "mediumint", "year"):
-        return "INTEGER"
-    if t == "int":
-        return "LONG" if unsigned else "INTEGER"
-    if t == "bigint":
-        return "DECIMAL" if unsigned else "LONG"
-    if t == "bit":
-        return "LONG"
-    if t == "decimal":
-        return ("DECIMAL" if precision is not None and precision <= 38
-                and (scale or 0) <= precision else "NUMBER")
-    simple = {"float": "FLOAT", "double": "DOUBLE", "date": "DATE", "datetime": "DATETIME",
-              "timestamp": "TIMESTAMP", "time": "TIME_INTERVAL", "json": "JSON"}
-    if t in simple:
-        return simple[t]
-    if t in _MYSQL_STRING:
-        return "STRING"
-    if t in _MYSQL_BYTES:
-        return "BYTES"
-    return "UNSUPPORTED"
+def mysql_unified(data_type: str, column_type: str, json_check: bool = False) -> str:
+    """The unified type from MySQL's type table (the one the events use).  MariaDB's JSON is
+    a LONGTEXT with a json_valid check in the information schema (`json_check`)."""
+    t = data_type.upper()
+    if json_check and t == "LONGTEXT":
+        t = "JSON"
+    if t == "INTEGER":
+        t = "INT"
+    return typemap.mysql_unified(t, "unsigned" in column_type.lower())
 
 
 # A domain's type is its innermost base type (domains over domains over arrays included).
@@ -92,7 +50,7 @@ base AS (SELECT dom.oid, dom.cur, dom.mod FROM dom JOIN pg_type t ON t.oid = dom
          WHERE t.typtype <> 'd')
 SELECT n.nspname, c.relname, a.attname, a.attnum, NOT a.attnotnull,
        format_type(a.atttypid, NULL) AS declared,
-       format_type(bt.oid, NULL) AS base, bt.typtype, bt.typcategory = 'A' AS is_array,
+       bt.typname AS base, bt.typtype, bt.typcategory = 'A' AS is_array,
        COALESCE(ic.character_maximum_length, information_schema._pg_char_max_length(
          bt.oid, base.mod)),
        COALESCE(ic.numeric_precision, information_schema._pg_numeric_precision(
@@ -133,7 +91,7 @@ _MYSQL_SYSTEM: Final = ("mysql", "information_schema", "performance_schema", "sy
 _MY_COLUMNS: Final = """
 SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.ORDINAL_POSITION, c.IS_NULLABLE,
        c.DATA_TYPE, c.COLUMN_TYPE, c.CHARACTER_MAXIMUM_LENGTH, c.NUMERIC_PRECISION,
-       c.NUMERIC_SCALE, c.DATETIME_PRECISION, c.COLLATION_NAME, c.COLUMN_KEY
+       c.NUMERIC_SCALE, c.DATETIME_PRECISION, c.COLLATION_NAME, c.COLUMN_KEY, %(json_check)s
 FROM information_schema.COLUMNS c JOIN information_schema.TABLES t
   ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME
 WHERE t.TABLE_TYPE = 'BASE TABLE' AND c.TABLE_SCHEMA NOT IN %(system)s
@@ -141,6 +99,10 @@ WHERE t.TABLE_TYPE = 'BASE TABLE' AND c.TABLE_SCHEMA NOT IN %(system)s
   AND (%(table)s IS NULL OR c.TABLE_NAME = %(table)s)
 ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION
 """
+# MariaDB: a JSON column is a LONGTEXT with the check json_valid(`column`).
+_JSON_CHECK: Final = """EXISTS (SELECT 1 FROM information_schema.CHECK_CONSTRAINTS k
+  WHERE k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA AND k.TABLE_NAME = c.TABLE_NAME
+    AND k.CHECK_CLAUSE = CONCAT('json_valid(`', c.COLUMN_NAME, '`)'))"""
 _MY_TABLES: Final = """
 SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
 WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN %(system)s
@@ -201,21 +163,25 @@ def discover_postgres(conn: Any, depth: int, schema: str | None, table: str | No
 
 def discover_mysql(conn: Any, depth: int, database: str | None, table: str | None
                    ) -> dict[str, Any]:
-    params = {"system": _MYSQL_SYSTEM, "db": database, "table": table}
+    params: dict[str, Any] = {"system": _MYSQL_SYSTEM, "db": database, "table": table}
     with conn.cursor() as cur:
+        cur.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                    "'information_schema' AND TABLE_NAME = 'CHECK_CONSTRAINTS'")
+        has_checks = cur.fetchone()[0] > 0
         cur.execute(_MY_DATABASES, params)
         databases = [r[0] for r in cur.fetchall()]
         cur.execute(_MY_TABLES, params)
         tables = [(r[0], r[1]) for r in cur.fetchall()]
         columns: dict[tuple[str, str], list[dict[str, Any]]] = {}
         if depth >= 3:
-            cur.execute(_MY_COLUMNS, params)
+            cur.execute(_MY_COLUMNS.replace("%(json_check)s", _JSON_CHECK if has_checks
+                                            else "0"), params)
             for (db, t, name, pos, nullable, data_type, column_type, length, precision,
-                 scale, dt_precision, collation, key) in cur.fetchall():
+                 scale, dt_precision, collation, key, json_check) in cur.fetchall():
                 columns.setdefault((db, t), []).append({
                     "column": name, "dataType": str(data_type).upper(),
                     "columnType": column_type,
-                    "unifiedType": mysql_unified(data_type, column_type, precision, scale),
+                    "unifiedType": mysql_unified(data_type, column_type, bool(json_check)),
                     "length": length, "collation": collation,
                     "primaryKey": key == "PRI", "nullable": nullable == "YES",
                     "ordinalPosition": int(pos),
