@@ -28,12 +28,10 @@ def pg_unified(typname: str, typtype: str, precision: int | None, is_array: bool
                               has_precision=precision is not None)
 
 
-def mysql_unified(data_type: str, column_type: str, json_check: bool = False) -> str:
+def mysql_unified(data_type: str, column_type: str) -> str:
     """The unified type from MySQL's type table (the one the events use).  MariaDB's JSON is
-    a LONGTEXT with a json_valid check in the information schema (`json_check`)."""
+    a LONGTEXT (with a json_valid check): STRING, as the capture sees it."""
     t = data_type.upper()
-    if json_check and t == "LONGTEXT":
-        t = "JSON"
     if t == "INTEGER":
         t = "INT"
     return typemap.mysql_unified(t, "unsigned" in column_type.lower())
@@ -91,7 +89,7 @@ _MYSQL_SYSTEM: Final = ("mysql", "information_schema", "performance_schema", "sy
 _MY_COLUMNS: Final = """
 SELECT c.TABLE_SCHEMA, c.TABLE_NAME, c.COLUMN_NAME, c.ORDINAL_POSITION, c.IS_NULLABLE,
        c.DATA_TYPE, c.COLUMN_TYPE, c.CHARACTER_MAXIMUM_LENGTH, c.NUMERIC_PRECISION,
-       c.NUMERIC_SCALE, c.DATETIME_PRECISION, c.COLLATION_NAME, c.COLUMN_KEY, %(json_check)s
+       c.NUMERIC_SCALE, c.DATETIME_PRECISION, c.COLLATION_NAME, c.COLUMN_KEY
 FROM information_schema.COLUMNS c JOIN information_schema.TABLES t
   ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND t.TABLE_NAME = c.TABLE_NAME
 WHERE t.TABLE_TYPE = 'BASE TABLE' AND c.TABLE_SCHEMA NOT IN %(system)s
@@ -99,10 +97,6 @@ WHERE t.TABLE_TYPE = 'BASE TABLE' AND c.TABLE_SCHEMA NOT IN %(system)s
   AND (%(table)s IS NULL OR c.TABLE_NAME = %(table)s)
 ORDER BY c.TABLE_SCHEMA, c.TABLE_NAME, c.ORDINAL_POSITION
 """
-# MariaDB: a JSON column is a LONGTEXT with the check json_valid(`column`).
-_JSON_CHECK: Final = """EXISTS (SELECT 1 FROM information_schema.CHECK_CONSTRAINTS k
-  WHERE k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA AND k.TABLE_NAME = c.TABLE_NAME
-    AND k.CHECK_CLAUSE = CONCAT('json_valid(`', c.COLUMN_NAME, '`)'))"""
 _MY_TABLES: Final = """
 SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES
 WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN %(system)s
@@ -165,23 +159,19 @@ def discover_mysql(conn: Any, depth: int, database: str | None, table: str | Non
                    ) -> dict[str, Any]:
     params: dict[str, Any] = {"system": _MYSQL_SYSTEM, "db": database, "table": table}
     with conn.cursor() as cur:
-        cur.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
-                    "'information_schema' AND TABLE_NAME = 'CHECK_CONSTRAINTS'")
-        has_checks = cur.fetchone()[0] > 0
         cur.execute(_MY_DATABASES, params)
         databases = [r[0] for r in cur.fetchall()]
         cur.execute(_MY_TABLES, params)
         tables = [(r[0], r[1]) for r in cur.fetchall()]
         columns: dict[tuple[str, str], list[dict[str, Any]]] = {}
         if depth >= 3:
-            cur.execute(_MY_COLUMNS.replace("%(json_check)s", _JSON_CHECK if has_checks
-                                            else "0"), params)
+            cur.execute(_MY_COLUMNS, params)
             for (db, t, name, pos, nullable, data_type, column_type, length, precision,
-                 scale, dt_precision, collation, key, json_check) in cur.fetchall():
+                 scale, dt_precision, collation, key) in cur.fetchall():
                 columns.setdefault((db, t), []).append({
                     "column": name, "dataType": str(data_type).upper(),
                     "columnType": column_type,
-                    "unifiedType": mysql_unified(data_type, column_type, bool(json_check)),
+                    "unifiedType": mysql_unified(data_type, column_type),
                     "length": length, "collation": collation,
                     "primaryKey": key == "PRI", "nullable": nullable == "YES",
                     "ordinalPosition": int(pos),
