@@ -78,8 +78,15 @@ def _timestamp_tz(v: Any) -> dt.datetime:
     return _utc(v["timestamp"])
 
 
+def _millis(v: Any) -> int:
+    """An Avro time-millis (fastavro gives a datetime.time) as milliseconds."""
+    if isinstance(v, dt.time):
+        return ((v.hour * 60 + v.minute) * 60 + v.second) * 1000 + v.microsecond // 1000
+    return int(v)
+
+
 def _time_tz_text(v: Any) -> str:
-    offset_ms = int(v["offset"])
+    offset_ms = _millis(v["offset"])
     sign = "-" if offset_ms < 0 else "+"
     minutes = abs(offset_ms) // 60_000
     return f"{_time_text(v['time'])}{sign}{minutes // 60:02d}:{minutes % 60:02d}"
