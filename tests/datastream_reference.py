@@ -163,7 +163,8 @@ def compare(unified_full: str, avro: Any, json_value: Any, discover: str | None,
         out.append(f"Avro {branch!r}, expected {want!r} for {unified}")
     if unified in forms and json_value is not None:
         types = forms[unified][0]
-        if not isinstance(json_value, types):
+        if not isinstance(json_value, types) or (
+                isinstance(json_value, bool) and bool not in types):  # True is an int too
             out.append(f"JSON {json_value!r}, expected {forms[unified][0]} for {unified}")
     if unified == "UNSUPPORTED" and json_value is not None:
         out.append(f"JSON {json_value!r} for an UNSUPPORTED column")
