@@ -120,6 +120,8 @@ class Column:
     # Value used in place of a missing value of a NOT NULL column, as Debezium does for
     # partial before-images (e.g. PostgreSQL REPLICA IDENTITY DEFAULT deletes).
     fallback: Any = None
+    # An unsigned integer column (MySQL): Datastream's type table tells BIGINT UNSIGNED apart.
+    unsigned: bool = False
 
     @property
     def optional(self) -> bool:

@@ -16,69 +16,25 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from headwater.formats.datastream import typemap
 from headwater.streams.profiles import Profile, source_kind
 from headwater.streams.sources import connect
 
 FULL_DEPTH: Final = 3
 
-# PostgreSQL base type (format_type without modifiers) -> Datastream unified type.
-PG_UNIFIED: Final[dict[str, str]] = {
-    "smallint": "INTEGER", "integer": "INTEGER", "bigint": "LONG", "oid": "LONG",
-    "real": "FLOAT", "double precision": "DOUBLE", "money": "DOUBLE",
-    "boolean": "BOOLEAN", "bit": "BYTES", "bit varying": "BYTES", "bytea": "BYTES",
-    "character": "STRING", "character varying": "STRING", "text": "STRING", "name": "STRING",
-    '"char"': "STRING", "citext": "STRING", "uuid": "STRING", "inet": "STRING",
-    "cidr": "STRING", "macaddr": "STRING", "macaddr8": "STRING", "xml": "STRING",
-    "ltree": "STRING", "isbn": "STRING", "hstore": "STRING",
-    "json": "JSON", "jsonb": "JSON", "date": "DATE",
-    "time without time zone": "TIME", "time with time zone": "TIME WITH TIME ZONE",
-    "timestamp without time zone": "TIMESTAMP",
-    "timestamp with time zone": "TIMESTAMP WITH TIME ZONE", "interval": "INTERVAL",
-    "int4range": "STRING", "int8range": "STRING", "numrange": "STRING", "tsrange": "STRING",
-    "tstzrange": "STRING", "daterange": "STRING",
-}
+def pg_unified(typname: str, typtype: str, precision: int | None, is_array: bool) -> str:
+    """The unified type from PostgreSQL's type table (the one the events use)."""
+    return typemap.pg_unified(typname, is_array=is_array, is_enum=typtype == "e",
+                              has_precision=precision is not None)
 
 
-def pg_unified(base: str, typtype: str, precision: int | None, is_array: bool) -> str:
-    if is_array:
-        return "ARRAY"
-    if base == "numeric":
-        return "DECIMAL" if precision is not None else "NUMBER"
-    if typtype == "e":
-        return "STRING"  # enum types
-    return PG_UNIFIED.get(base, "UNSUPPORTED")
-
-
-_MYSQL_STRING: Final = frozenset({"char", "varchar", "tinytext", "text", "mediumtext",
-                                  "longtext", "enum", "set", "inet4", "inet6", "uuid"})
-_MYSQL_BYTES: Final = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob",
-                                 "longblob"})
-
-
-def mysql_unified(data_type: str, column_type: str, precision: int | None,
-                  scale: int | None) -> str:
-    t = data_type.lower()
-    unsigned = "unsigned" in column_type.lower()
-    if t in ("tinyint", "smallint", "mediumint", "year"):
-        return "INTEGER"
-    if t == "int":
-        return "LONG" if unsigned else "INTEGER"
-    if t == "bigint":
-        return "DECIMAL" if unsigned else "LONG"
-    if t == "bit":
-        return "LONG"
-    if t == "decimal":
-        return ("DECIMAL" if precision is not None and precision <= 38
-                and (scale or 0) <= precision else "NUMBER")
-    simple = {"float": "FLOAT", "double": "DOUBLE", "date": "DATE", "datetime": "DATETIME",
-              "timestamp": "TIMESTAMP", "time": "TIME_INTERVAL", "json": "JSON"}
-    if t in simple:
-        return simple[t]
-    if t in _MYSQL_STRING:
-        return "STRING"
-    if t in _MYSQL_BYTES:
-        return "BYTES"
-    return "UNSUPPORTED"
+def mysql_unified(data_type: str, column_type: str) -> str:
+    """The unified type from MySQL's type table (the one the events use).  MariaDB's JSON is
+    a LONGTEXT (with a json_valid check): STRING, as the capture sees it."""
+    t = data_type.upper()
+    if t == "INTEGER":
+        t = "INT"
+    return typemap.mysql_unified(t, "unsigned" in column_type.lower())
 
 
 # A domain's type is its innermost base type (domains over domains over arrays included).
@@ -92,7 +48,7 @@ base AS (SELECT dom.oid, dom.cur, dom.mod FROM dom JOIN pg_type t ON t.oid = dom
          WHERE t.typtype <> 'd')
 SELECT n.nspname, c.relname, a.attname, a.attnum, NOT a.attnotnull,
        format_type(a.atttypid, NULL) AS declared,
-       format_type(bt.oid, NULL) AS base, bt.typtype, bt.typcategory = 'A' AS is_array,
+       bt.typname AS base, bt.typtype, bt.typcategory = 'A' AS is_array,
        COALESCE(ic.character_maximum_length, information_schema._pg_char_max_length(
          bt.oid, base.mod)),
        COALESCE(ic.numeric_precision, information_schema._pg_numeric_precision(
@@ -201,7 +157,7 @@ def discover_postgres(conn: Any, depth: int, schema: str | None, table: str | No
 
 def discover_mysql(conn: Any, depth: int, database: str | None, table: str | None
                    ) -> dict[str, Any]:
-    params = {"system": _MYSQL_SYSTEM, "db": database, "table": table}
+    params: dict[str, Any] = {"system": _MYSQL_SYSTEM, "db": database, "table": table}
     with conn.cursor() as cur:
         cur.execute(_MY_DATABASES, params)
         databases = [r[0] for r in cur.fetchall()]
@@ -215,7 +171,7 @@ def discover_mysql(conn: Any, depth: int, database: str | None, table: str | Non
                 columns.setdefault((db, t), []).append({
                     "column": name, "dataType": str(data_type).upper(),
                     "columnType": column_type,
-                    "unifiedType": mysql_unified(data_type, column_type, precision, scale),
+                    "unifiedType": mysql_unified(data_type, column_type),
                     "length": length, "collation": collation,
                     "primaryKey": key == "PRI", "nullable": nullable == "YES",
                     "ordinalPosition": int(pos),

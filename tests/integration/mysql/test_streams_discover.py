@@ -51,8 +51,8 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "b1": ("BIT", "LONG"),
     "b10": ("BIT", "LONG"),
     "b64": ("BIT", "LONG"),
-    "d6530": ("DECIMAL", "NUMBER"),
-    "d4030": ("DECIMAL", "NUMBER"),
+    "d6530": ("DECIMAL", "DECIMAL"),  # Google: DECIMAL at any precision
+    "d4030": ("DECIMAL", "DECIMAL"),
     "d102": ("DECIMAL", "DECIMAL"),
     "dec": ("DECIMAL", "DECIMAL"),
     "f": ("FLOAT", "FLOAT"),

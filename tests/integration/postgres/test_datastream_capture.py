@@ -128,9 +128,11 @@ def test_avro_files_from_a_real_capture(env: Env) -> None:
     assert back["read_method"] == "postgresql-backfill"
     payload = back["payload"]
     assert payload["amount"] == Decimal("12.30")
-    assert payload["placed"]["date"].isoformat() == "2024-01-02"
-    assert payload["placed"]["time"].isoformat() == "03:04:05.123456"
-    assert payload["paid"].isoformat() == "2024-01-02T03:04:05+00:00"
+    # Google's tables: timestamp is TIMESTAMP (timestamp-micros), timestamptz the timestampTz
+    # record {timestamp, offset} (was DATETIME and a plain timestamp-micros)
+    assert payload["placed"].isoformat() == "2024-01-02T03:04:05.123456+00:00"
+    assert payload["paid"]["timestamp"].isoformat() == "2024-01-02T03:04:05+00:00"
+    assert payload["paid"]["offset"].isoformat() == "00:00:00"
     assert payload["blob"] == b"\x00\x01" and payload["doc"] == '{"a": 1}'
     assert [e["source_metadata"]["change_type"] for e in events[1:]] == [
         "INSERT", "UPDATE", "DELETE", "INSERT", "DELETE"]

@@ -234,13 +234,14 @@ def test_avro_datum_round_trips_through_fastavro_with_unified_types() -> None:
     payload = next(f for f in schema["fields"] if f["name"] == "payload")["type"]
     assert [(f["name"], f["unifiedType"], f["sourceType"]) for f in payload["fields"]] == [
         ("id", "INTEGER", "int4"), ("note", "STRING", "text"),
-        ("amount", "DECIMAL(10,2)", "numeric"), ("placed", "DATETIME", "timestamp")]
+        ("amount", "DECIMAL(10,2)", "numeric"), ("placed", "TIMESTAMP", "timestamp")]
     got = schemaless_reader(io.BytesIO(record.value or b""), parse_schema(schema), None)
     assert isinstance(got, dict)
     assert got["read_method"] == "postgres-cdc-wal"
     assert got["sort_keys"] == [0x16B374D900, 0x16B374D848, 1, 0]
     assert got["payload"]["amount"] == Decimal("12.30")
-    assert got["payload"]["placed"]["date"].isoformat() == "2019-11-07"
+    # PostgreSQL timestamp is Datastream's TIMESTAMP (timestamp-micros), not a DATETIME record
+    assert got["payload"]["placed"].isoformat() == "2019-11-07T07:15:39+00:00"
     assert got["source_timestamp"].isoformat() == "2019-11-07T07:15:39+00:00"
     # the JSON event of the same record has the same identity
     (js,) = events(DatastreamFormat(STREAM), rec(PG, pg_table(), Op.CREATE, None, ROW, PG_POS))

@@ -82,6 +82,7 @@ def build_codec(
             length=col.length,
             scale=col.scale,
             fallback=mapping.fallback,
+            unsigned=col.unsigned,
         )
         if column_mappers and not in_key:
             column, convert = column_mappers.apply(

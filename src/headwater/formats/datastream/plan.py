@@ -65,6 +65,13 @@ class _Named:
         return avro
 
 
+def _nullable(avro: Any) -> Any:
+    """A payload field's type: a union with null (UNSUPPORTED is null already)."""
+    if isinstance(avro, dict) and avro.get("type") == "null":
+        return avro
+    return ["null", avro]
+
+
 def _metadata_avro(spec: SourceSpec) -> dict[str, Any]:
     fields = []
     for f in spec.fields:
@@ -109,7 +116,7 @@ class TablePlan:
         payload = {
             "type": "record", "name": "payload",
             "fields": [
-                {"name": avro_name, "type": ["null", named(u.avro)], "default": None,
+                {"name": avro_name, "type": _nullable(named(u.avro)), "default": None,
                  "sourceName": column.name, "sourceType": column.type_name,
                  "unifiedType": u.name}
                 for avro_name, column, u in zip(self.avro_names, table.columns, self.unified,

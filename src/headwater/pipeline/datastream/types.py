@@ -16,6 +16,10 @@ Datastream's logical types and the unified type's records), so the column types 
 | TIMESTAMP (`long` timestamp-micros/millis) | timestamp (UTC, µs) |
 | TIME (`long` time-micros) | string `HH:MM:SS[.ffffff]` (Delta has no TIME type) |
 | INTERVAL (record months, hours, micros) | struct of the three |
+| TIMESTAMP_WITH_TIME_ZONE (record timestampTz) | timestamp (UTC, µs) |
+| TIME_WITH_TIME_ZONE (record timeTz) | string `HH:MM:SS[.ffffff]+hh:mm` |
+| GEOMETRY (record value, srid, type) | struct of the three |
+| UNSUPPORTED (`null`) | string, always null |
 | ARRAY | array of the item's column type |
 
 JSON events carry no types, so a JSON column's type comes from its values (`infer_json`):
@@ -70,6 +74,24 @@ def _utc(v: Any) -> dt.datetime:
     return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=int(v))
 
 
+def _timestamp_tz(v: Any) -> dt.datetime:
+    return _utc(v["timestamp"])
+
+
+def _millis(v: Any) -> int:
+    """An Avro time-millis (fastavro gives a datetime.time) as milliseconds."""
+    if isinstance(v, dt.time):
+        return ((v.hour * 60 + v.minute) * 60 + v.second) * 1000 + v.microsecond // 1000
+    return int(v)
+
+
+def _time_tz_text(v: Any) -> str:
+    offset_ms = _millis(v["offset"])
+    sign = "-" if offset_ms < 0 else "+"
+    minutes = abs(offset_ms) // 60_000
+    return f"{_time_text(v['time'])}{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+
+
 def _text(v: Any) -> str:
     return v if isinstance(v, str) else str(v)
 
@@ -84,6 +106,7 @@ _PRIMITIVE: dict[str, FieldType] = {
     "string": FieldType(pa.string(), _identity),
 }
 
+_GEOMETRY = pa.struct([("value", pa.binary()), ("srid", pa.int32()), ("type", pa.string())])
 _INTERVAL = pa.struct([("months", pa.int32()), ("hours", pa.int32()), ("micros", pa.int64())])
 
 
@@ -114,6 +137,12 @@ def avro_type(schema: Any, named: dict[str, Any]) -> FieldType:
             return FieldType(pa.timestamp("us"), _datetime)
         if fields == {"months", "hours", "micros"}:
             return FieldType(_INTERVAL, _identity)
+        if fields == {"timestamp", "offset"}:  # timestampTz: the instant, in UTC
+            return FieldType(pa.timestamp("us", tz="UTC"), _timestamp_tz)
+        if fields == {"time", "offset"}:  # timeTz: its ISO text with the offset
+            return FieldType(pa.string(), _time_tz_text)
+        if fields == {"value", "srid", "type"}:  # geometry: WKB, SRID and its kind
+            return FieldType(_GEOMETRY, _identity)
         raise ValueError(f"unsupported Avro record {schema.get('name')!r} in a payload")
     if kind == "array":
         item = avro_type(schema["items"], named)
@@ -138,6 +167,8 @@ def avro_type(schema: Any, named: dict[str, Any]) -> FieldType:
         return FieldType(pa.string(), _time_text)
     if kind == "string":
         return FieldType(pa.string(), _text)  # NUMBER, JSON: text
+    if kind == "null":  # UNSUPPORTED: Datastream carries no value
+        return FieldType(pa.string(), _identity)
     # a nested type, or a primitive with a logical type of its own (time-interval-micros)
     return avro_type(kind, named)
 
