@@ -39,8 +39,12 @@ def topic(name: str, leaders: list[int] | None) -> TopicMetadata:
 class ScriptedCluster:
     """An AdminClient whose metadata for each topic follows a script (the last state stays)."""
 
-    def __init__(self, script: dict[str, list[list[int] | None]]) -> None:
+    def __init__(self, script: dict[str, list[list[int] | None]],
+                 unserved: dict[str, int] | None = None) -> None:
         self.script = {name: iter(states) for name, states in script.items()}
+        # ListOffsets answers NOT_LEADER this many times per topic before it serves it
+        self.unserved = dict(unserved or {})
+        self.offset_requests: list[str] = []
         self.last: dict[str, list[int] | None] = {}
         self.requests: list[str] = []
         self.created: list[str] = []
@@ -53,6 +57,26 @@ class ScriptedCluster:
         meta = ClusterMetadata()
         meta.topics = {name: topic(name, self.last[name])}
         return meta
+
+    def list_offsets(self, specs: dict[Any, Any], request_timeout: float = -1
+                     ) -> dict[Any, Any]:
+        from concurrent.futures import Future
+
+        from confluent_kafka import KafkaError, KafkaException
+
+        out: dict[Any, Any] = {}
+        for tp in specs:
+            self.offset_requests.append(tp.topic)
+            future: Future[None] = Future()
+            if self.unserved.get(tp.topic, 0) > 0:
+                future.set_exception(KafkaException(KafkaError(
+                    KafkaError.NOT_LEADER_FOR_PARTITION)))
+            else:
+                future.set_result(None)
+            out[tp] = future
+        for name in {tp.topic for tp in specs}:
+            self.unserved[name] = self.unserved.get(name, 0) - 1
+        return out
 
     def create_topics(self, new: list[Any], request_timeout: float = -1) -> dict[str, Any]:
         from concurrent.futures import Future
@@ -96,6 +120,24 @@ def test_create_returns_once_every_topic_has_leaders_for_all_partitions() -> Non
     # a is asked for five times (until its last state), b twice: ready topics are not re-asked
     assert cluster.requests.count("a") == 5 and cluster.requests.count("b") == 2
     assert clock.sleeps == [0.05, 0.1, 0.2, 0.4]  # backing off, as Connect's KafkaBasedLog
+
+
+def test_a_leader_that_does_not_serve_its_partition_yet_is_waited_for() -> None:
+    cluster = ScriptedCluster({"a": [[1, 1]]}, unserved={"a": 2})
+    clock = Clock()
+    hw = admin(cluster, clock)
+    hw.create({"a": (2, 1, {})})
+    assert hw.partitions == {"a": 2}
+    assert cluster.offset_requests == ["a"] * 6  # two partitions, asked three times
+    assert len(clock.sleeps) == 2
+
+
+def test_timeout_says_which_partitions_are_not_served() -> None:
+    cluster = ScriptedCluster({"a": [[1]]}, unserved={"a": 1000})
+    with pytest.raises(TopicMetadataTimeout,
+                       match=r"a: partitions not served by their leader yet: 0 "
+                             r"\(NOT_LEADER_FOR_PARTITION\)"):
+        admin(cluster, Clock()).create({"a": (1, 1, {})}, timeout=2)
 
 
 def test_fewer_partitions_than_created_is_not_ready_yet() -> None:

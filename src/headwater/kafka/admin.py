@@ -10,7 +10,9 @@ asynchronously, so a produce or a metadata request right after the create can st
 no such topic (or partitions without a leader).  Like Kafka Connect (its `KafkaBasedLog` polls
 `partitionsFor` after creating a topic, backing off, until a deadline), `create` returns only
 once every new topic is in the cluster metadata with its partitions and a leader for each, and
-otherwise fails naming the topics and the deadline.
+each leader answers ListOffsets for its partition (a broker's metadata names it leader a
+moment before it serves the partition); otherwise it fails naming the topics and the
+deadline.
 """
 
 from __future__ import annotations
@@ -124,5 +126,30 @@ class TopicAdmin:
                             if part.leader < 0 or part.error is not None)
         if leaderless:
             return f"no leader for partitions {leaderless}"
+        unserved = self._unserved(name, sorted(topic.partitions))
+        if unserved:
+            return unserved
         self.partitions[name] = len(topic.partitions)
+        return None
+
+    def _unserved(self, name: str, partitions: list[int]) -> str | None:
+        """Whether every partition's leader answers ListOffsets for it.  A broker's metadata
+        can name it leader before it serves the partition (Apache Kafka 4.4 answers
+        NOT_LEADER_OR_FOLLOWER meanwhile); a reader asking for watermarks then fails."""
+        from confluent_kafka import KafkaException, TopicPartition
+        from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+        latest: Any = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        futures = self.client.list_offsets(
+            {TopicPartition(name, p): latest for p in partitions},
+            request_timeout=_MAX_WAIT_S * 5)
+        errors: dict[int, str] = {}
+        for tp, future in futures.items():
+            try:
+                future.result()
+            except KafkaException as exc:
+                errors[tp.partition] = exc.args[0].name()
+        if errors:
+            return ("partitions not served by their leader yet: "
+                    + ", ".join(f"{p} ({err})" for p, err in sorted(errors.items())))
         return None
