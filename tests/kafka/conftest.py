@@ -8,6 +8,7 @@ import itertools
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+import orjson
 import pytest
 
 from headwater.kafka.consume import partition_counts, read_until_end
@@ -55,6 +56,12 @@ def read_topic(bootstrap: str, topic: str) -> list[Rec]:
     finally:
         consumer.close()
     return sorted(out, key=lambda r: (r.partition, r.offset))
+
+
+def stored_offset(bootstrap: str, topic: str) -> dict[str, Any] | None:
+    """The last offset a connector stored in an offsets topic (None: none yet)."""
+    records = [r for r in read_topic(bootstrap, topic) if r.key]
+    return orjson.loads(records[-1].value) if records and records[-1].value else None
 
 
 def kafka_props(broker: KafkaCluster, **extra: Any) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import pytest
 from headwater.capture import build_runtime, load_connector_config
 from headwater.config import ConfigError
 from headwater.converters.headers import header_value
-from headwater.testing.localkafka import LocalKafka
+from headwater.testing.kafka_cluster import KafkaCluster
 from tests.integration.postgres.conftest import Env, wait_for
 from tests.kafka.conftest import kafka_props, read_topic, unique
 from tests.kafka.test_capture_postgres import current_lsn, stored_lsn
@@ -65,7 +65,7 @@ def headers_of(rec: Any) -> dict[str, Any]:
 
 
 def test_confluent_deserializer_decodes_avro_records_into_the_json_records(
-        env: Env, kafka: LocalKafka, registry: str) -> None:
+        env: Env, kafka: KafkaCluster, registry: str) -> None:
     env.sql("CREATE TABLE w (id int PRIMARY KEY, price numeric(10,2), anynum numeric, d date, "
             "t time(3), ts timestamp(3), tstz timestamptz, raw bytea, tags text[], nums int[], "
             "f4 real, f8 float8, ok boolean, u uuid, j jsonb, small smallint, big bigint, "

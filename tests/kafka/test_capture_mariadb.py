@@ -17,7 +17,7 @@ import pytest
 from headwater.kafka.murmur2 import partition_for
 from headwater.testing.kafka_cluster import KafkaCluster
 from tests.integration.mysql.conftest import MariaEnv, wait_for
-from tests.kafka.conftest import kafka_props, read_topic, unique
+from tests.kafka.conftest import kafka_props, read_topic, stored_offset, unique
 from tests.kafka.test_capture_postgres import run_pipeline_once, start_capture
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -62,7 +62,10 @@ def test_mariadb_into_kafka_with_kills_then_delta(menv: MariaEnv, kafka: KafkaCl
     topic = menv.topic("t")
     proc = start_capture(config)
     try:
-        time.sleep(5)
+        # The snapshot's offset is stored before the load begins: a capture killed earlier
+        # would snapshot again and rightly skip the versions in between.
+        wait_for(lambda: stored_offset(kafka.bootstrap, props["offset.storage.topic"]),
+                 timeout=120, what="the snapshot's offset stored")
         load.start()
         for _ in range(2):
             time.sleep(3)

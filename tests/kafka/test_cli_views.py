@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from headwater.cli import app
 from headwater.kafka.offsets import KafkaOffsetStore
 from headwater.kafka.settings import kafka_settings
-from headwater.testing.localkafka import LocalKafka
+from headwater.testing.kafka_cluster import KafkaCluster
 from tests.kafka.conftest import kafka_props, unique
 
 
@@ -25,7 +25,7 @@ def _config(tmp_path: Path, props: dict[str, object]) -> Path:
     return path
 
 
-def test_offsets_show_and_topics_list_read_kafka(kafka: LocalKafka, tmp_path: Path) -> None:
+def test_offsets_show_and_topics_list_read_kafka(kafka: KafkaCluster, tmp_path: Path) -> None:
     prefix = unique("views")
     props = kafka_props(kafka, **{"topic.prefix": prefix})
     cfg = _config(tmp_path, props)

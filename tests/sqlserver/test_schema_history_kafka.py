@@ -1,4 +1,4 @@
-"""The SQL Server schema history in a Kafka topic (KafkaSchemaHistory, on a local tansu broker),
+"""The SQL Server schema history in a Kafka topic (KafkaSchemaHistory, on an Apache Kafka node),
 on the CDC EMULATION: the snapshot's CREATE and the capture-instance ALTER are records of the
 one-partition history topic, and a restart recovers from it (pending old-instance rows keep the
 column the catalog dropped)."""

@@ -1,12 +1,13 @@
 """Reading Kafka partitions to their end: the one consumer pattern the stores and the pipeline
 share.
 
-Why "to the end" by partition EOF rather than by ListOffsets: the end a fetch reports (the
-high watermark in the fetch response, which librdkafka turns into a PARTITION_EOF event) is the
-end the reader has actually reached, and it is right on every Kafka-protocol broker; tansu
-0.6.0 answers ListOffsets(latest) with the base offset of the last record batch + 1, short of
-the true end (docs/kafka.md, "tansu").  Consumers here are assigned partitions explicitly (no
-group membership, no committed offsets): where to start is always the caller's stored state.
+"The end" is the one a fetch reports (the high watermark in the fetch response, which
+librdkafka turns into a PARTITION_EOF event): the end the reader has actually reached.  A
+partition whose high watermark (ListOffsets) is already at the start offset is done without a
+fetch: on Apache Kafka an empty partition's first fetch waits `fetch.wait.max.ms` for data
+that does not come, and a fresh 25-partition offsets topic then cost seconds at every capture
+start.  Consumers here are assigned partitions explicitly (no group membership, no committed
+offsets): where to start is always the caller's stored state.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def read_until_end(consumer: Any, starts: Mapping[tuple[str, int], int],
     from confluent_kafka import KafkaError, TopicPartition
 
     pending = {tp for tp in starts if stops is None or stops.get(tp, 1 << 62) > starts[tp]}
+    pending -= _already_at_end(consumer, pending, starts)
     if not pending:
         return
     consumer.assign([TopicPartition(t, p, starts[(t, p)]) for (t, p) in sorted(pending)])
@@ -84,14 +86,30 @@ def read_until_end(consumer: Any, starts: Mapping[tuple[str, int], int],
         consumer.unassign()
 
 
+def _already_at_end(consumer: Any, partitions: set[tuple[str, int]],
+                    starts: Mapping[tuple[str, int], int]) -> set[tuple[str, int]]:
+    """The partitions whose high watermark is at (or before) their start offset: nothing to
+    read.  A partition whose watermark cannot be asked now is left to the fetch."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    done: set[tuple[str, int]] = set()
+    for t, p in partitions:
+        try:
+            _low, high = consumer.get_watermark_offsets(TopicPartition(t, p), timeout=5)
+        except KafkaException:
+            continue
+        if high <= starts[(t, p)]:
+            done.add((t, p))
+    return done
+
+
 def end_offsets(consumer: Any, partitions: list[tuple[str, int]],
                 hints: Mapping[tuple[str, int], int] | None = None,
                 timeout: float = 60.0) -> dict[tuple[str, int], int]:
     """The end (next offset) of each partition, as a fetch reports it.
 
-    Reads from max(hint, ListOffsets(latest) - 1, low watermark), so only the last record (on
-    Kafka) or the last record batch (tansu) is fetched: the PARTITION_EOF that follows carries
-    the end."""
+    Reads from max(hint, ListOffsets(latest) - 1, low watermark), so only the last record is
+    fetched: the PARTITION_EOF that follows carries the end."""
     from confluent_kafka import KafkaError, TopicPartition
 
     if not partitions:

@@ -4,7 +4,7 @@ The brokers are Apache Kafka itself (the `kafka` artifact set of headwater.jvm.a
 `kafka_2.13` and `kafka-tools` from Maven Central), started with `java -cp`, so what passes
 here has passed against the broker users run.  Every node is both broker and controller
 (`process.roles=broker,controller`, a static `controller.quorum.voters`); storage is formatted
-once with `kafka.tools.StorageTool` and kept in a temporary folder, so a node killed with
+once with `kafka.tools.StorageTool format` and kept in a temporary folder, so a node killed with
 SIGKILL, or the whole cluster stopped, comes back with its topics and records.
 
 One node is enough for the fast tests; three nodes (replication factor 3,
@@ -23,12 +23,14 @@ request would hide a missing create and come with the broker's defaults.
 
 from __future__ import annotations
 
+import base64
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,16 @@ from typing import Any
 from headwater.testing.localpg import free_port
 
 KAFKA_SET = "kafka"
+
+
+def random_cluster_id() -> str:
+    """What `kafka.tools.StorageTool random-uuid` prints (Kafka's `Uuid.randomUuid()`: 16
+    random bytes, URL-safe base64 without padding, never starting with "-"), without a JVM
+    start of its own."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
 
 
 class KafkaClusterError(RuntimeError):
@@ -170,27 +182,27 @@ class KafkaCluster:
         (node.folder / "log4j2.yaml").write_text(_LOG4J2.format(log=node.folder / name))
 
     def _format(self) -> None:
-        """Writes every node's configuration and formats its storage with one cluster id."""
+        """Writes every node's configuration and formats its storage with one cluster id (the
+        nodes' StorageTool runs side by side)."""
         self.base.mkdir(parents=True, exist_ok=True)
-        any_node = next(iter(self.nodes.values()))
-        any_node.folder.mkdir(parents=True, exist_ok=True)
-        self._write_logging(any_node, "tool.log")
-        out = subprocess.run(self._java(any_node, "kafka.tools.StorageTool", "random-uuid"),
-                             capture_output=True, text=True, check=False)
-        if out.returncode != 0:
-            raise KafkaClusterError(f"StorageTool random-uuid failed: {out.stderr[-2000:]}")
-        self.cluster_id = out.stdout.strip().splitlines()[-1]
+        cluster_id = random_cluster_id()
+        runs: dict[int, subprocess.Popen[str]] = {}
         for node in self.nodes.values():
             node.folder.mkdir(parents=True, exist_ok=True)
             (node.folder / "server.properties").write_text(self._properties(node))
             self._write_logging(node, "server.log")
-            done = subprocess.run(
-                self._java(node, "kafka.tools.StorageTool", "format", "-t", self.cluster_id,
+            runs[node.node_id] = subprocess.Popen(
+                self._java(node, "kafka.tools.StorageTool", "format", "-t", cluster_id,
                            "-c", str(node.folder / "server.properties")),
-                capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                raise KafkaClusterError(f"StorageTool format of node {node.node_id} failed: "
-                                        f"{(done.stdout + done.stderr)[-2000:]}")
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        failed = []
+        for node_id, run in runs.items():
+            out, _ = run.communicate(timeout=120)
+            if run.returncode != 0:
+                failed.append(f"node {node_id}: {out[-2000:]}")
+        if failed:
+            raise KafkaClusterError("StorageTool format failed: " + "; ".join(failed))
+        self.cluster_id = cluster_id
 
     def _launch(self, node: _Node) -> None:
         if node.running:
