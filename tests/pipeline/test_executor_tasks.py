@@ -6,6 +6,7 @@ the changelog gives `decode_changelog`'s rows."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 from typing import Any
@@ -14,14 +15,14 @@ import pyarrow as pa
 import pytest
 
 from headwater.pipeline import columnar, tasks
+from headwater.topics.segment import live_segments
 from tests.pipeline.test_columnar import TOPIC, workload, write
 
 
 def cuts(rng: random.Random, end: int, parts: int) -> list[tasks.Task]:
     points = sorted(rng.sample(range(1, end), parts - 1))
     bounds = [0, *points, end]
-    return [tasks.Task(TOPIC, a, b, i) for i, (a, b) in enumerate(zip(bounds, bounds[1:],
-                                                                      strict=False))]
+    return [tasks.Task(TOPIC, a, b, i) for i, (a, b) in enumerate(itertools.pairwise(bounds))]
 
 
 def by_parts(spark: Any, root: Path, staging: Path, parts: list[tasks.Task], mode: str,
@@ -108,9 +109,11 @@ def test_the_stage_runs_as_spark_tasks_and_plans_by_segments(spark: Any, tmp_pat
     root = tmp_path / "topics"
     write(root, records, segment_bytes=32 << 10)
     planned = tasks.plan(root, {TOPIC: (0, len(records))}, parallelism=3, min_records=100)
-    assert [(t.start, t.end)[0] for t in planned][0] == 0 and planned[-1].end == len(records)
+    assert planned[0].start == 0 and planned[-1].end == len(records)
     assert len(planned) == 3
-    assert all(a.end == b.start for a, b in zip(planned, planned[1:], strict=False))
+    assert all(a.end == b.start for a, b in itertools.pairwise(planned))
+    bases = {s.base for s in live_segments(root / TOPIC)}
+    assert all(t.start in bases for t in planned)  # cut at segments' first offsets
     results = tasks.run_stage(spark, root, tmp_path / "ckpt", 4, "scd1",
                               {TOPIC: (0, len(records))}, min_records=100)
     parts = results[TOPIC]

@@ -59,7 +59,7 @@ log = logging.getLogger("headwater.pipeline.tasks")
 
 # A part is worth a task from this many records on: below, the task's start-up (a Python
 # worker, the segment's mapping) costs more than the decode it spares the others.
-MIN_TASK_RECORDS = 50_000
+MIN_TASK_RECORDS = 10_000
 _OFFSET_DIGITS = 16  # every sequence ends with the event's offset as 16 hex digits
 
 
