@@ -114,6 +114,10 @@ def test_the_stage_runs_as_spark_tasks_and_plans_by_segments(spark: Any, tmp_pat
     assert all(a.end == b.start for a, b in itertools.pairwise(planned))
     bases = {s.base for s in live_segments(root / TOPIC)}
     assert all(t.start in bases for t in planned)  # cut at segments' first offsets
+    # a big range: more parts than cores, none above the cap; a small one: a single part
+    big = tasks.plan(root, {TOPIC: (0, 600)}, parallelism=2, min_records=10, max_records=150)
+    assert len(big) == 4 and all(t.end - t.start <= 150 * 1.5 for t in big)
+    assert len(tasks.plan(root, {TOPIC: (0, 600)}, parallelism=2)) == 1
     results = tasks.run_stage(spark, root, tmp_path / "ckpt", 4, "scd1",
                               {TOPIC: (0, len(records))}, min_records=100)
     parts = results[TOPIC]
