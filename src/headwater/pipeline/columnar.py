@@ -52,6 +52,8 @@ from headwater.topics.segment import (
 SEQ = "__hw_sequence"
 OP = "__hw_op"
 TOAST_FLAG = "__hw_u_"  # + column: true where the target's value of the column is kept
+CARRY_SEQ = "__hw_s_"  # + column: a part's sequence of the value (`decode_net(carry=True)`)
+DELETED = "__hw_del"  # a part's newest delete of the key (`decode_net(carry=True)`)
 _OFFSET_HEAD = b'{"offset":'
 _VALUE_SCHEMA = b'},"value":{"schema":'
 _PAYLOAD = b',"payload":'
@@ -536,8 +538,13 @@ _UPSERT_OR_DELETE = pa.array(["c", "u", "d", "r"])
 _ANY_OP = pa.array(["c", "u", "d", "r", "t"])
 
 
-def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
-    """Decoded net changes of the scanned payloads (None: no events)."""
+def decode_net(topic: str, lines: Lines, carry: bool = False) -> ColumnarChanges | None:
+    """Decoded net changes of the scanned payloads (None: no events).
+
+    With `carry`, the net of one part of a batch (`pipeline.tasks`), with what netting across
+    parts needs besides the rows: per unchanged-TOAST column the sequence of the event its
+    value comes from (`CARRY_SEQ` + name, null where flagged or deleted), and per key the
+    newest delete's sequence in the part (`DELETED`, null without one)."""
     if not lines.count:
         return None
     sh = shape(lines.key_head, lines.value_head)
@@ -596,6 +603,7 @@ def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
     sources = _toast_sources(events, newest, sh.key_columns, toast)
     arrays: list[pa.Array | pa.ChunkedArray] = []
     flags: list[pa.Array] = []
+    carried: list[pa.Array] = []
     for i, (c, form) in enumerate(zip(sh.columns, sh.forms, strict=True)):
         if c.name in key_cols:
             arrays.append(chosen.column(c.name))
@@ -608,6 +616,10 @@ def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
             raw = pc.if_else(missing, pa.scalar(None, raw.type),
                              all_images[i].take(np.maximum(source_rows, 0)))
             flags.append(pc.and_(missing, pc.invert(net_delete)))
+            if carry:
+                sent_at = seq.take(pa.array(np.maximum(source_rows, 0)))
+                carried.append(pc.if_else(pc.or_(missing, net_delete),
+                                          pa.scalar(None, pa.string()), sent_at))
         col = _convert(raw, form)
         if col.type != c.type.arrow:
             col = col.cast(c.type.arrow)
@@ -616,6 +628,10 @@ def decode_net(topic: str, lines: Lines) -> ColumnarChanges | None:
     arrays.append(pc.if_else(net_delete, "d", "u"))
     net = pa.Table.from_arrays(arrays + flags,
                                names=[*names, SEQ, OP, *(TOAST_FLAG + c for c in toast)])
+    if carry:
+        for name, seqs_of in zip(toast, carried, strict=True):
+            net = net.append_column(CARRY_SEQ + name, seqs_of)
+        net = net.append_column(DELETED, _newest_deletes(events, chosen, sh.key_columns))
     return ColumnarChanges(topic, env.schema_name, env.table_name, sh.key_columns, sh.columns,
                            lines.count, net, toast=list(toast))
 
@@ -665,6 +681,16 @@ def decode_changelog(topic: str, lines: Lines) -> ColumnarChanges | None:
         [*CHANGELOG_META, *(pa.field(c.name, c.type.arrow) for c in sh.columns)]))
     return ColumnarChanges(topic, env.schema_name, env.table_name, sh.key_columns, sh.columns,
                            lines.count, table)
+
+
+def _newest_deletes(events: pa.Table, chosen: pa.Table, keys: tuple[str, ...]) -> pa.Array:
+    """For each chosen (net) row, the sequence of its key's newest delete among `events`, or
+    null: a delete in one part of a batch cuts the TOAST carry of values sent in another."""
+    deletes = events.filter(pc.equal(events.column(OP), "d")).select([*keys, SEQ])
+    newest = deletes.group_by(list(keys), use_threads=False).aggregate([(SEQ, "max")])
+    joined = chosen.select([*keys, "__j"]).join(newest, list(keys), join_type="left outer",
+                                                 use_threads=False).sort_by("__j")
+    return joined.column(SEQ + "_max").combine_chunks()
 
 
 def _has_placeholder(col: pa.Array, form: tuple[pa.DataType, Convert | None]) -> bool:

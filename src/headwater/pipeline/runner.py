@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from headwater.pipeline import columnar
+from headwater.pipeline import columnar, tasks
 from headwater.pipeline.config import PipelineConfig
 from headwater.pipeline.datastream import file_source
 from headwater.pipeline.datastream.apply import (
@@ -53,9 +53,11 @@ Ranges = dict[str, tuple[int, int]]  # topic -> [start, end) offsets of one micr
 
 
 def spark_session(app: str = "headwater-pipeline", master: str | None = None,
-                  logs: Path | None = None) -> Any:
+                  logs: Path | None = None, conf: dict[str, str] | None = None) -> Any:
     """A local Spark session set up for this machine (see README: loopback, venv python);
-    with `logs`, Spark's own logs go to `logs`/spark.log instead of the terminal."""
+    with `logs`, Spark's own logs go to `logs`/spark.log instead of the terminal; `conf`:
+    more Spark settings.  The executors' Python workers get the driver's PYTHONPATH (they
+    run `pipeline.tasks`, so Headwater must import there)."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -73,6 +75,10 @@ def spark_session(app: str = "headwater-pipeline", master: str | None = None,
         .config("spark.driver.memory", os.environ.get("HEADWATER_SPARK_DRIVER_MEMORY", "4g"))
         .config("spark.driver.maxResultSize", "4g")
     )
+    if os.environ.get("PYTHONPATH"):
+        builder = builder.config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     if logs is not None:
         from headwater.pipeline.quiet import log4j_options
 
@@ -131,19 +137,65 @@ def columnar_path(mode: str, target: Target) -> ColumnarPath | None:
 
 def apply_batch(
     topics_dir: Path, ranges: Ranges, batch_id: int, cfg: PipelineConfig, target: Target,
-    counts: dict[str, int] | None = None,
+    counts: dict[str, int] | None = None, spark: Any = None,
 ) -> int:
     """Applies one micro-batch (offset ranges per topic); returns the number of events and,
     with `counts`, adds each topic's number of events to it (the status file's rows per
-    table)."""
+    table).
+
+    With a Spark session, the column-wise modes read, decode and net on the executors
+    (`tasks`: one Spark job for all the batch's topics); without one (direct calls, the
+    Kafka batch) the driver does it."""
     total = 0
     path = columnar_path(cfg.mode, target)
+    staged: dict[str, list[tasks.PartResult]] = {}
+    if spark is not None and path is not None:
+        rows = {t: r for t, r in ranges.items()
+                if not is_datastream_topic(topics_dir, t, *r)
+                and not is_document_topic(topics_dir, t, *r)}
+        staged = tasks.run_stage(spark, topics_dir, cfg.checkpoint_dir, batch_id, cfg.mode,
+                                 rows)
     for topic, (first, end) in sorted(ranges.items()):
-        n = _apply_topic(topics_dir, topic, first, end, batch_id, cfg, target, path)
+        n = None
+        if topic in staged and path is not None:
+            n = _apply_staged(spark, topic, staged[topic], batch_id, cfg, path[1])
+        if n is None:
+            n = _apply_topic(topics_dir, topic, first, end, batch_id, cfg, target,
+                             None if topic in staged else path)
         total += n
         if counts is not None and n:
             counts[topic] = counts.get(topic, 0) + n
+    if staged:
+        tasks.clear_staging(cfg.checkpoint_dir, upto=batch_id)
     return total
+
+
+def _apply_staged(spark: Any, topic: str, parts: list[tasks.PartResult], batch_id: int,
+                  cfg: PipelineConfig, write: Callable[[columnar.ColumnarChanges, int], None],
+                  ) -> int | None:
+    """One topic's batch from the executors' staged parts; None when the stage left it to
+    the event path."""
+    t0 = time.monotonic()
+    try:
+        staged = tasks.net_across_parts(spark, parts, cfg.mode)
+    except tasks.Refused as exc:
+        log.info("batch %d: %s: event by event (%s)", batch_id, topic, exc)
+        return None
+    if staged is None:
+        return 0
+    hand_over(staged, write, batch_id)
+    log.info("batch %d: %s: %d events in %d parts on executors (%s); net and write %.2fs",
+             batch_id, topic, staged.changes.events, len(parts), cfg.mode,
+             time.monotonic() - t0)
+    return staged.changes.events
+
+
+def hand_over(staged: tasks.StagedChanges, write: Callable[[columnar.ColumnarChanges, int], None],
+              batch_id: int) -> None:
+    """The executor stage's result to the target: today the rows come to the driver in Arrow
+    for the delta-rs target's column-wise write; a target writing from Spark takes
+    `staged.frame` (rows in `ColumnarChanges.rows`' layout) and `staged.changes` here."""
+    write(staged.to_columnar(), batch_id)
 
 
 def _apply_topic(topics_dir: Path, topic: str, first: int, end: int, batch_id: int,
@@ -253,7 +305,7 @@ def start(spark: Any, cfg: PipelineConfig, once: bool = False,
     def apply(ranges: Ranges, batch_id: int) -> None:
         started = time.monotonic()
         counts: dict[str, int] = {}
-        apply_batch(cfg.topics_dir, ranges, batch_id, cfg, target, counts)
+        apply_batch(cfg.topics_dir, ranges, batch_id, cfg, target, counts, spark)
         if isinstance(target, DeltaTarget):
             target.maintain(batch_id)
         if monitor is not None:

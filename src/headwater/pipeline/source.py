@@ -16,6 +16,7 @@ Rate limiting: `headwater.pipeline.max.records.per.trigger` (Spark's `ReadMaxRow
 from __future__ import annotations
 
 import fnmatch
+import logging
 from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -190,11 +191,16 @@ def _read_segment(topic: str, path: Path, base: int, first: int, f: BinaryIO, st
 def register(spark: Any) -> None:
     """Registers the `headwater_topics` streaming source with a Spark session."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-    from pyspark.sql.streaming.datasource import (
-        ReadAllAvailable,
-        ReadMaxRows,
-        SupportsTriggerAvailableNow,
-    )
+
+    try:
+        from pyspark.sql.streaming.datasource import (
+            ReadAllAvailable,
+            ReadMaxRows,
+            SupportsTriggerAvailableNow,
+        )
+    except ImportError:  # pyspark 4.1 (pinned): no read limits for Python streaming sources
+        ReadAllAvailable = ReadMaxRows = None  # noqa: N806
+        SupportsTriggerAvailableNow = object  # noqa: N806
 
     class Range(InputPartition):
         def __init__(self, topic: str, start: int, end: int) -> None:
@@ -206,6 +212,12 @@ def register(spark: Any) -> None:
             self.pattern = options.get("topics", "*")
             rows = options.get("max_records")
             self.max_rows = int(rows) if rows else None
+            if self.max_rows and ReadMaxRows is None:
+                logging.getLogger("headwater.pipeline").warning(
+                    "headwater.pipeline.max.records.per.trigger=%d is not applied: this "
+                    "pyspark's Python streaming sources take no read limits (4.2 on do); each "
+                    "micro-batch reads everything there", self.max_rows)
+                self.max_rows = None
             self.frozen: dict[str, int] | None = None
             self.consumer_id = options.get("consumer_id")
             self.registered: dict[str, int] | None = None
@@ -218,15 +230,18 @@ def register(spark: Any) -> None:
                             for g in self.pattern.split(",") if g.strip())}
 
         def getDefaultReadLimit(self) -> Any:  # noqa: N802
+            assert ReadMaxRows is not None and ReadAllAvailable is not None
             return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
 
         def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
             self.frozen = end_offsets(self.root, self.pattern)
 
-        def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:  # noqa: N802
+        def latestOffset(self, start: dict[str, int] | None = None,  # noqa: N802
+                         limit: Any = None) -> dict[str, int]:
+            # (pyspark 4.1 calls it without a start or limit: everything there now)
             latest = self.frozen if self.frozen is not None else end_offsets(
                 self.root, self.pattern)
-            rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+            rows = limit.max_rows if ReadMaxRows and isinstance(limit, ReadMaxRows) else None
             damage = rewound(self.root, start or {}, latest)
             if damage is not None:
                 raise damage

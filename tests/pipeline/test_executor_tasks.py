@@ -1,0 +1,174 @@
+"""The executor stage (`pipeline.tasks`) against the driver's column-wise path: a batch cut into
+random parts, each decoded and netted by the task function (column-wise, or event by event
+where forced), then netted across parts in Spark, gives exactly `columnar.read_net`'s rows of
+the whole batch (duplicates and reordering across parts, unchanged TOAST values, deletes), and
+the changelog gives `decode_changelog`'s rows."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from headwater.pipeline import columnar, tasks
+from headwater.topics.segment import live_segments
+from tests.pipeline.test_columnar import TOPIC, workload, write
+
+
+def cuts(rng: random.Random, end: int, parts: int) -> list[tasks.Task]:
+    points = sorted(rng.sample(range(1, end), parts - 1))
+    bounds = [0, *points, end]
+    return [tasks.Task(TOPIC, a, b, i) for i, (a, b) in enumerate(itertools.pairwise(bounds))]
+
+
+def by_parts(spark: Any, root: Path, staging: Path, parts: list[tasks.Task], mode: str,
+             events_at: set[int] = frozenset()) -> columnar.ColumnarChanges | None:  # type: ignore[assignment]
+    results = []
+    for t in parts:
+        if t.part in events_at:
+            decoded, fields = tasks._by_events(root, t)
+            results.append(tasks._stage(staging, t, decoded, fields) if decoded is not None
+                           else tasks.PartResult(TOPIC, t.part, None, 0, None, "[]", (), None,
+                                                 None, ()))
+        else:
+            results.append(tasks.run_task(root, staging, mode, t))
+    assert all(r.refused is None for r in results), [r.refused for r in results]
+    staged = tasks.net_across_parts(spark, results, mode)
+    return None if staged is None else staged.to_columnar()
+
+
+def assert_same(got: columnar.ColumnarChanges, want: columnar.ColumnarChanges) -> None:
+    assert got.toast == want.toast
+    assert got.key_columns == want.key_columns
+    assert got.events == want.events
+    assert got.rows.schema == want.rows.schema
+    assert got.rows.to_pylist() == want.rows.to_pylist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_net_across_parts_equals_the_driver_path(spark: Any, tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    records = workload(rng, mysql=seed % 3 == 2, toast=seed % 3 != 2, n=500, keys=25)
+    write(tmp_path / "topics", records, segment_bytes=64 << 10)
+    want = columnar.read_net(tmp_path / "topics", TOPIC, 0, len(records), columnar.Positions())
+    assert want is not None
+    for trial in range(3):
+        parts = cuts(rng, len(records), rng.choice((2, 3, 5)))
+        forced = {p.part for p in parts if trial and rng.random() < 0.4}
+        got = by_parts(spark, tmp_path / "topics", tmp_path / "staging" / str(trial), parts,
+                       "scd1", forced)
+        assert got is not None
+        assert_same(got, want)
+    if seed % 3 != 2:
+        assert want.toast and any(any(r[columnar.TOAST_FLAG + c] for c in want.toast)
+                                  for r in want.rows.to_pylist())
+
+
+def test_a_delete_in_another_part_cuts_the_toast_carry(spark: Any, tmp_path: Path) -> None:
+    """Sent (part 0), deleted (part 1, earlier offset than... a later position), unsent (part 2):
+    the column stays flagged, as the event path says."""
+    from tests.pipeline.test_columnar import PLACEHOLDER, document, pg_source, row
+
+    rng = random.Random(7)
+    image = row(rng, 1)
+    unsent = {**row(rng, 1), "v": PLACEHOLDER}
+    records = [document("u", 1, image, pg_source(100, 95)),
+               document("d", 1, image, pg_source(200, 195)),
+               document("c", 1, unsent, pg_source(300, 295))]
+    write(tmp_path / "topics", records)
+    want = columnar.read_net(tmp_path / "topics", TOPIC, 0, 3, columnar.Positions())
+    assert want is not None and want.rows.column(columnar.TOAST_FLAG + "v").to_pylist() == [True]
+    parts = [tasks.Task(TOPIC, i, i + 1, i) for i in range(3)]
+    got = by_parts(spark, tmp_path / "topics", tmp_path / "staging", parts, "scd1")
+    assert got is not None
+    assert_same(got, want)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_changelog_across_parts_equals_the_driver_path(spark: Any, tmp_path: Path,
+                                                       seed: int) -> None:
+    rng = random.Random(50 + seed)
+    records = workload(rng, mysql=seed == 1, n=300)
+    write(tmp_path / "topics", records, segment_bytes=64 << 10)
+    want = columnar.decode_changelog(TOPIC, columnar.scan(
+        tmp_path / "topics", TOPIC, 0, len(records), columnar.Positions()))
+    assert want is not None
+    got = by_parts(spark, tmp_path / "topics", tmp_path / "staging",
+                   cuts(rng, len(records), 4), "changelog")
+    assert got is not None
+    assert_same(got, want)
+
+
+def test_the_stage_runs_as_spark_tasks_and_plans_by_segments(spark: Any, tmp_path: Path) -> None:
+    rng = random.Random(3)
+    records = workload(rng, mysql=False, toast=True, n=600)
+    root = tmp_path / "topics"
+    write(root, records, segment_bytes=32 << 10)
+    planned = tasks.plan(root, {TOPIC: (0, len(records))}, parallelism=3, min_records=100)
+    assert planned[0].start == 0 and planned[-1].end == len(records)
+    assert len(planned) == 3
+    assert all(a.end == b.start for a, b in itertools.pairwise(planned))
+    bases = {s.base for s in live_segments(root / TOPIC)}
+    assert all(t.start in bases for t in planned)  # cut at segments' first offsets
+    # a big range: more parts than cores, none above the cap; a small one: a single part
+    big = tasks.plan(root, {TOPIC: (0, 600)}, parallelism=2, min_records=10, max_records=150)
+    assert len(big) == 4 and all(t.end - t.start <= 150 * 1.5 for t in big)
+    assert len(tasks.plan(root, {TOPIC: (0, 600)}, parallelism=2)) == 1
+    results = tasks.run_stage(spark, root, tmp_path / "ckpt", 4, "scd1",
+                              {TOPIC: (0, len(records))}, min_records=100)
+    parts = results[TOPIC]
+    assert len(parts) == min(int(spark.sparkContext.defaultParallelism), len(records) // 100)
+    assert all(p.file is not None and Path(p.file).parent ==
+               tmp_path / "ckpt" / "staging" / "4" / TOPIC for p in parts)
+    staged = tasks.net_across_parts(spark, parts, "scd1")
+    assert staged is not None
+    want = columnar.read_net(root, TOPIC, 0, len(records), columnar.Positions())
+    assert want is not None
+    assert_same(staged.to_columnar(), want)
+    # a replay of the batch stages it again from nothing; a later batch clears it
+    (tmp_path / "ckpt" / "staging" / "4" / TOPIC / "part-9.parquet").write_bytes(b"stale")
+    tasks.run_stage(spark, root, tmp_path / "ckpt", 4, "scd1", {TOPIC: (0, 10)})
+    assert not (tmp_path / "ckpt" / "staging" / "4" / TOPIC / "part-9.parquet").exists()
+
+
+def test_a_schema_change_between_parts_is_refused(spark: Any, tmp_path: Path) -> None:
+    from tests.pipeline.test_columnar import ROW_FIELDS, document, f, pg_source, row
+
+    rng = random.Random(9)
+    wider = [*ROW_FIELDS, f("extra", "int32")]
+    records = [document("c", 1, row(rng, 1), pg_source(100, 95)),
+               document("c", 2, {**row(rng, 2), "extra": 5}, pg_source(200, 195), wider)]
+    write(tmp_path / "topics", records)
+    results = [tasks.run_task(tmp_path / "topics", tmp_path / "s", "scd1",
+                              tasks.Task(TOPIC, i, i + 1, i)) for i in range(2)]
+    with pytest.raises(tasks.Refused, match="schema changes inside the batch"):
+        tasks.net_across_parts(spark, results, "scd1")
+
+
+def test_a_truncate_is_left_to_the_event_path(tmp_path: Path) -> None:
+    from tests.pipeline.test_columnar import document, pg_source, row
+
+    trunc = document("t", 1, None, pg_source(300, 295))
+    records = [document("c", 1, row(random.Random(1), 1), pg_source(100, 95)),
+               (None, trunc[1])]
+    write(tmp_path / "topics", records)
+    result = tasks.run_task(tmp_path / "topics", tmp_path / "s", "scd1",
+                            tasks.Task(TOPIC, 0, 2, 0))
+    assert result.refused == "a truncate" and result.file is None
+
+
+def test_parquet_round_trip_keeps_the_types(spark: Any, tmp_path: Path) -> None:
+    """Every type the column-wise decoders give comes back from Spark as it went in."""
+    records = workload(random.Random(11), mysql=False, n=50)
+    write(tmp_path / "topics", records)
+    want = columnar.read_net(tmp_path / "topics", TOPIC, 0, len(records), columnar.Positions())
+    assert want is not None
+    got = by_parts(spark, tmp_path / "topics", tmp_path / "s",
+                   [tasks.Task(TOPIC, 0, len(records), 0)], "scd1")
+    assert got is not None
+    assert got.rows.schema == want.rows.schema
+    assert pa.Table.equals(got.rows, want.rows)
