@@ -176,7 +176,8 @@ def group_ranges(ranges: Mapping[str, tuple[int, int]]) -> dict[str, dict[int, t
 def register(spark: Any) -> None:
     """Registers the `headwater_kafka` streaming source with a Spark session."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-    from pyspark.sql.streaming.datasource import (
+
+    from headwater.pipeline.read_limits import (
         ReadAllAvailable,
         ReadMaxRows,
         SupportsTriggerAvailableNow,
@@ -209,7 +210,8 @@ def register(spark: Any) -> None:
         def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
             self.frozen = self.topics().end_offsets({})
 
-        def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:  # noqa: N802
+        def latestOffset(self, start: dict[str, int] | None = None,  # noqa: N802
+                         limit: Any = None) -> dict[str, int]:
             start = start or {}
             latest = self.frozen if self.frozen is not None else self.topics().end_offsets(start)
             for name, read in sorted(start.items()):

@@ -190,7 +190,8 @@ def _read_segment(topic: str, path: Path, base: int, first: int, f: BinaryIO, st
 def register(spark: Any) -> None:
     """Registers the `headwater_topics` streaming source with a Spark session."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-    from pyspark.sql.streaming.datasource import (
+
+    from headwater.pipeline.read_limits import (
         ReadAllAvailable,
         ReadMaxRows,
         SupportsTriggerAvailableNow,
@@ -223,7 +224,8 @@ def register(spark: Any) -> None:
         def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
             self.frozen = end_offsets(self.root, self.pattern)
 
-        def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:  # noqa: N802
+        def latestOffset(self, start: dict[str, int] | None = None,  # noqa: N802
+                         limit: Any = None) -> dict[str, int]:
             latest = self.frozen if self.frozen is not None else end_offsets(
                 self.root, self.pattern)
             rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None

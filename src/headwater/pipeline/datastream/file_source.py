@@ -30,7 +30,8 @@ def plan_end(start: int, seen: int, max_files: int | None) -> int:
 def register(spark: Any) -> None:
     """Registers the source with a Spark session."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-    from pyspark.sql.streaming.datasource import (
+
+    from headwater.pipeline.read_limits import (
         ReadAllAvailable,
         ReadMaxRows,
         SupportsTriggerAvailableNow,
@@ -64,7 +65,8 @@ def register(spark: Any) -> None:
         def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
             self.frozen = self._scan()
 
-        def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:  # noqa: N802
+        def latestOffset(self, start: dict[str, int] | None = None,  # noqa: N802
+                         limit: Any = None) -> dict[str, int]:
             seen = self.frozen if self.frozen is not None else self._scan()
             rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
             return {OFFSET_KEY: plan_end((start or {}).get(OFFSET_KEY, 0), seen, rows)}
