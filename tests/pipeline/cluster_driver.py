@@ -27,7 +27,7 @@ def main() -> None:
     from headwater.testing.spark_cluster import cpu_seconds
 
     cfg = load_pipeline_config(Path(config))
-    spark = spark_session("headwater-cluster-test", master=master, conf={
+    spark = spark_session("headwater-cluster-test", master=master, spark_props={
         "spark.eventLog.enabled": "true", "spark.eventLog.dir": event_log,
         "spark.eventLog.compress": "false",
         "spark.executor.memory": "768m", "spark.driver.memory": "1g",

@@ -27,14 +27,20 @@ The pipeline reads what the connector wrote, so it takes `topic.prefix` and
 | headwater.pipeline.datastream.files.dir | destination.files.dir | the files destination's root |
 | headwater.pipeline.datastream.files.format | auto | json (.jsonl[.gz]), avro, or auto (both) |
 | headwater.pipeline.datastream.max.files.per.trigger | 1000 | files per micro-batch |
+| spark.* | | any Spark setting, given to the session builder as is (`spark.master`, ...) |
 
-Relative paths are relative to the configuration file's directory, like the connector's.
+Relative paths are relative to the configuration file's directory, like the connector's.  An
+object-store URI (`s3a://`, `gs://`, `abfss://`, any `scheme://` but `file://`) as the Delta
+path or the checkpoint is refused by name: the pipeline still reads its checkpoint and writes
+some paths of its Delta tables through the local file system (delta-rs), so such a URI would
+silently become a local directory.
 """
 
 from __future__ import annotations
 
 import difflib
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,6 +103,8 @@ class PipelineConfig:
     files_dir: Path | None = None  # datastream-files: the files destination's root
     files_format: str = "auto"
     max_files_per_trigger: int = 1000
+    # The configuration's `spark.*` properties, for the session builder (`spark_session`).
+    spark_conf: tuple[tuple[str, str], ...] = ()
 
 
 def _int(props: dict[str, str], name: str, default: int, errors: list[str],
@@ -133,8 +141,14 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         errors.append(f"headwater.pipeline.mode: {mode!r} is not one of {', '.join(MODES)}")
 
     def resolve(name: str, default: str) -> Path:
-        p = Path(props.get(name) or default)
+        text = props.get(name) or default
+        p = Path(text.removeprefix("file://") if text.startswith("file:///") else text)
         return p if p.is_absolute() else base / p
+
+    for name in ("headwater.pipeline.delta.path", "headwater.pipeline.checkpoint.dir"):
+        problem = object_store_problem(name, props.get(name) or "")
+        if problem:
+            errors.append(problem)
 
     track = _list(props, "headwater.pipeline.track.history.column.list")
     track_except = _list(props, "headwater.pipeline.track.history.except.column.list")
@@ -221,7 +235,22 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
                           props.get("headwater.destination.files.dir") or "data/files"),
         files_format=files_format,
         max_files_per_trigger=max_files,
+        spark_conf=tuple(sorted((k, str(v)) for k, v in props.items() if k.startswith("spark."))),
     )
+
+
+_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def object_store_problem(name: str, value: str) -> str | None:
+    """The error for a property holding an object-store URI (None for a local path or a
+    `file://` URI): `Path` would turn `s3a://bucket/x` into a local `s3a:/bucket/x`."""
+    found = _URI.match(value.strip())
+    if found is None or found.group(1).lower() == "file":
+        return None
+    return (f"{name}: {value!r} is a {found.group(1)}:// URI; the pipeline takes local (or "
+            "mounted) paths only for now, a URI would become a local directory next to the "
+            "configuration file")
 
 
 def _documents(props: dict[str, str], errors: list[str]) -> DocumentOptions:

@@ -176,9 +176,11 @@ def group_ranges(ranges: Mapping[str, tuple[int, int]]) -> dict[str, dict[int, t
 def register(spark: Any) -> None:
     """Registers the `headwater_kafka` streaming source with a Spark session."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-    from pyspark.sql.streaming.datasource import (
+
+    from headwater.pipeline.read_limits import (
         ReadAllAvailable,
         ReadMaxRows,
+        Starts,
         SupportsTriggerAvailableNow,
     )
 
@@ -192,6 +194,9 @@ def register(spark: Any) -> None:
             self.pattern = options.get("topics", "*")
             rows = options.get("max_records")
             self.max_rows = int(rows) if rows else None
+            self.starts = Starts(options.get("checkpoint"), self.max_rows,
+                                 options.get("once") == "true",
+                                 "headwater.pipeline.max.records.per.trigger")
             self.frozen: dict[str, int] | None = None
             self._topics: KafkaTopics | None = None
 
@@ -209,8 +214,9 @@ def register(spark: Any) -> None:
         def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
             self.frozen = self.topics().end_offsets({})
 
-        def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:  # noqa: N802
-            start = start or {}
+        def latestOffset(self, start: dict[str, int] | None = None,  # noqa: N802
+                         limit: Any = None) -> dict[str, int]:
+            start = self.starts.start(start, self.initialOffset())
             latest = self.frozen if self.frozen is not None else self.topics().end_offsets(start)
             for name, read in sorted(start.items()):
                 if latest.get(name, read) < read:
@@ -218,8 +224,7 @@ def register(spark: Any) -> None:
                         f"Kafka partition {name} ends at offset {latest[name]} but this "
                         f"pipeline's checkpoint has read up to {read}: the topic was recreated "
                         "or truncated; start with a new checkpoint and target")
-            rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-            return plan(start, latest, rows)
+            return self.starts.planned(plan(start, latest, self.starts.rows(limit)))
 
         def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Range]:
             return [Range(t, (start or {}).get(t, 0), o) for t, o in sorted(end.items())

@@ -19,7 +19,6 @@ import logging
 import os
 import re
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -44,52 +43,13 @@ from headwater.pipeline.net import NetChange, dedup, net_changes
 from headwater.pipeline.scd2 import tracked_columns
 from headwater.pipeline.source import NAME as SOURCE_NAME
 from headwater.pipeline.source import is_table_topic, read_range, register
+from headwater.pipeline.spark_session import spark_session as spark_session  # noqa: PLC0414 (re-exported)
 from headwater.pipeline.status import PipelineMonitor
 from headwater.topics.damage import TopicLogDamaged
 
 log = logging.getLogger("headwater.pipeline")
 
 Ranges = dict[str, tuple[int, int]]  # topic -> [start, end) offsets of one micro-batch
-
-
-def spark_session(app: str = "headwater-pipeline", master: str | None = None,
-                  logs: Path | None = None, conf: dict[str, str] | None = None) -> Any:
-    """A local Spark session set up for this machine (see README: loopback, venv python);
-    with `logs`, Spark's own logs go to `logs`/spark.log instead of the terminal; `conf`:
-    more Spark settings.  The executors' Python workers get the driver's PYTHONPATH (they
-    run `pipeline.tasks`, so Headwater must import there)."""
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    # CRITICAL: a failed foreachBatch is reported once, by the query's exception (py4j would
-    # log its traceback at ERROR first).
-    logging.getLogger("py4j").setLevel(logging.CRITICAL)
-    builder = (
-        SparkSession.builder.appName(app)
-        .master(master or os.environ.get("HEADWATER_SPARK_MASTER", "local[*]"))
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC")
-        # Batches are collected to the driver (delta-rs writes from there): room for them.
-        .config("spark.driver.memory", os.environ.get("HEADWATER_SPARK_DRIVER_MEMORY", "4g"))
-        .config("spark.driver.maxResultSize", "4g")
-    )
-    if os.environ.get("PYTHONPATH"):
-        builder = builder.config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
-    if logs is not None:
-        from headwater.pipeline.quiet import log4j_options
-
-        builder = builder.config("spark.driver.extraJavaOptions", log4j_options(logs))
-    # Debian's JDBC drivers (PostgreSQL, MariaDB) for the JDBC target, when installed.
-    from headwater.pipeline.jdbc_target import jdbc_jars
-
-    jars = jdbc_jars()
-    if jars:
-        builder = builder.config("spark.jars", ",".join(jars))
-    return builder.getOrCreate()
 
 
 class Target(Protocol):
@@ -352,7 +312,8 @@ def _start_kafka(spark: Any, cfg: PipelineConfig, target: Target, once: bool) ->
         if isinstance(target, DeltaTarget):
             target.maintain(batch_id)
 
-    options = {"consumer": orjson.dumps(consumer).decode(), "topics": cfg.topics_glob}
+    options = {"consumer": orjson.dumps(consumer).decode(), "topics": cfg.topics_glob,
+               "checkpoint": str(cfg.checkpoint_dir), "once": "true" if once else "false"}
     if cfg.max_records_per_trigger:
         options["max_records"] = str(cfg.max_records_per_trigger)
 
@@ -390,7 +351,9 @@ def _start_files_query(spark: Any, cfg: PipelineConfig, target: Target, once: bo
         return (spark.readStream.format(file_source.NAME)
                 .option("path", str(root)).option("log", str(log_path))
                 .option("format", cfg.files_format)
-                .option("max_files", str(cfg.max_files_per_trigger)).load())
+                .option("max_files", str(cfg.max_files_per_trigger))
+                .option("checkpoint", str(cfg.checkpoint_dir))
+                .option("once", "true" if once else "false").load())
 
     def apply(ranges: Ranges, batch_id: int) -> None:
         for start, end in ranges.values():
@@ -485,6 +448,9 @@ def _start_query(
             .option("path", str(topics_dir))
             .option("topics", topics)
             .option("consumer_id", consumer_id(checkpoint))
+            # (pyspark 4.1 hands the source no start: it reads it here, see read_limits)
+            .option("checkpoint", str(checkpoint))
+            .option("once", "true" if once else "false")
         )
         if max_records:
             reader = reader.option("max_records", str(max_records))
@@ -537,7 +503,7 @@ def run(cfg: PipelineConfig, once: bool = False) -> bool:
     handlers = _on_signals(interrupted.set)
     monitor = _monitor(cfg).start()
     try:
-        spark = spark_session(logs=logs)
+        spark = spark_session(logs=logs, spark_props=dict(cfg.spark_conf))
     except BaseException as exc:
         monitor.close("FAILED", str(exc))
         _restore_signals(handlers)

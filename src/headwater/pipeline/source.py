@@ -16,7 +16,6 @@ Rate limiting: `headwater.pipeline.max.records.per.trigger` (Spark's `ReadMaxRow
 from __future__ import annotations
 
 import fnmatch
-import logging
 from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -192,15 +191,12 @@ def register(spark: Any) -> None:
     """Registers the `headwater_topics` streaming source with a Spark session."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-    try:
-        from pyspark.sql.streaming.datasource import (
-            ReadAllAvailable,
-            ReadMaxRows,
-            SupportsTriggerAvailableNow,
-        )
-    except ImportError:  # pyspark 4.1 (pinned): no read limits for Python streaming sources
-        ReadAllAvailable = ReadMaxRows = None  # noqa: N806
-        SupportsTriggerAvailableNow = object  # noqa: N806
+    from headwater.pipeline.read_limits import (
+        ReadAllAvailable,
+        ReadMaxRows,
+        Starts,
+        SupportsTriggerAvailableNow,
+    )
 
     class Range(InputPartition):
         def __init__(self, topic: str, start: int, end: int) -> None:
@@ -212,12 +208,9 @@ def register(spark: Any) -> None:
             self.pattern = options.get("topics", "*")
             rows = options.get("max_records")
             self.max_rows = int(rows) if rows else None
-            if self.max_rows and ReadMaxRows is None:
-                logging.getLogger("headwater.pipeline").warning(
-                    "headwater.pipeline.max.records.per.trigger=%d is not applied: this "
-                    "pyspark's Python streaming sources take no read limits (4.2 on do); each "
-                    "micro-batch reads everything there", self.max_rows)
-                self.max_rows = None
+            self.starts = Starts(options.get("checkpoint"), self.max_rows,
+                                 options.get("once") == "true",
+                                 "headwater.pipeline.max.records.per.trigger")
             self.frozen: dict[str, int] | None = None
             self.consumer_id = options.get("consumer_id")
             self.registered: dict[str, int] | None = None
@@ -230,7 +223,6 @@ def register(spark: Any) -> None:
                             for g in self.pattern.split(",") if g.strip())}
 
         def getDefaultReadLimit(self) -> Any:  # noqa: N802
-            assert ReadMaxRows is not None and ReadAllAvailable is not None
             return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
 
         def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
@@ -238,10 +230,10 @@ def register(spark: Any) -> None:
 
         def latestOffset(self, start: dict[str, int] | None = None,  # noqa: N802
                          limit: Any = None) -> dict[str, int]:
-            # (pyspark 4.1 calls it without a start or limit: everything there now)
+            start = self.starts.start(start, self.initialOffset())
             latest = self.frozen if self.frozen is not None else end_offsets(
                 self.root, self.pattern)
-            rows = limit.max_rows if ReadMaxRows and isinstance(limit, ReadMaxRows) else None
+            rows = self.starts.rows(limit)
             damage = rewound(self.root, start or {}, latest)
             if damage is not None:
                 raise damage
@@ -250,7 +242,7 @@ def register(spark: Any) -> None:
             # first batch on (Spark calls `commit` only when it plans the next batch, which a
             # run with Trigger.AvailableNow never does).  A topic not in `start` starts at 0.
             self.register({t: (start or {}).get(t, 0) for t in {*latest, *(start or {})}})
-            return plan(start or {}, latest, rows)
+            return self.starts.planned(plan(start or {}, latest, rows))
 
         def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Range]:
             return [Range(t, (start or {}).get(t, 0), o) for t, o in sorted(end.items())

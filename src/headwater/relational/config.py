@@ -67,6 +67,7 @@ NOT_IMPLEMENTED: Final = "a Debezium option Headwater does not implement"
 # Namespaces owned by other Headwater modules, which validate their own keys.
 HEADWATER_PASSTHROUGH_PREFIXES: Final = ("headwater.pipeline.", "headwater.ops.", "headwater.sink.",
                                           "headwater.topics.retention.",
+                                          "spark.",  # the pipeline's Spark session settings
                                           # (a prefix also admits the key without its dot)
                                           *(k + "." for k in CLEANUP_KEYS))
 PASSTHROUGH_PREFIXES: Final = (

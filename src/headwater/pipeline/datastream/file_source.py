@@ -30,9 +30,11 @@ def plan_end(start: int, seen: int, max_files: int | None) -> int:
 def register(spark: Any) -> None:
     """Registers the source with a Spark session."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-    from pyspark.sql.streaming.datasource import (
+
+    from headwater.pipeline.read_limits import (
         ReadAllAvailable,
         ReadMaxRows,
+        Starts,
         SupportsTriggerAvailableNow,
     )
 
@@ -47,6 +49,9 @@ def register(spark: Any) -> None:
             self.format = options.get("format", "auto")
             files = options.get("max_files")
             self.max_files = int(files) if files else None
+            self.starts = Starts(options.get("checkpoint"), self.max_files,
+                                 options.get("once") == "true",
+                                 "headwater.pipeline.max.files.per.trigger")
             self.log: FileLog | None = None
             self.frozen: int | None = None
 
@@ -64,10 +69,12 @@ def register(spark: Any) -> None:
         def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
             self.frozen = self._scan()
 
-        def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:  # noqa: N802
+        def latestOffset(self, start: dict[str, int] | None = None,  # noqa: N802
+                         limit: Any = None) -> dict[str, int]:
+            start = self.starts.start(start, self.initialOffset())
             seen = self.frozen if self.frozen is not None else self._scan()
-            rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-            return {OFFSET_KEY: plan_end((start or {}).get(OFFSET_KEY, 0), seen, rows)}
+            return self.starts.planned({OFFSET_KEY: plan_end(
+                start.get(OFFSET_KEY, 0), seen, self.starts.rows(limit))})
 
         def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Range]:
             first, last = (start or {}).get(OFFSET_KEY, 0), end[OFFSET_KEY]
