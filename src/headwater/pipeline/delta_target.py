@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, QueryBuilder, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
+from headwater.pipeline.change_frame import ChangeFrame
 from headwater.pipeline.columnar import (
     CHANGELOG_META,
     OP,
@@ -88,7 +89,7 @@ class SchemaEvolutionError(ValueError):
 
 EVOLUTION_MODES = ("evolve", "ignore", "fail")
 
-Changes = TableChanges | ColumnarChanges
+Changes = TableChanges | ColumnarChanges | ChangeFrame
 
 
 class DeltaTarget:

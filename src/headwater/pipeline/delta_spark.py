@@ -1,0 +1,288 @@
+"""Net changes and changelog rows into Delta tables through Delta Lake's Spark connector
+(delta-spark, `from delta.tables import DeltaTable`), exactly once per pipeline batch.
+
+The rules are `delta_target.DeltaTarget.apply_scd1_net`'s, on DataFrames (`change_frame`):
+rows older than the last remembered truncate are dropped; a key's remembered delete (state
+table `<root>/_headwater/state/<schema>.<table>`) keeps out an older upsert arriving later; an
+unchanged-TOAST flag keeps the target's value; a MERGE lets only a newer `__hw_sequence` win;
+new source columns follow `headwater.pipeline.schema.evolution`.  The tables are the same
+(`<root>/<schema>/<table>`, `__hw_sequence`), so a table written by the delta-rs target is
+continued here and the other way round.
+
+Exactly once: every commit of a batch carries Delta's app transaction (`txn`: the pipeline id
+and the Spark batch id).  MERGE takes it from the session settings
+`spark.databricks.delta.write.txnAppId` / `spark.databricks.delta.write.txnVersion` (Delta 4.4's
+`MergeIntoCommand` checks `hasBeenExecuted` first: a batch id the table has already committed
+makes the MERGE a no-op that returns no metrics row), an append from the writer options
+`txnAppId` / `txnVersion`.  A replayed batch is recognised before any Spark job by reading the
+table's `txn` (`DeltaTarget.already_applied`, delta-rs: milliseconds, where planning the
+statements only for Delta to skip them costs seconds of Spark jobs); Delta's own check stays
+the guard at commit time.  The state's commit comes first, the table's last: a crash between
+them leaves the deletes remembered, and the replay, whose state MERGE is then skipped, applies
+the table's.  Were the order reversed, a replay would skip the table and never remember the
+deletes (see delta_target's docstring).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from headwater.pipeline.change_frame import ChangeFrame, from_columnar
+from headwater.pipeline.columnar import OP, SEQ, TOAST_FLAG, ColumnarChanges
+from headwater.pipeline.decode import Column
+from headwater.pipeline.delta_target import (
+    DeltaTarget,
+    SchemaEvolutionError,
+    delta_tables,
+    key_json_array,
+)
+
+log = logging.getLogger("headwater.pipeline.delta")
+
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+KEY = "__hw_key"  # a row's key as the state table names it (`delta_target.key_json_array`)
+TOMB = "__hw_tomb"
+FLOOR = "__hw_floor"
+
+
+def q(name: str) -> str:
+    """A quoted Spark SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+class SparkDeltaTarget(DeltaTarget):
+    """The Delta target whose column-wise operations (net change MERGE, changelog append,
+    maintenance) run on Spark's engine with delta-spark; the event-by-event, SCD2, document
+    and Datastream operations it inherits still write with delta-rs, into the same tables."""
+
+    def __init__(self, spark: Any, root: Path, app_id: str, schema_evolution: str = "evolve",
+                 compact_interval_batches: int = 0) -> None:
+        super().__init__(root, app_id, schema_evolution, compact_interval_batches)
+        self.spark = spark
+
+    # -- the column-wise path's operations, fed from the driver's Arrow tables --------------
+    def apply_scd1_net(self, changes: ColumnarChanges, batch_id: int) -> None:
+        self.merge_net(from_columnar(self.spark, changes), batch_id)
+
+    def append_changelog_rows(self, changes: ColumnarChanges, batch_id: int) -> None:
+        self.append_changelog_frame(from_columnar(self.spark, changes), batch_id)
+
+    # -- SCD type 1 ------------------------------------------------------------------------
+    def merge_net(self, frame: ChangeFrame, batch_id: int) -> None:
+        """Merges a batch's net changes (see the module docstring for the rules and order)."""
+        from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
+
+        path = self.table_path(frame)
+        if self.already_applied(path, batch_id):  # (delta-rs reads the txn in ms)
+            log.info("batch %d already applied to %s: skipped", batch_id, path)
+            return
+        net = _with_key(frame.rows, frame.key_columns, frame.columns)
+        state = self._state_frame(frame)
+        if state is not None:  # lazy: no Spark job of its own
+            floor = state.where(F.col("kind") == "truncate").agg(F.max(SEQ).alias(FLOOR))
+            net = net.crossJoin(floor).where(
+                F.col(FLOOR).isNull() | (F.col(SEQ) >= F.col(FLOOR))).drop(FLOOR)
+            tombs = state.where(F.col("kind") == "delete").select(
+                F.col("key").alias(KEY), F.col(SEQ).alias(TOMB))
+            seq, tomb = F.col(SEQ), F.coalesce(F.col(TOMB), F.lit(""))
+            net = net.join(tombs, KEY, "left").where(
+                (seq > tomb) | ((seq == tomb) & (F.col(OP) == "d"))).drop(TOMB)
+        # (`net` is read three times, each time computed anew: it is deterministic, so the
+        # state and the table see the same rows)
+        ops = dict(net.groupBy(OP).count().collect())
+        columns = self._spark_table(path, frame.rows.schema, frame.columns)
+        if ops.get("d"):  # state first, the table's commit last (module docstring)
+            deletes = net.where(F.col(OP) == "d").select(
+                F.col(KEY).alias("key"), F.lit("delete").alias("kind"), F.col(SEQ))
+            self._merge_state_frame(frame, deletes, batch_id)
+        source = net.select(*(q(c) for c in [*columns, SEQ, OP]),
+                            *(q(TOAST_FLAG + c) for c in frame.toast))
+        applied = self._merge_scd1_frame(path, source, columns, frame.key_columns,
+                                         [c for c in frame.toast if c in columns], batch_id)
+        if applied:
+            log.info("batch %d: %s: %d upserts, %d deletes merged (delta-spark)", batch_id,
+                     path, ops.get("u", 0), ops.get("d", 0))
+        else:
+            log.info("batch %d already applied to %s: skipped", batch_id, path)
+
+    def _merge_scd1_frame(self, path: Path, source: Any, columns: list[str],
+                          keys: tuple[str, ...], toast: list[str], batch_id: int) -> bool:
+        """The table's MERGE, the batch's last commit; False when Delta found the batch
+        already committed (`hasBeenExecuted`: no commit, no metrics row)."""
+        from delta.tables import DeltaTable
+
+        match = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys)
+        updates: dict[str, Any] = {
+            q(c): (f"CASE WHEN s.{q(TOAST_FLAG + c)} THEN t.{q(c)} ELSE s.{q(c)} END"
+                   if c in toast else f"s.{q(c)}")
+            for c in columns
+        }
+        updates[q(SEQ)] = f"s.{q(SEQ)}"
+        inserts: dict[str, Any] = {q(c): f"s.{q(c)}" for c in [*columns, SEQ]}
+        newer = f"s.{q(SEQ)} > t.{q(SEQ)}"
+        with self._txn(batch_id):
+            result = (
+                DeltaTable.forPath(self.spark, str(path)).alias("t")
+                .merge(source.alias("s"), match)
+                .whenMatchedUpdate(condition=f"s.{q(OP)} = 'u' AND {newer}", set=updates)
+                .whenMatchedDelete(condition=f"s.{q(OP)} = 'd' AND {newer}")
+                .whenNotMatchedInsert(condition=f"s.{q(OP)} = 'u'", values=inserts)
+                .execute()
+            )
+        return bool(result.collect())
+
+    def _spark_table(self, path: Path, schema: Any, columns: tuple[Column, ...]) -> list[str]:
+        """The target's columns this batch writes: the table is created when missing, and new
+        source columns are added, left out or refused per `schema_evolution` (the rules of
+        `DeltaTarget._evolve`, on Spark types)."""
+        from delta.tables import DeltaTable
+        from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
+
+        names = [c.name for c in columns]
+        fields = {f.name: f for f in schema.fields}
+        wanted = StructType([fields[n] for n in [*names, SEQ]])
+        if not DeltaTable.isDeltaTable(self.spark, str(path)):
+            (DeltaTable.createIfNotExists(self.spark).location(str(path))
+             .addColumns(wanted).execute())
+            return names
+        existing = {f.name: f.dataType for f in
+                    DeltaTable.forPath(self.spark, str(path)).toDF().schema.fields}
+        stamps = (TimestampType, TimestampNTZType)
+        for name in names:
+            old, new = existing.get(name), fields[name].dataType
+            if old is not None and old != new and not (
+                    isinstance(old, stamps) and isinstance(new, stamps)):
+                raise SchemaEvolutionError(
+                    f"{path}: column {name!r} changed type from {old.simpleString()} to "
+                    f"{new.simpleString()} at the source; migrate the target table (or "
+                    "re-create it and re-run the pipeline from a new checkpoint)")
+        new_names = [n for n in names if n not in existing]
+        if not new_names:
+            return names
+        if self.schema_evolution == "fail":
+            raise SchemaEvolutionError(
+                f"{path}: the source added column(s) {', '.join(new_names)} and "
+                "headwater.pipeline.schema.evolution=fail")
+        if self.schema_evolution == "ignore":
+            return [n for n in names if n in existing]
+        log.info("%s: adding columns %s (schema evolution)", path, ", ".join(new_names))
+        added = ", ".join(f"{q(n)} {fields[n].dataType.simpleString()}" for n in new_names)
+        self.spark.sql(f"ALTER TABLE delta.{q(str(path))} ADD COLUMNS ({added})")
+        return names
+
+    # -- state: remembered deletes and truncates -------------------------------------------
+    def _state_frame(self, frame: ChangeFrame) -> Any | None:
+        """The state table's truncates and SCD1 deletes (None when there is none)."""
+        from delta.tables import DeltaTable
+
+        path = str(self.state_path(frame))
+        if not DeltaTable.isDeltaTable(self.spark, path):
+            return None
+        return (DeltaTable.forPath(self.spark, path).toDF()
+                .where("kind IN ('truncate', 'delete')"))
+
+    def _merge_state_frame(self, frame: ChangeFrame, source: Any, batch_id: int) -> None:
+        """Remembers deletes: the newest per key (`DeltaTarget._merge_state`'s MERGE)."""
+        from delta.tables import DeltaTable
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        path = str(self.state_path(frame))
+        if not DeltaTable.isDeltaTable(self.spark, path):
+            (DeltaTable.createIfNotExists(self.spark).location(path)
+             .addColumns(StructType([StructField(n, StringType()) for n in
+                                     ("key", "kind", SEQ)])).execute())
+        with self._txn(batch_id):
+            (DeltaTable.forPath(self.spark, path).alias("t")
+             .merge(source.alias("s"),
+                    f"t.key = s.key AND t.kind = s.kind AND (t.kind <> 'scd2_delete' OR "
+                    f"t.{q(SEQ)} = s.{q(SEQ)})")
+             .whenMatchedUpdateAll(condition=f"s.{q(SEQ)} > t.{q(SEQ)}")
+             .whenNotMatchedInsertAll()
+             .execute())
+
+    @contextlib.contextmanager
+    def _txn(self, batch_id: int) -> Iterator[None]:
+        """The session settings that make the DML inside an idempotent write of this batch;
+        unset afterwards, so that no other statement of the session carries them."""
+        conf = self.spark.conf
+        conf.set(TXN_APP_ID, self.app_id)
+        conf.set(TXN_VERSION, str(batch_id))
+        try:
+            yield
+        finally:
+            conf.unset(TXN_APP_ID)
+            conf.unset(TXN_VERSION)
+
+    # -- changelog -------------------------------------------------------------------------
+    def append_changelog_frame(self, frame: ChangeFrame, batch_id: int) -> None:
+        """Appends every event's row, once per batch (the writer's idempotent options)."""
+        path = self.table_path(frame)
+        if self.already_applied(path, batch_id):
+            log.info("batch %d already applied to %s: skipped", batch_id, path)
+            return
+        (frame.rows.write.format("delta").mode("append").option("mergeSchema", "true")
+         .option("txnAppId", self.app_id).option("txnVersion", str(batch_id))
+         .save(str(path)))
+        log.info("batch %d: %s: %d changelog rows appended (delta-spark)", batch_id, path,
+                 frame.events)
+
+    # -- maintenance -----------------------------------------------------------------------
+    def maintain(self, batch_id: int) -> None:
+        """`DeltaTarget.maintain` through delta-spark: every `compact_interval_batches`
+        batches, `OPTIMIZE` (bin-packing compaction) and `VACUUM` (files older than the
+        table's retention) of every Delta table under the root and of those opened
+        elsewhere.  Compaction changes no row and keeps the tables' `txn`s; a failure only
+        logs (the next interval retries)."""
+        from delta.tables import DeltaTable
+
+        every = self.compact_interval_batches
+        if every <= 0 or (batch_id + 1) % every:
+            return
+        for key in sorted(set(self._tables) | {str(p) for p in delta_tables(self.root)}):
+            try:
+                table = DeltaTable.forPath(self.spark, key)
+                metrics = table.optimize().executeCompaction().first()
+                table.vacuum()
+            except Exception as exc:  # maintenance must not stop the pipeline
+                log.warning("batch %d: compacting %s failed (retried in %d batches): %s",
+                            batch_id, key, every, exc)
+                continue
+            if metrics is not None:
+                m = metrics["metrics"]
+                log.info("batch %d: %s compacted: %s files into %s", batch_id, key,
+                         m["numFilesRemoved"], m["numFilesAdded"])
+
+
+def _with_key(rows: Any, keys: tuple[str, ...], columns: tuple[Column, ...]) -> Any:
+    """`rows` plus `__hw_key`, each row's key as `delta_target.key_json_array` writes it
+    into the state table.  A single integer key in Spark SQL; any other key by that same
+    function in the executors' Python workers (`mapInArrow`), with the key columns cast back
+    to the decoder's Arrow types, so that the text is byte for byte the state's."""
+    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    types = {c.name: c.type.arrow for c in columns}
+    if len(keys) == 1 and pa.types.is_integer(types[keys[0]]):
+        return rows.withColumn(KEY, F.concat(F.lit("["), F.col(q(keys[0])).cast("string"),
+                                             F.lit("]")))
+    key_types = {k: types[k] for k in keys}
+
+    def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from headwater.pipeline.delta_target import key_json_array as key_json
+
+        for batch in batches:
+            cast = pa.table({k: batch.column(k).cast(t) for k, t in key_types.items()})
+            yield batch.append_column(KEY, key_json(cast, keys))
+
+    out = StructType([*rows.schema.fields, StructField(KEY, StringType())])
+    return rows.mapInArrow(add, out)
+
+
+__all__ = ["SparkDeltaTarget", "key_json_array"]
