@@ -83,6 +83,7 @@ def test_pipeline_work_runs_on_executors_and_survives_an_executor_kill(
         env: Env, cluster: SparkCluster, tmp_path: Path) -> None:
     props = {
         "headwater.pipeline.delta.path": env.tmp / "delta",
+        "headwater.pipeline.executors.min.records": 0,  # every range on the executors
         "headwater.pipeline.checkpoint.dir": env.tmp / "checkpoint",
     }
     events = capture(env, props)

@@ -27,6 +27,7 @@ The pipeline reads what the connector wrote, so it takes `topic.prefix` and
 | headwater.pipeline.datastream.files.dir | destination.files.dir | the files destination's root |
 | headwater.pipeline.datastream.files.format | auto | json (.jsonl[.gz]), avro, or auto (both) |
 | headwater.pipeline.datastream.max.files.per.trigger | 1000 | files per micro-batch |
+| headwater.pipeline.executors.min.records | 100000 | ranges this long run on executors (0: all) |
 | spark.* | | any Spark setting, given to the session builder as is (`spark.master`, ...) |
 
 Relative paths are relative to the configuration file's directory, like the connector's.  An
@@ -66,6 +67,7 @@ _KNOWN = (
     "headwater.pipeline.mongodb.flatten.struct.delimiter", "headwater.pipeline.source",
     "headwater.pipeline.datastream.files.dir", "headwater.pipeline.datastream.files.format",
     "headwater.pipeline.datastream.max.files.per.trigger",
+    "headwater.pipeline.executors.min.records",
 )
 SOURCES = ("topics", "datastream-files")
 FILE_FORMATS = ("json", "avro", "auto")
@@ -93,6 +95,8 @@ class PipelineConfig:
     jdbc_password: Secret | None = None
     jdbc_schema: str | None = None
     compact_interval_batches: int = 100
+    # A Spark job costs seconds, the driver's column-wise path milliseconds for a small range.
+    executors_min_records: int = 100_000
     documents: DocumentOptions = DocumentOptions()  # noqa: RUF009 (frozen: shared safely)
     # Set when the connector writes to Kafka (headwater.topics.store=kafka): read from there.
     kafka: KafkaSettings | None = None
@@ -177,6 +181,8 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
     max_records = _int(props, "headwater.pipeline.max.records.per.trigger", 500_000, errors)
     compact = _int(props, "headwater.pipeline.delta.compact.interval.batches", 100, errors,
                    minimum=0)
+    executors_min = _int(props, "headwater.pipeline.executors.min.records", 100_000, errors,
+                         minimum=0)
     documents = _documents(props, errors)
     kafka: KafkaSettings | None = None
     converter_props: tuple[tuple[str, str], ...] = ()
@@ -226,6 +232,7 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         jdbc_password=password,
         jdbc_schema=props.get("headwater.pipeline.jdbc.schema") or None,
         compact_interval_batches=compact,
+        executors_min_records=executors_min,
         documents=documents,
         kafka=kafka,
         converter_props=converter_props,

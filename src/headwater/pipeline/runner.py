@@ -104,17 +104,21 @@ def apply_batch(
     table).
 
     With a Spark session, the column-wise modes read, decode and net on the executors
-    (`tasks`: one Spark job for all the batch's topics); without one (direct calls, the
-    Kafka batch) the driver does it."""
+    (`tasks`: one Spark job for all the batch's topics) every topic range of at least
+    `headwater.pipeline.executors.min.records`; without one (direct calls, the Kafka batch),
+    and for shorter ranges, the driver does it."""
     total = 0
     path = columnar_path(cfg.mode, target)
     staged: dict[str, list[tasks.PartResult]] = {}
     if spark is not None and path is not None:
+        # (a short range costs the driver milliseconds, a Spark job seconds)
         rows = {t: r for t, r in ranges.items()
-                if not is_datastream_topic(topics_dir, t, *r)
+                if r[1] - r[0] >= max(cfg.executors_min_records, 1)
+                and not is_datastream_topic(topics_dir, t, *r)
                 and not is_document_topic(topics_dir, t, *r)}
-        staged = tasks.run_stage(spark, topics_dir, cfg.checkpoint_dir, batch_id, cfg.mode,
-                                 rows)
+        if rows:
+            staged = tasks.run_stage(spark, topics_dir, cfg.checkpoint_dir, batch_id,
+                                     cfg.mode, rows)
     for topic, (first, end) in sorted(ranges.items()):
         n = None
         if topic in staged and path is not None:
