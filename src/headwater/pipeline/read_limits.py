@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,13 +96,14 @@ class Starts:
                 "everything there in one micro-batch", what, limit)
             self.limit = None
 
-    def start(self, given: Offsets | None, initial: Offsets) -> Offsets:
-        """Where the batch being planned starts."""
+    def start(self, given: Offsets | None, initial: Callable[[], Offsets]) -> Offsets:
+        """Where the batch being planned starts; `initial` (the source's `initialOffset`,
+        which may list the whole log) is asked only for a new query's first batch."""
         if ADMISSION_CONTROL or given is not None:
             return given or {}
         if self.next is None:
             found = last_planned_end(self.checkpoint) if self.checkpoint else None
-            self.next = found if found is not None else dict(initial)
+            self.next = found if found is not None else dict(initial())
         return self.next
 
     def rows(self, limit: object) -> int | None:

@@ -230,7 +230,7 @@ def register(spark: Any) -> None:
 
         def latestOffset(self, start: dict[str, int] | None = None,  # noqa: N802
                          limit: Any = None) -> dict[str, int]:
-            start = self.starts.start(start, self.initialOffset())
+            start = self.starts.start(start, self.initialOffset)
             latest = self.frozen if self.frozen is not None else end_offsets(
                 self.root, self.pattern)
             rows = self.starts.rows(limit)
