@@ -53,8 +53,21 @@ def test_a_restarted_query_starts_where_its_offset_log_ends(tmp_path: Path) -> N
 
 
 @pytest.mark.usefixtures("on_41")
-def test_a_once_run_takes_everything_on_41() -> None:
-    assert Starts(None, 100, once=True, what="limit").rows(None) is None
+def test_a_once_run_on_41_keeps_its_limit_and_fixes_its_end_first_and_once() -> None:
+    starts = Starts(None, 100, once=True, what="limit")
+    assert starts.rows(None) == 100
+    frozen: list[int] = []
+    assert starts.start(None, lambda: {"a": 0}, lambda: frozen.append(1)) == {"a": 0}
+    starts.planned({"a": 100})
+    assert starts.start(None, lambda: {"a": 0}, lambda: frozen.append(1)) == {"a": 100}
+    assert frozen == [1]
+    assert read_limits.once_trigger() == {"processingTime": "0 seconds"}
+
+
+def test_a_continuous_run_never_fixes_its_end(on_41: None) -> None:
+    frozen: list[int] = []
+    Starts(None, 100, once=False, what="limit").start(None, dict, lambda: frozen.append(1))
+    assert frozen == []
 
 
 def test_with_admission_control_spark_s_start_and_limit_are_used(

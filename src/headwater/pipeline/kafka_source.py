@@ -216,7 +216,8 @@ def register(spark: Any) -> None:
 
         def latestOffset(self, start: dict[str, int] | None = None,  # noqa: N802
                          limit: Any = None) -> dict[str, int]:
-            start = self.starts.start(start, self.initialOffset)
+            start = self.starts.start(start, self.initialOffset,
+                                      self.prepareForTriggerAvailableNow)
             latest = self.frozen if self.frozen is not None else self.topics().end_offsets(start)
             for name, read in sorted(start.items()):
                 if latest.get(name, read) < read:

@@ -7,20 +7,23 @@ the Kafka source (see `headwater.jvm.artifacts`), calls `latestOffset()` without
 knows none of these: there a source's `latestOffset` gets no start and no limit.  `Starts`
 gives it both: the start is where the batch it planned last ends (Spark always takes a
 source's latest offset as the end of the next batch), or, first in a restarted query, the end
-of the last batch in the query's own offset log; the limit is the source's own setting.  A
-run with `Trigger.AvailableNow` (`--once`) asks a 4.1 source for its latest offset once and
-runs to it, so there a limit would stop the run early: such a run takes everything there in
-one micro-batch (said once, in the log).  Imported only inside the sources' `register` (it
-imports pyspark).
+of the last batch in the query's own offset log; the limit is the source's own setting.
+pyspark 4.1 also runs a Python source under `Trigger.AvailableNow` as `Trigger.Once`: one
+micro-batch, and after a crash only the uncommitted batch is re-run, nothing after it.  So a
+`--once` run on 4.1 is run as Spark runs AvailableNow for sources that support it: the source
+fixes its end at its first planning (`prepareForTriggerAvailableNow`), the query runs with a
+processing-time trigger, still limited per batch, and the runner stops it once everything up
+to that end is committed (`once_trigger`, `finish_when_caught_up`).  Imported only inside the
+sources' `register` (it imports pyspark).
 """
 
 from __future__ import annotations
 
 import json
-import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 Offsets = dict[str, int]
 
@@ -90,15 +93,19 @@ class Starts:
         self.checkpoint = Path(checkpoint) if checkpoint else None
         self.limit = limit
         self.next: Offsets | None = None
-        if once and limit and not ADMISSION_CONTROL:
-            logging.getLogger("headwater.pipeline").info(
-                "%s=%d applies to continuous runs on this pyspark (4.1); a --once run takes "
-                "everything there in one micro-batch", what, limit)
-            self.limit = None
+        # A --once run on 4.1: the end is fixed by the source itself at its first planning.
+        self.freeze = once and not ADMISSION_CONTROL
+        self.what = what
 
-    def start(self, given: Offsets | None, initial: Callable[[], Offsets]) -> Offsets:
+    def start(self, given: Offsets | None, initial: Callable[[], Offsets],
+              freeze: Callable[[], None] | None = None) -> Offsets:
         """Where the batch being planned starts; `initial` (the source's `initialOffset`,
-        which may list the whole log) is asked only for a new query's first batch."""
+        which may list the whole log) is asked only for a new query's first batch; `freeze`
+        (the source's `prepareForTriggerAvailableNow`) is called once, first, in a --once run
+        on a pyspark that does not call it."""
+        if self.freeze and freeze is not None:
+            self.freeze = False
+            freeze()
         if ADMISSION_CONTROL or given is not None:
             return given or {}
         if self.next is None:
@@ -118,5 +125,30 @@ class Starts:
             self.next = dict(end)
         return end
 
+def once_trigger() -> dict[str, str | bool]:
+    """The trigger of a --once run: AvailableNow where pyspark runs it for Python sources,
+    else back-to-back micro-batches that `finish_when_caught_up` stops."""
+    return {"availableNow": True} if ADMISSION_CONTROL else {"processingTime": "0 seconds"}
+
+
+def finish_when_caught_up(query: Any) -> None:
+    """Stops a --once query on pyspark 4.1 once every offset up to the sources' fixed end is
+    committed (`processAllAvailable` returns when a trigger finds nothing new, and the source's
+    latest offset no longer moves); a thread, so callers keep calling `awaitTermination`.  A
+    failed query is left to `awaitTermination` to raise."""
+    if ADMISSION_CONTROL:
+        return
+
+    def finish() -> None:
+        try:
+            query.processAllAvailable()
+        except Exception:  # the query failed: awaitTermination raises it
+            return
+        query.stop()
+
+    threading.Thread(target=finish, name="headwater-once", daemon=True).start()
+
+
 __all__ = ["ADMISSION_CONTROL", "ReadAllAvailable", "ReadMaxRows", "Starts",
-           "SupportsTriggerAvailableNow", "last_planned_end"]
+           "SupportsTriggerAvailableNow", "finish_when_caught_up", "last_planned_end",
+           "once_trigger"]

@@ -8,7 +8,7 @@ bulk of the work, goes column-wise (`columnar`) whenever a batch has the common 
 event by event (`decode`, `net`), which every other mode and target uses.  MongoDB topics,
 whose events carry documents rather than rows, take the document path (`documents`).
 
-`once=True` runs with `Trigger.AvailableNow`: everything there now, then stop.
+`once=True` runs to everything there now, then stops (`read_limits.once_trigger`).
 """
 
 from __future__ import annotations
@@ -441,6 +441,8 @@ def _start_query(
     table_topic: Callable[[str], bool] = is_table_topic,
 ) -> Any:
     """`load` builds the streaming source (default: the topic log's `headwater_topics`)."""
+    from headwater.pipeline.read_limits import finish_when_caught_up, once_trigger
+
     clear_unstarted_checkpoint(checkpoint)
     if load is not None:
         source = load(spark)
@@ -484,11 +486,13 @@ def _start_query(
         .queryName(name)
     )
     writer = (
-        writer.trigger(availableNow=True) if once
+        writer.trigger(**once_trigger()) if once
         else writer.trigger(processingTime=f"{trigger_interval_ms} milliseconds")
     )
     query = writer.start()
     query.headwater_damaged = damaged
+    if once:
+        finish_when_caught_up(query)
     return query
 
 

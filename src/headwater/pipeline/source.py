@@ -230,7 +230,8 @@ def register(spark: Any) -> None:
 
         def latestOffset(self, start: dict[str, int] | None = None,  # noqa: N802
                          limit: Any = None) -> dict[str, int]:
-            start = self.starts.start(start, self.initialOffset)
+            start = self.starts.start(start, self.initialOffset,
+                                      self.prepareForTriggerAvailableNow)
             latest = self.frozen if self.frozen is not None else end_offsets(
                 self.root, self.pattern)
             rows = self.starts.rows(limit)

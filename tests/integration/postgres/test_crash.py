@@ -152,14 +152,24 @@ def test_kill_minus_nine_under_load_loses_nothing(env: Env) -> None:
         try:
             source = {r[0]: r[1] for r in env.sql("SELECT id, ver FROM t")}
 
+            differ: list[object] = []
+
             def caught_up() -> bool:
                 table = replay(env.topics, f"{env.prefix}.public.t")
-                return {k[0][1]: row["ver"] for k, row in table.items()} == source
+                got = {k[0][1]: row["ver"] for k, row in table.items()}
+                differ[:] = [(k, source.get(k), got.get(k)) for k in sorted({*got, *source})
+                             if got.get(k) != source.get(k)]
+                return not differ
 
-            wait_for(caught_up, timeout=180, interval=1.0, what="final run caught up")
+            try:
+                wait_for(caught_up, timeout=180, interval=1.0, what="final run caught up")
+            except TimeoutError as exc:
+                raise AssertionError(f"{len(differ)} keys (key, source, topic) differ: "
+                                     f"{differ[:10]}; capture: {_stderr_tail(proc)}") from exc
         finally:
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(60) == 0, proc.stderr.read().decode()[-3000:]
+            if proc.poll() is None:  # (a timeout above already stopped it, for its log)
+                proc.send_signal(signal.SIGTERM)
+                assert proc.wait(60) == 0, proc.stderr.read().decode()[-3000:]
     finally:
         load.stop.set()
     assert kills == 6 and len(load.committed) > 200
@@ -198,6 +208,15 @@ def test_kill_minus_nine_under_load_loses_nothing(env: Env) -> None:
         else:
             assert row["ver"] > last_ver.get(k, -1), f"key {k} out of order"
         last_ver[k] = row["ver"]
+
+
+def _stderr_tail(proc: subprocess.Popen[bytes]) -> str:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    return proc.stderr.read().decode()[-3000:] if proc.stderr else ""
 
 
 def _last_snapshot_lsn(env: Env) -> int | None:

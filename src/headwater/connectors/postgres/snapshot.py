@@ -47,6 +47,10 @@ log = logging.getLogger("headwater.connectors.postgres.snapshot")
 
 # Rows per column-wise chunk: ~3 KB per event with schemas, so a few MB of events in flight.
 COLUMNAR_CHUNK_ROWS = 1024
+# Tables of fewer heap blocks (8 KB each; 1 MB, a few thousand rows) are read row-wise: loading
+# numba and its compiled kernels costs a capture process about a second, more than such a
+# table's whole read row-wise, and a snapshot that small is the one a restart most often redoes.
+COLUMNAR_MIN_BLOCKS = 128
 
 _COPY_ESCAPE = re.compile(r"\\(.)")
 _COPY_UNESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
@@ -220,6 +224,7 @@ class PostgresSnapshotSource:
         config: PostgresConnectorConfig | None = None,
         database: str = "",
         columnar: bool = True,
+        columnar_min_blocks: int = COLUMNAR_MIN_BLOCKS,
     ) -> None:
         self.dsn = dsn
         self.context = context
@@ -237,6 +242,7 @@ class PostgresSnapshotSource:
         # keeps every row on the row-wise path (the reference the column-wise one is tested
         # against).
         self.columnar = columnar
+        self.columnar_min_blocks = columnar_min_blocks
 
     def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
         conn = connect(self.dsn, application_name="headwater-snapshot")
@@ -273,7 +279,7 @@ class PostgresSnapshotSource:
         if parallel and self.tables:
             last = self._read_parallel(ctx, position, sizes)
         else:
-            pending = self._read_serial(cur, ctx, position)
+            pending = self._read_serial(cur, ctx, position, sizes)
         conn.commit()
         offset = dict(self.final_offset)
         offset["txId"] = tx_id
@@ -291,7 +297,8 @@ class PostgresSnapshotSource:
             m.rows_estimated[name] = size.estimated_rows if size is not None else -1
 
     def _read_serial(
-        self, cur: Any, ctx: SourceRunContext, position: PostgresPosition
+        self, cur: Any, ctx: SourceRunContext, position: PostgresPosition,
+        sizes: dict[int, TableSize],
     ) -> list[ChangeRecord]:
         emitter = _Emitter(ctx, self.context, position, self.batch_size, self.metrics.rows_scanned)
         for info, codec in self.tables:
@@ -304,7 +311,9 @@ class PostgresSnapshotSource:
             cols = ", ".join(quote_ident(c.name) for c in codec.incoming)
             sql = f"COPY (SELECT {cols} FROM {qualified(info.schema, info.name)}) TO STDOUT"
             log.info("snapshot step: read %s", name)
-            columnar = self._columnar(ctx, codec, name, position, emitter)
+            size = sizes.get(info.oid)
+            small = size is not None and size.blocks < self.columnar_min_blocks
+            columnar = None if small else self._columnar(ctx, codec, name, position, emitter)
             if columnar is None:
                 cur.copy_expert(sql, CopySink(emitter.on_row), size=1 << 16)
             else:

@@ -71,7 +71,8 @@ def register(spark: Any) -> None:
 
         def latestOffset(self, start: dict[str, int] | None = None,  # noqa: N802
                          limit: Any = None) -> dict[str, int]:
-            start = self.starts.start(start, self.initialOffset)
+            start = self.starts.start(start, self.initialOffset,
+                                      self.prepareForTriggerAvailableNow)
             seen = self.frozen if self.frozen is not None else self._scan()
             return self.starts.planned({OFFSET_KEY: plan_end(
                 start.get(OFFSET_KEY, 0), seen, self.starts.rows(limit))})
