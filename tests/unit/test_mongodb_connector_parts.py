@@ -183,3 +183,36 @@ def test_lsid_as_debezium_writes_it() -> None:
     events = [RawBSONDocument(base64.b64decode(e)) for e in fixture["change_events"]]
     ours = {lsid_json(e["lsid"]) for e in events if "lsid" in e}
     assert len(expected) == 1 and ours == expected
+
+
+@pytest.mark.parametrize(("uri_query", "selection_s", "connect_s"), [
+    ("replicaSet=rs0", 30.0, 10.0),  # the properties' defaults
+    ("replicaSet=rs0&serverSelectionTimeoutMS=1500", 1.5, 10.0),
+    ("serverselectiontimeoutms=2000;connectTimeoutMS=700", 2.0, 0.7),  # any case, `;` too
+])
+def test_options_in_the_connection_string_win_over_the_properties(
+        uri_query: str, selection_s: float, connect_s: float) -> None:
+    from headwater.connectors.mongodb.connection import client
+
+    cfg, _ = validate_mongodb_config(_config(**{
+        "mongodb.connection.string": f"mongodb://127.0.0.1:1/?{uri_query}"}))
+    mongo = client(cfg)  # pymongo connects lazily: nothing is contacted
+    try:
+        assert mongo.options.server_selection_timeout == selection_s
+        assert mongo.options.pool_options.connect_timeout == connect_s
+    finally:
+        mongo.close()
+
+
+def test_a_property_set_beside_the_uri_still_applies_where_the_uri_is_silent() -> None:
+    from headwater.connectors.mongodb.connection import client
+
+    cfg, _ = validate_mongodb_config(_config(**{
+        "mongodb.connection.string": "mongodb://127.0.0.1:1/?connectTimeoutMS=700",
+        "mongodb.server.selection.timeout.ms": "4000"}))
+    mongo = client(cfg)
+    try:
+        assert mongo.options.server_selection_timeout == 4.0
+        assert mongo.options.pool_options.connect_timeout == 0.7
+    finally:
+        mongo.close()

@@ -205,3 +205,34 @@ def test_failed_write_never_stores_offset_or_acknowledges(tmp_path: Path) -> Non
     assert not [s for s in j.steps if s[0] in ("offset", "ack")]
     assert rt.state is StreamState.FAILED
     assert FileOffsetStore(tmp_path / "o.json", {"server": "srv"}).load() is None
+
+
+class BlockedConnector(FakeConnector):
+    """A connector whose connect hangs, like MongoDB's server selection against a dead host."""
+
+    def __init__(self) -> None:
+        super().__init__(FakeStreaming(Journal(), 0))
+        self.release = threading.Event()
+
+    def start(self, offset: dict[str, Any] | None) -> StartPlan:
+        self.release.wait(60)
+        return StartPlan(None, self.streaming)
+
+
+def test_a_stop_while_the_connector_connects_ends_the_run_at_once(tmp_path: Path) -> None:
+    j = Journal()
+    conn = BlockedConnector()
+    rt = CaptureRuntime(conn, FakeRenderer(), FakeWriter(j), FakeStore(tmp_path / "o.json", j),
+                        max_queue_size=100, max_batch_size=1, poll_interval_ms=20)
+    t = threading.Thread(target=rt.run)
+    t.start()
+    time.sleep(0.3)
+    assert t.is_alive() and rt.state is StreamState.STARTING
+    started = time.monotonic()
+    rt.stop()
+    t.join(10)
+    assert not t.is_alive() and time.monotonic() - started < 5
+    assert rt.state is StreamState.PAUSED
+    conn.release.set()  # the connect returns late: its plan is dropped, nothing is written
+    time.sleep(0.2)
+    assert [s for s in j.steps if s[0] in ("write", "offset")] == []

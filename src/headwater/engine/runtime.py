@@ -108,6 +108,10 @@ class CaptureRuntime:
         self._reader_done = threading.Event()
         self._streaming: StreamingSource | None = None
         self._connected_at: float | None = None
+        # True while the connector is connecting (`connector.start`): nothing is emitted yet,
+        # so a stop need not wait for a connect that may block for a server-selection or
+        # connect timeout (MongoDB's 30 s, a TCP connect to a dead host).
+        self._connecting = False
 
     # -- control ---------------------------------------------------------------------------
     def stop(self) -> None:
@@ -161,7 +165,11 @@ class CaptureRuntime:
 
     def _run_sources(self, offset: dict[str, Any] | None) -> None:
         ctx = SourceRunContext(self._emit, self.stopping, self.renderer)
-        plan = self.connector.start(offset)
+        self._connecting = True
+        try:
+            plan = self.connector.start(offset)
+        finally:
+            self._connecting = False
         self._connected_at = time.monotonic()
         self._set_state(StreamState.RUNNING)
         if plan.snapshot is not None and not self.stopping.is_set():
@@ -271,6 +279,12 @@ class CaptureRuntime:
                     break
                 if self.stopping.is_set() and self._reader_done.is_set():
                     break
+                if self.stopping.is_set() and self._connecting and self.queue.size == 0:
+                    # Stopped while connecting: nothing was emitted, nothing to drain; the
+                    # reader thread (a daemon) finds the queue closed if its connect returns.
+                    log.info("stopped while connecting to the source")
+                    self.queue.close()
+                    break
             if self.stopping.is_set():
                 self._set_state(StreamState.DRAINING)
         except BaseException:
@@ -280,7 +294,7 @@ class CaptureRuntime:
             raise
         finally:
             self.stopping.set()
-            reader.join(timeout=30)
+            reader.join(timeout=1 if self._connecting else 30)
             self.writer.close()
             self.connector.close()
         if self._reader_error is not None:

@@ -32,8 +32,33 @@ RAW_DOCUMENTS: Final = {"document_class": FastRawDocument,
                         "datetime_conversion": DatetimeConversion.DATETIME_MS}
 
 
+def uri_options(uri: str) -> set[str]:
+    """The option names given in a connection string's query (lower case, as MongoDB's URI
+    options are case-insensitive); parsed by hand: pymongo's parser resolves `mongodb+srv`
+    names through DNS."""
+    query = uri.partition("?")[2].partition("#")[0]
+    return {part.partition("=")[0].strip().lower()
+            for part in query.replace(";", "&").split("&") if part.strip()}
+
+
+# Each client option set from a property, and the URI options that set it too.
+_URI_NAMES: Final = {
+    "connectTimeoutMS": ("connecttimeoutms",),
+    "serverSelectionTimeoutMS": ("serverselectiontimeoutms",),
+    "heartbeatFrequencyMS": ("heartbeatfrequencyms",),
+    "socketTimeoutMS": ("sockettimeoutms",),
+    "appname": ("appname",),
+    "tls": ("tls", "ssl"),
+    "tlsAllowInvalidHostnames": ("tlsallowinvalidhostnames", "tlsinsecure"),
+}
+
+
 def client(cfg: MongoDbConnectorConfig, **extra: Any) -> Any:
-    """A client of the configured deployment (not yet connected: pymongo connects lazily)."""
+    """A client of the configured deployment (not yet connected: pymongo connects lazily).
+
+    Options the connection string sets win over the properties, as in Debezium (its client
+    factory applies the properties, then the connection string): pymongo does the opposite
+    with keyword arguments, so a property's option is left out where the URI has it."""
     options: dict[str, Any] = {
         "connectTimeoutMS": cfg.mongodb_connect_timeout_ms,
         "serverSelectionTimeoutMS": cfg.mongodb_server_selection_timeout_ms,
@@ -48,7 +73,12 @@ def client(cfg: MongoDbConnectorConfig, **extra: Any) -> Any:
         options["tls"] = True
         if cfg.mongodb_ssl_invalid_hostname_allowed:
             options["tlsAllowInvalidHostnames"] = True
-    return pymongo.MongoClient(cfg.mongodb_connection_string.reveal(), **options)
+    uri = cfg.mongodb_connection_string.reveal()
+    given = uri_options(uri)
+    for option, names in _URI_NAMES.items():
+        if option not in extra and given.intersection(names):
+            options.pop(option, None)
+    return pymongo.MongoClient(uri, **options)
 
 
 def transient(exc: BaseException) -> bool:
