@@ -322,6 +322,13 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     if kafka.store == "kafka":
         # Superseding a restarted snapshot reads the local log (not done over Kafka).
         restarts = None
+    connector = parts.connector
+    offsets = kafka_assembly.offset_store(kafka, connector.partition) or FileOffsetStore(
+        Path(cfg.offset_storage_file_filename), connector.partition)
+    if isinstance(offsets, FileOffsetStore):
+        # Before the topic log opens: a damaged, foreign or newer-format offset file refuses
+        # the start here (OffsetStoreError), not after the writer took the log.
+        offsets.load()
     sink: TopicWriter
     passthrough = getattr(cfg, "passthrough", {}) or {}
     if output.destination == FILES:
@@ -336,9 +343,6 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
             cfg.headwater_topics_segment_ms,
             local_retention(passthrough),
         )
-    connector = parts.connector
-    offsets = kafka_assembly.offset_store(kafka, connector.partition) or FileOffsetStore(
-        Path(cfg.offset_storage_file_filename), connector.partition)
     return CaptureRuntime(
         connector,
         renderer,

@@ -293,6 +293,14 @@ def status(
         _pipeline_status(config)
         return
     cfg = _load(config, secrets=False)
+    from headwater.engine.offsets import OffsetStoreError, read_offset_file
+
+    try:
+        # The status describes the connector's state: one a newer Headwater wrote (or a
+        # damaged offset file) is said, not shown as if this release could resume it.
+        read_offset_file(Path(cfg.offset_storage_file_filename))
+    except OffsetStoreError as exc:
+        raise UserError(str(exc)) from None
     path = status_path(Path(cfg.offset_storage_file_filename))
     try:
         doc = read_status(path)
@@ -394,6 +402,9 @@ def _pipeline_status(config: Path) -> None:
         cfg = load_pipeline_config(config)
     except (ConfigError, OSError) as exc:
         raise _config_exit(config, exc) from None
+    from headwater.pipeline.checkpoint import check_checkpoint
+
+    check_checkpoint(cfg.checkpoint_dir)  # StateFormatError: one line (cli_errors)
     path = pipeline_status_path(cfg.checkpoint_dir)
     try:
         shown = print_pipeline_status(path, console)
@@ -426,11 +437,18 @@ def pipeline(
     except (ConfigError, OSError) as exc:
         raise _config_exit(config, exc) from None
     from headwater.extras import require
+    from headwater.pipeline.checkpoint import check_checkpoint
+    from headwater.state_format import TOPIC_LOG, open_state_dir
 
+    files = cfg.source == "datastream-files"
+    # The formats of what it reads and resumes from, before anything is created or started
+    # (StateFormatError: one line, cli_errors); the run stamps its checkpoint.
+    if not files and cfg.kafka is None:
+        open_state_dir(cfg.topics_dir, TOPIC_LOG, stamp=False)
+    check_checkpoint(cfg.checkpoint_dir)
     require("spark", "headwater pipeline")
     if cfg.kafka is not None:
         require("kafka", "headwater pipeline reading Kafka")
-    files = cfg.source == "datastream-files"
     read_dir = (cfg.files_dir or cfg.topics_dir) if files else cfg.topics_dir
     if (files or cfg.kafka is None) and not read_dir.is_dir():
         # The pipeline only reads: a missing directory is a wrong path, not an empty log.

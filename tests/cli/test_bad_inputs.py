@@ -239,7 +239,7 @@ CASES: dict[str, Case] = {
         {"c.properties": OK,
          "offsets.json": '{"version": 1, "partition": {"server": "x"}, "offset": {}}'}),
     "offsets-unknown-version": Case(
-        ["offsets", "show", C], 1, "has version 99",
+        ["offsets", "show", C], 1, "was written by a newer Headwater (format 99)",
         {"c.properties": OK,
          "offsets.json": '{"version": 99, "partition": {"server": "srv"}, "offset": {}}'}),
     "offsets-kafka-no-bootstrap": Case(

@@ -15,11 +15,47 @@ from typing import Any, Protocol
 
 import orjson
 
-OFFSET_FORMAT_VERSION = 1
+from headwater.state_format import OFFSETS, StateFormatError, check_version
+
+# The offset file's format: its "version" field is the stamp (headwater.state_format).
+OFFSET_FORMAT_VERSION = OFFSETS.current
 
 
 class OffsetStoreError(RuntimeError):
     pass
+
+
+class OffsetFormatError(OffsetStoreError, StateFormatError):
+    """An offset file of a format this release does not read (a newer Headwater's)."""
+
+
+def read_offset_file(path: Path) -> dict[str, Any] | None:
+    """The offset file's document, its format checked; None when there is no file.  Every
+    reader of an offset file goes through here (the store, `offsets show`, `status`, the
+    REST offsets), so none reads a newer Headwater's offsets as its own."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise OffsetStoreError(
+            f"offset file {path} is not valid JSON ({exc}); refusing to guess a position"
+        ) from exc
+    if not isinstance(doc, dict):
+        raise OffsetStoreError(
+            f"offset file {path} holds {type(doc).__name__}, not an offsets "
+            "document; refusing to guess a position")
+    # Every release has written "version" since the first: a file without it is not ours.
+    if "version" not in doc:
+        raise OffsetStoreError(f"offset file {path} has no \"version\": not an offsets "
+                               "document; refusing to guess a position")
+    try:
+        check_version(OFFSETS, path, doc["version"])
+    except StateFormatError as exc:
+        raise OffsetFormatError(path, str(exc)) from None
+    return doc
 
 
 class OffsetStore(Protocol):
@@ -43,25 +79,9 @@ class FileOffsetStore:
         self.partition = partition
 
     def load(self) -> dict[str, Any] | None:
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
+        doc = read_offset_file(self.path)
+        if doc is None:
             return None
-        try:
-            doc = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise OffsetStoreError(
-                f"offset file {self.path} is not valid JSON ({exc}); refusing to guess a position"
-            ) from exc
-        if not isinstance(doc, dict):
-            raise OffsetStoreError(
-                f"offset file {self.path} holds {type(doc).__name__}, not an offsets "
-                "document; refusing to guess a position")
-        if doc.get("version") != OFFSET_FORMAT_VERSION:
-            raise OffsetStoreError(
-                f"offset file {self.path} has version {doc.get('version')!r}, "
-                f"expected {OFFSET_FORMAT_VERSION}"
-            )
         if doc.get("partition") != self.partition:
             raise OffsetStoreError(
                 f"offset file {self.path} belongs to partition {doc.get('partition')}, "

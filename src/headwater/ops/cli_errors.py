@@ -24,6 +24,7 @@ from typer.exceptions import TyperException
 
 from headwater.config.loader import ConfigError
 from headwater.extras import MissingExtra, extra_of
+from headwater.state_format import StateFormatError
 
 DEBUG_PARAM = "debug"
 
@@ -55,6 +56,8 @@ def describe(exc: Exception) -> tuple[str, int] | None:
     if isinstance(exc, UserError):
         return f"error: {exc}", exc.code
     if isinstance(exc, MissingExtra):
+        return f"error: {exc}", 1
+    if isinstance(exc, StateFormatError):  # state of a newer (or unknown) format
         return f"error: {exc}", 1
     if isinstance(exc, ConfigError):
         return config_failure(exc.source, exc), 2

@@ -18,6 +18,7 @@ import orjson
 
 from headwater.kafka.settings import KafkaSettings
 from headwater.ops.cli_errors import UserError
+from headwater.state_format import STAMP_FILE, TOPIC_LOG, open_state_dir
 
 _KAFKA_TIMEOUT_S = 15.0
 
@@ -123,21 +124,24 @@ def kafka_offset(settings: KafkaSettings, partition: dict[str, Any]) -> dict[str
 
 
 def existing_topics_dir(root: Path, named_by: str) -> Path:
-    """`root` when it is a directory; a missing one is a wrong path, not an empty log."""
+    """`root` when it is a directory of a topic log this release reads; a missing one is a
+    wrong path, not an empty log, and one a newer Headwater stamped is refused
+    (`StateFormatError`; an unstamped one is left so: the commands only look)."""
     if not root.is_dir():
         what = "is not a directory" if root.exists() else "does not exist"
         raise UserError(f"topics directory {root} ({named_by}) {what}")
+    open_state_dir(root, TOPIC_LOG, stamp=False)
     return root
 
 
 def remove_if_unused(root: Path) -> bool:
-    """Remove `root` when it holds nothing but the writer's lock file: a run that failed
-    before writing must not leave a directory a pipeline would start on."""
+    """Remove `root` when it holds nothing but the writer's lock file and format stamp: a
+    run that failed before writing must not leave a directory a pipeline would start on."""
     try:
         entries = list(root.iterdir())
     except OSError:
         return False
-    if any(e.name != ".lock" for e in entries):
+    if any(e.name not in (".lock", STAMP_FILE) for e in entries):
         return False
     for e in entries:
         e.unlink(missing_ok=True)

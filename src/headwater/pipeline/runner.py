@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from headwater.pipeline import columnar, tasks
+from headwater.pipeline.checkpoint import open_checkpoint
 from headwater.pipeline.config import PipelineConfig
 from headwater.pipeline.datastream import file_source
 from headwater.pipeline.datastream.apply import (
@@ -442,12 +443,15 @@ def _start_query(
 ) -> Any:
     """`load` builds the streaming source (default: the topic log's `headwater_topics`)."""
     from headwater.pipeline.read_limits import finish_when_caught_up, once_trigger
+    from headwater.state_format import TOPIC_LOG, open_state_dir
 
+    open_checkpoint(checkpoint)  # (again for `start_flows`, which has no `run`)
     clear_unstarted_checkpoint(checkpoint)
     if load is not None:
         source = load(spark)
     else:
         topics_dir.mkdir(parents=True, exist_ok=True)
+        open_state_dir(topics_dir, TOPIC_LOG, stamp=False)  # read, never written, here
         register(spark)
         reader = (
             spark.readStream.format(SOURCE_NAME)
@@ -505,6 +509,7 @@ def run(cfg: PipelineConfig, once: bool = False) -> bool:
     traceback (~50 lines); the handler only asks, and the loop stops the query itself."""
     from headwater.pipeline.quiet import log_dir, trace_to_file
 
+    open_checkpoint(cfg.checkpoint_dir)  # before the logs and the status file go in it
     logs = log_dir(cfg.checkpoint_dir)
     trace = trace_to_file(logs)
     interrupted = threading.Event()

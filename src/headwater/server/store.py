@@ -24,7 +24,7 @@ from typing import Any, Final
 
 import orjson
 
-from headwater.streams.catalog import CATALOG_FILE
+from headwater.streams.catalog import CATALOG_FILE, connect
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS connectors (
@@ -95,8 +95,7 @@ class ConnectorStore:
         self.noun = noun
         self.path = root / CATALOG_FILE
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None,
-                                   check_same_thread=False)
+        self._db = connect(self.path)
         self.path.chmod(0o600)  # configurations may hold passwords
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(_SCHEMA)

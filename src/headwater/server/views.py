@@ -8,7 +8,6 @@ testing on its own.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -71,11 +70,10 @@ def offsets_path(row: ConnectorRow, data_dir: Path) -> Path:
 
 def read_offsets(row: ConnectorRow, data_dir: Path) -> ConnectorOffsets:
     """The stored offset as Kafka Connect lists source offsets (one partition)."""
-    try:
-        doc: dict[str, Any] = orjson.loads(offsets_path(row, data_dir).read_bytes())
-    except FileNotFoundError:
-        return ConnectorOffsets(offsets=[])
-    if not isinstance(doc.get("offset"), dict):
+    from headwater.engine.offsets import read_offset_file
+
+    doc = read_offset_file(offsets_path(row, data_dir))  # its format checked
+    if doc is None or not isinstance(doc.get("offset"), dict):
         return ConnectorOffsets(offsets=[])
     return ConnectorOffsets(offsets=[ConnectorOffset(partition=doc.get("partition") or {},
                                                      offset=doc["offset"])])

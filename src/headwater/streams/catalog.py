@@ -23,6 +23,7 @@ from typing import Any, Final
 
 import orjson
 
+from headwater.state_format import open_catalog
 from headwater.streams.model import StreamSpec
 from headwater.streams.profiles import Profile, ProfileError
 from headwater.streams.states import Action, State, next_state
@@ -49,6 +50,19 @@ CREATE TABLE IF NOT EXISTS stream_errors (
   time_ms INTEGER NOT NULL, reason TEXT NOT NULL, message TEXT NOT NULL,
   details TEXT NOT NULL);
 """
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """The catalog file's connection for every opener (the streams catalog, the service's
+    connectors and pipelines), its format checked and stamped (`state_format.open_catalog`)
+    before any table is created or read: a catalog a newer Headwater wrote is refused."""
+    db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+    try:
+        open_catalog(db, path)
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 class CatalogError(ValueError):
@@ -106,8 +120,7 @@ class Catalog:
         self.path = root / CATALOG_FILE
         fresh = not self.path.exists()
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None,
-                                   check_same_thread=False)
+        self._db = connect(self.path)
         if fresh:
             os.chmod(self.path, 0o600)  # connection passwords may be in it
         self._db.execute("PRAGMA journal_mode=WAL")

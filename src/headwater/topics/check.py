@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+from headwater.state_format import TOPIC_LOG, open_state_dir
 from headwater.topics.damage import TopicLogDamaged, missing_records
 from headwater.topics.record import BadLineError, Record, parse_line
 from headwater.topics.retention import log_start
@@ -198,6 +199,7 @@ class TopicCheck(NamedTuple):
 def check_topic(root: Path, topic: str) -> TopicCheck:
     """Check every segment of a topic.  After a damaged segment the next one is checked from
     its own base, so that each independent damaged place is listed once."""
+    open_state_dir(root, TOPIC_LOG, stamp=False)  # a newer layout is not "damage"
     out: list[SegmentCheck] = []
     # The first segment starts at the log start (0, or where retention moved it).
     expect: int | None = log_start(root / topic)  # None after a damaged segment

@@ -8,6 +8,7 @@ Layout
 ::
 
     <root>/.lock                                     flock'ed by the one writer of this root
+    <root>/.headwater-format.json                    the layout's format (headwater.state_format)
     <root>/<topic>/00000000000000000000.jsonl        sealed segment, records 0..41
     <root>/<topic>/00000000000000000042.jsonl        sealed segment, records 42..99
     <root>/<topic>/.00000000000000000100.jsonl.inprogress   segment being appended to
@@ -80,6 +81,12 @@ file is still an in-progress file and recovery seals it again.  Records never ac
 given again, as in Kafka after an unclean leader election.
 
 Only one writer per root: `<root>/.lock` is held with `fcntl.flock` for the writer's lifetime.
+
+Format version
+==============
+The writer stamps the root with the layout's format (`<root>/.headwater-format.json`,
+`headwater.state_format`) once it holds the lock, and refuses a root a newer Headwater
+stamped before touching anything in it; the readers check the same stamp.
 """
 
 from __future__ import annotations
@@ -96,6 +103,7 @@ import orjson
 from headwater.dirlock import LockHeld, hold
 from headwater.fsync import fsync_dir
 from headwater.model.topic import HeaderBytes, TopicRecord
+from headwater.state_format import TOPIC_LOG, open_state_dir
 from headwater.topics.check import segment_end
 from headwater.topics.compaction_files import remove_leftovers
 from headwater.topics.damage import TopicLogDamaged
@@ -275,6 +283,8 @@ class TopicLog:
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock()
         try:
+            # Before recovery, which truncates and renames: a newer layout is left untouched.
+            open_state_dir(self.root, TOPIC_LOG, stamp=True)
             for name in list_topic_names(self.root):
                 self._topics[name] = self._recover(name)
         except BaseException:

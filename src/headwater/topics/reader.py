@@ -18,6 +18,9 @@ Keys, values and header values are returned as the exact raw JSON bytes that wer
 JSON scanner that knows the fixed field order, not by decoding and re-encoding the documents, so
 big integers, number formatting and whitespace survive.  A JSON `null` key/value reads as None.
 
+Every entry point checks the root's format stamp first (`headwater.state_format`): a log a
+newer Headwater wrote is refused, not misread.
+
 The reader is not on the hot path; it favours exactness and simplicity over speed, but it does
 skip whole segments below `from_offset` using only the file names.
 """
@@ -30,6 +33,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from headwater.state_format import TOPIC_LOG, open_state_dir
 from headwater.topics.check import (
     is_sealed,
     iter_records,
@@ -97,6 +101,7 @@ def read(
     (`headwater.topics.check`): a damaged segment raises `TopicLogDamaged`.
     """
     topic_dir = _topic_dir(root, topic)
+    open_state_dir(Path(root), TOPIC_LOG, stamp=False)
     segs = live_segments(topic_dir, include_inprogress)
     # offset the next segment must start with (None: not known); the first at the log start
     expect: int | None = log_start(topic_dir)
@@ -171,6 +176,7 @@ def list_topics(root: Path | str, include_inprogress: bool = True) -> list[Topic
     they chain up: the first segment starts at the log start and each one where the previous
     ended.  A damaged place found raises `TopicLogDamaged`."""
     out: list[TopicInfo] = []
+    open_state_dir(Path(root), TOPIC_LOG, stamp=False)
     for name in list_topic_names(Path(root)):
         segs = live_segments(Path(root) / name, include_inprogress)
         size = 0
@@ -214,6 +220,7 @@ def follow(
     segment seals and across writer restarts (including recovery of a crashed writer).
     """
     topic_dir = _topic_dir(root, topic)
+    open_state_dir(Path(root), TOPIC_LOG, stamp=False)
     deadline = None if timeout is None else time.monotonic() + timeout
     pos = from_offset  # next offset wanted
     cur: _Cursor | None = None
