@@ -135,6 +135,7 @@ def run(
     from headwater.config import ConfigError
     from headwater.engine.offsets import OffsetStoreError
     from headwater.ops.store_views import remove_if_unused
+    from headwater.state_format import StateFormatError
     from headwater.topics.log import TopicLogError
 
     # A run that fails before writing anything must not leave behind a topics directory it
@@ -151,8 +152,9 @@ def run(
     except ConfigError as exc:  # transforms / converters are checked when the runtime is built
         forget_fresh()
         raise _config_exit(config, exc) from None
-    except (TopicLogError, OffsetStoreError) as exc:
-        # e.g. a second `headwater run` on the same topics directory: the message says it all.
+    except (TopicLogError, OffsetStoreError, StateFormatError) as exc:
+        # e.g. a second `headwater run` on the same topics directory, or a topic log a newer
+        # Headwater wrote: the message says it all.
         forget_fresh()
         raise UserError(f"cannot start {cfg.topic_prefix}: {exc}") from None
     except Exception:
