@@ -199,6 +199,22 @@ def test_newer_offsets_are_refused(tmp_path: Path) -> None:
     assert orjson.loads(path.read_bytes())["version"] == 3  # left as it was
 
 
+def test_the_rest_offsets_view_refuses_newer_offsets(tmp_path: Path) -> None:
+    # GET/PATCH /connectors/{name}/offsets read the file through the same check.
+    from headwater.server import views
+
+    store = ConnectorStore(tmp_path)
+    row = store.create("pg", {"connector.class": "io.debezium.connector.postgresql."
+                              "PostgresConnector", "topic.prefix": "srv"}, Target.STOPPED)
+    path = views.offsets_path(row, tmp_path)
+    FileOffsetStore(path, PARTITION).save({"lsn": 42})
+    assert views.read_offsets(row, tmp_path).offsets[0].offset == {"lsn": 42}
+    path.write_bytes(orjson.dumps({**orjson.loads(path.read_bytes()), "version": 3}))
+    with pytest.raises(OffsetFormatError, match="newer Headwater"):
+        views.read_offsets(row, tmp_path)
+    store.close()
+
+
 def test_a_newer_topic_log_is_refused_by_its_writer_and_every_reader(tmp_path: Path) -> None:
     root = tmp_path / "topics"
     write_topic_log(root)
