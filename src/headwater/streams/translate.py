@@ -14,8 +14,8 @@ properties:
   `stop-snapshot` signals on the file channel (incremental snapshots with
   `additional-conditions`), read-only watermarks so nothing is written to the source;
 * the stream's own directory -> offsets, schema history, signal file;
-* the destination profile -> the topic log directory (or the files destination's
-  properties, honoured by the capture once the files destination is merged).
+* the destination profile -> the topic log directory, or the files destination's properties
+  (`headwater.destination=files`, Datastream events).
 """
 
 from __future__ import annotations

@@ -45,6 +45,9 @@ _MINIMUM: Final = {"retention.ms": -1, "retention.bytes": -1, "min.compaction.la
 # retention.` (which the configuration loader passes through by prefix) are listed here.
 TOP_LEVEL_KEYS: Final = tuple(TOPICS + c for c in ("cleanup.policy", *_COMPACTION))
 _RESERVED: Final = frozenset({"ms", "bytes", "ignore", "groups", "check"})
+# Every key of the defaults; a listed group adds `<PREFIX><group>.<config>`, include, exclude.
+DEFAULT_KEYS: Final = frozenset({PREFIX + "ignore.consumers", PREFIX + "groups", CHECK_INTERVAL,
+                                 *(TOPICS + c for c in _CONFIGS)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,8 +200,7 @@ def retention_rules(passthrough: Mapping[str, str]) -> RetentionRules:
     props = {k: v for k, v in passthrough.items() if _ours(k)}
     errors: list[str] = []
     names = [g.strip() for g in props.get(PREFIX + "groups", "").split(",") if g.strip()]
-    known = {PREFIX + "ignore.consumers", PREFIX + "groups", CHECK_INTERVAL,
-             *(TOPICS + c for c in _CONFIGS)}
+    known = set(DEFAULT_KEYS)
     for name in names:
         if name in _RESERVED:
             errors.append(f"{PREFIX}groups: {name!r} is a reserved name")
