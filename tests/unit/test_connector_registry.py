@@ -16,6 +16,7 @@ from headwater.capture import load_connector_config
 from headwater.config import ConfigError
 from headwater.connectors.mysql.ordering import MYSQL_ORDER
 from headwater.connectors.mysql.position import MySqlPosition
+from headwater.connectors.postgres.ordering import POSTGRES_ORDER
 from headwater.connectors.postgres.position import PostgresPosition, PostgresSourceBlock
 from headwater.connectors.registry import (
     REGISTRY,
@@ -136,15 +137,18 @@ def test_column_wise_path_looks_the_order_up_too() -> None:
                         pa.struct([("connector", pa.string())]))
 
     offsets = np.array([40, 41, 42], dtype=np.int64)
-    assert batch_order("t", source("mysql", "mariadb", "mysql"), offsets) is MYSQL_ORDER
+    assert batch_order("t", source("mysql", "mariadb", "mysql"), offsets,
+                       MYSQL_ORDER) is MYSQL_ORDER
     with pytest.raises(UnknownSourceConnectorError, match=r"topic t offset 41: source.connector "
                        r"'oracle'"):
-        batch_order("t", source("postgresql", "oracle", "postgresql"), offsets)
+        batch_order("t", source("postgresql", "oracle", "postgresql"), offsets, POSTGRES_ORDER)
     with pytest.raises(UnknownSourceConnectorError, match=r"topic t offset 42: source.connector "
                        r"None"):
-        batch_order("t", source("postgresql", "postgresql", None), offsets)
+        batch_order("t", source("postgresql", "postgresql", None), offsets, POSTGRES_ORDER)
     with pytest.raises(NotColumnar, match=r"two connectors"):
-        batch_order("t", source("postgresql", "mysql", "postgresql"), offsets)
+        batch_order("t", source("postgresql", "mysql", "postgresql"), offsets, POSTGRES_ORDER)
+    with pytest.raises(NotColumnar, match=r"two connectors"):  # not the first event's order
+        batch_order("t", source("mysql", "mysql", "mysql"), offsets, POSTGRES_ORDER)
 
 
 def test_positions_implement_the_common_protocol() -> None:
