@@ -232,3 +232,43 @@ def test_batches_go_column_wise_and_equal_the_event_path(
     assert fast.sort_by(order).to_pylist() == ref.sort_by(order).to_pylist()
     if mode == "changelog":
         assert set(pc.unique(fast.column("__op")).to_pylist()) == {"r", "c", "u", "d"}
+
+
+def toy_sequence(source: dict[str, Any], _total_order: int | None, offset: int) -> str:
+    return f"{source.get('scn') or '':0>20}{offset:016x}"
+
+
+def toy_columnar(source: Any, _total_order: Any, offsets: Any) -> Any:
+    from headwater.pipeline import sequence_columns as columns
+
+    scn = pc.utf8_lpad(pc.fill_null(source.field("scn"), ""), width=20, padding="0")
+    return columns.strings([columns.text_columns(scn, 20),
+                            columns.hex_columns(offsets.astype("uint64"), 16)])
+
+
+def test_a_new_connector_goes_column_wise_by_declaring_its_position_fields(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An Oracle-shaped connector, unknown to the pipeline: its registered order's builder and
+    declared fields (`scn`, which nothing in the pipeline names) are all it takes."""
+    from headwater.connectors.registry import REGISTRY, EventOrder
+    from tests.pipeline.test_columnar import TOPIC, document, fast, reference, row
+    from tests.pipeline.test_columnar import write as write_documents
+
+    toy = EventOrder(toy_sequence, lambda s: (s.get("scn"), s.get("rs_id")), toy_columnar,
+                     (("scn", "string"), ("rs_id", "string")))
+    known = REGISTRY.order_for
+    monkeypatch.setattr(REGISTRY, "order_for", lambda c: toy if c == "toyoracle" else known(c))
+    rng = random.Random(3)
+    records: list[tuple[bytes | None, bytes | None]] = []
+    for i in range(300):
+        key = rng.randrange(30)
+        source = {"connector": "toyoracle", "schema": "public", "table": "t",
+                  "snapshot": "false", "scn": str(1000 + i // 3), "rs_id": f"0x{i:06x}"}
+        records += [document(rng.choice("cud"), key, row(rng, key), source)] * rng.choice((1, 2))
+    write_documents(tmp_path, records)
+    assert fast(tmp_path, 0, len(records)) == reference(tmp_path, 0, len(records))
+    toy_fields = toy._replace(columnar_position=(("scn", "int64"), ("rs_id", "string")))
+    monkeypatch.setattr(REGISTRY, "order_for", lambda c: toy_fields if c == "toyoracle" else
+                        known(c))
+    with pytest.raises(columnar.NotColumnar, match="JSON reader"):  # "scn" is text: refused
+        columnar.read_net(tmp_path, TOPIC, 0, len(records), columnar.Positions())

@@ -165,3 +165,38 @@ def record_with(position: PostgresPosition) -> Any:
     from headwater.model.record import Op
 
     return record(Op.CREATE, None, ANNE, position=position)
+
+
+def test_column_wise_reader_takes_the_order_of_the_batchs_first_event() -> None:
+    from headwater.connectors.sqlserver.ordering import SQLSERVER_ORDER
+    from headwater.pipeline.columnar import Lines, lines_order
+
+    def lines(*sources: dict[str, Any]) -> Lines:
+        text = b"".join(orjson.dumps({"op": "c", "source": s}) + b"\n" for s in sources)
+        return Lines(offsets=np.arange(9, 9 + len(sources), dtype=np.int64),
+                     value_lines=np.frombuffer(text, np.uint8))
+
+    assert lines_order("t", lines({"connector": "sqlserver"}, {"connector": "mysql"})) is (
+        SQLSERVER_ORDER)  # (the parsed batch is checked for one order: batch_order)
+    with pytest.raises(UnknownSourceConnectorError, match=r"topic t offset 9: source.connector "
+                       r"'oracle'"):
+        lines_order("t", lines({"connector": "oracle"}))
+    with pytest.raises(NotColumnar, match="no column-wise order"):
+        lines_order("t", lines({"connector": "mongodb"}))
+    with pytest.raises(NotColumnar, match="no source block"):
+        lines_order("t", lines(None))  # type: ignore[arg-type]
+
+
+def test_declared_position_fields_shape_the_source_struct() -> None:
+    from headwater.pipeline.columnar import source_struct
+
+    struct = source_struct((("scn", "string"), ("db", "string")))
+    assert struct.field("scn").type == pa.string()
+    assert [f.name for f in struct] == ["connector", "snapshot", "sequence", "schema", "db",
+                                        "table", "scn"]
+    with pytest.raises(ValueError, match=r"source field 'db': the connector's EventOrder."
+                       r"columnar_position declares int64, the column-wise reader reads it "
+                       r"as string"):
+        source_struct((("db", "int64"),))
+    with pytest.raises(ValueError, match=r"source field 'scn': unknown Arrow type 'number'"):
+        source_struct((("scn", "number"),))
