@@ -696,6 +696,8 @@ CHANGELOG_META = pa.schema([
     ("__ts_ms", pa.int64()), ("__lsn", pa.int64()), ("__tx_id", pa.string()),
     ("__snapshot", pa.string()), ("__offset", pa.int64()),
 ])
+
+
 def decode_changelog(topic: str, lines: Lines) -> ColumnarChanges | None:
     """Every scanned event as a changelog row (its `net` holds them all, in offset order): the
     event path's `append_changelog` rows, column-wise.  The row is the after image, the before
