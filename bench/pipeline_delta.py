@@ -270,7 +270,8 @@ def bounds(spark: Any, work: Path, ref_s: float) -> None:
     for first in range(0, lines, 500_000):
         scanned = columnar.scan(work / "topics", topic, first, first + 500_000)
         if scanned.count:
-            sh = columnar.shape(scanned.key_head, scanned.value_head)
+            order = columnar.lines_order(topic, scanned)
+            sh = columnar.shape(scanned.key_head, scanned.value_head, order.columnar_position)
             t0 = time.monotonic()
             columnar._read_json(scanned.value_lines, sh.value_schema)
             parse_s += time.monotonic() - t0

@@ -16,6 +16,7 @@ from headwater.capture import load_connector_config
 from headwater.config import ConfigError
 from headwater.connectors.mysql.ordering import MYSQL_ORDER
 from headwater.connectors.mysql.position import MySqlPosition
+from headwater.connectors.postgres.ordering import POSTGRES_ORDER
 from headwater.connectors.postgres.position import PostgresPosition, PostgresSourceBlock
 from headwater.connectors.registry import (
     REGISTRY,
@@ -136,15 +137,18 @@ def test_column_wise_path_looks_the_order_up_too() -> None:
                         pa.struct([("connector", pa.string())]))
 
     offsets = np.array([40, 41, 42], dtype=np.int64)
-    assert batch_order("t", source("mysql", "mariadb", "mysql"), offsets) is MYSQL_ORDER
+    assert batch_order("t", source("mysql", "mariadb", "mysql"), offsets,
+                       MYSQL_ORDER) is MYSQL_ORDER
     with pytest.raises(UnknownSourceConnectorError, match=r"topic t offset 41: source.connector "
                        r"'oracle'"):
-        batch_order("t", source("postgresql", "oracle", "postgresql"), offsets)
+        batch_order("t", source("postgresql", "oracle", "postgresql"), offsets, POSTGRES_ORDER)
     with pytest.raises(UnknownSourceConnectorError, match=r"topic t offset 42: source.connector "
                        r"None"):
-        batch_order("t", source("postgresql", "postgresql", None), offsets)
+        batch_order("t", source("postgresql", "postgresql", None), offsets, POSTGRES_ORDER)
     with pytest.raises(NotColumnar, match=r"two connectors"):
-        batch_order("t", source("postgresql", "mysql", "postgresql"), offsets)
+        batch_order("t", source("postgresql", "mysql", "postgresql"), offsets, POSTGRES_ORDER)
+    with pytest.raises(NotColumnar, match=r"two connectors"):  # not the first event's order
+        batch_order("t", source("mysql", "mysql", "mysql"), offsets, POSTGRES_ORDER)
 
 
 def test_positions_implement_the_common_protocol() -> None:
@@ -161,3 +165,38 @@ def record_with(position: PostgresPosition) -> Any:
     from headwater.model.record import Op
 
     return record(Op.CREATE, None, ANNE, position=position)
+
+
+def test_column_wise_reader_takes_the_order_of_the_batchs_first_event() -> None:
+    from headwater.connectors.sqlserver.ordering import SQLSERVER_ORDER
+    from headwater.pipeline.columnar import Lines, lines_order
+
+    def lines(*sources: dict[str, Any]) -> Lines:
+        text = b"".join(orjson.dumps({"op": "c", "source": s}) + b"\n" for s in sources)
+        return Lines(offsets=np.arange(9, 9 + len(sources), dtype=np.int64),
+                     value_lines=np.frombuffer(text, np.uint8))
+
+    assert lines_order("t", lines({"connector": "sqlserver"}, {"connector": "mysql"})) is (
+        SQLSERVER_ORDER)  # (the parsed batch is checked for one order: batch_order)
+    with pytest.raises(UnknownSourceConnectorError, match=r"topic t offset 9: source.connector "
+                       r"'oracle'"):
+        lines_order("t", lines({"connector": "oracle"}))
+    with pytest.raises(NotColumnar, match="no column-wise order"):
+        lines_order("t", lines({"connector": "mongodb"}))
+    with pytest.raises(NotColumnar, match="no source block"):
+        lines_order("t", lines(None))  # type: ignore[arg-type]
+
+
+def test_declared_position_fields_shape_the_source_struct() -> None:
+    from headwater.pipeline.columnar import source_struct
+
+    struct = source_struct((("scn", "string"), ("db", "string")))
+    assert struct.field("scn").type == pa.string()
+    assert [f.name for f in struct] == ["connector", "snapshot", "sequence", "schema", "db",
+                                        "table", "scn"]
+    with pytest.raises(ValueError, match=r"source field 'db': the connector's EventOrder."
+                       r"columnar_position declares int64, the column-wise reader reads it "
+                       r"as string"):
+        source_struct((("db", "int64"),))
+    with pytest.raises(ValueError, match=r"source field 'scn': unknown Arrow type 'number'"):
+        source_struct((("scn", "number"),))

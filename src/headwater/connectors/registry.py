@@ -131,15 +131,24 @@ class EventOrder(NamedTuple):
 
     `sequence` strings must be fixed-width per connector and end with the topic offset, so that
     their lexical order is the change order and they are unique.  `columnar` (optional) builds
-    them for a whole batch; `columnar_position` then names the `source` fields of the position
-    in the column-wise reader's source struct (pipeline.columnar); without `columnar` the
-    connector's batches take the event-by-event path.
+    them for a whole batch; without it the connector's batches take the event-by-event path.
+
+    `columnar_position` declares, as data, the `source` fields the column-wise reader
+    (pipeline.columnar) parses for this connector: each (field, Arrow type name as
+    `pyarrow.type_for_alias` reads it, e.g. "int64", "string").  They are exactly the fields
+    of `position` (the column-wise re-delivery key, compared as `position` compares them); the
+    reader parses them besides the fields it reads for every connector (`connector`,
+    `snapshot`, `sequence`, `schema`, `db`, `table`), and `columnar` reads no other, so a new
+    connector goes column-wise without a change to the pipeline.  Type names, not pyarrow
+    types: this module and the registrations stay light to import.  The first field should be
+    the one most often distinct per change (when all its values in a batch are, the
+    re-delivery pass is skipped).
     """
 
     sequence: SequenceKey
     position: PositionKey
     columnar: ColumnarSequences | None = None
-    columnar_position: tuple[str, ...] = ()
+    columnar_position: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import binascii
 import contextlib
+import functools
 import mmap
 import os
 from collections.abc import Callable, Iterator
@@ -396,17 +397,73 @@ class Shape:
     key_schema: pa.Schema
 
 
-_SHAPES: dict[tuple[bytes, bytes], Shape] = {}
+_SHAPES: dict[tuple[bytes, bytes, tuple[tuple[str, str], ...]], Shape] = {}
 
-_SOURCE = pa.struct([
+# The `source` fields read for every connector; a batch's connector adds its position fields
+# (`EventOrder.columnar_position`), the changelog its bookkeeping fields.
+_COMMON_SOURCE = (
     ("connector", pa.string()), ("snapshot", pa.string()), ("sequence", pa.string()),
-    ("lsn", pa.int64()), ("txId", pa.int64()), ("file", pa.string()), ("pos", pa.int64()),
-    ("row", pa.int64()), ("schema", pa.string()), ("db", pa.string()), ("table", pa.string()),
-])
+    ("schema", pa.string()), ("db", pa.string()), ("table", pa.string()),
+)
+_CHANGELOG_SOURCE = (
+    ("ts_ms", pa.int64()), ("lsn", pa.int64()), ("txId", pa.int64()), ("gtid", pa.string()),
+)
 
 
-def shape(key_head: bytes, value_head: bytes) -> Shape:
-    cached = _SHAPES.get((key_head, value_head))
+@functools.cache
+def source_struct(position: tuple[tuple[str, str], ...],
+                  extra: tuple[tuple[str, pa.DataType], ...] = ()) -> pa.StructType:
+    """The `source` struct the JSON reader parses: the common fields, `extra`, then the
+    connector's declared position fields (a name already there must have the same type: one
+    field cannot be read as two)."""
+    fields = dict(_COMMON_SOURCE + extra)
+    for name, alias in position:
+        try:
+            arrow = pa.type_for_alias(alias)
+        except ValueError:
+            raise ValueError(f"source field {name!r}: unknown Arrow type {alias!r} in the "
+                             "connector's EventOrder.columnar_position") from None
+        if fields.setdefault(name, arrow) != arrow:
+            raise ValueError(f"source field {name!r}: the connector's EventOrder."
+                             f"columnar_position declares {alias}, the column-wise reader "
+                             f"reads it as {fields[name]}")
+    return pa.struct(list(fields.items()))
+
+
+def _first_line(buffer: np.ndarray) -> bytes:
+    """The first newline-terminated line of a payload buffer, searched in growing prefixes
+    (the buffer may be hundreds of MB)."""
+    size = 1 << 12
+    while True:
+        ends = np.flatnonzero(buffer[:size] == 10)
+        if len(ends) or size >= len(buffer):
+            return buffer[:int(ends[0]) if len(ends) else len(buffer)].tobytes()
+        size <<= 2
+
+
+def lines_order(topic: str, lines: Lines) -> EventOrder:
+    """The registered order of the first event's `source.connector`, read from that one
+    payload before the batch is parsed: its position fields shape the source struct the whole
+    batch is parsed with (`batch_order` then checks every event has that order).  An
+    unregistered connector is an error naming the event's offset; a connector without a
+    column-wise builder is `NotColumnar`."""
+    try:
+        source = orjson.loads(_first_line(lines.value_lines)).get("source")
+    except (orjson.JSONDecodeError, AttributeError) as exc:
+        raise NotColumnar(f"first payload: {exc}") from exc
+    if not isinstance(source, dict):
+        raise NotColumnar("no source block")
+    order = source_order(source, f"topic {topic} offset {int(lines.offsets[0])}")
+    if order.columnar is None or not order.columnar_position:
+        raise NotColumnar("the connector has no column-wise order")
+    return order
+
+
+def shape(key_head: bytes, value_head: bytes,
+          position: tuple[tuple[str, str], ...]) -> Shape:
+    """What the heads make of the payloads, their source parsed with a connector's
+    `position` fields (`EventOrder.columnar_position`)."""
+    cached = _SHAPES.get((key_head, value_head, position))
     if cached is not None:
         return cached
     value_schema = orjson.loads(value_head[len(b'},"value":{"schema":'):-len(_PAYLOAD)])
@@ -424,14 +481,14 @@ def shape(key_head: bytes, value_head: bytes) -> Shape:
         pa.schema([
             ("after", pa.struct([(c.name, t) for c, (t, _) in zip(columns, forms,
                                                                    strict=True)])),
-            ("source", _SOURCE), ("op", pa.string()),
+            ("source", source_struct(position)), ("op", pa.string()),
             ("transaction", pa.struct([("total_order", pa.int64())])),
         ]),
         pa.schema([(f["field"], t) for f, (t, _) in zip(kfields, key_forms, strict=True)]),
     )
     if len(_SHAPES) > 256:
         _SHAPES.clear()
-    _SHAPES[(key_head, value_head)] = result
+    _SHAPES[(key_head, value_head, position)] = result
     return result
 
 
@@ -454,33 +511,29 @@ def _convert(col: pa.Array, form: tuple[pa.DataType, Convert | None]) -> pa.Arra
 
 # -- sequences ----------------------------------------------------------------------------------
 
-def batch_order(topic: str, source: pa.StructArray, offsets: np.ndarray) -> EventOrder:
-    """The one registered order of the batch's events (`source.connector`), with a column-wise
-    builder; an unregistered connector is an error naming the first such event's offset, a
-    connector without a builder or two orders in one batch are `NotColumnar`."""
+def batch_order(topic: str, source: pa.StructArray, offsets: np.ndarray,
+                expected: EventOrder) -> EventOrder:
+    """The one registered order of the batch's events (`source.connector`), which must be
+    `expected` (the first event's, whose fields the source was parsed with); an unregistered
+    connector is an error naming the first such event's offset, two orders in one batch are
+    `NotColumnar`."""
     connector = source.field("connector")
-    orders: list[EventOrder] = []
     for name in pc.unique(connector).to_pylist():
         order = event_order(name)
         if order is None:
             where = pc.index(pc.fill_null(connector, ""), name or "").as_py()
             source_order({"connector": name}, f"topic {topic} offset {int(offsets[where])}")
-        assert order is not None  # source_order raised
-        if all(order is not o for o in orders):
-            orders.append(order)
-    if len(orders) != 1:
-        raise NotColumnar("events of two connectors")
-    if orders[0].columnar is None:
-        raise NotColumnar("the connector has no column-wise order")
-    return orders[0]
+        if order is not expected:
+            raise NotColumnar("events of two connectors")
+    return expected
 
 
 def sequences(topic: str, source: pa.StructArray, total_order: pa.Array,
-              offsets: np.ndarray) -> tuple[pa.Array, EventOrder]:
+              offsets: np.ndarray, expected: EventOrder) -> tuple[pa.Array, EventOrder]:
     """The `decode.sequence_key` strings of a batch, built column-wise by the connector's
     registered builder, and the order they come from."""
-    order = batch_order(topic, source, offsets)
-    assert order.columnar is not None
+    order = batch_order(topic, source, offsets, expected)
+    assert order.columnar is not None  # (lines_order)
     return order.columnar(source, total_order, offsets), order
 
 
@@ -515,10 +568,11 @@ class _Envelope(NamedTuple):
     table_name: str | None
 
 
-def _envelope(topic: str, payload: pa.Table, lines: Lines, ops: pa.Array,
+def _envelope(topic: str, payload: pa.Table, lines: Lines, order: EventOrder, ops: pa.Array,
               refused: str) -> _Envelope:
     """The op, source and sequence columns of the parsed payloads (one chunk each); refuses a
-    batch with an op outside `ops` (`refused` says what) or an event without a source."""
+    batch with an op outside `ops` (`refused` says what), an event without a source or of
+    another order than `order` (`lines_order`)."""
     if payload.num_rows != lines.count:
         raise NotColumnar("line count")
     op = payload.column("op").chunk(0)
@@ -529,7 +583,7 @@ def _envelope(topic: str, payload: pa.Table, lines: Lines, ops: pa.Array,
         raise NotColumnar("no source block")
     total_order = pc.struct_field(payload.column("transaction").chunk(0), [0])
     first = source[0].as_py()
-    seq, order = sequences(topic, source, total_order, lines.offsets)
+    seq, order = sequences(topic, source, total_order, lines.offsets, order)
     return _Envelope(op, source, seq, order,
                      first.get("schema") or first.get("db"), first.get("table"))
 
@@ -547,9 +601,10 @@ def decode_net(topic: str, lines: Lines, carry: bool = False) -> ColumnarChanges
     newest delete's sequence in the part (`DELETED`, null without one)."""
     if not lines.count:
         return None
-    sh = shape(lines.key_head, lines.value_head)
+    order = lines_order(topic, lines)
+    sh = shape(lines.key_head, lines.value_head, order.columnar_position)
     payload = _read_json(lines.value_lines, sh.value_schema).combine_chunks()
-    env = _envelope(topic, payload, lines, _UPSERT_OR_DELETE, "truncate or unknown op")
+    env = _envelope(topic, payload, lines, order, _UPSERT_OR_DELETE, "truncate or unknown op")
     keys = _read_json(lines.key_lines, sh.key_schema).combine_chunks()
     if keys.num_rows != lines.count:
         raise NotColumnar("line count")
@@ -568,11 +623,8 @@ def decode_net(topic: str, lines: Lines, carry: bool = False) -> ColumnarChanges
         key_cols[name] = col if col.type == types[name] else col.cast(types[name])
     if any(c.null_count for c in key_cols.values()) or not key_cols:
         raise NotColumnar("null key")
-    # the connector's position fields (see EventOrder.columnar_position)
-    fields = env.order.columnar_position
-    if not fields or any(source.type.get_field_index(name) < 0 for name in fields):
-        raise NotColumnar("position fields outside the column-wise source struct")
-    position = {f"__p_{name}": source.field(name) for name in fields}
+    # the connector's position fields (EventOrder.columnar_position: in the source struct)
+    position = {f"__p_{name}": source.field(name) for name, _ in env.order.columnar_position}
     dedup = [*sh.key_columns, OP, *position]
     events = pa.table(
         {**key_cols, OP: op, **position, SEQ: seq, "__offset": pa.array(offsets),
@@ -644,7 +696,6 @@ CHANGELOG_META = pa.schema([
     ("__ts_ms", pa.int64()), ("__lsn", pa.int64()), ("__tx_id", pa.string()),
     ("__snapshot", pa.string()), ("__offset", pa.int64()),
 ])
-_CHANGELOG_SOURCE = pa.struct([*_SOURCE, ("ts_ms", pa.int64()), ("gtid", pa.string())])
 
 
 def decode_changelog(topic: str, lines: Lines) -> ColumnarChanges | None:
@@ -653,14 +704,16 @@ def decode_changelog(topic: str, lines: Lines) -> ColumnarChanges | None:
     image for deletes, nothing for truncates; an unchanged-TOAST value is null, as there."""
     if not lines.count:
         return None
-    sh = shape(lines.key_head, lines.value_head)
+    order = lines_order(topic, lines)
+    sh = shape(lines.key_head, lines.value_head, order.columnar_position)
     image_type = sh.value_schema.field("after").type
     payload = _read_json(lines.value_lines, pa.schema([
-        ("before", image_type), ("after", image_type), ("source", _CHANGELOG_SOURCE),
+        ("before", image_type), ("after", image_type),
+        ("source", source_struct(order.columnar_position, _CHANGELOG_SOURCE)),
         ("op", pa.string()), ("ts_ms", pa.int64()),
         ("transaction", pa.struct([("total_order", pa.int64())])),
     ])).combine_chunks()
-    env = _envelope(topic, payload, lines, _ANY_OP, "unknown op")
+    env = _envelope(topic, payload, lines, order, _ANY_OP, "unknown op")
     source = env.source
     is_delete = pc.equal(env.op, "d")
     before = payload.column("before").chunk(0).flatten()  # (nulls of the image included)

@@ -40,6 +40,25 @@ def ints(col: pa.Array | pa.ChunkedArray, limit: int) -> np.ndarray:
     return np.asarray(arr, dtype=np.uint64)
 
 
+def text_columns(col: pa.Array, width: int) -> np.ndarray:
+    """(n, width) ASCII matrix of a string column without nulls whose values are all `width`
+    ASCII characters (copied as they are: the row-wise keys copy the text), refusing any
+    other."""
+    if col.null_count:
+        raise NotColumnar("null in a text position")
+    if not len(col):
+        return np.empty((0, width), np.uint8)
+    lengths = pc.binary_length(col)
+    if (pc.min(lengths).as_py() != width or pc.max(lengths).as_py() != width
+            or not pc.all(pc.string_is_ascii(col)).as_py()):
+        raise NotColumnar(f"text position not {width} ASCII characters")
+    wide = pa.types.is_large_string(col.type)
+    ends = np.frombuffer(col.buffers()[1], np.int64 if wide else np.int32)
+    first, last = int(ends[col.offset]), int(ends[col.offset + len(col)])
+    data = np.frombuffer(col.buffers()[2], np.uint8)[first:last]
+    return data.reshape(len(col), width)
+
+
 def digit(values: np.ndarray) -> np.ndarray:
     """(n, 1) ASCII matrix of single decimal digits (values 0..9)."""
     return (48 + values).astype(np.uint8)[:, None]

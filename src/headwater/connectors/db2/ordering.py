@@ -14,11 +14,12 @@ from typing import Any
 
 from headwater.connectors.registry import SNAPSHOT_MARKERS, EventOrder
 
-_NO_LSN = "0" * 32
+LSN_DIGITS = 32
+_NO_LSN = "0" * LSN_DIGITS
 
 
 def _lsn(value: Any) -> str:
-    return value.replace(":", "").rjust(32, "0") if isinstance(value, str) else _NO_LSN
+    return value.replace(":", "").rjust(LSN_DIGITS, "0") if isinstance(value, str) else _NO_LSN
 
 
 def db2_sequence_key(source: dict[str, Any], total_order: int | None, offset: int) -> str:
@@ -32,4 +33,13 @@ def db2_position(source: dict[str, Any]) -> tuple[Any, ...]:
     return (source.get("db"), source.get("commit_lsn"), source.get("change_lsn"))
 
 
-DB2_ORDER = EventOrder(db2_sequence_key, db2_position)
+def _columnar(source: Any, total_order: Any, offsets: Any) -> Any:
+    from headwater.connectors.db2.ordering_columns import db2_sequences
+
+    return db2_sequences(source, total_order, offsets)
+
+
+# The position's fields, change LSN first: it is distinct per change (commit LSN is shared by
+# a transaction's changes, `db` by a topic's).
+DB2_ORDER = EventOrder(db2_sequence_key, db2_position, _columnar,
+                       (("change_lsn", "string"), ("commit_lsn", "string"), ("db", "string")))

@@ -45,4 +45,5 @@ def _columnar(source: Any, total_order: Any, offsets: Any) -> Any:
     return mysql_sequences(source, total_order, offsets)
 
 
-MYSQL_ORDER = EventOrder(_sequence, mysql_position, _columnar, ("file", "pos", "row"))
+MYSQL_ORDER = EventOrder(_sequence, mysql_position, _columnar,
+                         (("file", "string"), ("pos", "int64"), ("row", "int64")))

@@ -43,4 +43,4 @@ def _columnar(source: Any, total_order: Any, offsets: Any) -> Any:
 
 
 POSTGRES_ORDER = EventOrder(postgres_sequence_key, postgres_position, _columnar,
-                            ("lsn", "txId"))
+                            (("lsn", "int64"), ("txId", "int64")))

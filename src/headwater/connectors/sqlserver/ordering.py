@@ -12,7 +12,8 @@ from typing import Any
 
 from headwater.connectors.registry import SNAPSHOT_MARKERS, EventOrder
 
-_NO_LSN = "0" * 20
+LSN_DIGITS = 20
+_NO_LSN = "0" * LSN_DIGITS
 
 
 def _lsn(value: Any) -> str:
@@ -32,4 +33,15 @@ def sqlserver_position(source: dict[str, Any]) -> tuple[Any, ...]:
             source.get("event_serial_no"))
 
 
-SQLSERVER_ORDER = EventOrder(sqlserver_sequence_key, sqlserver_position)
+def _columnar(source: Any, total_order: Any, offsets: Any) -> Any:
+    from headwater.connectors.sqlserver.ordering_columns import sqlserver_sequences
+
+    return sqlserver_sequences(source, total_order, offsets)
+
+
+# The position's fields, change LSN first: it is distinct per change but for the two halves
+# of a key change (commit LSN is shared by a transaction's changes, `db` by a topic's).
+SQLSERVER_ORDER = EventOrder(
+    sqlserver_sequence_key, sqlserver_position, _columnar,
+    (("change_lsn", "string"), ("commit_lsn", "string"), ("event_serial_no", "int64"),
+     ("db", "string")))
