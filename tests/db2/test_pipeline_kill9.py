@@ -34,7 +34,7 @@ def test_pipeline_registers_db2_ordering() -> None:
     assert event_order("db2") is DB2_ORDER
 
 
-@pytest.mark.parametrize("kills", [2, pytest.param(6, marks=pytest.mark.slow)],
+@pytest.mark.parametrize("kills", [2, pytest.param(6, marks=[pytest.mark.slow, pytest.mark.long])],
                          ids=["2-kills", "6-kills"])
 def test_kill9_capture_then_pipeline_equals_the_source_table(
         db2_db: dict[str, Any], tmp_path: Path, kills: int) -> None:

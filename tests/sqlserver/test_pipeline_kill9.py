@@ -33,7 +33,7 @@ def test_pipeline_registers_sqlserver_ordering() -> None:
     assert event_order("sqlserver") is SQLSERVER_ORDER
 
 
-@pytest.mark.parametrize("kills", [2, pytest.param(6, marks=pytest.mark.slow)],
+@pytest.mark.parametrize("kills", [2, pytest.param(6, marks=[pytest.mark.slow, pytest.mark.long])],
                          ids=["2-kills", "6-kills"])
 def test_kill9_capture_then_pipeline_equals_the_source_table(
         sqlserver_db: dict[str, Any], tmp_path: Path, kills: int) -> None:

@@ -285,7 +285,7 @@ def run_scenario(env: MongoEnv, mode: str, rounds: int, seed: int) -> None:
 
 @pytest.mark.parametrize(("mode", "rounds"), [
     pytest.param("change_streams_update_full", 1, id="full-documents"),
-    pytest.param("change_streams", 1, id="patches", marks=pytest.mark.slow),
+    pytest.param("change_streams", 1, id="patches", marks=[pytest.mark.slow, pytest.mark.long]),
     pytest.param("change_streams_update_full", 4, id="full-documents-long",
                  marks=[pytest.mark.slow, pytest.mark.long]),
     pytest.param("change_streams", 4, id="patches-long",

@@ -179,7 +179,7 @@ def _writer(env: MariaEnv, stop: threading.Event, counts: dict[str, int]) -> Non
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("threads", [2, 4])
+@pytest.mark.parametrize("threads", [2, pytest.param(4, marks=pytest.mark.long)])  # 4: --long
 def test_writes_during_parallel_snapshot_are_neither_lost_nor_duplicated(
     menv: MariaEnv, threads: int
 ) -> None:
