@@ -115,3 +115,15 @@ def test_local_paths_and_file_uris_are_taken(tmp_path: Path) -> None:
     cfg = load_pipeline_config(config)
     assert cfg.delta_path == tmp_path / "delta"
     assert cfg.checkpoint_dir == tmp_path / "ck"
+
+
+@pytest.mark.parametrize(("master", "loopback"), [
+    ("local[*]", True), ("local[2]", True), ("local", True),
+    ("spark://127.0.0.1:7077", True), ("spark://localhost:7077", True),
+    ("spark://10.0.0.5:7077", False), ("spark://master.example:7077", False),
+    ("spark://m1:7077,m2:7077", False), ("k8s://https://10.0.0.1:6443", False), ("yarn", False),
+])
+def test_the_driver_is_bound_to_loopback_only_for_a_loopback_master(master: str,
+                                                                     loopback: bool) -> None:
+    """A driver bound to 127.0.0.1 cannot be reached by a cluster's workers."""
+    assert session.loopback_master(master) is loopback
