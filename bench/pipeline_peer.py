@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -120,9 +120,17 @@ def segment_bytes(changes: int, micro_batches: int) -> int:
     return min(64 << 20, max(1 << 20, changes * BYTES_PER_RECORD // (8 * micro_batches)))
 
 
+class Result(NamedTuple):
+    variant: str
+    headwater_s: float
+    headwater_equal: bool
+    peer_s: float
+    peer_equal: bool
+
+
 def run_variant(spark: Any, work: Path, variant: str, args: argparse.Namespace,
-                extra: dict[str, str]) -> bool:
-    """Both sides over one variant's log; True when Headwater's table equals the source."""
+                extra: dict[str, str]) -> Result:
+    """Both sides over one variant's log (removed afterwards, with both tables)."""
     topics = work / f"topics-{variant}"
     t0 = time.monotonic()
     state = change_events.write(topics, args.changes, args.keys, variant,
@@ -154,7 +162,18 @@ def run_variant(spark: Any, work: Path, variant: str, args: argparse.Namespace,
     print(f"peer:      {peer_s:6.2f} s = {args.changes / peer_s:9,.0f} changes/s "
           f"({peer_batches} micro-batches); table {verdict(peer_problem)}{expected}")
     print(f"ratio, headwater / peer throughput: {peer_s / hw_s:.2f}x (goal >= 2)", flush=True)
-    return not hw_problem
+    for leftover in (topics, work / f"headwater-{variant}", work / f"peer-{variant}"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    return Result(variant, hw_s, not hw_problem, peer_s, not peer_problem)
+
+
+def summary(results: list[Result], changes: int) -> None:
+    print(f"\n{'variant':<11} {'headwater':>20} {'peer':>20}  ratio  equal to the source")
+    for r in results:
+        print(f"{r.variant:<11} {changes / r.headwater_s:>11,.0f} changes/s "
+              f"{changes / r.peer_s:>11,.0f} changes/s {r.peer_s / r.headwater_s:>5.2f}x  "
+              f"headwater {'yes' if r.headwater_equal else 'NO'}, "
+              f"peer {'yes' if r.peer_equal else 'no'}")
 
 
 def main() -> None:
@@ -177,7 +196,7 @@ def main() -> None:
         extra[name.strip()] = value.strip()
     variants = change_events.VARIANTS if args.variant == "all" else (args.variant,)
     work = Path(tempfile.mkdtemp(prefix="headwater-peer-bench-"))
-    equal = True
+    results: list[Result] = []
     try:
         os.chdir(work)
         t0 = time.monotonic()
@@ -191,12 +210,13 @@ def main() -> None:
             print(f"Spark session (local[2]) and a first run of each side on 100 events: "
                   f"{time.monotonic() - t0:.1f} s (not counted)", flush=True)
             for variant in variants:
-                equal = run_variant(spark, work, variant, args, extra) and equal
+                results.append(run_variant(spark, work, variant, args, extra))
         finally:
             spark.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if not equal:
+    summary(results, args.changes)
+    if not all(r.headwater_equal for r in results):
         print("\nHeadwater's table differs from the source (above)")
         sys.exit(1)
 
