@@ -200,7 +200,8 @@ def main() -> None:
     try:
         os.chdir(work)
         t0 = time.monotonic()
-        spark = spark_session("headwater-peer-bench", master="local[2]")
+        spark = spark_session("headwater-peer-bench", master="local[2]",
+                              spark_props={"spark.ui.showConsoleProgress": "false"})
         try:
             warm = work / "topics-warm"
             change_events.write(warm, 100, 10)
