@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 import pytest
-
 from bench import change_events as ce
+
 from headwater.convert.decimal import ConnectDecimal
 
 CHANGES, KEYS = 4000, 1500
