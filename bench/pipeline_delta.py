@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import re
 import shutil
 import statistics
@@ -23,81 +22,23 @@ import sys
 import tempfile
 import threading
 import time
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+import change_events
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from headwater.connectors.postgres.position import PostgresPosition, PostgresSourceBlock
-from headwater.convert.decimal import ConnectDecimal, decimal_schema
-from headwater.formats.debezium_json import DebeziumJsonFormat
-from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
-from headwater.model.schema import (
-    INT64,
-    STRING,
-    Column,
-    ConnectSchema,
-    TableId,
-    TableSchema,
-)
 from headwater.pipeline.runner import spark_session
-from headwater.topics.log import TopicLog
-
-CTX = SourceContext("postgresql", "bench", "headwater")
-
-
-def table_schema() -> TableSchema:
-    return TableSchema(
-        TableId("bench", "public", "items"),
-        (
-            Column("id", 0, "int8", ConnectSchema(INT64, optional=False), fallback=0),
-            Column("name", 1, "text", ConnectSchema(STRING, optional=True)),
-            Column("amount", 2, "numeric", decimal_schema(12, 2, True)),
-            Column("qty", 3, "int8", ConnectSchema(INT64, optional=True)),
-        ),
-        ("id",),
-    )
 
 
 def generate(
     root: Path, changes: int, keys: int, seed: int = 1
 ) -> dict[int, tuple[Any, ...] | None]:
     """Writes `changes` events to the topic log; returns the final state per key."""
-    rng = random.Random(seed)
-    table = table_schema()
-    fmt = DebeziumJsonFormat(PostgresSourceBlock())
-    state: dict[int, tuple[Any, ...] | None] = {}
-    lsn = 1000
-    batch: list[ChangeRecord] = []
-    with TopicLog(root, segment_bytes=64 << 20) as log:
-        for i in range(changes):
-            lsn += 100
-            key = rng.randrange(keys)
-            current = state.get(key)
-            pos = PostgresPosition(lsn, lsn, lsn - 50, i)
-            if current is None:
-                row = (key, f"item-{key}", ConnectDecimal.of(rng.randrange(10**9), 2), i)
-                rec = ChangeRecord(CTX, table, Op.CREATE, None, row, 0, 0, SnapshotMarker.FALSE,
-                                   pos)
-                state[key] = row
-            elif rng.random() < 0.15:
-                rec = ChangeRecord(CTX, table, Op.DELETE, current, None, 0, 0,
-                                   SnapshotMarker.FALSE, pos)
-                state[key] = None
-            else:
-                row = (key, current[1], ConnectDecimal.of(rng.randrange(10**9), 2), i)
-                rec = ChangeRecord(CTX, table, Op.UPDATE, None, row, 0, 0, SnapshotMarker.FALSE,
-                                   pos)
-                state[key] = row
-            batch.append(rec)
-            if len(batch) >= 10_000:
-                log.append(fmt.render_batch(batch))
-                batch = []
-        if batch:
-            log.append(fmt.render_batch(batch))
-    return state
+    return change_events.write(root, changes, keys, seed=seed)
 
 
 def bare_merge(path: Path, state: dict[int, tuple[Any, ...] | None]) -> float:
@@ -109,8 +50,7 @@ def bare_merge(path: Path, state: dict[int, tuple[Any, ...] | None]) -> float:
             names.append(None), amounts.append(None), qtys.append(None), deletes.append(True)
         else:
             names.append(row[1])
-            amounts.append(Decimal(int.from_bytes(__import__("base64").b64decode(row[2]),
-                                                  "big", signed=True)).scaleb(-2))
+            amounts.append(row[2].value)
             qtys.append(row[3])
             deletes.append(False)
     source = pa.table({"id": pa.array(ids, pa.int64()), "name": pa.array(names, pa.string()),
@@ -129,23 +69,27 @@ def bare_merge(path: Path, state: dict[int, tuple[Any, ...] | None]) -> float:
     return time.monotonic() - t0
 
 
-def pipeline_config(work: Path, name: str, topics: str = "topics", mode: str = "scd1") -> Path:
+def pipeline_config(work: Path, name: str, topics: str = "topics", mode: str = "scd1",
+                    extra: dict[str, str] | None = None) -> Path:
     config = work / f"{name}.properties"
     config.write_text(
         f"topic.prefix=bench\nheadwater.topics.dir={topics}\nheadwater.pipeline.mode={mode}\n"
         f"headwater.pipeline.delta.path={name}\nheadwater.pipeline.checkpoint.dir={name}-checkpoint\n"
+        + "".join(f"{k}={v}\n" for k, v in (extra or {}).items())
     )
     return config
 
 
 def run_pipeline(spark: Any, work: Path, name: str, columnar: bool = True,
-                 topics: str = "topics", mode: str = "scd1") -> float:
-    """One `--once` run of the pipeline in this process's Spark session; returns its seconds."""
+                 topics: str = "topics", mode: str = "scd1",
+                 extra: dict[str, str] | None = None) -> float:
+    """One `--once` run of the pipeline in this process's Spark session (`extra`: more
+    properties for its configuration); returns its seconds."""
     from headwater.pipeline.config import load_pipeline_config
     from headwater.pipeline.runner import start
 
     os.environ["HEADWATER_PIPELINE_COLUMNAR"] = "1" if columnar else "0"
-    cfg = load_pipeline_config(pipeline_config(work, name, topics, mode))
+    cfg = load_pipeline_config(pipeline_config(work, name, topics, mode, extra))
     t0 = time.monotonic()
     query = start(spark, cfg, once=True)
     query.awaitTermination()

@@ -89,6 +89,25 @@ def test_object_store_paths_are_refused_by_name(tmp_path: Path, name: str, uri: 
     assert not any(p.name.endswith(":") for p in tmp_path.iterdir())  # no local s3a: dir
 
 
+@pytest.mark.parametrize(("lines", "name"), [
+    ("headwater.topics.dir=s3a://b/topics\n", "headwater.topics.dir"),
+    ("headwater.pipeline.source=datastream-files\n"
+     "headwater.pipeline.datastream.files.dir=gs://b/files\n",
+     "headwater.pipeline.datastream.files.dir"),
+    ("headwater.pipeline.source=datastream-files\n"
+     "headwater.destination.files.dir=abfss://c@a.dfs.core.windows.net/f\n",
+     "headwater.destination.files.dir"),
+])
+def test_object_store_paths_the_source_reads_are_refused_by_name(tmp_path: Path, lines: str,
+                                                                 name: str) -> None:
+    config = tmp_path / "c.properties"
+    config.write_text(f"topic.prefix=x\n{lines}")
+    with pytest.raises(ConfigError) as caught:
+        load_pipeline_config(config)
+    assert f"{name}: '" in str(caught.value)
+    assert "://" in str(caught.value)
+
+
 def test_local_paths_and_file_uris_are_taken(tmp_path: Path) -> None:
     config = tmp_path / "c.properties"
     config.write_text("topic.prefix=x\nheadwater.pipeline.delta.path=delta\n"
@@ -96,3 +115,15 @@ def test_local_paths_and_file_uris_are_taken(tmp_path: Path) -> None:
     cfg = load_pipeline_config(config)
     assert cfg.delta_path == tmp_path / "delta"
     assert cfg.checkpoint_dir == tmp_path / "ck"
+
+
+@pytest.mark.parametrize(("master", "loopback"), [
+    ("local[*]", True), ("local[2]", True), ("local", True),
+    ("spark://127.0.0.1:7077", True), ("spark://localhost:7077", True),
+    ("spark://10.0.0.5:7077", False), ("spark://master.example:7077", False),
+    ("spark://m1:7077,m2:7077", False), ("k8s://https://10.0.0.1:6443", False), ("yarn", False),
+])
+def test_the_driver_is_bound_to_loopback_only_for_a_loopback_master(master: str,
+                                                                     loopback: bool) -> None:
+    """A driver bound to 127.0.0.1 cannot be reached by a cluster's workers."""
+    assert session.loopback_master(master) is loopback

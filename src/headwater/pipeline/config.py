@@ -32,9 +32,10 @@ The pipeline reads what the connector wrote, so it takes `topic.prefix` and
 
 Relative paths are relative to the configuration file's directory, like the connector's.  An
 object-store URI (`s3a://`, `gs://`, `abfss://`, any `scheme://` but `file://`) as the Delta
-path or the checkpoint is refused by name: the pipeline still reads its checkpoint and writes
-some paths of its Delta tables through the local file system (delta-rs), so such a URI would
-silently become a local directory.
+path, the checkpoint, the topic log read (`headwater.topics.dir`) or the Datastream files
+read is refused by name: the pipeline reads the topic log, the files and its checkpoint and
+writes some paths of its Delta tables through the local file system (delta-rs), so such a
+URI would silently become a local directory.
 """
 
 from __future__ import annotations
@@ -211,6 +212,16 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
     if source == "datastream-files" and target != "delta":
         errors.append("headwater.pipeline.source=datastream-files: Datastream events are "
                       "materialized into Delta only (headwater.pipeline.target=delta)")
+    # The paths the source reads (by the executors too, on a cluster) are local as well.
+    read_from = ["headwater.topics.dir"] if kafka is None and source == "topics" else []
+    if source == "datastream-files":
+        read_from.append("headwater.pipeline.datastream.files.dir"
+                         if props.get("headwater.pipeline.datastream.files.dir")
+                         else "headwater.destination.files.dir")
+    for name in read_from:
+        problem = object_store_problem(name, props.get(name) or "")
+        if problem:
+            errors.append(problem)
     if errors:
         raise ConfigError(errors, source=str(path))
     return PipelineConfig(

@@ -12,7 +12,8 @@ the same Maven coordinates (`spark.jars.packages`), which is how Spark users add
 
 Settings.  Every `spark.*` property of the pipeline's configuration goes to the session
 builder as is (`spark.master` included); the environment variables `HEADWATER_SPARK_MASTER`
-and `HEADWATER_SPARK_DRIVER_MEMORY` remain as fallbacks, below the properties.
+and `HEADWATER_SPARK_DRIVER_MEMORY` remain as fallbacks, below the properties.  The driver is
+bound to 127.0.0.1 only when its executors are on this machine's loopback (`loopback_master`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from headwater.jvm import artifacts
 
@@ -123,12 +125,24 @@ def spark_session(app: str = "headwater-pipeline", master: str | None = None,
     Spark's own logs go to `logs`/spark.log instead of the terminal."""
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    conf = session_conf(spark_props or {}, logs, master)
+    if loopback_master(conf["spark.master"]):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # CRITICAL: a failed foreachBatch is reported once, by the query's exception (py4j would
     # log its traceback at ERROR first).
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
     builder = SparkSession.builder.appName(app)
-    for key, value in session_conf(spark_props or {}, logs, master).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def loopback_master(master: str) -> bool:
+    """Whether every executor runs on this machine's loopback (`local[...]`, or a standalone
+    master on 127.0.0.1): only then is the driver bound to 127.0.0.1 (`SPARK_LOCAL_IP`, unless
+    set), which spares a local run the host name lookups of a machine whose name does not
+    resolve; a cluster's workers must reach the driver at an address of its network."""
+    if master.startswith("local"):
+        return True
+    return urlsplit(master).hostname in ("127.0.0.1", "localhost", "::1")
