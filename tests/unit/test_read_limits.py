@@ -38,7 +38,7 @@ def test_an_offset_log_of_another_shape_is_an_error_naming_the_file(tmp_path: Pa
 
 @pytest.mark.usefixtures("on_41")
 def test_a_new_query_starts_at_the_initial_offsets_then_follows_its_own_plans() -> None:
-    starts = Starts(None, 100, once=False, what="limit")
+    starts = Starts(None, 100, once=False)
     assert starts.start(None, lambda: {"a": 5}) == {"a": 5}
     assert starts.rows(None) == 100
     starts.planned({"a": 105})
@@ -48,13 +48,13 @@ def test_a_new_query_starts_at_the_initial_offsets_then_follows_its_own_plans() 
 @pytest.mark.usefixtures("on_41")
 def test_a_restarted_query_starts_where_its_offset_log_ends(tmp_path: Path) -> None:
     _offsets(tmp_path, 4, '{"a":400}')
-    starts = Starts(str(tmp_path), 100, once=False, what="limit")
+    starts = Starts(str(tmp_path), 100, once=False)
     assert starts.start(None, lambda: {"a": 0}) == {"a": 400}
 
 
 @pytest.mark.usefixtures("on_41")
 def test_a_once_run_on_41_keeps_its_limit_and_fixes_its_end_first_and_once() -> None:
-    starts = Starts(None, 100, once=True, what="limit")
+    starts = Starts(None, 100, once=True)
     assert starts.rows(None) == 100
     frozen: list[int] = []
     assert starts.start(None, lambda: {"a": 0}, lambda: frozen.append(1)) == {"a": 0}
@@ -66,14 +66,14 @@ def test_a_once_run_on_41_keeps_its_limit_and_fixes_its_end_first_and_once() -> 
 
 def test_a_continuous_run_never_fixes_its_end(on_41: None) -> None:
     frozen: list[int] = []
-    Starts(None, 100, once=False, what="limit").start(None, dict, lambda: frozen.append(1))
+    Starts(None, 100, once=False).start(None, dict, lambda: frozen.append(1))
     assert frozen == []
 
 
 def test_with_admission_control_spark_s_start_and_limit_are_used(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(read_limits, "ADMISSION_CONTROL", True)
-    starts = Starts(None, 100, once=False, what="limit")
+    starts = Starts(None, 100, once=False)
     assert starts.start({"a": 3}, lambda: {"a": 0}) == {"a": 3}
     assert starts.rows(read_limits.ReadMaxRows(7)) == 7
     assert starts.rows(None) is None

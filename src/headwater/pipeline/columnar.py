@@ -529,12 +529,12 @@ def batch_order(topic: str, source: pa.StructArray, offsets: np.ndarray,
 
 
 def sequences(topic: str, source: pa.StructArray, total_order: pa.Array,
-              offsets: np.ndarray, expected: EventOrder) -> tuple[pa.Array, EventOrder]:
-    """The `decode.sequence_key` strings of a batch, built column-wise by the connector's
-    registered builder, and the order they come from."""
-    order = batch_order(topic, source, offsets, expected)
+              offsets: np.ndarray, order: EventOrder) -> pa.Array:
+    """The `decode.sequence_key` strings of a batch, built column-wise by `order`'s registered
+    builder, once `batch_order` found every event of that order."""
+    batch_order(topic, source, offsets, order)
     assert order.columnar is not None  # (lines_order)
-    return order.columnar(source, total_order, offsets), order
+    return order.columnar(source, total_order, offsets)
 
 
 # -- the batch ----------------------------------------------------------------------------------
@@ -583,7 +583,7 @@ def _envelope(topic: str, payload: pa.Table, lines: Lines, order: EventOrder, op
         raise NotColumnar("no source block")
     total_order = pc.struct_field(payload.column("transaction").chunk(0), [0])
     first = source[0].as_py()
-    seq, order = sequences(topic, source, total_order, lines.offsets, order)
+    seq = sequences(topic, source, total_order, lines.offsets, order)
     return _Envelope(op, source, seq, order,
                      first.get("schema") or first.get("db"), first.get("table"))
 

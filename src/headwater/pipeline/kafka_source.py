@@ -195,8 +195,7 @@ def register(spark: Any) -> None:
             rows = options.get("max_records")
             self.max_rows = int(rows) if rows else None
             self.starts = Starts(options.get("checkpoint"), self.max_rows,
-                                 options.get("once") == "true",
-                                 "headwater.pipeline.max.records.per.trigger")
+                                 options.get("once") == "true")
             self.frozen: dict[str, int] | None = None
             self._topics: KafkaTopics | None = None
 

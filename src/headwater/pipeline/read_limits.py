@@ -88,14 +88,12 @@ class Starts:
     """A source's start offsets and read limit where pyspark (4.1) does not hand them over;
     where it does, what it hands over, untouched."""
 
-    def __init__(self, checkpoint: str | None, limit: int | None, once: bool,
-                 what: str) -> None:
+    def __init__(self, checkpoint: str | None, limit: int | None, once: bool) -> None:
         self.checkpoint = Path(checkpoint) if checkpoint else None
         self.limit = limit
         self.next: Offsets | None = None
         # A --once run on 4.1: the end is fixed by the source itself at its first planning.
         self.freeze = once and not ADMISSION_CONTROL
-        self.what = what
 
     def start(self, given: Offsets | None, initial: Callable[[], Offsets],
               freeze: Callable[[], None] | None = None) -> Offsets:

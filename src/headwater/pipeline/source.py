@@ -209,8 +209,7 @@ def register(spark: Any) -> None:
             rows = options.get("max_records")
             self.max_rows = int(rows) if rows else None
             self.starts = Starts(options.get("checkpoint"), self.max_rows,
-                                 options.get("once") == "true",
-                                 "headwater.pipeline.max.records.per.trigger")
+                                 options.get("once") == "true")
             self.frozen: dict[str, int] | None = None
             self.consumer_id = options.get("consumer_id")
             self.registered: dict[str, int] | None = None

@@ -50,8 +50,7 @@ def register(spark: Any) -> None:
             files = options.get("max_files")
             self.max_files = int(files) if files else None
             self.starts = Starts(options.get("checkpoint"), self.max_files,
-                                 options.get("once") == "true",
-                                 "headwater.pipeline.max.files.per.trigger")
+                                 options.get("once") == "true")
             self.log: FileLog | None = None
             self.frozen: int | None = None
 
