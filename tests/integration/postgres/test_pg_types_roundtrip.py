@@ -5,7 +5,7 @@ JSON, PostGIS's WKB and SRID), in several time zones.
 Values are read with ``COPY (SELECT ...) TO STDOUT``: the same output functions pgoutput uses in
 text mode.  Column types come from `headwater.connectors.postgres.catalog.describe_tables`, so
 the catalog's domain/array/enum resolution is exercised too.  The server is this module's own
-(port 55433), started and stopped here; PostGIS tests skip when the extension is not installed.
+(on a free port), started and stopped here; PostGIS tests skip when the extension is not installed.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from headwater.connectors.postgres.catalog import describe_tables
 from headwater.connectors.postgres.types import PgType, TypeModes, pg_column_mapping
 from headwater.convert.decimal import EXACT
 from headwater.convert.temporal import format_zoned_timestamp
+from headwater.testing.localpg import free_port
 
 pytestmark = pytest.mark.integration
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
-PORT = 55433
 
 psycopg2 = pytest.importorskip("psycopg2")
 
@@ -49,6 +49,7 @@ def server() -> Iterator[dict[str, Any]]:
         pytest.skip("PostgreSQL 15 binaries not installed")
     if os.geteuid() == 0 and shutil.which("runuser") is None:
         pytest.skip("running as root without runuser")
+    port = free_port()
     base = Path(tempfile.mkdtemp(prefix="hw-pgtypes-"))
     data = base / "data"
     if os.geteuid() == 0:
@@ -60,7 +61,7 @@ def server() -> Iterator[dict[str, Any]]:
         check=True,
         capture_output=True,
     )
-    opts = f"-p {PORT} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
+    opts = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
     subprocess.run(
         _as_postgres(
             str(PG_BIN / "pg_ctl"),
@@ -77,7 +78,7 @@ def server() -> Iterator[dict[str, Any]]:
         capture_output=True,
     )
     try:
-        yield {"host": str(base), "port": PORT, "user": "postgres", "dbname": "postgres"}
+        yield {"host": str(base), "port": port, "user": "postgres", "dbname": "postgres"}
     finally:
         subprocess.run(
             _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"),
