@@ -532,6 +532,33 @@ def test_rest_bad_request_is_a_4xx_naming_it(name: str, client: TestClient,
     assert names in message and "Traceback" not in message, message
 
 
+@pytest.mark.parametrize("document, names", [
+    ('{"version": 99, "partition": {"server": "srv"}, "offset": {}}',
+     "was written by a newer Headwater (format 99)"),
+    ("{", "is not valid JSON"),
+])
+def test_rest_offsets_headwater_cannot_read_are_a_409_with_the_cli_line(
+        document: str, names: str, client: TestClient, tmp_path: Path) -> None:
+    """Failed on the old code: the offsets view answered 500 (StateFormatError escaped)."""
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text(document)
+    config = pg(**{"offset.storage.file.filename": str(offsets)})
+    made = client.post("/connectors", json={"name": "newer", "config": config,
+                                            "initial_state": "STOPPED"})
+    assert made.status_code == 201, made.text
+    try:
+        (tmp_path / "c.properties").write_text(properties(config))
+        cli = CliRunner().invoke(app, ["offsets", "show", str(tmp_path / "c.properties")])
+        assert cli.exit_code == 1 and names in cli.stderr, cli.stderr
+        for method, body in (("GET", None), ("PATCH", {"offsets": []})):
+            answer = client.request(method, "/connectors/newer/offsets", json=body)
+            assert answer.status_code == 409, answer.text
+            assert f"error: {answer.json()['message']}" == error_line(cli)
+        assert offsets.read_text() == document  # nothing was touched
+    finally:
+        assert client.delete("/connectors/newer").status_code == 204
+
+
 def test_stream_backfill_exclusions_are_kept(client: TestClient, tmp_path: Path) -> None:
     # Failed on the old code: Datastream's postgresqlExcludedObjects was dropped silently
     # and the answer showed "backfillAll": {}.

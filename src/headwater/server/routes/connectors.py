@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Query, Response
 
+from headwater.engine.offsets import OffsetStoreError
 from headwater.server import views
 from headwater.server.connectors import InvalidConnector, keep_hidden, validate_new
 from headwater.server.errors import ApiError, responses
@@ -29,6 +30,7 @@ from headwater.server.models import (
 )
 from headwater.server.service import Service
 from headwater.server.store import ConnectorRow, StoreError, Target
+from headwater.state_format import StateFormatError
 
 STOPPED_FIRST = ("Connectors must be in the STOPPED state before their offsets can be "
                  "modified. This can be done for the specified connector by issuing a 'PUT' "
@@ -176,9 +178,19 @@ def router(svc: Service) -> APIRouter:
         svc.store.delete(name)
         return Response(status_code=204)
 
-    @r.get("/{name}/offsets", response_model=ConnectorOffsets, responses=responses(404))
+    def unreadable(exc: Exception) -> ApiError:
+        """An offset file this release must not read (a newer Headwater's format, or damaged):
+        the state on disk conflicts with the request, not the request itself, so 409, with the
+        line the CLI prints (`offsets show`)."""
+        return ApiError(409, str(exc))
+
+    @r.get("/{name}/offsets", response_model=ConnectorOffsets, responses=responses(404, 409))
     def get_offsets(name: str) -> ConnectorOffsets:
-        return views.read_offsets(row(name), svc.data_dir)
+        found = row(name)
+        try:
+            return views.read_offsets(found, svc.data_dir)
+        except (OffsetStoreError, StateFormatError) as exc:
+            raise unreadable(exc) from None
 
     def stopped(name: str) -> ConnectorRow:
         found = row(name)
@@ -186,9 +198,13 @@ def router(svc: Service) -> APIRouter:
             raise ApiError(400, STOPPED_FIRST.replace("{name}", name))
         return found
 
-    @r.patch("/{name}/offsets", response_model=Message, responses=responses(400, 404))
+    @r.patch("/{name}/offsets", response_model=Message, responses=responses(400, 404, 409))
     def alter_offsets(name: str, body: ConnectorOffsets) -> Message:
-        problem = views.write_offsets(stopped(name), svc.data_dir, body)
+        found = stopped(name)
+        try:
+            problem = views.write_offsets(found, svc.data_dir, body)
+        except (OffsetStoreError, StateFormatError) as exc:
+            raise unreadable(exc) from None
         if problem is not None:
             raise ApiError(400, problem)
         return Message(message="The offsets for this connector have been altered "
