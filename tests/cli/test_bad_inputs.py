@@ -100,6 +100,13 @@ CONFIG_PROBLEMS: dict[str, tuple[dict[str, str], str]] = {
                                    "notification.sink.topic.name"),
     "event-format-bogus": (pg(**{"headwater.event.format": "protobuf"}),
                            "headwater.event.format"),
+    # Debezium's defaults ask for a validated certificate, which pymssql cannot do
+    "sqlserver-tls-unvalidated": ({
+        "connector.class": "io.debezium.connector.sqlserver.SqlServerConnector",
+        "topic.prefix": "s", "database.hostname": "127.0.0.1", "database.port": "9",
+        "database.user": "u", "database.names": "d", "headwater.topics.dir": "topics",
+        "offset.storage.file.filename": "offsets.json", "errors.max.retries": "0"},
+        "database.trustServerCertificate=false"),
     "negate-without-predicate": (pg(transforms="u", **{
         "transforms.u.type": "io.debezium.transforms.ExtractNewRecordState",
         "transforms.u.negate": "true"}), "transforms.u.negate"),
@@ -206,7 +213,8 @@ CASES: dict[str, Case] = {
     "run-sqlserver-not-installed": Case(
         ["run", C], 1, "pip install 'headwater[sqlserver]'",
         {"c.properties": "connector.class=sqlserver\ntopic.prefix=s\n"
-                         "database.hostname=h\ndatabase.user=u\ndatabase.names=d\n"},
+                         "database.hostname=h\ndatabase.user=u\ndatabase.names=d\n"
+                         "database.trustServerCertificate=true\n"},
         missing("pymssql")),
     "check-kafka-not-installed": Case(["check", C], 2, "pip install 'headwater[kafka]'",
                                       {"c.properties": properties(pg(**KAFKA))},
@@ -275,7 +283,7 @@ CASES: dict[str, Case] = {
     "validate-sqlserver": Case(["validate", C], 2, "cannot read SQL Server",
                                {"c.properties": "connector.class=sqlserver\ntopic.prefix=s\n"
                                 "database.hostname=h\ndatabase.user=u\n"
-                                "database.names=d\n"}),
+                                "database.names=d\ndatabase.encrypt=false\n"}),
     "validate-mongodb": Case(["validate", C], 2, "cannot read MongoDB",
                              {"c.properties": "connector.class=mongodb\ntopic.prefix=m\n"
                               "mongodb.connection.string=mongodb://127.0.0.1:9\n"}),

@@ -98,7 +98,8 @@ BASE = {"topic.prefix": "s", "database.hostname": "h", "database.user": "u"}
 
 
 @pytest.mark.parametrize("validate", [
-    lambda p: validate_sqlserver_config({**BASE, "database.names": "d", **p}),
+    lambda p: validate_sqlserver_config({**BASE, "database.names": "d",
+                                         "database.encrypt": "false", **p}),
     lambda p: validate_db2_config({**BASE, "database.dbname": "D", **p}),
 ], ids=["sqlserver", "db2"])
 def test_history_properties(validate: Any) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from headwater.config.definition import Property, ValidatedConfig
+from headwater.config.definition import Property, ValidatedConfig, ValidationContext
 from headwater.model.schema import TableId
 from headwater.relational import config as relational
 from headwater.relational.changetables.config import (
@@ -58,17 +58,39 @@ PROPERTIES: Final[tuple[Property, ...]] = changetable_properties(
                  doc="transactions read per poll (0: up to the current maximum LSN)"),
         Property("incremental.snapshot.option.recompile", _B, False,
                  doc="OPTION(RECOMPILE) on incremental snapshot chunk queries"),
-        Property("streaming.fetch.size", _I, 0, min_value=0),
+        Property("streaming.fetch.size", _I, 0, min_value=0,
+                 doc="change rows fetched from the driver at a time per table (0: all)"),
     ),
     signal_collection=signal_collection_property(3, "<database>.<schema>.<table>",
                                                  several=True),
 )
 
+
+
+def check_certificate_validation(context: ValidationContext) -> None:
+    """`database.encrypt=true` with `database.trustServerCertificate=false` (Debezium's
+    defaults) asks for TLS that validates the server's certificate.  pymssql.connect has no
+    argument for that (FreeTDS validates only with a `ca file` in its own freetds.conf, which
+    Headwater neither writes nor can see), so the connection would be encrypted but
+    unverified: refused rather than pretended.  Other drivers (the tests' emulation) are
+    theirs to judge."""
+    values = context.values
+    if (values.get("headwater.sqlserver.driver") == "pymssql"
+            and values.get("database.encrypt") is True
+            and values.get("database.trustServerCertificate") is False
+            and context.ok("database.encrypt", "database.trustServerCertificate")):
+        context.error(
+            "database.trustServerCertificate=false: the driver (pymssql) cannot validate the "
+            "server's certificate, so database.encrypt=true would be TLS without it; set "
+            "database.trustServerCertificate=true (encrypt, certificate not validated) or "
+            "database.encrypt=false")
+
+
 SQLSERVER_CONFIG_DEF: Final = changetable_config_def(
     PROPERTIES, "SQL Server",
     ignored=("snapshot.locking.mode", "database.applicationIntent", "driver.encrypt",
              "driver.trustServerCertificate"),
-    checks=(check_signal_databases,))
+    checks=(check_signal_databases, check_certificate_validation))
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +146,12 @@ class SqlServerConnectorConfig(ChangeTableConnectorConfig):
         }
         if self.database_password is not None:
             kwargs["password"] = self.database_password.reveal()
-        if self.database_encrypt:
-            # FreeTDS: "require" encrypts; it validates the certificate only when told to.
-            kwargs["encryption"] = "require"
+        # pymssql's `encryption` (FreeTDS): "require" encrypts everything; "off" asks for no
+        # encryption (mssql-jdbc's encrypt=false: the login packet alone is encrypted, unless
+        # the server forces more).  Given either way, so a freetds.conf cannot change it.
+        # Certificate validation has no argument: check_certificate_validation refuses
+        # what would need one.
+        kwargs["encryption"] = "require" if self.database_encrypt else "off"
         return kwargs
 
 

@@ -13,6 +13,7 @@ The loop and the offset bookkeeping are the change-table base's
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from headwater.connectors.sqlserver import queries
@@ -33,7 +34,8 @@ from headwater.relational.changetables.schema import ChangeTableSchema
 from headwater.relational.changetables.schema_follower import SchemaFollower
 from headwater.relational.changetables.streaming import LsnStream, LsnStreaming, epoch_us
 
-__all__ = ["DatabaseStream", "SqlServerStreaming", "collection_name", "epoch_us", "scalar"]
+__all__ = ["DatabaseStream", "SqlServerStreaming", "collection_name", "epoch_us", "fetched",
+           "scalar"]
 
 log = logging.getLogger("headwater.connectors.sqlserver")
 
@@ -41,6 +43,17 @@ log = logging.getLogger("headwater.connectors.sqlserver")
 def scalar(conn: Any, sql: str, database: str, params: tuple[Any, ...] = ()) -> Any:
     """`sql` in `database` (queries.with_db), its first value."""
     return base.scalar(conn, queries.with_db(sql, database), params)
+
+
+def fetched(cur: Any, size: int) -> Iterator[Any]:
+    """The rows of `cur`'s result, `size` at a time from the driver (`streaming.fetch.size`,
+    Debezium's JDBC fetch size of the change-table query: DB-API's fetchmany); 0 is no
+    limit (fetchall)."""
+    if size <= 0:
+        yield from cur.fetchall()
+        return
+    while batch := cur.fetchmany(size):
+        yield from batch
 
 
 def collection_name(table: TableId) -> str:
@@ -102,7 +115,7 @@ class DatabaseStream(LsnStream):
             cur.execute(queries.with_db(sql, self.database), (start, to_lsn))
             out = []
             stop = instance.stop_lsn
-            for row in cur.fetchall():
+            for row in fetched(cur, self.cfg.streaming_fetch_size):
                 commit = bytes(row[0])
                 if stop is not None and commit >= stop:
                     continue  # the newer capture instance has it
