@@ -187,6 +187,8 @@ class MySqlConnectorConfig(RelationalConnectorConfig):
     database_ssl_truststore: Path | None = None
     connect_timeout_ms: int = 30_000
     connect_keep_alive: bool = True
+    connect_keep_alive_interval_ms: int = 60_000
+    min_row_count_to_stream_results: int = 1000
     snapshot_locking_mode: str = "minimal"
     database_include_list: tuple[str, ...] = ()
     database_exclude_list: tuple[str, ...] = ()
@@ -239,6 +241,8 @@ class MySqlConnectorConfig(RelationalConnectorConfig):
             database_ssl_truststore=c.get_optional_path("database.ssl.truststore"),
             connect_timeout_ms=c.get_int("connect.timeout.ms"),
             connect_keep_alive=c.get_bool("connect.keep.alive"),
+            connect_keep_alive_interval_ms=c.get_int("connect.keep.alive.interval.ms"),
+            min_row_count_to_stream_results=c.get_int("min.row.count.to.stream.results"),
             snapshot_locking_mode=c.get_str("snapshot.locking.mode"),
             database_include_list=c.get_list("database.include.list"),
             database_exclude_list=c.get_list("database.exclude.list"),

@@ -46,7 +46,13 @@ from headwater.connectors.mysql.connection import (
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
 from headwater.connectors.mysql.schema_state import SchemaHistoryError, SchemaState
 from headwater.connectors.mysql.snapshot_values import select_list, snapshot_conversions
-from headwater.connectors.mysql.snapshot_workers import TableSize, plan_chunks, split_key
+from headwater.connectors.mysql.snapshot_workers import (
+    TableSize,
+    plan_chunks,
+    result_cursor,
+    split_key,
+    streams_results,
+)
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.parallel import (
@@ -140,7 +146,7 @@ class MySqlSnapshotSource:
                     except SnapshotStopped:
                         log.info("snapshot step: stopped; it starts over on the next run")
                         return None
-                elif not self._scan(ctx, conn, captured, point):
+                elif not self._scan(ctx, conn, captured, sizes, point):
                     return None
             # The snapshot's end is durable once its last events are: store the offset then.
             ctx.emit(Batch(self._pending, point.offset(), rendered=last))
@@ -330,7 +336,9 @@ class MySqlSnapshotSource:
         spec = WorkerSpec(
             open_reader,
             ReaderSpec(self.cfg, self.state.modes, self.state.context, point.position(),
-                       tuple(c.table for c in codecs)),
+                       tuple(c.table for c in codecs),
+                       tuple(streams_results(size, self.cfg.min_row_count_to_stream_results)
+                             for size in sizes)),
             ctx.renderer,
             self.cfg.max_batch_size,
         )
@@ -344,9 +352,12 @@ class MySqlSnapshotSource:
         ctx: SourceRunContext,
         conn: Any,
         tables: list[tuple[str, str]],
+        sizes: Sequence[TableSize],
         point: SnapshotPoint,
     ) -> bool:
-        """Emits READ records for every row; False if stopped."""
+        """Emits READ records for every row; False if stopped.  Each table is read with a
+        streaming or a buffered result set as `min.row.count.to.stream.results` says
+        (snapshot_workers.streams_results)."""
         state = self.state
         position = point.position()
         batch_size = self.cfg.max_batch_size
@@ -354,7 +365,7 @@ class MySqlSnapshotSource:
         read = Op.READ
         true = SnapshotMarker.TRUE
         pending: list[SourceEvent] | None = None
-        for n, (db, table) in enumerate(tables, 1):
+        for n, ((db, table), size) in enumerate(zip(tables, sizes, strict=True), 1):
             codec = state.codec(db, table)
             if codec is None:
                 continue
@@ -364,7 +375,7 @@ class MySqlSnapshotSource:
             schema = codec.schema
             convert = codec.convert
             rows = 0
-            cur = conn.cursor(pymysql.cursors.SSCursor)
+            cur = conn.cursor(result_cursor(size, self.cfg.min_row_count_to_stream_results))
             cur.execute(f"SELECT {select_list(codec.table)} FROM {qualified(db, table)}")
             try:
                 while True:

@@ -68,6 +68,20 @@ class TableSize(NamedTuple):
     key_max: int | None = None
 
 
+def streams_results(size: TableSize, min_rows: int) -> bool:
+    """Debezium's `min.row.count.to.stream.results`: a table estimated to hold more than
+    `min_rows` rows is read with a streaming result set (rows arrive as they are fetched, the
+    client's memory stays flat), a smaller one buffered whole (one read, faster for small
+    tables); 0 streams every table.  An unknown estimate (TABLE_ROWS NULL) is buffered, as in
+    Debezium, which streams only when the estimate says the table is large."""
+    return min_rows == 0 or size.estimated_rows > min_rows
+
+
+def result_cursor(size: TableSize, min_rows: int) -> Any:
+    """The PyMySQL cursor class a table's snapshot read uses (`streams_results`)."""
+    return pymysql.cursors.SSCursor if streams_results(size, min_rows) else pymysql.cursors.Cursor
+
+
 class KeyChunk(NamedTuple):
     """Rows of one table with `low <= key < high`; None means open on that side."""
 
@@ -127,6 +141,7 @@ class ReaderSpec(NamedTuple):
     context: SourceContext
     position: MySqlPosition
     tables: tuple[MySqlTable, ...]
+    streamed: tuple[bool, ...]  # per table: a streaming result set (streams_results)
 
 
 def open_reader(spec: ReaderSpec) -> MySqlChunkReader:
@@ -173,7 +188,8 @@ class MySqlChunkReader:
         read_op, true = Op.READ, SnapshotMarker.TRUE
         add = emitter.add
         batch = emitter.batch_size
-        cur: Any = self.conn.cursor(pymysql.cursors.SSCursor)
+        cur: Any = self.conn.cursor(pymysql.cursors.SSCursor if self.spec.streamed[chunk.table]
+                                    else pymysql.cursors.Cursor)
         try:
             cur.execute(chunk_sql(self.spec.tables[chunk.table], chunk))
             while True:
