@@ -16,7 +16,12 @@ topic log                 `<topics dir>/.headwater-format.json`         the log'
 catalog                   SQLite's `PRAGMA user_version` of             every open
                           `<data dir>/catalog.sqlite`
 checkpoint                `<checkpoint dir>/.headwater-format.json`     the pipeline
+schema history file       `.<name>.headwater-format.json` beside it     the connector
 ========================  ===========================================  =====================
+
+A schema history file (`schema.history.internal.file.filename`) keeps Debezium's layout line
+for line (one HistoryRecord per line, readable by Debezium's FileSchemaHistory), so its stamp
+is a file beside it rather than a line in it (`file_stamp_path`).
 
 The stamp file is JSON: `{"kind": "topic-log", "format": 1, "written_by": "headwater 0.1.0"}`,
 written atomically (temporary file, fsync, rename, fsync of the directory).  Only Headwater's
@@ -62,7 +67,8 @@ OFFSETS: Final = Kind("offset file", "offsets", 1, 1)
 TOPIC_LOG: Final = Kind("topic log", "topic-log", 1, 1)
 CATALOG: Final = Kind("catalog", "catalog", 1, 1)
 CHECKPOINT: Final = Kind("pipeline checkpoint", "checkpoint", 1, 1)
-KINDS: Final = (OFFSETS, TOPIC_LOG, CATALOG, CHECKPOINT)
+SCHEMA_HISTORY: Final = Kind("schema history file", "schema-history", 1, 1)
+KINDS: Final = (OFFSETS, TOPIC_LOG, CATALOG, CHECKPOINT, SCHEMA_HISTORY)
 
 
 class StateFormatError(RuntimeError):
@@ -100,9 +106,21 @@ def stamp_path(directory: Path) -> Path:
     return Path(directory) / STAMP_FILE
 
 
+def file_stamp_path(path: Path) -> Path:
+    """The stamp of a state file whose own layout has no room for one (a schema history
+    file is Debezium's): `.<name>.headwater-format.json` in its directory."""
+    path = Path(path)
+    return path.with_name(f".{path.name}{STAMP_FILE}")
+
+
 def read_stamp(directory: Path, kind: Kind) -> int | None:
     """The format stamped on `directory` (checked: StateFormatError), or None if unstamped."""
-    path = stamp_path(directory)
+    return read_stamp_at(stamp_path(directory), kind)
+
+
+def read_stamp_at(path: Path, kind: Kind) -> int | None:
+    """The format the stamp file `path` holds (checked: StateFormatError), or None if there
+    is no stamp."""
     try:
         raw = path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
@@ -126,7 +144,12 @@ def read_stamp(directory: Path, kind: Kind) -> int | None:
 def write_stamp(directory: Path, kind: Kind, version: int | None = None) -> Path:
     """Stamps `directory` with format `version` of `kind` (this release's by default),
     atomically; the stamp's path."""
-    path = stamp_path(directory)
+    return write_stamp_at(stamp_path(directory), kind, version)
+
+
+def write_stamp_at(path: Path, kind: Kind, version: int | None = None) -> Path:
+    """Writes the stamp file `path` (format `version` of `kind`, this release's by default)
+    atomically; `path`."""
     data = orjson.dumps({"kind": kind.key, "format": version or kind.current,
                          "written_by": f"headwater {__version__}"}) + b"\n"
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
@@ -147,13 +170,26 @@ def open_state_dir(directory: Path, kind: Kind, *, stamp: bool) -> int:
     `stamp`: the caller writes this state (it holds its lock, or is its only writer), so an
     unstamped directory, today's layout, is stamped now.  Read-only callers pass False and
     leave it unstamped (format 1 all the same)."""
-    found = read_stamp(directory, kind)
+    return _open_stamped(stamp_path(directory), kind, stamp)
+
+
+def open_state_file(path: Path, kind: Kind, *, stamp: bool) -> int:
+    """`open_state_dir` for a state file stamped beside it (`file_stamp_path`); with `stamp`
+    the caller writes the file (it may not exist yet: its directory is created)."""
+    stamp_file = file_stamp_path(path)
+    if stamp:
+        stamp_file.parent.mkdir(parents=True, exist_ok=True)
+    return _open_stamped(stamp_file, kind, stamp)
+
+
+def _open_stamped(stamp_file: Path, kind: Kind, stamp: bool) -> int:
+    found = read_stamp_at(stamp_file, kind)
     if found is not None:
         return found
     # Unstamped: the layout before stamps, which this release must still read.
-    check_version(kind, stamp_path(directory), UNSTAMPED_FORMAT)
+    check_version(kind, stamp_file, UNSTAMPED_FORMAT)
     if stamp:
-        write_stamp(directory, kind, UNSTAMPED_FORMAT)
+        write_stamp_at(stamp_file, kind, UNSTAMPED_FORMAT)
     return UNSTAMPED_FORMAT
 
 

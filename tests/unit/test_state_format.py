@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from headwater.connectors.mysql.schema_history import FileSchemaHistory
 from headwater.engine.offsets import (
     FileOffsetStore,
     OffsetFormatError,
@@ -31,13 +32,16 @@ from headwater.state_format import (
     CATALOG,
     CHECKPOINT,
     OFFSETS,
+    SCHEMA_HISTORY,
     STAMP_FILE,
     TOPIC_LOG,
     Kind,
     StateFormatError,
     check_version,
+    file_stamp_path,
     open_state_dir,
     read_stamp,
+    read_stamp_at,
     write_stamp,
 )
 from headwater.streams.catalog import CATALOG_FILE, Catalog
@@ -183,7 +187,58 @@ def test_a_failed_run_still_leaves_no_topics_directory(tmp_path: Path) -> None:
     assert not root.exists()
 
 
+def write_history(path: Path) -> bytes:
+    """A MySQL schema history file of two records, as the connector writes them; its bytes."""
+    history = FileSchemaHistory(path)
+    for n, ddl in enumerate(("CREATE TABLE t (id INT PRIMARY KEY)",
+                             "ALTER TABLE t ADD COLUMN v INT"), start=1):
+        history.record({"server": "srv"}, {"file": "bin.000001", "pos": 100 * n}, "db", ddl,
+                       [])
+    return path.read_bytes()
+
+
+def test_an_unstamped_schema_history_is_read_and_stamped(tmp_path: Path) -> None:
+    path = tmp_path / "history" / "srv.jsonl"
+    content = write_history(path)
+    stamp = file_stamp_path(path)
+    assert stamp == tmp_path / "history" / ".srv.jsonl.headwater-format.json"
+    assert read_stamp_at(stamp, SCHEMA_HISTORY) == 1  # the writer stamps a new file
+    stamp.unlink()  # ... which the release before stamps did not
+    history = FileSchemaHistory(path)
+    assert history.last_position() == {"file": "bin.000001", "pos": 200}
+    assert [r["ddl"] for _, r in history.records()] == [
+        "CREATE TABLE t (id INT PRIMARY KEY)", "ALTER TABLE t ADD COLUMN v INT"]
+    doc = orjson.loads(stamp.read_bytes())
+    assert doc["kind"] == "schema-history" and doc["format"] == 1
+    assert path.read_bytes() == content  # Debezium's layout, line for line: only stamped
+    # A history not there yet is not stamped by a look, only by its first record.
+    fresh = FileSchemaHistory(tmp_path / "none" / "h.jsonl")
+    assert fresh.records() == [] and fresh.last_position() is None
+    assert not (tmp_path / "none").exists()
+
+
 # -- a newer format is refused, by name ---------------------------------------------------
+
+def test_a_newer_schema_history_is_refused_before_it_is_touched(tmp_path: Path) -> None:
+    path = tmp_path / "srv.jsonl"
+    content = write_history(path) + b'{"source":{},"position":{"fi'  # and a torn tail
+    path.write_bytes(content)
+    stamp = file_stamp_path(path)
+    stamp.write_bytes(orjson.dumps({"kind": "schema-history", "format": 3,
+                                    "written_by": NEWER}))
+    message = newer("schema history file", stamp)
+    for touch in (lambda h: h.last_position(), lambda h: h.records(),
+                  lambda h: h.record({}, {"file": "bin.000001", "pos": 300}, "db",
+                                     "DROP TABLE t", []),
+                  lambda h: h.clear()):
+        with pytest.raises(StateFormatError) as info:
+            touch(FileSchemaHistory(path))
+        assert str(info.value) == message and info.value.path == stamp
+        assert describe(info.value) == (f"error: {message}", 1)
+    assert path.read_bytes() == content  # neither cut, nor appended to, nor cleared
+    assert orjson.loads(stamp.read_bytes())["format"] == 3
+
+
 
 def test_newer_offsets_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "offsets.json"
@@ -282,7 +337,8 @@ def test_every_kind_is_at_format_one() -> None:
     from headwater.state_format import KINDS
 
     assert [(k.key, k.current, k.oldest) for k in KINDS] == [
-        ("offsets", 1, 1), ("topic-log", 1, 1), ("catalog", 1, 1), ("checkpoint", 1, 1)]
+        ("offsets", 1, 1), ("topic-log", 1, 1), ("catalog", 1, 1), ("checkpoint", 1, 1),
+        ("schema-history", 1, 1)]
 
 
 def test_an_older_format_this_release_cannot_upgrade_is_refused(tmp_path: Path) -> None:

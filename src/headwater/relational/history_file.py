@@ -6,6 +6,11 @@ Db2 their `tableChanges`) keeps the same file with the same durability rules; wh
 means stays with the connector.  A record becomes durable when its line and newline are
 fsynced.  A last line without a newline is a write torn by a crash: reading ignores it and the
 next `append` cuts it off (it was never acknowledged).
+
+The file is Debezium's layout, line for line, so its format stamp lives beside it
+(`state_format.file_stamp_path`); it is checked before the file is first read, cut or
+written (a newer Headwater's history is refused, by name, untouched) and an unstamped one,
+today's layout, is stamped then: only connectors open a history, and they write it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import orjson
 
 from headwater.engine.metrics import SchemaHistoryMetrics
 from headwater.fsync import fsync_dir
+from headwater.state_format import SCHEMA_HISTORY, open_state_file
 
 log = logging.getLogger("headwater.relational.history_file")
 
@@ -49,6 +55,7 @@ class HistoryFile:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._checked_tail = False
+        self._checked_format = False
         # Debezium's schema-history metrics context, read by the connector's metrics.
         self.metrics = SchemaHistoryMetrics()
 
@@ -58,9 +65,17 @@ class HistoryFile:
     def exists(self) -> bool:
         return self.path.exists()
 
+    def _check_format(self, writing: bool) -> None:
+        """The format stamp, once, before the file is first touched (StateFormatError for a
+        format this release does not read); stamped when the file exists or is written."""
+        if not self._checked_format:
+            open_state_file(self.path, SCHEMA_HISTORY, stamp=writing or self.path.exists())
+            self._checked_format = True
+
     def append(self, value: bytes, change: str) -> None:
         """Stores one record (its JSON, no newline) durably; `change` is what the metrics
         report as the last applied change."""
+        self._check_format(writing=True)
         line = value + b"\n"
         created = not self.path.exists()
         if created:
@@ -97,6 +112,7 @@ class HistoryFile:
 
     def records(self) -> list[tuple[str, dict[str, Any]]]:
         """Every complete record in file order, each with its label ("line N") for errors."""
+        self._check_format(writing=False)
         if not self.path.exists():
             return []
         lines = self.path.read_bytes().split(b"\n")
@@ -114,6 +130,7 @@ class HistoryFile:
 
     def last_record(self) -> dict[str, Any] | None:
         """The last complete record, without reading the others."""
+        self._check_format(writing=False)
         if not self.path.exists():
             return None
         data = self.path.read_bytes()
@@ -128,6 +145,7 @@ class HistoryFile:
 
     def clear(self) -> None:
         """Atomically replaces the history with an empty one."""
+        self._check_format(writing=True)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
