@@ -145,13 +145,18 @@ class CaptureRuntime:
                     # Resume from what is durable: let the writer finish what was emitted.
                     self.queue.wait_written(self.stopping)
                     resumed = self.offsets.load()
-                    delay = budget.failure(progressed=resumed != offset, connected_s=connected_s)
-                    if delay is None:
-                        raise RuntimeError(
-                            f"giving up after {self.max_retries} consecutive retries "
-                            f"(errors.max.retries): {exc}") from exc
-                    log.warning("retriable error: %s; reconnecting in %.1fs (attempt %d)",
-                                exc, delay, budget.consecutive)
+                    delay = exc.reconnect_after_s  # the connector's keep-alive, if any
+                    if delay is not None:
+                        log.warning("%s; reconnecting in %.1fs", exc, delay)
+                    else:
+                        delay = budget.failure(progressed=resumed != offset,
+                                               connected_s=connected_s)
+                        if delay is None:
+                            raise RuntimeError(
+                                f"giving up after {self.max_retries} consecutive retries "
+                                f"(errors.max.retries): {exc}") from exc
+                        log.warning("retriable error: %s; reconnecting in %.1fs (attempt %d)",
+                                    exc, delay, budget.consecutive)
                     if self.stopping.wait(delay):
                         return
                     offset = resumed

@@ -33,7 +33,16 @@ class RetriableError(Exception):
 
     Connectors raise it only for conditions a retry can fix; everything else stops the
     connector with its own error message.
+
+    `reconnect_after_s`: the connector's own reconnect policy asks for this wait instead of
+    the runtime's back-off, outside `errors.max.retries` (MySQL's `connect.keep.alive`:
+    Debezium's binlog client reconnects a lost connection itself, without counting it as a
+    failure of the task).  A reconnect that then fails is an ordinary retriable failure.
     """
+
+    def __init__(self, message: str, *, reconnect_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.reconnect_after_s = reconnect_after_s
 
 
 class SourceRunContext:

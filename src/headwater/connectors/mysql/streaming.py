@@ -58,6 +58,10 @@ class BinlogPositionLostError(RuntimeError):
     """The stored binlog position is no longer on the server (purged)."""
 
 
+class BinlogConnectionLostError(RuntimeError):
+    """The binlog connection dropped with `connect.keep.alive=false`: capture stops."""
+
+
 class InconsistentSchemaError(RuntimeError):
     """A row event for a captured table the schema does not know."""
 
@@ -103,16 +107,21 @@ class MySqlStreamingSource:
         if offset is None:
             raise RuntimeError("binlog streaming needs a start position")
         cfg = self.cfg
+        heartbeat_s = cfg.heartbeat_interval_ms / 1000 if cfg.heartbeat_interval_ms else 30.0
+        if cfg.connect_keep_alive:
+            # Debezium's: server heartbeats at 0.8 x the keep-alive interval, so a connection
+            # silent for a whole interval is a lost one (_Loop.idle), not an idle server.
+            heartbeat_s = min(heartbeat_s, 0.8 * cfg.connect_keep_alive_interval_ms / 1000)
         client = BinlogClient(
             cfg.database_hostname, cfg.database_port, cfg.database_user,
             cfg.database_password.reveal() if cfg.database_password else "",
             cfg.database_server_id,
             connect_timeout=cfg.connect_timeout_ms / 1000,
-            heartbeat_interval_s=(cfg.heartbeat_interval_ms / 1000
-                                  if cfg.heartbeat_interval_ms else 30.0),
+            heartbeat_interval_s=heartbeat_s,
         )
         self._client = client
         gtids = self._filtered_gtids(offset.get("gtids"))
+        streaming = False
         try:
             if gtids:
                 log.info("streaming: from GTID position %s (skip %s events, %s rows)", gtids,
@@ -123,6 +132,7 @@ class MySqlStreamingSource:
                          offset["pos"], offset.get("event", 0), offset.get("row", 0))
                 client.start(file=str(offset["file"]), pos=int(offset["pos"]))
             self.metrics.connected = True
+            streaming = True
             _Loop(self, ctx, client, offset).run()
         except BinlogServerError as exc:
             if exc.code == ER_MASTER_FATAL_ERROR_READING_BINLOG:
@@ -135,7 +145,10 @@ class MySqlStreamingSource:
                 ) from exc
             raise
         except (ConnectionError, OSError, EOFError) as exc:
-            raise RetriableError(f"binlog connection lost: {exc}") from exc
+            if streaming:
+                raise self._connection_lost(exc) from exc
+            # not connected yet: an ordinary retriable failure (errors.max.retries)
+            raise RetriableError(f"binlog connection failed: {exc}") from exc
         finally:
             self.metrics.connected = False
             client.close()
@@ -149,6 +162,20 @@ class MySqlStreamingSource:
                     log.debug("close: %s", exc)
                 self._action_conn = None
 
+
+    def _connection_lost(self, exc: BaseException) -> Exception:
+        """`connect.keep.alive`: true reconnects from the last position (the durable offset)
+        after `connect.keep.alive.interval.ms`, as Debezium's keep-alive thread, which looks
+        at the connection once per interval, does, outside `errors.max.retries`; false stops
+        capture with this error."""
+        cfg = self.cfg
+        if not cfg.connect_keep_alive:
+            return BinlogConnectionLostError(
+                f"binlog connection lost ({exc}); connect.keep.alive=false, so capture stops "
+                "(connect.keep.alive=true reconnects from the last position)")
+        return RetriableError(
+            f"binlog connection lost ({exc}); connect.keep.alive: reconnecting from the last "
+            "position", reconnect_after_s=cfg.connect_keep_alive_interval_ms / 1000)
 
     def _filtered_gtids(self, gtids: Any) -> str | None:
         """gtid.source.includes/excludes: only the GTIDs of accepted sources locate the start
@@ -219,9 +246,21 @@ class _Loop:
             ANNOTATE_ROWS: self.on_annotate,
         }
         on_rows = self.on_rows
+        monotonic = time.monotonic
+        silence = (self.cfg.connect_keep_alive_interval_ms / 1000
+                   if self.cfg.connect_keep_alive else None)
+        seen = monotonic()
         while not stopping.is_set():
             event = read(poll)
-            if event is None or event.type_code == HEARTBEAT:
+            if event is None:
+                if silence is not None and monotonic() - seen > silence:
+                    raise ConnectionError(
+                        "no event or heartbeat from the server for connect.keep.alive."
+                        f"interval.ms={self.cfg.connect_keep_alive_interval_ms}")
+                self.idle()
+                continue
+            seen = monotonic()
+            if event.type_code == HEARTBEAT:
                 self.idle()
                 continue
             code = event.type_code
