@@ -1,9 +1,16 @@
 """`connect.keep.alive` against a real MariaDB: the binlog connection is killed from another
 session (`KILL <id>` of the Binlog Dump thread).  With keep-alive the connector reconnects from
 the last position after `connect.keep.alive.interval.ms`, outside `errors.max.retries`, and
-nothing is lost or repeated; without it, capture stops with an error naming the property."""
+nothing is lost or repeated; without it, capture stops with an error naming the property.
+A connection that goes silent (a proxy stops forwarding it: no event, no heartbeat) is lost
+once an interval has passed."""
 
 from __future__ import annotations
+
+import contextlib
+import select
+import socket
+import threading
 
 import pytest
 
@@ -68,3 +75,82 @@ def test_without_keep_alive_a_lost_connection_stops_capture(menv: MariaEnv) -> N
     assert "connect.keep.alive=false, so capture stops" in str(stopped.value)
     assert "\n" not in str(stopped.value)
     assert not dump_threads(menv)  # no reconnect
+
+
+class FreezingProxy:
+    """Forwards TCP connections to the server; `freeze` silences the ones open now (they stay
+    open, nothing passes: a dead link the kernel has not noticed); later ones pass."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.frozen: list[threading.Event] = []
+        self.sockets: list[socket.socket] = []
+        self.closed = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target))
+            frozen = threading.Event()
+            self.frozen.append(frozen)
+            self.sockets += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b, frozen), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, frozen: threading.Event) -> None:
+        while not self.closed.is_set():
+            if frozen.is_set():
+                self.closed.wait(0.05)
+                continue
+            try:
+                ready, _, _ = select.select([src], [], [], 0.05)
+                if not ready or frozen.is_set():
+                    continue
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+            except OSError:
+                break
+        for sock in (src, dst):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def freeze(self) -> None:
+        for frozen in list(self.frozen):
+            frozen.set()
+
+    def close(self) -> None:
+        self.closed.set()
+        self.listener.close()
+        for sock in self.sockets:
+            sock.close()
+
+
+def test_keep_alive_takes_a_silent_connection_for_a_lost_one(menv: MariaEnv) -> None:
+    """Failed before the keep-alive looked for silence: the frozen connection was read
+    forever and the insert never arrived."""
+    proxy = FreezingProxy(menv.server.port)
+    menv.sql("CREATE TABLE t (id INT PRIMARY KEY)")
+    menv.sql("INSERT INTO t VALUES (1)")
+    cap = menv.capture({"database.port": proxy.port, "connect.keep.alive.interval.ms": 1000})
+    try:
+        wait_for(lambda: ids(menv) == [1], what="the snapshot")
+        menv.sql("INSERT INTO t VALUES (2)")
+        wait_for(lambda: ids(menv) == [1, 2], what="a streamed insert")
+        proxy.freeze()  # every connection open now goes silent
+        menv.sql("INSERT INTO t VALUES (3)")
+        wait_for(lambda: len(ids(menv)) >= 3, timeout=30, what="insert 3 after the silence")
+        assert cap.thread.is_alive()
+    finally:
+        try:
+            cap.stop()
+        finally:
+            proxy.close()
+    assert ids(menv) == [1, 2, 3]
