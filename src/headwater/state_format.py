@@ -59,7 +59,9 @@ class Kind(NamedTuple):
 
 
 OFFSETS: Final = Kind("offset file", "offsets", 1, 1)
-TOPIC_LOG: Final = Kind("topic log", "topic-log", 1, 1)
+# Format 2: every record line carries a CRC-32C (headwater.topics.checksum); format 1 logs
+# are read (their records unchecked) and upgraded by their writer.
+TOPIC_LOG: Final = Kind("topic log", "topic-log", 2, 1)
 CATALOG: Final = Kind("catalog", "catalog", 1, 1)
 CHECKPOINT: Final = Kind("pipeline checkpoint", "checkpoint", 1, 1)
 KINDS: Final = (OFFSETS, TOPIC_LOG, CATALOG, CHECKPOINT)
