@@ -18,14 +18,15 @@ catalog                   SQLite's `PRAGMA user_version` of             every op
 checkpoint                `<checkpoint dir>/.headwater-format.json`     the pipeline
 ========================  ===========================================  =====================
 
-The stamp file is JSON: `{"kind": "topic-log", "format": 1, "written_by": "headwater 0.1.0"}`,
+The stamp file is JSON: `{"kind": "topic-log", "format": 2, "written_by": "headwater 0.1.0"}`,
 written atomically (temporary file, fsync, rename, fsync of the directory).  Only Headwater's
 own files are covered: in a checkpoint directory Spark versions its own (`metadata`,
 `offsets/`, `commits/`).
 
 The rules (`check_version`): a stamp with this release's format is accepted; state without a
-stamp is the layout of the releases before stamps (format 1, today's) and is accepted, and
-stamped by whoever writes it (read-only commands leave it as it is); a newer format is
+stamp is the layout of the releases before stamps (format 1) and is accepted, and stamped by
+whoever writes it (read-only commands leave it as it is; the topic log's writer upgrades a
+format 1 log to 2 that way, `headwater.topics.log`); a newer format is
 refused (`StateFormatError`, one line: the file, the format found, the format this release
 reads); an older format this release cannot upgrade, or a stamp that is not one, is refused
 the same way.
