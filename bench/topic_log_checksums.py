@@ -2,7 +2,7 @@
 writer without them (the encoding of format 1, kept here only: checksums cannot be switched
 off), measured in the same run, and the event path's read of both logs.
 
-    PYTHONPATH=src:bench .venv/bin/python bench/topic_log_checksums.py [--records N]
+    PYTHONPATH=src .venv/bin/python bench/topic_log_checksums.py [--records N]
         [--batch B] [--rounds R] [--dir PATH]
 
 Two workloads, each written by both writers in every round (the order alternating), into
