@@ -5,9 +5,9 @@ off), measured in the same run, and the event path's read of both logs.
     PYTHONPATH=src .venv/bin/python bench/topic_log_checksums.py [--records N]
         [--batch B] [--rounds R] [--dir PATH]
 
-Two workloads, each written by both writers in every round (the order alternating), into
-fresh roots; the best round of each is compared (the machine's noise only ever slows a round
-down):
+Two workloads, each written by both writers in every round into fresh roots, interleaved
+batch by batch (the order alternating), so that a busy moment of the machine slows both
+alike; each round gives a ratio, and the median and best of them are printed:
 
 * capture: what the capture does after decoding, for one PostgreSQL table's inserts, updates
   and deletes (`bench/change_events.py`): Debezium JSON rendered (`DebeziumJsonFormat.
