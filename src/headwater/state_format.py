@@ -23,14 +23,15 @@ A schema history file (`schema.history.internal.file.filename`) keeps Debezium's
 for line (one HistoryRecord per line, readable by Debezium's FileSchemaHistory), so its stamp
 is a file beside it rather than a line in it (`file_stamp_path`).
 
-The stamp file is JSON: `{"kind": "topic-log", "format": 1, "written_by": "headwater 0.1.0"}`,
+The stamp file is JSON: `{"kind": "topic-log", "format": 2, "written_by": "headwater 0.1.0"}`,
 written atomically (temporary file, fsync, rename, fsync of the directory).  Only Headwater's
 own files are covered: in a checkpoint directory Spark versions its own (`metadata`,
 `offsets/`, `commits/`).
 
 The rules (`check_version`): a stamp with this release's format is accepted; state without a
-stamp is the layout of the releases before stamps (format 1, today's) and is accepted, and
-stamped by whoever writes it (read-only commands leave it as it is); a newer format is
+stamp is the layout of the releases before stamps (format 1) and is accepted, and stamped by
+whoever writes it (read-only commands leave it as it is; the topic log's writer upgrades a
+format 1 log to 2 that way, `headwater.topics.log`); a newer format is
 refused (`StateFormatError`, one line: the file, the format found, the format this release
 reads); an older format this release cannot upgrade, or a stamp that is not one, is refused
 the same way.
@@ -64,7 +65,9 @@ class Kind(NamedTuple):
 
 
 OFFSETS: Final = Kind("offset file", "offsets", 1, 1)
-TOPIC_LOG: Final = Kind("topic log", "topic-log", 1, 1)
+# Format 2: every record line carries a CRC-32C (headwater.topics.checksum); format 1 logs
+# are read (their records unchecked) and upgraded by their writer.
+TOPIC_LOG: Final = Kind("topic log", "topic-log", 2, 1)
 CATALOG: Final = Kind("catalog", "catalog", 1, 1)
 CHECKPOINT: Final = Kind("pipeline checkpoint", "checkpoint", 1, 1)
 SCHEMA_HISTORY: Final = Kind("schema history file", "schema-history", 1, 1)

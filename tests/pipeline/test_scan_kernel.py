@@ -13,6 +13,7 @@ import pytest
 
 from headwater.model.topic import TopicRecord
 from headwater.pipeline import columnar
+from headwater.topics.checksum import without_checksum
 from headwater.topics.log import TopicLog
 from headwater.topics.segment import inprogress_name, list_segments
 
@@ -67,6 +68,11 @@ def test_random_ranges_equal_the_reference(tmp_path: Path, seed: int) -> None:
             log.append({TOPIC: [
                 TopicRecord(key(j), None if rng.random() < 0.2 else value(j, rng.choice(TEXTS)),
                             j) for j in range(i, i + 50)]})
+    if seed >= 3:  # the first segments written before checksums (format 1), as upgraded
+        segs = list_segments(tmp_path / TOPIC)
+        for seg in segs[:max(1, len(segs) // 2)]:
+            lines = seg.path.read_bytes().splitlines(keepends=True)
+            seg.path.write_bytes(b"".join(without_checksum(line) for line in lines))
     if seed % 2:  # a torn last line, as a crash mid-write leaves it in an in-progress file
         seg = list_segments(tmp_path / TOPIC)[-1]
         data = seg.path.read_bytes()
@@ -214,6 +220,13 @@ def damaged_topic(tmp_path: Path, kind: str) -> list[Path]:
         segs[3].write_bytes(b"".join(lines[:-1]))
     elif kind == "garbage bytes":
         segs[3].write_bytes(b"".join(lines[:10]) + b"\x00\xffgarbage" + b"".join(lines[10:]))
+    elif kind == "garbage line of a format 1 log":
+        plain = [without_checksum(line) for line in lines]
+        segs[3].write_bytes(b"".join(plain[:10]) + b"\x00\xffgarbage" + b"".join(plain[10:]))
+    elif kind == "byte changed in a value":  # the line still parses: only its checksum tells
+        changed = lines[10].replace(b'"i":160}', b'"i":161}')
+        assert changed != lines[10] and orjson.loads(changed)["value"]["payload"]["i"] == 161
+        segs[3].write_bytes(b"".join([*lines[:10], changed, *lines[11:]]))
     return segs
 
 
@@ -222,6 +235,8 @@ WHERE = {  # segment index, offset, lines of the segment before the damaged plac
     "line removed": (3, 160, 10),
     "last line of a segment removed": (4, 199, 0),
     "garbage bytes": (3, 160, 10),
+    "garbage line of a format 1 log": (3, 160, 10),
+    "byte changed in a value": (3, 160, 10),
 }
 
 
@@ -234,8 +249,9 @@ def test_damage_stops_both_read_paths(tmp_path: Path, kind: str) -> None:
     seg, offset, line_no = WHERE[kind]
     position = sum(map(len, segs[seg].read_bytes().splitlines(keepends=True)[:line_no]))
     for start, end in ((0, 400), (offset - 5, 400), (offset, offset + 1)):
-        # The column-wise scan raises the damage, or, for a line outside its layout (garbage),
-        # hands the batch to the event path (the reference), which raises it.
+        # The column-wise scan raises the damage, or, for a line outside its layout (garbage
+        # in a line without checksum), hands the batch to the event path (the reference),
+        # which raises it.  Garbage in a checksummed line fails its checksum.
         with pytest.raises((TopicLogDamaged, columnar.NotColumnar)) as fast_info:
             columnar.scan(tmp_path, TOPIC, start, end, columnar.Positions())
         with pytest.raises(TopicLogDamaged) as info:
@@ -243,10 +259,12 @@ def test_damage_stops_both_read_paths(tmp_path: Path, kind: str) -> None:
         got = info.value
         assert (got.topic, got.segment, got.offset, got.position) == (
             TOPIC, segs[seg], offset, position), (kind, start, end)
-        if kind == "garbage bytes":
+        if kind == "garbage line of a format 1 log":
             assert isinstance(fast_info.value, columnar.NotColumnar)
         else:
             assert str(fast_info.value) == str(got)
+        if kind in ("garbage bytes", "byte changed in a value"):
+            assert "line 11 is not a record: its CRC-32C checksum does not match" in got.problem
     # a range that ends before the damaged place reads normally
     assert columnar.scan(tmp_path, TOPIC, 0, 150, columnar.Positions()).count == 150
     assert len(list(read_range(tmp_path, TOPIC, 0, 150))) == 150

@@ -60,8 +60,9 @@ NEWER = "headwater 9.0.0"
 def newer(label: str, path: Path, by: str | None = NEWER) -> str:
     """The refusal every kind must give for format 3 (the issue's wording)."""
     who = f" ({by})" if by else ""
+    reads = 2 if label == "topic log" else 1
     return (f"{label} {path} was written by a newer Headwater{who} (format 3); this release "
-            "reads format 1: upgrade Headwater or restore a backup")
+            f"reads format {reads}: upgrade Headwater or restore a backup")
 
 
 def restamp(directory: Path, kind: Kind, version: int) -> Path:
@@ -123,7 +124,7 @@ def test_offsets_written_by_the_current_release_are_read(tmp_path: Path) -> None
 def test_an_unstamped_topic_log_is_read_then_stamped_by_its_writer(tmp_path: Path) -> None:
     root = tmp_path / "topics"
     write_topic_log(root)
-    assert read_stamp(root, TOPIC_LOG) == 1  # the writer stamps a new root
+    assert read_stamp(root, TOPIC_LOG) == 2  # the writer stamps a new root
     (root / STAMP_FILE).unlink()  # ... which the release before stamps did not
     before = reader.list_topics(root)
     assert [(t.name, t.start_offset, t.end_offset) for t in before] == [(TOPIC, 0, 5)]
@@ -134,7 +135,8 @@ def test_an_unstamped_topic_log_is_read_then_stamped_by_its_writer(tmp_path: Pat
         assert log.next_offset(TOPIC) == 5
         log.append({TOPIC: [TopicRecord(b'{"id":5}', b'{"op":"c"}', 2000)]})
     stamp = orjson.loads((root / STAMP_FILE).read_bytes())
-    assert stamp["kind"] == "topic-log" and stamp["format"] == 1
+    # stamped 2 (checksums, which the format 1 records before do not carry)
+    assert stamp["kind"] == "topic-log" and stamp["format"] == 2
     assert stamp["written_by"].startswith("headwater ")
     assert [r.offset for r in reader.read(root, TOPIC)] == [0, 1, 2, 3, 4, 5]
 
@@ -332,12 +334,13 @@ def test_a_newer_checkpoint_is_refused(tmp_path: Path) -> None:
 
 # -- the rules themselves -----------------------------------------------------------------
 
-def test_every_kind_is_at_format_one() -> None:
-    # Bumping one is a decision the docs (docs/operations.md, Upgrading) must follow.
+def test_every_kind_is_at_its_documented_format() -> None:
+    # Bumping one is a decision the docs (docs/operations.md, Upgrading) must follow.  The
+    # topic log is at 2 (per-record checksums) and still reads 1.
     from headwater.state_format import KINDS
 
     assert [(k.key, k.current, k.oldest) for k in KINDS] == [
-        ("offsets", 1, 1), ("topic-log", 1, 1), ("catalog", 1, 1), ("checkpoint", 1, 1),
+        ("offsets", 1, 1), ("topic-log", 2, 1), ("catalog", 1, 1), ("checkpoint", 1, 1),
         ("schema-history", 1, 1)]
 
 

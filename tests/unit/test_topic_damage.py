@@ -136,12 +136,12 @@ def test_garbage_in_the_active_segments_tail_is_recovered_not_damage(tmp_path: P
 
 def test_garbage_before_the_last_record_of_the_active_segment_is_damage(tmp_path: Path) -> None:
     with TopicLog(tmp_path) as log:
-        log.append({T: [rec(0)]})
+        log.append({T: [rec(0), rec(1)]})
     sealed = tmp_path / T / sealed_name(0)
-    good = sealed.read_bytes()
+    good, second = lines(sealed)
     path = tmp_path / T / inprogress_name(0)
     os.rename(sealed, path)
-    path.write_bytes(good + b"garbage\n" + good.replace(b'"offset":0', b'"offset":1'))
+    path.write_bytes(good + b"garbage\n" + second)
     found = damage(lambda: list(read(tmp_path, T)))
     assert (found.segment, found.offset, found.position) == (path, 1, len(good))
 

@@ -12,10 +12,12 @@ import threading
 import time
 from pathlib import Path
 
+import google_crc32c
 import orjson
 import pytest
 
 from headwater.converters.headers import header_value
+from headwater.topics.checksum import with_checksum
 from headwater.topics.log import (
     InvalidTopicNameError,
     OutRecord,
@@ -91,12 +93,15 @@ def test_line_format_is_raw_json_lines(tmp_path: Path) -> None:
             }
         )
     data = (tmp_path / T / sealed_name(0)).read_bytes()
-    assert data == (
-        b'{"offset":0,"timestamp":1700000000123,"key":{"id": 1},"value":' + value + b"}\n"
+    plain = [
+        b'{"offset":0,"timestamp":1700000000123,"key":{"id": 1},"value":' + value + b"}",
         b'{"offset":1,"timestamp":5,"key":{"id": 1},"value":null,'
-        b'"headers":{"h1":"x","h\\n2":"{\\"a\\":1}","h3":null}}\n'
-        b'{"offset":2,"timestamp":-1,"key":null,"value":42}\n'
-    )
+        b'"headers":{"h1":"x","h\\n2":"{\\"a\\":1}","h3":null}}',
+        b'{"offset":2,"timestamp":-1,"key":null,"value":42}',
+    ]
+    # each line ends with the CRC-32C of its bytes before the member, 8 hex digits
+    assert data == b"".join(
+        p[:-1] + b',"crc":"%08x"}\n' % google_crc32c.value(p[:-1]) for p in plain)
     for line in data.splitlines():
         assert isinstance(orjson.loads(line), dict)
 
@@ -149,7 +154,7 @@ def test_raw_newlines_in_documents_become_spaces(tmp_path: Path) -> None:
         log.append({T: [rec(5)]})
     lines = (tmp_path / T / sealed_name(0)).read_bytes().split(b"\n")
     assert len(lines) == 7  # six records, then the empty string after the final newline
-    assert lines[2] == b'{"offset":2,"timestamp":3,"key":{"id": 3},"value":{}}'
+    assert lines[2] == with_checksum(b'{"offset":2,"timestamp":3,"key":{"id": 3},"value":{}}')[:-1]
     got = [(r.key, r.value, r.headers) for r in read(tmp_path, T)]
     assert got[:5] == [
         (b'{"id":1}', b'{"a": "b"}', ()),

@@ -216,9 +216,9 @@ def scan(root: Path, topic: str, start: int, end: int,
             view = np.frombuffer(chunk.data, np.uint8)
             if not len(kh):
                 status, line, k = kernel.first_record(view, chunk.pos, start, end)
-                if status != kernel.OK:
+                if status not in (kernel.OK, kernel.CHECKSUM):  # (damage: the scan reports it)
                     raise NotColumnar(_STATUS[status])
-                if line >= 0:
+                if status == kernel.OK and line >= 0:
                     out.key_head, out.value_head = _heads(chunk.data, line, k)
                     kh = np.frombuffer(out.key_head, np.uint8)
                     vh = np.frombuffer(out.value_head, np.uint8)
@@ -233,12 +233,13 @@ def scan(root: Path, topic: str, start: int, end: int,
                 status = kernel.OK  # the last line of an in-progress segment, still being written
             if status == kernel.OK and limit >= 0 and pos >= len(view):
                 expect = limit  # read to its end: the next segment starts at its range's end
-            if status in (kernel.GAP, kernel.TORN):
+            if status in (kernel.GAP, kernel.TORN, kernel.CHECKSUM):
                 damage = check.diagnose(topic, chunk.path, chunk.base, first)
                 if damage is not None:
                     raise damage
                 raise TopicLogDamaged(  # pragma: no cover - the checker is the reference
-                    topic, chunk.path, expect, pos, "offsets or framing broken (compiled scan)")
+                    topic, chunk.path, expect, pos,
+                    "offsets, framing or checksum broken (compiled scan)")
             if status != kernel.OK:
                 raise NotColumnar(_STATUS[status])
             if last >= 0:

@@ -18,7 +18,10 @@ log's own rules (`headwater.topics.check`) on the way, at no measurable cost sin
 parsed anyway: each line's offset is the previous one + 1 (else GAP), and a last line without
 its newline is reported (TORN: the end of an in-progress segment, damage in a sealed one).  In a
 compacted segment offsets may skip ahead inside its range (`limit`, the range's end): the same
-compare, one more on a skip only, so a compacted segment scans at the same speed.
+compare, one more on a skip only, so a compacted segment scans at the same speed.  A line that
+carries a checksum (`headwater.topics.checksum`) is checked by google-crc32c's C library,
+called from the compiled code (`crc32c_extend`, the same code the writer uses); a mismatch
+stops the scan (CHECKSUM: damage).
 """
 
 from __future__ import annotations
@@ -28,10 +31,13 @@ from typing import Any, cast
 
 import numba
 import numpy as np
+from llvmlite import binding as llvm_binding
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils as _cgutils
 from numba.extending import intrinsic
+
+from headwater.topics import checksum
 
 OK = 0
 LAYOUT = 1  # not a record line of the topic log
@@ -39,15 +45,20 @@ NO_SCHEMA = 2  # a value without an embedded schema
 OTHER_SHAPE = 3  # another schema, a null key
 GAP = 4  # a record whose offset is not the previous one + 1 (damage)
 TORN = 5  # a last line without its newline: the end of an in-progress segment, else damage
+CHECKSUM = 6  # a line whose bytes do not match its checksum (damage)
 
 _HEAD = np.frombuffer(b'{"offset":', np.uint8)
 _TIMESTAMP = np.frombuffer(b'"timestamp":', np.uint8)
 _KEY = np.frombuffer(b',"key":', np.uint8)
 _VALUE = np.frombuffer(b'},"value":', np.uint8)
 _SCHEMA = np.frombuffer(b'{"schema":', np.uint8)
-_NULL_END = np.frombuffer(b"null}", np.uint8)
+_NULL = np.frombuffer(b"null", np.uint8)  # a tombstone's value, the record closing after it
 _NULL_HEADERS = np.frombuffer(b'null,"headers":{', np.uint8)  # a tombstone with headers
 _HEADERS = np.frombuffer(b'},"headers":{', np.uint8)
+_CRC_MEMBER = np.frombuffer(checksum.MEMBER, np.uint8)
+_HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
+_CRC_TAIL = checksum.TAIL_LEN
+_QUOTE = 34
 _NL = 10
 _COMMA = 44
 _BRACE = 125
@@ -105,8 +116,38 @@ def _memeq_ir(typingctx: Any, data: Any, at: Any, pattern: Any) -> Any:
     return sig, codegen
 
 
+def _load_crc32c() -> None:
+    """Makes google-crc32c's `crc32c_extend` resolvable by name for the JIT: the library the
+    Python module loaded is private to it (RTLD_LOCAL), so it is loaded again, globally."""
+    path = checksum.library_path()
+    if path is not None:
+        llvm_binding.load_library_permanently(path)
+    elif llvm_binding.address_of_symbol("crc32c_extend") is None:  # pragma: no cover
+        raise ImportError("google-crc32c's shared library (crc32c_extend) was not found beside "
+                          "the google_crc32c package")
+
+
+_load_crc32c()
+
+
+@intrinsic
+def _crc32c_ir(typingctx: Any, data: Any, lo: Any, hi: Any) -> Any:
+    """CRC-32C of data[lo:hi] (google-crc32c's `crc32c_extend` from 0)."""
+    sig = types.int64(data, lo, hi)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        base = builder.bitcast(ary.data, _I8P)
+        crc = _libc_call("crc32c_extend", _I32, [_I32, _I8P, _I64], builder, [
+            ir.Constant(_I32, 0), builder.gep(base, [args[1]]), builder.sub(args[2], args[1])])
+        return builder.zext(crc, _I64)
+
+    return sig, codegen
+
+
 _memchr = cast(Callable[[Any, int, int, int], int], _memchr_ir)
 _memeq = cast(Callable[[Any, int, Any], bool], _memeq_ir)
+_crc32c = cast(Callable[[Any, int, int], int], _crc32c_ir)
 
 
 def _same(data: Any, at: int, pattern: Any) -> bool:
@@ -145,6 +186,22 @@ def _digits(data: Any, i: int, n: int) -> tuple[int, int]:
     return value, i
 
 
+def _close(data: Any, pos: int, stop: int) -> int:
+    """Where the record of the line data[pos:stop] (`stop` its newline) closes: the index of
+    its closing brace, or of its checksum member (which replaces the brace, the checked part
+    ending there); -1 when the line's bytes do not match its checksum."""
+    cut = stop - _CRC_TAIL
+    if (cut < pos or data[stop - 1] != _BRACE or data[stop - 2] != _QUOTE
+            or not _same(data, cut, _CRC_MEMBER)):
+        return stop - 1  # no checksum: a line of a format 1 log
+    crc = _crc32c(data, pos, cut)
+    at = cut + _CRC_MEMBER.shape[0]
+    for i in range(8):
+        if data[at + i] != _HEX[(crc >> (28 - 4 * i)) & 15]:
+            return -1
+    return cut
+
+
 # What `_line` found at a position (besides the error statuses above).
 _DATA = -1  # a data record in the range
 _SKIP = -2  # a line before the range, or a tombstone
@@ -161,15 +218,19 @@ def _line(data: Any, pos: int, start: int, end: int, key_head: Any,
     stop = _newline(data, pos, data.shape[0])
     if stop < 0:
         return _TORN, -1, -1, -1, data.shape[0], -1
-    what, offset, k, v = _line_checked(data, pos, stop, start, end, key_head, value_head)
-    if what == _DATA and (data[stop - 1] != _BRACE or data[stop - 2] != _BRACE):
+    close = _close(data, pos, stop)
+    if close < 0:
+        return CHECKSUM, -1, -1, -1, stop + 1, -1
+    what, offset, k, v = _line_checked(data, pos, close, start, end, key_head, value_head)
+    if what == _DATA and (data[close - 1] != _BRACE
+                          or (close == stop - 1 and data[close] != _BRACE)):
         what = OTHER_SHAPE
-    value_end = stop - 2
+    value_end = close - 1
     # Headers (Debezium 3.x context headers, key-change headers) follow the value: outside
     # JSON strings a quote is never escaped, so ``},"headers":{`` can only be the writer's
     # headers member, and the value document closes at its brace.
     if what == _DATA and value_head.shape[0]:
-        h = _find_before(data, _HEADERS, v + value_head.shape[0], stop)
+        h = _find_before(data, _HEADERS, v + value_head.shape[0], close)
         if h >= 0:
             value_end = h
     return what, offset, k, v, stop + 1, value_end
@@ -177,6 +238,8 @@ def _line(data: Any, pos: int, start: int, end: int, key_head: Any,
 
 def _line_checked(data: Any, pos: int, stop: int, start: int, end: int, key_head: Any,
                   value_head: Any) -> tuple[int, int, int, int]:
+    """`_line`'s reading of the record data[pos:stop], `stop` where the record closes (its
+    closing brace, or its checksum member)."""
     if not _same(data, pos, _HEAD):
         return LAYOUT, -1, -1, -1
     offset, i = _digits(data, pos + _HEAD.shape[0], stop)
@@ -199,7 +262,7 @@ def _line_checked(data: Any, pos: int, stop: int, start: int, end: int, key_head
     if v < 0:
         return LAYOUT, offset, k, -1
     after = v + _VALUE.shape[0]
-    if _same(data, after, _NULL_END) or _same(data, after, _NULL_HEADERS):
+    if ((after + 4 == stop and _same(data, after, _NULL)) or _same(data, after, _NULL_HEADERS)):
         return _SKIP, offset, k, v  # a tombstone
     if not _same(data, after, _SCHEMA):
         return NO_SCHEMA, offset, k, v
@@ -293,6 +356,7 @@ _find_before = _jit(_find_before)
 _newline = _jit(_newline)
 _digits = _jit(_digits)
 _line_checked = _jit(_line_checked)
+_close = _jit(_close)
 _line = _jit(_line)
 first_record = cast(Callable[..., tuple[int, int, int]], _jit(_first_record))
 scan_records = cast(Callable[..., tuple[int, int, int, int, int]], _jit(_scan))

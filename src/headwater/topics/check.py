@@ -11,8 +11,11 @@ A topic is a gap-free sequence of records 0, 1, 2, ... cut into segments (docs/t
   or between two segments, is still damage;
 * framing - every line of a sealed segment is complete (ends with a newline) and is a record
   line of the writer's layout (`headwater.topics.record.parse_line`);
+* checksum - a record line that carries a CRC-32C matches it (`headwater.topics.checksum`;
+  `parse_line` checks it): a byte changed inside a record that still parses is damage there;
 * the one exception is the crash tail of an in-progress segment: a torn last line, and complete
-  lines that are not records after the last one that is (`segment.recoverable_end`).  A writer
+  lines that are not records (or fail their checksum) after the last one that is
+  (`segment.recoverable_end`).  A writer
   that crashed leaves it and its recovery truncates it; a live writer's last line may simply
   not be complete yet.  Readers stop there without a word; it is not damage.
 

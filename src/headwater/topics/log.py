@@ -20,8 +20,8 @@ Record format
 =============
 One record per line (JSON lines, UTF-8, `\\n`-terminated), keys always in this order::
 
-    {"offset":N,"timestamp":T,"key":K,"value":V}
-    {"offset":N,"timestamp":T,"key":K,"value":V,"headers":{"name":H,...}}
+    {"offset":N,"timestamp":T,"key":K,"value":V,"crc":"C"}
+    {"offset":N,"timestamp":T,"key":K,"value":V,"headers":{"name":H,...},"crc":"C"}
 
 * `offset` - per-topic, 0, 1, 2, ... without gaps; never reused, also across restarts/crashes.
 * `timestamp` - int, milliseconds since the epoch (the event time the caller chose).
@@ -33,6 +33,9 @@ One record per line (JSON lines, UTF-8, `\\n`-terminated), keys always in this o
   or `null` for a null value.  Logs written before Headwater honoured `header.converter` hold
   JsonConverter envelopes spliced in raw (`{"schema":...,"payload":...}`); their readers take
   that raw JSON text as the header's bytes (`headwater.topics.record`).
+* `crc` - the CRC-32C of the line's bytes before `,"crc":`, 8 lower-case hex digits
+  (`headwater.topics.checksum`); every reader checks it.  Lines written before checksums
+  (format 1, below) have no `crc` member and are read unchecked.
 
 Spark reads a topic with `spark.read.schema("offset LONG, timestamp LONG, key STRING,
 value STRING, headers MAP<STRING,STRING>").json("<root>/<topic>")`: declaring key/value as STRING
@@ -86,7 +89,11 @@ Format version
 ==============
 The writer stamps the root with the layout's format (`<root>/.headwater-format.json`,
 `headwater.state_format`) once it holds the lock, and refuses a root a newer Headwater
-stamped before touching anything in it; the readers check the same stamp.
+stamped before touching anything in it; the readers check the same stamp.  Format 2 added
+the checksum member: a writer opening a format 1 root (or an unstamped one) stamps it 2
+before it appends, so that a format 1 release refuses it by name instead of calling every new
+record damaged.  The format 1 segments stay as they are and are read unchecked; recovery
+seals the in-progress segment, so every segment written after the upgrade is checksummed.
 """
 
 from __future__ import annotations
@@ -103,8 +110,10 @@ import orjson
 from headwater.dirlock import LockHeld, hold
 from headwater.fsync import fsync_dir
 from headwater.model.topic import HeaderBytes, TopicRecord
-from headwater.state_format import TOPIC_LOG, open_state_dir
+from headwater.state_format import TOPIC_LOG, open_state_dir, write_stamp
 from headwater.topics.check import segment_end
+from headwater.topics.checksum import TAIL_FORMAT as _TAIL
+from headwater.topics.checksum import crc32c, extend
 from headwater.topics.compaction_files import remove_leftovers
 from headwater.topics.damage import TopicLogDamaged
 from headwater.topics.segment import (
@@ -141,9 +150,9 @@ DEFAULT_SEGMENT_MS = 1000
 # suffix.  Formatting only the small prefix and letting one b"".join copy the value is the
 # cheapest way to build the segment bytes in CPython (about half the cost of formatting the
 # whole line with %b, which copies the value twice).
+# The suffix is the headers member (if any) and the checksum member (`checksum.tail`).
 _PREFIX = b'{"offset":%d,"timestamp":%d,"key":%b,"value":'
-_SUFFIX = b"}\n"
-_SUFFIX_H = b',"headers":{%b}}\n'
+_HEADERS = b',"headers":{%b}'
 _PARTS = 3  # parts per record in an encoded batch
 _NULL = b"null"
 _NEVER = 1 << 62
@@ -215,11 +224,12 @@ def _encode_slow(
     ts: int,
     headers: HeaderBytes,
 ) -> tuple[bytes, bytes, bytes]:
-    """The three parts of a record with headers, a null/empty key or value, or CR/LF bytes."""
+    """The prefix, value and headers member (b"" for none) of a record with headers, a
+    null/empty key or value, or CR/LF bytes: the checksum member is the caller's."""
     k = _clean(key) if key else _json_field(key, "key")
     v = _clean(value) if value else _json_field(value, "value")
-    suffix = _SUFFIX_H % _clean(_headers_json(headers)) if headers else _SUFFIX
-    return _PREFIX % (offset, ts, k), v, suffix
+    member = _HEADERS % _clean(_headers_json(headers)) if headers else b""
+    return _PREFIX % (offset, ts, k), v, member
 
 
 def lock_root(root: Path) -> int:
@@ -284,7 +294,11 @@ class TopicLog:
         self._lock()
         try:
             # Before recovery, which truncates and renames: a newer layout is left untouched.
-            open_state_dir(self.root, TOPIC_LOG, stamp=True)
+            if open_state_dir(self.root, TOPIC_LOG, stamp=False) < TOPIC_LOG.current:
+                # Format 1 (or unstamped, the same): its records stay as they are and read
+                # unchecked; those appended from now on carry checksums, which a format 1
+                # release would call damage, so it must refuse the log by its stamp instead.
+                write_stamp(self.root, TOPIC_LOG)
             for name in list_topic_names(self.root):
                 self._topics[name] = self._recover(name)
         except BaseException:
@@ -386,16 +400,20 @@ class TopicLog:
     # ------------------------------------------------------------------ encoding
 
     def _encode_batch(self, first: int, records: Sequence[OutRecord]) -> list[bytes]:
-        """Encode records as a flat list of parts, `_PARTS` per record (one line)."""
+        """Encode records as a flat list of parts, `_PARTS` per record (one line), each line
+        ending with its CRC-32C (`headwater.topics.checksum`): of the prefix, the value and
+        the headers member, computed on the parts as they are (no line is joined twice)."""
         parts: list[bytes] = []
         add = parts.extend
         prefix = _PREFIX
-        suffix = _SUFFIX
+        tail = _TAIL
+        crc = crc32c
+        ext = extend
         off = first
         # Most records carry the same headers object (the format's per-run context headers):
-        # their encoded suffix is computed once per distinct object, not once per record.
+        # their encoded member is computed once per distinct object, not once per record.
         headers_seen: HeaderBytes = ()
-        headers_suffix = suffix
+        headers_member = b""
         try:
             for key, value, ts, headers in records:
                 # Fast path: non-empty key and value, no raw CR/LF (int `in` bytes is a memchr,
@@ -408,14 +426,18 @@ class TopicLog:
                     or 10 in key
                     or 13 in key
                 ):
-                    add(_encode_slow(off, key, value, ts, headers))
+                    head, v, member = _encode_slow(off, key, value, ts, headers)
+                    add((head, v, member + tail % ext(ext(crc(head), v), member)))
                 elif not headers:
-                    add((prefix % (off, ts, key), value, suffix))
+                    head = prefix % (off, ts, key)
+                    add((head, value, tail % ext(crc(head), value)))
                 else:
                     if headers is not headers_seen:
-                        headers_suffix = _SUFFIX_H % _clean(_headers_json(headers))
+                        headers_member = _HEADERS % _clean(_headers_json(headers))
                         headers_seen = headers
-                    add((prefix % (off, ts, key), value, headers_suffix))
+                    head = prefix % (off, ts, key)
+                    add((head, value, headers_member
+                         + tail % ext(ext(crc(head), value), headers_member)))
                 off += 1
         except (TypeError, ValueError) as exc:
             cls = TypeError if isinstance(exc, TypeError) else ValueError

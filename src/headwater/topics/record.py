@@ -16,6 +16,7 @@ from typing import NamedTuple
 import orjson
 
 from headwater.model.topic import HeaderBytes
+from headwater.topics.checksum import ChecksumError, body_end
 
 __all__ = ["BadLineError", "Record", "parse_line", "split_line"]
 
@@ -93,8 +94,20 @@ def _header_bytes(raw: str | None) -> bytes | None:
     return text.encode("utf-8")
 
 
+def _checked(line: bytes) -> bytes:
+    """The line as a record without a checksum: a checksummed line checked (BadLineError if
+    its bytes do not match) and its ``,"crc":...`` member taken out, others as they are."""
+    try:
+        cut = body_end(line)
+    except ChecksumError as exc:
+        raise BadLineError(str(exc)) from None
+    return line if cut < 0 else line[:cut] + b"}"
+
+
 def parse_line(topic: str, line: bytes) -> Record:
-    """Parse one complete line of a segment (with or without its trailing newline)."""
+    """Parse one complete line of a segment (with or without its trailing newline); a line
+    carrying a checksum (`headwater.topics.checksum`) is checked first."""
+    line = _checked(line)
     try:
         s = line.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -152,8 +165,13 @@ _B_HEADERS = b',"headers":{'
 def split_line(line: bytes) -> tuple[int, bytes | None, bytes | None] | None:
     """(offset, key, value) of a record line in the writer's layout, or None (another layout:
     then `parse_line`, the reference, decides).  The fast path of the pipeline's event reader
-    and of compaction: only the key document is parsed, to find where it ends."""
+    and of compaction: only the key document is parsed, to find where it ends.  A line carrying
+    a checksum is checked (None when its bytes do not match: `parse_line` then says so)."""
     if not line.startswith(_B_HEAD):
+        return None
+    try:
+        cut = body_end(line)
+    except ChecksumError:
         return None
     k = line.find(_B_KEY)
     if k < 0:
@@ -163,8 +181,9 @@ def split_line(line: bytes) -> tuple[int, bytes | None, bytes | None] | None:
         return None
     offset = int(digits)
     start = k + len(_B_KEY)
-    end = len(line.rstrip(b"\r\n")) - 1  # the record's closing brace
-    headers = line.rfind(_B_HEADERS)
+    # the record's closing brace, or where the checksum member replaces it
+    end = cut if cut >= 0 else len(line.rstrip(b"\r\n")) - 1
+    headers = line.rfind(_B_HEADERS, 0, end)
     if headers >= 0:
         # Headers follow the value; outside JSON strings a quote is never escaped, so the
         # last ``,"headers":{`` is the record's own member (header values are strings).

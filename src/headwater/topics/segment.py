@@ -34,6 +34,8 @@ from typing import BinaryIO, NamedTuple
 
 import orjson
 
+from headwater.topics.checksum import ChecksumError, body_end
+
 __all__ = [
     "COMPACTED_SUFFIX",
     "INPROGRESS_SUFFIX",
@@ -329,10 +331,12 @@ def _rfind_newline(fd: int, end: int) -> int:
 
 
 def _line_offset(line: bytes) -> int | None:
-    """The `offset` of one complete line, None if it is not a valid record line."""
+    """The `offset` of one complete line, None if it is not a valid record line (nor one
+    whose checksum matches: a power cut can persist a line's end but not all its bytes)."""
     try:
+        body_end(line)
         obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
+    except (orjson.JSONDecodeError, ChecksumError):
         return None
     if not isinstance(obj, dict):
         return None

@@ -14,6 +14,7 @@ from headwater.config import ConfigError
 from headwater.connectors.postgres.config import CONNECTOR_CLASS, validate_postgres_config
 from headwater.model.topic import TopicRecord
 from headwater.topics import reader
+from headwater.topics.checksum import body_end
 from headwater.topics.compaction import CompactionPolicy
 from headwater.topics.compaction_files import STATE_FILE
 from headwater.topics.compactor import compact_topic
@@ -126,6 +127,28 @@ def test_a_damaged_segment_is_never_compacted(tmp_path: Path) -> None:
         compact_topic(tmp_path, T, compact(), now_ms(), segment_bytes=UNMERGED)
     assert (info.value.segment, info.value.offset) == (first, 1)
     assert {p.name: p.read_bytes() for p in (tmp_path / T).iterdir()} == before
+
+
+def test_a_changed_byte_stops_a_pass_and_compacted_lines_keep_their_checksums(
+        tmp_path: Path) -> None:
+    write_segments(tmp_path, SEGMENTS)
+    age(tmp_path, hours=1)
+    first = list_segments(tmp_path / T)[0].path
+    good = first.read_bytes()
+    lines = good.splitlines(keepends=True)
+    changed = lines[1].replace(b'"v":"a"', b'"v":"b"')  # still parses, same offset
+    assert changed != lines[1]
+    first.write_bytes(b"".join([lines[0], changed, *lines[2:]]))
+    os.utime(first, (0, 0))
+    with pytest.raises(TopicLogDamaged, match="CRC-32C checksum does not match") as info:
+        compact_topic(tmp_path, T, compact(), now_ms(), segment_bytes=UNMERGED)
+    assert (info.value.segment, info.value.offset, info.value.position) == (
+        first, 1, len(lines[0]))
+    first.write_bytes(good)
+    os.utime(first, (0, 0))
+    assert compact_topic(tmp_path, T, compact(), now_ms(), segment_bytes=UNMERGED) is not None
+    kept = b"".join(s.path.read_bytes() for s in list_segments(tmp_path / T))
+    assert kept and all(body_end(line) > 0 for line in kept.splitlines(keepends=True))
 
 
 def test_the_writer_compacts_on_its_schedule(tmp_path: Path) -> None:

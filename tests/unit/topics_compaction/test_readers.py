@@ -17,6 +17,7 @@ from headwater.pipeline import columnar
 from headwater.pipeline.source import read_range
 from headwater.topics import reader
 from headwater.topics.check import check_topic
+from headwater.topics.checksum import with_checksum, without_checksum
 from headwater.topics.compactor import compact_topic
 from headwater.topics.damage import TopicLogDamaged
 from headwater.topics.log import TopicLog
@@ -165,7 +166,9 @@ def test_a_gap_between_a_compacted_segment_and_the_next(root: Path) -> None:
 
 def test_an_offset_past_the_compacted_range(root: Path) -> None:
     seg = root / T / compacted_name(4, 7)
-    seg.write_bytes(seg.read_bytes().replace(b'{"offset":4,', b'{"offset":7,'))
+    lines = seg.read_bytes().splitlines(keepends=True)
+    lines[0] = with_checksum(without_checksum(lines[0]).replace(b'{"offset":4,', b'{"offset":7,'))
+    seg.write_bytes(b"".join(lines))  # a valid record line, with its checksum
     found = damage_everywhere(root)
     assert (found.segment, found.offset, found.position) == (seg, 4, 0)
     assert "offset 7, past the range of this compacted segment (offsets up to 6" in found.problem
