@@ -1,22 +1,38 @@
 """Reading Kafka partitions to their end: the one consumer pattern the stores and the pipeline
 share.
 
-"The end" is the one a fetch reports (the high watermark in the fetch response, which
-librdkafka turns into a PARTITION_EOF event): the end the reader has actually reached.  A
-partition whose high watermark (ListOffsets) is already at the start offset is done without a
-fetch: on Apache Kafka an empty partition's first fetch waits `fetch.wait.max.ms` for data
-that does not come, and a fresh 25-partition offsets topic then cost seconds at every capture
-start.  Consumers here are assigned partitions explicitly (no group membership, no committed
-offsets): where to start is always the caller's stored state.
+"The end" is taken once, before reading: each partition's high watermark (ListOffsets
+`latest`), as Kafka Connect's `KafkaBasedLog.readToEnd` takes `endOffsets` and then reads until
+its position reaches them.  An end that a fetch reports (librdkafka's PARTITION_EOF) moves with
+a writer: a fetch at the end waits for the next record and returns it, so a reader of a
+partition written every few ms (the capture's own offsets, a table topic under load) never
+saw an EOF and chased the writer for minutes (issue 26: the three-node failure test stood
+still at its first leader kill while the capture was storing offsets).  A partition whose end
+is its start is done without a fetch.  Consumers here are assigned partitions explicitly (no
+group membership, no committed offsets): where to start is always the caller's stored state.
+
+A leader change is ridden through, as the Java clients do: ListOffsets answers that mean "ask
+again" (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, OFFSET_NOT_AVAILABLE while a new
+leader's high watermark catches up, a timeout or refused connection to the dead node, the
+handle of a broker that left the metadata destroyed under a request) are
+retried with back-off until the deadline, and the consumer's transport errors are
+informational (librdkafka reconnects and refetches the metadata itself); only a fatal error,
+a non-retriable error of a partition, or no progress within the deadline raises.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+log = logging.getLogger("headwater.kafka.consume")
+
 _POLL_S = 0.2
+_FIRST_WAIT_S = 0.05
+_MAX_WAIT_S = 1.0
+_ASK_S = 3.0
 
 
 class KafkaReadError(RuntimeError):
@@ -36,18 +52,68 @@ def partition_counts(consumer: Any, topics: list[str], timeout: float = 30.0
     return out
 
 
+def transient(err: Any) -> bool:
+    """Whether a client error is one librdkafka recovers from by itself (a broker down or
+    restarting, a leader moving): retry or wait, do not fail."""
+    from confluent_kafka import KafkaError
+
+    if err.fatal():
+        return False
+    return bool(err.retriable()) or err.code() in (
+        KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT,
+        KafkaError._WAIT_COORD, KafkaError._DESTROY_BROKER, KafkaError._NODE_UPDATE,
+        KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.NOT_ENOUGH_REPLICAS)
+
+
+def end_offsets(consumer: Any, partitions: list[tuple[str, int]], timeout: float = 60.0
+                ) -> dict[tuple[str, int], int]:
+    """The end (high watermark: the next offset a reader can get) of each partition, retrying
+    transient errors with back-off until `timeout` (KafkaReadError then, or at once on any
+    other error)."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    deadline = time.monotonic() + timeout
+    ends: dict[tuple[str, int], int] = {}
+    for t, p in partitions:
+        wait = _FIRST_WAIT_S
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                _low, high = consumer.get_watermark_offsets(
+                    TopicPartition(t, p), timeout=max(min(left, _ASK_S), 0.5))
+                ends[(t, p)] = high
+                break
+            except KafkaException as exc:
+                err = exc.args[0]
+                if not transient(err):
+                    raise KafkaReadError(f"the end of {t}[{p}]: {err}") from exc
+                if time.monotonic() + wait > deadline:
+                    raise KafkaReadError(f"the end of {t}[{p}] not known within "
+                                         f"{timeout:.0f}s: {err}") from exc
+                log.debug("end of %s[%d]: %s; asking again", t, p, err)
+                time.sleep(wait)
+                wait = min(wait * 2, _MAX_WAIT_S)
+                _refresh_leaders(consumer, t)
+    return ends
+
+
 def read_until_end(consumer: Any, starts: Mapping[tuple[str, int], int],
                    stops: Mapping[tuple[str, int], int] | None = None,
                    timeout: float = 120.0) -> Iterator[Any]:
-    """The records of each (topic, partition) from its start offset to its end (or to the
-    `stops` offset, exclusive), in offset order per partition; Kafka messages.
+    """The records of each (topic, partition) from its start offset to the `stops` offset
+    (exclusive; without `stops`, to each partition's end when the call starts), in offset
+    order per partition; Kafka messages.
 
-    Raises KafkaReadError on a consumer error or when the end is not reached within
-    `timeout` seconds without progress."""
+    Raises KafkaReadError on a consumer error that is not transient, when a partition ends
+    before its stop (records removed: retention, a recreated topic), or when no progress is
+    made within `timeout` seconds."""
     from confluent_kafka import KafkaError, TopicPartition
 
-    pending = {tp for tp in starts if stops is None or stops.get(tp, 1 << 62) > starts[tp]}
-    pending -= _already_at_end(consumer, pending, starts)
+    if stops is None:
+        stops = end_offsets(consumer, sorted(starts), timeout)
+    pending = {tp for tp in starts if stops.get(tp, 1 << 62) > starts[tp]}
     if not pending:
         return
     consumer.assign([TopicPartition(t, p, starts[(t, p)]) for (t, p) in sorted(pending)])
@@ -64,79 +130,49 @@ def read_until_end(consumer: Any, starts: Mapping[tuple[str, int], int],
             err = msg.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
-                    if stops is not None and tp in stops and msg.offset() < stops[tp]:
-                        raise KafkaReadError(
-                            f"{tp[0]}[{tp[1]}] ends at offset {msg.offset()}, before "
-                            f"{stops[tp]}: records were removed (retention, a recreated topic)")
+                    if tp in pending and tp in stops and msg.offset() < stops[tp]:
+                        _check_end(consumer, tp, stops[tp], timeout)
+                        continue  # a new leader's watermark catching up: more will come
                     pending.discard(tp)
+                    continue
+                if transient(err):
+                    log.debug("reading %s: %s (the client recovers)", sorted(pending), err)
                     continue
                 raise KafkaReadError(f"reading {tp[0]}[{tp[1]}]: {err}")
             deadline = time.monotonic() + timeout
             if tp not in pending:
                 continue
-            if stops is not None and tp in stops and msg.offset() >= stops[tp]:
+            if tp in stops and msg.offset() >= stops[tp]:
                 pending.discard(tp)
                 consumer.incremental_unassign([TopicPartition(tp[0], tp[1])])
                 continue
             yield msg
-            if stops is not None and tp in stops and msg.offset() + 1 >= stops[tp]:
+            if tp in stops and msg.offset() + 1 >= stops[tp]:
                 pending.discard(tp)
                 consumer.incremental_unassign([TopicPartition(tp[0], tp[1])])
     finally:
         consumer.unassign()
 
 
-def _already_at_end(consumer: Any, partitions: set[tuple[str, int]],
-                    starts: Mapping[tuple[str, int], int]) -> set[tuple[str, int]]:
-    """The partitions whose high watermark is at (or before) their start offset: nothing to
-    read.  A partition whose watermark cannot be asked now is left to the fetch."""
-    from confluent_kafka import KafkaException, TopicPartition
-
-    done: set[tuple[str, int]] = set()
-    for t, p in partitions:
-        try:
-            _low, high = consumer.get_watermark_offsets(TopicPartition(t, p), timeout=5)
-        except KafkaException:
-            continue
-        if high <= starts[(t, p)]:
-            done.add((t, p))
-    return done
+def _check_end(consumer: Any, tp: tuple[str, int], stop: int, timeout: float) -> None:
+    """A fetch reported an end before `stop`.  Where the partition really ends decides: short
+    of `stop`, records were removed; at or past it, the fetch met a leader whose watermark was
+    still catching up, and reading goes on."""
+    end = end_offsets(consumer, [tp], timeout)[tp]
+    if end < stop:
+        raise KafkaReadError(
+            f"{tp[0]}[{tp[1]}] ends at offset {end}, before {stop}: records were removed "
+            "(retention, a recreated topic)")
 
 
-def end_offsets(consumer: Any, partitions: list[tuple[str, int]],
-                hints: Mapping[tuple[str, int], int] | None = None,
-                timeout: float = 60.0) -> dict[tuple[str, int], int]:
-    """The end (next offset) of each partition, as a fetch reports it.
+def _refresh_leaders(consumer: Any, topic: str) -> None:
+    """Asks for the topic's metadata, which updates the client's leaders.  librdkafka sends
+    ListOffsets to the leader its cache names and refreshes that cache only on its own
+    schedule for a consumer with nothing assigned: after a leader was killed, every retry
+    went to the dead node until the deadline."""
+    from confluent_kafka import KafkaException
 
-    Reads from max(hint, ListOffsets(latest) - 1, low watermark), so only the last record is
-    fetched: the PARTITION_EOF that follows carries the end."""
-    from confluent_kafka import KafkaError, TopicPartition
-
-    if not partitions:
-        return {}
-    starts: dict[tuple[str, int], int] = {}
-    for t, p in partitions:
-        low, high = consumer.get_watermark_offsets(TopicPartition(t, p), timeout=timeout)
-        starts[(t, p)] = max(low, high - 1, (hints or {}).get((t, p), 0), 0)
-    ends: dict[tuple[str, int], int] = {}
-    consumer.assign([TopicPartition(t, p, o) for (t, p), o in starts.items()])
-    deadline = time.monotonic() + timeout
     try:
-        while len(ends) < len(starts):
-            msg = consumer.poll(_POLL_S)
-            if msg is None:
-                if time.monotonic() > deadline:
-                    raise KafkaReadError("no end-of-partition within "
-                                         f"{timeout:.0f}s for {sorted(set(starts) - set(ends))}")
-                continue
-            err = msg.error()
-            tp = (msg.topic(), msg.partition())
-            if err is None:
-                continue
-            if err.code() == KafkaError._PARTITION_EOF:
-                ends[tp] = msg.offset()
-                continue
-            raise KafkaReadError(f"reading the end of {tp[0]}[{tp[1]}]: {err}")
-    finally:
-        consumer.unassign()
-    return ends
+        consumer.list_topics(topic, timeout=_ASK_S)
+    except KafkaException as exc:  # the next ListOffsets says what is wrong
+        log.debug("metadata of %s: %s", topic, exc)

@@ -81,12 +81,11 @@ class KafkaTopics:
                 out.extend((name, p) for p in topic.partitions)
         return sorted(out)
 
-    def end_offsets(self, start: Mapping[str, int]) -> dict[str, int]:
+    def end_offsets(self) -> dict[str, int]:
         from headwater.kafka.consume import end_offsets
 
-        parts = self.partitions()
-        hints = {(t, p): start.get(slot(t, p), 0) for t, p in parts}
-        return {slot(t, p): o for (t, p), o in end_offsets(self.consumer, parts, hints).items()}
+        return {slot(t, p): o for (t, p), o in end_offsets(self.consumer,
+                                                          self.partitions()).items()}
 
     def fetch(self, topic: str, ranges: Mapping[int, tuple[int, int]],
               decode: ValueDecoder = json_decoder
@@ -211,13 +210,13 @@ def register(spark: Any) -> None:
             return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
 
         def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
-            self.frozen = self.topics().end_offsets({})
+            self.frozen = self.topics().end_offsets()
 
         def latestOffset(self, start: dict[str, int] | None = None,  # noqa: N802
                          limit: Any = None) -> dict[str, int]:
             start = self.starts.start(start, self.initialOffset,
                                       self.prepareForTriggerAvailableNow)
-            latest = self.frozen if self.frozen is not None else self.topics().end_offsets(start)
+            latest = self.frozen if self.frozen is not None else self.topics().end_offsets()
             for name, read in sorted(start.items()):
                 if latest.get(name, read) < read:
                     raise RuntimeError(
