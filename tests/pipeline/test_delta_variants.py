@@ -1,6 +1,8 @@
 """Random workloads captured from a real PostgreSQL, materialized into Delta by a real Spark,
 compared in full with the source: clean, duplicated, reordered across batches, and with the
-pipeline killed with kill -9 mid-run."""
+pipeline killed with kill -9 mid-run.  The duplicated+reordered SCD1 run and the kill -9
+changelog run go through both Delta writers (`headwater.pipeline.delta.writer`: delta-rs in
+the driver, and Delta Lake's Spark connector)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deltalake import DeltaTable
 
 from headwater.model.topic import TopicRecord
 from headwater.pipeline.config import load_pipeline_config
@@ -91,6 +94,14 @@ def delta_table(env: Env) -> dict[int, tuple[Any, ...]]:
     return {r["id"]: (r["v"], r["n"]) for r in rows}
 
 
+def engines(env: Env) -> set[str]:
+    """Who committed to the target table: "spark" (delta-spark's commits name their engine,
+    `Apache-Spark/... Delta-Lake/...`) or "delta-rs" (`clientVersion: delta-rs.x`)."""
+    history = DeltaTable(str(env.tmp / "delta" / "public" / "t")).history()
+    return {"spark" if "Delta-Lake" in str(c.get("engineInfo", "")) else "delta-rs"
+            for c in history if c.get("operation") in ("MERGE", "WRITE")}
+
+
 def run_once(spark: Any, config: Path) -> None:
     query = start(spark, load_pipeline_config(config), once=True)
     query.awaitTermination()
@@ -121,14 +132,21 @@ def scramble(env: Env, seed: int, duplicate: bool, shuffle_window: int | None) -
     env.topics = scrambled
 
 
+WRITER = "headwater.pipeline.delta.writer"
+# Through delta-spark a batch costs tens of seconds of Spark jobs (its MERGEs) where delta-rs
+# takes a fraction of one (bench/delta_writers.py): these runs take minutes, so --long.
+SPARK_WRITER = [pytest.mark.long, pytest.mark.timeout(2400)]
+
+
 @pytest.mark.parametrize(
-    ("name", "duplicate", "window"),
-    [("clean", False, 1), ("duplicated", True, 5), ("reordered", False, None),
-     ("duplicated+reordered", True, None)],
+    ("name", "duplicate", "window", "writer"),
+    [("clean", False, 1, "delta-rs"), ("duplicated", True, 5, "delta-rs"),
+     ("reordered", False, None, "delta-rs"), ("duplicated+reordered", True, None, "delta-rs"),
+     pytest.param("duplicated+reordered", True, None, "spark", marks=SPARK_WRITER)],
 )
 def test_target_equals_source(env: Env, spark: Any, name: str, duplicate: bool,
-                              window: int | None) -> None:
-    props = props_for(env)
+                              window: int | None, writer: str) -> None:
+    props = props_for(env, **{WRITER: writer})
     seed = sum(map(ord, name)) + int(os.environ.get("HEADWATER_TEST_SEED", "0"))
     capture_workload(env, props, seed=seed, truncate=(name == "clean"))
     replayed = replay(env.topics, f"{env.prefix}.public.t")
@@ -139,27 +157,33 @@ def test_target_equals_source(env: Env, spark: Any, name: str, duplicate: bool,
         props["headwater.topics.dir"] = env.topics
     run_once(spark, env.config(props))
     assert delta_table(env) == source_table(env)
+    assert engines(env) == {writer}
 
 
-def test_pipeline_killed_mid_run_applies_exactly_once(env: Env) -> None:
-    props = props_for(env, **{"headwater.pipeline.mode": "changelog"})
+@pytest.mark.parametrize("writer", ["delta-rs", pytest.param("spark", marks=SPARK_WRITER)])
+def test_pipeline_killed_mid_run_applies_exactly_once(env: Env, writer: str) -> None:
+    props = props_for(env, **{"headwater.pipeline.mode": "changelog", WRITER: writer})
     capture_workload(env, props, seed=11)
     config = env.config(props)
     events = sum(1 for r in reader.read(env.topics, f"{env.prefix}.public.t")
                  if r.value is not None)
     rng = random.Random(2)
+    # (kill inside the batches, which take seconds with delta-rs, a minute with delta-spark)
+    window, final_timeout = ((8, 14), 300) if writer == "delta-rs" else ((15, 90), 1500)
     for _ in range(3):
         proc = subprocess.Popen(
             [sys.executable, "-m", "headwater.cli", "pipeline", str(config),
              "--log-level", "WARNING"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ})
-        time.sleep(rng.uniform(8, 14))  # Spark starts in ~5-8 s; kill inside the batches
+        time.sleep(rng.uniform(*window))  # Spark starts in ~5-8 s
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     final = subprocess.run(
         [sys.executable, "-m", "headwater.cli", "pipeline", str(config), "--once",
-         "--log-level", "WARNING"], capture_output=True, text=True, timeout=300, check=False)
+         "--log-level", "WARNING"], capture_output=True, text=True, timeout=final_timeout,
+        check=False)
     assert final.returncode == 0, final.stderr[-3000:]
     changelog = read_table(env.tmp / "delta" / "public" / "t")
     # Every event exactly once: no batch applied twice, none lost.
     assert changelog.num_rows == events
+    assert engines(env) == {writer}

@@ -15,6 +15,7 @@ The pipeline reads what the connector wrote, so it takes `topic.prefix` and
 | headwater.pipeline.target | delta | delta, or jdbc (PostgreSQL, MariaDB) |
 | headwater.pipeline.schema.evolution | evolve | new source columns: evolve, ignore, fail |
 | headwater.pipeline.delta.compact.interval.batches | 100 | compact + vacuum (0: never) |
+| headwater.pipeline.delta.writer | delta-rs | delta-rs (in the driver), or spark (delta-spark) |
 | headwater.pipeline.jdbc.url | | jdbc:postgresql://h:5432/db, jdbc:mysql://h:3306/db |
 | headwater.pipeline.jdbc.user / .password | | credentials (${env:VAR}, ${file:/path}) |
 | headwater.pipeline.jdbc.schema | public / the URL's database | target schema |
@@ -68,12 +69,14 @@ _KNOWN = (
     "headwater.pipeline.mongodb.flatten.struct.delimiter", "headwater.pipeline.source",
     "headwater.pipeline.datastream.files.dir", "headwater.pipeline.datastream.files.format",
     "headwater.pipeline.datastream.max.files.per.trigger",
-    "headwater.pipeline.executors.min.records",
+    "headwater.pipeline.executors.min.records", "headwater.pipeline.delta.writer",
 )
 SOURCES = ("topics", "datastream-files")
 FILE_FORMATS = ("json", "avro", "auto")
 EVOLUTION = ("evolve", "ignore", "fail")
 TARGETS = ("delta", "jdbc")
+# How Delta tables are written: delta-rs in the driver, or Delta Lake's Spark connector.
+DELTA_WRITERS = ("delta-rs", "spark")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +113,7 @@ class PipelineConfig:
     max_files_per_trigger: int = 1000
     # The configuration's `spark.*` properties, for the session builder (`spark_session`).
     spark_conf: tuple[tuple[str, str], ...] = ()
+    delta_writer: str = "delta-rs"
 
 
 def _int(props: dict[str, str], name: str, default: int, errors: list[str],
@@ -163,6 +167,14 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
     target = props.get("headwater.pipeline.target", "delta").lower()
     if target not in TARGETS:
         errors.append(f"headwater.pipeline.target: {target!r} is not one of {', '.join(TARGETS)}")
+    writer_text = props.get("headwater.pipeline.delta.writer")
+    delta_writer = (writer_text or "delta-rs").strip().lower()
+    if delta_writer not in DELTA_WRITERS:
+        errors.append(f"headwater.pipeline.delta.writer: {delta_writer!r} is not one of "
+                      f"{', '.join(DELTA_WRITERS)}")
+    elif writer_text and target != "delta":
+        errors.append(f"headwater.pipeline.delta.writer: set, but headwater.pipeline.target="
+                      f"{target} writes no Delta table")
     evolution = props.get("headwater.pipeline.schema.evolution", "evolve").lower()
     if evolution not in EVOLUTION:
         errors.append(f"headwater.pipeline.schema.evolution: {evolution!r} is not one of "
@@ -254,6 +266,7 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         files_format=files_format,
         max_files_per_trigger=max_files,
         spark_conf=tuple(sorted((k, str(v)) for k, v in props.items() if k.startswith("spark."))),
+        delta_writer=delta_writer,
     )
 
 

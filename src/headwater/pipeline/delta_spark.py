@@ -26,21 +26,23 @@ deletes (see delta_target's docstring).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from headwater.pipeline.change_frame import ChangeFrame, from_columnar
 from headwater.pipeline.columnar import OP, SEQ, TOAST_FLAG, ColumnarChanges
 from headwater.pipeline.decode import Column
 from headwater.pipeline.delta_target import (
     DeltaTarget,
-    SchemaEvolutionError,
     delta_tables,
     key_json_array,
+    state_deletes,
 )
 
 log = logging.getLogger("headwater.pipeline.delta")
@@ -69,14 +71,30 @@ class SparkDeltaTarget(DeltaTarget):
 
     # -- the column-wise path's operations, fed from the driver's Arrow tables --------------
     def apply_scd1_net(self, changes: ColumnarChanges, batch_id: int) -> None:
-        self.merge_net(from_columnar(self.spark, changes), batch_id)
+        """Net rows the driver holds in Arrow: the state's truncate floor and remembered
+        deletes are applied in Arrow, as the delta-rs target does (the state read by delta-rs
+        in milliseconds, where a Spark join, and a count to know whether the batch deletes,
+        cost a job each), and Spark runs the MERGEs only: the state's when the batch deletes,
+        then the table's."""
+        path = self.table_path(changes)
+        if self.already_applied(path, batch_id):
+            log.info("batch %d already applied to %s: skipped", batch_id, path)
+            return
+        net = self._net_after_state(changes)
+        frame = from_columnar(self.spark, dataclasses.replace(changes, rows=net))
+        deletes = net.filter(pc.equal(net.column(OP), "d"))
+        remembered = (self.spark.createDataFrame(state_deletes(deletes, changes.key_columns))
+                      if deletes.num_rows else None)
+        self._write_net(frame, path, frame.rows, remembered,
+                        {"u": net.num_rows - deletes.num_rows, "d": deletes.num_rows}, batch_id)
 
     def append_changelog_rows(self, changes: ColumnarChanges, batch_id: int) -> None:
         self.append_changelog_frame(from_columnar(self.spark, changes), batch_id)
 
     # -- SCD type 1 ------------------------------------------------------------------------
     def merge_net(self, frame: ChangeFrame, batch_id: int) -> None:
-        """Merges a batch's net changes (see the module docstring for the rules and order)."""
+        """Merges a batch's net changes given as a DataFrame (rows netted by Spark tasks):
+        the state's rules as Spark joins (see the module docstring for the rules and order)."""
         from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
 
         path = self.table_path(frame)
@@ -97,10 +115,16 @@ class SparkDeltaTarget(DeltaTarget):
         # (`net` is read three times, each time computed anew: it is deterministic, so the
         # state and the table see the same rows)
         ops = dict(net.groupBy(OP).count().collect())
+        deletes = (net.where(F.col(OP) == "d").select(
+            F.col(KEY).alias("key"), F.lit("delete").alias("kind"), F.col(SEQ))
+            if ops.get("d") else None)
+        self._write_net(frame, path, net, deletes, ops, batch_id)
+
+    def _write_net(self, frame: ChangeFrame, path: Path, net: Any, deletes: Any | None,
+                   ops: dict[str, int], batch_id: int) -> None:
+        """The batch's commits: the remembered deletes first, the table's MERGE last."""
         columns = self._spark_table(path, frame.rows.schema, frame.columns)
-        if ops.get("d"):  # state first, the table's commit last (module docstring)
-            deletes = net.where(F.col(OP) == "d").select(
-                F.col(KEY).alias("key"), F.lit("delete").alias("kind"), F.col(SEQ))
+        if deletes is not None:  # state first, the table's commit last (module docstring)
             self._merge_state_frame(frame, deletes, batch_id)
         source = net.select(*(q(c) for c in [*columns, SEQ, OP]),
                             *(q(TOAST_FLAG + c) for c in frame.toast))
@@ -140,42 +164,25 @@ class SparkDeltaTarget(DeltaTarget):
 
     def _spark_table(self, path: Path, schema: Any, columns: tuple[Column, ...]) -> list[str]:
         """The target's columns this batch writes: the table is created when missing, and new
-        source columns are added, left out or refused per `schema_evolution` (the rules of
-        `DeltaTarget._evolve`, on Spark types)."""
+        source columns are added, left out or refused per `schema_evolution`
+        (`DeltaTarget._evolve`, on the table's schema as delta-rs reads it: no Spark job)."""
         from delta.tables import DeltaTable
-        from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
+        from pyspark.sql.types import StructType
 
-        names = [c.name for c in columns]
         fields = {f.name: f for f in schema.fields}
-        wanted = StructType([fields[n] for n in [*names, SEQ]])
-        if not DeltaTable.isDeltaTable(self.spark, str(path)):
+        dt = self._open(path)
+        if dt is None:
+            wanted = StructType([fields[n] for n in [*(c.name for c in columns), SEQ]])
             (DeltaTable.createIfNotExists(self.spark).location(str(path))
              .addColumns(wanted).execute())
-            return names
-        existing = {f.name: f.dataType for f in
-                    DeltaTable.forPath(self.spark, str(path)).toDF().schema.fields}
-        stamps = (TimestampType, TimestampNTZType)
-        for name in names:
-            old, new = existing.get(name), fields[name].dataType
-            if old is not None and old != new and not (
-                    isinstance(old, stamps) and isinstance(new, stamps)):
-                raise SchemaEvolutionError(
-                    f"{path}: column {name!r} changed type from {old.simpleString()} to "
-                    f"{new.simpleString()} at the source; migrate the target table (or "
-                    "re-create it and re-run the pipeline from a new checkpoint)")
-        new_names = [n for n in names if n not in existing]
-        if not new_names:
-            return names
-        if self.schema_evolution == "fail":
-            raise SchemaEvolutionError(
-                f"{path}: the source added column(s) {', '.join(new_names)} and "
-                "headwater.pipeline.schema.evolution=fail")
-        if self.schema_evolution == "ignore":
-            return [n for n in names if n in existing]
-        log.info("%s: adding columns %s (schema evolution)", path, ", ".join(new_names))
-        added = ", ".join(f"{q(n)} {fields[n].dataType.simpleString()}" for n in new_names)
-        self.spark.sql(f"ALTER TABLE delta.{q(str(path))} ADD COLUMNS ({added})")
-        return names
+            return [c.name for c in columns]
+        existing = {f.name for f in dt.schema().fields}
+        taken = [c.name for c in self._evolve(dt, path, list(columns))]
+        new_names = [n for n in taken if n not in existing]
+        if new_names:
+            added = ", ".join(f"{q(n)} {fields[n].dataType.simpleString()}" for n in new_names)
+            self.spark.sql(f"ALTER TABLE delta.{q(str(path))} ADD COLUMNS ({added})")
+        return taken
 
     # -- state: remembered deletes and truncates -------------------------------------------
     def _state_frame(self, frame: ChangeFrame) -> Any | None:
@@ -183,7 +190,7 @@ class SparkDeltaTarget(DeltaTarget):
         from delta.tables import DeltaTable
 
         path = str(self.state_path(frame))
-        if not DeltaTable.isDeltaTable(self.spark, path):
+        if self._open(Path(path)) is None:
             return None
         return (DeltaTable.forPath(self.spark, path).toDF()
                 .where("kind IN ('truncate', 'delete')"))
@@ -194,7 +201,7 @@ class SparkDeltaTarget(DeltaTarget):
         from pyspark.sql.types import StringType, StructField, StructType
 
         path = str(self.state_path(frame))
-        if not DeltaTable.isDeltaTable(self.spark, path):
+        if self._open(Path(path)) is None:
             (DeltaTable.createIfNotExists(self.spark).location(path)
              .addColumns(StructType([StructField(n, StringType()) for n in
                                      ("key", "kind", SEQ)])).execute())

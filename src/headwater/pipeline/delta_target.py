@@ -83,6 +83,13 @@ def key_json_array(table: pa.Table, keys: tuple[str, ...]) -> pa.Array:
     return pa.array([_key_json(k) for k in zip(*columns, strict=True)], pa.string())
 
 
+def state_deletes(deletes: pa.Table, keys: tuple[str, ...]) -> pa.Table:
+    """The state table's rows remembering net deletes (their key and sequence)."""
+    n = deletes.num_rows
+    return pa.table([key_json_array(deletes, keys), pa.array(["delete"] * n, pa.string()),
+                     deletes.column(SEQ)], schema=STATE_SCHEMA)
+
+
 class SchemaEvolutionError(ValueError):
     """A source schema change the target cannot, or may not, follow."""
 
@@ -288,6 +295,20 @@ class DeltaTarget:
             log.info("batch %d already applied to %s: skipped", batch_id, path)
             return
         keys = changes.key_columns
+        net = self._net_after_state(changes)
+        dt, columns = self._scd1_table(path, changes.columns)
+        deletes = net.filter(pc.equal(net.column(OP), "d"))
+        if deletes.num_rows:  # state first, the table's commit last (module docstring)
+            self._merge_state(changes, state_deletes(deletes, keys), batch_id)
+        source = net.select([c.name for c in columns] + [SEQ, OP]
+                            + [TOAST_FLAG + c for c in changes.toast])
+        self._merge_scd1(dt, source, columns, keys, changes.toast, batch_id)
+
+    def _net_after_state(self, changes: ColumnarChanges) -> pa.Table:
+        """The batch's net rows without those the state keeps out: older than the last
+        remembered truncate, or than a remembered delete of their key (that delete itself is
+        kept: a replay after a crash finds it remembered but maybe not yet applied)."""
+        keys = changes.key_columns
         net = changes.rows
         state = self._state_arrow(changes, ("truncate", "delete"))
         if state is not None and state.num_rows:
@@ -306,16 +327,7 @@ class DeltaTarget:
                 newer = pc.or_(pc.greater(seq, tomb), pc.and_(
                     pc.equal(seq, tomb), pc.equal(joined.column(OP), "d")))
                 net = joined.filter(newer).drop_columns(["__hw_key", "__hw_tomb"])
-        dt, columns = self._scd1_table(path, changes.columns)
-        deletes = net.filter(pc.equal(net.column(OP), "d"))
-        if deletes.num_rows:  # state first, the table's commit last (module docstring)
-            n = deletes.num_rows
-            self._merge_state(changes, pa.table(
-                [key_json_array(deletes, keys), pa.array(["delete"] * n, pa.string()),
-                 deletes.column(SEQ)], schema=STATE_SCHEMA), batch_id)
-        source = net.select([c.name for c in columns] + [SEQ, OP]
-                            + [TOAST_FLAG + c for c in changes.toast])
-        self._merge_scd1(dt, source, columns, keys, changes.toast, batch_id)
+        return net
 
     def _source_table(
         self, net: list[NetChange], columns: list[Column], keys: tuple[str, ...],

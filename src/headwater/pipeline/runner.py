@@ -37,6 +37,7 @@ from headwater.pipeline.datastream.apply import (
 )
 from headwater.pipeline.datastream.files import LOG_NAME
 from headwater.pipeline.decode import ChangeEvent, TableChanges, decode_topic
+from headwater.pipeline.delta_spark import SparkDeltaTarget
 from headwater.pipeline.delta_target import DeltaTarget, SchemaEvolutionError
 from headwater.pipeline.documents.route import apply_documents, is_document_topic
 from headwater.pipeline.flows import AutoCdcFlow, transform
@@ -71,8 +72,29 @@ def make_target(cfg: PipelineConfig, spark: Any = None) -> Target:
         module = importlib.import_module("headwater.pipeline.jdbc_target")
         target: Target = module.JdbcTarget(cfg, spark)
         return target
+    return DELTA_TARGETS[cfg.delta_writer](cfg, spark)
+
+
+def _delta_rs(cfg: PipelineConfig, _spark: Any) -> DeltaTarget:
     return DeltaTarget(cfg.delta_path, cfg.pipeline_id, cfg.schema_evolution,
                        cfg.compact_interval_batches)
+
+
+def _delta_spark(cfg: PipelineConfig, spark: Any) -> DeltaTarget:
+    if spark is None:
+        raise ValueError("headwater.pipeline.delta.writer=spark needs the pipeline's Spark "
+                         "session")
+    return SparkDeltaTarget(spark, cfg.delta_path, cfg.pipeline_id, cfg.schema_evolution,
+                            cfg.compact_interval_batches)
+
+
+# `headwater.pipeline.delta.writer` -> the Delta target it builds: chosen once, at start; both
+# are `DeltaTarget`s (the Spark one overrides the column-wise writes and maintenance), so every
+# batch takes the same route whichever writes.
+DELTA_TARGETS: dict[str, Callable[[PipelineConfig, Any], DeltaTarget]] = {
+    "delta-rs": _delta_rs,
+    "spark": _delta_spark,
+}
 
 
 def columnar_enabled() -> bool:

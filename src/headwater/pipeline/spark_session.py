@@ -94,6 +94,10 @@ def session_conf(spark_props: Mapping[str, str], logs: Path | None = None,
         # Delta rebuilds a table's state from its log in this many tasks before each MERGE
         # (50 by default, sized for huge logs): a micro-batch's commit paid for 50 tasks.
         "spark.databricks.delta.snapshotPartitions": "4",
+        # A delta-spark MERGE first copies its source (a job and a local checkpoint) unless
+        # told not to, against sources that could change between its two passes; the
+        # pipeline's sources (a batch's Arrow rows, or Parquet the batch staged) cannot.
+        "spark.databricks.delta.merge.materializeSource": "none",
     }
     if os.environ.get("PYTHONPATH"):
         # The executors' Python workers run `pipeline.tasks`: Headwater must import there.
