@@ -12,11 +12,25 @@ from tests.integration.postgres.conftest import env, pg  # noqa: F401  (fixtures
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def _spark_sessions() -> Iterator[list[Any]]:
+    made: list[Any] = []
+    yield made
+    if made and getattr(made[-1].sparkContext, "_jsc", None) is not None:
+        made[-1].stop()
+
+
+@pytest.fixture()
+def spark(_spark_sessions: list[Any]) -> Any:
+    """The worker's local Spark session, started again when something stopped it.
+
+    Why per test: a pipeline run in this process (`run_pipeline` stops its session when it
+    ends) or the JDBC tests' session swap stops the context the other tests share; a test
+    file run after one of them (the order differs from run to run under pytest-xdist) must
+    not get a stopped session ("jsc is null")."""
     from headwater.pipeline.runner import spark_session
 
+    if _spark_sessions and getattr(_spark_sessions[-1].sparkContext, "_jsc", None) is not None:
+        return _spark_sessions[-1]
     session = spark_session("headwater-tests", master="local[2]")
-    try:
-        yield session
-    finally:
-        session.stop()
+    _spark_sessions.append(session)
+    return session
