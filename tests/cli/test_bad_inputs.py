@@ -185,6 +185,17 @@ CASES: dict[str, Case] = {
     "check-pipeline-mode": Case(["check", "{tmp}/p.properties"], 2, "headwater.pipeline.mode",
                                 {"p.properties": "topic.prefix=srv\n"
                                                  "headwater.pipeline.mode=scd9\n"}),
+    "check-pipeline-misspelt-key": Case(["check", C], 2, "unknown property "
+                                        "'headwater.pipeline.mdoe' (did you mean "
+                                        "'headwater.pipeline.mode'?)",
+                                        {"c.properties": OK + "headwater.pipeline.mdoe=scd2\n"}),
+    "pipeline-misspelt-key": Case(["pipeline", C, "--once"], 2, "'headwater.pipeline.mdoe'",
+                                  {"c.properties": OK + "headwater.pipeline.mdoe=scd2\n"}),
+    "check-pipeline-misspelt-namespace": Case(["check", C], 2, "unknown property "
+                                              "'headwater.pipline.delta.path' (did you mean "
+                                              "'headwater.pipeline.delta.path'?)",
+                                              {"c.properties": OK
+                                               + "headwater.pipline.delta.path=x\n"}),
     "check-secret-unresolved": Case(["check", C], 2, "/nonexistent/secrets.properties",
                                     {"c.properties": properties(pg(**{
                                         "database.password":

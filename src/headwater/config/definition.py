@@ -542,6 +542,11 @@ class ConfigDef:
         if not defined_only:
             candidates.extend(self.ignored)
             candidates.extend(p.name for p in self.pattern_properties)
+            # The pipeline's keys share the file and pass through here: a misspelt one
+            # (`headwater.pipline.delta.path`) is nearest to its own, not to a connector's.
+            from headwater.pipeline.config import PIPELINE_PROPERTIES
+
+            candidates.extend(PIPELINE_PROPERTIES)
         matches = difflib.get_close_matches(key, candidates, n=1, cutoff=cutoff)
         if not matches:
             return None

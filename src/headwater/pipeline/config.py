@@ -44,10 +44,12 @@ from __future__ import annotations
 import difflib
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from headwater.config import ConfigError
+from headwater.config.definition import LENIENT
 from headwater.config.loader import load_properties
 from headwater.config.secrets import Secret, resolve_references
 from headwater.kafka.settings import KafkaSettings, kafka_settings
@@ -71,6 +73,7 @@ _KNOWN = (
     "headwater.pipeline.datastream.max.files.per.trigger",
     "headwater.pipeline.executors.min.records", "headwater.pipeline.delta.writer",
 )
+PIPELINE_PROPERTIES = _KNOWN  # every headwater.pipeline.* property (the connectors' hints)
 SOURCES = ("topics", "datastream-files")
 FILE_FORMATS = ("json", "avro", "auto")
 EVOLUTION = ("evolve", "ignore", "fail")
@@ -132,6 +135,20 @@ def _int(props: dict[str, str], name: str, default: int, errors: list[str],
     return value
 
 
+def unknown_pipeline_properties(props: Mapping[str, str]) -> list[str]:
+    """`unknown property 'headwater.pipeline.x' (did you mean ...?)` for each key of the
+    pipeline's namespace no pipeline setting has: a misspelled mode or path would otherwise
+    run the pipeline on its default.  The connector's validation hands this namespace here
+    (`headwater check` asks this too), so the two never disagree."""
+    found = []
+    for name in props:
+        if name.startswith("headwater.pipeline.") and name not in _KNOWN:
+            close = difflib.get_close_matches(name, _KNOWN, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            found.append(f"unknown property {name!r}{hint}")
+    return found
+
+
 def load_pipeline_config(path: Path) -> PipelineConfig:
     props = load_properties(path)
     base = path.parent.resolve()
@@ -140,11 +157,13 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
     if not prefix:
         errors.append("topic.prefix: required (the connector's topic prefix)")
         prefix = ""
-    for name in props:
-        if name.startswith("headwater.pipeline.") and name not in _KNOWN:
-            close = difflib.get_close_matches(name, _KNOWN, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            log.warning("unknown property %r%s", name, hint)
+    unknown = unknown_pipeline_properties(props)
+    if str(props.get(LENIENT, "")).strip().lower() == "warn":
+        for message in unknown:
+            log.warning("%s and is ignored (%s=warn)", message, LENIENT)
+    else:
+        errors.extend(f"{message}: remove it (or set {LENIENT}=warn to run without it)"
+                      for message in unknown)
     mode = props.get("headwater.pipeline.mode", "scd1").lower()
     if mode not in MODES:
         errors.append(f"headwater.pipeline.mode: {mode!r} is not one of {', '.join(MODES)}")
