@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from headwater.cli import app
 from headwater.engine.offsets import FileOffsetStore
 from headwater.model.topic import TopicRecord
-from headwater.state_format import STAMP_FILE
+from headwater.state_format import KINDS, STAMP_FILE
 from headwater.streams.catalog import CATALOG_FILE, Catalog
 from headwater.topics.log import TopicLog
 from tests.unit.test_cli import free_port, write_config
@@ -27,8 +27,9 @@ PIPELINE = "topic.prefix=srv\nheadwater.topics.dir=topics\nheadwater.pipeline.ch
 
 def refusal(label: str, path: Path, by: str | None = NEWER) -> str:
     who = f" ({by})" if by else ""
+    current = next(kind.current for kind in KINDS if kind[0] == label)
     return (f"{label} {path} was written by a newer Headwater{who} (format 3); this release "
-            "reads format 1: upgrade Headwater or restore a backup")
+            f"reads format {current}: upgrade Headwater or restore a backup")
 
 
 def newer_topic_log(root: Path) -> Path:

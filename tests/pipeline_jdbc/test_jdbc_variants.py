@@ -158,13 +158,16 @@ def test_pipeline_killed_mid_run_applies_exactly_once(env: Env, target: TargetDb
                 [sys.executable, "-m", "headwater.cli", "pipeline", str(config),
                  "--log-level", "WARNING"],
                 stdout=subprocess.DEVNULL, stderr=out, env=child_env)
-        # Kill inside the batches: once this run has applied one, after a random moment.
-        wait_for(progressed(target, before, proc), timeout=120, interval=0.05,
-                 what="a batch applied by the subprocess")
-        time.sleep(rng.uniform(0, 1.5))
-        assert proc.poll() is None, log.read_text()[-3000:]
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        try:
+            # Kill inside the batches: once this run has applied one, after a random moment.
+            wait_for(progressed(target, before, proc), timeout=120, interval=0.05,
+                     what="a batch applied by the subprocess")
+            time.sleep(rng.uniform(0, 1.5))
+            assert proc.poll() is None, log.read_text()[-3000:]
+        finally:  # also when the wait failed: a pipeline left running holds a core and a JVM
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
         partial.append(len(target.rows("t")))
     assert 0 < partial[0] < total, f"the first kill was not mid-run: {partial} of {total}"
     final = subprocess.run(
