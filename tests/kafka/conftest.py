@@ -15,7 +15,7 @@ from headwater.kafka.consume import partition_counts, read_until_end
 from headwater.testing.kafka_cluster import KafkaCluster
 from tests.integration.mysql.conftest import maria, menv  # noqa: F401 (fixtures)
 from tests.integration.postgres.conftest import env, pg  # noqa: F401 (fixtures)
-from tests.pipeline.conftest import spark  # noqa: F401 (fixtures)
+from tests.pipeline.conftest import _spark_sessions, spark  # noqa: F401 (fixtures)
 
 _counter = itertools.count()
 
