@@ -58,7 +58,8 @@ from headwater.pipeline.documents.options import NESTED_MODES, DocumentOptions
 log = logging.getLogger("headwater.pipeline.config")
 
 MODES = ("scd1", "scd2", "changelog")
-_KNOWN = (
+# Every headwater.pipeline.* property (also the connectors' "did you mean" hints).
+PIPELINE_PROPERTIES = (
     "headwater.pipeline.mode", "headwater.pipeline.delta.path",
     "headwater.pipeline.checkpoint.dir", "headwater.pipeline.topics",
     "headwater.pipeline.trigger.interval.ms", "headwater.pipeline.max.records.per.trigger",
@@ -73,7 +74,6 @@ _KNOWN = (
     "headwater.pipeline.datastream.max.files.per.trigger",
     "headwater.pipeline.executors.min.records", "headwater.pipeline.delta.writer",
 )
-PIPELINE_PROPERTIES = _KNOWN  # every headwater.pipeline.* property (the connectors' hints)
 SOURCES = ("topics", "datastream-files")
 FILE_FORMATS = ("json", "avro", "auto")
 EVOLUTION = ("evolve", "ignore", "fail")
@@ -142,8 +142,8 @@ def unknown_pipeline_properties(props: Mapping[str, str]) -> list[str]:
     (`headwater check` asks this too), so the two never disagree."""
     found = []
     for name in props:
-        if name.startswith("headwater.pipeline.") and name not in _KNOWN:
-            close = difflib.get_close_matches(name, _KNOWN, n=1)
+        if name.startswith("headwater.pipeline.") and name not in PIPELINE_PROPERTIES:
+            close = difflib.get_close_matches(name, PIPELINE_PROPERTIES, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             found.append(f"unknown property {name!r}{hint}")
     return found
