@@ -64,6 +64,10 @@ def client(cfg: MongoDbConnectorConfig, **extra: Any) -> Any:
         "serverSelectionTimeoutMS": cfg.mongodb_server_selection_timeout_ms,
         "heartbeatFrequencyMS": cfg.mongodb_heartbeat_frequency_ms,
         "appname": f"headwater-{cfg.topic_prefix}",
+        # A date outside datetime's range (years before 1 or after 9999, legal in BSON) comes
+        # as DatetimeMS wherever a document is decoded, never as an error: a change event
+        # decoded on any path (the resume token probe's first batch too) must not stop capture.
+        "datetime_conversion": DatetimeConversion.DATETIME_AUTO,
         **credentials(cfg),
         **extra,
     }
