@@ -107,7 +107,7 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="headwater-bench-kafka-"))
     pg = LocalPostgres().start()  # its own temporary directory (readable by postgres)
-    broker = KafkaCluster(nodes=args.nodes).start()
+    broker = KafkaCluster(nodes=args.nodes, quick_start=False).start()
     try:
         pg.create_database("bench")
         conn = pg.connect("bench")

@@ -67,6 +67,14 @@ def test_spark_properties_reach_the_session_and_win(monkeypatch: pytest.MonkeyPa
     assert jars[0] == str(tmp_path / "delta.jar") and jars[-1] == "/opt/mine.jar"
 
 
+def test_jvm_options_of_the_configuration_join_the_logging_ones(tmp_path: Path) -> None:
+    """A user's driver JVM flags come after the options that send Spark's logs to a file,
+    instead of replacing them."""
+    conf = session.session_conf({"spark.driver.extraJavaOptions": "-XX:+UseZGC"}, tmp_path)
+    options = conf["spark.driver.extraJavaOptions"]
+    assert options.endswith(" -XX:+UseZGC") and str(tmp_path) in options
+
+
 def test_spark_properties_in_the_configuration(tmp_path: Path) -> None:
     config = tmp_path / "c.properties"
     config.write_text("topic.prefix=x\nspark.master=local[1]\nspark.sql.shuffle.partitions=2\n")

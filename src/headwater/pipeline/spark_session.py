@@ -75,11 +75,17 @@ def connector_conf(jars: list[Path] | None) -> dict[str, str]:
     return conf
 
 
+# Settings that hold lists: a configuration's value is added to Headwater's, with the separator
+# Spark splits them by (a user's JVM flags must not drop the options that quiet Spark's logs).
+_LISTS: Final = {"spark.jars": ",", "spark.jars.packages": ",", "spark.sql.extensions": ",",
+                 "spark.driver.extraJavaOptions": " "}
+
+
 def session_conf(spark_props: Mapping[str, str], logs: Path | None = None,
                  master: str | None = None) -> dict[str, str]:
     """Every setting the session is built with: Headwater's defaults, the connector jars, the
     JDBC drivers, then the configuration's `spark.*` properties (they win, except that jar
-    lists are joined, not replaced)."""
+    lists (`_LISTS`) are joined, not replaced)."""
     from headwater.pipeline.jdbc_target import jdbc_jars
 
     conf = {
@@ -116,8 +122,8 @@ def session_conf(spark_props: Mapping[str, str], logs: Path | None = None,
 
         conf["spark.driver.extraJavaOptions"] = log4j_options(logs)
     for key, value in spark_props.items():
-        if key in ("spark.jars", "spark.jars.packages", "spark.sql.extensions") and conf.get(key):
-            conf[key] = f"{conf[key]},{value}"
+        if key in _LISTS and conf.get(key):
+            conf[key] = f"{conf[key]}{_LISTS[key]}{value}"
         else:
             conf[key] = value
     return conf

@@ -122,7 +122,9 @@ class ConnectWorker:
         props = self.base / "worker.properties"
         props.write_text("".join(f"{k}={v}\n" for k, v in self.worker_properties().items()))
         classpath = artifacts.classpath("connect")
-        cmd = [_java(), f"-Xmx{self.heap}", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+        cmd = [_java(), f"-Xmx{self.heap}", "-XX:+UseSerialGC",
+               # C1 only: a test worker lives briefly, and start-up is most of its CPU
+               "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
                "-Dorg.slf4j.simpleLogger.showDateTime=true",
                "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
                "-cp", classpath, MAIN_CLASS, str(props)]
