@@ -1,7 +1,8 @@
 """Making a directory entry durable: after a rename or a new file, the file's own fsync does
 not persist its name; the directory must be fsynced too (POSIX), or a crash can lose the entry
 with its data intact.  One helper for every writer that publishes files by rename (topic log,
-compaction, retention, schema history, Datastream files)."""
+compaction, retention, schema history, Datastream files); and naming the path in the error
+of a write that took a descriptor."""
 
 from __future__ import annotations
 
@@ -16,3 +17,11 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def with_path(exc: BaseException, path: Path) -> BaseException:
+    """An OSError of a write or fsync names no file (the call took a descriptor): the same
+    error naming `path`, so that "No space left on device" says where; others unchanged."""
+    if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
+        return type(exc)(exc.errno, exc.strerror, str(path))
+    return exc

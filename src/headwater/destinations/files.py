@@ -41,7 +41,7 @@ from headwater.formats.datastream.renderer import (
     OBJECT_HEADER,
     SCHEMA_KEY_HEADER,
 )
-from headwater.fsync import fsync_dir
+from headwater.fsync import fsync_dir, with_path
 from headwater.model.topic import TopicBatch, TopicRecord
 
 log = logging.getLogger("headwater.destinations.files")
@@ -140,9 +140,12 @@ class FileDestination:
             for slot, group in groups.items():
                 self._write_group(slot, group)
             self._rotate_old()
-        except BaseException:
+        except BaseException as exc:
             self._failed = True
-            raise
+            named = with_path(exc, self.root)
+            if named is exc:
+                raise
+            raise named from exc
 
     def when_durable(self, callback: Callable[[], None]) -> None:
         """Runs `callback` once everything appended so far is in published files."""
@@ -150,7 +153,14 @@ class FileDestination:
         self._release()
 
     def maintain(self) -> None:
-        self._rotate_old()
+        try:
+            self._rotate_old()
+        except OSError as exc:
+            self._failed = True  # the files being published are discarded, never acknowledged
+            named = with_path(exc, self.root)
+            if named is exc:
+                raise
+            raise named from exc
 
     def close(self) -> None:
         """Publishes every open file and runs the callbacks waiting for them (after a failed

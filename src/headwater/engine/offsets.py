@@ -8,6 +8,8 @@ offset than the truth only causes re-delivery (at-least-once), never loss.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import time
 from pathlib import Path
@@ -100,12 +102,26 @@ class FileOffsetStore:
         data = orjson.dumps(doc, option=orjson.OPT_INDENT_2)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                # A full disk may take part of the document and answer with a short count
+                # rather than an error: such a file must never replace the last good one.
+                written = os.write(fd, data)
+                while written < len(data):
+                    step = os.write(fd, data[written:])
+                    if step == 0:
+                        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp))
+                    written += step
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            if exc.filename is None and exc.errno is not None:
+                raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+            raise
         os.replace(tmp, self.path)
         dfd = os.open(self.path.parent, os.O_RDONLY)
         try:

@@ -108,7 +108,7 @@ from types import TracebackType
 import orjson
 
 from headwater.dirlock import LockHeld, hold
-from headwater.fsync import fsync_dir
+from headwater.fsync import fsync_dir, with_path
 from headwater.model.topic import HeaderBytes, TopicRecord
 from headwater.state_format import TOPIC_LOG, open_state_dir, write_stamp
 from headwater.topics.check import segment_end
@@ -325,6 +325,7 @@ class TopicLog:
             encoded.append((topic, self._encode_batch(topic.next_offset, records)))
         if not encoded:
             return {}
+        where = self.root
         try:
             now = _now_ms()
             if now >= self._next_due:
@@ -332,18 +333,24 @@ class TopicLog:
             result: dict[str, tuple[int, int]] = {}
             created_dirs: list[Path] = []
             for topic, parts in encoded:
+                where = topic.dir
                 first = topic.next_offset
                 if self._write(topic, parts, now):
                     created_dirs.append(topic.dir)
                 result[topic.name] = (first, topic.next_offset - 1)
             for topic, _ in encoded:
+                where = topic.dir
                 if topic.fd >= 0:
                     os.fsync(topic.fd)
             for d in created_dirs:
+                where = d
                 fsync_dir(d)
         except BaseException as exc:
             self._fail(exc)
-            raise
+            named = with_path(exc, where)
+            if named is exc:
+                raise
+            raise named from exc
         return result
 
     def maintain(self, now_ms: int | None = None) -> None:
@@ -355,7 +362,10 @@ class TopicLog:
                 self._roll_due(now)
             except BaseException as exc:
                 self._fail(exc)
-                raise
+                named = with_path(exc, self.root)
+                if named is exc:
+                    raise
+                raise named from exc
 
     def next_offset(self, topic: str) -> int:
         """The offset the next record appended to `topic` will get (0 for an unknown topic)."""
