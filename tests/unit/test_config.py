@@ -29,6 +29,7 @@ from headwater.config import (
     resolve_references,
     split_list,
 )
+from headwater.config.connector_common import Guardrail
 from headwater.config.output import OutputConfig
 from headwater.config.secrets import SecretReferenceError, is_sensitive_key
 from headwater.connectors.postgres.config import (
@@ -717,6 +718,7 @@ def test_programmatic_values_are_coerced() -> None:
         ("headwater_topics_segment_bytes", 67_108_864),
         ("headwater_topics_segment_ms", 1000),
         ("output", OutputConfig()),
+        ("guardrail", Guardrail(0, "warn")),
     ],
 )
 def test_postgres_defaults(attribute: str, expected: object) -> None:

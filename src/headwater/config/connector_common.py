@@ -1,11 +1,13 @@
 """Pieces every connector configuration shares: Debezium's include/exclude list semantics,
-`database.initial.statements` splitting, the queue-size check and secret-safe printing."""
+`database.initial.statements` splitting, the queue-size check, secret-safe printing and the
+collections guardrail."""
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -53,9 +55,22 @@ TOPIC_NAMING_PROPERTIES: Final[tuple[Property, ...]] = (
              doc="joins the parts of topic names"),
 )
 
+# Debezium 3.x's guardrail on how many tables or collections one connector captures
+# (CommonConnectorConfig.GUARDRAIL_COLLECTIONS_*), checked at start (`Guardrail.check`).
+GUARDRAIL_PROPERTIES: Final[tuple[Property, ...]] = (
+    Property("guardrail.collections.max", _I, 0, min_value=0,
+             doc="the most tables or collections the connector may capture; 0 (the default) "
+                 "checks nothing"),
+    Property("guardrail.collections.limit.action", PropertyType.ENUM, "warn",
+             allowed=("warn", "fail"),
+             doc="past guardrail.collections.max: warn (log a warning and go on) or fail "
+                 "(stop at start)"),
+)
+
 # The runtime's properties (queue, converters, offsets, topic log): the same for every connector.
 RUNTIME_PROPERTIES: Final[tuple[Property, ...]] = (
     *TOPIC_NAMING_PROPERTIES,
+    *GUARDRAIL_PROPERTIES,
     Property("max.batch.size", _I, 2048, min_value=1),
     Property("max.queue.size", _I, 8192, min_value=1, doc="must be larger than max.batch.size"),
     Property("poll.interval.ms", _L, 500, min_value=1),
@@ -161,3 +176,42 @@ def warn_unmatched(prop: str, include: Iterable[str], names: Iterable[str],
         logger.warning("%s: '%s' matches no existing %s; nothing is captured for it until "
                        "such a %s exists", prop, pattern, what, what)
     return missing
+
+
+class GuardrailLimitExceeded(Exception):
+    """More tables or collections in capture than `guardrail.collections.max` allows, with
+    `guardrail.collections.limit.action=fail`."""
+
+
+@dataclass(frozen=True)
+class Guardrail:
+    """`guardrail.collections.max` and its action, as Debezium 3.x checks them at a task's
+    start (CommonConnectorConfig.validateGuardrailLimits): the count is of the captured
+    tables, or of every table the schema history keeps when it keeps more than those
+    (`schema.history.internal.store.only.captured.tables.ddl=false`, MySQL/MariaDB)."""
+
+    max: int = 0
+    action: str = "warn"
+
+    @classmethod
+    def from_config(cls, c: Any) -> Guardrail:
+        return cls(c.get_int("guardrail.collections.max"),
+                   c.get_str("guardrail.collections.limit.action"))
+
+    def check(self, names: Collection[str], logger: logging.Logger, *,
+              history_keeps_all: bool = False) -> None:
+        if self.max <= 0:
+            return
+        if len(names) <= self.max:
+            logger.info("guardrail: %d tables/collections in capture (guardrail.collections.max "
+                        "%d)", len(names), self.max)
+            return
+        message = (f"guardrail.collections.max exceeded: {len(names)} tables/collections "
+                   f"configured for capture, but at most {self.max} are allowed")
+        if history_keeps_all:
+            message += (" (schema.history.internal.store.only.captured.tables.ddl=false: the "
+                        "schema history keeps every table of the captured databases, and they "
+                        "are counted; set it to true to count only the captured tables)")
+        if self.action == "fail":
+            raise GuardrailLimitExceeded(message)
+        logger.warning("%s; going on (guardrail.collections.limit.action=warn)", message)

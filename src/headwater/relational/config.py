@@ -20,6 +20,7 @@ from typing import Any, Final, Generic, TypeVar
 
 from headwater.config.connector_common import (
     RUNTIME_PROPERTIES,
+    Guardrail,
     NameFilter,
     redacted_fields,
     split_statements,
@@ -327,6 +328,7 @@ class RelationalConnectorConfig:
     headwater_topics_segment_ms: int = 1000
     # headwater.event.format, headwater.destination[.files.*] (headwater.config.output)
     output: OutputConfig = field(default_factory=OutputConfig)
+    guardrail: Guardrail = field(default_factory=Guardrail)
     passthrough: Mapping[str, str] = field(
         default_factory=dict, repr=False, compare=False, hash=False
     )
@@ -416,6 +418,7 @@ class RelationalConnectorConfig:
             "headwater_topics_segment_bytes": c.get_int("headwater.topics.segment.bytes"),
             "headwater_topics_segment_ms": c.get_int("headwater.topics.segment.ms"),
             "output": OutputConfig.from_config(c),
+            "guardrail": Guardrail.from_config(c),
             "passthrough": dict(c.passthrough),
             "_signals": signal_config(c),
             "_column_mappers": ColumnMappers.from_config({

@@ -29,7 +29,12 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from headwater.config.connector_common import NameFilter, check_queue, redacted_fields
+from headwater.config.connector_common import (
+    Guardrail,
+    NameFilter,
+    check_queue,
+    redacted_fields,
+)
 from headwater.config.definition import (
     ConfigDef,
     ConfigValue,
@@ -317,6 +322,7 @@ class MongoDbConnectorConfig:
     headwater_topics_dir: Path = Path("data/topics")
     headwater_topics_segment_bytes: int = 67_108_864
     headwater_topics_segment_ms: int = 1000
+    guardrail: Guardrail = field(default_factory=Guardrail)
     passthrough: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False,
                                            hash=False)
     _signals: SignalConfig = field(default_factory=SignalConfig, repr=False, compare=False)
@@ -407,6 +413,7 @@ class MongoDbConnectorConfig:
             headwater_topics_dir=c.get_path("headwater.topics.dir"),
             headwater_topics_segment_bytes=c.get_int("headwater.topics.segment.bytes"),
             headwater_topics_segment_ms=c.get_int("headwater.topics.segment.ms"),
+            guardrail=Guardrail.from_config(c),
             passthrough=dict(c.passthrough),
             _signals=signal_config(c),
         )

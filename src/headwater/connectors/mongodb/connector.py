@@ -145,6 +145,7 @@ class MongoDbConnector:
         warn_unmatched("collection.include.list", cfg.collection_include_list, existing, log,
                        "collection", literal=cfg.filters_match_mode == "literal")
         out.sort(key=lambda item: item[1])  # Debezium's snapshot order: by collection name
+        cfg.guardrail.check([f"{d}.{c}" for d, c in out], log)
         if self.naming is not None:
             self.naming.check_tables(TableId(d, None, c) for d, c in out)
         return out

@@ -199,6 +199,12 @@ class MySqlConnector(RelationalConnector):
         captured = [TableId(db, None, table) for db, table in rows
                     if self.config.table_filter(db, table)]
         self.metrics.monitored_tables = [f"{t.database}.{t.table}" for t in captured]
+        if self.config.schema_history_internal_store_only_captured_tables_ddl:
+            self.config.guardrail.check(self.metrics.monitored_tables, log)
+        else:  # the schema history keeps every table of the captured databases
+            self.config.guardrail.check(
+                [f"{db}.{table}" for db, table in rows if self.config.database_filter(db)],
+                log, history_keeps_all=True)
         return captured
 
     def _binlog_files(self, conn: Any) -> list[tuple[str, int]]:

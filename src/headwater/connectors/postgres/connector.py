@@ -88,6 +88,7 @@ class PostgresConnector(RelationalConnector):
         warn_unmatched("table.include.list", cfg.table_include_list,
                        (f"{s}.{t}" for _, s, t in existing), log)
         self.metrics.monitored_tables = [f"{s}.{t}" for _, s, t in captured]
+        cfg.guardrail.check(self.metrics.monitored_tables, log)
         log.info("captured tables: %s", ", ".join(f"{s}.{t}" for _, s, t in captured) or "none")
         self._check_topics(TableId(self.database, s, t) for _, s, t in captured)
         self._ensure_publication(cur, captured)

@@ -23,6 +23,7 @@ signal table must be captured: signals reach the connector through its change ta
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from headwater.engine.incremental import IncrementalSnapshotError
@@ -41,6 +42,8 @@ from headwater.relational.connector import RelationalConnector
 from headwater.relational.history_config import SchemaHistoryConfig, open_history_store
 from headwater.relational.history_file import SchemaHistoryError
 from headwater.relational.snapshotter import snapshotter_for
+
+log = logging.getLogger("headwater.relational.changetables")
 
 
 class ChangeTableSnapshot:
@@ -187,6 +190,7 @@ class ChangeTableConnector(RelationalConnector):
     def _start(self, offset: dict[str, Any] | None) -> StartPlan:
         snapshotter = snapshotter_for(self.cfg.snapshot_mode)
         tables = self.captured_tables()
+        self.cfg.guardrail.check(sorted({str(t) for t in tables}), log)
         self._check_topics(sorted(set(tables), key=str))
         self._check_signal_tables(tables)
         self._started = True
