@@ -76,7 +76,7 @@ def _with_entries(schema: ConnectSchema, value: dict[str, Any] | None, entries: 
             continue
         parent_schema = ConnectSchema(STRUCT, optional=True, fields=())
         new_schema, new_inner = _with_entries(parent_schema, {}, nested, f"{path}{parent}.")
-        fields.append(ConnectField(parent, new_schema))
+        fields.append(ConnectField(parent, new_schema.with_optional(True)))
         if out is not None:
             out[parent] = new_inner
     # Kafka's SchemaUtil.copySchemaBasics, as Debezium uses it: optionality is not copied, so
