@@ -35,6 +35,7 @@ TRANSFORMS: Final[dict[str, str]] = {
     "io.debezium.transforms.partitions.PartitionRouting":
         _T + "partition_routing:PartitionRouting",
     "io.debezium.transforms.TimezoneConverter": _T + "timezone_converter:TimezoneConverter",
+    "io.debezium.transforms.EnforceRecordSize": _T + "enforce_record_size:EnforceRecordSize",
     "io.debezium.connector.mongodb.transforms.ExtractNewDocumentState":
         _T + "extract_new_document:ExtractNewDocumentState",
     _KAFKA + "RegexRouter": _T + "kafka:RegexRouter",
