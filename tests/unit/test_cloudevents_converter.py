@@ -170,3 +170,16 @@ def test_defaults_spelled_out_are_accepted() -> None:
                                            "traceparent:header,dataSchemaName:generate",
                         "schema.cloudevents.name": "x", "json.decimal.format": "BASE64"})
     assert conv.from_connect("t", ENVELOPE, event()) is not None
+
+
+def test_the_local_topic_log_takes_cloudevents_json() -> None:
+    from types import SimpleNamespace
+
+    from headwater.capture import refuse_binary_records_on_the_local_log
+    from headwater.config.loader import ConfigError
+
+    ok = SimpleNamespace(value_converter=CLOUDEVENTS)
+    refuse_binary_records_on_the_local_log(ok, "local")  # type: ignore[arg-type]
+    avro = SimpleNamespace(value_converter="io.confluent.connect.avro.AvroConverter")
+    with pytest.raises(ConfigError):
+        refuse_binary_records_on_the_local_log(avro, "local")  # type: ignore[arg-type]

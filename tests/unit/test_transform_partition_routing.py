@@ -182,3 +182,21 @@ def test_kafka_writer_sends_the_chosen_partition() -> None:
     writer.append({"t": [TopicRecord(b"1", b"{}", 1, (), 7), TopicRecord(b"2", b"{}", 2)]})
     assert producer.calls[0]["partition"] == 7
     assert "partition" not in producer.calls[1]
+
+
+def test_start_refuses_partitions_on_the_local_log() -> None:
+    from types import SimpleNamespace
+
+    from headwater.capture import refuse_partitions_on_the_local_log
+    from headwater.config.loader import ConfigError
+
+    props = {"transforms": "p", "transforms.p.type": CLS,
+             "transforms.p.partition.payload.fields": "op",
+             "transforms.p.partition.topic.num": "3"}
+    cfg = SimpleNamespace(passthrough=props)
+    with pytest.raises(ConfigError,
+                       match=r"transforms\.p\.partition\.topic\.num=3: PartitionRouting"):
+        refuse_partitions_on_the_local_log(cfg, "local")  # type: ignore[arg-type]
+    refuse_partitions_on_the_local_log(cfg, "kafka")  # type: ignore[arg-type]
+    cfg.passthrough = {**props, "transforms.p.partition.topic.num": "1"}
+    refuse_partitions_on_the_local_log(cfg, "local")  # type: ignore[arg-type]

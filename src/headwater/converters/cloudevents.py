@@ -108,8 +108,10 @@ class CloudEventsConverter:
     """`from_connect` of Debezium's CloudEventsConverter (JSON/JSON)."""
 
     def __init__(self, p: PluginProps) -> None:
-        for name in ("serializer.type", "data.serializer.type"):
-            kind = p.choice(name, ("json", "avro"), "json")
+        kinds = {"serializer.type": p.choice("serializer.type", ("json", "avro"), "json"),
+                 "data.serializer.type": p.choice("data.serializer.type", ("json", "avro"),
+                                                  "json")}
+        for name, kind in kinds.items():
             if kind == "avro":
                 raise PluginConfigError(
                     f"{p.key(name)}=avro: not supported by Headwater (the CloudEvents converter "
