@@ -183,3 +183,29 @@ def test_the_local_topic_log_takes_cloudevents_json() -> None:
     avro = SimpleNamespace(value_converter="io.confluent.connect.avro.AvroConverter")
     with pytest.raises(ConfigError):
         refuse_binary_records_on_the_local_log(avro, "local")  # type: ignore[arg-type]
+
+
+def test_real_postgres_events_through_the_structured_path() -> None:
+    """Headwater's own PostgreSQL envelopes (source block, transaction block, headers) through
+    a transform and the converter, as a capture configured with them runs them."""
+    from headwater.converters.json import JsonConverter
+    from headwater.formats.structured import StructuredRenderer
+    from headwater.transforms.chain import build_chain
+
+    from .connect_samples import debezium_format, samples
+
+    chain = build_chain({"transforms": "tz", "transforms.tz.type":
+                         "io.debezium.transforms.TimezoneConverter",
+                         "transforms.tz.converted.timezone": "Europe/Paris"})
+    renderer = StructuredRenderer(debezium_format(), chain, JsonConverter(), converter())
+    batch = renderer.render_batch(samples())
+    docs = [orjson.loads(r.value) for records in batch.values() for r in records
+            if r.value is not None]
+    assert docs, "no change event was converted"
+    assert all(d["specversion"] == "1.0" for d in docs)  # the rest were written as null
+    for d in docs:
+        assert d["id"].startswith("name:") and ";lsn:" in d["id"] and ";sequence:" in d["id"]
+        assert d["type"] == "io.debezium.connector.postgresql.DataChangeEvent"
+        assert d["source"] == "/debezium/postgresql/" + d["iodebeziumname"]
+        assert d["data"]["schema"]["name"] == "io.debezium.connector.postgresql.Data"
+        assert d["time"].endswith("Z") and isinstance(d["iodebeziumtsms"], str)
