@@ -158,10 +158,11 @@ def refuse_binary_records_on_the_local_log(cfg: CaptureConfig, store: str) -> No
 
 
 def refuse_partitions_on_the_local_log(cfg: CaptureConfig, store: str) -> None:
-    """A topic of the local log has one partition: Debezium's PartitionRouting with more
-    than one would have nowhere to put its records (the log refuses them; better at start)."""
+    """A topic of the local log (or of the files destination) has one partition:
+    Debezium's PartitionRouting with more than one would have nowhere to put its records (the
+    log refuses them, files would ignore the partition; better said at start)."""
     output: OutputConfig = getattr(cfg, "output", None) or OutputConfig()
-    if output.destination == FILES or store == "kafka":
+    if output.destination != FILES and store == "kafka":
         return
     props: dict[str, str] = dict(getattr(cfg, "passthrough", None) or {})
     wrong = [
@@ -172,8 +173,9 @@ def refuse_partitions_on_the_local_log(cfg: CaptureConfig, store: str) -> None:
         and props.get(f"transforms.{name}.partition.topic.num", "").strip() != "1"]
     if wrong:
         raise ConfigError([
-            f"{w}: PartitionRouting chooses Kafka partitions and the local topic log has one "
-            "per topic; write to Kafka (headwater.topics.store=kafka)" for w in wrong])
+            f"{w}: PartitionRouting chooses Kafka partitions and the local topic log (or the "
+            "files destination) has one per topic; write to Kafka (headwater.topics.store=kafka)"
+            for w in wrong])
 
 
 def notifier_of(cfg: CaptureConfig) -> Notifier | None:

@@ -207,6 +207,13 @@ class TimezoneConverter:
         return value - self.zone.offset_at_local(seconds) * per_second
 
     def _convert(self, name: str, value: Any) -> Any:
+        try:
+            return self._convert_value(name, value)
+        except (OverflowError, ValueError) as exc:
+            raise TransformError(f"TimezoneConverter: cannot convert {name} value {value!r} "
+                                 f"({exc})") from None
+
+    def _convert_value(self, name: str, value: Any) -> Any:
         if name == _ZONED_TIMESTAMP:
             return self._zoned_timestamp(value)
         if name == _ZONED_TIME:
