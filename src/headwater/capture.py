@@ -142,18 +142,39 @@ def refuse_binary_records_on_the_local_log(cfg: CaptureConfig, store: str) -> No
     """The local topic log stores each key and value as a JSON document spliced into its
     line (headwater.topics.log): AvroConverter, StringConverter and ByteArrayConverter bytes
     are not JSON and would make lines its readers call damaged.  Kafka stores any bytes."""
-    from headwater.converters.factory import JSON
+    from headwater.converters.factory import JSON, JSON_BYTES
 
     output: OutputConfig = getattr(cfg, "output", None) or OutputConfig()
     if output.destination == FILES or store == "kafka":
         return
     wrong = [f"{side}.converter={name}" for side, name in (
         ("key", getattr(cfg, "key_converter", JSON)),
-        ("value", getattr(cfg, "value_converter", JSON))) if name != JSON]
+        ("value", getattr(cfg, "value_converter", JSON))) if name not in JSON_BYTES]
     if wrong:
         raise ConfigError([
             f"{w}: the local topic log stores JSON documents (JsonConverter); write these "
             "records to Kafka (headwater.topics.store=kafka) or use JsonConverter"
+            for w in wrong])
+
+
+def refuse_partitions_on_the_local_log(cfg: CaptureConfig, store: str) -> None:
+    """A topic of the local log (or of the files destination) has one partition:
+    Debezium's PartitionRouting with more than one would have nowhere to put its records (the
+    log refuses them, files would ignore the partition; better said at start)."""
+    output: OutputConfig = getattr(cfg, "output", None) or OutputConfig()
+    if output.destination != FILES and store == "kafka":
+        return
+    props: dict[str, str] = dict(getattr(cfg, "passthrough", None) or {})
+    wrong = [
+        f"transforms.{name}.partition.topic.num={props.get(f'transforms.{name}.partition.topic.num')}"
+        for name in (n.strip() for n in props.get("transforms", "").split(","))
+        if props.get(f"transforms.{name}.type", "").strip()
+        == "io.debezium.transforms.partitions.PartitionRouting"
+        and props.get(f"transforms.{name}.partition.topic.num", "").strip() != "1"]
+    if wrong:
+        raise ConfigError([
+            f"{w}: PartitionRouting chooses Kafka partitions and the local topic log (or the "
+            "files destination) has one per topic; write to Kafka (headwater.topics.store=kafka)"
             for w in wrong])
 
 
@@ -207,6 +228,7 @@ def config_problems(cfg: CaptureConfig) -> list[str]:
     store = kafka.store if kafka is not None else "local"
     if kafka is not None:  # (an unknown store is a problem of its own, listed above)
         _collect(problems, lambda: refuse_binary_records_on_the_local_log(cfg, store))
+        _collect(problems, lambda: refuse_partitions_on_the_local_log(cfg, store))
     if store == "kafka" and output.destination == FILES:
         problems.append("headwater.topics.store=kafka and headwater.destination=files name "
                         "two destinations: choose one")

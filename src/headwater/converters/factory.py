@@ -14,7 +14,10 @@ JSON: Final = "org.apache.kafka.connect.json.JsonConverter"
 STRING: Final = "org.apache.kafka.connect.storage.StringConverter"
 BYTE_ARRAY: Final = "org.apache.kafka.connect.converters.ByteArrayConverter"
 AVRO: Final = "io.confluent.connect.avro.AvroConverter"
-SUPPORTED: Final = (JSON, STRING, BYTE_ARRAY, AVRO)
+CLOUDEVENTS: Final = "io.debezium.converters.CloudEventsConverter"
+SUPPORTED: Final = (JSON, STRING, BYTE_ARRAY, AVRO, CLOUDEVENTS)
+# Converters whose bytes are JSON documents (the local topic log stores only those).
+JSON_BYTES: Final = (JSON, CLOUDEVENTS)
 SIMPLE_HEADER: Final = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
 # The `header.converter` classes (Kafka Connect's HeaderConverter implementations that can
 # write Debezium's headers: ByteArrayConverter refuses their STRING and STRUCT schemas).
@@ -104,6 +107,12 @@ def build_converter(class_name: str, props: Mapping[str, str], *, is_key: bool,
         from headwater.converters.avro import AvroConverter
 
         converter = AvroConverter.from_props(p, is_key=is_key)
+    elif class_name == CLOUDEVENTS:
+        # Debezium's converter reads `json.schemas.enable`, not `schemas.enable` (ignored, as
+        # there); keys are no envelopes, so a CloudEvents key converter writes null keys.
+        from headwater.converters.cloudevents import CloudEventsConverter
+
+        converter = CloudEventsConverter(p)
     else:
         raise PluginConfigError(f"{side}.converter: '{class_name}' is not supported "
                                 f"(supported: {', '.join(SUPPORTED)})")

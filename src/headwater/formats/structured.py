@@ -57,5 +57,5 @@ class StructuredRenderer:
             out.setdefault(r.topic, []).append(TopicRecord(
                 key_conv(r.topic, r.key_schema, r.key),
                 value_conv(r.topic, r.value_schema, r.value),
-                r.timestamp, headers))
+                r.timestamp, headers, r.partition))
         return out

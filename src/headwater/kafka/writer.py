@@ -13,7 +13,8 @@ Header values are written as the format made them: the bytes of the configured
 Keys are partitioned as Java's default partitioner does (murmur2 of the key bytes, positive,
 modulo the partition count: librdkafka's `murmur2_random`), so the layout equals a Kafka
 Connect deployment's.  Key-less records (none in Debezium's table topics) go to a random
-partition.
+partition.  A partition a transform chose (PartitionRouting) is used as is; one the topic does
+not have fails the delivery, and so `append`.
 """
 
 from __future__ import annotations
@@ -59,12 +60,16 @@ class KafkaTopicWriter:
         poll = self.producer.poll
         on_delivery = self._delivered
         for topic, records in batch.items():
-            for key, value, ts, headers in records:
+            for key, value, ts, headers, partition in records:
                 kafka_headers = self._headers(headers) if headers else None
                 while True:
                     try:
-                        produce(topic, value, key, timestamp=ts, headers=kafka_headers,
-                                on_delivery=on_delivery)
+                        if partition is None:
+                            produce(topic, value, key, timestamp=ts, headers=kafka_headers,
+                                    on_delivery=on_delivery)
+                        else:  # chosen by a transform (PartitionRouting), as Connect honours it
+                            produce(topic, value, key, partition=partition, timestamp=ts,
+                                    headers=kafka_headers, on_delivery=on_delivery)
                         break
                     except BufferError:
                         poll(0.1)  # the local queue is full: let deliveries drain it

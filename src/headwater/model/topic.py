@@ -10,12 +10,14 @@ HeaderBytes = tuple[tuple[str, bytes | None], ...]
 
 
 class TopicRecord(NamedTuple):
-    """One record for a topic: key and value bytes (None = null key / tombstone), headers."""
+    """One record for a topic: key and value bytes (None = null key / tombstone), headers,
+    and the partition a transform chose (Debezium's PartitionRouting; None: by key)."""
 
     key: bytes | None
     value: bytes | None
     timestamp: int  # ms since the epoch
     headers: HeaderBytes = ()
+    partition: int | None = None
 
 
 # Records grouped by topic, each list in emission order: the unit formats produce and topic

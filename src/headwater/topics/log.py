@@ -133,6 +133,7 @@ __all__ = [
     "CorruptSegmentError",
     "InvalidTopicNameError",
     "OutRecord",
+    "PartitionRefused",
     "TopicLog",
     "TopicLogDamaged",
     "TopicLogError",
@@ -160,6 +161,10 @@ _NEVER = 1 << 62
 
 # A record to append: key/value are JSON documents as bytes (None: null key, tombstone).
 OutRecord = TopicRecord
+
+
+class PartitionRefused(ValueError):
+    """A record carries a partition other than 0: a topic here has exactly one."""
 
 
 class TopicLogError(RuntimeError):
@@ -425,7 +430,12 @@ class TopicLog:
         headers_seen: HeaderBytes = ()
         headers_member = b""
         try:
-            for key, value, ts, headers in records:
+            for key, value, ts, headers, partition in records:
+                if partition:
+                    raise PartitionRefused(
+                        f"partition {partition} chosen by a transform (PartitionRouting): the "
+                        "local topic log has one partition per topic (use the Kafka topic "
+                        "store, or partition.topic.num=1)")
                 # Fast path: non-empty key and value, no raw CR/LF (int `in` bytes is a memchr,
                 # ~30 ns per KB).  Anything else takes the checked slow path.
                 if (
@@ -449,6 +459,8 @@ class TopicLog:
                     add((head, value, headers_member
                          + tail % ext(ext(crc(head), value), headers_member)))
                 off += 1
+        except PartitionRefused:
+            raise
         except (TypeError, ValueError) as exc:
             cls = TypeError if isinstance(exc, TypeError) else ValueError
             raise cls(

@@ -31,6 +31,11 @@ TRANSFORMS: Final[dict[str, str]] = {
     "io.debezium.transforms.ContentBasedRouter": _T + "scripting:ContentBasedRouter",
     "io.debezium.transforms.ByLogicalTableRouter": _T + "logical_router:ByLogicalTableRouter",
     "io.debezium.transforms.outbox.EventRouter": _T + "outbox:EventRouter",
+    "io.debezium.transforms.HeaderToValue": _T + "header_to_value:HeaderToValue",
+    "io.debezium.transforms.partitions.PartitionRouting":
+        _T + "partition_routing:PartitionRouting",
+    "io.debezium.transforms.TimezoneConverter": _T + "timezone_converter:TimezoneConverter",
+    "io.debezium.transforms.EnforceRecordSize": _T + "enforce_record_size:EnforceRecordSize",
     "io.debezium.connector.mongodb.transforms.ExtractNewDocumentState":
         _T + "extract_new_document:ExtractNewDocumentState",
     _KAFKA + "RegexRouter": _T + "kafka:RegexRouter",
