@@ -460,7 +460,14 @@ def pipeline(
         raise _config_exit(config, ConfigError([
             f"{prop}: directory {read_dir} does not exist (has `headwater run` written to "
             "it?)"]))
-    from headwater.pipeline.quiet import log_dir, one_line
+    from headwater.pipeline.quiet import (
+        NO_SPACE,
+        TRACE_LOGGER,
+        full_disks,
+        log_dir,
+        one_line,
+        trace_unwritten,
+    )
 
     logs = log_dir(cfg.checkpoint_dir)
     try:
@@ -469,8 +476,19 @@ def pipeline(
         interrupted = True
     except Exception as exc:
         # One line naming the root cause; the whole trace is in the log directory.
-        err.print(f"[red]headwater pipeline failed:[/red] {one_line(exc)} (full trace in "
-                  f"{logs / 'pipeline.log'})", soft_wrap=True, highlight=False)
+        cause = one_line(exc)
+        if NO_SPACE in cause or NO_SPACE in str(exc):
+            written = {"headwater.pipeline.checkpoint.dir": cfg.checkpoint_dir}
+            if cfg.target == "delta":
+                written["headwater.pipeline.delta.path"] = cfg.delta_path
+            full = full_disks(written)
+            cause = (f"{NO_SPACE}: " + "; ".join(full)) if full else cause
+        unwritten = trace_unwritten(logging.getLogger(TRACE_LOGGER))
+        where = (f"full trace in {logs / 'pipeline.log'}" if unwritten is None
+                 else f"the trace could not be written to {logs / 'pipeline.log'}: "
+                      f"{unwritten}")
+        err.print(f"[red]headwater pipeline failed:[/red] {cause} ({where})", soft_wrap=True,
+                  highlight=False)
         raise typer.Exit(1) from None
     if interrupted:
         err.print(f"headwater pipeline: stopped (checkpoint in {cfg.checkpoint_dir}; Spark's "

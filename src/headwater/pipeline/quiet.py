@@ -10,7 +10,9 @@ Why: Spark logs WARN lines nobody acted on to the console, and a failure inside 
 from __future__ import annotations
 
 import logging
+import os
 import re
+import sys
 import traceback
 from pathlib import Path
 from typing import Final
@@ -44,6 +46,25 @@ def log4j_options(directory: Path) -> str:
     return f"-Dlog4j2.configurationFile=file:{conf.resolve()}"
 
 
+class _TraceFile(logging.FileHandler):
+    """pipeline.log: a trace that cannot be written (a full disk, the usual reason the
+    pipeline is failing then) is dropped, not printed to the terminal as logging's own
+    traceback; `unwritten` keeps why, for the one line the terminal shows."""
+
+    unwritten: BaseException | None = None
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        self.unwritten = sys.exc_info()[1]
+
+
+def trace_unwritten(logger: logging.Logger) -> BaseException | None:
+    """Why the trace logger's file lost a record, if it did."""
+    for handler in logger.handlers:
+        if isinstance(handler, _TraceFile) and handler.unwritten is not None:
+            return handler.unwritten
+    return None
+
+
 def trace_to_file(directory: Path) -> logging.Logger:
     """A logger that writes only to `directory`/pipeline.log (full traces)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -52,7 +73,7 @@ def trace_to_file(directory: Path) -> logging.Logger:
     path = (directory / "pipeline.log").resolve()
     if not any(isinstance(h, logging.FileHandler) and Path(h.baseFilename) == path
                for h in logger.handlers):
-        handler = logging.FileHandler(path)
+        handler = _TraceFile(path)
         handler.setFormatter(logging.Formatter("[%(asctime)s] %(levelname)s %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
@@ -86,3 +107,25 @@ def one_line(exc: BaseException) -> str:
             "\n\tat " in text:
         return root_cause(text)
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+NO_SPACE: Final = "No space left on device"
+
+
+def full_disks(paths: dict[str, Path], below: int = 1 << 20) -> list[str]:
+    """`property path (N bytes free)` for each written path whose file system has less than
+    `below` bytes free: a JVM's "No space left on device" names no file, the user needs to
+    know which of the pipeline's places filled up."""
+    out = []
+    for name, path in paths.items():
+        probe = path
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        try:
+            st = os.statvfs(probe)
+        except OSError:
+            continue
+        free = st.f_bavail * st.f_frsize
+        if free < below:
+            out.append(f"{name} {path} ({free} bytes free)")
+    return out

@@ -9,47 +9,19 @@ space is freed a restart must catch up with nothing lost: replaying the topic gi
 
 from __future__ import annotations
 
-import contextlib
-import os
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from headwater.testing.replay import replay
+from headwater.testing.small_disk import fill, small_disk
 from tests.pipeline.test_datastream_pipeline import files_state, read_events
 
 from .conftest import Env, wait_for
 from .test_crash import Load, _last_snapshot_lsn, _lsn, _start, _topic_txids
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-@contextlib.contextmanager
-def small_disk(path: Path, size_kb: int) -> Iterator[Path]:
-    """A tmpfs of `size_kb` at `path`, unmounted afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small file system needs root")
-    path.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(path)],
-                   check=True)
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
-def fill(disk: Path, leave_kb: int) -> Path:
-    """A filler file that leaves about `leave_kb` free on `disk`."""
-    filler = disk / "filler"
-    st = os.statvfs(disk)
-    free = st.f_bavail * st.f_frsize
-    size = max(free - leave_kb * 1024, 0)
-    with open(filler, "ab") as f:
-        f.write(b"\0" * size)
-    return filler
 
 
 def confirmed_is_durable(env: Env, load: Load, files: Path | None) -> int:
