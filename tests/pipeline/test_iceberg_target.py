@@ -47,11 +47,12 @@ def iceberg(spark: Any, root: Path) -> IcebergTarget:
 
 
 def table(spark: Any, target: IcebergTarget, hw: bool = False) -> list[dict[str, Any]]:
-    """The Iceberg table `public.t` as rows, sorted by id (without `__hw_` columns unless
-    `hw`)."""
+    """The Iceberg table `public.t` as rows, sorted by id (and a changelog's offset), without
+    `__hw_` columns unless `hw`."""
     rows = spark.table(f"{target.catalog}.public.t").toArrow()
     keep = [n for n in rows.column_names if hw or not n.startswith("__hw_")]
-    return sorted(rows.select(keep).to_pylist(), key=lambda r: (r["id"] is None, r["id"]))
+    return sorted(rows.select(keep).to_pylist(),
+                  key=lambda r: (r["id"] is None, r["id"], r.get("__offset", 0)))
 
 
 def snapshots(spark: Any, target: IcebergTarget) -> list[tuple[str, dict[str, str]]]:
@@ -235,3 +236,87 @@ def test_a_second_warehouse_under_a_loaded_catalog_name_is_refused(
     with pytest.raises(ValueError, match=f"catalog {name!r} on .*give this warehouse another"):
         IcebergTarget(spark, tmp_path / "b", name, "p")
 
+
+
+@pytest.mark.parametrize("mode", ["scd1", "changelog"])
+def test_the_pipeline_writes_iceberg_and_a_batch_replayed_by_spark_is_applied_once(
+        tmp_path: Path, spark: Any, mode: str) -> None:
+    """The streaming query with `headwater.pipeline.target=iceberg`, in batches of 100
+    records; then its last batch's commit is removed from the checkpoint (a kill after the
+    batch wrote, before Spark recorded it) and the query runs again: Spark replays the batch,
+    the target skips it."""
+    from headwater.pipeline.config import load_pipeline_config
+    from headwater.pipeline.runner import start
+
+    records = workload(random.Random(21), mysql=False, n=260)
+    write(tmp_path / "topics", records)
+    name = catalog()
+    config = tmp_path / "p.properties"
+    config.write_text(f"topic.prefix={TOPIC.split('.')[0]}\nheadwater.topics.dir=topics\n"
+                      "headwater.pipeline.checkpoint.dir=checkpoint\n"
+                      f"headwater.pipeline.mode={mode}\nheadwater.pipeline.target=iceberg\n"
+                      f"headwater.pipeline.iceberg.catalog={name}\n"
+                      "headwater.pipeline.iceberg.warehouse=ice\n"
+                      "headwater.pipeline.max.records.per.trigger=100\n")
+    cfg = load_pipeline_config(config)
+
+    def run() -> None:
+        query = start(spark, cfg, once=True)
+        query.awaitTermination()
+        assert query.exception() is None
+
+    run()
+    commits = sorted(int(p.name) for p in (tmp_path / "checkpoint" / "commits").iterdir()
+                     if p.name.isdigit())
+    assert len(commits) >= 3, commits
+    target = IcebergTarget(spark, tmp_path / "ice", name, cfg.pipeline_id)
+    before = snapshots(spark, target)
+    assert before[-1][1].get("headwater.batch") == str(commits[-1])
+    first = table(spark, target, hw=True)
+    for p in (tmp_path / "checkpoint" / "commits").iterdir():
+        if p.name.removeprefix(".").removesuffix(".crc") == str(commits[-1]):
+            p.unlink()
+    run()
+    assert snapshots(spark, target) == before, "the replayed batch committed again"
+    assert table(spark, target, hw=True) == first
+    if mode == "changelog":
+        assert len(first) == sum(1 for _, v in records if v is not None)
+    else:
+        assert table(spark, target) == reference(tmp_path, [0, len(records)])
+
+
+def test_maintenance_compacts_expires_and_keeps_rows_and_batch_marks(
+        tmp_path: Path, spark: Any) -> None:
+    """Every third batch: small data files and those with position deletes rewritten, old
+    snapshots expired (the table lets them expire at once here); the rows stay, and the
+    batch marks survive, so a replayed batch is still skipped."""
+    rng = random.Random(5)
+    records = [document("c", k, row(rng, k), pg_source(1000 + 10 * k, None)) for k in range(40)]
+    records += [document("d", k, row(rng, k), pg_source(2000 + 10 * k, None))
+                for k in range(0, 40, 4)]
+    write(tmp_path / "topics", records)
+    target = IcebergTarget(spark, tmp_path / "ice", catalog(), "p",
+                           compact_interval_batches=3)
+    bounds = [0, 10, 20, 30, 40, len(records)]
+    for batch, (a, b) in enumerate(itertools.pairwise(bounds)):
+        target.apply_scd1_net(net(tmp_path / "topics", a, b), batch)
+        if batch == 0:
+            spark.sql(f"ALTER TABLE {target.catalog}.public.t SET TBLPROPERTIES "
+                      "('history.expire.max-snapshot-age-ms' = '1')")
+        target.maintain(batch)
+    assert ("public", "t") in target.tables()
+    assert ("_headwater_state", "public", "t") in target.tables()
+    files = spark.sql(f"SELECT count(*) FROM {target.catalog}.public.t.data_files").first()[0]
+    ops = [op for op, _s in snapshots(spark, target)]
+    assert "replace" in ops, ops  # batch 2's compaction
+    assert len(ops) < len(bounds) - 1, f"no snapshot expired: {ops}"
+    before = snapshots(spark, target)
+    assert [r["id"] for r in table(spark, target)] == [k for k in range(40) if k % 4]
+    target.apply_scd1_net(net(tmp_path / "topics", 40, len(records)), len(bounds) - 2)
+    assert snapshots(spark, target) == before  # still recognised as applied
+    target.maintain(5)  # batch 5: all 5 batches' files into one, the deletes applied
+    assert spark.sql(
+        f"SELECT count(*) FROM {target.catalog}.public.t.data_files").first()[0] < files
+    assert spark.sql(
+        f"SELECT count(*) FROM {target.catalog}.public.t.delete_files").first()[0] == 0
+    assert [r["id"] for r in table(spark, target)] == [k for k in range(40) if k % 4]

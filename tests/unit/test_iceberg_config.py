@@ -48,7 +48,8 @@ def test_iceberg_builds_its_target_on_a_hadoop_catalog(tmp_path: Path) -> None:
     session = Session()
     target = make_target(cfg, session)
     assert isinstance(target, IcebergTarget)
-    assert (target.app_id, target.schema_evolution) == ("p", "ignore")
+    assert (target.app_id, target.schema_evolution, target.compact_interval_batches) == (
+        "p", "ignore", 100)
     assert session.conf.values == {
         "spark.sql.catalog.headwater": "org.apache.iceberg.spark.SparkCatalog",
         "spark.sql.catalog.headwater.type": "hadoop",
@@ -65,8 +66,11 @@ def test_the_catalog_and_warehouse_are_taken(tmp_path: Path) -> None:
     cfg = load_pipeline_config(config(tmp_path, "headwater.pipeline.target=iceberg\n"
                                                 "headwater.pipeline.mode=changelog\n"
                                                 "headwater.pipeline.iceberg.catalog=lake\n"
-                                                "headwater.pipeline.iceberg.warehouse=w\n"))
+                                                "headwater.pipeline.iceberg.warehouse=w\n"
+                                                "headwater.pipeline.iceberg.compact.interval."
+                                                "batches=0\n"))
     assert (cfg.iceberg_catalog, cfg.iceberg_warehouse) == ("lake", tmp_path / "w")
+    assert cfg.iceberg_compact_interval_batches == 0
 
 
 def test_a_catalog_name_the_session_gives_another_warehouse_is_refused(tmp_path: Path) -> None:
@@ -90,6 +94,11 @@ def test_a_catalog_name_the_session_gives_another_warehouse_is_refused(tmp_path:
      "headwater.pipeline.iceberg.catalog: 'my-lake' is not a Spark catalog name"),
     ("headwater.pipeline.target=iceberg\nheadwater.pipeline.iceberg.warehouse=s3a://b/w\n",
      "headwater.pipeline.iceberg.warehouse: 's3a://b/w' is a s3a:// URI"),
+    ("headwater.pipeline.target=iceberg\nheadwater.pipeline.iceberg.compact.interval.batches=-1\n",
+     "headwater.pipeline.iceberg.compact.interval.batches: expected an integer >= 0, got -1"),
+    ("headwater.pipeline.iceberg.compact.interval.batches=5\n",
+     "headwater.pipeline.iceberg.compact.interval.batches: set, but headwater.pipeline.target="
+     "delta writes no Iceberg table"),
     ("headwater.pipeline.target=iceberg\nheadwater.pipeline.delta.writer=spark\n",
      "headwater.pipeline.delta.writer: set, but headwater.pipeline.target=iceberg writes no "
      "Delta table"),

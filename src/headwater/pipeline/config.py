@@ -18,6 +18,7 @@ The pipeline reads what the connector wrote, so it takes `topic.prefix` and
 | headwater.pipeline.delta.writer | delta-rs | delta-rs (in the driver), or spark (delta-spark) |
 | headwater.pipeline.iceberg.warehouse | data/iceberg | Iceberg: the Hadoop catalog's warehouse |
 | headwater.pipeline.iceberg.catalog | headwater | Iceberg: the catalog's name in Spark SQL |
+| headwater.pipeline.iceberg.compact.interval.batches | 100 | Iceberg: compact, expire (0: never) |
 | headwater.pipeline.jdbc.url | | jdbc:postgresql://h:5432/db, jdbc:mysql://h:3306/db |
 | headwater.pipeline.jdbc.user / .password | | credentials (${env:VAR}, ${file:/path}) |
 | headwater.pipeline.jdbc.schema | public / the URL's database | target schema |
@@ -76,6 +77,7 @@ PIPELINE_PROPERTIES = (
     "headwater.pipeline.datastream.max.files.per.trigger",
     "headwater.pipeline.executors.min.records", "headwater.pipeline.delta.writer",
     "headwater.pipeline.iceberg.warehouse", "headwater.pipeline.iceberg.catalog",
+    "headwater.pipeline.iceberg.compact.interval.batches",
 )
 SOURCES = ("topics", "datastream-files")
 FILE_FORMATS = ("json", "avro", "auto")
@@ -123,6 +125,7 @@ class PipelineConfig:
     delta_writer: str = "delta-rs"
     iceberg_warehouse: Path = Path("data/iceberg")
     iceberg_catalog: str = "headwater"
+    iceberg_compact_interval_batches: int = 100
 
 
 def _int(props: dict[str, str], name: str, default: int, errors: list[str],
@@ -221,6 +224,8 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
     max_records = _int(props, "headwater.pipeline.max.records.per.trigger", 500_000, errors)
     compact = _int(props, "headwater.pipeline.delta.compact.interval.batches", 100, errors,
                    minimum=0)
+    iceberg_compact = _int(props, "headwater.pipeline.iceberg.compact.interval.batches", 100,
+                           errors, minimum=0)
     executors_min = _int(props, "headwater.pipeline.executors.min.records", 100_000, errors,
                          minimum=0)
     documents = _documents(props, errors)
@@ -296,6 +301,7 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         delta_writer=delta_writer,
         iceberg_warehouse=resolve("headwater.pipeline.iceberg.warehouse", "data/iceberg"),
         iceberg_catalog=iceberg_catalog,
+        iceberg_compact_interval_batches=iceberg_compact,
     )
 
 
@@ -323,7 +329,8 @@ def _iceberg(props: dict[str, str], target: str, mode: str, errors: list[str]) -
         errors.append(f"headwater.pipeline.iceberg.catalog: {catalog!r} is not a Spark catalog "
                       "name (letters, digits and _, not starting with a digit)")
     if target != "iceberg":
-        for name in ("headwater.pipeline.iceberg.warehouse", "headwater.pipeline.iceberg.catalog"):
+        for name in ("headwater.pipeline.iceberg.warehouse", "headwater.pipeline.iceberg.catalog",
+                     "headwater.pipeline.iceberg.compact.interval.batches"):
             if props.get(name):
                 errors.append(f"{name}: set, but headwater.pipeline.target={target} writes no "
                               "Iceberg table")

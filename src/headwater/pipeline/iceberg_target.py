@@ -78,7 +78,7 @@ class IcebergTarget:
     """The pipeline's target for Iceberg tables (module docstring)."""
 
     def __init__(self, spark: Any, warehouse: Path, catalog: str, app_id: str,
-                 schema_evolution: str = "evolve") -> None:
+                 schema_evolution: str = "evolve", compact_interval_batches: int = 0) -> None:
         if schema_evolution not in EVOLUTION_MODES:
             raise ValueError(f"schema evolution mode {schema_evolution!r} is not one of "
                              f"{', '.join(EVOLUTION_MODES)}")
@@ -90,6 +90,7 @@ class IcebergTarget:
         self.catalog = catalog
         self.app_id = app_id
         self.schema_evolution = schema_evolution
+        self.compact_interval_batches = compact_interval_batches
         register_catalog(spark, catalog, self.warehouse)
 
     # -- names -----------------------------------------------------------------------------
@@ -152,11 +153,15 @@ class IcebergTarget:
             conf.unset(SNAPSHOT_PROPERTY + PIPELINE_KEY)
             conf.unset(SNAPSHOT_PROPERTY + BATCH_KEY)
 
+    def _catalog(self) -> Any:
+        """The Iceberg catalog (Java `org.apache.iceberg.catalog.Catalog`)."""
+        return self.spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergCatalog(
+            self.spark._jsparkSession, self.catalog)
+
     def _load(self, parts: tuple[str, ...]) -> Any | None:
         """The Iceberg table (Java `org.apache.iceberg.Table`), None when there is none."""
         jvm = self.spark._jvm
-        catalog = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergCatalog(
-            self.spark._jsparkSession, self.catalog)
+        catalog = self._catalog()
         ident = jvm.org.apache.iceberg.catalog.TableIdentifier.of(_java_strings(self.spark,
                                                                                 parts))
         if not catalog.tableExists(ident):
@@ -287,6 +292,59 @@ class IcebergTarget:
                    batch_id: int, tracked: frozenset[str] | None = None) -> None:
         raise ValueError("headwater.pipeline.mode=scd2 with headwater.pipeline.target=iceberg "
                          "is not supported yet (scd1 and changelog are)")
+
+    # -- maintenance -----------------------------------------------------------------------
+    def maintain(self, batch_id: int) -> None:
+        """Every `compact_interval_batches` batches (counted by batch id, so the cadence
+        survives restarts), for every table of the warehouse (targets and state tables, also
+        those no batch of this run touched): rewrites small data files and those with
+        position deletes into new ones (the deletes applied), rewrites the remaining position
+        delete files, then expires the snapshots older than the table's
+        `history.expire.max-snapshot-age-ms` (5 days unless set; the newest always stays).
+
+        The rewrites' snapshots carry this batch's mark, like the batch's own commits: they
+        come after every commit of the batch, and the expiry may remove the snapshots before
+        them, which the exactly-once walk would otherwise need.  No row changes; a failure
+        only logs (the next interval retries)."""
+        every = self.compact_interval_batches
+        if every <= 0 or (batch_id + 1) % every:
+            return
+        actions = self.spark._jvm.org.apache.iceberg.spark.actions.SparkActions.get(
+            self.spark._jsparkSession)
+        for parts in self.tables():
+            name = ".".join(parts)
+            try:
+                table = self._load(parts)
+                if table is None:
+                    continue
+                files = (actions.rewriteDataFiles(table)
+                         .option("min-input-files", "2").option("delete-file-threshold", "1")
+                         .option("remove-dangling-deletes", "true")
+                         .snapshotProperty(PIPELINE_KEY, self.app_id)
+                         .snapshotProperty(BATCH_KEY, str(batch_id)).execute())
+                deletes = (actions.rewritePositionDeletes(table)
+                           .snapshotProperty(PIPELINE_KEY, self.app_id)
+                           .snapshotProperty(BATCH_KEY, str(batch_id)).execute())
+                actions.expireSnapshots(table).execute()
+            except Exception as exc:  # maintenance must not stop the pipeline
+                log.warning("batch %d: compacting %s failed (retried in %d batches): %s",
+                            batch_id, name, every, exc)
+                continue
+            log.info("batch %d: %s compacted: %d data files into %d, %d position delete "
+                     "files rewritten", batch_id, name, files.rewrittenDataFilesCount(),
+                     files.addedDataFilesCount(), deletes.rewrittenDeleteFilesCount())
+
+    def tables(self) -> list[tuple[str, ...]]:
+        """Every table of the warehouse, as namespace parts and name."""
+        catalog = self._catalog()
+        found: list[tuple[str, ...]] = []
+        pending = list(catalog.listNamespaces())
+        while pending:
+            ns = pending.pop()
+            pending.extend(catalog.listNamespaces(ns))
+            found.extend((*ident.namespace().levels(), ident.name())
+                         for ident in catalog.listTables(ns))
+        return sorted(found)
 
     # -- changelog -------------------------------------------------------------------------
     def append_changelog(self, changes: TableChanges, batch_id: int) -> None:

@@ -78,7 +78,8 @@ def make_target(cfg: PipelineConfig, spark: Any = None) -> Target:
             raise ValueError("headwater.pipeline.target=iceberg needs the pipeline's Spark "
                              "session")
         return IcebergTarget(spark, cfg.iceberg_warehouse, cfg.iceberg_catalog,
-                             cfg.pipeline_id, cfg.schema_evolution)
+                             cfg.pipeline_id, cfg.schema_evolution,
+                             cfg.iceberg_compact_interval_batches)
     return DELTA_TARGETS[cfg.delta_writer](cfg, spark)
 
 
@@ -300,7 +301,7 @@ def start(spark: Any, cfg: PipelineConfig, once: bool = False,
         started = time.monotonic()
         counts: dict[str, int] = {}
         apply_batch(cfg.topics_dir, ranges, batch_id, cfg, target, counts, spark)
-        if isinstance(target, DeltaTarget):
+        if isinstance(target, DeltaTarget | IcebergTarget):
             target.maintain(batch_id)
         if monitor is not None:
             read_to = _checkpointed_offsets(cfg.checkpoint_dir / "offsets" / str(batch_id))
@@ -343,7 +344,7 @@ def _start_kafka(spark: Any, cfg: PipelineConfig, target: Target, once: bool) ->
 
     def apply(ranges: Ranges, batch_id: int) -> None:
         apply_kafka_batch(topics, ranges, batch_id, cfg, target, decode)
-        if isinstance(target, DeltaTarget):
+        if isinstance(target, DeltaTarget | IcebergTarget):
             target.maintain(batch_id)
 
     options = {"consumer": orjson.dumps(consumer).decode(), "topics": cfg.topics_glob,
@@ -393,7 +394,7 @@ def _start_files_query(spark: Any, cfg: PipelineConfig, target: Target, once: bo
         for start, end in ranges.values():
             apply_files(root, log_path, start, end, batch_id, cfg.mode, target,
                         cfg.track_history_column_list, cfg.track_history_except_column_list)
-        if isinstance(target, DeltaTarget):
+        if isinstance(target, DeltaTarget | IcebergTarget):
             target.maintain(batch_id)
 
     return _start_query(spark, root, "", cfg.checkpoint_dir, f"headwater-{cfg.topic_prefix}",
