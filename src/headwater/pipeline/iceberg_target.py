@@ -15,7 +15,9 @@ truncates, with their sequences, `delta_target`'s layout) and one MERGE INTO, wh
 newer `__hw_sequence` wins and an unchanged-TOAST flag keeps the target's value.  A truncate
 deletes the rows older than it.  Changelog: every event's row is appended.  New source columns
 follow `headwater.pipeline.schema.evolution` (ALTER TABLE ... ADD COLUMNS).  SCD2 is not
-implemented here (refused at start, `config`).
+implemented here (refused at start, `config`).  Maintenance (`maintain`) rewrites small data
+files and position deletes and expires old snapshots every
+`headwater.pipeline.iceberg.compact.interval.batches` batches.
 
 Exactly once: the table's last commit of a batch carries the pipeline id and the batch id in
 its snapshot summary (`headwater.pipeline`, `headwater.batch`: Iceberg's session setting
@@ -208,10 +210,10 @@ class IcebergTarget:
             return
         toast = sorted({c for n in net for c in n.unavailable})
         rows = net_table(net, changes.column_list, changes.key_columns, toast)
-        columnar = ColumnarChanges(changes.topic, changes.schema_name, changes.table_name,
-                                   changes.key_columns, list(changes.column_list),
-                                   len(changes.events), rows, toast, changes.target)
-        self._scd1(columnar, truncate, batch_id)
+        batch = ColumnarChanges(changes.topic, changes.schema_name, changes.table_name,
+                                changes.key_columns, list(changes.column_list),
+                                len(changes.events), rows, toast, changes.target)
+        self._scd1(batch, truncate, batch_id)
 
     def apply_scd1_net(self, changes: ColumnarChanges, batch_id: int) -> None:
         """Net changes computed column-wise (`columnar.decode_net`)."""
