@@ -51,6 +51,7 @@ NOT_PROPERTIES: dict[str, str] = {
     "event.block": "the schema name of the envelope's transaction block",
     "event.collection": "the schema name of the transaction block's per-table counts",
     "schema.table": "a placeholder for a table's name",
+    "headwater.batch": "a key of an Iceberg table's snapshot summary (pipeline.md)",
     "schema.table.column": "a placeholder for a column's name",
     "database.schema.table": "a placeholder for a SQL Server table's name",
     "connect.name": "a Connect schema's name in Avro (converters.md)",

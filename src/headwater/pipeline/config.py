@@ -12,10 +12,13 @@ The pipeline reads what the connector wrote, so it takes `topic.prefix` and
 | headwater.pipeline.trigger.interval.ms | 1000 | micro-batch interval when running continuously |
 | headwater.pipeline.max.records.per.trigger | 500000 | change records per micro-batch |
 | headwater.pipeline.id | headwater-<topic.prefix> | the Delta app transaction id |
-| headwater.pipeline.target | delta | delta, or jdbc (PostgreSQL, MariaDB) |
+| headwater.pipeline.target | delta | delta, jdbc (PostgreSQL, MariaDB), or iceberg |
 | headwater.pipeline.schema.evolution | evolve | new source columns: evolve, ignore, fail |
 | headwater.pipeline.delta.compact.interval.batches | 100 | compact + vacuum (0: never) |
 | headwater.pipeline.delta.writer | delta-rs | delta-rs (in the driver), or spark (delta-spark) |
+| headwater.pipeline.iceberg.warehouse | data/iceberg | Iceberg: the Hadoop catalog's warehouse |
+| headwater.pipeline.iceberg.catalog | headwater | Iceberg: the catalog's name in Spark SQL |
+| headwater.pipeline.iceberg.compact.interval.batches | 100 | Iceberg: compact, expire (0: never) |
 | headwater.pipeline.jdbc.url | | jdbc:postgresql://h:5432/db, jdbc:mysql://h:3306/db |
 | headwater.pipeline.jdbc.user / .password | | credentials (${env:VAR}, ${file:/path}) |
 | headwater.pipeline.jdbc.schema | public / the URL's database | target schema |
@@ -73,11 +76,14 @@ PIPELINE_PROPERTIES = (
     "headwater.pipeline.datastream.files.dir", "headwater.pipeline.datastream.files.format",
     "headwater.pipeline.datastream.max.files.per.trigger",
     "headwater.pipeline.executors.min.records", "headwater.pipeline.delta.writer",
+    "headwater.pipeline.iceberg.warehouse", "headwater.pipeline.iceberg.catalog",
+    "headwater.pipeline.iceberg.compact.interval.batches",
 )
 SOURCES = ("topics", "datastream-files")
 FILE_FORMATS = ("json", "avro", "auto")
 EVOLUTION = ("evolve", "ignore", "fail")
-TARGETS = ("delta", "jdbc")
+TARGETS = ("delta", "jdbc", "iceberg")
+ICEBERG_MODES = ("scd1", "changelog")  # (scd2 into Iceberg: not yet)
 # How Delta tables are written: delta-rs in the driver, or Delta Lake's Spark connector.
 DELTA_WRITERS = ("delta-rs", "spark")
 
@@ -117,6 +123,9 @@ class PipelineConfig:
     # The configuration's `spark.*` properties, for the session builder (`spark_session`).
     spark_conf: tuple[tuple[str, str], ...] = ()
     delta_writer: str = "delta-rs"
+    iceberg_warehouse: Path = Path("data/iceberg")
+    iceberg_catalog: str = "headwater"
+    iceberg_compact_interval_batches: int = 100
 
 
 def _int(props: dict[str, str], name: str, default: int, errors: list[str],
@@ -173,7 +182,8 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         p = Path(text.removeprefix("file://") if text.startswith("file:///") else text)
         return p if p.is_absolute() else base / p
 
-    for name in ("headwater.pipeline.delta.path", "headwater.pipeline.checkpoint.dir"):
+    for name in ("headwater.pipeline.delta.path", "headwater.pipeline.checkpoint.dir",
+                 "headwater.pipeline.iceberg.warehouse"):
         problem = object_store_problem(name, props.get(name) or "")
         if problem:
             errors.append(problem)
@@ -194,6 +204,7 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
     elif writer_text and target != "delta":
         errors.append(f"headwater.pipeline.delta.writer: set, but headwater.pipeline.target="
                       f"{target} writes no Delta table")
+    iceberg_catalog = _iceberg(props, target, mode, errors)
     evolution = props.get("headwater.pipeline.schema.evolution", "evolve").lower()
     if evolution not in EVOLUTION:
         errors.append(f"headwater.pipeline.schema.evolution: {evolution!r} is not one of "
@@ -213,6 +224,8 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
     max_records = _int(props, "headwater.pipeline.max.records.per.trigger", 500_000, errors)
     compact = _int(props, "headwater.pipeline.delta.compact.interval.batches", 100, errors,
                    minimum=0)
+    iceberg_compact = _int(props, "headwater.pipeline.iceberg.compact.interval.batches", 100,
+                           errors, minimum=0)
     executors_min = _int(props, "headwater.pipeline.executors.min.records", 100_000, errors,
                          minimum=0)
     documents = _documents(props, errors)
@@ -286,6 +299,9 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         max_files_per_trigger=max_files,
         spark_conf=tuple(sorted((k, str(v)) for k, v in props.items() if k.startswith("spark."))),
         delta_writer=delta_writer,
+        iceberg_warehouse=resolve("headwater.pipeline.iceberg.warehouse", "data/iceberg"),
+        iceberg_catalog=iceberg_catalog,
+        iceberg_compact_interval_batches=iceberg_compact,
     )
 
 
@@ -301,6 +317,27 @@ def object_store_problem(name: str, value: str) -> str | None:
     return (f"{name}: {value!r} is a {found.group(1)}:// URI; the pipeline takes local (or "
             "mounted) paths only for now, a URI would become a local directory next to the "
             "configuration file")
+
+
+_CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _iceberg(props: dict[str, str], target: str, mode: str, errors: list[str]) -> str:
+    """The Iceberg catalog's name, and the checks of the Iceberg target's settings."""
+    catalog = (props.get("headwater.pipeline.iceberg.catalog") or "headwater").strip()
+    if not _CATALOG_NAME.match(catalog):
+        errors.append(f"headwater.pipeline.iceberg.catalog: {catalog!r} is not a Spark catalog "
+                      "name (letters, digits and _, not starting with a digit)")
+    if target != "iceberg":
+        for name in ("headwater.pipeline.iceberg.warehouse", "headwater.pipeline.iceberg.catalog",
+                     "headwater.pipeline.iceberg.compact.interval.batches"):
+            if props.get(name):
+                errors.append(f"{name}: set, but headwater.pipeline.target={target} writes no "
+                              "Iceberg table")
+    elif mode not in ICEBERG_MODES:
+        errors.append(f"headwater.pipeline.mode={mode} with headwater.pipeline.target=iceberg: "
+                      f"not supported yet (the Iceberg target takes {', '.join(ICEBERG_MODES)})")
+    return catalog
 
 
 def _documents(props: dict[str, str], errors: list[str]) -> DocumentOptions:

@@ -32,7 +32,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from headwater.pipeline.change_frame import ChangeFrame, from_columnar
@@ -44,19 +43,12 @@ from headwater.pipeline.delta_target import (
     key_json_array,
     state_deletes,
 )
+from headwater.pipeline.spark_merge import KEY, after_state, q, scd1_merge, with_key
 
 log = logging.getLogger("headwater.pipeline.delta")
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
-KEY = "__hw_key"  # a row's key as the state table names it (`delta_target.key_json_array`)
-TOMB = "__hw_tomb"
-FLOOR = "__hw_floor"
-
-
-def q(name: str) -> str:
-    """A quoted Spark SQL identifier."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 class SparkDeltaTarget(DeltaTarget):
@@ -101,17 +93,8 @@ class SparkDeltaTarget(DeltaTarget):
         if self.already_applied(path, batch_id):  # (delta-rs reads the txn in ms)
             log.info("batch %d already applied to %s: skipped", batch_id, path)
             return
-        net = _with_key(frame.rows, frame.key_columns, frame.columns)
-        state = self._state_frame(frame)
-        if state is not None:  # lazy: no Spark job of its own
-            floor = state.where(F.col("kind") == "truncate").agg(F.max(SEQ).alias(FLOOR))
-            net = net.crossJoin(floor).where(
-                F.col(FLOOR).isNull() | (F.col(SEQ) >= F.col(FLOOR))).drop(FLOOR)
-            tombs = state.where(F.col("kind") == "delete").select(
-                F.col("key").alias(KEY), F.col(SEQ).alias(TOMB))
-            seq, tomb = F.col(SEQ), F.coalesce(F.col(TOMB), F.lit(""))
-            net = net.join(tombs, KEY, "left").where(
-                (seq > tomb) | ((seq == tomb) & (F.col(OP) == "d"))).drop(TOMB)
+        net = after_state(with_key(frame.rows, frame.key_columns, frame.columns),
+                          self._state_frame(frame))  # lazy: no Spark job of its own
         # (`net` is read three times, each time computed anew: it is deterministic, so the
         # state and the table see the same rows)
         ops = dict(net.groupBy(OP).count().collect())
@@ -142,22 +125,14 @@ class SparkDeltaTarget(DeltaTarget):
         already committed (`hasBeenExecuted`: no commit, no metrics row)."""
         from delta.tables import DeltaTable
 
-        match = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys)
-        updates: dict[str, Any] = {
-            q(c): (f"CASE WHEN s.{q(TOAST_FLAG + c)} THEN t.{q(c)} ELSE s.{q(c)} END"
-                   if c in toast else f"s.{q(c)}")
-            for c in columns
-        }
-        updates[q(SEQ)] = f"s.{q(SEQ)}"
-        inserts: dict[str, Any] = {q(c): f"s.{q(c)}" for c in [*columns, SEQ]}
-        newer = f"s.{q(SEQ)} > t.{q(SEQ)}"
+        m = scd1_merge(columns, keys, toast)
         with self._txn(batch_id):
             result = (
                 DeltaTable.forPath(self.spark, str(path)).alias("t")
-                .merge(source.alias("s"), match)
-                .whenMatchedUpdate(condition=f"s.{q(OP)} = 'u' AND {newer}", set=updates)
-                .whenMatchedDelete(condition=f"s.{q(OP)} = 'd' AND {newer}")
-                .whenNotMatchedInsert(condition=f"s.{q(OP)} = 'u'", values=inserts)
+                .merge(source.alias("s"), m.match)
+                .whenMatchedUpdate(condition=m.update_when, set=dict(m.updates))
+                .whenMatchedDelete(condition=m.delete_when)
+                .whenNotMatchedInsert(condition=m.insert_when, values=dict(m.inserts))
                 .execute()
             )
         return bool(result.collect())
@@ -265,31 +240,6 @@ class SparkDeltaTarget(DeltaTarget):
                 m = metrics["metrics"]
                 log.info("batch %d: %s compacted: %s files into %s", batch_id, key,
                          m["numFilesRemoved"], m["numFilesAdded"])
-
-
-def _with_key(rows: Any, keys: tuple[str, ...], columns: tuple[Column, ...]) -> Any:
-    """`rows` plus `__hw_key`, each row's key as `delta_target.key_json_array` writes it
-    into the state table.  A single integer key in Spark SQL; any other key by that same
-    function in the executors' Python workers (`mapInArrow`), with the key columns cast back
-    to the decoder's Arrow types, so that the text is byte for byte the state's."""
-    from pyspark.sql import functions as F  # noqa: N812
-    from pyspark.sql.types import StringType, StructField, StructType
-
-    types = {c.name: c.type.arrow for c in columns}
-    if len(keys) == 1 and pa.types.is_integer(types[keys[0]]):
-        return rows.withColumn(KEY, F.concat(F.lit("["), F.col(q(keys[0])).cast("string"),
-                                             F.lit("]")))
-    key_types = {k: types[k] for k in keys}
-
-    def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from headwater.pipeline.delta_target import key_json_array as key_json
-
-        for batch in batches:
-            cast = pa.table({k: batch.column(k).cast(t) for k, t in key_types.items()})
-            yield batch.append_column(KEY, key_json(cast, keys))
-
-    out = StructType([*rows.schema.fields, StructField(KEY, StringType())])
-    return rows.mapInArrow(add, out)
 
 
 __all__ = ["SparkDeltaTarget", "key_json_array"]

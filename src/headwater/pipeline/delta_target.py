@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,44 @@ class SchemaEvolutionError(ValueError):
     """A source schema change the target cannot, or may not, follow."""
 
 
+def evolve(where: str, existing: dict[str, Any], columns: list[Column], mode: str,
+           changed: Callable[[Column, Any], bool]) -> list[Column]:
+    """The batch's columns a target table (`existing`: its column types) takes, per `mode`
+    (`headwater.pipeline.schema.evolution`); `changed` says whether a column's type at the
+    source is not the table's (each table format has its own types).
+
+    New source columns are added (evolve), left out (ignore) or refused (fail).  A column
+    whose type changed is always refused: rewriting a table's history to a new type is a
+    decision for its owner, not for a pipeline.  Dropped source columns stay in the target
+    (rows written later hold null there); a rename is a new column plus the old one.
+    """
+    for c in columns:
+        old = existing.get(c.name)
+        if old is not None and changed(c, old):
+            raise SchemaEvolutionError(
+                f"{where}: column {c.name!r} changed type from {old} to {c.type.arrow} at the "
+                "source; migrate the target table (or re-create it and re-run the pipeline "
+                "from a new checkpoint)"
+            )
+    new = [c.name for c in columns if c.name not in existing]
+    if not new or mode == "evolve":
+        if new:
+            log.info("%s: adding columns %s (schema evolution)", where, ", ".join(new))
+        return columns
+    if mode == "fail":
+        raise SchemaEvolutionError(
+            f"{where}: the source added column(s) {', '.join(new)} and "
+            "headwater.pipeline.schema.evolution=fail"
+        )
+    return [c for c in columns if c.name in existing]
+
+
+def _arrow_changed(column: Column, old: pa.DataType) -> bool:
+    """A Delta column's type is not the source's (timestamps of any unit or zone are one)."""
+    new = column.type.arrow
+    return bool(old != new and not (pa.types.is_timestamp(old) and pa.types.is_timestamp(new)))
+
+
 EVOLUTION_MODES = ("evolve", "ignore", "fail")
 
 Changes = TableChanges | ColumnarChanges | ChangeFrame
@@ -144,34 +183,9 @@ class DeltaTarget:
                          metrics.get("numFilesAdded"), len(removed))
 
     def _evolve(self, dt: DeltaTable, path: Path, columns: list[Column]) -> list[Column]:
-        """The batch's columns the target takes, per `schema_evolution`.
-
-        New source columns are added (evolve), left out (ignore) or refused (fail).  A column
-        whose type changed is always refused: rewriting a table's history to a new type is a
-        decision for its owner, not for a pipeline.  Dropped source columns stay in the target
-        (rows written later hold null there); a rename is a new column plus the old one.
-        """
+        """The batch's columns the target takes, per `schema_evolution` (`evolve`)."""
         existing = {f.name: f.type for f in pa.schema(dt.schema().to_arrow())}
-        for c in columns:
-            old = existing.get(c.name)
-            if old is not None and old != c.type.arrow and not (
-                    pa.types.is_timestamp(old) and pa.types.is_timestamp(c.type.arrow)):
-                raise SchemaEvolutionError(
-                    f"{path}: column {c.name!r} changed type from {old} to {c.type.arrow} at the "
-                    "source; migrate the target table (or re-create it and re-run the pipeline "
-                    "from a new checkpoint)"
-                )
-        new = [c.name for c in columns if c.name not in existing]
-        if not new or self.schema_evolution == "evolve":
-            if new:
-                log.info("%s: adding columns %s (schema evolution)", path, ", ".join(new))
-            return columns
-        if self.schema_evolution == "fail":
-            raise SchemaEvolutionError(
-                f"{path}: the source added column(s) {', '.join(new)} and "
-                "headwater.pipeline.schema.evolution=fail"
-            )
-        return [c for c in columns if c.name in existing]
+        return evolve(str(path), existing, columns, self.schema_evolution, _arrow_changed)
 
     def table_path(self, changes: Changes) -> Path:
         if changes.target is not None:
@@ -254,7 +268,7 @@ class DeltaTarget:
         # State first, the table's commit (with the batch's txn) last: see the module docstring.
         self._save_state(changes, kept, truncate, batch_id)
         toast = sorted({c for n in kept for c in n.unavailable})
-        source = self._source_table(kept, columns, keys, toast)
+        source = net_table(kept, columns, keys, toast)
         self._merge_scd1(dt, source, columns, keys, toast, batch_id)
 
     def _scd1_table(self, path: Path, columns: list[Column]) -> tuple[DeltaTable, list[Column]]:
@@ -328,37 +342,6 @@ class DeltaTarget:
                     pc.equal(seq, tomb), pc.equal(joined.column(OP), "d")))
                 net = joined.filter(newer).drop_columns(["__hw_key", "__hw_tomb"])
         return net
-
-    def _source_table(
-        self, net: list[NetChange], columns: list[Column], keys: tuple[str, ...],
-        toast: list[str],
-    ) -> pa.Table:
-        data: dict[str, list[Any]] = {c.name: [] for c in columns}
-        seqs: list[str] = []
-        ops: list[str] = []
-        flags: dict[str, list[bool]] = {c: [] for c in toast}
-        for n in net:
-            row = n.row
-            if row is None:  # delete: only the key is known
-                for c in columns:
-                    data[c.name].append(None)
-                for k, v in zip(keys, n.key, strict=True):
-                    data[k][-1] = v
-            else:
-                for c in columns:
-                    data[c.name].append(row.get(c.name))
-            seqs.append(n.sequence)
-            ops.append("d" if n.delete else "u")
-            for name in toast:
-                flags[name].append(name in n.unavailable)
-        arrays = [pa.array(data[c.name], type=c.type.arrow) for c in columns]
-        names = [c.name for c in columns]
-        arrays += [pa.array(seqs, pa.string()), pa.array(ops, pa.string())]
-        names += [SEQ, OP]
-        for name in toast:
-            arrays.append(pa.array(flags[name], pa.bool_()))
-            names.append(TOAST_FLAG + name)
-        return pa.Table.from_arrays(arrays, names=names)
 
     def _ensure_table(self, path: Path, schema: pa.Schema) -> DeltaTable:
         dt = self._open(path)
@@ -523,27 +506,7 @@ class DeltaTarget:
 
     # -- changelog -----------------------------------------------------------------------------
     def append_changelog(self, changes: TableChanges, batch_id: int) -> None:
-        columns = changes.column_list
-        meta: dict[str, list[Any]] = {name: [] for name in CHANGELOG_META.names}
-        data: dict[str, list[Any]] = {c.name: [] for c in columns}
-        for e in changes.events:
-            meta["__op"].append(e.op)
-            meta[SEQ].append(e.sequence)
-            meta["__source_ts_ms"].append(e.source_ts_ms)
-            meta["__ts_ms"].append(e.ts_ms)
-            meta["__lsn"].append(e.lsn)
-            meta["__tx_id"].append(None if e.tx_id is None else str(e.tx_id))
-            meta["__snapshot"].append(e.snapshot)
-            meta["__offset"].append(e.offset)
-            row = e.row or {}
-            for c in columns:
-                data[c.name].append(row.get(c.name))
-        table = pa.Table.from_arrays(
-            [pa.array(meta[f.name], f.type) for f in CHANGELOG_META]
-            + [pa.array(data[c.name], c.type.arrow) for c in columns],
-            names=CHANGELOG_META.names + [c.name for c in columns],
-        )
-        self._append_changelog(changes, table, batch_id)
+        self._append_changelog(changes, changelog_table(changes), batch_id)
 
     def append_changelog_rows(self, changes: ColumnarChanges, batch_id: int) -> None:
         """`append_changelog` for rows decoded column-wise (`columnar.decode_changelog`)."""
@@ -562,6 +525,64 @@ class DeltaTarget:
         path.mkdir(parents=True, exist_ok=True)
         write_deltalake(str(path), table, mode="append", schema_mode="merge",
                         commit_properties=self._commit(batch_id))
+
+
+def net_table(net: list[NetChange], columns: list[Column], keys: tuple[str, ...],
+              toast: list[str]) -> pa.Table:
+    """Event-by-event net changes as the column-wise path's rows (`columnar.decode_net`):
+    the columns, `__hw_sequence`, `__hw_op`, then a TOAST flag per name in `toast`."""
+    data: dict[str, list[Any]] = {c.name: [] for c in columns}
+    seqs: list[str] = []
+    ops: list[str] = []
+    flags: dict[str, list[bool]] = {c: [] for c in toast}
+    for n in net:
+        row = n.row
+        if row is None:  # delete: only the key is known
+            for c in columns:
+                data[c.name].append(None)
+            for k, v in zip(keys, n.key, strict=True):
+                data[k][-1] = v
+        else:
+            for c in columns:
+                data[c.name].append(row.get(c.name))
+        seqs.append(n.sequence)
+        ops.append("d" if n.delete else "u")
+        for name in toast:
+            flags[name].append(name in n.unavailable)
+    arrays = [pa.array(data[c.name], type=c.type.arrow) for c in columns]
+    names = [c.name for c in columns]
+    arrays += [pa.array(seqs, pa.string()), pa.array(ops, pa.string())]
+    names += [SEQ, OP]
+    for name in toast:
+        arrays.append(pa.array(flags[name], pa.bool_()))
+        names.append(TOAST_FLAG + name)
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def changelog_table(changes: TableChanges) -> pa.Table:
+    """Every event of a table's batch as a changelog row (`CHANGELOG_META`, then the row's
+    columns), as `columnar.decode_changelog` makes them column-wise."""
+    columns = changes.column_list
+    meta: dict[str, list[Any]] = {name: [] for name in CHANGELOG_META.names}
+    data: dict[str, list[Any]] = {c.name: [] for c in columns}
+    for e in changes.events:
+        meta["__op"].append(e.op)
+        meta[SEQ].append(e.sequence)
+        meta["__source_ts_ms"].append(e.source_ts_ms)
+        meta["__ts_ms"].append(e.ts_ms)
+        meta["__lsn"].append(e.lsn)
+        meta["__tx_id"].append(None if e.tx_id is None else str(e.tx_id))
+        meta["__snapshot"].append(e.snapshot)
+        meta["__offset"].append(e.offset)
+        row = e.row or {}
+        for c in columns:
+            data[c.name].append(row.get(c.name))
+    table = pa.Table.from_arrays(
+        [pa.array(meta[f.name], f.type) for f in CHANGELOG_META]
+        + [pa.array(data[c.name], c.type.arrow) for c in columns],
+        names=CHANGELOG_META.names + [c.name for c in columns],
+    )
+    return table
 
 
 def delta_tables(root: Path) -> list[Path]:

@@ -41,6 +41,7 @@ from headwater.pipeline.delta_spark import SparkDeltaTarget
 from headwater.pipeline.delta_target import DeltaTarget, SchemaEvolutionError
 from headwater.pipeline.documents.route import apply_documents, is_document_topic
 from headwater.pipeline.flows import AutoCdcFlow, transform
+from headwater.pipeline.iceberg_target import IcebergTarget
 from headwater.pipeline.net import NetChange, dedup, net_changes
 from headwater.pipeline.scd2 import tracked_columns
 from headwater.pipeline.source import NAME as SOURCE_NAME
@@ -55,7 +56,7 @@ Ranges = dict[str, tuple[int, int]]  # topic -> [start, end) offsets of one micr
 
 
 class Target(Protocol):
-    """Where net changes go: Delta tables, or tables of a JDBC database."""
+    """Where net changes go: Delta tables, Iceberg tables, or tables of a JDBC database."""
 
     def apply_scd1(self, changes: TableChanges, net: list[NetChange], truncate: str | None,
                    batch_id: int) -> None: ...
@@ -72,6 +73,13 @@ def make_target(cfg: PipelineConfig, spark: Any = None) -> Target:
         module = importlib.import_module("headwater.pipeline.jdbc_target")
         target: Target = module.JdbcTarget(cfg, spark)
         return target
+    if cfg.target == "iceberg":
+        if spark is None:
+            raise ValueError("headwater.pipeline.target=iceberg needs the pipeline's Spark "
+                             "session")
+        return IcebergTarget(spark, cfg.iceberg_warehouse, cfg.iceberg_catalog,
+                             cfg.pipeline_id, cfg.schema_evolution,
+                             cfg.iceberg_compact_interval_batches)
     return DELTA_TARGETS[cfg.delta_writer](cfg, spark)
 
 
@@ -109,7 +117,7 @@ ColumnarPath = tuple[Callable[[str, columnar.Lines], columnar.ColumnarChanges | 
 
 def columnar_path(mode: str, target: Target) -> ColumnarPath | None:
     """(decode, write) of the modes and targets that have a column-wise path, else None."""
-    if not isinstance(target, DeltaTarget) or not columnar_enabled():
+    if not isinstance(target, DeltaTarget | IcebergTarget) or not columnar_enabled():
         return None
     if mode == "scd1":
         return columnar.decode_net, target.apply_scd1_net
@@ -293,7 +301,7 @@ def start(spark: Any, cfg: PipelineConfig, once: bool = False,
         started = time.monotonic()
         counts: dict[str, int] = {}
         apply_batch(cfg.topics_dir, ranges, batch_id, cfg, target, counts, spark)
-        if isinstance(target, DeltaTarget):
+        if isinstance(target, DeltaTarget | IcebergTarget):
             target.maintain(batch_id)
         if monitor is not None:
             read_to = _checkpointed_offsets(cfg.checkpoint_dir / "offsets" / str(batch_id))
@@ -336,7 +344,7 @@ def _start_kafka(spark: Any, cfg: PipelineConfig, target: Target, once: bool) ->
 
     def apply(ranges: Ranges, batch_id: int) -> None:
         apply_kafka_batch(topics, ranges, batch_id, cfg, target, decode)
-        if isinstance(target, DeltaTarget):
+        if isinstance(target, DeltaTarget | IcebergTarget):
             target.maintain(batch_id)
 
     options = {"consumer": orjson.dumps(consumer).decode(), "topics": cfg.topics_glob,
@@ -386,7 +394,7 @@ def _start_files_query(spark: Any, cfg: PipelineConfig, target: Target, once: bo
         for start, end in ranges.values():
             apply_files(root, log_path, start, end, batch_id, cfg.mode, target,
                         cfg.track_history_column_list, cfg.track_history_except_column_list)
-        if isinstance(target, DeltaTarget):
+        if isinstance(target, DeltaTarget | IcebergTarget):
             target.maintain(batch_id)
 
     return _start_query(spark, root, "", cfg.checkpoint_dir, f"headwater-{cfg.topic_prefix}",

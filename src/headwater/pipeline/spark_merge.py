@@ -1,0 +1,111 @@
+"""The SCD1 rules every Spark-side target applies to a batch's net rows, as DataFrames and
+MERGE clauses: the delta-spark target (`delta_spark`) and the Iceberg one (`iceberg_target`)
+share them, so that the two cannot drift apart from each other or from delta-rs's
+(`delta_target.DeltaTarget.apply_scd1_net`).
+
+The rules: a row older than the last remembered truncate is dropped; a key's remembered
+delete keeps out an older upsert arriving later (that delete itself is kept: a replay after a
+crash finds it remembered but maybe not yet applied); a MERGE lets only a newer
+`__hw_sequence` win; an unchanged-TOAST flag keeps the target's value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from headwater.pipeline.columnar import OP, SEQ, TOAST_FLAG
+from headwater.pipeline.decode import Column
+
+KEY = "__hw_key"  # a row's key as the state table names it (`delta_target.key_json_array`)
+TOMB = "__hw_tomb"
+FLOOR = "__hw_floor"
+
+
+def q(name: str) -> str:
+    """A quoted Spark SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def with_key(rows: Any, keys: tuple[str, ...], columns: tuple[Column, ...]) -> Any:
+    """`rows` plus `__hw_key`, each row's key as `delta_target.key_json_array` writes it
+    into the state table.  A single integer key in Spark SQL; any other key by that same
+    function in the executors' Python workers (`mapInArrow`), with the key columns cast back
+    to the decoder's Arrow types, so that the text is byte for byte the state's."""
+    from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    types = {c.name: c.type.arrow for c in columns}
+    if len(keys) == 1 and pa.types.is_integer(types[keys[0]]):
+        return rows.withColumn(KEY, F.concat(F.lit("["), F.col(q(keys[0])).cast("string"),
+                                             F.lit("]")))
+    key_types = {k: types[k] for k in keys}
+
+    def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from headwater.pipeline.delta_target import key_json_array as key_json
+
+        for batch in batches:
+            cast = pa.table({k: batch.column(k).cast(t) for k, t in key_types.items()})
+            yield batch.append_column(KEY, key_json(cast, keys))
+
+    out = StructType([*rows.schema.fields, StructField(KEY, StringType())])
+    return rows.mapInArrow(add, out)
+
+
+def after_state(net: Any, state: Any | None) -> Any:
+    """`net` (with `__hw_key`) without the rows the state (`key`, `kind`, `__hw_sequence`:
+    truncates and SCD1 deletes) keeps out; lazy, no Spark job of its own."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    if state is None:
+        return net
+    floor = state.where(F.col("kind") == "truncate").agg(F.max(SEQ).alias(FLOOR))
+    net = net.crossJoin(floor).where(
+        F.col(FLOOR).isNull() | (F.col(SEQ) >= F.col(FLOOR))).drop(FLOOR)
+    tombs = state.where(F.col("kind") == "delete").select(
+        F.col("key").alias(KEY), F.col(SEQ).alias(TOMB))
+    seq, tomb = F.col(SEQ), F.coalesce(F.col(TOMB), F.lit(""))
+    return net.join(tombs, KEY, "left").where(
+        (seq > tomb) | ((seq == tomb) & (F.col(OP) == "d"))).drop(TOMB)
+
+
+@dataclass(frozen=True, slots=True)
+class Scd1Merge:
+    """The clauses of the table's SCD1 MERGE (target alias `t`, source alias `s`)."""
+
+    match: str  # the key columns equal
+    updates: dict[str, str]  # quoted target column -> expression
+    inserts: dict[str, str]
+    update_when: str  # an upsert newer than the target's row
+    delete_when: str  # a delete newer than the target's row
+    insert_when: str  # an upsert of a key the target does not hold
+
+    def sql(self, table: str, source: str) -> str:
+        """The MERGE INTO statement of the clauses (Spark SQL, for a DataSource V2 table)."""
+        sets = ", ".join(f"t.{c} = {e}" for c, e in self.updates.items())
+        names = ", ".join(self.inserts)
+        values = ", ".join(self.inserts.values())
+        return (f"MERGE INTO {table} t USING {source} s ON {self.match} "
+                f"WHEN MATCHED AND {self.update_when} THEN UPDATE SET {sets} "
+                f"WHEN MATCHED AND {self.delete_when} THEN DELETE "
+                f"WHEN NOT MATCHED AND {self.insert_when} THEN INSERT ({names}) "
+                f"VALUES ({values})")
+
+
+def scd1_merge(columns: list[str], keys: tuple[str, ...], toast: list[str]) -> Scd1Merge:
+    """The MERGE of net rows (`columns`, `__hw_sequence`, `__hw_op`, TOAST flags of `toast`)
+    into a table of `columns` plus `__hw_sequence`."""
+    updates = {
+        q(c): (f"CASE WHEN s.{q(TOAST_FLAG + c)} THEN t.{q(c)} ELSE s.{q(c)} END"
+               if c in toast else f"s.{q(c)}")
+        for c in columns
+    }
+    updates[q(SEQ)] = f"s.{q(SEQ)}"
+    inserts = {q(c): f"s.{q(c)}" for c in [*columns, SEQ]}
+    newer = f"s.{q(SEQ)} > t.{q(SEQ)}"
+    return Scd1Merge(" AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys), updates, inserts,
+                     f"s.{q(OP)} = 'u' AND {newer}", f"s.{q(OP)} = 'd' AND {newer}",
+                     f"s.{q(OP)} = 'u'")
