@@ -31,11 +31,11 @@ from deltalake.exceptions import TableNotFoundError
 
 from headwater.pipeline.change_frame import ChangeFrame
 from headwater.pipeline.columnar import (
-    CHANGELOG_META,
     OP,
     SEQ,
     TOAST_FLAG,
     ColumnarChanges,
+    changelog_table,
 )
 from headwater.pipeline.decode import ChangeEvent, Column, TableChanges
 from headwater.pipeline.net import NetChange
@@ -523,27 +523,7 @@ class DeltaTarget:
 
     # -- changelog -----------------------------------------------------------------------------
     def append_changelog(self, changes: TableChanges, batch_id: int) -> None:
-        columns = changes.column_list
-        meta: dict[str, list[Any]] = {name: [] for name in CHANGELOG_META.names}
-        data: dict[str, list[Any]] = {c.name: [] for c in columns}
-        for e in changes.events:
-            meta["__op"].append(e.op)
-            meta[SEQ].append(e.sequence)
-            meta["__source_ts_ms"].append(e.source_ts_ms)
-            meta["__ts_ms"].append(e.ts_ms)
-            meta["__lsn"].append(e.lsn)
-            meta["__tx_id"].append(None if e.tx_id is None else str(e.tx_id))
-            meta["__snapshot"].append(e.snapshot)
-            meta["__offset"].append(e.offset)
-            row = e.row or {}
-            for c in columns:
-                data[c.name].append(row.get(c.name))
-        table = pa.Table.from_arrays(
-            [pa.array(meta[f.name], f.type) for f in CHANGELOG_META]
-            + [pa.array(data[c.name], c.type.arrow) for c in columns],
-            names=CHANGELOG_META.names + [c.name for c in columns],
-        )
-        self._append_changelog(changes, table, batch_id)
+        self._append_changelog(changes, changelog_table(changes), batch_id)
 
     def append_changelog_rows(self, changes: ColumnarChanges, batch_id: int) -> None:
         """`append_changelog` for rows decoded column-wise (`columnar.decode_changelog`)."""
