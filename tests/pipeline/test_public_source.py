@@ -32,7 +32,7 @@ from tests.pipeline.test_columnar import (
 )
 
 META = ["__op", "__hw_sequence", "__source_ts_ms", "__ts_ms", "__lsn", "__tx_id", "__snapshot",
-        "__offset", "__topic", "__source_table"]
+        "__offset", "__topic", "__partition", "__source_table"]
 
 
 def reference(root: Path, topic: str = TOPIC) -> list[dict[str, Any]]:
@@ -40,7 +40,7 @@ def reference(root: Path, topic: str = TOPIC) -> list[dict[str, Any]]:
     changes = decode_topic(topic, list(read_range(root, topic, 0, 1 << 62)))
     rows = columnar.changelog_table(changes).to_pylist()
     table = f"{changes.schema_name}.{changes.table_name}"
-    return [{**r, "__topic": topic, "__source_table": table} for r in rows]
+    return [{**r, "__topic": topic, "__partition": 0, "__source_table": table} for r in rows]
 
 
 def collected(frame: Any) -> list[dict[str, Any]]:
@@ -78,6 +78,7 @@ def test_batch_read_gives_every_event_typed(hw: Any, tmp_path: Path) -> None:
     assert types["day"] == "date" and types["blob"] == "binary" and types["small"] == "smallint"
     assert types["__hw_sequence"] == "string" and types["__offset"] == "bigint"
     assert types["__source_ts_ms"] == "bigint" and types["__source_table"] == "string"
+    assert types["__partition"] == "int"
     assert frame.rdd.getNumPartitions() >= 3  # offset ranges read in the executors
     want = reference(tmp_path / "topics")
     got = collected(frame)
@@ -163,7 +164,8 @@ def test_a_table_changed_after_the_schema_was_taken_is_an_error(hw: Any, tmp_pat
 
 @pytest.mark.parametrize(("options", "message"), [
     ({"topic": TOPIC, "kafka.bootstrap.servers": "x:9092"},
-     "unknown option\\(s\\) kafka.bootstrap.servers; it reads the local topic log only"),
+     "unknown option\\(s\\) kafka.bootstrap.servers for store local"),
+    ({"topic": TOPIC, "store": "files"}, "store: 'files' is not local or kafka"),
     ({"topic": "nope.*"}, "no topic in .* matches 'nope.\\*'"),
     ({}, "option topic .* is missing"),
     ({"topic": TOPIC, "partitionRecords": "0"}, "partitionRecords must be a positive integer"),
