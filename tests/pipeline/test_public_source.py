@@ -178,6 +178,19 @@ def test_bad_options_are_refused_by_name(hw: Any, tmp_path: Path, options: dict[
             **options).load().collect()
 
 
+def test_a_value_without_its_schema_is_refused_naming_where(hw: Any, tmp_path: Path) -> None:
+    """Schemaless JSON values (`schemas.enable=false`; in Kafka, Avro too) cannot give the
+    table's columns: an error naming the topic and offset, not a KeyError from deep inside."""
+    import orjson
+
+    key, value = document("c", 1, row(random.Random(2), 1), pg_source(1, 1))
+    bare = orjson.dumps(orjson.loads(value)["payload"])
+    write(tmp_path / "topics", [(key, value), (key, bare)])
+    with pytest.raises(Exception, match=f"{TOPIC} offset 1: the value is not a Debezium JSON"):
+        hw.read.format("headwater").option("path", str(tmp_path / "topics")).option(
+            "topic", TOPIC).load()
+
+
 def test_the_docs_merge_example_gives_the_pipelines_net_rows(hw: Any, tmp_path: Path) -> None:
     """docs/spark-source.md's MERGE example, run as it stands, on duplicated and reordered
     events: the Delta table holds the pipeline's net rows (deletes gone)."""

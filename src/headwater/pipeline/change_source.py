@@ -40,7 +40,7 @@ from headwater.pipeline.change_stores import (
     SourceOptionError,
     Store,
 )
-from headwater.pipeline.columnar import CHANGELOG_META
+from headwater.pipeline.columnar import CHANGELOG_META, NotColumnar
 from headwater.pipeline.connect_types import field_type
 from headwater.pipeline.source import rewound
 
@@ -99,23 +99,32 @@ def check_options(options: Mapping[str, str]) -> tuple[Store, str, int]:
     return LocalStore(root), spec, per_part
 
 
-def _value_fields(value: bytes) -> list[dict[str, Any]]:
-    fields: list[dict[str, Any]] = tasks._row_fields(orjson.loads(value)["schema"])
+def _value_fields(slot: str, offset: int, value: bytes) -> list[dict[str, Any]]:
+    """The row fields of an event's embedded schema; a value without one (Avro, or
+    JsonConverter with schemas.enable=false) is an error naming where it is."""
+    try:
+        schema = orjson.loads(value)["schema"]
+        fields: list[dict[str, Any]] = tasks._row_fields(schema)
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, NotColumnar):
+        raise SourceOptionError(
+            f"headwater source: {slot} offset {offset}: the value is not a Debezium JSON "
+            "document with its schema (JsonConverter, schemas.enable=true); Avro values and "
+            "schemaless JSON are not read by this source") from None
     return fields
 
 
 def _probe(store: Store, slot: str, start: int, end: int) -> list[dict[str, Any]]:
     """The row fields of the first and last change event of a range (first's order, then the
     last's new fields)."""
-    first = next((v for _o, _k, v in store.records(slot, start, min(end, start + _PROBE))
+    first = next(((o, v) for o, _k, v in store.records(slot, start, min(end, start + _PROBE))
                   if v is not None), None)
     last = None
-    for _o, _k, v in store.records(slot, max(start, end - _PROBE), end):
-        last = v if v is not None else last
+    for o, _k, v in store.records(slot, max(start, end - _PROBE), end):
+        last = (o, v) if v is not None else last
     out: dict[str, dict[str, Any]] = {}
-    for value in (first, last):
-        if value is not None:
-            for f in _value_fields(value):
+    for found in (first, last):
+        if found is not None:
+            for f in _value_fields(slot, found[0], found[1]):
                 out.setdefault(f["field"], f)
     return list(out.values())
 

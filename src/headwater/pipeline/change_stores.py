@@ -158,7 +158,8 @@ class KafkaStore:
             out += [(slot, a, b) for a, b in itertools.pairwise(cuts) if b > a]
         return out
 
-    def records(self, slot: str, start: int, end: int) -> list[Record]:
+    def _fetch(self, slot: str, start: int, end: int) -> list[Record]:
+        """The records with the decoders' virtual offsets (`kafka_source.virtual_offset`)."""
         topic, partition = kafka_source.split_slot(slot)
         topics = self._topics(topic)
         try:
@@ -166,9 +167,13 @@ class KafkaStore:
         finally:
             topics.close()
 
+    def records(self, slot: str, start: int, end: int) -> list[Record]:
+        return [(o >> kafka_source.PARTITION_BITS, k, v)
+                for o, k, v in self._fetch(slot, start, end)]
+
     def decode(self, slot: str, start: int, end: int) -> pa.Table | None:
         topic, partition = kafka_source.split_slot(slot)
-        records = self.records(slot, start, end)
+        records = self._fetch(slot, start, end)
         try:
             table = _changelog(topic, columnar.decode_changelog(
                 topic, kafka_source.lines(records)), None)
