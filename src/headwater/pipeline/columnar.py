@@ -37,7 +37,7 @@ import pyarrow.json as pj
 from headwater.connectors.registry import EventOrder, event_order
 from headwater.pipeline import scan_kernel as kernel
 from headwater.pipeline.connect_types import field_type
-from headwater.pipeline.decode import PLACEHOLDER, Column, source_order
+from headwater.pipeline.decode import PLACEHOLDER, Column, TableChanges, source_order
 from headwater.pipeline.sequence_columns import NotColumnar as NotColumnar  # noqa: PLC0414 (re-exported)
 from headwater.topics import check
 from headwater.topics.damage import TopicLogDamaged
@@ -697,6 +697,31 @@ CHANGELOG_META = pa.schema([
     ("__ts_ms", pa.int64()), ("__lsn", pa.int64()), ("__tx_id", pa.string()),
     ("__snapshot", pa.string()), ("__offset", pa.int64()),
 ])
+
+
+def changelog_table(changes: TableChanges) -> pa.Table:
+    """The changelog rows of events decoded one by one (`decode.decode_topic`): the layout
+    `decode_changelog` gives column-wise, for batches outside its shape."""
+    columns = changes.column_list
+    meta: dict[str, list[Any]] = {name: [] for name in CHANGELOG_META.names}
+    data: dict[str, list[Any]] = {c.name: [] for c in columns}
+    for e in changes.events:
+        meta["__op"].append(e.op)
+        meta[SEQ].append(e.sequence)
+        meta["__source_ts_ms"].append(e.source_ts_ms)
+        meta["__ts_ms"].append(e.ts_ms)
+        meta["__lsn"].append(e.lsn)
+        meta["__tx_id"].append(None if e.tx_id is None else str(e.tx_id))
+        meta["__snapshot"].append(e.snapshot)
+        meta["__offset"].append(e.offset)
+        row = e.row or {}
+        for c in columns:
+            data[c.name].append(row.get(c.name))
+    return pa.Table.from_arrays(
+        [pa.array(meta[f.name], f.type) for f in CHANGELOG_META]
+        + [pa.array(data[c.name], c.type.arrow) for c in columns],
+        names=CHANGELOG_META.names + [c.name for c in columns],
+    )
 
 
 def decode_changelog(topic: str, lines: Lines) -> ColumnarChanges | None:

@@ -32,11 +32,11 @@ from deltalake.exceptions import TableNotFoundError
 
 from headwater.pipeline.change_frame import ChangeFrame
 from headwater.pipeline.columnar import (
-    CHANGELOG_META,
     OP,
     SEQ,
     TOAST_FLAG,
     ColumnarChanges,
+    changelog_table,
 )
 from headwater.pipeline.decode import ChangeEvent, Column, TableChanges
 from headwater.pipeline.net import NetChange
@@ -557,32 +557,6 @@ def net_table(net: list[NetChange], columns: list[Column], keys: tuple[str, ...]
         arrays.append(pa.array(flags[name], pa.bool_()))
         names.append(TOAST_FLAG + name)
     return pa.Table.from_arrays(arrays, names=names)
-
-
-def changelog_table(changes: TableChanges) -> pa.Table:
-    """Every event of a table's batch as a changelog row (`CHANGELOG_META`, then the row's
-    columns), as `columnar.decode_changelog` makes them column-wise."""
-    columns = changes.column_list
-    meta: dict[str, list[Any]] = {name: [] for name in CHANGELOG_META.names}
-    data: dict[str, list[Any]] = {c.name: [] for c in columns}
-    for e in changes.events:
-        meta["__op"].append(e.op)
-        meta[SEQ].append(e.sequence)
-        meta["__source_ts_ms"].append(e.source_ts_ms)
-        meta["__ts_ms"].append(e.ts_ms)
-        meta["__lsn"].append(e.lsn)
-        meta["__tx_id"].append(None if e.tx_id is None else str(e.tx_id))
-        meta["__snapshot"].append(e.snapshot)
-        meta["__offset"].append(e.offset)
-        row = e.row or {}
-        for c in columns:
-            data[c.name].append(row.get(c.name))
-    table = pa.Table.from_arrays(
-        [pa.array(meta[f.name], f.type) for f in CHANGELOG_META]
-        + [pa.array(data[c.name], c.type.arrow) for c in columns],
-        names=CHANGELOG_META.names + [c.name for c in columns],
-    )
-    return table
 
 
 def delta_tables(root: Path) -> list[Path]:

@@ -45,11 +45,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from headwater.pipeline.change_frame import ChangeFrame, from_columnar
-from headwater.pipeline.columnar import OP, SEQ, TOAST_FLAG, ColumnarChanges
+from headwater.pipeline.columnar import OP, SEQ, TOAST_FLAG, ColumnarChanges, changelog_table
 from headwater.pipeline.decode import ChangeEvent, Column, TableChanges
 from headwater.pipeline.delta_target import (
     EVOLUTION_MODES,
-    changelog_table,
     evolve,
     key_json_array,
     net_table,
