@@ -699,6 +699,8 @@ def test_programmatic_values_are_coerced() -> None:
         ("errors_max_retries", -1),
         ("money_fraction_digits", 2),
         ("headwater_pgoutput_streaming", True),
+        ("message_prefix_include_list", ()),
+        ("message_prefix_exclude_list", ()),
         ("retriable_restart_connector_wait_ms", 10_000),
         ("topic_heartbeat_prefix", "__debezium-heartbeat"),
         ("topic_naming_strategy", None),
@@ -1124,6 +1126,7 @@ EXCLUSIVE = [
     ("schema.include.list", "schema.exclude.list"),
     ("table.include.list", "table.exclude.list"),
     ("column.include.list", "column.exclude.list"),
+    ("message.prefix.include.list", "message.prefix.exclude.list"),
 ]
 
 

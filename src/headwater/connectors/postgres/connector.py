@@ -32,6 +32,7 @@ from headwater.connectors.postgres.catalog import (
 from headwater.connectors.postgres.config import PostgresConnectorConfig
 from headwater.connectors.postgres.connection import connect, qualified, quote_ident
 from headwater.connectors.postgres.incremental import PostgresChunkSource, PostgresIncrementalHook
+from headwater.connectors.postgres.messages import MessageCapture
 from headwater.connectors.postgres.pgoutput import format_lsn, parse_lsn
 from headwater.connectors.postgres.snapshot import PostgresSnapshotSource
 from headwater.connectors.postgres.streaming import PostgresStreamingSource, StreamingOptions
@@ -313,6 +314,8 @@ class PostgresConnector(RelationalConnector):
                 spill_dir=Path(cfg.headwater_topics_dir).parent / "spill",
                 processing_failure_mode=cfg.event_processing_failure_handling_mode,
                 converting_failure_mode=cfg.event_converting_failure_handling_mode,
+                messages=MessageCapture(self.database, cfg.binary_handling_mode,
+                                        cfg.message_filter()),
             ),
             metrics=self.metrics,
             incremental=self._incremental_hook(),
