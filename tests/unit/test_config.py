@@ -1126,7 +1126,6 @@ EXCLUSIVE = [
     ("schema.include.list", "schema.exclude.list"),
     ("table.include.list", "table.exclude.list"),
     ("column.include.list", "column.exclude.list"),
-    ("message.prefix.include.list", "message.prefix.exclude.list"),
 ]
 
 
@@ -1134,6 +1133,20 @@ EXCLUSIVE = [
 def test_include_and_exclude_are_exclusive(include: str, exclude: str) -> None:
     error = config_error({include: "a", exclude: "b"})
     assert f"'{include}' and '{exclude}' are mutually exclusive" in str(error)
+
+
+def test_message_prefix_lists_are_exclusive() -> None:
+    error = config_error({"message.prefix.include.list": "a", "message.prefix.exclude.list": "b"})
+    assert ("'message.prefix.include.list' and 'message.prefix.exclude.list' are mutually "
+            "exclusive") in str(error)
+
+
+def test_message_prefix_filter() -> None:
+    cfg = PostgresConnectorConfig(topic_prefix="p", database_hostname="h", database_user="u",
+                                  database_dbname="d", message_prefix_include_list=("keep\\..*",))
+    admits = cfg.message_filter().admits
+    assert (admits("keep.a"), admits("KEEP.b"), admits("keep"), admits("x.keep.a")) == (
+        True, True, False, False)
 
 
 @pytest.mark.parametrize(("include", "exclude"), EXCLUSIVE)
