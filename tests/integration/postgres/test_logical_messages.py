@@ -193,3 +193,85 @@ def test_a_message_in_a_streamed_transaction(env: Env) -> None:
     assert key == {"prefix": "mid"}
     assert value["source"]["txId"] == xid
     assert value["transaction"]["total_order"] == 3001
+
+
+# -- DecodeLogicalDecodingMessageContent (Debezium's DecodeLogicalDecodingMessageContentTest) --
+
+DECODE = {
+    "transforms": "decode",
+    "transforms.decode.type":
+        "io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent",
+}
+
+
+def _raw(env: Env) -> list[tuple[Any, Any]]:
+    return [(orjson.loads(r.key) if r.key is not None else None, orjson.loads(r.value))
+            for r in reader.read(env.topics, f"{env.prefix}.message", from_offset=0)]
+
+
+@pytest.mark.parametrize("null_include", [False, True])
+def test_decode_transform_makes_an_insert_of_the_content(env: Env, null_include: bool) -> None:
+    _require_14(env)
+    env.sql("CREATE TABLE t (id int PRIMARY KEY)")
+    cap = env.capture({**DECODE, "transforms.decode.fields.null.include": str(null_include)})
+    try:
+        _started(cap)
+        env.sql("""SELECT pg_logical_emit_message(true, 'foo',
+                   '{"bar": "baz", "qux": 9703, "quux": null}')""")
+        env.sql("SELECT pg_logical_emit_message(false, 'foo', '{}')")
+        env.sql("INSERT INTO t VALUES (1)")  # other events pass unchanged
+        wait_for(lambda: env.topics.exists() and len(list(events(
+            env.topics, f"{env.prefix}.public.t"))) == 1, what="the row")
+    finally:
+        cap.stop()
+    assert cap.error is None
+    (k1, v1), (k2, v2) = _raw(env)
+    assert k1 is None and k2 is None  # key and key schema cleared
+    for value in (v1, v2):
+        schema, payload = value["schema"], value["payload"]
+        assert schema["name"] == "io.debezium.connector.postgresql.MessageValue.Envelope"
+        assert [f["field"] for f in schema["fields"]] == [
+            "op", "ts_ms", "source", "transaction", "after"]
+        assert payload["op"] == "c" and "message" not in payload
+        assert (payload["source"]["schema"], payload["source"]["table"]) == ("", "")
+        assert payload["source"]["ts_ms"] is not None
+    assert v1["payload"]["source"]["txId"] is not None
+    assert v2["payload"]["source"]["txId"] is None
+    after_schema = v1["schema"]["fields"][-1]
+    if null_include:
+        assert v1["payload"]["after"] == {"bar": "baz", "qux": 9703, "quux": None}
+        assert [(f["field"], f["type"]) for f in after_schema["fields"]] == [
+            ("bar", "string"), ("qux", "int32"), ("quux", "bytes")]
+    else:
+        assert v1["payload"]["after"] == {"bar": "baz", "qux": 9703}
+        assert [(f["field"], f["type"]) for f in after_schema["fields"]] == [
+            ("bar", "string"), ("qux", "int32")]
+    assert v2["payload"]["after"] == {}
+    rows = [v for _, _, v in events(env.topics, f"{env.prefix}.public.t")]
+    assert rows[0]["op"] == "c" and rows[0]["after"] == {"id": 1}
+
+
+def test_decode_transform_fails_on_content_that_is_no_json(env: Env) -> None:
+    _require_14(env)
+    cap = env.capture(DECODE)
+    try:
+        _started(cap)
+        env.sql("SELECT pg_logical_emit_message(false, 'foo', '')")
+        wait_for(lambda: cap.error is not None, what="the transform to fail")
+    finally:
+        with pytest.raises(Exception,
+                           match="Unable to parse logical decoding message content JSON string ''"):
+            cap.stop()
+
+
+def test_decode_transform_needs_bytes_content(env: Env) -> None:
+    _require_14(env)
+    cap = env.capture({**DECODE, "binary.handling.mode": "base64"})
+    try:
+        _started(cap)
+        env.sql("SELECT pg_logical_emit_message(false, 'foo', '{}')")
+        wait_for(lambda: cap.error is not None, what="the transform to fail")
+    finally:
+        with pytest.raises(Exception,
+                           match="The content of a logical decoding message is non-binary"):
+            cap.stop()
