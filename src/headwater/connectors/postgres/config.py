@@ -169,6 +169,12 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     Property("slot.drop.on.stop", _B, False),
     Property("slot.max.retries", _I, 6, min_value=0),
     Property("slot.retry.delay.ms", _L, 10_000, min_value=0),
+    Property("offset.mismatch.strategy", _E, "no_validation",
+             allowed=("no_validation", "trust_offset", "trust_slot", "trust_greater_lsn"),
+             doc="stored offset vs the slot's position at start"),
+    Property("slot.seek.to.known.offset.on.start", _B, False,
+             deprecated="use offset.mismatch.strategy (true = trust_offset, false = "
+                        "no_validation)"),
     Property("status.update.interval.ms", _I, 10_000, min_value=1,
              doc="standby status update (LSN feedback) interval"),
     Property("publication.name", _S, "dbz_publication", validator=_identifier),
@@ -240,6 +246,16 @@ POSTGRES_CONFIG_DEF: Final = ConfigDef(
 )
 
 
+def _mismatch_strategy(c: ValidatedConfig) -> str:
+    """Debezium's resolveOffsetSlotMismatchStrategy: ``offset.mismatch.strategy`` if given,
+    else the deprecated ``slot.seek.to.known.offset.on.start`` (true = trust_offset)."""
+    if not c.is_set("offset.mismatch.strategy") and c.is_set(
+            "slot.seek.to.known.offset.on.start"):
+        return "trust_offset" if c.get_bool("slot.seek.to.known.offset.on.start") else (
+            "no_validation")
+    return c.get_str("offset.mismatch.strategy")
+
+
 # --------------------------------------------------------------------------------------------
 # Typed configuration
 
@@ -286,6 +302,8 @@ class PostgresConnectorConfig(RelationalConnectorConfig):
     headwater_pgoutput_streaming: bool = True
     message_prefix_include_list: tuple[str, ...] = ()
     message_prefix_exclude_list: tuple[str, ...] = ()
+    # Resolved with the deprecated slot.seek.to.known.offset.on.start (from_validated).
+    offset_mismatch_strategy: str = "no_validation"
     _schemas: NameFilter = field(default=NameFilter((), ()), init=False, repr=False,
                                  compare=False)
 
@@ -330,6 +348,7 @@ class PostgresConnectorConfig(RelationalConnectorConfig):
             headwater_pgoutput_streaming=c.get_bool("headwater.pgoutput.streaming"),
             message_prefix_include_list=c.get_list("message.prefix.include.list"),
             message_prefix_exclude_list=c.get_list("message.prefix.exclude.list"),
+            offset_mismatch_strategy=_mismatch_strategy(c),
         )
 
     # -- derived values -----------------------------------------------------------------------
