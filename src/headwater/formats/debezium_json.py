@@ -477,6 +477,7 @@ class DebeziumJsonFormat:
         tombstones = self.tombstones_on_delete
         delete = Op.DELETE
         update = Op.UPDATE
+        message_op = Op.MESSAGE
         context_headers = self._context_headers(records[0].context) if records else ()
         last_table: TableSchema | None = None
         plan: _TablePlan | None = None
@@ -488,7 +489,7 @@ class DebeziumJsonFormat:
                 self._render_other(record, out)
                 last_table = None  # the topic list may have been switched
                 continue
-            if record.op is Op.MESSAGE:
+            if record.op is message_op:
                 message = self.message_plan(record.table, record.context)
                 out.setdefault(message.topic, []).append(message.render(
                     record, source_payload(record), with_tx, context_headers))
