@@ -699,6 +699,9 @@ def test_programmatic_values_are_coerced() -> None:
         ("errors_max_retries", -1),
         ("money_fraction_digits", 2),
         ("headwater_pgoutput_streaming", True),
+        ("message_prefix_include_list", ()),
+        ("message_prefix_exclude_list", ()),
+        ("offset_mismatch_strategy", "no_validation"),
         ("retriable_restart_connector_wait_ms", 10_000),
         ("topic_heartbeat_prefix", "__debezium-heartbeat"),
         ("topic_naming_strategy", None),
@@ -1131,6 +1134,41 @@ EXCLUSIVE = [
 def test_include_and_exclude_are_exclusive(include: str, exclude: str) -> None:
     error = config_error({include: "a", exclude: "b"})
     assert f"'{include}' and '{exclude}' are mutually exclusive" in str(error)
+
+
+@pytest.mark.parametrize(("given", "strategy"), [
+    ({}, "no_validation"),
+    ({"slot.seek.to.known.offset.on.start": "true"}, "trust_offset"),
+    ({"slot.seek.to.known.offset.on.start": "false"}, "no_validation"),
+    ({"offset.mismatch.strategy": "trust_slot"}, "trust_slot"),
+    # The new property wins over the deprecated one (resolveOffsetSlotMismatchStrategy).
+    ({"offset.mismatch.strategy": "trust_greater_lsn",
+      "slot.seek.to.known.offset.on.start": "true"}, "trust_greater_lsn"),
+])
+def test_offset_mismatch_strategy(given: dict[str, str], strategy: str) -> None:
+    cfg, warnings = pg_raw(given, env={})
+    assert cfg.offset_mismatch_strategy == strategy
+    deprecated = "slot.seek.to.known.offset.on.start" in given
+    assert any("deprecated" in w and "offset.mismatch.strategy" in w for w in warnings) == (
+        deprecated)
+
+
+def test_offset_mismatch_strategy_values_are_checked() -> None:
+    assert "offset.mismatch.strategy" in str(config_error({"offset.mismatch.strategy": "x"}))
+
+
+def test_message_prefix_lists_are_exclusive() -> None:
+    error = config_error({"message.prefix.include.list": "a", "message.prefix.exclude.list": "b"})
+    assert ("'message.prefix.include.list' and 'message.prefix.exclude.list' are mutually "
+            "exclusive") in str(error)
+
+
+def test_message_prefix_filter() -> None:
+    cfg = PostgresConnectorConfig(topic_prefix="p", database_hostname="h", database_user="u",
+                                  database_dbname="d", message_prefix_include_list=("keep\\..*",))
+    admits = cfg.message_filter().admits
+    assert (admits("keep.a"), admits("KEEP.b"), admits("keep"), admits("x.keep.a")) == (
+        True, True, False, False)
 
 
 @pytest.mark.parametrize(("include", "exclude"), EXCLUSIVE)

@@ -137,3 +137,14 @@ def test_every_interleaving_of_a_small_history_gives_the_same_final_state() -> N
         evs = history + rng.sample(history, 3)
         rng.shuffle(evs)
         assert final_state(evs) == want
+
+
+def test_logical_decoding_messages_are_no_row_changes() -> None:
+    """`<topic.prefix>.message` matches a pipeline's `<prefix>.*` topics: its op m events are
+    skipped, an unknown op still fails."""
+    message = orjson.dumps({"schema": {"type": "struct", "fields": []}, "payload": {
+        "op": "m", "ts_ms": 1, "source": {"lsn": 5}, "transaction": None,
+        "message": {"prefix": "p", "content": "eA=="}}})
+    assert decode_topic("s.message", [(0, b'{"prefix":"p"}', message)]).events == []
+    with pytest.raises(ValueError, match="unknown op 'x'"):
+        decode_topic("s.message", [(0, None, message.replace(b'"op":"m"', b'"op":"x"'))])

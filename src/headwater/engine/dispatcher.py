@@ -188,13 +188,15 @@ class EventDispatcher:
         self.in_tx = False
         self.track_tx = self.tx_metadata and self.options.implicit_transactions
 
-    def _tx(self, table: TableSchema) -> TxInfo:
-        """The transaction block of the next emitted event of `table` (counts it)."""
+    def _tx(self, table: TableSchema, name: str | None = None) -> TxInfo:
+        """The transaction block of the next emitted event of `table` (counts it under
+        `name`, by default the table's collection name)."""
         if self.tx_total == 0 and not self.replaying:
             self.pending.append(TransactionEvent(
                 self.context, "BEGIN", self.tx_id, self.tx_ts_ms, None, None, self.tx_position))
         self.tx_total += 1
-        name = self.collection_name(table.id)
+        if name is None:
+            name = self.collection_name(table.id)
         count = self.tx_counts.get(name, 0) + 1
         self.tx_counts[name] = count
         return _new(TxInfo, (self.tx_id, self.tx_total, count))
@@ -242,6 +244,20 @@ class EventDispatcher:
         if self.skip_t:
             return
         self._emit_record(table, _TRUNCATE, None, None, ts_ms, position, None)
+
+    def message(self, table: TableSchema, content: tuple[Any, ...], ts_ms: int, position: Any,
+                transactional: str | None) -> None:
+        """A logical decoding message (op ``m``, Debezium's LogicalDecodingMessageMonitor).
+
+        `transactional` is the data collection it is counted under in its transaction's
+        metadata, or None for a non-transactional message: that one has no transaction block
+        and opens no BEGIN (Debezium finds no transaction id for it)."""
+        tx = self._tx(table, transactional) if transactional and self.track_tx else None
+        if self.replaying:
+            return
+        self.pending.append(_new(ChangeRecord, (
+            self.context, table, Op.MESSAGE, None, content, ts_ms, int(time.time() * 1000),
+            _STREAMING, position, tx, None)))
 
     def filtered(self) -> None:
         """A change of a table the filters leave out (counted, as Debezium does)."""

@@ -28,6 +28,7 @@ from headwater.converters.base import Converter
 from headwater.converters.headers import SimpleHeaderConverter
 from headwater.engine.topic_naming import DEFAULT_STRATEGY, SCHEMA_STRATEGY, TopicNaming
 from headwater.formats.connect_json import avro_name, json_default, schema_to_json
+from headwater.formats.message_events import MessagePlan
 from headwater.model.record import (
     ABSENT,
     UNCHANGED_TOAST,
@@ -334,6 +335,7 @@ class DebeziumJsonFormat:
         self.provide_transaction_metadata = provide_transaction_metadata
         self._plans: dict[int, tuple[TableSchema, _TablePlan]] = {}
         self._document_plans: dict[int, tuple[TableSchema, _DocumentPlan]] = {}
+        self._message_plans: dict[int, tuple[TableSchema, MessagePlan]] = {}
 
     def naming(self, context: SourceContext, table: TableId | None = None) -> TopicNaming:
         if self.topic_naming is not None:
@@ -381,6 +383,16 @@ class DebeziumJsonFormat:
             return cached[1]
         plan = _DocumentPlan(table, context, self)
         self._document_plans[id(table)] = (table, plan)
+        return plan
+
+    def message_plan(self, table: TableSchema, context: SourceContext) -> MessagePlan:
+        """The plan of logical decoding message events (op ``m``, formats/message_events.py)."""
+        cached = self._message_plans.get(id(table))
+        if cached is not None and cached[0] is table:
+            return cached[1]
+        plan = MessagePlan(table, context, self.source_block.schema, TRANSACTION_BLOCK_SCHEMA,
+                           self.key_schemas, self.value_schemas)
+        self._message_plans[id(table)] = (table, plan)
         return plan
 
     def _row(self, plan: _TablePlan, values: tuple[Any, ...] | None) -> dict[str, Any] | None:
@@ -465,6 +477,7 @@ class DebeziumJsonFormat:
         tombstones = self.tombstones_on_delete
         delete = Op.DELETE
         update = Op.UPDATE
+        message_op = Op.MESSAGE
         context_headers = self._context_headers(records[0].context) if records else ()
         last_table: TableSchema | None = None
         plan: _TablePlan | None = None
@@ -475,6 +488,12 @@ class DebeziumJsonFormat:
             if type(record) is not ChangeRecord:
                 self._render_other(record, out)
                 last_table = None  # the topic list may have been switched
+                continue
+            if record.op is message_op:
+                message = self.message_plan(record.table, record.context)
+                out.setdefault(message.topic, []).append(message.render(
+                    record, source_payload(record), with_tx, context_headers))
+                last_table = None  # the topic list was switched
                 continue
             table = record.table
             if table is not last_table:
@@ -606,6 +625,12 @@ class DebeziumJsonFormat:
                 continue
             assert isinstance(record, ChangeRecord)
             ctx_headers = self._connect_context_headers(record.context)
+            if record.op is Op.MESSAGE:
+                out.append(self.message_plan(record.table, record.context).connect(
+                    record, {k: v.value if isinstance(v, enum.Enum) else v
+                             for k, v in source_payload(record).items()},
+                    with_tx, ctx_headers))
+                continue
             if record.table.attributes.get(_ENVELOPE) == _DOCUMENT:
                 self.document_plan(record.table, record.context).connect(
                     record, {k: v.value if isinstance(v, enum.Enum) else v

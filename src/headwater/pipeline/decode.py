@@ -207,6 +207,8 @@ def decode_topic(
         where = f"topic {topic} offset {offset}"
         schema, payload = _envelope(value_doc, schema_cache, where)
         op = payload.get("op")
+        if op == "m":
+            continue  # a logical decoding message (<topic.prefix>.message): no row change
         if op not in ("c", "u", "d", "r", "t"):
             raise UndecodableValueError(f"{where}: unknown op {op!r}")
         source = payload.get("source") or {}

@@ -38,6 +38,7 @@ TRANSFORMS: Final[dict[str, str]] = {
     "io.debezium.transforms.EnforceRecordSize": _T + "enforce_record_size:EnforceRecordSize",
     "io.debezium.connector.mongodb.transforms.ExtractNewDocumentState":
         _T + "extract_new_document:ExtractNewDocumentState",
+    "io.debezium.connector.postgresql.transforms.DecodeLogicalDecodingMessageContent": _T + "decode_message_content:DecodeLogicalDecodingMessageContent",  # noqa: E501
     _KAFKA + "RegexRouter": _T + "kafka:RegexRouter",
     _KAFKA + "ReplaceField$Value": _T + "kafka:replace_field_value",
     _KAFKA + "ReplaceField$Key": _T + "kafka:replace_field_key",

@@ -18,8 +18,10 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from headwater.config.connector_common import NameFilter
 from headwater.connectors.postgres import streaming
 from headwater.connectors.postgres.catalog import TableInfo
+from headwater.connectors.postgres.messages import MessageCapture
 from headwater.connectors.postgres.pgoutput import PG_EPOCH_OFFSET_US
 from headwater.connectors.postgres.position import PostgresPosition
 from headwater.connectors.postgres.streaming import PostgresStreamingSource, StreamingOptions
@@ -214,6 +216,7 @@ def run(
     skipped: frozenset[str] = frozenset(),
     ack: Callable[[PostgresStreamingSource, Batch], None] | None = None,
     on_read: Callable[[FakeCursor, bytes], None] | None = None,
+    messages: MessageCapture | None = None,
 ) -> Run:
     stop = threading.Event()
     cur = FakeCursor(script, stop)
@@ -228,7 +231,7 @@ def run(
         options=StreamingOptions(
             max_batch_size=max_batch, status_interval_s=60, skipped_operations=skipped,
             transaction_metadata=metadata, pgoutput_streaming=streaming_on,
-            spill_dir=tmp_path / "spill"),
+            spill_dir=tmp_path / "spill", messages=messages),
         metrics=CaptureMetrics(),
     )
     batches: list[Batch] = []
@@ -408,6 +411,26 @@ def test_aborted_subtransaction_drops_only_its_changes(tmp_path: Path) -> None:
     changes = [rec for rec in r.records if isinstance(rec, ChangeRecord)]
     assert [rec.after for rec in changes] == [(1, "a"), (5, "e")]
     assert [rec.tx.total_order for rec in changes] == [1, 2]  # as protocol 1 numbers them
+
+
+def test_messages_follow_their_subtransaction(tmp_path: Path) -> None:
+    # BEGIN; INSERT 1; emit 'keep'; SAVEPOINT a (701); INSERT 2; emit 'drop'; ROLLBACK TO a;
+    # emit 'late'; COMMIT.  The server sends every message with the top-level xid.
+    script: list[tuple[bytes, int] | None] = [
+        (s_start(X, True), 100), (relation(xid=X), 100), (insert("1", "a", xid=X), 101),
+        (message(b"keep", X), 102), (insert("2", "b", xid=701), 103),
+        (message(b"drop", X), 104), (S_STOP, 104),
+        (s_abort(X, 701), 110),
+        (s_start(X, False), 111), (message(b"late", X), 111), (S_STOP, 111),
+        (s_commit(X, 200, 210), 210),
+    ]
+    capture = MessageCapture("db", "bytes", NameFilter((), ()))
+    r = run(script, tmp_path, metadata=True, messages=capture)
+    changes = [rec for rec in r.records if isinstance(rec, ChangeRecord)]
+    assert [(rec.op.value, rec.after) for rec in changes] == [
+        ("c", (1, "a")), ("m", ("keep", b"hi")), ("m", ("late", b"hi"))]
+    assert [rec.tx.total_order for rec in changes if rec.tx] == [1, 2, 3]
+    assert {rec.position.tx_id for rec in changes} == {X}
 
 
 def test_relation_inside_a_stream_applies_at_its_place_in_the_replay(tmp_path: Path) -> None:

@@ -62,6 +62,7 @@ from headwater.config.definition import (
     ConfigValue,
     Property,
     ValidatedConfig,
+    regex_list_validator,
 )
 from headwater.config.output import check_output
 from headwater.config.secrets import Secret
@@ -168,6 +169,12 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     Property("slot.drop.on.stop", _B, False),
     Property("slot.max.retries", _I, 6, min_value=0),
     Property("slot.retry.delay.ms", _L, 10_000, min_value=0),
+    Property("offset.mismatch.strategy", _E, "no_validation",
+             allowed=("no_validation", "trust_offset", "trust_slot", "trust_greater_lsn"),
+             doc="stored offset vs the slot's position at start"),
+    Property("slot.seek.to.known.offset.on.start", _B, False,
+             deprecated="use offset.mismatch.strategy (true = trust_offset, false = "
+                        "no_validation)"),
     Property("status.update.interval.ms", _I, 10_000, min_value=1,
              doc="standby status update (LSN feedback) interval"),
     Property("publication.name", _S, "dbz_publication", validator=_identifier),
@@ -196,6 +203,10 @@ PROPERTIES: Final[tuple[Property, ...]] = (
              doc="value of unchanged TOASTed columns; 'hex:' prefix = hex-encoded bytes"),
     Property("money.fraction.digits", _I, 2, min_value=0, max_value=38,
              doc="scale of money values with decimal.handling.mode=precise"),
+    Property("message.prefix.include.list", _LIST, validator=regex_list_validator,
+             doc=relational.DOC_REGEX + "logical decoding message prefix (op m events)"),
+    Property("message.prefix.exclude.list", _LIST, validator=regex_list_validator,
+             doc=relational.DOC_REGEX + "logical decoding message prefix (op m events)"),
     # -- heartbeats, retries, runtime, signals ----------------------------------------------
     *relational.OPERATION_PROPERTIES,
     Property("headwater.pgoutput.streaming", _B, True,
@@ -211,8 +222,7 @@ IGNORED: Final[Mapping[str, str]] = {
         "snapshot.locking.mode", "snapshot.custom.class", "database.sslfactory",
         "database.query.timeout.ms", "table.ignore.builtin", "xmin.fetch.interval.ms",
         "lsn.flush.mode", "flush.lsn.source", "publish.via.partition.root",
-        "replica.identity.autoset.values", "message.prefix.include.list",
-        "message.prefix.exclude.list", "query.fetch.size",
+        "replica.identity.autoset.values", "query.fetch.size",
     )
 } | {
     "database.whitelist": "not a PostgreSQL connector property; use schema.include.list or "
@@ -228,11 +238,22 @@ POSTGRES_CONFIG_DEF: Final = ConfigDef(
     ignored=IGNORED,
     ignored_patterns=(*relational.IGNORED_PATTERNS,
                       (r"snapshot\.mode\.configuration\.based\..+", relational.NOT_IMPLEMENTED)),
-    exclusive=relational.exclusive_lists("schema"),
+    exclusive=(*relational.exclusive_lists("schema"),
+               ("message.prefix.include.list", "message.prefix.exclude.list")),
     checks=(check_queue, check_output, relational.check_tasks("PostgreSQL"),
             relational.check_heartbeat),
     pattern_properties=relational.PATTERN_PROPERTIES,
 )
+
+
+def _mismatch_strategy(c: ValidatedConfig) -> str:
+    """Debezium's resolveOffsetSlotMismatchStrategy: ``offset.mismatch.strategy`` if given,
+    else the deprecated ``slot.seek.to.known.offset.on.start`` (true = trust_offset)."""
+    if not c.is_set("offset.mismatch.strategy") and c.is_set(
+            "slot.seek.to.known.offset.on.start"):
+        return "trust_offset" if c.get_bool("slot.seek.to.known.offset.on.start") else (
+            "no_validation")
+    return c.get_str("offset.mismatch.strategy")
 
 
 # --------------------------------------------------------------------------------------------
@@ -279,6 +300,10 @@ class PostgresConnectorConfig(RelationalConnectorConfig):
     unavailable_value_placeholder: str = "__debezium_unavailable_value"
     money_fraction_digits: int = 2
     headwater_pgoutput_streaming: bool = True
+    message_prefix_include_list: tuple[str, ...] = ()
+    message_prefix_exclude_list: tuple[str, ...] = ()
+    # Resolved with the deprecated slot.seek.to.known.offset.on.start (from_validated).
+    offset_mismatch_strategy: str = "no_validation"
     _schemas: NameFilter = field(default=NameFilter((), ()), init=False, repr=False,
                                  compare=False)
 
@@ -321,6 +346,9 @@ class PostgresConnectorConfig(RelationalConnectorConfig):
             unavailable_value_placeholder=c.get_str("unavailable.value.placeholder"),
             money_fraction_digits=c.get_int("money.fraction.digits"),
             headwater_pgoutput_streaming=c.get_bool("headwater.pgoutput.streaming"),
+            message_prefix_include_list=c.get_list("message.prefix.include.list"),
+            message_prefix_exclude_list=c.get_list("message.prefix.exclude.list"),
+            offset_mismatch_strategy=_mismatch_strategy(c),
         )
 
     # -- derived values -----------------------------------------------------------------------
@@ -343,6 +371,11 @@ class PostgresConnectorConfig(RelationalConnectorConfig):
     def schema_filter(self, schema: str) -> bool:
         """Whether ``schema`` is captured (system schemas never are)."""
         return not is_system_schema(schema) and self._schemas.admits(schema)
+
+    def message_filter(self) -> NameFilter:
+        """Which logical decoding message prefixes are emitted (Debezium's
+        LogicalDecodingMessageFilter: an include list, else an exclude list)."""
+        return NameFilter(self.message_prefix_include_list, self.message_prefix_exclude_list)
 
     def table_filter(self, schema: str, table: str) -> bool:
         """Whether ``schema.table`` is captured.

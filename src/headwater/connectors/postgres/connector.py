@@ -32,7 +32,13 @@ from headwater.connectors.postgres.catalog import (
 from headwater.connectors.postgres.config import PostgresConnectorConfig
 from headwater.connectors.postgres.connection import connect, qualified, quote_ident
 from headwater.connectors.postgres.incremental import PostgresChunkSource, PostgresIncrementalHook
+from headwater.connectors.postgres.messages import MessageCapture
 from headwater.connectors.postgres.pgoutput import format_lsn, parse_lsn
+from headwater.connectors.postgres.slot_offset import (
+    advance_slot,
+    offset_behind_slot,
+    slot_ahead_of_offset,
+)
 from headwater.connectors.postgres.snapshot import PostgresSnapshotSource
 from headwater.connectors.postgres.streaming import PostgresStreamingSource, StreamingOptions
 from headwater.connectors.postgres.tables import (
@@ -97,9 +103,24 @@ class PostgresConnector(RelationalConnector):
         mode = cfg.snapshot_mode
         snapshotter = snapshotter_for(mode)
         completed = bool(offset and offset.get("snapshot_completed"))
+        stored = offset.get("lsn") if offset is not None else None
+        slot_ahead = (slot is not None and stored is not None and slot_ahead_of_offset(
+            cfg.offset_mismatch_strategy, int(stored), slot["restart_lsn"]))
         need_snapshot = snapshotter.reads_data(
-            completed, position_readable=slot is not None and not slot["lost"])
+            completed,
+            position_readable=slot is not None and not slot["lost"] and not slot_ahead)
         stream = snapshotter.streams
+        if slot_ahead and not need_snapshot:
+            assert slot is not None and stored is not None
+            restart = format_lsn(slot["restart_lsn"])
+            raise PostgresConnectorError(
+                f"replication slot {cfg.slot_name!r} needs WAL from {restart} on, after the "
+                f"stored offset {format_lsn(int(stored))}: the slot was re-created or moved, and "
+                "the changes in between are lost to it (offset.mismatch.strategy="
+                f"{cfg.offset_mismatch_strategy}). "
+                "Re-snapshot with snapshot.mode=when_needed or always, or set "
+                "offset.mismatch.strategy=trust_slot to go on from the slot's position"
+            )
         if slot is not None and slot["lost"] and not need_snapshot:
             raise PostgresConnectorError(
                 f"replication slot {cfg.slot_name!r} was invalidated by the server (its WAL was "
@@ -158,6 +179,11 @@ class PostgresConnector(RelationalConnector):
             offset = {"lsn": cp, "snapshot_completed": False}
         elif offset is None:
             offset = {"lsn": slot["confirmed_flush_lsn"], "snapshot_completed": False}
+        else:
+            strategy = cfg.offset_mismatch_strategy
+            confirmed = slot["confirmed_flush_lsn"]
+            advance_slot(cur, cfg.slot_name, strategy, int(offset["lsn"]), confirmed)
+            offset = offset_behind_slot(strategy, offset, confirmed)
         self._start_offset = offset
         return StartPlan(None, _OffsetStreaming(self._streaming_source(), offset))
 
@@ -236,14 +262,15 @@ class PostgresConnector(RelationalConnector):
     def _slot_state(self, cur: Any) -> dict[str, Any] | None:
         cfg = self.config
         cur.execute(
-            "SELECT plugin, database, active, active_pid, confirmed_flush_lsn::text, wal_status "
+            "SELECT plugin, database, active, active_pid, confirmed_flush_lsn::text, wal_status, "
+            "restart_lsn::text "
             "FROM pg_replication_slots WHERE slot_name = %s",
             (cfg.slot_name,),
         )
         row = cur.fetchone()
         if row is None:
             return None
-        plugin, database, active, pid, confirmed, wal_status = row
+        plugin, database, active, pid, confirmed, wal_status, restart = row
         if plugin != "pgoutput":
             raise PostgresConnectorError(
                 f"replication slot {cfg.slot_name!r} uses plugin {plugin!r}, not pgoutput; "
@@ -259,6 +286,7 @@ class PostgresConnector(RelationalConnector):
             "active": bool(active),
             "active_pid": pid,
             "confirmed_flush_lsn": parse_lsn(confirmed) if confirmed else 0,
+            "restart_lsn": parse_lsn(restart) if restart else 0,
         }
 
     def _create_slot(self, *, export: bool) -> tuple[int, str]:
@@ -313,6 +341,8 @@ class PostgresConnector(RelationalConnector):
                 spill_dir=Path(cfg.headwater_topics_dir).parent / "spill",
                 processing_failure_mode=cfg.event_processing_failure_handling_mode,
                 converting_failure_mode=cfg.event_converting_failure_handling_mode,
+                messages=MessageCapture(self.database, cfg.binary_handling_mode,
+                                        cfg.message_filter()),
             ),
             metrics=self.metrics,
             incremental=self._incremental_hook(),

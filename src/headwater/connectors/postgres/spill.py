@@ -53,6 +53,18 @@ same table in the surviving part may come without a Relation message of its own.
 aborted subtransaction had changed the table's definition, the server re-sends the Relation
 before its next use, and the later message wins at replay.
 
+Logical decoding messages
+-------------------------
+A transactional message (``pg_logical_emit_message(true, ...)``) emitted under a savepoint
+arrives with the *top-level* xid (seen on PostgreSQL 15; pgoutput sends the xid of the
+top-level transaction it is called with).  Written under that xid it would stop the backwards
+walk of a later subtransaction abort, and keep that subtransaction's earlier changes.  So a
+message is filed under the subxid of the change written just before it in the transaction (the
+top-level xid if none): a message emitted before a savepoint is kept when it rolls back, one
+emitted inside it after one of its changes is dropped with it.  What cannot be told apart is a
+message emitted inside a subtransaction before its first change: it is filed under the parent
+and kept if the subtransaction rolls back (docs/compatibility.md).
+
 Lifecycle
 ---------
 `open` takes an exclusive lock on the directory (one capture process per directory) and deletes
@@ -89,6 +101,7 @@ _TAIL_SIZE = _TAIL.size
 _FRAME = _HEAD_SIZE + _TAIL_SIZE  # record size = n + _FRAME
 _XID_TYPE = struct.Struct("!BI")  # type byte + in-stream xid at the start of a streamed message
 _RELATION = ord("R")
+_MESSAGE = ord("M")
 
 
 def default_spill_root() -> Path:
@@ -113,11 +126,14 @@ _xid_type = _XID_TYPE.unpack_from
 class _Spilled:
     """What memory keeps of one streamed transaction."""
 
-    __slots__ = ("path", "size")
+    __slots__ = ("last_sub", "path", "size")
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, xid: int) -> None:
         self.path = path
         self.size = 0  # bytes in the file (updated at the end of each segment)
+        # The subxid of the last change written: a logical decoding message is filed under it
+        # (see "Logical decoding messages" above).
+        self.last_sub = xid
 
 
 class SpillBuffer:
@@ -215,7 +231,7 @@ class SpillBuffer:
                 "received in this session"
             )
         if tx is None or first_segment:
-            tx = self._txs[xid] = _Spilled(self.path(xid))
+            tx = self._txs[xid] = _Spilled(self.path(xid), xid)
             mode = "wb"
         else:
             mode = "ab"
@@ -226,6 +242,12 @@ class SpillBuffer:
     def append(self, data: bytes, data_start: int) -> None:
         """One data message of the segment, as received (with its in-stream xid)."""
         kind, subxid = _xid_type(data)
+        tx = self._current
+        if tx is not None:
+            if kind == _MESSAGE:
+                subxid = tx.last_sub
+            else:
+                tx.last_sub = subxid
         n = len(data) - 4
         # One write of one bytes object is the fastest way through a BufferedWriter.
         self._write(_head(n, subxid, data_start, kind) + data[5:] + _tail(kind, subxid, n))
@@ -272,11 +294,11 @@ class SpillBuffer:
             raise SpillError("Stream Abort inside a stream segment")
         fd = os.open(tx.path, os.O_RDWR)
         try:
-            return self._drop_suffix(fd, tx, subxid)
+            return self._drop_suffix(fd, tx, xid, subxid)
         finally:
             os.close(fd)
 
-    def _drop_suffix(self, fd: int, tx: _Spilled, subxid: int) -> int:
+    def _drop_suffix(self, fd: int, tx: _Spilled, xid: int, subxid: int) -> int:
         end = tx.size
         pos = end
         buf = b""
@@ -290,6 +312,7 @@ class SpillBuffer:
                 buf = os.pread(fd, pos - buf_start, buf_start)
             kind, sub, n = _TAIL.unpack_from(buf, pos - _TAIL_SIZE - buf_start)
             if _precedes(sub, subxid):
+                tx.last_sub = sub
                 break
             start = pos - n - _FRAME
             if kind == _RELATION:
@@ -297,6 +320,8 @@ class SpillBuffer:
             else:
                 dropped += 1
             pos = start
+        if pos == 0:
+            tx.last_sub = xid
         if not dropped:
             return 0
         saved = [os.pread(fd, stop - start, start) for start, stop in reversed(kept)]

@@ -64,6 +64,11 @@ from psycopg2.extras import REPLICATION_LOGICAL
 
 from headwater.connectors.postgres import pgoutput
 from headwater.connectors.postgres.incremental import PostgresIncrementalHook
+from headwater.connectors.postgres.messages import (
+    MESSAGE_COLLECTION,
+    MESSAGES_MIN_SERVER_VERSION,
+    MessageCapture,
+)
 from headwater.connectors.postgres.position import PostgresPosition
 from headwater.connectors.postgres.spill import SpillBuffer, SpillError, default_spill_root
 from headwater.connectors.postgres.tables import IncomingColumn, TableCodec
@@ -186,8 +191,11 @@ class StreamingOptions:
         spill_dir: Path | None = None,
         processing_failure_mode: str = "fail",
         converting_failure_mode: str = "fail",
+        messages: MessageCapture | None = None,
     ) -> None:
         self.max_batch_size = max_batch_size
+        # Logical decoding messages (op m); None: the slot is read without them.
+        self.messages = messages
         self.status_interval_s = max(0.5, status_interval_s)
         # What the engine's dispatcher does with the decoded changes.
         self.dispatch = DispatchOptions(
@@ -323,6 +331,9 @@ class PostgresStreamingSource:
         if streaming:
             options = {"proto_version": "2", "publication_names": self.publication_name,
                        "streaming": "on"}
+        version = int(getattr(self.conn, "server_version", 0) or 0)
+        if self.options.messages is not None and version >= MESSAGES_MIN_SERVER_VERSION:
+            options["messages"] = "true"  # as Debezium asks from PostgreSQL 14 on
         cur.start_replication(
             slot_name=self.slot_name,
             slot_type=REPLICATION_LOGICAL,
@@ -362,10 +373,10 @@ def old_image(
 _BEGIN = struct.Struct("!QqI")  # final (commit) LSN, commit time, xid
 _COMMIT = struct.Struct("!BQQq")  # flags, commit LSN, end LSN, commit time
 # Data messages of a stream segment that reach the spill file (with their in-stream xid):
-# Insert, Update, Delete, Truncate, Relation.  Type and logical decoding messages carry nothing
-# we emit, and an Origin message (no xid) may follow Stream Start.
-_SPILLED = frozenset(b"IUDTR")
-_NOT_SPILLED = frozenset(b"YMO")
+# Insert, Update, Delete, Truncate, Relation and (transactional) logical decoding messages.
+# Type messages carry nothing we emit, and an Origin message (no xid) may follow Stream Start.
+_SPILLED = frozenset(b"IUDTRM")
+_NOT_SPILLED = frozenset(b"YO")
 _STREAM_STOP = ord("E")
 
 
@@ -561,7 +572,9 @@ class _Loop:
                 read = self.stream_commit(m)
             elif kind is pgoutput.StreamAbort:
                 self.stream_abort(m)
-            # Type, Origin and logical decoding messages carry nothing to emit here.
+            elif kind is pgoutput.LogicalMessage:
+                self.message(m, msg.data_start)
+            # Type and Origin messages carry nothing to emit here.
 
     # -- transactions ------------------------------------------------------------------------
     def begin(self, m: Any) -> None:
@@ -610,6 +623,48 @@ class _Loop:
             return
         self.last_commit_lsn = self.commit_lsn
         self.last_index = self.tx_index
+
+    def message(self, m: pgoutput.LogicalMessage, data_start: int) -> None:
+        """A logical decoding message: an op m event if its prefix passes the filters.
+
+        A transactional one is a data message of its transaction (commit time, xid,
+        ``tx_index`` and the restart skip rule of its rows).  A non-transactional one stands
+        alone between transactions: no xid, the time it is read as source time, and once it
+        is durable the slot may move past it (so a restart does not send it again)."""
+        capture = self.options.messages
+        if capture is None:  # the slot was read without `messages`: cannot happen
+            return
+        if m.transactional:
+            self.tx_index += 1
+            replay = self.skipping and (
+                self.commit_lsn < self.skip_commit  # type: ignore[operator]
+                or (self.commit_lsn == self.skip_commit and self.tx_index <= self.skip_index))
+        else:
+            replay = False
+        dispatcher = self.dispatcher
+        if not capture.admits(m.prefix):
+            dispatcher.filtered()
+        else:
+            content = (m.prefix, capture.encode(m.content))
+            if m.transactional:
+                dispatcher.replaying = replay
+                pos = PostgresPosition(data_start, self.commit_lsn, self.prev_commit, self.xid)
+                dispatcher.message(capture.table, content, self.ts_ms, pos, MESSAGE_COLLECTION)
+                dispatcher.replaying = False
+            else:
+                pos = PostgresPosition(data_start, m.lsn, self.prev_commit, None)
+                dispatcher.message(capture.table, content, int(time.time() * 1000), pos, None)
+        if m.transactional:
+            if not replay:
+                self.last_commit_lsn = self.commit_lsn
+                self.last_index = self.tx_index
+        elif not self.in_tx:
+            # Nothing before it is pending: resume (and confirm) past it.
+            self.resume_lsn = max(self.resume_lsn, m.lsn + 1)
+            self.received_end = max(self.received_end, m.lsn + 1)
+            self.ack = self.resume_lsn
+        if dispatcher.full:
+            self.emit()
 
     def update(self, codec: TableCodec, m: Any, pos: PostgresPosition) -> None:
         dispatcher = self.dispatcher
