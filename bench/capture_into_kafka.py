@@ -9,7 +9,8 @@ created beforehand, so both captures read exactly the same WAL.  Then:
 - `headwater run` with headwater.topics.store=kafka into a three-node Apache Kafka 4.4 cluster
   on this machine (headwater.testing.kafka_cluster: KRaft, replication factor 3,
   min.insync.replicas=2; topic.creation.default.partitions=--partitions), idempotent producer,
-  acks=all, each batch flushed before its offset is stored;
+  acks=all, produced asynchronously, each batch's offset stored once the brokers acknowledged
+  it and every batch before it (as Kafka Connect's source tasks);
 - the pipeline (SCD1 into Delta, Trigger.AvailableNow) from the local log, then from Kafka.
 
 Prints events/s of each and the Kafka figures as ratios of the same run's local-log figures.

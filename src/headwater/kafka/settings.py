@@ -224,8 +224,10 @@ class KafkaSettings:
         return self.store == "kafka" or self.offset_topic is not None
 
     def producer_config(self) -> dict[str, str]:
-        """The topic store's producer: idempotent, acks=all, Java's key partitioning."""
-        return {**self.common, "linger.ms": "5", **self.producer,
+        """The topic store's producer: idempotent, acks=all, Java's key partitioning; at most
+        Java's default `buffer.memory` (32 MiB) of unacknowledged records unless set."""
+        return {**self.common, "linger.ms": "5", "queue.buffering.max.kbytes": "32768",
+                **self.producer,
                 "enable.idempotence": "true", "acks": "all", "partitioner": "murmur2_random"}
 
     def consumer_config(self, group: str | None = None) -> dict[str, str]:
