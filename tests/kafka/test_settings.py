@@ -90,3 +90,10 @@ def test_invalid_or_unused_settings_are_errors(props: dict[str, str], message: s
     with pytest.raises(ConfigError, match=message):
         kafka_settings(props, "c")
 
+
+
+def test_unacknowledged_records_are_bounded_by_java_buffer_memory() -> None:
+    base = {"headwater.topics.store": "kafka", "bootstrap.servers": "b:9092"}
+    assert kafka_settings(base, "c").producer_config()["queue.buffering.max.kbytes"] == "32768"
+    own = kafka_settings({**base, "producer.buffer.memory": "1048576"}, "c")
+    assert own.producer_config()["queue.buffering.max.kbytes"] == "1024"
