@@ -1,6 +1,7 @@
-"""KafkaTopicWriter's asynchronous deliveries, with a producer whose delivery reports the test
-hands out: a batch's offset callback runs only once every record of it and of every batch
-before it is acknowledged, in append order, and never after a failed delivery."""
+"""KafkaTopicWriter's asynchronous deliveries, with a producer whose acknowledgements the test
+hands out: a batch's offset callback runs only once every record appended before it is
+acknowledged, callbacks in append order, a flush at most FLUSH_EVERY_S apart under load, and
+never an offset after a failed delivery."""
 
 from __future__ import annotations
 
@@ -23,32 +24,44 @@ class _Msg:
 
 
 class FakeProducer:
-    """Holds every produced record's delivery report until `deliver` hands it out (librdkafka
-    serves reports inside poll/flush; this one serves those `deliver` released)."""
+    """librdkafka's contract as the writer uses it: `len` counts records not acknowledged
+    (or failed with an unserved report); only failures are reported, inside poll/flush.
+    `acknowledge`/`fail` stand for the brokers; `flush` acknowledges everything unless
+    `stuck`."""
 
-    def __init__(self, _conf: dict[str, str]) -> None:
-        self.sent: list[tuple[str, bytes | None, Callable[[Any, Any], None]]] = []
-        self.ready: list[tuple[Callable[[Any, Any], None], Any, _Msg]] = []
-        self.reported = 0
+    def __init__(self, conf: dict[str, Any]) -> None:
+        assert conf["delivery.report.only.error"] is True
+        self.report: Callable[[Any, Any], None] = conf["on_delivery"]
+        self.out: list[str] = []  # topics of the records not acknowledged yet
+        self.failed: list[tuple[str, str]] = []
+        self.stuck = False
+        self.flushes = 0
 
     def produce(self, topic: str, value: bytes | None, key: bytes | None, *,
-                timestamp: int, headers: Any, on_delivery: Callable[[Any, Any], None]) -> None:
-        self.sent.append((topic, value, on_delivery))
+                timestamp: int, headers: Any) -> None:
+        self.out.append(topic)
 
-    def deliver(self, index: int, err: Any = None) -> None:
-        topic, _value, cb = self.sent[index]
-        self.ready.append((cb, err, _Msg(topic)))
+    def acknowledge(self, n: int) -> None:
+        del self.out[:n]
+
+    def fail(self, err: str) -> None:
+        self.failed.append((self.out.pop(0), err))
+
+    def __len__(self) -> int:
+        return len(self.out) + len(self.failed)
 
     def poll(self, _timeout: float) -> int:
-        served, self.ready = self.ready, []
-        for cb, err, msg in served:
-            cb(err, msg)
-        self.reported += len(served)
+        served, self.failed = self.failed, []
+        for topic, err in served:
+            self.report(err, _Msg(topic))
         return len(served)
 
     def flush(self, _timeout: float) -> int:
+        self.flushes += 1
+        if not self.stuck:
+            self.out.clear()
         self.poll(0)
-        return len(self.sent) - self.reported
+        return len(self)
 
 
 class FakeAdmin:
@@ -81,46 +94,62 @@ def test_offsets_wait_for_every_earlier_record_in_order(writer: KafkaTopicWriter
     writer.when_durable(lambda: stored.append("a"))
     writer.append(_batch(b"3"))
     writer.when_durable(lambda: stored.append("b"))
-    assert stored == []  # append returned without any acknowledgement
-    producer.deliver(2)  # the second batch is acknowledged before the first
+    assert stored == [] and writer.outstanding == 3  # append did not wait
+    producer.acknowledge(2)  # the first batch: its callback still waits for the second's
+    writer.append(_batch(b"4"))
+    assert stored == [] and producer.flushes == 0  # no flush within FLUSH_EVERY_S
+    producer.acknowledge(2)
+    writer.when_durable(lambda: stored.append("c"))  # nothing out: all run, in order
+    assert stored == ["a", "b", "c"] and producer.flushes == 0
+
+
+def test_under_load_a_flush_stores_offsets_every_interval(
+        writer: KafkaTopicWriter, monkeypatch: pytest.MonkeyPatch) -> None:
+    producer: Any = writer.producer
+    stored: list[int] = []
+    monkeypatch.setattr(writer_mod, "FLUSH_EVERY_S", 0.0)
+    writer.append(_batch(b"1"))
+    writer.when_durable(lambda: stored.append(1))
+    writer.append(_batch(b"2"))  # records always out: the interval forces a flush
+    assert producer.flushes == 1 and stored == [1]
+
+
+def test_idle_writer_flushes(writer: KafkaTopicWriter) -> None:
+    stored: list[int] = []
+    writer.append(_batch(b"1"))
+    writer.when_durable(lambda: stored.append(1))
+    assert stored == []
     writer.maintain()
-    assert stored == [] and writer.outstanding == 2
-    producer.deliver(0)
-    writer.maintain()
-    assert stored == []  # record 2 of the first batch is still out
-    producer.deliver(1)
-    writer.maintain()
-    assert stored == ["a", "b"] and writer.outstanding == 0
-    writer.when_durable(lambda: stored.append("c"))  # nothing in flight: at once
-    assert stored == ["a", "b", "c"]
+    assert stored == [1]
 
 
 def test_a_failed_delivery_stores_no_later_offset(writer: KafkaTopicWriter) -> None:
     producer: Any = writer.producer
     stored: list[str] = []
-    writer.append(_batch(b"1"))
+    writer.append(_batch(b"1", b"2"))
     writer.when_durable(lambda: stored.append("a"))
-    writer.append(_batch(b"2"))
-    writer.when_durable(lambda: stored.append("b"))
-    producer.deliver(0)
-    producer.deliver(1, err="KafkaError{code=MSG_TIMED_OUT}")
-    with pytest.raises(KafkaDeliveryError, match="1 record\\(s\\) not delivered, first to t"):
+    producer.acknowledge(1)
+    producer.fail("KafkaError{code=MSG_TIMED_OUT}")
+    with pytest.raises(KafkaDeliveryError, match=r"1 record\(s\) not delivered, first to t"):
         writer.maintain()
     with pytest.raises(KafkaDeliveryError):
         writer.append(_batch(b"3"))
     writer.close()
-    assert stored == []  # not even "a": after a failure the writer stores nothing more
+    assert stored == []
 
 
-def test_close_stores_what_was_acknowledged_and_gives_up_on_the_rest(
+def test_close_gives_up_on_records_never_acknowledged(
         writer: KafkaTopicWriter, monkeypatch: pytest.MonkeyPatch) -> None:
     producer: Any = writer.producer
     stored: list[str] = []
     writer.append(_batch(b"1"))
     writer.when_durable(lambda: stored.append("a"))
+    producer.stuck = True
+    monkeypatch.setattr(writer_mod, "_CLOSE_WAIT_S", 0.0)
+    writer.close()
+    assert stored == []
+    producer.stuck = False
     writer.append(_batch(b"2"))
     writer.when_durable(lambda: stored.append("b"))
-    producer.deliver(0)
-    monkeypatch.setattr(writer_mod, "_CLOSE_WAIT_S", 0.0)
-    writer.close()  # record 2 never acknowledged: "b" is not stored
-    assert stored == ["a"]
+    writer.close()  # a graceful stop: everything acknowledged, the offset stored
+    assert stored == ["b"]
