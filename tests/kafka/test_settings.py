@@ -90,3 +90,12 @@ def test_invalid_or_unused_settings_are_errors(props: dict[str, str], message: s
     with pytest.raises(ConfigError, match=message):
         kafka_settings(props, "c")
 
+
+
+def test_producer_defaults_bound_unacknowledged_records_and_batch_compressed() -> None:
+    base = {"headwater.topics.store": "kafka", "bootstrap.servers": "b:9092"}
+    conf = kafka_settings(base, "c").producer_config()
+    assert conf["queue.buffering.max.kbytes"] == "32768"
+    assert (conf["linger.ms"], conf["compression.type"]) == ("50", "lz4")
+    own = kafka_settings({**base, "producer.buffer.memory": "1048576"}, "c")
+    assert own.producer_config()["queue.buffering.max.kbytes"] == "1024"

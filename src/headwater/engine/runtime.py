@@ -4,8 +4,9 @@ Two threads.  The *reader* thread runs the coordinator: the snapshot source, the
 streaming source, each putting batches on the bounded queue.  The *writer* (the calling
 thread) drains the queue, renders each record with the output format, appends to the topic
 log (which fsyncs before returning), stores the offset, and only then acknowledges the
-position to the source.  A writer that keeps files open across appends (DeferredAckWriter)
-gets the offset and acknowledgement to run once those files are published.
+position to the source.  A writer whose appends are durable later (DeferredAckWriter: the
+files destination's open files, Kafka's asynchronous produce) gets the offset and
+acknowledgement to run once they are; the newest offset it released is stored once.
 
 That order is the whole durability contract: a database position is
 confirmed only after the events before it are durable, and an offset is never stored ahead of
@@ -112,6 +113,9 @@ class CaptureRuntime:
         # so a stop need not wait for a connect that may block for a server-selection or
         # connect timeout (MongoDB's 30 s, a TCP connect to a dead host).
         self._connecting = False
+        # (offset, ack, streaming source) of batches a DeferredAckWriter found durable, to
+        # store and acknowledge on the writer thread (`_store_released`).
+        self._released: list[tuple[dict[str, Any] | None, Any, StreamingSource | None]] = []
 
     # -- control ---------------------------------------------------------------------------
     def stop(self) -> None:
@@ -280,6 +284,7 @@ class CaptureRuntime:
                     self.queue.task_done(sum(b.size for b in batches))
                     continue
                 self.writer.maintain()
+                self._store_released()
                 if self._reader_done.is_set() and self.queue.size == 0:
                     break
                 if self.stopping.is_set() and self._reader_done.is_set():
@@ -301,6 +306,7 @@ class CaptureRuntime:
             self.stopping.set()
             reader.join(timeout=1 if self._connecting else 30)
             self.writer.close()
+            self._store_released()
             self.connector.close()
         if self._reader_error is not None:
             self._set_state(StreamState.FAILED)
@@ -340,14 +346,24 @@ class CaptureRuntime:
             return
         streaming = self._streaming
 
-        def release() -> None:
-            if offset is not None:
-                self.offsets.save(offset)
+        if isinstance(self.writer, DeferredAckWriter):
+            self.writer.when_durable(lambda: self._released.append((offset, ack, streaming)))
+            self._store_released()
+            return
+        if offset is not None:
+            self.offsets.save(offset)
+        if ack is not None and streaming is not None:
+            streaming.acknowledge(ack)
+
+    def _store_released(self) -> None:
+        """Stores what a DeferredAckWriter released: the newest offset once (an asynchronous
+        writer releases several batches at a time; each save is a synchronous write, a round
+        trip to the brokers with offset.storage.topic), then every acknowledgement in order."""
+        released, self._released = self._released, []
+        newest = [offset for offset, _ack, _streaming in released if offset is not None]
+        if newest:
+            self.offsets.save(newest[-1])
+        for _offset, ack, streaming in released:
             if ack is not None and streaming is not None:
                 streaming.acknowledge(ack)
-
-        if isinstance(self.writer, DeferredAckWriter):
-            self.writer.when_durable(release)
-        else:
-            release()
 

@@ -33,6 +33,7 @@ _POLL_S = 0.2
 _FIRST_WAIT_S = 0.05
 _MAX_WAIT_S = 1.0
 _ASK_S = 3.0
+_CONSUME_MAX = 10_000
 
 
 class KafkaReadError(RuntimeError):
@@ -120,36 +121,39 @@ def read_until_end(consumer: Any, starts: Mapping[tuple[str, int], int],
     deadline = time.monotonic() + timeout
     try:
         while pending:
-            msg = consumer.poll(_POLL_S)
-            if msg is None:
+            # Many messages per call: one `poll` per message cost the pipeline more than the
+            # decoding of what it fetched.
+            msgs = consumer.consume(_CONSUME_MAX, _POLL_S)
+            if not msgs:
                 if time.monotonic() > deadline:
                     raise KafkaReadError(f"no progress reading {sorted(pending)} for "
                                          f"{timeout:.0f}s")
                 continue
-            tp = (msg.topic(), msg.partition())
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    if tp in pending and tp in stops and msg.offset() < stops[tp]:
-                        _check_end(consumer, tp, stops[tp], timeout)
-                        continue  # a new leader's watermark catching up: more will come
-                    pending.discard(tp)
-                    continue
-                if transient(err):
-                    log.debug("reading %s: %s (the client recovers)", sorted(pending), err)
-                    continue
-                raise KafkaReadError(f"reading {tp[0]}[{tp[1]}]: {err}")
             deadline = time.monotonic() + timeout
-            if tp not in pending:
-                continue
-            if tp in stops and msg.offset() >= stops[tp]:
-                pending.discard(tp)
-                consumer.incremental_unassign([TopicPartition(tp[0], tp[1])])
-                continue
-            yield msg
-            if tp in stops and msg.offset() + 1 >= stops[tp]:
-                pending.discard(tp)
-                consumer.incremental_unassign([TopicPartition(tp[0], tp[1])])
+            for msg in msgs:
+                tp = (msg.topic(), msg.partition())
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        if tp in pending and tp in stops and msg.offset() < stops[tp]:
+                            _check_end(consumer, tp, stops[tp], timeout)
+                            continue  # a new leader's watermark catching up: more will come
+                        pending.discard(tp)
+                        continue
+                    if transient(err):
+                        log.debug("reading %s: %s (the client recovers)", sorted(pending), err)
+                        continue
+                    raise KafkaReadError(f"reading {tp[0]}[{tp[1]}]: {err}")
+                if tp not in pending:
+                    continue
+                if tp in stops and msg.offset() >= stops[tp]:
+                    pending.discard(tp)
+                    consumer.incremental_unassign([TopicPartition(tp[0], tp[1])])
+                    continue
+                yield msg
+                if tp in stops and msg.offset() + 1 >= stops[tp]:
+                    pending.discard(tp)
+                    consumer.incremental_unassign([TopicPartition(tp[0], tp[1])])
     finally:
         consumer.unassign()
 

@@ -1,11 +1,29 @@
-"""The runtime's topic writer over Kafka: `append` returns once the brokers have every record.
+"""The runtime's topic writer over Kafka: asynchronous produce, offsets stored after the acks.
 
-The capture runtime acknowledges a source position only after `append` returned for every event
-before it (engine/runtime.py), so `append` produces the batch, flushes, and checks the delivery
-report of every record.  The producer is idempotent with `acks=all`: librdkafka retries a failed
-send itself (until `delivery.timeout.ms`) without reordering or duplicating; a record that still
-fails fails `append`, which fails the capture loudly, and the position never moves past it.  A
-restart then re-sends from the last stored offset (at-least-once, as with Kafka Connect).
+Like Kafka Connect's WorkerSourceTask, `append` hands the batch to the producer and returns
+without waiting; the runtime passes each batch's offset and acknowledgement to `when_durable`
+(engine/runtime.py's DeferredAckWriter), and they run only once the producer has nothing left
+unacknowledged (acks=all), from the writer thread: at once when a later `append`, `when_durable`
+or `maintain` finds the producer's queue empty, else at a flush (waiting for every outstanding
+record) at most `FLUSH_EVERY_S` after the previous one, when the writer is idle, and at `close`.
+So the source position never moves past a record the brokers do not have, and the producer
+keeps batches in flight instead of a round trip per batch.
+
+Successful deliveries report nothing (`delivery.report.only.error=true`): a report per record
+is a Python callback per record on the writer thread (py-spy: `poll` serving them took 152
+samples where `produce` took 232), and nothing needs them.  Whether a batch is durable is the
+producer's queue length instead (records queued, in flight or with an unserved report): zero
+means every record produced so far is acknowledged or failed, and a failure is reported.  The
+producer is idempotent (`enable.idempotence=true`, at most five requests in flight per
+connection): librdkafka retries a failed send itself (until `delivery.timeout.ms`) without
+reordering or duplicating within a partition.  A record that still fails fails the next
+`append`/`maintain` with KafkaDeliveryError: no offset is stored from then on, the capture
+stops loudly, and a restart re-sends from the last stored offset (at-least-once, as Connect).
+
+Memory: records not yet acknowledged stay in librdkafka's queue, bounded by
+`queue.buffering.max.kbytes` (32 MiB by default, Java's `buffer.memory`; settable with
+`producer.buffer.memory`); when it is full, `append` waits for deliveries, so the capture
+slows to the brokers' pace instead of growing.
 
 Header values are written as the format made them: the bytes of the configured
 `header.converter` (SimpleHeaderConverter by default), the same bytes the topic log stores.
@@ -20,6 +38,8 @@ not have fails the delivery, and so `append`.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 from headwater.kafka.admin import TopicAdmin
@@ -29,6 +49,8 @@ from headwater.model.topic import HeaderBytes, TopicBatch
 log = logging.getLogger("headwater.kafka.writer")
 
 _FLUSH_WAIT_S = 1.0
+FLUSH_EVERY_S = 1.0  # the longest a stored offset waits behind the producer under load
+_CLOSE_WAIT_S = 30.0
 
 
 class KafkaDeliveryError(RuntimeError):
@@ -36,45 +58,84 @@ class KafkaDeliveryError(RuntimeError):
 
 
 class KafkaTopicWriter:
-    """Appends batches to Kafka topics, durable (acknowledged by all in-sync replicas) on
-    return.  Not thread-safe; the runtime's writer thread is its only caller."""
+    """Produces batches to Kafka topics; durable (acknowledged by all in-sync replicas) when
+    the `when_durable` callbacks run.  Not thread-safe; the runtime's writer thread is its only
+    caller (librdkafka serves failure reports inside `poll`/`flush`, on that thread too)."""
 
     def __init__(self, settings: KafkaSettings) -> None:
         from confluent_kafka import Producer
 
         self.settings = settings
         self.admin = TopicAdmin(settings.common, settings.creation)
-        self.producer = Producer(settings.producer_config())
+        self.producer = Producer({**settings.producer_config(),
+                                  "delivery.report.only.error": True,
+                                  "on_delivery": self._failed})
         self._failures: list[tuple[str, Any]] = []
-        self._pending = 0
+        self._waiting: list[Callable[[], None]] = []
+        self._flushed_at = time.monotonic()
         self._header_cache: dict[int, tuple[HeaderBytes, list[Any]]] = {}
 
-    def _delivered(self, err: Any, msg: Any) -> None:
-        self._pending -= 1
+    @property
+    def outstanding(self) -> int:
+        """Records produced and not yet acknowledged (or failed with an unserved report)."""
+        return len(self.producer)
+
+    def _failed(self, err: Any, msg: Any) -> None:
         if err is not None:
             self._failures.append((msg.topic(), err))
 
     def append(self, batch: TopicBatch) -> None:
+        self._check()
         self.admin.ensure(t for t, records in batch.items() if records)
         produce = self.producer.produce
         poll = self.producer.poll
-        on_delivery = self._delivered
         for topic, records in batch.items():
             for key, value, ts, headers, partition in records:
                 kafka_headers = self._headers(headers) if headers else None
                 while True:
                     try:
                         if partition is None:
-                            produce(topic, value, key, timestamp=ts, headers=kafka_headers,
-                                    on_delivery=on_delivery)
+                            produce(topic, value, key, timestamp=ts, headers=kafka_headers)
                         else:  # chosen by a transform (PartitionRouting), as Connect honours it
                             produce(topic, value, key, partition=partition, timestamp=ts,
-                                    headers=kafka_headers, on_delivery=on_delivery)
+                                    headers=kafka_headers)
                         break
                     except BufferError:
                         poll(0.1)  # the local queue is full: let deliveries drain it
-                self._pending += 1
-        self._flush()
+                        self._check()
+        self._release(flush_due=True)
+
+    def when_durable(self, callback: Callable[[], None]) -> None:
+        """Runs `callback` once every record appended so far is acknowledged."""
+        self._waiting.append(callback)
+        self._release(flush_due=False)
+
+    def _release(self, *, flush_due: bool) -> None:
+        """Runs the waiting callbacks if nothing is outstanding; with `flush_due`, first waits
+        for everything outstanding when the last flush is `FLUSH_EVERY_S` old."""
+        self.producer.poll(0)
+        self._check()
+        if not self._waiting:
+            return
+        if len(self.producer) and flush_due and \
+                time.monotonic() - self._flushed_at >= FLUSH_EVERY_S:
+            self.flush()
+            return
+        if len(self.producer) == 0:
+            self._run_waiting()
+
+    def _run_waiting(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for callback in waiting:
+            callback()
+
+    def _check(self) -> None:
+        if self._failures:
+            topic, err = self._failures[0]
+            raise KafkaDeliveryError(
+                f"{len(self._failures)} record(s) not delivered, first to {topic}: {err}; the "
+                "capture stops without storing an offset at or after them (a restart "
+                "re-sends from the last stored offset)")
 
     def _headers(self, headers: HeaderBytes) -> list[Any]:
         # The bytes are the header converter's already (headwater.converters.headers);
@@ -89,25 +150,36 @@ class KafkaTopicWriter:
         self._header_cache[id(headers)] = (headers, converted)
         return converted
 
-    def _flush(self) -> None:
-        while self._pending > 0 and not self._failures:
-            self.producer.flush(_FLUSH_WAIT_S)
-        if self._failures:
-            topic, err = self._failures[0]
-            raise KafkaDeliveryError(
-                f"{len(self._failures)} record(s) not delivered, first to {topic}: {err}; the "
-                "capture stops without acknowledging them (a restart re-sends from the last "
-                "stored offset)")
+    def flush(self, timeout_s: float | None = None) -> None:
+        """Waits for every outstanding record and runs the waiting callbacks;
+        KafkaDeliveryError if a record failed, TimeoutError if some are still out."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while not self._failures and self.producer.flush(_FLUSH_WAIT_S) > 0:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"{len(self.producer)} record(s) still unacknowledged after {timeout_s}s")
+        self._flushed_at = time.monotonic()
+        self._check()
+        self._run_waiting()
 
     def partitions(self, topic: str) -> int | None:
         return self.admin.partitions.get(topic)
 
     def maintain(self) -> None:
+        """The writer is idle: whatever is in flight is waited for, its offsets stored."""
         self.producer.poll(0)
+        self._check()
+        if self._waiting:
+            self.flush()
 
     def close(self) -> None:
-        # Whatever is still queued was never acknowledged to the source: no need to wait long.
-        remaining = self.producer.flush(10)
-        if remaining:
-            log.warning("closing with %d undelivered record(s) (never acknowledged)",
-                        remaining)
+        """Waits (a while) for what is in flight and stores the offsets it releases; after a
+        failed delivery, stores nothing more (those records were never acknowledged)."""
+        if self._failures:
+            self._waiting.clear()
+            return
+        try:
+            self.flush(_CLOSE_WAIT_S)
+        except (KafkaDeliveryError, TimeoutError) as exc:
+            log.warning("closing with undelivered records, their offsets not stored: %s", exc)
+            self._waiting.clear()

@@ -21,7 +21,7 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from headwater.pipeline import columnar, kafka_source, tasks
+from headwater.pipeline import columnar, kafka_batch, kafka_source, tasks
 from headwater.pipeline.columnar import NotColumnar
 from headwater.pipeline.decode import decode_topic
 from headwater.pipeline.source import is_table_topic, read_range
@@ -176,7 +176,7 @@ class KafkaStore:
         records = self._fetch(slot, start, end)
         try:
             table = _changelog(topic, columnar.decode_changelog(
-                topic, kafka_source.lines(records)), None)
+                topic, kafka_batch.lines(records)), None)
         except NotColumnar:
             table = _changelog(topic, None, records)
         if table is None:

@@ -13,19 +13,56 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from headwater.pipeline import columnar
 from headwater.pipeline.config import PipelineConfig
 from headwater.pipeline.decode import decode_topic
-from headwater.pipeline.kafka_source import (
-    KafkaTopics,
-    ValueDecoder,
-    group_ranges,
-    is_document_value,
-    json_decoder,
-    lines,
-)
+from headwater.pipeline.kafka_source import KafkaTopics, ValueDecoder, group_ranges, json_decoder
 
 log = logging.getLogger("headwater.pipeline.kafka")
+
+
+def lines(records: list[tuple[int, bytes | None, bytes | None]]) -> columnar.Lines:
+    """The column-wise decoder's input from fetched records: every record must share one key
+    schema and one value schema (else NotColumnar: the batch goes event by event)."""
+    out = columnar.Lines()
+    key_parts: list[bytes] = []
+    value_parts: list[bytes] = []
+    offsets: list[int] = []
+    key_head = value_head = b""
+    for offset, key, value in records:
+        if value is None:
+            continue  # tombstones carry nothing to apply (as `columnar.scan` skips them)
+        if key is None:
+            raise columnar.NotColumnar("another schema or a null key")
+        kp = key.find(b',"payload":')
+        vp = value.find(b',"payload":')
+        if kp < 0 or vp < 0 or not key.startswith(b'{"schema":') or \
+                not value.startswith(b'{"schema":'):
+            raise columnar.NotColumnar("value without an embedded schema")
+        kh, vh = key[:kp + 11], value[:vp + 11]
+        if not key_head:
+            key_head, value_head = kh, vh
+        elif kh != key_head or vh != value_head:
+            raise columnar.NotColumnar("another schema or a null key")
+        key_parts.append(key[kp + 11:key.rindex(b"}")].replace(b"\n", b" "))
+        value_parts.append(value[vp + 11:value.rindex(b"}")].replace(b"\n", b" "))
+        offsets.append(offset)
+    if not offsets:
+        return out
+    out.key_head = key_head
+    out.value_head = b'},"value":' + value_head
+    out.offsets = np.array(offsets, dtype=np.int64)
+    out.key_lines = np.frombuffer(b"\n".join(key_parts) + b"\n", np.uint8)
+    out.value_lines = np.frombuffer(b"\n".join(value_parts) + b"\n", np.uint8)
+    return out
+
+
+def is_document_value(value: bytes) -> bool:
+    from headwater.pipeline.documents.events import is_document_event
+
+    return bool(is_document_event(value))
 
 
 def apply_kafka_batch(topics: KafkaTopics, ranges: Mapping[str, tuple[int, int]],

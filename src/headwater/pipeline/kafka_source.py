@@ -6,7 +6,12 @@ Spark's offsets are `{"<topic>#<partition>": next offset}` (checkpointed by Spar
 source's, a flat map so that `runner.checkpointed_ranges` reads them from the offset log), a
 micro-batch is one row per partition `(topic#partition, start, end)`, and `foreachBatch` fetches
 those ranges with a confluent-kafka consumer (`fetch`) and hands them to the same decoders as
-the local log: column-wise (`lines`, `columnar.Lines`) or event by event.
+the local log: column-wise (`kafka_batch.lines`, `columnar.Lines`) or event by event.
+
+This module is imported by each of Spark's Python data-source workers (the Reader's globals
+are pickled by reference), so it imports nothing heavy: the decoders (numpy, numba, pandas:
+seconds per worker start on a loaded machine) live in `kafka_batch`, which only the driver's
+`foreachBatch` imports.
 
 Exactly-once: a range is a fixed set of records (Kafka offsets are immutable), Spark replays
 an unfinished batch with the same ranges after a crash, and the targets skip a batch id they
@@ -29,10 +34,8 @@ import fnmatch
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-import numpy as np
 import orjson
 
-from headwater.pipeline import columnar
 from headwater.pipeline.source import is_table_topic, plan
 
 NAME = "headwater_kafka"
@@ -97,16 +100,21 @@ class KafkaTopics:
         starts = {(topic, p): s for p, (s, e) in ranges.items() if e > s}
         stops = {(topic, p): e for p, (s, e) in ranges.items() if e > s}
         out: list[tuple[int, bytes | None, bytes | None]] = []
-        expect = dict(starts)
+        append = out.append
+        expect = {p: s for (_t, p), s in starts.items()}
+        identity = decode is json_decoder  # no call per record for JsonConverter's records
         for msg in read_until_end(self.consumer, starts, stops):
-            tp = (msg.topic(), msg.partition())
-            if msg.offset() != expect[tp] and not _compacted_gap(msg.offset(), expect[tp]):
-                raise RuntimeError(f"{tp[0]}[{tp[1]}]: offset {msg.offset()} where "
-                                   f"{expect[tp]} was expected")
-            expect[tp] = msg.offset() + 1
-            key, value = decode(topic, msg.key(), msg.value())
-            out.append((virtual_offset(msg.offset(), msg.partition()), key, value))
-        short = {tp: (expect[tp], stops[tp]) for tp in stops if expect[tp] < stops[tp]}
+            partition, offset = msg.partition(), msg.offset()
+            if offset != expect[partition] and not _compacted_gap(offset, expect[partition]):
+                raise RuntimeError(f"{topic}[{partition}]: offset {offset} where "
+                                   f"{expect[partition]} was expected")
+            expect[partition] = offset + 1
+            if identity:
+                append((offset << PARTITION_BITS | partition, msg.key(), msg.value()))
+            else:
+                key, value = decode(topic, msg.key(), msg.value())
+                append((offset << PARTITION_BITS | partition, key, value))
+        short = {(topic, p): (expect[p], e) for (_t, p), e in stops.items() if expect[p] < e}
         if short:
             raise RuntimeError(f"records missing from Kafka in the checkpointed ranges: {short}")
         out.sort(key=lambda r: (r[0] & ((1 << PARTITION_BITS) - 1), r[0]))
@@ -119,48 +127,6 @@ class KafkaTopics:
 def _compacted_gap(got: int, expected: int) -> bool:
     # A compacted topic (or a transaction marker) leaves offsets unused: later is fine.
     return got > expected
-
-
-def lines(records: list[tuple[int, bytes | None, bytes | None]]) -> columnar.Lines:
-    """The column-wise decoder's input from fetched records: every record must share one key
-    schema and one value schema (else NotColumnar: the batch goes event by event)."""
-    out = columnar.Lines()
-    key_parts: list[bytes] = []
-    value_parts: list[bytes] = []
-    offsets: list[int] = []
-    key_head = value_head = b""
-    for offset, key, value in records:
-        if value is None:
-            continue  # tombstones carry nothing to apply (as `columnar.scan` skips them)
-        if key is None:
-            raise columnar.NotColumnar("another schema or a null key")
-        kp = key.find(b',"payload":')
-        vp = value.find(b',"payload":')
-        if kp < 0 or vp < 0 or not key.startswith(b'{"schema":') or \
-                not value.startswith(b'{"schema":'):
-            raise columnar.NotColumnar("value without an embedded schema")
-        kh, vh = key[:kp + 11], value[:vp + 11]
-        if not key_head:
-            key_head, value_head = kh, vh
-        elif kh != key_head or vh != value_head:
-            raise columnar.NotColumnar("another schema or a null key")
-        key_parts.append(key[kp + 11:key.rindex(b"}")].replace(b"\n", b" "))
-        value_parts.append(value[vp + 11:value.rindex(b"}")].replace(b"\n", b" "))
-        offsets.append(offset)
-    if not offsets:
-        return out
-    out.key_head = key_head
-    out.value_head = b'},"value":' + value_head
-    out.offsets = np.array(offsets, dtype=np.int64)
-    out.key_lines = np.frombuffer(b"\n".join(key_parts) + b"\n", np.uint8)
-    out.value_lines = np.frombuffer(b"\n".join(value_parts) + b"\n", np.uint8)
-    return out
-
-
-def is_document_value(value: bytes) -> bool:
-    from headwater.pipeline.documents.events import is_document_event
-
-    return bool(is_document_event(value))
 
 
 def group_ranges(ranges: Mapping[str, tuple[int, int]]) -> dict[str, dict[int, tuple[int, int]]]:
