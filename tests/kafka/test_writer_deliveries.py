@@ -13,6 +13,7 @@ import pytest
 from headwater.kafka import writer as writer_mod
 from headwater.kafka.settings import kafka_settings
 from headwater.kafka.writer import KafkaDeliveryError, KafkaTopicWriter
+from headwater.model.topic import TopicRecord
 
 
 class _Msg:
@@ -84,7 +85,7 @@ def writer(monkeypatch: pytest.MonkeyPatch) -> KafkaTopicWriter:
 
 
 def _batch(*values: bytes) -> Any:
-    return {"t": [(b"k", v, 0, ()) for v in values]}
+    return {"t": [TopicRecord(b"k", v, 0) for v in values]}
 
 
 def test_offsets_wait_for_every_earlier_record_in_order(writer: KafkaTopicWriter) -> None:
