@@ -59,7 +59,7 @@ def profile_spark_writer() -> dict[str, list[float]]:
         return run
 
     for step in ("apply_scd1_net", "already_applied", "_net_after_state", "_spark_table",
-                 "_merge_state_frame", "_merge_scd1_frame"):
+                 "_merge_state", "_merge_state_frame", "_merge_scd1_frame"):
         setattr(SparkDeltaTarget, step, timed(step, getattr(SparkDeltaTarget, step)))
     delta_spark.from_columnar = timed("from_columnar", change_frame.from_columnar)
     return took

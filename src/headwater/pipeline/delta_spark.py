@@ -17,9 +17,12 @@ makes the MERGE a no-op that returns no metrics row), an append from the writer 
 `txnAppId` / `txnVersion`.  A replayed batch is recognised before any Spark job by reading the
 table's `txn` (`DeltaTarget.already_applied`, delta-rs: milliseconds, where planning the
 statements only for Delta to skip them costs seconds of Spark jobs); Delta's own check stays
-the guard at commit time.  The state's commit comes first, the table's last: a crash between
-them leaves the deletes remembered, and the replay, whose state MERGE is then skipped, applies
-the table's.  Were the order reversed, a replay would skip the table and never remember the
+the guard at commit time.  Rows the driver holds (`apply_scd1_net`) have their deletes
+remembered by delta-rs (`DeltaTarget._merge_state`, with the same `txn`), rows netted by Spark
+tasks (`merge_net`) by a delta-spark MERGE.  The state's commit comes first, the table's last:
+a crash between them leaves the deletes remembered, and the replay, whose state MERGE is then
+skipped (delta-spark) or changes nothing (delta-rs: only a newer sequence wins), applies the
+table's.  Were the order reversed, a replay would skip the table and never remember the
 deletes (see delta_target's docstring).
 """
 
@@ -64,10 +67,10 @@ class SparkDeltaTarget(DeltaTarget):
     # -- the column-wise path's operations, fed from the driver's Arrow tables --------------
     def apply_scd1_net(self, changes: ColumnarChanges, batch_id: int) -> None:
         """Net rows the driver holds in Arrow: the state's truncate floor and remembered
-        deletes are applied in Arrow, as the delta-rs target does (the state read by delta-rs
-        in milliseconds, where a Spark join, and a count to know whether the batch deletes,
-        cost a job each), and Spark runs the MERGEs only: the state's when the batch deletes,
-        then the table's."""
+        deletes are applied in Arrow, and the deletes remembered, by delta-rs, as the delta-rs
+        target does (the state is Headwater's bookkeeping, read and written in milliseconds,
+        where a Spark join, a count and a delta-spark MERGE of it cost about as much as the
+        table's own MERGE: half the batch); Spark runs the table's MERGE only, last."""
         path = self.table_path(changes)
         if self.already_applied(path, batch_id):
             log.info("batch %d already applied to %s: skipped", batch_id, path)
@@ -75,10 +78,12 @@ class SparkDeltaTarget(DeltaTarget):
         net = self._net_after_state(changes)
         frame = from_columnar(self.spark, dataclasses.replace(changes, rows=net))
         deletes = net.filter(pc.equal(net.column(OP), "d"))
-        remembered = (self.spark.createDataFrame(state_deletes(deletes, changes.key_columns))
-                      if deletes.num_rows else None)
-        self._write_net(frame, path, frame.rows, remembered,
-                        {"u": net.num_rows - deletes.num_rows, "d": deletes.num_rows}, batch_id)
+        columns = self._spark_table(path, frame.rows.schema, frame.columns)
+        if deletes.num_rows:  # state first, the table's commit last (module docstring)
+            self._merge_state(changes, state_deletes(deletes, changes.key_columns), batch_id)
+        self._merge_table(frame, path, columns, frame.rows,
+                          {"u": net.num_rows - deletes.num_rows, "d": deletes.num_rows},
+                          batch_id)
 
     def append_changelog_rows(self, changes: ColumnarChanges, batch_id: int) -> None:
         self.append_changelog_frame(from_columnar(self.spark, changes), batch_id)
@@ -109,6 +114,11 @@ class SparkDeltaTarget(DeltaTarget):
         columns = self._spark_table(path, frame.rows.schema, frame.columns)
         if deletes is not None:  # state first, the table's commit last (module docstring)
             self._merge_state_frame(frame, deletes, batch_id)
+        self._merge_table(frame, path, columns, net, ops, batch_id)
+
+    def _merge_table(self, frame: ChangeFrame, path: Path, columns: list[str], net: Any,
+                     ops: dict[str, int], batch_id: int) -> None:
+        """The table's MERGE of the batch's net rows (`net`), its last commit."""
         source = net.select(*(q(c) for c in [*columns, SEQ, OP]),
                             *(q(TOAST_FLAG + c) for c in frame.toast))
         applied = self._merge_scd1_frame(path, source, columns, frame.key_columns,
