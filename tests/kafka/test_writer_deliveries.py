@@ -37,10 +37,12 @@ class FakeProducer:
         self.failed: list[tuple[str, str]] = []
         self.stuck = False
         self.flushes = 0
+        self.partitions: list[int | None] = []  # per produce call: the partition named
 
     def produce(self, topic: str, value: bytes | None, key: bytes | None, *,
-                timestamp: int, headers: Any) -> None:
+                timestamp: int, headers: Any, partition: int | None = None) -> None:
         self.out.append(topic)
+        self.partitions.append(partition)
 
     def acknowledge(self, n: int) -> None:
         del self.out[:n]
@@ -154,3 +156,11 @@ def test_close_gives_up_on_records_never_acknowledged(
     writer.when_durable(lambda: stored.append("b"))
     writer.close()  # a graceful stop: everything acknowledged, the offset stored
     assert stored == ["b"]
+
+
+def test_a_routed_record_names_its_partition_others_leave_it_to_the_key(
+        writer: KafkaTopicWriter) -> None:
+    """PartitionRouting's choice reaches the producer, as Kafka Connect honours a source
+    record's partition."""
+    writer.append({"t": [TopicRecord(b"1", b"{}", 1, (), 7), TopicRecord(b"2", b"{}", 2)]})
+    assert writer.producer.partitions == [7, None]  # type: ignore[attr-defined]

@@ -142,48 +142,6 @@ def test_local_topic_log_refuses_another_partition(tmp_path: Path) -> None:
         assert log.append({"t": [TopicRecord(b"3", b"{}", 3)]}) == {"t": (1, 1)}
 
 
-class _Producer:
-    """Records `produce` calls and delivers them at `flush`, as librdkafka would."""
-
-    def __init__(self) -> None:
-        self.calls: list[dict[str, Any]] = []
-        self._callbacks: list[Any] = []
-
-    def produce(self, topic: str, value: Any, key: Any, **kwargs: Any) -> None:
-        self.calls.append({"topic": topic, "key": key, **kwargs})
-        self._callbacks.append(kwargs["on_delivery"])
-
-    def poll(self, timeout: float) -> int:
-        return 0
-
-    def flush(self, timeout: float) -> int:
-        for cb in self._callbacks:
-            cb(None, None)
-        self._callbacks.clear()
-        return 0
-
-
-class _Admin:
-    def ensure(self, topics: Any) -> None:
-        list(topics)
-
-
-def test_kafka_writer_sends_the_chosen_partition() -> None:
-    """A routed record names its partition to the producer; others leave it to the key."""
-    from headwater.kafka.writer import KafkaTopicWriter
-
-    writer = KafkaTopicWriter.__new__(KafkaTopicWriter)
-    producer = _Producer()
-    writer.producer = producer  # type: ignore[assignment]
-    writer.admin = _Admin()  # type: ignore[assignment]
-    writer._failures = []
-    writer._pending = 0
-    writer._header_cache = {}
-    writer.append({"t": [TopicRecord(b"1", b"{}", 1, (), 7), TopicRecord(b"2", b"{}", 2)]})
-    assert producer.calls[0]["partition"] == 7
-    assert "partition" not in producer.calls[1]
-
-
 def test_start_refuses_partitions_on_the_local_log() -> None:
     from types import SimpleNamespace
 
