@@ -50,3 +50,8 @@ def fill(disk: Path, leave_kb: int) -> Path:
     finally:
         os.close(fd)
     return filler
+
+
+def grow(disk: Path, size_kb: int) -> None:
+    """Resizes the tmpfs at `disk` (space freed by an operator, beyond removing a filler)."""
+    subprocess.run(["mount", "-o", f"remount,size={size_kb}k", str(disk)], check=True)

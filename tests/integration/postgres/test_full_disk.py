@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from headwater.testing.replay import replay
-from headwater.testing.small_disk import fill, small_disk
+from headwater.testing.small_disk import fill, grow, small_disk
 from tests.pipeline.test_datastream_pipeline import files_state, read_events
 
 from .conftest import Env, wait_for
@@ -108,14 +108,16 @@ def test_full_disk_stops_capture_clearly_and_a_restart_loses_nothing(env: Env,
         assert "No space left on device" in err and str(disk) in err, err[-2000:]
         confirmed_is_durable(env, load, files)
 
-        # Space freed: a restart catches up with every change, the load still writing.
+        # Space freed (the filler removed and the disk grown: the changes committed while
+        # capture was down need room however long a loaded machine took to get here), the
+        # load stopped: a restart catches up with every change.
+        load.stop.set()
+        load.join(30)
+        assert load.error is None, load.error
         filler.unlink()
+        grow(disk, 256 * 1024)
         proc = _start(config)
         try:
-            time.sleep(2.0)
-            load.stop.set()
-            load.join(30)
-            assert load.error is None, load.error
             source = {r[0]: r[1] for r in env.sql("SELECT id, ver FROM t")}
 
             def caught_up() -> bool:
