@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NoReturn
 
 
 def fsync_dir(path: Path) -> None:
@@ -25,3 +26,11 @@ def with_path(exc: BaseException, path: Path) -> BaseException:
     if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
         return type(exc)(exc.errno, exc.strerror, str(path))
     return exc
+
+
+def raise_with_path(exc: BaseException, path: Path) -> NoReturn:
+    """Raises `exc` (being handled), as `with_path` names it when it names no file."""
+    named = with_path(exc, path)
+    if named is exc:
+        raise exc
+    raise named from exc

@@ -41,7 +41,7 @@ from headwater.formats.datastream.renderer import (
     OBJECT_HEADER,
     SCHEMA_KEY_HEADER,
 )
-from headwater.fsync import fsync_dir, with_path
+from headwater.fsync import fsync_dir, raise_with_path
 from headwater.model.topic import TopicBatch, TopicRecord
 
 log = logging.getLogger("headwater.destinations.files")
@@ -142,10 +142,7 @@ class FileDestination:
             self._rotate_old()
         except BaseException as exc:
             self._failed = True
-            named = with_path(exc, self.root)
-            if named is exc:
-                raise
-            raise named from exc
+            raise_with_path(exc, self.root)
 
     def when_durable(self, callback: Callable[[], None]) -> None:
         """Runs `callback` once everything appended so far is in published files."""
@@ -157,10 +154,7 @@ class FileDestination:
             self._rotate_old()
         except OSError as exc:
             self._failed = True  # the files being published are discarded, never acknowledged
-            named = with_path(exc, self.root)
-            if named is exc:
-                raise
-            raise named from exc
+            raise_with_path(exc, self.root)
 
     def close(self) -> None:
         """Publishes every open file and runs the callbacks waiting for them (after a failed

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from headwater.fsync import raise_with_path
 from headwater.state_format import OFFSETS, StateFormatError, check_version
 
 # The offset file's format: its "version" field is the stamp (headwater.state_format).
@@ -119,9 +120,7 @@ class FileOffsetStore:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-            if exc.filename is None and exc.errno is not None:
-                raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
-            raise
+            raise_with_path(exc, self.path)
         os.replace(tmp, self.path)
         dfd = os.open(self.path.parent, os.O_RDONLY)
         try:

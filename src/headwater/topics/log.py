@@ -108,7 +108,7 @@ from types import TracebackType
 import orjson
 
 from headwater.dirlock import LockHeld, hold
-from headwater.fsync import fsync_dir, with_path
+from headwater.fsync import fsync_dir, raise_with_path
 from headwater.model.topic import HeaderBytes, TopicRecord
 from headwater.state_format import TOPIC_LOG, open_state_dir, write_stamp
 from headwater.topics.check import segment_end
@@ -352,10 +352,7 @@ class TopicLog:
                 fsync_dir(d)
         except BaseException as exc:
             self._fail(exc)
-            named = with_path(exc, where)
-            if named is exc:
-                raise
-            raise named from exc
+            raise_with_path(exc, where)
         return result
 
     def maintain(self, now_ms: int | None = None) -> None:
@@ -367,10 +364,7 @@ class TopicLog:
                 self._roll_due(now)
             except BaseException as exc:
                 self._fail(exc)
-                named = with_path(exc, self.root)
-                if named is exc:
-                    raise
-                raise named from exc
+                raise_with_path(exc, self.root)
 
     def next_offset(self, topic: str) -> int:
         """The offset the next record appended to `topic` will get (0 for an unknown topic)."""
