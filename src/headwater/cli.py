@@ -16,8 +16,8 @@ from headwater.ops.cli_errors import HeadwaterGroup, UserError
 from headwater.ops.logging import setup_logging
 
 if TYPE_CHECKING:
+    from headwater.config.kafka import KafkaSettings
     from headwater.connectors.registry import CaptureConfig
-    from headwater.kafka.settings import KafkaSettings
     from headwater.topics.check import TopicCheck
 
 app = typer.Typer(cls=HeadwaterGroup, add_completion=False, no_args_is_help=True, help=__doc__,
@@ -510,10 +510,10 @@ def validate(
     """Compare each captured table with its pipeline target (counts, chunk checksums, then
     the differing keys and columns); exit 1 when anything differs."""
     from headwater.config import ConfigError
-    from headwater.ops.validate.compare import Options, render
-    from headwater.ops.validate.run import check_pipeline, dialect_of
-    from headwater.ops.validate.run import validate as run_validate
     from headwater.pipeline.config import load_pipeline_config
+    from headwater.validate.compare import Options, render
+    from headwater.validate.run import check_pipeline, dialect_of
+    from headwater.validate.run import validate as run_validate
 
     if chunk_rows < 1 or rechecks < 0 or recheck_wait < 0 or max_rows < 0:
         raise UserError("--chunk-rows must be >= 1; --rechecks, --recheck-wait and "
@@ -529,7 +529,8 @@ def validate(
     except (ConfigError, OSError) as exc:
         raise _config_exit(config, exc) from None
     except Exception as exc:  # the database or a table could not be read: say which
-        raise UserError(f"validate failed: {type(exc).__name__}: {exc}", 2) from None
+        detail = " ".join(str(exc).split())  # drivers' messages span lines (libpq's hint)
+        raise UserError(f"validate failed: {type(exc).__name__}: {detail}", 2) from None
     if as_json:
         sys.stdout.write(orjson.dumps({
             "equal": not problems and all(r.equal for r in results),

@@ -295,16 +295,27 @@ CASES: dict[str, Case] = {
                                {"c.properties": "connector.class=sqlserver\ntopic.prefix=s\n"
                                 "database.hostname=h\ndatabase.user=u\n"
                                 "database.names=d\ndatabase.encrypt=false\n"}),
-    "validate-mongodb": Case(["validate", C], 2, "cannot read MongoDB",
+    "validate-mongodb": Case(["validate", C], 2, "headwater.pipeline.mode: validate compares "
+                             "MongoDB collections with scd1 targets",
                              {"c.properties": "connector.class=mongodb\ntopic.prefix=m\n"
-                              "mongodb.connection.string=mongodb://127.0.0.1:9\n"}),
+                              "mongodb.connection.string=mongodb://127.0.0.1:9\n"
+                              "headwater.pipeline.mode=scd2\n"
+                              "headwater.pipeline.delta.path=delta\n",
+                              "delta/.keep": ""}),
     "validate-chunk-rows": Case(["validate", C, "--chunk-rows", "0"], 2, "--chunk-rows",
                                 {"c.properties": OK}),
-    "validate-mode": Case(["validate", C], 2, "headwater.pipeline.mode",
-                          {"c.properties": properties(pg(**{
-                              "headwater.pipeline.mode": "changelog",
-                              "headwater.pipeline.delta.path": "delta"})),
-                           "delta/.keep": ""}),
+    "validate-target": Case(["validate", C], 2, "headwater.pipeline.target: validate compares "
+                            "Delta and JDBC targets, not 'iceberg'",
+                            {"c.properties": properties(pg(**{
+                                "headwater.pipeline.target": "iceberg",
+                                "headwater.pipeline.delta.path": "delta"})),
+                             "delta/.keep": ""}),
+    # the database cannot be reached: one line, the driver's own line breaks joined
+    "validate-unreachable": Case(["validate", C], 2, "validate failed: OperationalError",
+                                 {"c.properties": properties(pg(**{
+                                     "headwater.pipeline.mode": "changelog",
+                                     "headwater.pipeline.delta.path": "delta"})),
+                                  "delta/.keep": ""}),
     "validate-no-delta": Case(["validate", C], 2, "headwater.pipeline.delta.path",
                               {"c.properties": properties(pg(**{
                                   "headwater.pipeline.delta.path": "nowhere"}))}),

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from headwater.converters.base import DATE, DECIMAL, TIME, TIMESTAMP
+from headwater.connect.logical import DATE, DECIMAL, TIME, TIMESTAMP
 from headwater.converters.factory import JSON, SIMPLE_HEADER, build_header_converter
 from headwater.jvm import artifacts
 from headwater.model.schema import (

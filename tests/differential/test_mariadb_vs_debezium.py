@@ -11,7 +11,8 @@ README's MySQL/MariaDB mapping table (the columns of
 tests/integration/mysql/test_mysql_all_types.py) in the snapshot and the stream, updates and
 deletes, a primary-key change (delete, tombstone and create, with the __debezium.oldkey/newkey
 headers), DDL (ALTER TABLE, CREATE TABLE, RENAME TABLE, DROP TABLE) with its schema change
-events, TRUNCATE, multi-statement transactions and their BEGIN/END events.
+events, TRUNCATE, multi-statement transactions and their BEGIN/END events, and
+`column.propagate.source.type` on one table (its primary key's parameters in the value only).
 
 Every topic's records are compared pairwise by the PostgreSQL differential test's comparison
 (keys, key/value schemas with field order, payloads, headers), normalising only the processing
@@ -162,6 +163,8 @@ def common_properties(env: MariaEnv, prefix: str) -> dict[str, str]:
         "topic.prefix": prefix,
         "provide.transaction.metadata": "true",
         "skipped.operations": "none",
+        # source type parameters on one table's columns, its primary key's in the value only
+        "column.propagate.source.type": rf"{env.db}\.kc\..*",
     }
 
 

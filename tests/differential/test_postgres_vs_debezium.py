@@ -8,7 +8,8 @@ decode the same WAL.  Covered: every type of the README's "PostgreSQL type mappi
 columns of tests/integration/postgres/test_all_types.py, PostGIS ones when installed) in the
 snapshot and the stream, replica identities DEFAULT / FULL / USING INDEX and a keyless table,
 unchanged TOAST values, a primary-key change (with its __debezium.oldkey/newkey headers),
-TRUNCATE (skipped.operations=none), transaction metadata (provide.transaction.metadata=true).
+TRUNCATE (skipped.operations=none), transaction metadata (provide.transaction.metadata=true),
+logical decoding messages (transactional, alone in a transaction, non-transactional).
 
 Then every topic's records are compared pairwise (keys, key/value schemas with field order,
 optional, name, version, parameters, doc and default, payloads, headers).  Normalised here,
@@ -138,10 +139,26 @@ def stream_transactions(type_columns: list[Col]) -> list[list[str]]:
         [f"INSERT INTO toasted VALUES (2, 1, {BIG}, NULL)",
          "UPDATE toasted SET small = small + 10",
          "DELETE FROM toasted WHERE id = 2"],
+        *MESSAGE_TRANSACTIONS,
         ["TRUNCATE ri_full"],
         ["TRUNCATE ri_index, keyless"],
         ["INSERT INTO done VALUES (1)"],
     ]
+
+
+# Logical decoding messages (op `m`, topic `<prefix>.message`): transactional ones are emitted
+# with their transaction (counted under LOGICAL_DECODING_MESSAGE in its END), non-transactional
+# ones as soon as they are read, before the events of a transaction they were written in.
+MESSAGE_TRANSACTIONS = [
+    ["INSERT INTO ri_full VALUES (40, 'm', 1)",
+     "SELECT pg_logical_emit_message(true, 'hw.tx', 'in tx \u00e9')",
+     "UPDATE ri_full SET qty = 2 WHERE id = 40"],
+    ["SELECT pg_logical_emit_message(true, 'hw.only', '\\x00ff'::bytea)"],
+    ["SELECT pg_logical_emit_message(false, 'hw.nontx', '')"],
+    ["INSERT INTO ri_full VALUES (41, 'n', 1)",
+     "SELECT pg_logical_emit_message(false, 'hw.nontx', 'inside')",
+     "DELETE FROM ri_full WHERE id = 41"],
+]
 
 
 # ------------------------------------------------------------------------------------ capture
@@ -259,6 +276,7 @@ def capture_both(
             time.sleep(1.0)  # both stream now (their slots exist since before their snapshots)
             transactions = stream_transactions(type_columns) if full_workload else [
                 *stream_transactions(type_columns)[:4],
+                *MESSAGE_TRANSACTIONS,  # message content per binary.handling.mode
                 ["INSERT INTO done VALUES (1)"],
             ]
             conn.autocommit = False
@@ -338,7 +356,23 @@ def record_doc(r: OracleRecord, how: Normalise = POSTGRES) -> dict[str, Any]:
             "headers": headers}
 
 
+NON_TRANSACTIONAL = "<non-transactional message>"
+_SOURCE_TIMES = tuple(f".value.payload.source.{f}" for f in ("ts_ms", "ts_us", "ts_ns"))
+
+
+def non_transactional_message(doc: dict[str, Any]) -> bool:
+    """A logical decoding message event written outside a transaction (no `source.txId`)."""
+    value = doc.get("value")
+    payload = value.get("payload") if isinstance(value, dict) else None
+    if not isinstance(payload, dict) or payload.get("op") != "m":
+        return False
+    source = payload.get("source")
+    return isinstance(source, dict) and source.get("txId") is None
+
+
 def differences(captured: Captured, how: Normalise = POSTGRES) -> list[Difference]:
+    """Every difference, record by record; the source times of a non-transactional message
+    get the suffix NON_TRANSACTIONAL (its rule must not hide a transactional one's times)."""
     out: list[Difference] = []
     for topic in sorted(captured.debezium.keys() | captured.headwater.keys()):
         d_recs = captured.debezium.get(topic, [])
@@ -346,7 +380,13 @@ def differences(captured: Captured, how: Normalise = POSTGRES) -> list[Differenc
         if len(d_recs) != len(h_recs):
             out.append(Difference(topic, "<record count>", len(d_recs), len(h_recs)))
         for i, (d, h) in enumerate(zip(d_recs, h_recs, strict=False)):
-            diff(topic, f"#{i}", record_doc(d, how), record_doc(h, how), out)
+            d_doc = record_doc(d, how)
+            found: list[Difference] = []
+            diff(topic, f"#{i}", d_doc, record_doc(h, how), found)
+            if non_transactional_message(d_doc):
+                found = [x._replace(path=x.path + NON_TRANSACTIONAL)
+                         if x.path.endswith(_SOURCE_TIMES) else x for x in found]
+            out += found
     return out
 
 
@@ -402,8 +442,9 @@ def test_same_topics_and_record_counts(main_run: Captured) -> None:
     # the workload reached every kind of event it is meant to compare
     ops = {json.loads(r.value)["payload"].get("op") for rs in main_run.debezium.values()
            for r in rs if r.value}
-    assert {"r", "c", "u", "d", "t"} <= ops
+    assert {"r", "c", "u", "d", "t", "m"} <= ops
     assert f"{PREFIX}.transaction" in counts_d
+    assert counts_d[f"{PREFIX}.message"] == 4
 
 
 def test_every_difference_is_explained(main_run: Captured, tmp_path: Path) -> None:
@@ -438,6 +479,9 @@ def test_modes_match(pg: LocalPostgres, tmp_path: Path, decimal_mode: str) -> No
     props = {**MODE_PROPS, "decimal.handling.mode": decimal_mode}
     if decimal_mode == "double":
         props["time.precision.mode"] = "adaptive_time_microseconds"
+        # every column's source type, length and scale as schema parameters (pgjdbc's
+        # COLUMN_SIZE / DECIMAL_DIGITS in Debezium)
+        props["column.propagate.source.type"] = r".*\.all_types\..*"
     captured = capture_both(pg, tmp_path, f"diff_{decimal_mode}", columns, postgis, props,
                             full_workload=False)
     left = unexplained(differences(captured), load_rules(COMPAT_DOC))

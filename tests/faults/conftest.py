@@ -1,25 +1,29 @@
-"""Fault-harness fixtures: one PostgreSQL server for the module (some faults restart it), one
-Spark session for the pipeline's catch-up runs, and the `--fault-trials N` option of the long
-form (or HEADWATER_FAULT_TRIALS)."""
+"""Fault-harness fixtures: one server per source for the module (started when a test first
+needs it; some faults restart it), one Spark session for the pipeline's catch-up runs, and the
+long form's options: `--fault-trials N` (or HEADWATER_FAULT_TRIALS) and `--fault-sources`
+(or HEADWATER_FAULT_SOURCES, default every source)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from headwater.testing.localpg import LocalPostgres
-
 from .harness import Harness
+from .sources import SOURCES, Source
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--fault-trials", type=int, default=None,
                      help="run the long fault harness with N random trials (>= 50 for a real "
                           "run); also HEADWATER_FAULT_TRIALS")
+    parser.addoption("--fault-sources", default=None,
+                     help="the long form's sources, comma-separated (default all: "
+                          f"{','.join(SOURCES)}); also HEADWATER_FAULT_SOURCES")
 
 
 def fault_trials(config: pytest.Config) -> int:
@@ -30,13 +34,46 @@ def fault_trials(config: pytest.Config) -> int:
     return int(value if value is not None else os.environ.get("HEADWATER_FAULT_TRIALS", "0"))
 
 
-@pytest.fixture(scope="module")
-def fault_pg() -> Iterator[LocalPostgres]:
-    server = LocalPostgres().start()
+def fault_sources(config: pytest.Config) -> list[str]:
     try:
-        yield server
+        value = config.getoption("--fault-sources")
+    except ValueError:
+        value = None
+    text = value or os.environ.get("HEADWATER_FAULT_SOURCES") or ",".join(SOURCES)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SOURCES]
+    if unknown or not names:
+        raise pytest.UsageError(f"--fault-sources / HEADWATER_FAULT_SOURCES: unknown source(s) "
+                                f"{', '.join(unknown) or '(none given)'}; the sources are "
+                                f"{', '.join(SOURCES)}")
+    return names
+
+
+class Servers:
+    """One server per source, started on first use, all stopped at the module's end."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, Source] = {}
+
+    def get(self, name: str) -> Source:
+        if name not in self.started:
+            source = SOURCES[name]()
+            source.start()
+            self.started[name] = source
+        return self.started[name]
+
+    def cleanup(self) -> None:
+        for source in self.started.values():
+            source.cleanup()
+
+
+@pytest.fixture(scope="module")
+def fault_servers() -> Iterator[Servers]:
+    servers = Servers()
+    try:
+        yield servers
     finally:
-        server.cleanup()
+        servers.cleanup()
 
 
 @pytest.fixture(scope="module")
@@ -51,17 +88,33 @@ def fault_spark() -> Iterator[Any]:
 
 
 @pytest.fixture()
-def harness(fault_pg: LocalPostgres, fault_spark: Any, tmp_path: Path) -> Harness:
+def harness_for(fault_servers: Servers, fault_spark: Any,
+                tmp_path: Path) -> Callable[[str], Harness]:
+    """A harness on the named source's server (started when first asked for)."""
     from headwater.pipeline.config import load_pipeline_config
     from headwater.pipeline.runner import start
 
     def pipeline_once(config: Path) -> None:
-        query = start(fault_spark, load_pipeline_config(config), once=True)
-        query.awaitTermination()
-        if query.exception() is not None:
-            raise AssertionError(f"pipeline --once failed: {query.exception()}")
+        # Spark waits a fixed 10 s for the topic source's Python worker to connect back; on a
+        # machine loaded by other work it can start slower, and the query fails before its
+        # first batch (nothing committed).  That start, and only that, is retried, as an
+        # operator would rerun `--once`; any other failure fails the trial.
+        for attempt in range(1, 7):
+            query = start(fault_spark, load_pipeline_config(config), once=True)
+            with contextlib.suppress(Exception):
+                query.awaitTermination()
+            error = query.exception()
+            if error is None:
+                return
+            if "Python worker failed to connect back" not in str(error) or attempt == 6:
+                raise AssertionError(f"pipeline --once failed: {error}")
+            print(f"[faults] pipeline --once: Spark's Python worker did not connect back in "
+                  f"10 s (attempt {attempt}); retrying", flush=True)
 
-    return Harness(fault_pg, tmp_path, pipeline_once=pipeline_once)
+    def make(name: str) -> Harness:
+        return Harness(fault_servers.get(name), tmp_path / name, pipeline_once=pipeline_once)
+
+    return make
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,47 +1,69 @@
-"""Nothing silent: random workloads on a real PostgreSQL, one fault per trial (capture kill -9
-during the snapshot or streaming, SIGTERM, pipeline kill -9, server restart, walsender cut,
-damaged topic segment), then `headwater validate`, a topic replay and a row count of the Delta
-target must all agree with the source.  See tests/faults/harness.py and docs/faults.md.
+"""Nothing silent: random workloads on a real PostgreSQL, MariaDB or MongoDB, one fault per
+trial (capture kill -9 during the snapshot or streaming, SIGTERM, pipeline kill -9, server
+restart, replication connection cut, damaged topic segment), then `headwater validate` (not for
+MongoDB), a topic replay and a row count of the Delta target must all agree with the source.
+See tests/faults/harness.py, tests/faults/sources.py and docs/faults.md.
 
-Short form (CI): one trial per fault kind.  Long form: `--fault-trials N` (or
-HEADWATER_FAULT_TRIALS=N), N random trials from the seed HEADWATER_FAULT_SEED (printed)."""
+Short form (CI): one trial per source and fault kind (`Source.ci_faults`).  Long form:
+`--fault-trials N` (or HEADWATER_FAULT_TRIALS=N), N random trials over the sources
+(`--fault-sources`, HEADWATER_FAULT_SOURCES) from the seed HEADWATER_FAULT_SEED (printed)."""
 
 from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
 
 import pytest
 
-from .conftest import fault_trials
-from .harness import FAULTS, KNOWN_DEFECTS, Harness
+from .conftest import fault_sources, fault_trials
+from .harness import KNOWN_DEFECTS, Harness, TrialResult, summary
+from .sources import SOURCES
 
 pytestmark = pytest.mark.integration
 
 BASE_SEED = int(os.environ.get("HEADWATER_FAULT_SEED", "20240"))
 
 
-def _kinds() -> list[object]:
+def cases(only: str) -> list[object]:
+    """The short form's trials of one source: one file per source, so that the suite's
+    processes (`--dist loadfile`) run the sources' trials side by side."""
     out: list[object] = []
-    for kind in FAULTS:
-        reason = KNOWN_DEFECTS.get(kind)
-        out.append(pytest.param(kind, id=kind, marks=[pytest.mark.xfail(
-            strict=False, reason=reason)] if reason else []))
+    for i, (name, source) in enumerate(SOURCES.items()):
+        if name != only:
+            continue
+        for j, kind in enumerate(source.ci_faults):
+            seed = BASE_SEED + 100 * i + j  # PostgreSQL's seeds are the ones it always had
+            reason = KNOWN_DEFECTS.get(f"{name}/{kind}")
+            out.append(pytest.param(name, kind, seed, id=f"{name}-{kind}", marks=[
+                pytest.mark.xfail(strict=False, reason=reason)] if reason else []))
     return out
 
 
-@pytest.mark.parametrize("fault", _kinds())
-def test_one_fault(harness: Harness, fault: str) -> None:
-    seed = BASE_SEED + FAULTS.index(fault)
-    result = harness.trial(seed, fault)
+def one_fault(harness_for: Callable[[str], Harness], source: str, fault: str,
+                   seed: int) -> None:
+    result = harness_for(source).trial(seed, fault)
     assert result.passed, result.line()
+
+
+@pytest.mark.parametrize(("source", "fault", "seed"), cases("postgres"))
+def test_one_fault(harness_for: Callable[[str], Harness], source: str, fault: str,
+                   seed: int) -> None:
+    one_fault(harness_for, source, fault, seed)
+
+
+def _source_of(seed: int, names: list[str]) -> str:
+    """The trial's source, from its seed (apart from the trial's own choices)."""
+    return names[random.Random(seed * 7919 + 1).randrange(len(names))]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(0)  # N trials of ~15-40 s each; every trial has its own time limits
-def test_random_fault_trials(harness: Harness, request: pytest.FixtureRequest,
+def test_random_fault_trials(harness_for: Callable[[str], Harness],
+                             request: pytest.FixtureRequest,
                              capsys: pytest.CaptureFixture[str]) -> None:
     n = fault_trials(request.config)  # > 0: conftest deselects the long form otherwise
+    names = fault_sources(request.config)
     base = int(os.environ.get("HEADWATER_FAULT_SEED") or random.randrange(10**6))
     only = os.environ.get("HEADWATER_FAULT_KIND") or None
 
@@ -49,15 +71,21 @@ def test_random_fault_trials(harness: Harness, request: pytest.FixtureRequest,
         with capsys.disabled():
             print(line, flush=True)
 
-    harness.log = log
-    log(f"[faults] long form: {n} trials from seed {base}")
+    harnesses: dict[str, Harness] = {}
+    log(f"[faults] long form: {n} trials over {', '.join(names)} from seed {base}")
+    results: list[TrialResult] = []
     for i in range(n):
-        harness.trial(base + i, only)
-    summary = harness.summary()
-    log(summary)
-    failed = [r for r in harness.results if not r.passed]
-    unknown = [r for r in failed if r.fault not in KNOWN_DEFECTS]
-    assert not unknown, summary + "\n" + "\n".join(r.line() for r in unknown)
+        name = _source_of(base + i, names)
+        if name not in harnesses:
+            harnesses[name] = harness_for(name)
+            harnesses[name].log = log
+        kinds = SOURCES[name].faults
+        results.append(harnesses[name].trial(base + i, only if only in kinds else None))
+    text = summary(results)
+    log(text)
+    failed = [r for r in results if not r.passed]
+    unknown = [r for r in failed if f"{r.source}/{r.fault}" not in KNOWN_DEFECTS]
+    assert not unknown, text + "\n" + "\n".join(r.line() for r in unknown)
     if failed:
-        pytest.xfail(f"{summary}; known defects only: "
-                     + "; ".join(f"{KNOWN_DEFECTS[r.fault]} (seed {r.seed})" for r in failed))
+        pytest.xfail(f"{text}; known defects only: " + "; ".join(
+            f"{KNOWN_DEFECTS[f'{r.source}/{r.fault}']} (seed {r.seed})" for r in failed))

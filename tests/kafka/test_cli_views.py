@@ -9,8 +9,8 @@ import orjson
 from typer.testing import CliRunner
 
 from headwater.cli import app
+from headwater.config.kafka import kafka_settings
 from headwater.kafka.offsets import KafkaOffsetStore
-from headwater.kafka.settings import kafka_settings
 from headwater.testing.kafka_cluster import KafkaCluster
 from tests.kafka.conftest import kafka_props, unique
 

@@ -62,7 +62,7 @@ def run_signals(kafka: KafkaCluster, start: Any, streaming: Any, topics: Any, to
             "data-collections": [collection], "type": "blocking"}})
         send(kafka, signal_topic, prefix, {"type": "execute-snapshot", "data": {
             "data-collections": [collection], "type": "INCREMENTAL"}})
-        wait_for(lambda: len(reads(topics, topic)) >= rows, timeout=90,
+        wait_for(lambda: len(reads(topics, topic)) >= rows, timeout=180,
                  what="incremental snapshot reads")
         wait_for(lambda: offset_of(offsets).get("signal_kafka_offset") == 3, timeout=30,
                  what="signal offset stored")

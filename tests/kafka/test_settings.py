@@ -7,9 +7,9 @@ import random
 
 import pytest
 
+from headwater.config.kafka import kafka_settings, parse_jaas
 from headwater.config.loader import ConfigError
 from headwater.kafka.murmur2 import murmur2, partition_for
-from headwater.kafka.settings import kafka_settings, parse_jaas
 
 
 def test_murmur2_matches_kafka_test_vectors() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from headwater.config import ConfigError
-from headwater.kafka.signals import kafka_signal_settings, parse_message
+from headwater.config.kafka import kafka_signal_settings
+from headwater.engine.kafka_signals import parse_message
 
 
 def test_only_the_connectors_key_and_the_allowed_types() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from headwater.config.kafka import kafka_settings
 from headwater.kafka import writer as writer_mod
-from headwater.kafka.settings import kafka_settings
 from headwater.kafka.writer import KafkaDeliveryError, KafkaTopicWriter
 from headwater.model.topic import TopicRecord
 

@@ -1,32 +1,39 @@
 """The pipeline's driver for the cluster test, in a process of its own (a pytest process may
-already hold a local Spark session, and the driver's CPU must be its own).
+already hold a local Spark session, the driver's CPU must be its own, and the test kills it
+with -9 in the middle of a batch).
 
-    python -m tests.pipeline.cluster_driver CONFIG MASTER_URL EVENT_LOG_DIR HANDSHAKE_DIR N
+    python -m tests.pipeline.cluster_driver CONFIG[,CONFIG...] MASTER_URL EVENT_LOG_DIR \
+        HANDSHAKE_DIR N warm-up|cold
 
 Starts a session on MASTER_URL with Spark's event log on, waits until N executors registered,
-runs a warm-up pipeline of 300 events, writes HANDSHAKE_DIR/ready, waits for HANDSHAKE_DIR/go,
-runs the pipeline once (AvailableNow) and writes HANDSHAKE_DIR/result.json: the driver's CPU
-seconds (Python and its JVM, from /proc) spent by the run, beyond the start-up."""
+runs a warm-up pipeline of 300 events (not when `cold`), writes HANDSHAKE_DIR/ready (the
+application's id, as JSON), waits for HANDSHAKE_DIR/go, then runs one pipeline per CONFIG at
+once in that session (AvailableNow: each to the end of what is there) and writes
+HANDSHAKE_DIR/done.  The test
+measures the CPU itself, from /proc, between "go" and the end or the kill: a driver killed
+mid-batch writes nothing more."""
 
 from __future__ import annotations
 
 import json
-import os
+import logging
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 CONNECT_BACK = "Python worker failed to connect back"
+ATTEMPTS = 10
 
 
 def main() -> None:
-    config, master, event_log, handshake, executors = sys.argv[1:6]
+    configs, master, event_log, handshake, executors, warm = sys.argv[1:7]
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("headwater.pipeline").setLevel(logging.INFO)  # the batches, in the log
     from headwater.pipeline.config import load_pipeline_config
-    from headwater.pipeline.runner import spark_session, start
-    from headwater.testing.spark_cluster import cpu_seconds
+    from headwater.pipeline.runner import spark_session
 
-    cfg = load_pipeline_config(Path(config))
+    cfgs = [load_pipeline_config(Path(c)) for c in configs.split(",")]
     spark = spark_session("headwater-cluster-test", master=master, spark_props={
         "spark.eventLog.enabled": "true", "spark.eventLog.dir": event_log,
         "spark.eventLog.compress": "false",
@@ -38,31 +45,55 @@ def main() -> None:
         if time.monotonic() > deadline:
             raise SystemExit("executors did not register")
         time.sleep(0.2)
-    warm_up(spark, Path(handshake) / "warm-up")
-    Path(handshake, "ready").write_text(str(os.getpid()))
+    if warm == "warm-up":
+        warm_up(spark, Path(handshake) / "warm-up")
+    Path(handshake, "ready").write_text(json.dumps({"app_id": sc.applicationId}))
     while not Path(handshake, "go").exists():
         time.sleep(0.05)
-    before = cpu_seconds(os.getpid())
-    jvm_before = cpu_seconds(sc._gateway.proc.pid)
     started = time.monotonic()
-    for attempt in range(3):
-        query = start(spark, cfg, once=True)
-        query.awaitTermination()
-        failure = query.exception()
-        if failure is None:
-            break
-        # Spark waits a fixed 10 s for the streaming source's Python runner to connect back,
-        # which a loaded 2-core machine sometimes misses: a restart of the query (what the
-        # pipeline does after any crash) is the remedy, and it is said here, not hidden.
-        if CONNECT_BACK not in str(failure) or attempt == 2:
-            raise SystemExit(f"the query failed: {failure}")
-        print(f"query restarted: {CONNECT_BACK} (attempt {attempt + 1})", flush=True)
-    jvm = sc._gateway.proc.pid
-    result = {"driver_cpu_s": cpu_seconds(os.getpid()) - before,
-              "driver_jvm_cpu_s": cpu_seconds(jvm) - jvm_before,
-              "wall_s": time.monotonic() - started, "app_id": sc.applicationId}
-    Path(handshake, "result.json").write_text(json.dumps(result))
+    queries: list[Query] = []
+    for cfg in cfgs:
+        # one query's start at a time: each starts a Python runner for its source, which must
+        # connect back to the JVM within Spark's fixed 10 s
+        while queries and not queries[-1].planned() and not queries[-1].finished():
+            time.sleep(0.2)
+        queries.append(Query(spark, cfg))
+    while not all([q.finished() for q in queries]):  # (each asked: a failed one restarts)
+        time.sleep(0.2)
+    Path(handshake, "done").write_text(json.dumps({"wall_s": time.monotonic() - started}))
     spark.stop()
+
+
+class Query:
+    """One pipeline's streaming query, started again when Spark's fixed 10 s wait for the
+    streaming source's Python runner to connect back ran out (a loaded 2-core machine
+    sometimes misses it): a restart of the query is what the pipeline does after any crash,
+    and it is said here (the driver's log), not hidden."""
+
+    def __init__(self, spark: Any, cfg: Any) -> None:
+        from headwater.pipeline.runner import start
+
+        self.spark, self.cfg, self.start = spark, cfg, start
+        self.attempt = 0
+        self.query = start(spark, cfg, once=True)
+
+    def planned(self) -> bool:
+        """The query planned a batch (its source's runner is up)."""
+        offsets = self.cfg.checkpoint_dir / "offsets"
+        return offsets.is_dir() and any(p.name.isdigit() for p in offsets.iterdir())
+
+    def finished(self) -> bool:
+        if self.query.isActive:
+            return False
+        failure = self.query.exception()
+        if failure is None:
+            return True
+        if CONNECT_BACK not in str(failure) or self.attempt == ATTEMPTS:
+            raise SystemExit(f"the query failed: {failure}")
+        self.attempt += 1
+        print(f"query restarted: {CONNECT_BACK} (attempt {self.attempt})", flush=True)
+        self.query = self.start(self.spark, self.cfg, once=True)
+        return False
 
 
 def warm_up(spark: Any, work: Path) -> None:

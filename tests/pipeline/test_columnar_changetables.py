@@ -239,7 +239,7 @@ def toy_sequence(source: dict[str, Any], _total_order: int | None, offset: int) 
 
 
 def toy_columnar(source: Any, _total_order: Any, offsets: Any) -> Any:
-    from headwater.pipeline import sequence_columns as columns
+    from headwater.connectors import sequence_columns as columns
 
     scn = pc.utf8_lpad(pc.fill_null(source.field("scn"), ""), width=20, padding="0")
     return columns.strings([columns.text_columns(scn, 20),

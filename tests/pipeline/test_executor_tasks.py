@@ -1,8 +1,8 @@
 """The executor stage (`pipeline.tasks`) against the driver's column-wise path: a batch cut into
 random parts, each decoded and netted by the task function (column-wise, or event by event
-where forced), then netted across parts in Spark, gives exactly `columnar.read_net`'s rows of
-the whole batch (duplicates and reordering across parts, unchanged TOAST values, deletes), and
-the changelog gives `decode_changelog`'s rows."""
+where forced), then netted across parts (in Arrow, by the driver), gives exactly
+`columnar.read_net`'s rows of the whole batch (duplicates and reordering across parts,
+unchanged TOAST values, deletes), and the changelog gives `decode_changelog`'s rows."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from headwater.pipeline import columnar, tasks
@@ -25,19 +26,20 @@ def cuts(rng: random.Random, end: int, parts: int) -> list[tasks.Task]:
     return [tasks.Task(TOPIC, a, b, i) for i, (a, b) in enumerate(itertools.pairwise(bounds))]
 
 
-def by_parts(spark: Any, root: Path, staging: Path, parts: list[tasks.Task], mode: str,
+def by_parts(root: Path, staging: Path, parts: list[tasks.Task], mode: str,
              events_at: set[int] = frozenset()) -> columnar.ColumnarChanges | None:  # type: ignore[assignment]
     results = []
     for t in parts:
         if t.part in events_at:
-            decoded, fields = tasks._by_events(root, t)
-            results.append(tasks._stage(staging, t, decoded, fields) if decoded is not None
+            part = tasks.LogPart(root, t)
+            decoded, fields = tasks._by_events(part)
+            results.append(tasks._stage(staging, part, decoded, fields) if decoded is not None
                            else tasks.PartResult(TOPIC, t.part, None, 0, None, "[]", (), None,
                                                  None, ()))
         else:
             results.append(tasks.run_task(root, staging, mode, t))
     assert all(r.refused is None for r in results), [r.refused for r in results]
-    staged = tasks.net_across_parts(spark, results, mode)
+    staged = tasks.net_across_parts(results, mode)
     return None if staged is None else staged.to_columnar()
 
 
@@ -50,7 +52,7 @@ def assert_same(got: columnar.ColumnarChanges, want: columnar.ColumnarChanges) -
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_net_across_parts_equals_the_driver_path(spark: Any, tmp_path: Path, seed: int) -> None:
+def test_net_across_parts_equals_the_driver_path(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     records = workload(rng, mysql=seed % 3 == 2, toast=seed % 3 != 2, n=500, keys=25)
     write(tmp_path / "topics", records, segment_bytes=64 << 10)
@@ -59,7 +61,7 @@ def test_net_across_parts_equals_the_driver_path(spark: Any, tmp_path: Path, see
     for trial in range(3):
         parts = cuts(rng, len(records), rng.choice((2, 3, 5)))
         forced = {p.part for p in parts if trial and rng.random() < 0.4}
-        got = by_parts(spark, tmp_path / "topics", tmp_path / "staging" / str(trial), parts,
+        got = by_parts(tmp_path / "topics", tmp_path / "staging" / str(trial), parts,
                        "scd1", forced)
         assert got is not None
         assert_same(got, want)
@@ -68,7 +70,7 @@ def test_net_across_parts_equals_the_driver_path(spark: Any, tmp_path: Path, see
                                   for r in want.rows.to_pylist())
 
 
-def test_a_delete_in_another_part_cuts_the_toast_carry(spark: Any, tmp_path: Path) -> None:
+def test_a_delete_in_another_part_cuts_the_toast_carry(tmp_path: Path) -> None:
     """Sent (part 0), deleted (part 1, earlier offset than... a later position), unsent (part 2):
     the column stays flagged, as the event path says."""
     from tests.pipeline.test_columnar import PLACEHOLDER, document, pg_source, row
@@ -83,13 +85,13 @@ def test_a_delete_in_another_part_cuts_the_toast_carry(spark: Any, tmp_path: Pat
     want = columnar.read_net(tmp_path / "topics", TOPIC, 0, 3, columnar.Positions())
     assert want is not None and want.rows.column(columnar.TOAST_FLAG + "v").to_pylist() == [True]
     parts = [tasks.Task(TOPIC, i, i + 1, i) for i in range(3)]
-    got = by_parts(spark, tmp_path / "topics", tmp_path / "staging", parts, "scd1")
+    got = by_parts(tmp_path / "topics", tmp_path / "staging", parts, "scd1")
     assert got is not None
     assert_same(got, want)
 
 
 @pytest.mark.parametrize("seed", range(2))
-def test_changelog_across_parts_equals_the_driver_path(spark: Any, tmp_path: Path,
+def test_changelog_across_parts_equals_the_driver_path(tmp_path: Path,
                                                        seed: int) -> None:
     rng = random.Random(50 + seed)
     records = workload(rng, mysql=seed == 1, n=300)
@@ -97,7 +99,7 @@ def test_changelog_across_parts_equals_the_driver_path(spark: Any, tmp_path: Pat
     want = columnar.decode_changelog(TOPIC, columnar.scan(
         tmp_path / "topics", TOPIC, 0, len(records), columnar.Positions()))
     assert want is not None
-    got = by_parts(spark, tmp_path / "topics", tmp_path / "staging",
+    got = by_parts(tmp_path / "topics", tmp_path / "staging",
                    cuts(rng, len(records), 4), "changelog")
     assert got is not None
     assert_same(got, want)
@@ -124,7 +126,7 @@ def test_the_stage_runs_as_spark_tasks_and_plans_by_segments(spark: Any, tmp_pat
     assert len(parts) == min(int(spark.sparkContext.defaultParallelism), len(records) // 100)
     assert all(p.file is not None and Path(p.file).parent ==
                tmp_path / "ckpt" / "staging" / "4" / TOPIC for p in parts)
-    staged = tasks.net_across_parts(spark, parts, "scd1")
+    staged = tasks.net_across_parts(parts, "scd1")
     assert staged is not None
     want = columnar.read_net(root, TOPIC, 0, len(records), columnar.Positions())
     assert want is not None
@@ -135,7 +137,7 @@ def test_the_stage_runs_as_spark_tasks_and_plans_by_segments(spark: Any, tmp_pat
     assert not (tmp_path / "ckpt" / "staging" / "4" / TOPIC / "part-9.parquet").exists()
 
 
-def test_a_schema_change_between_parts_is_refused(spark: Any, tmp_path: Path) -> None:
+def test_a_schema_change_between_parts_is_refused(tmp_path: Path) -> None:
     from tests.pipeline.test_columnar import ROW_FIELDS, document, f, pg_source, row
 
     rng = random.Random(9)
@@ -146,7 +148,7 @@ def test_a_schema_change_between_parts_is_refused(spark: Any, tmp_path: Path) ->
     results = [tasks.run_task(tmp_path / "topics", tmp_path / "s", "scd1",
                               tasks.Task(TOPIC, i, i + 1, i)) for i in range(2)]
     with pytest.raises(tasks.Refused, match="schema changes inside the batch"):
-        tasks.net_across_parts(spark, results, "scd1")
+        tasks.net_across_parts(results, "scd1")
 
 
 def test_a_truncate_is_left_to_the_event_path(tmp_path: Path) -> None:
@@ -161,14 +163,40 @@ def test_a_truncate_is_left_to_the_event_path(tmp_path: Path) -> None:
     assert result.refused == "a truncate" and result.file is None
 
 
-def test_parquet_round_trip_keeps_the_types(spark: Any, tmp_path: Path) -> None:
+def test_parquet_round_trip_keeps_the_types(tmp_path: Path) -> None:
     """Every type the column-wise decoders give comes back from Spark as it went in."""
     records = workload(random.Random(11), mysql=False, n=50)
     write(tmp_path / "topics", records)
     want = columnar.read_net(tmp_path / "topics", TOPIC, 0, len(records), columnar.Positions())
     assert want is not None
-    got = by_parts(spark, tmp_path / "topics", tmp_path / "s",
+    got = by_parts(tmp_path / "topics", tmp_path / "s",
                    [tasks.Task(TOPIC, 0, len(records), 0)], "scd1")
     assert got is not None
     assert got.rows.schema == want.rows.schema
     assert pa.Table.equals(got.rows, want.rows)
+
+
+def test_a_late_task_of_a_killed_driver_cannot_replace_a_replayed_part(
+        tmp_path: Path) -> None:
+    """A driver killed mid-batch leaves tasks that may still finish on the executors while the
+    next driver replays the batch, planned with other cuts (another parallelism, segments
+    rolled since).  A late write of such a task lands beside the replay's parts, never over
+    one of them, so the replay's net is the batch's."""
+    rng = random.Random(5)
+    records = workload(rng, mysql=False, toast=True, n=400, keys=30)
+    root, staging = tmp_path / "topics", tmp_path / "staging"
+    write(root, records, segment_bytes=32 << 10)
+    end = len(records)
+    replay = [tasks.Task(TOPIC, 0, end // 2, 0), tasks.Task(TOPIC, end // 2, end, 1)]
+    results = [tasks.run_task(root, staging, "scd1", t) for t in replay]
+    assert results[0].file is not None
+    before = pq.read_table(results[0].file)
+    # the killed driver's plan: four parts, its part 0 finishing late
+    late = tasks.run_task(root, staging, "scd1", tasks.Task(TOPIC, 0, end // 4, 0))
+    assert late.file is not None and late.file not in {r.file for r in results}
+    assert pq.read_table(results[0].file).equals(before)
+    staged = tasks.net_across_parts(results, "scd1")
+    assert staged is not None
+    want = columnar.read_net(root, TOPIC, 0, end, columnar.Positions())
+    assert want is not None
+    assert_same(staged.to_columnar(), want)

@@ -279,8 +279,8 @@ def test_the_pipeline_writes_iceberg_and_a_batch_replayed_by_spark_is_applied_on
     run()
     assert snapshots(spark, target) == before, "the replayed batch committed again"
     assert table(spark, target, hw=True) == first
-    if mode == "changelog":
-        assert len(first) == sum(1 for _, v in records if v is not None)
+    if mode == "changelog":  # each source event once: the workload's re-deliveries dropped
+        assert len(first) == len({v for _, v in records if v is not None})
     else:
         assert table(spark, target) == reference(tmp_path, [0, len(records)])
 

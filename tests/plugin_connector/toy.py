@@ -23,7 +23,6 @@ from headwater.connectors.registry import (
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import Batch
 from headwater.engine.source import SourceRunContext, StartPlan
-from headwater.engine.topic_naming import SCHEMA_STRATEGY, TopicNaming
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
 from headwater.model.schema import (
     INT32,
@@ -36,6 +35,7 @@ from headwater.model.schema import (
     TableSchema,
 )
 from headwater.model.source_block import COMMON_SOURCE_FIELDS, CONNECTOR_VERSION, source_field
+from headwater.model.topic_naming import SCHEMA_STRATEGY, TopicNaming
 
 CONNECTOR_CLASS = "org.example.toysql.ToySqlConnector"
 SNAPSHOT_LSN = "00000027:00000758:0001"

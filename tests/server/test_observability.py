@@ -93,6 +93,7 @@ def test_metrics_idle_and_under_load(pg: LocalPostgres, served: Served) -> None:
         assert m[("QueueTotalCapacity", "streaming")] == CAPACITY
         assert m[("QueueRemainingCapacity", "streaming")] == CAPACITY
         assert m[("MilliSecondsBehindSource", "streaming")] == -1
+        assert ("MilliSecondsBehindSourceP50", "streaming") not in m  # null: not exported
         # Debezium's initial snapshot notifications, on the REST endpoint and the sink topic.
         found = c.get("/connectors/pgm/notifications").json()["notifications"]
         assert [n["type"] for n in found] == ["STARTED", "IN_PROGRESS", "TABLE_SCAN_COMPLETED",
@@ -150,6 +151,14 @@ def test_metrics_idle_and_under_load(pg: LocalPostgres, served: Served) -> None:
         assert (second[("MilliSecondsSinceLastEvent", "streaming")]
                 >= first[("MilliSecondsSinceLastEvent", "streaming")] + 2000)
         assert second[("QueueRemainingCapacity", "streaming")] == CAPACITY
+        # Debezium 3.6's statistics of the lag, over every streamed change
+        low, high = (second[(f"MilliSecondsBehindSource{n}", "streaming")]
+                     for n in ("MinValue", "MaxValue"))
+        p50, p95, p99 = (second[(f"MilliSecondsBehindSourceP{q}", "streaming")]
+                         for q in (50, 95, 99))
+        # (each quantile within the sketch's 1% of a lag measured)
+        assert 0 <= low * 0.99 - 1 <= p50 <= p95 <= p99 <= high * 1.01 + 1
+        assert low <= second[("MilliSecondsBehindSourceAverageValue", "streaming")] <= high
         text = c.get("/metrics").text
         assert 'headwater_connectors{state="RUNNING"} 1' in text
         assert 'headwater_connector_state{connector="pgm",state="RUNNING"} 1' in text
@@ -205,3 +214,40 @@ def test_json_logs_with_mdc_and_admin_loggers(pg: LocalPostgres, served: Served)
             and "matches no existing table" in d["message"]] == [
         "table.include.list: 'public.missing' matches no existing table; nothing is captured "
         "for it until such a table exists"]
+
+
+def test_incremental_snapshot_notifications_on_rest(pg: LocalPostgres, served: Served) -> None:
+    pg.create_database("notes_db")
+    pg.psql("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL); "
+            "INSERT INTO t SELECT g, 0 FROM generate_series(1, 25) g; "
+            "CREATE TABLE debezium_signal (id varchar(64) PRIMARY KEY, "
+            "type varchar(32) NOT NULL, data varchar(2048))", dbname="notes_db")
+    cfg = {"connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+           "database.hostname": "127.0.0.1", "database.port": pg.port,
+           "database.user": pg.user, "database.password": "unused",
+           "database.dbname": "notes_db", "topic.prefix": "pgm", "plugin.name": "pgoutput",
+           "slot.name": "notes_slot", "publication.name": "notes_pub",
+           "snapshot.mode": "no_data", "poll.interval.ms": 100,
+           "signal.data.collection": "public.debezium_signal",
+           "incremental.snapshot.chunk.size": 10,
+           "notification.enabled.channels": "jmx"}
+    with served.client() as c:
+        assert c.post("/connectors", json={"name": "pgm", "config": cfg}).status_code == 201
+        wait_state(c, "pgm", "RUNNING", 120)
+        m = wait_metrics(c, lambda m: m.get(("Connected", "streaming")) == 1, 120)
+        assert m[("Connected", "streaming")] == 1  # (scrape: the connector named pgm)
+        pg.psql("INSERT INTO debezium_signal VALUES ('go', 'execute-snapshot', "
+                "'{\"data-collections\": [\"public.t\"]}')", dbname="notes_db")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            found = c.get("/connectors/pgm/notifications").json()["notifications"]
+            if found and found[-1]["type"] == "COMPLETED":
+                break
+            time.sleep(0.3)
+    assert [(n["aggregateType"], n["type"]) for n in found] == [
+        ("Initial Snapshot", "SKIPPED"), *[("Incremental Snapshot", t) for t in (
+            "STARTED", "IN_PROGRESS", "IN_PROGRESS", "IN_PROGRESS", "TABLE_SCAN_COMPLETED",
+            "COMPLETED")]]
+    assert {n["id"] for n in found[1:]} == {"go"}
+    assert [n["additionalData"]["last_processed_key"] for n in found[2:5]] == ["10", "20", "25"]
+    assert found[5]["additionalData"]["total_rows_scanned"] == "25"

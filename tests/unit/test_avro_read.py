@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from headwater.converters.avro_read import AvroFormatError, AvroReader, to_connect_schema
+from headwater.converters.connect_json import schema_to_json
 from headwater.converters.factory import AVRO, JSON, build_converter
 from headwater.converters.registry import SchemaRegistryClient
-from headwater.formats.connect_json import schema_to_json
 from headwater.formats.structured import StructuredRenderer
 from headwater.model.schema import ConnectSchema
 from headwater.transforms.chain import build_chain

@@ -15,11 +15,11 @@ import pytest
 from headwater.connectors.db2 import ordering as db2
 from headwater.connectors.db2.ordering import DB2_ORDER
 from headwater.connectors.registry import EventOrder
+from headwater.connectors.sequence_columns import NotColumnar
 from headwater.connectors.sqlserver import ordering as sqlserver
 from headwater.connectors.sqlserver.ordering import SQLSERVER_ORDER
 from headwater.model.record import SnapshotMarker
 from headwater.pipeline.columnar import source_struct
-from headwater.pipeline.sequence_columns import NotColumnar
 
 MARKERS = [m.value for m in SnapshotMarker]
 STREAM = [SnapshotMarker.FALSE.value, None]

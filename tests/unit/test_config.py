@@ -702,6 +702,9 @@ def test_programmatic_values_are_coerced() -> None:
         ("message_prefix_include_list", ()),
         ("message_prefix_exclude_list", ()),
         ("offset_mismatch_strategy", "no_validation"),
+        ("slot_failover", False),
+        ("lsn_flush_mode", "connector"),
+        ("publish_via_partition_root", False),
         ("retriable_restart_connector_wait_ms", 10_000),
         ("topic_heartbeat_prefix", "__debezium-heartbeat"),
         ("topic_naming_strategy", None),
@@ -711,6 +714,7 @@ def test_programmatic_values_are_coerced() -> None:
         ("max_batch_size", 2048),
         ("max_queue_size", 8192),
         ("poll_interval_ms", 500),
+        ("statistics_metrics_enabled", True),
         ("key_converter", "org.apache.kafka.connect.json.JsonConverter"),
         ("value_converter", "org.apache.kafka.connect.json.JsonConverter"),
         ("key_converter_schemas_enable", True),
@@ -1155,6 +1159,44 @@ def test_offset_mismatch_strategy(given: dict[str, str], strategy: str) -> None:
 
 def test_offset_mismatch_strategy_values_are_checked() -> None:
     assert "offset.mismatch.strategy" in str(config_error({"offset.mismatch.strategy": "x"}))
+
+
+@pytest.mark.parametrize(("given", "mode"), [
+    ({}, "connector"),
+    ({"flush.lsn.source": "true"}, "connector"),
+    ({"flush.lsn.source": "false"}, "manual"),
+    ({"lsn.flush.mode": "connector_and_driver", "heartbeat.interval.ms": "5000"},
+     "connector_and_driver"),
+    # The new property wins over the deprecated one (resolveLsnFlushMode).
+    ({"lsn.flush.mode": "connector", "flush.lsn.source": "false"}, "connector"),
+])
+def test_lsn_flush_mode(given: dict[str, str], mode: str) -> None:
+    cfg, warnings = pg_raw(given, env={})
+    assert cfg.lsn_flush_mode == mode
+    assert any("deprecated" in w and "lsn.flush.mode" in w for w in warnings) == (
+        "flush.lsn.source" in given)
+    assert cfg.heartbeat_interval_ms == int(given.get("heartbeat.interval.ms", 0))
+
+
+@pytest.mark.parametrize(("given", "interval"), [
+    ({}, 600_000),  # Debezium's applyLsnFlushModeHeartbeatFallback
+    ({"heartbeat.interval.ms": "1000"}, 1000),
+    ({"provide.transaction.metadata": "true"}, 0),
+])
+def test_connector_and_driver_needs_heartbeats(
+    given: dict[str, str], interval: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg, _ = pg_raw({"lsn.flush.mode": "connector_and_driver", **given}, env={})
+    assert cfg.heartbeat_interval_ms == interval
+    assert ("heartbeat.interval.ms was internally set to 600000 ms" in caplog.text) == (
+        interval == 600_000)
+
+
+def test_debezium3_replication_options_are_parsed_and_checked() -> None:
+    cfg, _ = pg_raw({"slot.failover": "true", "publish.via.partition.root": "true"}, env={})
+    assert (cfg.slot_failover, cfg.publish_via_partition_root) == (True, True)
+    assert "lsn.flush.mode" in str(config_error({"lsn.flush.mode": "driver"}))
+    assert "slot.failover" in str(config_error({"slot.failover": "maybe"}))
 
 
 def test_message_prefix_lists_are_exclusive() -> None:

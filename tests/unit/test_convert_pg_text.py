@@ -535,7 +535,8 @@ WKB_FIXTURES = [  # (EWKT, PostGIS hex EWKB output, ST_AsBinary hex, ST_SRID): P
 )
 def test_postgis_values(ewkt: str, ewkb_hex: str, iso_hex: str, srid: int) -> None:
     value = geometry_value(ewkb_hex)
-    assert list(value) == ["wkb", "srid"]
+    assert list(value) == ["wkb", "srid", "extensions"]  # Geometry v2 (Debezium 3.7)
+    assert value["extensions"] is None  # a genuine PostGIS geometry has none
     assert value["wkb"] == bytes.fromhex(ewkb_hex)  # DBZ: the EWKB as PostGIS printed it
     assert value["srid"] == (srid or None)  # DBZ PostgisGeometry.parseSrid: null without one
     assert ewkb_srid(value["wkb"]) == (srid or None)
@@ -551,7 +552,8 @@ def test_big_endian_ewkb() -> None:
 
 def test_geometry_fallback_and_errors() -> None:
     # DBZ PostgisGeometry.createEmpty(): GEOMETRYCOLLECTION EMPTY
-    assert geometry_fallback() == {"wkb": bytes.fromhex("010700000000000000"), "srid": None}
+    assert geometry_fallback() == {"wkb": bytes.fromhex("010700000000000000"), "srid": None,
+                                   "extensions": None}
     with pytest.raises(ValueError):
         geometry_value("0101")  # shorter than an EWKB header
     with pytest.raises(ValueError):

@@ -11,9 +11,9 @@ import pytest
 
 from headwater.connectors.postgres.position import PostgresPosition, PostgresSourceBlock
 from headwater.convert.decimal import decimal_to_unscaled_bytes
+from headwater.converters.connect_json import avro_name, json_default
 from headwater.converters.headers import header_value
 from headwater.converters.json import JsonConverter
-from headwater.formats.connect_json import avro_name, json_default
 from headwater.formats.debezium_json import DebeziumJsonFormat
 from headwater.model.record import (
     ABSENT,
@@ -200,3 +200,21 @@ def test_json_default_encodes_bytes_and_decimals_as_base64() -> None:
 )
 def test_avro_name_sanitisation(name: str, first: bool, expected: str) -> None:
     assert avro_name(name, first=first) == expected
+
+
+def test_a_key_change_tombstone_carries_the_newkey_header_on_both_paths() -> None:
+    """Debezium 3.6's EventDispatcher copies the delete's headers onto its tombstone: the
+    topic log's bytes and the Connect records (Kafka, Avro) alike."""
+    new = (2, *ANNE[1:])
+    batch = [record(Op.DELETE, ANNE, None, other_key=new),
+             record(Op.CREATE, None, new, other_key=ANNE)]
+    ((_, (_, t, _)),) = fmt().render_batch(batch).items()
+    assert t.value is None
+    assert dict(t.headers)["__debezium.newkey"] == b'{"id":2}'
+    assert "__debezium.oldkey" not in dict(t.headers)
+    delete, tombstone, create = fmt().render_connect(batch)
+    assert tombstone.value is None and tombstone.value_schema is None
+    assert tombstone.headers == delete.headers
+    (newkey,) = [h for h in tombstone.headers if h.key == "__debezium.newkey"]
+    assert newkey.value["id"] == 2
+    assert "__debezium.newkey" not in {h.key for h in create.headers}

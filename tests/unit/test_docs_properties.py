@@ -34,8 +34,8 @@ import pytest
 from headwater.capture import OPS_PROPERTIES
 from headwater.config.definition import LENIENT, ConfigDef
 from headwater.config.loader import ConfigError, unwrap_debezium_server
+from headwater.config.pipeline_names import PIPELINE_PROPERTIES
 from headwater.connectors.registry import BUILTINS, ConnectorRegistration
-from headwater.pipeline.config import PIPELINE_PROPERTIES
 from headwater.relational.config import HEADWATER_PASSTHROUGH_PREFIXES
 from headwater.server.connectors import definition
 from headwater.topics import retention_config

@@ -16,8 +16,8 @@ pytest.importorskip("confluent_kafka")
 
 from confluent_kafka.admin import ClusterMetadata, PartitionMetadata, TopicMetadata
 
+from headwater.config.kafka import TopicCreation
 from headwater.kafka.admin import TopicAdmin, TopicMetadataTimeout
-from headwater.kafka.settings import TopicCreation
 
 
 def topic(name: str, leaders: list[int] | None) -> TopicMetadata:

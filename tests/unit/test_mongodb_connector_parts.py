@@ -155,17 +155,37 @@ def test_document_envelope_rendering() -> None:
         "c", 3, 10_500, 10_500)
 
 
-def test_datastream_events_are_refused() -> None:
-    """MongoDB's Datastream events are not implemented: refused at start, never rendered
-    with the relational shape."""
+def test_datastream_configuration() -> None:
+    """Datastream events need whole documents on updates; the JSON mode is Datastream's
+    option only; the files destination still needs the Datastream format."""
+    cfg, _ = validate_mongodb_config(_config(**{"headwater.event.format": "datastream"}))
+    assert (cfg.output.event_format, cfg.headwater_datastream_mongodb_json_mode) == (
+        "datastream", "canonical")
+    cfg, _ = validate_mongodb_config(_config(**{
+        "headwater.event.format": "datastream", "headwater.destination": "files",
+        "headwater.datastream.mongodb.json.mode": "relaxed"}))
+    assert (cfg.output.destination, cfg.headwater_datastream_mongodb_json_mode) == (
+        "files", "relaxed")
+    for mode in ("change_streams", "change_streams_with_pre_image"):
+        with pytest.raises(ConfigError) as err:
+            validate_mongodb_config(_config(**{"headwater.event.format": "datastream",
+                                               "capture.mode": mode}))
+        assert f"capture.mode={mode}: Datastream events carry the whole document" in str(
+            err.value)
     with pytest.raises(ConfigError) as err:
-        validate_mongodb_config(_config(**{"headwater.event.format": "datastream"}))
-    assert "does not write Datastream events" in str(err.value)
+        validate_mongodb_config(_config(**{"headwater.datastream.mongodb.json.mode":
+                                           "relaxed"}))
+    assert "only used with headwater.event.format=datastream" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        validate_mongodb_config(_config(**{"headwater.event.format": "datastream",
+                                           "headwater.datastream.mongodb.json.mode":
+                                           "strict"}))
+    assert "STRICT" in str(err.value)
     with pytest.raises(ConfigError) as err:
         validate_mongodb_config(_config(**{"headwater.destination": "files"}))
     assert "needs headwater.event.format=datastream" in str(err.value)
     cfg, _ = validate_mongodb_config(_config(**{"headwater.event.format": "debezium"}))
-    assert cfg.topic_prefix == "p"
+    assert cfg.output.event_format == "debezium"
 
 
 def test_lsid_as_debezium_writes_it() -> None:

@@ -16,13 +16,11 @@ from headwater.engine.signals import (
     PauseSnapshot,
     ResumeSnapshot,
     Signal,
-    SignalError,
     StopSnapshot,
-    format_collection,
     parse_action,
     signal_from_row,
-    split_collection,
 )
+from headwater.model.collection import SignalError, format_collection, split_collection
 
 
 @pytest.mark.parametrize(("name", "parts"), [

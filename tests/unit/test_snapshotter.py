@@ -12,6 +12,7 @@ EXPECTED = {
     "initial": ([True, True, False, False], True),
     "initial_only": ([True, True, False, False], False),
     "when_needed": ([True, True, False, True], True),
+    "when_needed_no_data": ([False, False, False, False], True),
     "always": ([True, True, True, True], True),
     "no_data": ([False, False, False, False], True),
     "never": ([False, False, False, False], True),
@@ -30,8 +31,14 @@ def test_each_mode_answers_as_debezium(mode: str) -> None:
 def test_every_mode_either_connector_accepts_has_a_snapshotter() -> None:
     from headwater.connectors.mysql.config import MYSQL_CONFIG_DEF
     from headwater.connectors.postgres.config import POSTGRES_CONFIG_DEF
+    from headwater.connectors.sqlserver.config import PROPERTIES as SQLSERVER
 
-    for definition in (MYSQL_CONFIG_DEF, POSTGRES_CONFIG_DEF):
-        assert set(definition["snapshot.mode"].allowed) <= set(SNAPSHOTTERS)
+    (sqlserver_mode,) = [p for p in SQLSERVER if p.name == "snapshot.mode"]
+    for allowed in (MYSQL_CONFIG_DEF["snapshot.mode"].allowed,
+                    POSTGRES_CONFIG_DEF["snapshot.mode"].allowed, sqlserver_mode.allowed):
+        assert set(allowed) <= set(SNAPSHOTTERS)
+    # Debezium 3.x's SQL Server connector alone has when_needed_no_data
+    assert "when_needed_no_data" in sqlserver_mode.allowed
+    assert "when_needed_no_data" not in MYSQL_CONFIG_DEF["snapshot.mode"].allowed
     with pytest.raises(ValueError, match=r"snapshot\.mode=.custom. has no snapshotter"):
         snapshotter_for("custom")

@@ -13,7 +13,10 @@ from headwater.config import ConfigError
 from headwater.connectors.mysql.config import validate_mysql_config
 from headwater.connectors.postgres.config import validate_postgres_config
 from headwater.connectors.postgres.position import PostgresSourceBlock
-from headwater.engine.topic_naming import (
+from headwater.formats.debezium_json import DebeziumJsonFormat
+from headwater.model.record import HeartbeatEvent, Op, TransactionEvent
+from headwater.model.schema import TableId
+from headwater.model.topic_naming import (
     DEFAULT_STRATEGY,
     DEFAULT_UNICODE_STRATEGY,
     SCHEMA_STRATEGY,
@@ -23,9 +26,6 @@ from headwater.engine.topic_naming import (
     parse_strategy,
     sanitize_topic_name,
 )
-from headwater.formats.debezium_json import DebeziumJsonFormat
-from headwater.model.record import HeartbeatEvent, Op, TransactionEvent
-from headwater.model.schema import TableId
 from headwater.topics.segment import validate_topic_name
 from tests.unit.test_debezium_format import ANNE, CTX, customers, record
 

@@ -14,7 +14,7 @@ from typing import Any, Final
 from headwater.config.definition import Property, PropertyType, ValidationContext
 from headwater.config.output import OUTPUT_PROPERTIES
 from headwater.config.secrets import REDACTED, Secret, is_sensitive_key
-from headwater.engine.topic_naming import parse_strategy, topic_name_problem
+from headwater.model.topic_naming import parse_strategy, topic_name_problem
 
 JSON_CONVERTER: Final = "org.apache.kafka.connect.json.JsonConverter"
 SIMPLE_HEADER_CONVERTER: Final = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
@@ -45,7 +45,7 @@ def _offset_store(text: str) -> str:
 _I, _L, _B, _S, _P = (PropertyType.INT, PropertyType.LONG, PropertyType.BOOLEAN,
                       PropertyType.STRING, PropertyType.PATH)
 
-# How topics are named (headwater.engine.topic_naming); the same for every connector.
+# How topics are named (headwater.model.topic_naming); the same for every connector.
 TOPIC_NAMING_PROPERTIES: Final[tuple[Property, ...]] = (
     Property("topic.naming.strategy", _S, parser=parse_strategy,
              doc="io.debezium.schema.SchemaTopicNamingStrategy (<prefix>.<schema>.<table>) or "
@@ -74,6 +74,9 @@ RUNTIME_PROPERTIES: Final[tuple[Property, ...]] = (
     Property("max.batch.size", _I, 2048, min_value=1),
     Property("max.queue.size", _I, 8192, min_value=1, doc="must be larger than max.batch.size"),
     Property("poll.interval.ms", _L, 500, min_value=1),
+    Property("statistics.metrics.enabled", _B, True,
+             doc="the quantiles (P50, P95, P99) of MilliSecondsBehindSource; false leaves "
+                 "them null, as Debezium"),
     Property("key.converter", _S, JSON_CONVERTER, parser=_converter,
              doc="JsonConverter, StringConverter, ByteArrayConverter or Confluent's "
                  "AvroConverter (docs/converters.md)"),

@@ -41,6 +41,7 @@ from types import MappingProxyType
 from typing import Final, TypeAlias
 
 from headwater.config.loader import ConfigError
+from headwater.config.pipeline_names import PIPELINE_PROPERTIES
 from headwater.config.secrets import (
     REDACTED,
     Secret,
@@ -544,8 +545,6 @@ class ConfigDef:
             candidates.extend(p.name for p in self.pattern_properties)
             # The pipeline's keys share the file and pass through here: a misspelt one
             # (`headwater.pipline.delta.path`) is nearest to its own, not to a connector's.
-            from headwater.pipeline.config import PIPELINE_PROPERTIES
-
             candidates.extend(PIPELINE_PROPERTIES)
         matches = difflib.get_close_matches(key, candidates, n=1, cutoff=cutoff)
         if not matches:

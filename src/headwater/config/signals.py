@@ -16,19 +16,18 @@ Choices:
 * ``signal.file`` defaults to Debezium's ``file-signals.txt`` and is read only when the ``file``
   channel is enabled.
 * The ``kafka`` channel's ``signal.kafka.*`` / ``signal.consumer.*`` are pass-through keys
-  checked by `headwater.kafka.signals.kafka_signal_settings` when the channel is enabled.
+  checked by `headwater.config.kafka.kafka_signal_settings` when the channel is enabled.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from headwater.config.definition import ConfigValue, Property, PropertyType, ValidatedConfig
-
-if TYPE_CHECKING:
-    from headwater.kafka.signals import KafkaSignalSettings
+from headwater.config.kafka import KafkaSignalSettings, kafka_signal_settings
+from headwater.model.collection import SignalError, split_collection
 
 __all__ = ["SIGNAL_PROPERTIES", "SIGNAL_PROPERTY_NAMES", "SignalConfig", "signal_config"]
 
@@ -57,8 +56,6 @@ def _channels(value: ConfigValue) -> str | None:
 
 def _collection(value: ConfigValue) -> str | None:
     if isinstance(value, str) and value:
-        from headwater.engine.signals import SignalError, split_collection
-
         try:
             split_collection(value)
         except SignalError as exc:
@@ -136,8 +133,6 @@ def signal_config(config: ValidatedConfig) -> SignalConfig:
     channels = tuple(c.lower() for c in config.get_list("signal.enabled.channels"))
     kafka = None
     if "kafka" in channels:
-        from headwater.kafka.signals import kafka_signal_settings
-
         kafka = kafka_signal_settings(config.passthrough, config.get_str("topic.prefix"))
     return SignalConfig(
         data_collection=config.get_optional_str("signal.data.collection"),

@@ -13,11 +13,12 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from headwater.connectors.registry import CaptureConfig, ConnectorParts
+from headwater.connectors.registry import CaptureConfig, ConnectorParts, ConnectorRegistration
 
 if TYPE_CHECKING:
+    from headwater.connectors.registry import EventOrder
     from headwater.engine.metrics import CaptureMetrics
-    from headwater.engine.topic_naming import TopicNaming
+    from headwater.model.topic_naming import TopicNaming
 
 Build = Callable[[CaptureConfig, "CaptureMetrics", "TopicNaming"], ConnectorParts]
 
@@ -52,7 +53,7 @@ def connector_builder(*, kind: str, config: str, connector: str, source_block: s
 
     def build(cfg: CaptureConfig, metrics: CaptureMetrics, naming: TopicNaming
               ) -> ConnectorParts:
-        from headwater.ops.logging import connector_type
+        from headwater.log_context import connector_type
 
         expected = imported(config)
         if not isinstance(cfg, expected):
@@ -64,3 +65,37 @@ def connector_builder(*, kind: str, config: str, connector: str, source_block: s
                               placeholder(cfg))
 
     return build
+
+
+def package_registration(*, name: str, kind: str, connector_classes: tuple[str, ...],
+                         source_connectors: tuple[str, ...], config: str, loader: str,
+                         config_definition: str, connector: str, source_block: str,
+                         placeholder: Callable[[Any], str], order: EventOrder,
+                         default_topic_naming_strategy: str, class_aliases: tuple[str, ...],
+                         extras: tuple[str, ...] = (), validate_dialect: str = "",
+                         event_model: str = "debezium") -> ConnectorRegistration:
+    """The registration of the built-in connector of package `headwater.connectors.<kind>`,
+    its parts named as attributes of that package's modules: `config` (the config class),
+    `loader` (its load function) and `config_definition` in `config`, `connector` in
+    `connector`, `source_block` in `position`.  Why: every built-in registration wires the same
+    modules the same way; only the names and declarations differ."""
+    package = f"headwater.connectors.{kind}"
+    load, load_without_secrets = config_loaders(f"{package}.config:{loader}")
+    return ConnectorRegistration(
+        name=name,
+        connector_classes=connector_classes,
+        source_connectors=source_connectors,
+        load_config=load,
+        load_config_without_secrets=load_without_secrets,
+        build=connector_builder(
+            kind=kind, config=f"{package}.config:{config}",
+            connector=f"{package}.connector:{connector}",
+            source_block=f"{package}.position:{source_block}", placeholder=placeholder),
+        order=order,
+        default_topic_naming_strategy=default_topic_naming_strategy,
+        class_aliases=class_aliases,
+        config_definition=f"{package}.config:{config_definition}",
+        extras=extras,
+        validate_dialect=validate_dialect,
+        event_model=event_model,
+    )

@@ -23,14 +23,14 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
-from headwater.engine.topic_naming import SCHEMA_STRATEGY
 from headwater.model.record import SnapshotMarker
+from headwater.model.topic_naming import SCHEMA_STRATEGY
 
 if TYPE_CHECKING:
     from headwater.engine.metrics import CaptureMetrics
     from headwater.engine.source import Connector
-    from headwater.engine.topic_naming import TopicNaming
     from headwater.formats.debezium_json import SourceBlock
+    from headwater.model.topic_naming import TopicNaming
 
 log = logging.getLogger("headwater.connectors")
 
@@ -123,7 +123,7 @@ PositionKey = Callable[[dict[str, Any]], tuple[Any, ...]]
 
 ColumnarSequences = Callable[[Any, Any, Any], Any]
 """(source StructArray, total_order Array, offsets ndarray) -> sequence string Array, equal to
-the `SequenceKey` strings; raises `pipeline.sequence_columns.NotColumnar` outside its shape."""
+the `SequenceKey` strings; raises `connectors.sequence_columns.NotColumnar` outside its shape."""
 
 
 class EventOrder(NamedTuple):
@@ -173,9 +173,13 @@ class ConnectorRegistration:
     # The pip extras (headwater.extras) its driver comes from: checked before a run starts,
     # so a missing driver is one line naming the extra, not an ImportError mid-start.
     extras: tuple[str, ...] = ()
-    # `headwater validate`'s SQL dialect for this database (ops/validate/source.py);
+    # `headwater validate`'s SQL dialect for this database (validate/source.py);
     # empty: validate cannot read this database and says so.
     validate_dialect: str = ""
+    # How the pipeline reads its events (`pipeline.capabilities.MODELS`): "debezium" rows with
+    # a Connect schema, or "documents" (MongoDB's Extended JSON): decided from `connector.class`
+    # at start, never from a topic's records.
+    event_model: str = "debezium"
 
 
 class ConnectorRegistry:

@@ -4,8 +4,14 @@
   ``{x FLOAT64, y FLOAT64, wkb optional BYTES, srid optional INT32}``.  ``Point.createValue``
   fills ``wkb`` with the 21-byte OGC WKB of the point (byte order mark 1, then little-endian type
   1 and the two doubles) and leaves ``srid`` null.
-* ``io.debezium.data.geometry.Geometry`` / ``Geography`` (version 1), for PostGIS: STRUCT
-  ``{wkb BYTES, srid optional INT32}``.  PostGIS prints values as hex EWKB; Debezium
+* ``io.debezium.data.geometry.Geometry`` version 2 (Debezium 3.7, dbz#2135), for PostGIS, MySQL
+  and PostgreSQL's box / lseg / path / polygon: STRUCT ``{wkb BYTES, srid optional INT32,
+  extensions optional MAP<STRING, STRING>}``, and the schema is always optional
+  (``Geometry.builder()`` calls ``.optional()``, and Debezium's ``TableSchemaBuilder`` only ever
+  adds ``optional()``, so a NOT NULL column's field is optional too).  ``extensions`` is null
+  for genuine geometries; `headwater.convert.pg_geometric` fills it for PostgreSQL's own types.
+  ``io.debezium.data.geometry.Geography`` stays version 1 ``{wkb BYTES, srid optional INT32}``,
+  optional only for nullable columns.  For both, PostGIS prints values as hex EWKB; Debezium
   (``PostgisGeometry.fromHexEwkb``) puts the EWKB bytes *as they are* into ``wkb`` and the SRID
   read from the EWKB header into ``srid`` (null when the header has no SRID flag).  The guide
   calls ``wkb`` "OGC WKB"; current Debezium emits EWKB (``Geometry``'s own doc: "strict OGC WKB,
@@ -23,14 +29,26 @@ import struct
 from typing import Any
 
 from headwater.convert.decimal import connect_float
-from headwater.model.schema import BYTES, FLOAT64, INT32, STRUCT, ConnectField, ConnectSchema
+from headwater.model.schema import (
+    BYTES,
+    FLOAT64,
+    INT32,
+    MAP,
+    STRING,
+    STRUCT,
+    ConnectField,
+    ConnectSchema,
+)
 
 __all__ = [
     "GEOGRAPHY",
     "GEOMETRY",
+    "GEOMETRY_VERSION",
     "POINT",
     "ewkb_srid",
     "ewkb_to_wkb",
+    "geography_fallback",
+    "geography_value",
     "geometry_fallback",
     "geometry_schema",
     "geometry_value",
@@ -56,10 +74,14 @@ _POINT_FIELDS = (
     ConnectField("wkb", ConnectSchema(BYTES, True)),
     ConnectField("srid", ConnectSchema(INT32, True)),
 )
-_GEOMETRY_FIELDS = (
+_GEOGRAPHY_FIELDS = (
     ConnectField("wkb", ConnectSchema(BYTES, False)),
     ConnectField("srid", ConnectSchema(INT32, True)),
 )
+_EXTENSIONS = ConnectSchema(MAP, True, keys=ConnectSchema(STRING, False),
+                            values=ConnectSchema(STRING, False))
+_GEOMETRY_FIELDS = (*_GEOGRAPHY_FIELDS, ConnectField("extensions", _EXTENSIONS))
+GEOMETRY_VERSION = 2
 
 
 def point_schema(optional: bool) -> ConnectSchema:
@@ -69,10 +91,13 @@ def point_schema(optional: bool) -> ConnectSchema:
 
 
 def geometry_schema(name: str, optional: bool) -> ConnectSchema:
-    """``Geometry`` or ``Geography`` (same fields), by semantic `name`; Debezium's docs are
-    "Geometry" and "Geography"."""
-    doc = "Geography" if name == GEOGRAPHY else "Geometry"
-    return ConnectSchema(STRUCT, optional, name, 1, fields=_GEOMETRY_FIELDS, doc=doc)
+    """``Geometry`` (version 2, always optional: `optional` is ignored) or ``Geography``
+    (version 1, no ``extensions``), by semantic `name`; Debezium's docs are "Geometry" and
+    "Geography"."""
+    if name == GEOGRAPHY:
+        return ConnectSchema(STRUCT, optional, name, 1, fields=_GEOGRAPHY_FIELDS, doc="Geography")
+    return ConnectSchema(STRUCT, True, name, GEOMETRY_VERSION, fields=_GEOMETRY_FIELDS,
+                         doc="Geometry")
 
 
 _pack_point = struct.Struct("<BIdd").pack
@@ -114,13 +139,25 @@ def ewkb_srid(ewkb: bytes) -> int | None:
 
 
 def geometry_value(text: str) -> dict[str, Any]:
+    """PostGIS hex EWKB text → ``{"wkb": EWKB bytes, "srid": SRID or None, "extensions":
+    None}`` (a ``Geography`` value has no ``extensions``: `geography_value`)."""
+    ewkb = bytes.fromhex(text)
+    return {"wkb": ewkb, "srid": ewkb_srid(ewkb), "extensions": None}
+
+
+def geography_value(text: str) -> dict[str, Any]:
     """PostGIS hex EWKB text → ``{"wkb": EWKB bytes, "srid": SRID or None}``."""
     ewkb = bytes.fromhex(text)
     return {"wkb": ewkb, "srid": ewkb_srid(ewkb)}
 
 
 def geometry_fallback() -> dict[str, Any]:
-    """``PostgisGeometry.createEmpty()``: GEOMETRYCOLLECTION EMPTY, no SRID."""
+    """``PostgisGeometry.createEmpty()``: GEOMETRYCOLLECTION EMPTY, no SRID, no extensions."""
+    return {"wkb": _EMPTY_COLLECTION, "srid": None, "extensions": None}
+
+
+def geography_fallback() -> dict[str, Any]:
+    """``PostgisGeometry.createEmpty()`` as a ``Geography``."""
     return {"wkb": _EMPTY_COLLECTION, "srid": None}
 
 

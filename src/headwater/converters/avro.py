@@ -29,9 +29,9 @@ from typing import Any
 
 import fastavro
 
+from headwater.connect.logical import DATE, DECIMAL, TIME, TIMESTAMP
 from headwater.connect.props import PluginConfigError, PluginProps
 from headwater.connect.record import TransformError
-from headwater.converters.base import DATE, DECIMAL, TIME, TIMESTAMP
 from headwater.converters.registry import SchemaRegistryClient
 from headwater.model.schema import NO_DEFAULT, ConnectSchema
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import fastavro
 
-from headwater.converters.base import DATE, DECIMAL, TIME, TIMESTAMP
+from headwater.connect.logical import DATE, DECIMAL, TIME, TIMESTAMP
 from headwater.converters.json import JsonConverter
 from headwater.converters.registry import SchemaRegistryClient
 from headwater.model.schema import NO_DEFAULT, ConnectField, ConnectSchema

@@ -1,7 +1,7 @@
 """`org.apache.kafka.connect.json.JsonConverter`, producing exactly the fast path's bytes.
 
 With `schemas.enable` the record is `{"schema": ..., "payload": ...}` with the schema in the
-layout of `headwater.formats.connect_json` (cached per schema object: most records of a topic
+layout of `headwater.converters.connect_json` (cached per schema object: most records of a topic
 share one); without, the payload alone.  BYTES and Decimal are base64 like the fast path; the
 Kafka Date/Time/Timestamp logical types (made by TimestampConverter) are written as the integers
 JsonConverter writes for them.  A map whose keys are not strings is written as JsonConverter
@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from headwater.converters.base import logical_to_int
-from headwater.formats.connect_json import json_default, schema_to_json
+from headwater.connect.logical import logical_to_int
+from headwater.converters.connect_json import json_default, schema_to_json
 from headwater.model.schema import ARRAY, MAP, STRING, STRUCT, ConnectSchema
 
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME

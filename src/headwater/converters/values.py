@@ -39,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from headwater.converters.base import DATE, DECIMAL, TIME, TIMESTAMP, epoch_millis
+from headwater.connect.logical import DATE, DECIMAL, TIME, TIMESTAMP, epoch_millis
 from headwater.model.schema import (
     ARRAY,
     BYTES,

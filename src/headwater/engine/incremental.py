@@ -32,9 +32,14 @@ whether any of the recently committed transactions was invisible to it; if so th
 again instead of emitted.
 
 Progress (`incremental_snapshot_collections`, `_primary_key`, `_maximum_key`, as Debezium names
-them, all JSON) is part of the streaming offset; the connector adds `offset_fields()` to the
-offset of the batch that carries the chunk's READ records, so it is stored only once they are
-durable, and a restart reads the chunk after the last durable one again.
+them, all JSON, and `_correlation_id`, the execute-snapshot signal's id) is part of the
+streaming offset; the connector adds `offset_fields()` to the offset of the batch that carries
+the chunk's READ records, so it is stored only once they are durable, and a restart reads the
+chunk after the last durable one again.
+
+Notifications (Debezium's IncrementalSnapshotNotificationService, engine/notifications.py) are
+sent from here, at the points where Debezium's AbstractIncrementalSnapshotChangeEventSource sends
+them, so every connector's incremental snapshots send the same ones.
 """
 
 from __future__ import annotations
@@ -43,33 +48,37 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.notifications import key_text
 from headwater.engine.signals import (
     Action,
+    ConnectorSignal,
     ExecuteSnapshot,
     FileSignalChannel,
     LogMessage,
     PauseSnapshot,
     ResumeSnapshot,
     Signal,
-    SignalError,
     StopSnapshot,
-    format_collection,
     parse_action,
+)
+from headwater.engine.window import SnapshotWindow
+from headwater.model.collection import (
+    SignalError,
+    format_collection,
     same_collection,
     split_collection,
 )
-from headwater.engine.window import SnapshotWindow
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
 from headwater.model.schema import TableSchema
 
 if TYPE_CHECKING:
-    from headwater.kafka.signals import KafkaSignalSettings
+    from headwater.config.kafka import KafkaSignalSettings
 
 log = logging.getLogger("headwater.engine.incremental")
 
@@ -80,7 +89,15 @@ RECENT_COMMITS = 8192
 
 
 class IncrementalSnapshotError(RuntimeError):
-    """A table cannot be snapshotted incrementally as asked; the message says why."""
+    """A table cannot be snapshotted incrementally as asked; the message says why.
+
+    `status` is Debezium's TableScanCompletionStatus for the TABLE_SCAN_COMPLETED
+    notification when the table was already queued: UNKNOWN_SCHEMA (dropped, not captured),
+    NO_PRIMARY_KEY or SQL_EXCEPTION (the source refused the chunk's query)."""
+
+    def __init__(self, message: str, status: str = "UNKNOWN_SCHEMA") -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +165,38 @@ class ChunkSource(Protocol):
         ...
 
 
+class BlockingSnapshotBatches:
+    """A blocking snapshot's READ records for `emit`, `size` at a time, the latest one held
+    back: the snapshot's final record is only known when the reading ends, and `finish` marks
+    it LAST (every connector's `blocking_snapshot` emits through one of these)."""
+
+    __slots__ = ("_batch", "_emit", "_held", "_size")
+
+    def __init__(self, emit: Callable[[list[ChangeRecord]], None], size: int) -> None:
+        self._emit = emit
+        self._size = size
+        self._batch: list[ChangeRecord] = []
+        self._held: ChangeRecord | None = None
+
+    def add(self, record: ChangeRecord) -> None:
+        held = self._held
+        if held is not None:
+            self._batch.append(held)
+            if len(self._batch) >= self._size:
+                self._emit(self._batch)
+                self._batch = []
+        self._held = record
+
+    def finish(self) -> None:
+        """Emits what is left, the last record marked LAST."""
+        if self._held is not None:
+            self._batch.append(self._held._replace(snapshot=SnapshotMarker.LAST))
+            self._held = None
+        if self._batch:
+            self._emit(self._batch)
+            self._batch = []
+
+
 @dataclass(slots=True)
 class IncrementalContext:
     """The progress stored in offsets: the queue of tables and where the first one is."""
@@ -157,6 +206,8 @@ class IncrementalContext:
     max_key: RawKey | None = None
     max_known: bool = False
     paused: bool = False
+    # the execute-snapshot signal's id: the id of every notification of this snapshot
+    correlation_id: str | None = None
 
     def to_offset(self) -> dict[str, Any]:
         if not self.tables and not self.paused:
@@ -167,6 +218,7 @@ class IncrementalContext:
             "incremental_snapshot_maximum_key": self.max_key if self.max_known else None,
             "incremental_snapshot_maximum_known": self.max_known,
             "incremental_snapshot_paused": self.paused,
+            "incremental_snapshot_correlation_id": self.correlation_id,
         }
 
     @classmethod
@@ -179,6 +231,7 @@ class IncrementalContext:
             max_key=offset.get("incremental_snapshot_maximum_key"),
             max_known=bool(offset.get("incremental_snapshot_maximum_known")),
             paused=bool(offset.get("incremental_snapshot_paused")),
+            correlation_id=offset.get("incremental_snapshot_correlation_id"),
         )
 
 
@@ -210,8 +263,11 @@ class IncrementalSnapshotController:
         poll_interval_s: float = 5.0,
         allow_schema_changes: bool = False,
         metrics: CaptureMetrics | None = None,
+        connector_signals: Mapping[str, Callable[[Signal], None]] | None = None,
     ) -> None:
         self.source = source
+        # the connector's own signal types (lower case) and their handlers
+        self.connector_signals = dict(connector_signals or {})
         # RowsScanned of the table being snapshotted: rows read so far (as Debezium's
         # incremental source counts them, from 0 for each table it starts)
         self.metrics = metrics
@@ -224,7 +280,7 @@ class IncrementalSnapshotController:
             "signal_file_position", 0))) if file_channel is not None else None)
         self.kafka = None
         if kafka_channel is not None:
-            from headwater.kafka.signals import OFFSET_FIELD, KafkaSignalChannel
+            from headwater.engine.kafka_signals import OFFSET_FIELD, KafkaSignalChannel
 
             stored = (offset or {}).get(OFFSET_FIELD)
             self.kafka = KafkaSignalChannel(kafka_channel,
@@ -280,11 +336,19 @@ class IncrementalSnapshotController:
             out["signal_kafka_offset"] = self.kafka.position
         return out
 
+    def _notify(self, type_: str, data: dict[str, str] | None = None) -> None:
+        notifier = self.metrics.notifier if self.metrics is not None else None
+        if notifier is not None:
+            notifier.incremental(type_, self.ctx.correlation_id, data)
+
+    def _collections(self) -> dict[str, str]:
+        return {"data_collections": ",".join(t.name for t in self.ctx.tables)}
+
     # -- events from the stream ----------------------------------------------------------------
     def signal(self, signal: Signal) -> None:
         """A signal: its action runs at the next transaction boundary."""
         try:
-            action = parse_action(signal)
+            action = parse_action(signal, self.connector_signals)
         except SignalError as exc:
             log.error("signal %r (%s channel) rejected: %s", signal.id, signal.channel, exc)
             return
@@ -347,13 +411,23 @@ class IncrementalSnapshotController:
         self, action: Action, emit_blocking: Callable[[list[ChangeRecord]], None],
         before_blocking: Callable[[], None],
     ) -> None:
-        if isinstance(action, LogMessage):
+        if isinstance(action, ConnectorSignal):
+            sig = action.signal
+            try:
+                self.connector_signals[sig.type.strip().lower()](sig)
+            except SignalError as exc:
+                log.error("signal %r (%s channel) rejected: %s", sig.id, sig.channel, exc)
+        elif isinstance(action, LogMessage):
             log.info("signal %r: %s", action.signal_id, action.message)
         elif isinstance(action, PauseSnapshot):
             log.info("signal %r: incremental snapshot paused", action.signal_id)
+            if self.ctx.tables and not self.ctx.paused:  # Debezium: only a running snapshot
+                self._notify("PAUSED", self._collections())
             self.ctx.paused = True
         elif isinstance(action, ResumeSnapshot):
             log.info("signal %r: incremental snapshot resumed", action.signal_id)
+            if self.ctx.tables and self.ctx.paused:
+                self._notify("RESUMED", self._collections())
             self.ctx.paused = False
         elif isinstance(action, StopSnapshot):
             self._stop(action)
@@ -370,6 +444,7 @@ class IncrementalSnapshotController:
                 out.append(self.source.resolve(wanted))
             except IncrementalSnapshotError as exc:
                 log.error("signal %r: %s: not snapshotted", action.signal_id, exc)
+                self._report(wanted.name, "FAILED", str(exc))
         return out
 
     def _execute(self, action: ExecuteSnapshot) -> None:
@@ -377,6 +452,7 @@ class IncrementalSnapshotController:
             log.warning("signal %r: execute-snapshot with no data-collections: nothing to do",
                         action.signal_id)
             return
+        running = bool(self.ctx.tables)
         for table in self._tables(action):
             if table in self.ctx.tables:
                 log.info("signal %r: %s is already queued", action.signal_id, table.name)
@@ -384,6 +460,10 @@ class IncrementalSnapshotController:
             self.ctx.tables.append(table)
             log.info("signal %r: incremental snapshot of %s queued%s", action.signal_id,
                      table.name, f" (filter: {table.condition})" if table.condition else "")
+        if self.ctx.tables:
+            self.ctx.correlation_id = action.signal_id  # as Debezium, the latest signal's id
+            if not running:
+                self._notify("STARTED", self._collections())
 
     def _blocking(
         self, action: ExecuteSnapshot, emit: Callable[[list[ChangeRecord]], None],
@@ -401,32 +481,60 @@ class IncrementalSnapshotController:
                  action.signal_id, time.monotonic() - started)
 
     def _stop(self, action: StopSnapshot) -> None:
+        running = bool(self.ctx.tables)
+        # Debezium's ABORTED names what was removed: the queued tables, the current one last
+        stopped = [t.name for t in self.ctx.tables[1:]] + [t.name for t in self.ctx.tables[:1]]
         if not action.collections:
             log.info("signal %r: incremental snapshot stopped (%d table(s) dropped)",
                      action.signal_id, len(self.ctx.tables))
-            self.ctx = IncrementalContext(paused=False)
+            for t in self.ctx.tables:
+                self._report(t.name, "STOPPED")
+            correlation_id = self.ctx.correlation_id
+            self.ctx = IncrementalContext(paused=False, correlation_id=correlation_id)
             self.chunk = None
-            return
-        current = self.ctx.tables[0] if self.ctx.tables else None
-        kept = [t for t in self.ctx.tables
-                if not any(same_collection(t.collection, c) for c in action.collections)]
-        log.info("signal %r: incremental snapshot of %s stopped", action.signal_id,
-                 ", ".join(t.name for t in self.ctx.tables if t not in kept) or "nothing")
-        self.ctx.tables = kept
-        if current is not None and current not in kept:
-            self.ctx.last_key, self.ctx.max_key, self.ctx.max_known = None, None, False
-            self.chunk = None
+            self._table_rows = 0
+        else:
+            current = self.ctx.tables[0] if self.ctx.tables else None
+            kept = [t for t in self.ctx.tables
+                    if not any(same_collection(t.collection, c) for c in action.collections)]
+            log.info("signal %r: incremental snapshot of %s stopped", action.signal_id,
+                     ", ".join(t.name for t in self.ctx.tables if t not in kept) or "nothing")
+            stopped = [n for n in stopped if not any(t.name == n for t in kept)]
+            for t in self.ctx.tables:
+                if t not in kept:
+                    self._report(t.name, "STOPPED")
+            self.ctx.tables = kept
+            if current is not None and current not in kept:
+                self.ctx.last_key, self.ctx.max_key, self.ctx.max_known = None, None, False
+                self.chunk = None
+                self._table_rows = 0
+        if running:  # Debezium ignores a stop when no snapshot runs
+            self._notify("ABORTED", {"data_collections": ",".join(stopped)})
+        if not self.ctx.tables:
+            self.ctx.correlation_id = None
 
     # -- one chunk -----------------------------------------------------------------------------
     def _start_chunk(self) -> None:
         table = self.ctx.tables[0]
+        try:
+            self._read_chunk(table)
+        except IncrementalSnapshotError as exc:
+            # Debezium's warnAndSkip: a table dropped or no longer captured after it was
+            # queued (its signal and its DROP can be read in either order) fails its own
+            # backfill and the snapshot goes on with the next table; the stream keeps running.
+            log.error("incremental snapshot of %s: %s: skipped", table.name, exc)
+            self.chunk = None
+            self._table_done(table, exc.status, failure=str(exc))
+
+    def _read_chunk(self, table: SnapshotTable) -> None:
         if not self.ctx.max_known:
             self.ctx.max_key = self.source.max_key(table)
             self.ctx.max_known = True
+            self._report(table.name, "ACTIVE")
             log.info("incremental snapshot step: table %s, maximum key %s", table.name,
                      self.ctx.max_key)
         if self.ctx.max_key is None:  # empty table
-            self._table_done(table)
+            self._table_done(table, "EMPTY")
             return
         chunk = _Chunk(uuid.uuid4().hex, table, self.ctx.last_key)
         self.chunk = chunk
@@ -446,6 +554,10 @@ class IncrementalSnapshotController:
             self.chunk = None
             self._table_done(table)
             return
+        self._notify("IN_PROGRESS", {**self._collections(),
+                                     "current_collection_in_progress": table.name,
+                                     "maximum_key": key_text(self.ctx.max_key),
+                                     "last_processed_key": key_text(read.last_key)})
         if not self.source.read_only:
             log.debug("incremental snapshot step: high watermark %s-close", chunk.id)
             self.source.write_watermark(chunk.id, False)
@@ -492,11 +604,26 @@ class IncrementalSnapshotController:
             self.ctx.last_key = read.last_key
         return records
 
-    def _table_done(self, table: SnapshotTable) -> None:
-        log.info("incremental snapshot: %s completed", table.name)
+    def _report(self, table: str, state: str, message: str = "") -> None:
+        if self.metrics is not None:
+            self.metrics.incremental_state(table, state, message)
+
+    def _table_done(self, table: SnapshotTable, status: str = "SUCCEEDED", *,
+                    failure: str | None = None) -> None:
+        if failure is None:
+            log.info("incremental snapshot: %s completed", table.name)
+            self._report(table.name, "COMPLETED")
+        else:
+            self._report(table.name, "FAILED", failure)
+        self._notify("TABLE_SCAN_COMPLETED", {**self._collections(),
+                                              "scanned_collection": table.name,
+                                              "total_rows_scanned": str(self._table_rows),
+                                              "status": status})
         self._table_rows = 0
         if self.ctx.tables and self.ctx.tables[0] == table:
             self.ctx.tables.pop(0)
         self.ctx.last_key, self.ctx.max_key, self.ctx.max_known = None, None, False
         if not self.ctx.tables:
             log.info("incremental snapshot: completed")
+            self._notify("COMPLETED")
+            self.ctx.correlation_id = None

@@ -40,9 +40,9 @@ from headwater.engine.supersede import (
     marked_offset,
     started_offsets,
 )
+from headwater.log_context import connector_context
 from headwater.model.record import SourceEvent
 from headwater.model.topic import TopicBatch, TopicRecord
-from headwater.ops.logging import connector_context
 
 log = logging.getLogger("headwater.engine.runtime")
 
@@ -181,6 +181,9 @@ class CaptureRuntime:
             self._connecting = False
         self._connected_at = time.monotonic()
         self._set_state(StreamState.RUNNING)
+        if plan.snapshot is None and self.metrics.notifier is not None:
+            # Debezium (AbstractSnapshotChangeEventSource): neither schema nor data snapshot
+            self.metrics.notifier.skipped()
         if plan.snapshot is not None and not self.stopping.is_set():
             connector_context.set("snapshot")
             started = time.monotonic()

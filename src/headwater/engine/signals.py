@@ -18,11 +18,14 @@ incremental snapshot controller (`headwater.engine.incremental`) carries them ou
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from headwater.model.collection import SignalError, same_collection, split_collection
 
 log = logging.getLogger("headwater.engine.signals")
 
@@ -31,10 +34,6 @@ CHANNELS = ("source", "file")
 # Signal types written by the connector itself into the signal table (watermarks).
 WINDOW_OPEN = "snapshot-window-open"
 WINDOW_CLOSE = "snapshot-window-close"
-
-
-class SignalError(ValueError):
-    """A signal that cannot be carried out as written; the message says what is wrong."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,76 +89,25 @@ class LogMessage:
     message: str
 
 
-Action = ExecuteSnapshot | StopSnapshot | PauseSnapshot | ResumeSnapshot | LogMessage
+@dataclass(frozen=True, slots=True)
+class ConnectorSignal:
+    """A signal type only one connector defines (MySQL's ``set-binlog-position``): its data is
+    the connector's to parse, so the connector's handler runs it at the boundary."""
+
+    signal: Signal
 
 
-# --------------------------------------------------------------------------------------------
-# Collection names
-
-
-def split_collection(name: str) -> tuple[str, ...]:
-    """``schema.table`` (or ``db.schema.table``) into its parts; a part in double quotes may
-    contain dots, and ``""`` inside quotes is one quote: ``"my.schema"."tab.le"``."""
-    parts: list[str] = []
-    current: list[str] = []
-    quoted = False
-    was_quoted = False
-    i = 0
-    text = name.strip()
-    while i < len(text):
-        ch = text[i]
-        if quoted:
-            if ch == '"':
-                if i + 1 < len(text) and text[i + 1] == '"':
-                    current.append('"')
-                    i += 1
-                else:
-                    quoted = False
-            else:
-                current.append(ch)
-        elif ch == '"':
-            if current:
-                raise SignalError(f"data collection {name!r}: a quote inside an unquoted part")
-            quoted = was_quoted = True
-        elif ch == ".":
-            if not current and not was_quoted:
-                raise SignalError(f"data collection {name!r}: empty name part")
-            parts.append("".join(current))
-            current, was_quoted = [], False
-        else:
-            if was_quoted:
-                raise SignalError(f"data collection {name!r}: text after a closing quote")
-            current.append(ch)
-        i += 1
-    if quoted:
-        raise SignalError(f"data collection {name!r}: unterminated quote")
-    if not current and not was_quoted:
-        raise SignalError(f"data collection {name!r}: empty name part")
-    parts.append("".join(current))
-    if len(parts) > 3:
-        raise SignalError(f"data collection {name!r}: more than three name parts")
-    return tuple(parts)
-
-
-def same_collection(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-    """Equal names, the shorter one matching the end of the longer (``t`` vs ``public.t``)."""
-    n = min(len(a), len(b))
-    return a[-n:] == b[-n:]
-
-
-def format_collection(parts: tuple[str, ...]) -> str:
-    """Parts back to a name, quoting a part only where it must be quoted."""
-    return ".".join(
-        p if p and "." not in p and '"' not in p else '"' + p.replace('"', '""') + '"'
-        for p in parts
-    )
+Action = (ExecuteSnapshot | StopSnapshot | PauseSnapshot | ResumeSnapshot | LogMessage
+          | ConnectorSignal)
 
 
 # --------------------------------------------------------------------------------------------
 # Actions
 
 
-def _data(signal: Signal) -> dict[str, Any]:
+def signal_data(signal: Signal) -> dict[str, Any]:
+    """The signal's data as a JSON object ({} when empty); a SignalError naming the signal
+    when it is not one."""
     if signal.data is None or not signal.data.strip():
         return {}
     try:
@@ -219,11 +167,14 @@ def _conditions(
     return tuple(out)
 
 
-def parse_action(signal: Signal) -> Action | None:
-    """The action a signal asks for; None for a type this connector does not know (logged)."""
+def parse_action(signal: Signal, connector_types: Collection[str] = ()) -> Action | None:
+    """The action a signal asks for; None for a type this connector does not know (logged).
+    `connector_types` are the connector's own signal types (ConnectorSignal)."""
     kind = signal.type.strip().lower()
+    if kind in connector_types:
+        return ConnectorSignal(signal)
     if kind == "execute-snapshot":
-        doc = _data(signal)
+        doc = signal_data(signal)
         collections = _collections(signal, doc)
         surrogate = doc.get("surrogate-key")
         if surrogate is not None and (not isinstance(surrogate, str) or not surrogate.strip()):
@@ -232,14 +183,14 @@ def parse_action(signal: Signal) -> Action | None:
             signal.id, collections, _snapshot_type(signal, doc),
             _conditions(signal, doc, collections), surrogate.strip() if surrogate else None)
     if kind == "stop-snapshot":
-        doc = _data(signal)
+        doc = signal_data(signal)
         return StopSnapshot(signal.id, _collections(signal, doc), _snapshot_type(signal, doc))
     if kind == "pause-snapshot":
         return PauseSnapshot(signal.id)
     if kind == "resume-snapshot":
         return ResumeSnapshot(signal.id)
     if kind == "log":
-        doc = _data(signal)
+        doc = signal_data(signal)
         message = doc.get("message")
         if not isinstance(message, str):
             raise SignalError(f"signal {signal.id!r}: a log signal needs data.message")

@@ -25,9 +25,8 @@ import orjson
 
 from headwater.connect.record import ConnectRecord, Header
 from headwater.converters.base import Converter
+from headwater.converters.connect_json import avro_name, json_default, schema_to_json
 from headwater.converters.headers import SimpleHeaderConverter
-from headwater.engine.topic_naming import DEFAULT_STRATEGY, SCHEMA_STRATEGY, TopicNaming
-from headwater.formats.connect_json import avro_name, json_default, schema_to_json
 from headwater.formats.message_events import MessagePlan
 from headwater.model.record import (
     ABSENT,
@@ -52,6 +51,7 @@ from headwater.model.schema import (
     TableSchema,
 )
 from headwater.model.topic import HeaderBytes, TopicBatch, TopicRecord
+from headwater.model.topic_naming import DEFAULT_STRATEGY, SCHEMA_STRATEGY, TopicNaming
 
 TRANSACTION_BLOCK_SCHEMA = ConnectSchema(
     STRUCT,
@@ -174,7 +174,7 @@ class _TablePlan:
         self.key_schema: ConnectSchema | None = None
         if self.key_names:
             key_fields = tuple(
-                ConnectField(c.name, c.schema.with_optional(False))
+                ConnectField(c.name, c.schema_in_key.with_optional(False))
                 for c in (table.columns[p] for p in self.key_positions)
             )
             self.key_schema = ConnectSchema(
@@ -492,7 +492,7 @@ class DebeziumJsonFormat:
             if record.op is message_op:
                 message = self.message_plan(record.table, record.context)
                 out.setdefault(message.topic, []).append(message.render(
-                    record, source_payload(record), with_tx, context_headers))
+                    record, source_payload(record), with_tx))
                 last_table = None  # the topic list was switched
                 continue
             table = record.table
@@ -629,7 +629,7 @@ class DebeziumJsonFormat:
                 out.append(self.message_plan(record.table, record.context).connect(
                     record, {k: v.value if isinstance(v, enum.Enum) else v
                              for k, v in source_payload(record).items()},
-                    with_tx, ctx_headers))
+                    with_tx))
                 continue
             if record.table.attributes.get(_ENVELOPE) == _DOCUMENT:
                 self.document_plan(record.table, record.context).connect(

@@ -6,7 +6,9 @@ sends them to ``<topic.prefix>.message`` (the topic naming strategy is not asked
 ``io.debezium.connector.postgresql.MessageValue {op, ts_ms, source, transaction, message}`` and
 the block ``io.debezium.connector.postgresql.Message {prefix, content}`` (content per
 ``binary.handling.mode``).  No ``before``/``after``, no ``ts_us``/``ts_ns``: its schema
-(PostgresSchemaFactory) has neither, whatever the documentation's example shows.
+(PostgresSchemaFactory) has neither, whatever the documentation's example shows.  No headers
+either: the monitor builds a plain ``SourceRecord``, without the ``__debezium.context.*`` headers
+Debezium's EventDispatcher adds to data change events (``extended.headers.enabled``).
 
 A message reaches the format as a `ChangeRecord` with ``op`` `Op.MESSAGE` whose ``after`` is
 ``(prefix, content)`` and whose ``table`` is the connector's message schema
@@ -20,8 +22,8 @@ from typing import Any, Final
 
 import orjson
 
-from headwater.connect.record import ConnectRecord, Header
-from headwater.formats.connect_json import json_default, schema_to_json
+from headwater.connect.record import ConnectRecord
+from headwater.converters.connect_json import json_default, schema_to_json
 from headwater.model.record import ChangeRecord, SourceContext
 from headwater.model.schema import (
     INT64,
@@ -41,6 +43,7 @@ MESSAGE_TOPIC_SUFFIX: Final = ".message"
 # The data collection of a message in transaction metadata (LogicalDecodingMessageId).
 MESSAGE_COLLECTION: Final = "LOGICAL_DECODING_MESSAGE"
 _NAMESPACE: Final = "io.debezium.connector.postgresql"
+_NO_HEADERS: Final[HeaderBytes] = ()
 
 
 def message_table(database: str, content_schema: ConnectSchema) -> TableSchema:
@@ -95,21 +98,20 @@ class MessagePlan:
             "message": {"prefix": prefix, "content": content},
         }
 
-    def render(self, record: ChangeRecord, source: dict[str, Any], with_tx: bool,
-               headers: HeaderBytes) -> TopicRecord:
-        """The event as JsonConverter bytes."""
+    def render(self, record: ChangeRecord, source: dict[str, Any], with_tx: bool) -> TopicRecord:
+        """The event as JsonConverter bytes (no headers, as Debezium's)."""
         assert record.after is not None
         key = orjson.dumps({"prefix": record.after[0]})
         body = orjson.dumps(self._value(record, source, with_tx), default=json_default)
         if self.key_prefix:
             key = self.key_prefix + key + b"}"
         value = self.value_prefix + body + b"}" if self.value_prefix else body
-        return TopicRecord(key, value, record.processed_ts_ms, headers)
+        return TopicRecord(key, value, record.processed_ts_ms, _NO_HEADERS)
 
-    def connect(self, record: ChangeRecord, source: dict[str, Any], with_tx: bool,
-                headers: tuple[Header, ...]) -> ConnectRecord:
+    def connect(self, record: ChangeRecord, source: dict[str, Any],
+                with_tx: bool) -> ConnectRecord:
         """The same event as a Connect record (transforms, other converters)."""
         assert record.after is not None
         return ConnectRecord(self.topic, None, self.key_schema, {"prefix": record.after[0]},
                              self.value_schema, self._value(record, source, with_tx),
-                             record.processed_ts_ms, headers)
+                             record.processed_ts_ms, ())

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from headwater.kafka.settings import TopicCreation
+from headwater.config.kafka import TopicCreation
 
 log = logging.getLogger("headwater.kafka.admin")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from headwater.kafka.settings import KafkaSettings, kafka_settings
+from headwater.config.kafka import KafkaSettings, kafka_settings
 
 
 def settings_of(cfg: Any) -> KafkaSettings:

@@ -20,9 +20,9 @@ from typing import Any
 
 import orjson
 
+from headwater.config.kafka import KafkaSettings, TopicCreation, TopicCreationGroup
 from headwater.kafka.admin import TopicAdmin
 from headwater.kafka.consume import partition_counts, read_until_end
-from headwater.kafka.settings import KafkaSettings, TopicCreation, TopicCreationGroup
 
 log = logging.getLogger("headwater.kafka.offsets")
 

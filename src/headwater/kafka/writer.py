@@ -42,8 +42,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from headwater.config.kafka import KafkaSettings
 from headwater.kafka.admin import TopicAdmin
-from headwater.kafka.settings import KafkaSettings
 from headwater.model.topic import HeaderBytes, TopicBatch
 
 log = logging.getLogger("headwater.kafka.writer")

@@ -122,6 +122,15 @@ class Column:
     fallback: Any = None
     # An unsigned integer column (MySQL): Datastream's type table tells BIGINT UNSIGNED apart.
     unsigned: bool = False
+    # A key column's schema in the message key when it differs from `schema`: Debezium builds
+    # the key schema without column mappers, so `column.propagate.source.type` parameters on a
+    # key column appear in the value's before/after only (None: the key uses `schema`).
+    key_schema: ConnectSchema | None = None
+
+    @property
+    def schema_in_key(self) -> ConnectSchema:
+        """The schema of this column's field in the message key."""
+        return self.schema if self.key_schema is None else self.key_schema
 
     @property
     def optional(self) -> bool:

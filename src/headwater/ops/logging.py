@@ -4,11 +4,8 @@ Debezium logs `[timestamp] LEVEL message (logger)` with MDC keys dbz.connectorTy
 dbz.connectorName, dbz.connectorContext (snapshot, streaming) and dbz.taskId; every line of a
 connector carries them here too, plus dbz.streamName for a stream's capture.
 
-Why each key is a context variable *with a process-wide fallback*: a capture runs in several
-threads (reader, writer, heartbeat, snapshot workers) and threads do not inherit context
-variables; but one process runs one connector (a `headwater run`, a worker of `headwater
-serve`), so a value set anywhere is the process's value, and a thread that sets its own
-(the reader's phase) overrides it for itself.
+The keys are context variables kept in `headwater.log_context` (set from low in the
+engine); this module formats them.
 
 Two formats: `text` (Debezium's layout) and `json` (one object per line, for log shippers):
 `--log-format json`, or `HEADWATER_LOG_FORMAT=json` in the environment (how `headwater serve`
@@ -17,7 +14,6 @@ passes it to its workers), or a connector's `headwater.ops.log.format=json`.
 
 from __future__ import annotations
 
-import contextvars
 import datetime as dt
 import logging
 import os
@@ -27,43 +23,10 @@ from typing import Final, TextIO
 
 import orjson
 
+from headwater.log_context import connector_context, connector_name, connector_type, mdc
+
 FORMATS: Final = ("text", "json")
 FORMAT_ENV: Final = "HEADWATER_LOG_FORMAT"
-
-
-class MdcVar:
-    """A context variable whose last value set in the process is the default of every
-    thread that has not set its own."""
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-        self._var: contextvars.ContextVar[str | None] = contextvars.ContextVar(key, default=None)
-        self._process = ""
-
-    def set(self, value: str) -> None:
-        self._var.set(value)
-        self._process = value
-
-    def set_local(self, value: str) -> None:
-        """This thread (context) only."""
-        self._var.set(value)
-
-    def get(self) -> str:
-        value = self._var.get()
-        return self._process if value is None else value
-
-
-connector_type: Final = MdcVar("dbz.connectorType")
-connector_name: Final = MdcVar("dbz.connectorName")
-connector_context: Final = MdcVar("dbz.connectorContext")
-task_id: Final = MdcVar("dbz.taskId")
-stream_name: Final = MdcVar("dbz.streamName")
-MDC: Final = (connector_type, connector_name, connector_context, task_id, stream_name)
-
-
-def mdc() -> dict[str, str]:
-    """The MDC of the calling thread (keys with a value)."""
-    return {v.key: value for v in MDC if (value := v.get())}
 
 
 class _ContextFilter(logging.Filter):
@@ -107,11 +70,31 @@ def formatter(fmt: str) -> logging.Formatter:
     return logging.Formatter("[%(asctime)s] %(levelname)s %(dbz)s %(message)s (%(name)s)")
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is when a record is emitted, not the one of set-up.
+
+    A command run in-process (click's test runner, an embedding application) swaps
+    `sys.stderr` and closes its replacement afterwards; a handler holding that stream would
+    print logging's "--- Logging error ---" into the next command's output instead."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:
+        pass
+
+
 def setup_logging(level: str = "INFO", fmt: str | None = None,
                   stream: TextIO | None = None) -> str:
     """Log to stderr (or `stream`) in `fmt`; returns the format used."""
     chosen = log_format(fmt)
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler: logging.StreamHandler = (  # type: ignore[type-arg]
+        logging.StreamHandler(stream) if stream is not None else _StderrHandler())
     handler.addFilter(_ContextFilter())
     handler.setFormatter(formatter(chosen))
     root = logging.getLogger()

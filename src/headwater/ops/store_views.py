@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from headwater.kafka.settings import KafkaSettings
+from headwater.config.kafka import KafkaSettings
 from headwater.ops.cli_errors import UserError
 from headwater.state_format import STAMP_FILE, TOPIC_LOG, open_state_dir
 

@@ -35,10 +35,10 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from headwater.connectors.registry import EventOrder, event_order
+from headwater.connectors.sequence_columns import NotColumnar as NotColumnar  # noqa: PLC0414 (re-exported)
 from headwater.pipeline import scan_kernel as kernel
 from headwater.pipeline.connect_types import field_type
-from headwater.pipeline.decode import PLACEHOLDER, Column, TableChanges, source_order
-from headwater.pipeline.sequence_columns import NotColumnar as NotColumnar  # noqa: PLC0414 (re-exported)
+from headwater.pipeline.decode import PLACEHOLDERS, Column, TableChanges, source_order
 from headwater.topics import check
 from headwater.topics.damage import TopicLogDamaged
 from headwater.topics.retention import log_start
@@ -752,7 +752,7 @@ def decode_changelog(topic: str, lines: Lines) -> ColumnarChanges | None:
     for c, form, old, new in zip(sh.columns, sh.forms, before, after, strict=True):
         raw = pc.if_else(is_delete, old, new)
         if _has_placeholder(raw, form):
-            raw = pc.if_else(pc.fill_null(pc.equal(raw, PLACEHOLDER), False),
+            raw = pc.if_else(pc.fill_null(pc.is_in(raw, value_set=_UNSENT), False),
                              pa.scalar(None, raw.type), raw)
         col = _convert(raw, form)
         rows.append(col if col.type == c.type.arrow else col.cast(c.type.arrow))
@@ -772,9 +772,13 @@ def _newest_deletes(events: pa.Table, chosen: pa.Table, keys: tuple[str, ...]) -
     return joined.column(SEQ + "_max").combine_chunks()
 
 
+# The unchanged-value placeholder as text, and as the base64 of its bytes (BYTES columns).
+_UNSENT = pa.array(sorted(PLACEHOLDERS), pa.string())
+
+
 def _has_placeholder(col: pa.Array, form: tuple[pa.DataType, Convert | None]) -> bool:
     return (pa.types.is_string(form[0]) and col.null_count < len(col)
-            and bool(pc.any(pc.equal(col, PLACEHOLDER)).as_py()))
+            and bool(pc.any(pc.is_in(col, value_set=_UNSENT)).as_py()))
 
 
 def _toast_sources(events: pa.Table, newest: pa.Table, keys: tuple[str, ...],
@@ -805,7 +809,7 @@ def _toast_sources(events: pa.Table, newest: pa.Table, keys: tuple[str, ...],
     out = {}
     for name, values in toast.items():
         col = values.take(pa.array(rows))
-        sent = ~pc.fill_null(pc.equal(col, PLACEHOLDER), False).to_numpy(
+        sent = ~pc.fill_null(pc.is_in(col, value_set=_UNSENT), False).to_numpy(
             zero_copy_only=False) & ~deleted
         last_sent = np.maximum.accumulate(np.where(sent, at, -1))[ends]
         out[name] = np.where(last_sent >= reset[ends], rows[np.maximum(last_sent, 0)], -1)

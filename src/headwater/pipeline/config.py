@@ -32,6 +32,7 @@ The pipeline reads what the connector wrote, so it takes `topic.prefix` and
 | headwater.pipeline.datastream.files.format | auto | json (.jsonl[.gz]), avro, or auto (both) |
 | headwater.pipeline.datastream.max.files.per.trigger | 1000 | files per micro-batch |
 | headwater.pipeline.executors.min.records | 100000 | ranges this long run on executors (0: all) |
+| connector.class, headwater.event.format | | the event model (`event_model`, see below) |
 | spark.* | | any Spark setting, given to the session builder as is (`spark.master`, ...) |
 
 Relative paths are relative to the configuration file's directory, like the connector's.  An
@@ -40,6 +41,12 @@ path, the checkpoint, the topic log read (`headwater.topics.dir`) or the Datastr
 read is refused by name: the pipeline reads the topic log, the files and its checkpoint and
 writes some paths of its Delta tables through the local file system (delta-rs), so such a
 URI would silently become a local directory.
+
+The event model (Debezium rows, Datastream events, MongoDB documents) comes from the
+configuration, never from a topic's records: `connector.class` through the connector registry
+(`ConnectorRegistration.event_model`), `headwater.event.format`, and the files source (the
+files destination writes Datastream events only).  The reader, that model, the target and the
+mode must be a supported combination (`capabilities`): else one error names it and says why.
 """
 
 from __future__ import annotations
@@ -53,37 +60,20 @@ from pathlib import Path
 
 from headwater.config import ConfigError
 from headwater.config.definition import LENIENT
+from headwater.config.kafka import KafkaSettings, kafka_settings
 from headwater.config.loader import load_properties
+from headwater.config.pipeline_names import PIPELINE_PROPERTIES
 from headwater.config.secrets import Secret, resolve_references
-from headwater.kafka.settings import KafkaSettings, kafka_settings
+from headwater.pipeline import capabilities
 from headwater.pipeline.documents.options import NESTED_MODES, DocumentOptions
 
 log = logging.getLogger("headwater.pipeline.config")
 
 MODES = ("scd1", "scd2", "changelog")
-# Every headwater.pipeline.* property (also the connectors' "did you mean" hints).
-PIPELINE_PROPERTIES = (
-    "headwater.pipeline.mode", "headwater.pipeline.delta.path",
-    "headwater.pipeline.checkpoint.dir", "headwater.pipeline.topics",
-    "headwater.pipeline.trigger.interval.ms", "headwater.pipeline.max.records.per.trigger",
-    "headwater.pipeline.id", "headwater.pipeline.track.history.column.list",
-    "headwater.pipeline.track.history.except.column.list", "headwater.pipeline.target",
-    "headwater.pipeline.jdbc.url", "headwater.pipeline.jdbc.user",
-    "headwater.pipeline.jdbc.password", "headwater.pipeline.jdbc.schema",
-    "headwater.pipeline.schema.evolution", "headwater.pipeline.delta.compact.interval.batches",
-    "headwater.pipeline.mongodb.nested", "headwater.pipeline.mongodb.flatten.struct",
-    "headwater.pipeline.mongodb.flatten.struct.delimiter", "headwater.pipeline.source",
-    "headwater.pipeline.datastream.files.dir", "headwater.pipeline.datastream.files.format",
-    "headwater.pipeline.datastream.max.files.per.trigger",
-    "headwater.pipeline.executors.min.records", "headwater.pipeline.delta.writer",
-    "headwater.pipeline.iceberg.warehouse", "headwater.pipeline.iceberg.catalog",
-    "headwater.pipeline.iceberg.compact.interval.batches",
-)
 SOURCES = ("topics", "datastream-files")
 FILE_FORMATS = ("json", "avro", "auto")
 EVOLUTION = ("evolve", "ignore", "fail")
 TARGETS = ("delta", "jdbc", "iceberg")
-ICEBERG_MODES = ("scd1", "changelog")  # (scd2 into Iceberg: not yet)
 # How Delta tables are written: delta-rs in the driver, or Delta Lake's Spark connector.
 DELTA_WRITERS = ("delta-rs", "spark")
 
@@ -126,6 +116,26 @@ class PipelineConfig:
     iceberg_warehouse: Path = Path("data/iceberg")
     iceberg_catalog: str = "headwater"
     iceberg_compact_interval_batches: int = 100
+    # `capabilities.MODELS`, from the configuration (module docstring); None when it names
+    # neither a connector nor an event format: the topic log's reader then learns each
+    # topic's model from its first record (a pipeline-only file over mixed topics).
+    event_model: str | None = None
+
+
+def capability_cell(cfg: PipelineConfig) -> capabilities.Cell:
+    """The configuration's cell of the capabilities table (an undeclared model checks as
+    Debezium rows at start, Datastream events for the files reader, and each topic's own
+    model again when it is learnt)."""
+    reader = capabilities.reader_key(cfg.source, cfg.kafka is not None)
+    model = cfg.event_model or (capabilities.DATASTREAM if reader == capabilities.FILES
+                                else capabilities.ROWS)
+    return capabilities.Cell(reader, model,
+                             capabilities.target_key(cfg.target, cfg.delta_writer), cfg.mode)
+
+
+def require_supported(cfg: PipelineConfig) -> None:
+    """Refuses an unsupported reader x event model x target x mode (`capabilities`)."""
+    capabilities.require(capability_cell(cfg))
 
 
 def _int(props: dict[str, str], name: str, default: int, errors: list[str],
@@ -204,7 +214,7 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
     elif writer_text and target != "delta":
         errors.append(f"headwater.pipeline.delta.writer: set, but headwater.pipeline.target="
                       f"{target} writes no Delta table")
-    iceberg_catalog = _iceberg(props, target, mode, errors)
+    iceberg_catalog = _iceberg(props, target, errors)
     evolution = props.get("headwater.pipeline.schema.evolution", "evolve").lower()
     if evolution not in EVOLUTION:
         errors.append(f"headwater.pipeline.schema.evolution: {evolution!r} is not one of "
@@ -253,9 +263,7 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
     if source == "datastream-files" and kafka is not None:
         errors.append("headwater.pipeline.source=datastream-files reads the files destination, "
                       "but headwater.topics.store=kafka names Kafka: choose one")
-    if source == "datastream-files" and target != "delta":
-        errors.append("headwater.pipeline.source=datastream-files: Datastream events are "
-                      "materialized into Delta only (headwater.pipeline.target=delta)")
+    event_model = _event_model(props, source, errors)
     # The paths the source reads (by the executors too, on a cluster) are local as well.
     read_from = ["headwater.topics.dir"] if kafka is None and source == "topics" else []
     if source == "datastream-files":
@@ -266,6 +274,13 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         problem = object_store_problem(name, props.get(name) or "")
         if problem:
             errors.append(problem)
+    if not errors:
+        cell = capabilities.Cell(capabilities.reader_key(source, kafka is not None),
+                                 event_model or capabilities.ROWS,
+                                 capabilities.target_key(target, delta_writer), mode)
+        reason = capabilities.refusal(cell)
+        if reason is not None:
+            errors.append(capabilities.message(cell, reason))
     if errors:
         raise ConfigError(errors, source=str(path))
     return PipelineConfig(
@@ -302,7 +317,29 @@ def load_pipeline_config(path: Path) -> PipelineConfig:
         iceberg_warehouse=resolve("headwater.pipeline.iceberg.warehouse", "data/iceberg"),
         iceberg_catalog=iceberg_catalog,
         iceberg_compact_interval_batches=iceberg_compact,
+        event_model=event_model,
     )
+
+
+def _event_model(props: dict[str, str], source: str, errors: list[str]) -> str | None:
+    """The event model the configuration declares (module docstring); None: undeclared."""
+    from headwater.connectors.registry import RegistryError, registration_for_class
+
+    connector_class = props.get("connector.class")
+    registered = None
+    if connector_class:
+        try:
+            registered = registration_for_class(connector_class).event_model
+        except RegistryError as exc:
+            errors.append(str(exc))
+    event_format = (props.get("headwater.event.format") or "").strip().lower()
+    if event_format == "datastream":  # (MongoDB's Datastream events too: rows of _id, payload)
+        return capabilities.DATASTREAM
+    if event_format:
+        return capabilities.DOCUMENTS if registered == capabilities.DOCUMENTS else capabilities.ROWS
+    if source == capabilities.FILES:
+        return capabilities.DATASTREAM  # the files destination writes nothing else
+    return registered
 
 
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -322,7 +359,7 @@ def object_store_problem(name: str, value: str) -> str | None:
 _CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _iceberg(props: dict[str, str], target: str, mode: str, errors: list[str]) -> str:
+def _iceberg(props: dict[str, str], target: str, errors: list[str]) -> str:
     """The Iceberg catalog's name, and the checks of the Iceberg target's settings."""
     catalog = (props.get("headwater.pipeline.iceberg.catalog") or "headwater").strip()
     if not _CATALOG_NAME.match(catalog):
@@ -334,9 +371,6 @@ def _iceberg(props: dict[str, str], target: str, mode: str, errors: list[str]) -
             if props.get(name):
                 errors.append(f"{name}: set, but headwater.pipeline.target={target} writes no "
                               "Iceberg table")
-    elif mode not in ICEBERG_MODES:
-        errors.append(f"headwater.pipeline.mode={mode} with headwater.pipeline.target=iceberg: "
-                      f"not supported yet (the Iceberg target takes {', '.join(ICEBERG_MODES)})")
     return catalog
 
 

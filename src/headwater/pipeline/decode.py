@@ -17,6 +17,8 @@ The events of one table all come from one connector, so two layouts are never co
 
 from __future__ import annotations
 
+import base64
+import functools
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -26,6 +28,17 @@ from headwater.connectors.registry import REGISTRY, EventOrder, event_order
 from headwater.pipeline.connect_types import FieldType, UndecodableValueError, field_type
 
 PLACEHOLDER = "__debezium_unavailable_value"
+
+
+@functools.lru_cache(maxsize=8)
+def placeholder_forms(placeholder: str) -> frozenset[str]:
+    """The JSON values that mean "not sent": the placeholder text, and its bytes in base64, the
+    form a BYTES column carries it in (MySQL's binlog_row_image=NOBLOB BLOB columns, as
+    Debezium writes them with binary.handling.mode=bytes)."""
+    return frozenset({placeholder, base64.b64encode(placeholder.encode()).decode()})
+
+
+PLACEHOLDERS: frozenset[str] = placeholder_forms(PLACEHOLDER)
 
 
 class Column(NamedTuple):
@@ -102,11 +115,12 @@ class _RowDecoder:
     ) -> tuple[dict[str, Any], frozenset[str]]:
         out: dict[str, Any] = {}
         unavailable: list[str] = []
+        unsent = placeholder_forms(placeholder)
         for name, ftype, _ in self.fields:
             v = row.get(name)
             if v is None:
                 out[name] = None
-            elif v == placeholder:
+            elif isinstance(v, str) and v in unsent:
                 # An unchanged TOASTed value the source did not send: keep the target's value.
                 out[name] = None
                 unavailable.append(name)

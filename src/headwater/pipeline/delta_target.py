@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -516,6 +516,16 @@ class DeltaTarget:
         """Appends a changelog table built by another event family's path (Datastream's, which
         adds its `__hw_uuid`), with the same exactly-once commit."""
         self._append_changelog(changes, table, batch_id)
+
+    def changelog_since(self, changes: Changes, since: str, keys: Sequence[str]
+                        ) -> pa.Table | None:
+        """The changelog's rows from source position `since` on (`changelog_once`): the
+        files whose sequence statistics end before it are not read."""
+        dt = self._open(self.table_path(changes))
+        if dt is None:
+            return None
+        return dt.to_pyarrow_dataset().to_table(
+            columns=[SEQ, "__op", *keys], filter=pc.field(SEQ) >= pa.scalar(since))
 
     def _append_changelog(self, changes: Changes, table: pa.Table, batch_id: int) -> None:
         path = self.table_path(changes)

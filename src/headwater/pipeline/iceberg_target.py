@@ -15,7 +15,7 @@ truncates, with their sequences, `delta_target`'s layout) and one MERGE INTO, wh
 newer `__hw_sequence` wins and an unchanged-TOAST flag keeps the target's value.  A truncate
 deletes the rows older than it.  Changelog: every event's row is appended.  New source columns
 follow `headwater.pipeline.schema.evolution` (ALTER TABLE ... ADD COLUMNS).  SCD2 is not
-implemented here (refused at start, `config`).  Maintenance (`maintain`) rewrites small data
+implemented here (refused at start, `capabilities`).  Maintenance (`maintain`) rewrites small data
 files and position deletes and expires old snapshots every
 `headwater.pipeline.iceberg.compact.interval.batches` batches.
 
@@ -36,7 +36,7 @@ import dataclasses
 import logging
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -291,8 +291,11 @@ class IcebergTarget:
     # -- SCD type 2 ------------------------------------------------------------------------
     def apply_scd2(self, changes: TableChanges, events: list[ChangeEvent], truncate: str | None,
                    batch_id: int, tracked: frozenset[str] | None = None) -> None:
-        raise ValueError("headwater.pipeline.mode=scd2 with headwater.pipeline.target=iceberg "
-                         "is not supported yet (scd1 and changelog are)")
+        # Unreachable through `runner.start`, which refuses the combination first.
+        from headwater.pipeline import capabilities
+
+        capabilities.require(capabilities.Cell(capabilities.TOPICS, capabilities.ROWS,
+                                               capabilities.ICEBERG, "scd2"))
 
     # -- maintenance -----------------------------------------------------------------------
     def maintain(self, batch_id: int) -> None:
@@ -353,6 +356,18 @@ class IcebergTarget:
 
     def append_changelog_rows(self, changes: ColumnarChanges, batch_id: int) -> None:
         self._append(changes, changes.rows, batch_id)
+
+    def changelog_since(self, changes: Changes, since: str, keys: Sequence[str]
+                        ) -> pa.Table | None:
+        """The changelog's rows from source position `since` on (`changelog_once`); Iceberg
+        prunes the data files by their sequence statistics."""
+        from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
+
+        if self._load(self.table_parts(changes)) is None:
+            return None
+        frame = self.spark.table(self.table_name(changes))
+        return frame.where(F.col(q(SEQ)) >= F.lit(since)).select(
+            *(q(c) for c in (SEQ, "__op", *keys))).toArrow()
 
     def _append(self, changes: TableChanges | ColumnarChanges, rows: pa.Table,
                 batch_id: int) -> None:

@@ -631,6 +631,24 @@ class JdbcTarget:
                 cur.execute(d.insert_all(self._t(name), self._t(staging), columns))
             self._finish(conn, name, batch_id, staging)
 
+    def changelog_since(self, changes: TableChanges, since: str, keys: Sequence[str]
+                        ) -> pa.Table | None:
+        """The changelog's rows from source position `since` on (`changelog_once`)."""
+        name = self.table_name(changes)
+        d = self.dialect
+        with self._connection() as conn, conn.cursor() as cur:
+            if not self._columns(cur, name):
+                return None
+            cur.execute(f"SELECT {', '.join(d.q(c) for c in (SEQ, '__op', *keys))} "
+                        f"FROM {self._t(name)} WHERE {d.q(SEQ)} >= %s", (since,))
+            rows = cur.fetchall()
+        generic = pa.null()
+        columns = list(zip(*rows, strict=True)) if rows else [()] * (2 + len(keys))
+        return pa.table({SEQ: pa.array([str(v) for v in columns[0]], pa.string()),
+                         "__op": pa.array([str(v) for v in columns[1]], pa.string()),
+                         **{k: pa.array([d.from_db(v, generic) for v in columns[2 + i]])
+                            for i, k in enumerate(keys)}})
+
     @staticmethod
     def _changelog_table(changes: TableChanges, columns: Columns) -> pa.Table:
         data: dict[str, list[Any]] = {n: [] for n, _ in columns}

@@ -1,9 +1,14 @@
 """Applies one micro-batch read from Kafka: the Kafka twin of `runner.apply_batch`.
 
-Same decoders and targets as the local log: per topic, the ranges of all its partitions are
-fetched together (one net change per key needs all of a topic's events of the batch; a key's
-events are all in one partition, so their order is kept) and go column-wise when the batch has
-the common shape, else event by event.  MongoDB's document topics are not read from Kafka yet.
+Same decoders and targets as the local log.  A topic with many records in the batch is read,
+decoded and netted on the executors (`kafka_tasks`, Spark's Kafka source); otherwise the
+driver fetches the ranges of all its partitions together (one net change per key needs all of
+a topic's events of the batch; a key's events are all in one partition, so their order is
+kept), and they go column-wise when the batch has the common shape, else event by event.
+Either way the records reach the column-wise decoder as Arrow binary arrays cut into lines by
+their buffers (`arrow_lines`).  MongoDB's document topics and Datastream events are not
+read from Kafka yet: refused at start from the configuration's event model, or, when it
+declares none, at the first batch, by the same capabilities table (`capabilities`).
 """
 
 from __future__ import annotations
@@ -11,52 +16,118 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from headwater.pipeline import columnar
+from headwater.pipeline import scan_kernel as kernel
 from headwater.pipeline.config import PipelineConfig
 from headwater.pipeline.decode import decode_topic
-from headwater.pipeline.kafka_source import KafkaTopics, ValueDecoder, group_ranges, json_decoder
+from headwater.pipeline.kafka_source import (
+    KafkaTopics,
+    ValueDecoder,
+    group_ranges,
+    json_decoder,
+    slot,
+)
 
 log = logging.getLogger("headwater.pipeline.kafka")
 
 
+_SCHEMA = b'{"schema":'
+_PAYLOAD = b',"payload":'
+_CLOSE = ord("}")
+# a binary column, whole or as the chunks of Arrow batches
+Binary: TypeAlias = pa.Array | pa.ChunkedArray
+
+
 def lines(records: list[tuple[int, bytes | None, bytes | None]]) -> columnar.Lines:
-    """The column-wise decoder's input from fetched records: every record must share one key
-    schema and one value schema (else NotColumnar: the batch goes event by event)."""
+    """The column-wise decoder's input from fetched records (`arrow_lines` over them)."""
+    return arrow_lines(np.array([o for o, _k, _v in records], np.int64),
+                       pa.array([k for _o, k, _v in records], pa.binary()),
+                       pa.array([v for _o, _k, v in records], pa.binary()))
+
+
+def arrow_lines(offsets: np.ndarray, keys: Binary, values: Binary) -> columnar.Lines:
+    """The column-wise decoder's input from records as Arrow binary arrays (Spark's Kafka
+    source gives them so, as chunked columns of its Arrow batches), without a Python step per
+    record and without first copying the chunks into one array: every key and every value
+    must start with the first one's document head (`{"schema":...,"payload":`, checked by one
+    vectorized comparison) and end with the envelope's `}`, else NotColumnar and the batch
+    goes event by event.  The payloads are cut out of each chunk's data buffer by its offsets
+    straight into the lines (`scan_kernel.gather_lines_into`, as the local log's scan gathers
+    its lines, a newline written as a space on the way).
+    Tombstones (null values) carry nothing to apply and are skipped, as `columnar.scan` skips
+    them: by a mask over the offsets, the data stays where it is."""
     out = columnar.Lines()
-    key_parts: list[bytes] = []
-    value_parts: list[bytes] = []
-    offsets: list[int] = []
-    key_head = value_head = b""
-    for offset, key, value in records:
-        if value is None:
-            continue  # tombstones carry nothing to apply (as `columnar.scan` skips them)
-        if key is None:
-            raise columnar.NotColumnar("another schema or a null key")
-        kp = key.find(b',"payload":')
-        vp = value.find(b',"payload":')
-        if kp < 0 or vp < 0 or not key.startswith(b'{"schema":') or \
-                not value.startswith(b'{"schema":'):
-            raise columnar.NotColumnar("value without an embedded schema")
-        kh, vh = key[:kp + 11], value[:vp + 11]
-        if not key_head:
-            key_head, value_head = kh, vh
-        elif kh != key_head or vh != value_head:
-            raise columnar.NotColumnar("another schema or a null key")
-        key_parts.append(key[kp + 11:key.rindex(b"}")].replace(b"\n", b" "))
-        value_parts.append(value[vp + 11:value.rindex(b"}")].replace(b"\n", b" "))
-        offsets.append(offset)
-    if not offsets:
+    live: np.ndarray | None = None
+    if values.null_count:
+        live = np.asarray(pc.is_valid(values).to_numpy(zero_copy_only=False), bool)
+        offsets = offsets[live]
+    if not len(offsets):
         return out
+    if keys.null_count and (live is None or not np.asarray(
+            pc.is_valid(keys).to_numpy(zero_copy_only=False), bool)[live].all()):
+        raise columnar.NotColumnar("another schema or a null key")
+    first = 0 if live is None else int(np.argmax(live))
+    key_head = _head(keys[first].as_py())
+    value_head = _head(values[first].as_py())
     out.key_head = key_head
     out.value_head = b'},"value":' + value_head
-    out.offsets = np.array(offsets, dtype=np.int64)
-    out.key_lines = np.frombuffer(b"\n".join(key_parts) + b"\n", np.uint8)
-    out.value_lines = np.frombuffer(b"\n".join(value_parts) + b"\n", np.uint8)
+    out.offsets = np.ascontiguousarray(offsets, np.int64)
+    out.key_lines = _payloads(keys, key_head, live)
+    out.value_lines = _payloads(values, value_head, live)
     return out
+
+
+def _head(document: bytes) -> bytes:
+    at = document.find(_PAYLOAD)
+    if at < 0 or not document.startswith(_SCHEMA):
+        raise columnar.NotColumnar("value without an embedded schema")
+    return document[:at + len(_PAYLOAD)]
+
+
+def _payloads(array: Binary, head: bytes, live: np.ndarray | None) -> np.ndarray:
+    """Each live document's payload (between `head` and its final `}`) and a newline, chunk
+    after chunk into one buffer."""
+    try:
+        pattern = head.decode()
+    except UnicodeDecodeError as exc:
+        raise columnar.NotColumnar("a schema that is not UTF-8") from exc
+    if not pc.all(pc.starts_with(array, pattern=pattern)).as_py():  # (nulls: tombstones)
+        raise columnar.NotColumnar("another schema or a null key")
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    cuts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    at = 0
+    for chunk in chunks:
+        data, begin, end = _bounds(chunk, len(head))
+        if live is not None:
+            keep = live[at:at + len(chunk)]
+            begin, end = begin[keep], end[keep]
+        at += len(chunk)
+        if (end < begin).any() or (data[end] != _CLOSE).any():
+            raise columnar.NotColumnar("document layout")
+        cuts.append((data, begin, end))
+    lines = np.empty(sum(int((e - b).sum()) + len(b) for _d, b, e in cuts), np.uint8)
+    pos = 0
+    for data, begin, end in cuts:  # (a newline, JSON whitespace, becomes a space: lines)
+        pos += kernel.gather_lines_into(data, begin, end, lines[pos:])
+    return lines
+
+
+def _bounds(chunk: pa.Array, skip: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A binary chunk's data buffer (a view) and where each document's payload begins (after
+    `skip` bytes of head) and ends (its last byte, the envelope's closing brace)."""
+    wide = pa.types.is_large_binary(chunk.type)
+    buffers = chunk.buffers()
+    bounds = np.frombuffer(buffers[1], np.int64 if wide else np.int32)[
+        chunk.offset:chunk.offset + len(chunk) + 1].astype(np.int64)
+    data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None else \
+        np.empty(0, np.uint8)
+    return data, bounds[:-1] + skip, bounds[1:] - 1
 
 
 def is_document_value(value: bytes) -> bool:
@@ -65,38 +136,114 @@ def is_document_value(value: bytes) -> bool:
     return bool(is_document_event(value))
 
 
+def refuse_other_models(cfg: PipelineConfig, value: bytes) -> None:
+    """A configuration that declares no event model is checked at start as Debezium rows; a
+    topic whose first record shows MongoDB documents or Datastream events is refused with the
+    capabilities table's error (`capabilities`: neither is read from Kafka yet)."""
+    import dataclasses
+
+    import orjson
+
+    from headwater.pipeline import capabilities
+    from headwater.pipeline.config import capability_cell
+    from headwater.pipeline.datastream.events import is_datastream_event
+
+    model = None
+    if is_document_value(value):
+        model = capabilities.DOCUMENTS
+    else:
+        try:
+            if is_datastream_event(orjson.loads(value)):
+                model = capabilities.DATASTREAM
+        except orjson.JSONDecodeError:
+            pass
+    if model is not None:
+        capabilities.require(dataclasses.replace(capability_cell(cfg), model=model))
+
+
 def apply_kafka_batch(topics: KafkaTopics, ranges: Mapping[str, tuple[int, int]],
                       batch_id: int, cfg: PipelineConfig, target: Any,
-                      decode: ValueDecoder = json_decoder) -> int:
-    """Applies one micro-batch (`{topic#partition: (start, end)}`); the number of events."""
-    from headwater.pipeline.runner import apply_changes, columnar_path
+                      decode: ValueDecoder = json_decoder, spark: Any = None) -> int:
+    """Applies one micro-batch (`{topic#partition: (start, end)}`); the number of events.
+
+    With a Spark session, the column-wise modes read, decode and net on the executors
+    (`kafka_tasks`: Spark's Kafka source, one Spark job for the batch's topics) every topic
+    with at least `headwater.pipeline.executors.min.records` records in the batch, as the
+    local log's batches do (`runner.apply_batch`); the driver reads the rest, and every topic
+    the stage leaves to it, with confluent-kafka."""
+    from headwater.pipeline.runner import apply_staged, columnar_path
+    from headwater.pipeline.tasks import clear_staging
 
     total = 0
     path = columnar_path(cfg.mode, target)
-    for topic, parts in sorted(group_ranges(ranges).items()):
-        t0 = time.monotonic()
-        records = topics.fetch(topic, parts, decode)
-        first = next((v for _, _, v in records if v is not None), None)
-        if first is not None and is_document_value(first):
-            raise ValueError(f"topic {topic}: MongoDB topics are not read from Kafka yet "
-                             "(headwater.topics.store=local)")
-        if path is not None:
-            decoder, write = path
-            try:
-                decoded = decoder(topic, lines(records))
-            except columnar.NotColumnar as exc:
-                log.info("batch %d: %s: event by event (%s)", batch_id, topic, exc)
-            else:
-                if decoded is not None:
-                    write(decoded, batch_id)
-                    total += decoded.events
-                    log.info("batch %d: %s: %d events column-wise in %.2fs", batch_id, topic,
-                             decoded.events, time.monotonic() - t0)
+    grouped = group_ranges(ranges)
+    staged = _run_stage(spark, topics, grouped, batch_id, cfg) if path is not None else {}
+    for topic, parts in sorted(grouped.items()):
+        if topic in staged and path is not None:
+            n = apply_staged(spark, topic, staged[topic], batch_id, cfg, path[1])
+            if n is not None:
+                total += n
                 continue
-        changes = decode_topic(topic, records)
-        if not changes.events:
-            continue
-        total += len(changes.events)
-        apply_changes(changes, batch_id, target, cfg.mode, cfg.track_history_column_list,
-                      cfg.track_history_except_column_list)
+        total += _apply_topic(topics, topic, parts, batch_id, cfg, target, decode)
+    if staged:
+        clear_staging(cfg.checkpoint_dir, upto=batch_id)
     return total
+
+
+def _run_stage(spark: Any, topics: KafkaTopics,
+               grouped: Mapping[str, Mapping[int, tuple[int, int]]], batch_id: int,
+               cfg: PipelineConfig) -> dict[str, list[Any]]:
+    """The executor stage's results per topic (empty: the driver reads the batch)."""
+    from headwater.pipeline import kafka_tasks
+
+    if spark is None:
+        return {}
+    floor = max(cfg.executors_min_records, 1)
+    chosen = {slot(t, p): r for t, parts in grouped.items()
+              if sum(e - s for s, e in parts.values()) >= floor for p, r in parts.items()}
+    if not chosen:
+        return {}
+    options = kafka_tasks.spark_options(topics.config)
+    if options is None:
+        log.info("batch %d: read by the driver (Kafka client settings beyond "
+                 "bootstrap.servers are not given to Spark's Kafka source)", batch_id)
+        return {}
+    try:
+        return kafka_tasks.run_stage(spark, options, cfg.checkpoint_dir, batch_id, cfg.mode,
+                                     chosen, dict(cfg.converter_props))
+    except Exception as exc:  # (the driver's reader meets a real problem again, and says it)
+        log.warning("batch %d: Spark's Kafka source failed, the driver reads the batch: %s",
+                    batch_id, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return {}
+
+
+def _apply_topic(topics: KafkaTopics, topic: str, parts: Mapping[int, tuple[int, int]],
+                 batch_id: int, cfg: PipelineConfig, target: Any, decode: ValueDecoder) -> int:
+    """One topic's ranges read by the driver: column-wise or event by event."""
+    from headwater.pipeline.runner import apply_changes, columnar_path
+
+    t0 = time.monotonic()
+    path = columnar_path(cfg.mode, target)
+    records = topics.fetch(topic, parts, decode)
+    first = next((v for _, _, v in records if v is not None), None)
+    if first is not None:
+        refuse_other_models(cfg, first)
+    if path is not None:
+        decoder, write = path
+        try:
+            decoded = decoder(topic, lines(records))
+        except columnar.NotColumnar as exc:
+            log.info("batch %d: %s: event by event (%s)", batch_id, topic, exc)
+        else:
+            if decoded is None:
+                return 0
+            write(decoded, batch_id)
+            log.info("batch %d: %s: %d events column-wise in %.2fs", batch_id, topic,
+                     decoded.events, time.monotonic() - t0)
+            return int(decoded.events)
+    changes = decode_topic(topic, records)
+    if not changes.events:
+        return 0
+    apply_changes(changes, batch_id, target, cfg.mode, cfg.track_history_column_list,
+                  cfg.track_history_except_column_list)
+    return len(changes.events)

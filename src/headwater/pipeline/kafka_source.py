@@ -1,12 +1,14 @@
-"""The pipeline's streaming source over Kafka: Spark tracks per-partition offsets, Python reads.
+"""The pipeline's streaming source over Kafka: Spark tracks per-partition offsets.
 
-Spark's own Kafka source is a JVM jar that cannot be installed here, and it would ship every
-event through the JVM anyway; this source follows `pipeline.source` (the local log's) instead:
-Spark's offsets are `{"<topic>#<partition>": next offset}` (checkpointed by Spark like any
-source's, a flat map so that `runner.checkpointed_ranges` reads them from the offset log), a
-micro-batch is one row per partition `(topic#partition, start, end)`, and `foreachBatch` fetches
-those ranges with a confluent-kafka consumer (`fetch`) and hands them to the same decoders as
-the local log: column-wise (`kafka_batch.lines`, `columnar.Lines`) or event by event.
+This source follows `pipeline.source` (the local log's): Spark's offsets are
+`{"<topic>#<partition>": next offset}` (checkpointed by Spark like any source's, a flat map so
+that `runner.checkpointed_ranges` reads them from the offset log), a micro-batch is one row per
+partition `(topic#partition, start, end)`, and `foreachBatch` reads those ranges: a big batch
+with Spark's own Kafka source on the executors (`kafka_tasks`), a small one with a
+confluent-kafka consumer in the driver (`fetch`), both into the same decoders as the local log:
+column-wise (`kafka_batch.arrow_lines`, `columnar.Lines`) or event by event.  The offsets stay
+this source's (not Spark's Kafka streaming source's) so that a checkpoint reads the same
+whichever reader a batch takes.
 
 This module is imported by each of Spark's Python data-source workers (the Reader's globals
 are pickled by reference), so it imports nothing heavy: the decoders (numpy, numba, pandas:
@@ -71,7 +73,8 @@ class KafkaTopics:
     def __init__(self, consumer_config: Mapping[str, str], patterns: str) -> None:
         from confluent_kafka import Consumer
 
-        self.consumer = Consumer(dict(consumer_config))
+        self.config = dict(consumer_config)
+        self.consumer = Consumer(self.config)
         self.globs = [p.strip() for p in patterns.split(",") if p.strip()]
 
     def partitions(self) -> list[tuple[str, int]]:

@@ -6,13 +6,18 @@ their embedded schemas, computes the net change per key and applies it, marking 
 the batch id, so a batch replayed after a crash is applied exactly once.  SCD1 into Delta, the
 bulk of the work, goes column-wise (`columnar`) whenever a batch has the common shape, else
 event by event (`decode`, `net`), which every other mode and target uses.  MongoDB topics,
-whose events carry documents rather than rows, take the document path (`documents`).
+whose events carry documents rather than rows, take the document path (`documents`), and
+Datastream events theirs (`datastream`): the configuration's event model chooses
+(`PipelineConfig.event_model`); `start` refuses a combination the capabilities table does not
+support (`capabilities`) before any batch.
 
 `once=True` runs to everything there now, then stops (`read_limits.once_trigger`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib
 import json
 import logging
@@ -25,9 +30,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from headwater.pipeline import columnar, tasks
+from headwater.pipeline import capabilities, changelog_once, columnar, tasks
 from headwater.pipeline.checkpoint import open_checkpoint
-from headwater.pipeline.config import PipelineConfig
+from headwater.pipeline.config import PipelineConfig, capability_cell, require_supported
 from headwater.pipeline.datastream import file_source
 from headwater.pipeline.datastream.apply import (
     apply_events,
@@ -65,6 +70,8 @@ class Target(Protocol):
                    batch_id: int, tracked: frozenset[str] | None = None) -> None: ...
 
     def append_changelog(self, changes: TableChanges, batch_id: int) -> None: ...
+
+    def changelog_since(self, changes: Any, since: str, keys: Sequence[str]) -> Any: ...
 
 
 def make_target(cfg: PipelineConfig, spark: Any = None) -> Target:
@@ -122,8 +129,32 @@ def columnar_path(mode: str, target: Target) -> ColumnarPath | None:
     if mode == "scd1":
         return columnar.decode_net, target.apply_scd1_net
     if mode == "changelog":
-        return columnar.decode_changelog, target.append_changelog_rows
+        return columnar.decode_changelog, functools.partial(append_changelog_once, target)
     return None
+
+
+def append_changelog_once(target: DeltaTarget | IcebergTarget,
+                          changes: columnar.ColumnarChanges, batch_id: int) -> None:
+    """The column-wise changelog write: the batch's rows without re-deliveries
+    (`changelog_once`)."""
+    target.append_changelog_rows(changelog_once.first_rows(changes, target), batch_id)
+
+
+def topic_model(cfg: PipelineConfig, topics_dir: Path, topic: str, first: int, end: int
+                ) -> str:
+    """The event model of a topic of the topic log: the configuration's; when it declares
+    none (a pipeline-only file over mixed topics), learnt from the topic's first record and
+    checked against the capabilities table like a declared one is at start."""
+    if cfg.event_model is not None:
+        return cfg.event_model
+    if is_datastream_topic(topics_dir, topic, first, end):
+        model = capabilities.DATASTREAM
+    elif is_document_topic(topics_dir, topic, first, end):
+        model = capabilities.DOCUMENTS
+    else:
+        return capabilities.ROWS
+    capabilities.require(dataclasses.replace(capability_cell(cfg), model=model))
+    return model
 
 
 def apply_batch(
@@ -145,15 +176,14 @@ def apply_batch(
         # (a short range costs the driver milliseconds, a Spark job seconds)
         rows = {t: r for t, r in ranges.items()
                 if r[1] - r[0] >= max(cfg.executors_min_records, 1)
-                and not is_datastream_topic(topics_dir, t, *r)
-                and not is_document_topic(topics_dir, t, *r)}
+                and topic_model(cfg, topics_dir, t, *r) == capabilities.ROWS}
         if rows:
             staged = tasks.run_stage(spark, topics_dir, cfg.checkpoint_dir, batch_id,
                                      cfg.mode, rows)
     for topic, (first, end) in sorted(ranges.items()):
         n = None
         if topic in staged and path is not None:
-            n = _apply_staged(spark, topic, staged[topic], batch_id, cfg, path[1])
+            n = apply_staged(spark, topic, staged[topic], batch_id, cfg, path[1])
         if n is None:
             n = _apply_topic(topics_dir, topic, first, end, batch_id, cfg, target,
                              None if topic in staged else path)
@@ -165,31 +195,31 @@ def apply_batch(
     return total
 
 
-def _apply_staged(spark: Any, topic: str, parts: list[tasks.PartResult], batch_id: int,
+def apply_staged(spark: Any, topic: str, parts: list[tasks.PartResult], batch_id: int,
                   cfg: PipelineConfig, write: Callable[[columnar.ColumnarChanges, int], None],
                   ) -> int | None:
     """One topic's batch from the executors' staged parts; None when the stage left it to
     the event path."""
     t0 = time.monotonic()
     try:
-        staged = tasks.net_across_parts(spark, parts, cfg.mode)
+        staged = tasks.net_across_parts(parts, cfg.mode)
     except tasks.Refused as exc:
         log.info("batch %d: %s: event by event (%s)", batch_id, topic, exc)
         return None
     if staged is None:
         return 0
+    t1 = time.monotonic()
     hand_over(staged, write, batch_id)
-    log.info("batch %d: %s: %d events in %d parts on executors (%s); net and write %.2fs",
-             batch_id, topic, staged.changes.events, len(parts), cfg.mode,
-             time.monotonic() - t0)
+    log.info("batch %d: %s: %d events in %d parts on executors (%s); net across parts "
+             "%.2fs, write %.2fs", batch_id, topic, staged.changes.events, len(parts), cfg.mode,
+             t1 - t0, time.monotonic() - t1)
     return staged.changes.events
 
 
 def hand_over(staged: tasks.StagedChanges, write: Callable[[columnar.ColumnarChanges, int], None],
               batch_id: int) -> None:
-    """The executor stage's result to the target: today the rows come to the driver in Arrow
-    for the delta-rs target's column-wise write; a target writing from Spark takes
-    `staged.frame` (rows in `ColumnarChanges.rows`' layout) and `staged.changes` here."""
+    """The executor stage's result to the target: the rows netted across parts in the driver,
+    in Arrow, for the target's column-wise write."""
     write(staged.to_columnar(), batch_id)
 
 
@@ -197,11 +227,12 @@ def _apply_topic(topics_dir: Path, topic: str, first: int, end: int, batch_id: i
                  cfg: PipelineConfig, target: Target, path: ColumnarPath | None) -> int:
     """One topic's range of a batch; returns the number of events applied."""
     t0 = time.monotonic()
-    if is_datastream_topic(topics_dir, topic, first, end):  # Datastream events (JSON)
+    model = topic_model(cfg, topics_dir, topic, first, end)
+    if model == capabilities.DATASTREAM:  # Datastream events (JSON)
         return apply_events(topic_events(topics_dir, topic, first, end), topic, batch_id,
                             cfg.mode, target, cfg.track_history_column_list,
                             cfg.track_history_except_column_list)
-    if is_document_topic(topics_dir, topic, first, end):  # MongoDB: documents, no schema
+    if model == capabilities.DOCUMENTS:  # MongoDB: documents, no schema
         return apply_documents(topics_dir, topic, first, end, batch_id, cfg.mode, target,
                                cfg.documents, cfg.track_history_column_list,
                                cfg.track_history_except_column_list)
@@ -238,7 +269,7 @@ def apply_changes(
 ) -> None:
     """Applies one table's decoded changes in `mode` (scd1, scd2, changelog)."""
     if mode == "changelog":
-        target.append_changelog(changes, batch_id)
+        target.append_changelog(changelog_once.first_events(changes, target), batch_id)
     elif mode == "scd1":
         name = f"{changes.schema_name}.{changes.table_name}"
         net, truncate = net_changes(changes.events, name)
@@ -267,12 +298,11 @@ def start_flows(
 
     def apply(ranges: Ranges, batch_id: int) -> None:
         for topic, (first, end) in sorted(ranges.items()):
+            # (flows have no configuration: the model is learnt, the table refuses)
             if is_document_topic(Path(topics_dir), topic, first, end):
-                raise ValueError(f"topic {topic}: AUTO CDC flows do not take MongoDB topics "
-                                 "(use the pipeline's document path: headwater pipeline)")
+                capabilities.require_flow(capabilities.DOCUMENTS, topic)
             if is_datastream_topic(Path(topics_dir), topic, first, end):
-                raise ValueError(f"topic {topic}: AUTO CDC flows do not take Datastream "
-                                 "events (use headwater pipeline)")
+                capabilities.require_flow(capabilities.DATASTREAM, topic)
             changes = decode_topic(topic, list(read_range(Path(topics_dir), topic, first, end)))
             if not changes.events:
                 continue
@@ -290,7 +320,10 @@ def start_flows(
 def start(spark: Any, cfg: PipelineConfig, once: bool = False,
           monitor: PipelineMonitor | None = None) -> Any:
     """Starts the streaming query and returns it (call awaitTermination on it); `monitor`
-    counts each batch of the topic log (pipeline/status.py)."""
+    counts each batch of the topic log (pipeline/status.py).  An unsupported combination of
+    reader, event model, target and mode is refused here, before anything is read
+    (`capabilities.UnsupportedCombination`)."""
+    require_supported(cfg)
     target = make_target(cfg, spark)
     if cfg.kafka is not None:
         return _start_kafka(spark, cfg, target, once)
@@ -343,7 +376,7 @@ def _start_kafka(spark: Any, cfg: PipelineConfig, target: Target, once: bool) ->
     decode = decoder_for(dict(cfg.converter_props))
 
     def apply(ranges: Ranges, batch_id: int) -> None:
-        apply_kafka_batch(topics, ranges, batch_id, cfg, target, decode)
+        apply_kafka_batch(topics, ranges, batch_id, cfg, target, decode, spark)
         if isinstance(target, DeltaTarget | IcebergTarget):
             target.maintain(batch_id)
 

@@ -4,18 +4,19 @@ The driver only plans: it splits each topic's offset range of the batch into par
 and runs one Spark job whose tasks each read their part from the segment files, decode it
 column-wise (`columnar.scan` + `decode_net(carry=True)` / `decode_changelog`; the event-by-event
 decoder when the part is outside that shape), net it within the part, and stage the result as
-a Parquet file under the checkpoint directory (`<checkpoint>/staging/<batch>/<topic>/part-N
-.parquet`; on a cluster the checkpoint is on shared storage).  Only a small metadata row per
-part comes back to the driver (`PartResult`).
+a Parquet file under the checkpoint directory
+(`<checkpoint>/staging/<batch>/<topic>/part-<start>-<end>.parquet`; on a cluster the checkpoint
+is on shared storage).  Only a small metadata row per part comes back to the driver
+(`PartResult`).
 
-Netting is exact across parts (`net_across_parts`, in Spark): a part's rows are fragments of
-the batch's events per key, either the part's net row with what the cross-part rules need
-(`columnar.CARRY_SEQ`, `columnar.DELETED`) or, from the event-by-event decoder, each
-re-delivery-free event.  Per key the newest fragment by `__hw_sequence` wins; a re-delivery
-found in an earlier part keeps its first (lowest offset) sequence, as `net.dedup` does; an
-unchanged-TOAST column takes the newest value sent after the key's newest delete in the batch,
-in any part, else stays flagged.  The result has `ColumnarChanges.rows`' layout, so the
-targets' column-wise writes take it as is.
+Netting is exact across parts (`net_across_parts`: the driver, in Arrow, `part_net`): a part's
+rows are fragments of the batch's events per key, either the part's net row with what the
+cross-part rules need (`columnar.CARRY_SEQ`, `columnar.DELETED`) or, from the event-by-event
+decoder, each re-delivery-free event.  Per key the newest fragment by `__hw_sequence` wins; a
+re-delivery found in an earlier part keeps its first (lowest offset) sequence, as `net.dedup`
+does; an unchanged-TOAST column takes the newest value sent after the key's newest delete in
+the batch, in any part, else stays flagged.  The result has `ColumnarChanges.rows`' layout, so
+the targets' column-wise writes take it as is.
 
 Batches this path does not take go to the driver's event path with a log line, never
 silently: a truncate or a null key in a part (the event path clears the target and names a
@@ -33,10 +34,11 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from headwater.pipeline import columnar
@@ -52,6 +54,7 @@ from headwater.pipeline.columnar import (
 from headwater.pipeline.connect_types import field_type
 from headwater.pipeline.decode import Column, decode_topic
 from headwater.pipeline.net import dedup
+from headwater.pipeline.part_net import net_fragments
 from headwater.pipeline.source import read_range
 from headwater.topics.segment import live_segments
 
@@ -63,7 +66,6 @@ MIN_TASK_RECORDS = 10_000
 # ... and at most this many: a task's payload buffers stay a few hundred MB, and a big batch
 # makes more tasks than cores, which Spark hands out as cores free up.
 MAX_TASK_RECORDS = 250_000
-_OFFSET_DIGITS = 16  # every sequence ends with the event's offset as 16 hex digits
 
 
 class Task(NamedTuple):
@@ -129,35 +131,98 @@ class Refused(Exception):
     """A part this path leaves to the driver's event path (the message says why)."""
 
 
+Record = tuple[int, bytes | None, bytes | None]
+
+
+class Part(Protocol):
+    """One part of one topic's batch as a task reads it: the local log's (`LogPart`) or
+    Kafka's (`kafka_tasks.KafkaPart`).  The stage is the same behind either."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def part(self) -> int: ...
+
+    def lines(self) -> columnar.Lines:
+        """The part's records for the column-wise decoder (NotColumnar: another shape)."""
+        ...
+
+    def records(self) -> list[Record]:
+        """The part's records one by one, in offset order (the event-by-event decoder's)."""
+        ...
+
+    def staged_name(self) -> str:
+        """The staged Parquet file's name: the part's offsets, not its index.  A task of a
+        driver killed mid-batch may still finish on an executor while the next driver replays
+        the batch, whose plan may cut the range elsewhere (another parallelism, segments rolled
+        meanwhile): named by index, its late write would replace the replay's part of that
+        index with other records.  Named by offsets, a late write replaces a part with the
+        same records."""
+        ...
+
+
+@dataclass(frozen=True)
+class LogPart:
+    """A part of the local topic log (`Task`), read from its segment files."""
+
+    root: Path
+    task: Task
+
+    @property
+    def topic(self) -> str:
+        return self.task.topic
+
+    @property
+    def part(self) -> int:
+        return self.task.part
+
+    def lines(self) -> columnar.Lines:
+        t = self.task
+        return columnar.scan(self.root, t.topic, t.start, t.end, columnar.Positions())
+
+    def records(self) -> list[Record]:
+        t = self.task
+        return list(read_range(self.root, t.topic, t.start, t.end))
+
+    def staged_name(self) -> str:
+        return f"part-{self.task.start}-{self.task.end}.parquet"
+
+
 def run_task(root: Path, staging: Path, mode: str, task: Task) -> PartResult:
+    """A part of the local log through `run_part`."""
+    return run_part(LogPart(root, task), staging, mode)
+
+
+def run_part(part: Part, staging: Path, mode: str) -> PartResult:
     """Reads, decodes and nets one part (on an executor) and stages it as Parquet.
 
     A part the task cannot read or decode (a damaged log, an undecodable value) is refused
     with the error's text: the driver's event path then meets the same error and reports it
     as it always has (`TopicLogDamaged` stops the pipeline with its own message)."""
     try:
-        decoded, fields = _decode(root, mode, task)
+        decoded, fields = _decode(part, mode)
     except Refused as exc:
-        return _refused(task, str(exc))
+        return _refused(part, str(exc))
     except Exception as exc:  # (the driver's path meets it again and raises it)
-        return _refused(task, f"{type(exc).__name__}: {exc}")
+        return _refused(part, f"{type(exc).__name__}: {exc}")
     if decoded is None:
-        return PartResult(task.topic, task.part, None, 0, None, "[]", (), None, None, ())
-    return _stage(staging, task, decoded, fields)
+        return PartResult(part.topic, part.part, None, 0, None, "[]", (), None, None, ())
+    return _stage(staging, part, decoded, fields)
 
 
-def _decode(root: Path, mode: str, task: Task) -> tuple[ColumnarChanges | None, str]:
+def _decode(part: Part, mode: str) -> tuple[ColumnarChanges | None, str]:
     try:
-        lines = columnar.scan(root, task.topic, task.start, task.end, columnar.Positions())
+        lines = part.lines()
         if mode == "scd1":
-            decoded = columnar.decode_net(task.topic, lines, carry=True)
+            decoded = columnar.decode_net(part.topic, lines, carry=True)
         else:
-            decoded = columnar.decode_changelog(task.topic, lines)
+            decoded = columnar.decode_changelog(part.topic, lines)
     except NotColumnar as exc:
         if mode != "scd1":
             raise Refused(f"changelog outside the column-wise shape ({exc})") from exc
-        log.info("%s part %d: event by event (%s)", task.topic, task.part, exc)
-        return _by_events(root, task)
+        log.info("%s part %d: event by event (%s)", part.topic, part.part, exc)
+        return _by_events(part)
     if decoded is None:
         return None, "[]"
     return decoded, orjson.dumps(_after_fields(lines.value_head)).decode()
@@ -167,16 +232,16 @@ def _after_fields(value_head: bytes) -> list[dict[str, Any]]:
     return _row_fields(orjson.loads(value_head[len(b'},"value":{"schema":'):-len(_PAYLOAD)]))
 
 
-def _refused(task: Task, why: str) -> PartResult:
+def _refused(task: Part, why: str) -> PartResult:
     return PartResult(task.topic, task.part, None, 0, why, "[]", (), None, None, ())
 
 
-def _stage(staging: Path, task: Task, decoded: ColumnarChanges, fields: str) -> PartResult:
+def _stage(staging: Path, task: Part, decoded: ColumnarChanges, fields: str) -> PartResult:
     """Writes the part's rows (through a temporary name: a retried task rewrites it whole)."""
     folder = staging / task.topic
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"part-{task.part}.parquet"
-    tmp = folder / f".part-{task.part}.{uuid.uuid4().hex}.tmp"
+    path = folder / task.staged_name()
+    tmp = folder / f".{path.name}.{uuid.uuid4().hex}.tmp"
     pq.write_table(decoded.rows, tmp)
     os.replace(tmp, path)
     return PartResult(task.topic, task.part, str(path), decoded.events, None, fields,
@@ -184,11 +249,11 @@ def _stage(staging: Path, task: Task, decoded: ColumnarChanges, fields: str) -> 
                       tuple(decoded.toast))
 
 
-def _by_events(root: Path, task: Task) -> tuple[ColumnarChanges | None, str]:
+def _by_events(task: Part) -> tuple[ColumnarChanges | None, str]:
     """A part outside the column-wise shape, by the event-by-event decoder: each event left
     after `net.dedup` is a fragment (its own values and flags; the cross-part net treats it as
     a part's net row of one event)."""
-    records = list(read_range(root, task.topic, task.start, task.end))
+    records = task.records()
     if len({_value_head(v) for _o, _k, v in records if v is not None}) > 1:
         raise Refused("two value schemas in one part")
     changes = decode_topic(task.topic, records)
@@ -250,7 +315,7 @@ def _row_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
     return fields
 
 
-# -- the driver: one Spark job per batch, then the net across parts in Spark ------------------
+# -- the driver: one Spark job per batch, then the net across parts in Arrow -------------------
 
 def run_stage(spark: Any, root: Path, checkpoint: Path, batch_id: int, mode: str,
               ranges: dict[str, tuple[int, int]], min_records: int = MIN_TASK_RECORDS,
@@ -275,10 +340,15 @@ def run_stage(spark: Any, root: Path, checkpoint: Path, batch_id: int, mode: str
             [tuple(t) for t in tasks], len(tasks)).mapPartitions(work).collect()
     finally:
         sc.setJobDescription(None)
-    by_topic: dict[str, list[PartResult]] = {}
+    return by_topic(results)
+
+
+def by_topic(results: Iterable[PartResult]) -> dict[str, list[PartResult]]:
+    """A stage's results per topic, in part order."""
+    out: dict[str, list[PartResult]] = {}
     for r in sorted(results, key=lambda r: (r.topic, r.part)):
-        by_topic.setdefault(r.topic, []).append(r)
-    return by_topic
+        out.setdefault(r.topic, []).append(r)
+    return out
 
 
 def clear_staging(checkpoint: Path, upto: int | None = None) -> None:
@@ -294,19 +364,19 @@ def clear_staging(checkpoint: Path, upto: int | None = None) -> None:
 @dataclass
 class StagedChanges:
     """One topic's batch after the executor stage: the metadata of `ColumnarChanges` (its
-    `rows` left empty) and the rows as a Spark DataFrame in `rows`' layout."""
+    `rows` left empty) and the rows netted across parts, in `rows`' layout."""
 
     changes: ColumnarChanges
-    frame: Any
+    rows: pa.Table
     mode: str  # scd1 (net rows) or changelog (every event)
 
     def to_columnar(self) -> ColumnarChanges:
-        """The rows brought to the driver in Arrow, typed as the column-wise decoders type
-        them (for a target that writes from the driver)."""
-        table = self.frame.toArrow()
+        """The rows typed as the column-wise decoders type them (a Parquet round trip may
+        widen a type, and a column missing from every part comes back null)."""
         schema = _rows_schema(self.changes, self.mode)
-        columns = [table.column(name).cast(f.type) for name, f in zip(schema.names, schema,
-                                                                      strict=True)]
+        columns = [self.rows.column(name).cast(f.type) if name in self.rows.column_names
+                   else pa.nulls(self.rows.num_rows, f.type)
+                   for name, f in zip(schema.names, schema, strict=True)]
         rows = pa.Table.from_arrays(columns, schema=schema)
         return ColumnarChanges(self.changes.topic, self.changes.schema_name,
                                self.changes.table_name, self.changes.key_columns,
@@ -322,9 +392,13 @@ def _rows_schema(changes: ColumnarChanges, mode: str) -> pa.Schema:
                       *((TOAST_FLAG + c, pa.bool_()) for c in changes.toast)])
 
 
-def net_across_parts(spark: Any, parts: list[PartResult], mode: str) -> StagedChanges | None:
+def net_across_parts(parts: list[PartResult], mode: str) -> StagedChanges | None:
     """The topic's batch from its staged parts (None: no events); raises `Refused` for a
-    batch this path leaves to the driver's event path."""
+    batch this path leaves to the driver's event path.
+
+    The driver reads the staged parts and nets them in Arrow (`part_net`): the parts are
+    already netted, so this is a fraction of a second where a Spark SQL job over them cost
+    seconds of executor time that more executors did not shorten."""
     refused = [p for p in parts if p.refused is not None]
     if refused:
         raise Refused(f"part {refused[0].part}: {refused[0].refused}")
@@ -338,67 +412,13 @@ def net_across_parts(spark: Any, parts: list[PartResult], mode: str) -> StagedCh
                for f in orjson.loads(first.fields)]
     toast = [c.name for c in columns if any(c.name in p.toast for p in staged)]
     events = sum(p.events for p in parts)
-    frame = (spark.read.option("mergeSchema", "true")
-             .option("datetimeRebaseMode", "CORRECTED").option("int96RebaseMode", "CORRECTED")
-             .parquet(*(p.file for p in staged)))
+    # (a column only some parts have, a part's TOAST flags, comes back null in the others)
+    rows = pa.concat_tables([pq.read_table(p.file) for p in staged],
+                            promote_options="permissive")
     if mode == "scd1":
-        frame = _net(frame, columns, first.key_columns, toast)
+        rows = net_fragments(rows, columns, first.key_columns, toast)
     else:
-        frame = frame.orderBy("__offset")
+        rows = rows.take(pc.sort_indices(rows.column("__offset")))
     changes = ColumnarChanges(first.topic, first.schema_name, first.table_name,
                               first.key_columns, columns, events, pa.table({}), toast=toast)
-    return StagedChanges(changes, frame, mode)
-
-
-def _col(name: str) -> Any:
-    from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
-
-    return F.col("`" + name.replace("`", "``") + "`")
-
-
-def _net(frame: Any, columns: list[Column], keys: tuple[str, ...], toast: list[str]) -> Any:
-    """Per key the newest fragment, its re-delivery's first sequence, and unchanged-TOAST
-    values carried across parts (module docstring)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F  # noqa: N812
-
-    present = set(frame.columns)
-    seq, op = _col(SEQ), _col(OP)
-    deleted = _col(DELETED) if DELETED in present else F.lit(None).cast("string")
-    by_key = Window.partitionBy(*(_col(k) for k in keys))
-    frame = (frame
-             .withColumn("__hw_D", F.max(F.greatest(F.when(op == "d", seq), deleted)).over(by_key))
-             .withColumn("__hw_W", F.max(seq).over(by_key))
-             .withColumn("__hw_Wop", F.max_by(op, seq).over(by_key)))
-
-    # the same event as the winner (re-delivered): the same sequence but for the offset
-    same = (F.expr(f"substring(`{SEQ}`, 1, length(`{SEQ}`) - {_OFFSET_DIGITS})")
-            == F.expr(f"substring(__hw_W, 1, length(__hw_W) - {_OFFSET_DIGITS})")) & (
-        op == F.col("__hw_Wop"))
-    rest = [c.name for c in columns if c.name not in keys and c.name not in toast]
-    aggs = [F.max_by(F.struct(*(_col(c) for c in rest), op.alias(OP)), seq).alias("__hw_w"),
-            F.min(F.when(same, seq)).alias(SEQ)]
-    for i, name in enumerate(toast):
-        flag = (F.coalesce(_col(TOAST_FLAG + name), F.lit(False))
-                if TOAST_FLAG + name in present else F.lit(False))
-        sent = (F.coalesce(_col(CARRY_SEQ + name), seq)
-                if CARRY_SEQ + name in present else seq)
-        ok = (op == "u") & ~flag & (F.col("__hw_D").isNull() | (sent > F.col("__hw_D")))
-        aggs += [F.max_by(F.when(ok, _col(name)), F.when(ok, sent)).alias(f"__hw_v{i}"),
-                 F.max(F.when(ok, sent)).alias(f"__hw_s{i}")]
-    net = frame.groupBy(*(_col(k) for k in keys)).agg(*aggs)
-    is_delete = F.col("__hw_w").getField(OP) == "d"
-    out = []
-    for c in columns:
-        if c.name in keys:
-            out.append(_col(c.name))
-        elif c.name in toast:
-            i = toast.index(c.name)
-            out.append(F.when(is_delete, F.lit(None)).otherwise(F.col(f"__hw_v{i}"))
-                       .alias(c.name))
-        else:
-            out.append(F.col("__hw_w").getField(c.name).alias(c.name))
-    out += [_col(SEQ), F.col("__hw_w").getField(OP).alias(OP)]
-    out += [(~is_delete & F.col(f"__hw_s{i}").isNull()).alias(TOAST_FLAG + name)
-            for i, name in enumerate(toast)]
-    return net.select(*out).orderBy(_col(SEQ))
+    return StagedChanges(changes, rows, mode)

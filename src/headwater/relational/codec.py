@@ -22,6 +22,12 @@ from headwater.model.schema import TableSchema
 
 Converter = Callable[[Any], Any]
 
+# Converters that give back a value of their own type unchanged: a column of that type (or
+# null) needs no call (`convert_rows`).
+_IDENTITY: dict[Any, frozenset[type]] = {
+    conv: frozenset({conv, type(None)}) for conv in (int, str, float)
+}
+
 
 class RelationalTableCodec:
     """Schema plus converters for one version of one table."""
@@ -54,6 +60,34 @@ class RelationalTableCodec:
         return tuple(
             [None if v is None else c(v) for c, v in zip(self.converters, values, strict=True)]
         )
+
+    def convert_rows(self, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+        """`[self.convert(r) for r in rows]`, column by column (a snapshot's chunk).
+
+        Why: row by row, each value pays the tuple building, the zip and the `UNSENT` scan of
+        its row; a column pays them once.  A column whose converter is `int`, `str` or `float`
+        and whose values all have that type already is passed on as it is (the call would
+        return an equal value of the same type).  A chunk holding an `UNSENT` value goes row by
+        row, so the result is always `convert`'s.
+        """
+        if not rows:
+            return []
+        columns: list[Sequence[Any]] = list(zip(*rows, strict=True))
+        if not self.all_kept:
+            columns = [columns[i] for i in self.keep]
+        unsent = self.UNSENT
+        out: list[Sequence[Any]] = []
+        for convert, column in zip(self.converters, columns, strict=True):
+            if unsent in column:
+                return [self.convert(r) for r in rows]
+            natural = _IDENTITY.get(convert)
+            if natural is not None and set(map(type, column)) <= natural:
+                out.append(column)
+            elif None in column:
+                out.append([None if v is None else convert(v) for v in column])
+            else:
+                out.append(list(map(convert, column)))
+        return list(zip(*out, strict=True))
 
     def convert_each(
         self, values: Sequence[Any], failed: Callable[[int, Any, Exception], None]

@@ -92,9 +92,13 @@ Decisions, with the Debezium evidence (debezium-core ``io.debezium.relational.ma
    0, ``numeric(5,2)`` as 5 and 2: ``AbstractRecordsProducerTest``), so the connector should pass
    the driver's values to match exactly.
 7. **Message keys** are built by Debezium without mappers (``TableSchemaBuilder`` passes no
-   mappers for the key schema and the key converters): a masked key column stays clear in the
-   key.  Headwater derives keys from the converted row, so a connector should not apply mappers
-   to key columns (otherwise a fixed mask would give every row the same key).
+   mappers for the key schema and the key converters), while the value's fields of the same
+   columns get them: a masked key column stays clear in the key and is masked in
+   ``before``/``after``.  Headwater derives keys from the converted row, so a connector passes
+   ``key=True`` for key columns: propagation (schema parameters only) applies to the value's
+   field as in Debezium, the key keeping the unmapped schema (:attr:`Column.key_schema`);
+   value-changing rules are not applied (otherwise a fixed mask would give every row the same
+   key), a documented difference (docs/compatibility.md).
 """
 
 from __future__ import annotations
@@ -395,6 +399,7 @@ class RuleKind(StrEnum):
 
 
 _PRECEDENCE: Final = {kind: position for position, kind in enumerate(RuleKind)}
+_SCHEMA_ONLY: Final = frozenset({RuleKind.PROPAGATE_COLUMN, RuleKind.PROPAGATE_DATATYPE})
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -577,6 +582,7 @@ class ColumnMappers:
         scale: int | None,
         *,
         character: bool | None = None,
+        key: bool = False,
     ) -> tuple[Column, Converter]:
         """``column`` with its schema adjusted and ``convert`` wrapped by the matching mapper.
 
@@ -585,6 +591,12 @@ class ColumnMappers:
         column's (None when unknown).  ``character``: whether the column holds character data
         (masking and hashing apply only then); by default decided from ``source_type``.  A
         column no rule matches is returned as is, with the same converter object.
+
+        ``key``: the column is part of the message key (decision 7).  Only a propagation rule
+        applies then: it adds its parameters to the value's field and keeps the unmapped schema
+        as the column's :attr:`Column.key_schema`, as Debezium's key schema has none.  A rule
+        that changes values leaves a key column unmapped, because Headwater's keys come from the
+        converted row.
         """
         if not self.rules:
             return column, convert
@@ -596,6 +608,11 @@ class ColumnMappers:
         rule = self.rule_for(qualified_name, f"{table_id}.{source_type}")
         if rule is None:
             return column, convert
+        if key:
+            if rule.kind not in _SCHEMA_ONLY:
+                return column, convert
+            mapped, _ = rule.apply(column, convert, source_type, length, scale, False)
+            return replace(mapped, key_schema=column.schema_in_key), convert
         if character is None:
             character = is_character_type(source_type)
         return rule.apply(column, convert, source_type, length, scale, character)

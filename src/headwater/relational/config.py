@@ -36,11 +36,11 @@ from headwater.config.definition import (
     Validator,
     regex_list_validator,
 )
+from headwater.config.kafka import KAFKA_PREFIXES
 from headwater.config.loader import load_properties
 from headwater.config.output import OutputConfig
 from headwater.config.secrets import Secret, without_secrets
 from headwater.config.signals import SIGNAL_PROPERTIES, SignalConfig, signal_config
-from headwater.kafka.settings import KAFKA_PREFIXES
 from headwater.relational.column_mappers import (
     COLUMN_PROPAGATE_PROPERTY,
     DATATYPE_PROPAGATE_PROPERTY,
@@ -76,7 +76,7 @@ PASSTHROUGH_PREFIXES: Final = (
     "header.converter.",
     "debezium.",  # Debezium Server leftovers (debezium.sink.*, debezium.format.*)
     *HEADWATER_PASSTHROUGH_PREFIXES,
-    *KAFKA_PREFIXES,  # validated by headwater.kafka.settings when the runtime is built
+    *KAFKA_PREFIXES,  # validated by headwater.config.kafka when the runtime is built
 )
 # Debezium options of every relational connector that Headwater does not implement (warned).
 IGNORED_NAMES: Final = (
@@ -98,6 +98,24 @@ def topic_name_validator(what: str) -> Validator:
         return None
 
     return check
+
+
+_HEX: Final = re.compile(r"(?:[0-9a-fA-F]{2})*")
+DEFAULT_UNAVAILABLE_VALUE: Final = "__debezium_unavailable_value"
+
+
+def placeholder_validator(value: ConfigValue) -> str | None:
+    """`unavailable.value.placeholder`: text, or ``hex:`` and the bytes in hexadecimal."""
+    if isinstance(value, str) and value.startswith("hex:") and not _HEX.fullmatch(value[4:]):
+        return f"'{value}': after 'hex:' an even number of hexadecimal digits is expected"
+    return None
+
+
+def placeholder_bytes(text: str) -> bytes:
+    """The placeholder as bytes (``hex:`` prefix decoded, as Debezium does)."""
+    if text.startswith("hex:"):
+        return bytes.fromhex(text[4:])
+    return text.encode()
 
 
 def _skipped_operations(value: ConfigValue) -> str | None:
@@ -316,6 +334,7 @@ class RelationalConnectorConfig:
     max_batch_size: int = 2048
     max_queue_size: int = 8192
     poll_interval_ms: int = 500
+    statistics_metrics_enabled: bool = True
     key_converter: str = "org.apache.kafka.connect.json.JsonConverter"
     value_converter: str = "org.apache.kafka.connect.json.JsonConverter"
     key_converter_schemas_enable: bool = True
@@ -405,6 +424,7 @@ class RelationalConnectorConfig:
             "max_batch_size": c.get_int("max.batch.size"),
             "max_queue_size": c.get_int("max.queue.size"),
             "poll_interval_ms": c.get_int("poll.interval.ms"),
+            "statistics_metrics_enabled": c.get_bool("statistics.metrics.enabled"),
             "key_converter": c.get_str("key.converter"),
             "value_converter": c.get_str("value.converter"),
             "key_converter_schemas_enable": c.get_bool("key.converter.schemas.enable"),

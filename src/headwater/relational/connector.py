@@ -16,10 +16,10 @@ from typing import Any, ClassVar, TypeVar
 
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.source import RetriableError, StartPlan
-from headwater.engine.topic_naming import TopicNaming
 from headwater.model.record import SourceContext
 from headwater.model.schema import TableId
 from headwater.model.source_block import CONNECTOR_VERSION
+from headwater.model.topic_naming import TopicNaming
 from headwater.relational.config import RelationalConnectorConfig
 
 log = logging.getLogger("headwater.relational.connector")

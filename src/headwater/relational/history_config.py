@@ -122,7 +122,7 @@ def default_history_file(topic_prefix: str, base_dir: Path | None = None) -> Pat
 @dataclass(frozen=True, slots=True)
 class SchemaHistoryConfig:
     """The block's values (attribute = property); `passthrough` holds the Kafka client
-    overrides (kafka.history.kafka_history_settings reads it)."""
+    overrides (relational.history_kafka.kafka_history_settings reads it)."""
 
     include_schema_changes: bool = True
     schema_history_internal: str = FILE_HISTORY
@@ -166,15 +166,15 @@ def schema_history_config(c: ValidatedConfig) -> SchemaHistoryConfig:
 
 
 def open_history_store(cfg: SchemaHistoryConfig, server_name: str) -> Any:
-    """The configured store (relational.history_file.HistoryFile or kafka.history
+    """The configured store (relational.history_file.HistoryFile or relational.history_kafka
     .KafkaHistoryTopic); nothing is read or created yet."""
-    from headwater.kafka.history import kafka_history_settings
+    from headwater.relational.history_kafka import kafka_history_settings
 
     settings = kafka_history_settings(cfg)
     if not cfg.history_in_kafka:
         from headwater.relational.history_file import HistoryFile
 
         return HistoryFile(cfg.schema_history_internal_file_filename)
-    from headwater.kafka.history import KafkaHistoryTopic
+    from headwater.relational.history_kafka import KafkaHistoryTopic
 
     return KafkaHistoryTopic(settings, server_name)

@@ -28,6 +28,7 @@ from typing import Any
 from headwater.config.signals import SignalConfig
 from headwater.engine.incremental import IncrementalSnapshotController, IncrementalSnapshotError
 from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.signals import Signal
 from headwater.model.record import ChangeRecord, SourceContext
 
 log = logging.getLogger("headwater.relational.incremental")
@@ -189,7 +190,12 @@ class IncrementalHookBase:
             file_channel=cfg.file if cfg.file_channel else None, kafka_channel=cfg.kafka,
             poll_interval_s=cfg.poll_interval_ms / 1000.0,
             allow_schema_changes=cfg.allow_schema_changes, metrics=self.metrics,
+            connector_signals=self.connector_signals(),
         )
+
+    def connector_signals(self) -> dict[str, Callable[[Signal], None]]:
+        """The connector's own signal types and their handlers (none by default)."""
+        return {}
 
     def _ctl(self) -> IncrementalSnapshotController:
         assert self.controller is not None, "hook used before start"

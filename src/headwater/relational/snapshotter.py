@@ -9,6 +9,7 @@ and is not invalidated; the binlog was not purged)?  The answers per mode:
 | `initial` | unless a snapshot completed | yes |
 | `initial_only` | unless a snapshot completed | no |
 | `when_needed` | unless a snapshot completed and the position is still readable | yes |
+| `when_needed_no_data` (SQL Server) | no; a schema snapshot where `when_needed` reads data | yes |
 | `always` | yes | yes |
 | `no_data` (`never` on PostgreSQL, `schema_only`) | no | yes |
 | `never` (MySQL: from the oldest binlog) | no | yes |
@@ -49,6 +50,16 @@ class WhenNeededSnapshotter(Snapshotter):
         return not completed or not position_readable
 
 
+class WhenNeededNoDataSnapshotter(WhenNeededSnapshotter):
+    """Debezium 3.x's `when_needed_no_data` (only its SQL Server connector accepts it): the
+    start decisions of `when_needed`, without data (no READ events)."""
+
+    mode = "when_needed_no_data"
+
+    def reads_data(self, completed: bool, position_readable: bool) -> bool:
+        return False
+
+
 class AlwaysSnapshotter(Snapshotter):
     mode = "always"
 
@@ -73,8 +84,8 @@ class RecoverySnapshotter(NoDataSnapshotter):
 
 SNAPSHOTTERS: Final[dict[str, Snapshotter]] = {
     s.mode: s for s in (Snapshotter(), InitialOnlySnapshotter(), WhenNeededSnapshotter(),
-                        AlwaysSnapshotter(), NoDataSnapshotter(), NeverSnapshotter(),
-                        RecoverySnapshotter())
+                        WhenNeededNoDataSnapshotter(), AlwaysSnapshotter(), NoDataSnapshotter(),
+                        NeverSnapshotter(), RecoverySnapshotter())
 }
 
 

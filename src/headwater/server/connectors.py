@@ -16,8 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-import orjson
-
 from headwater.config.secrets import is_sensitive_key
 from headwater.connectors.lazy import imported
 from headwater.connectors.registry import (
@@ -26,6 +24,7 @@ from headwater.connectors.registry import (
     registration_for_class,
 )
 from headwater.relational.history_config import uses_file_history
+from headwater.streams.translate import write_config
 
 if TYPE_CHECKING:
     from headwater.config.definition import ConfigDef
@@ -114,17 +113,6 @@ def keep_hidden(new: Mapping[str, str], old: Mapping[str, str]) -> dict[str, str
     """A configuration read back (with `[hidden]` secrets) and sent again keeps the stored
     secret: `[hidden]` is never a real password."""
     return {k: (old[k] if v == HIDDEN and k in old else v) for k, v in new.items()}
-
-
-def write_config(path: Path, props: Mapping[str, str]) -> Path:
-    """JSON (regular expressions keep their backslashes), readable by the owner only."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(orjson.dumps(dict(props), option=orjson.OPT_INDENT_2))
-    os.replace(tmp, path)
-    return path
 
 
 def validation_problems(data_dir: Path, name: str, config: Mapping[str, str]) -> list[str]:

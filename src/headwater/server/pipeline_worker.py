@@ -24,10 +24,10 @@ import traceback
 from pathlib import Path
 from typing import Final
 
-from headwater.server.connectors import write_config
 from headwater.server.pipelines import CONFIG_FILE, effective, pipeline_dir
 from headwater.server.store import ConnectorStore, Reported, pipeline_store
 from headwater.server.worker import die_with_parent
+from headwater.streams.translate import write_config
 
 log = logging.getLogger("headwater.server.pipeline_worker")
 HEARTBEAT_S: Final = 1.0

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Final
 
 from headwater.config.secrets import is_sensitive_key
-from headwater.server.connectors import HIDDEN, InvalidConnector, check_name, write_config
+from headwater.server.connectors import HIDDEN, InvalidConnector, check_name
 from headwater.server.store import ConnectorStore
+from headwater.streams.translate import write_config
 
 CONFIG_FILE: Final = "pipeline.json"
 

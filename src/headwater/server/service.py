@@ -7,13 +7,8 @@ a console) needs no new wiring; and start-up / shut-down order lives in one plac
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import signal
-import socket
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -23,10 +18,9 @@ import orjson
 from headwater.server.manager import ConnectorManager
 from headwater.server.pipelines import pipeline_dir
 from headwater.server.store import ConnectorStore, pipeline_store
-from headwater.streams.catalog import Catalog, StreamRecord
+from headwater.streams.catalog import Catalog
 from headwater.streams.states import ACTIVE, State, TransitionError
-from headwater.streams.supervisor import Supervisor
-from headwater.streams.translate import stream_dir
+from headwater.streams.supervisor import ProcessLauncher, Supervisor
 
 log = logging.getLogger("headwater.server")
 RESUME_KEY: Final = "streams_to_resume"
@@ -37,28 +31,13 @@ class DataDirInUse(RuntimeError):
     """Another `headwater serve` runs on this data directory."""
 
 
-class ServiceStreamLauncher:
+class ServiceStreamLauncher(ProcessLauncher):
     """Streams as child processes that die with the service (as its connectors do), so a
     kill -9 of the service stops them and its restart resumes them."""
 
-    def launch(self, catalog: Catalog, name: str) -> int | None:
-        home = stream_dir(catalog.root, name)
-        home.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
-        src = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
-        with (home / "worker.log").open("ab") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "headwater.server.stream_child", "--parent",
-                 str(os.getpid()), "--data-dir", str(catalog.root.resolve()), name],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True, env=env, close_fds=True)
-        return proc.pid
-
-    def stop(self, record: StreamRecord) -> None:
-        if record.pid is not None and record.host == socket.gethostname():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(record.pid, signal.SIGTERM)
+    def command(self, catalog: Catalog, name: str) -> list[str]:
+        return ["-m", "headwater.server.stream_child", "--parent", str(os.getpid()),
+                "--data-dir", str(catalog.root.resolve()), name]
 
 
 @dataclass

@@ -11,12 +11,9 @@ said; Kafka Connect keeps the same distinction (its config topic holds target st
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -24,7 +21,7 @@ from typing import Any, Final
 
 import orjson
 
-from headwater.streams.catalog import CATALOG_FILE, connect
+from headwater.streams.catalog import CATALOG_FILE, CatalogConnection
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS connectors (
@@ -80,7 +77,7 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class ConnectorStore:
+class ConnectorStore(CatalogConnection):
     """One connection per process (the service, each worker); thread-safe within it.
 
     `table` "pipelines" keeps the service's pipelines the same way (`PipelineStore`): the
@@ -93,26 +90,10 @@ class ConnectorStore:
         self.root = root
         self.table = table
         self.noun = noun
-        self.path = root / CATALOG_FILE
-        self._lock = threading.RLock()
-        self._db = connect(self.path)
+        super().__init__(root / CATALOG_FILE)
         self.path.chmod(0o600)  # configurations may hold passwords
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(_SCHEMA)
-
-    def close(self) -> None:
-        self._db.close()
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
 
     def service_id(self) -> str:
         """A stable id of this data directory (Kafka Connect's `kafka_cluster_id` slot)."""

@@ -30,8 +30,9 @@ from typing import Any, Final
 
 import orjson
 
-from headwater.server.connectors import CONFIG_FILE, connector_dir, effective, write_config
+from headwater.server.connectors import CONFIG_FILE, connector_dir, effective
 from headwater.server.store import ConnectorStore, Reported
+from headwater.streams.translate import write_config
 
 log = logging.getLogger("headwater.server.worker")
 HEARTBEAT_S: Final = 1.0
@@ -101,13 +102,13 @@ class ConnectorWorker:
 
     def _build(self, path: Path) -> Any:
         from headwater.capture import build_runtime, load_connector_config
+        from headwater.log_context import connector_type
         from headwater.ops.config_log import log_configuration
-        from headwater.ops.logging import connector_type
         from headwater.topics.log import TopicLogLockedError
 
         cfg = load_connector_config(path)
         self.server_name = cfg.topic_prefix
-        from headwater.ops.logging import connector_name
+        from headwater.log_context import connector_name
 
         connector_name.set(cfg.topic_prefix)
         log_configuration(cfg, log)

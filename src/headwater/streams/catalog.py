@@ -9,6 +9,7 @@ read-check-write of `transition`, so two processes cannot both move a stream out
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sqlite3
@@ -113,19 +114,15 @@ def _iso(ms: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
 
 
-class Catalog:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        root.mkdir(parents=True, exist_ok=True)
-        self.path = root / CATALOG_FILE
-        fresh = not self.path.exists()
+class CatalogConnection:
+    """One process's connection to the catalog file, shared by its threads, for every opener
+    (the streams catalog, the service's connectors and pipelines): `_tx` is the one write
+    discipline, so that writers in any process serialise the same way."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
         self._lock = threading.RLock()
-        self._db = connect(self.path)
-        if fresh:
-            os.chmod(self.path, 0o600)  # connection passwords may be in it
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(_SCHEMA)
+        self._db = connect(path)
 
     def close(self) -> None:
         self._db.close()
@@ -140,6 +137,24 @@ class Catalog:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+
+class Catalog(CatalogConnection):
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        path = root / CATALOG_FILE
+        fresh = not path.exists()
+        super().__init__(path)
+        if fresh:
+            os.chmod(self.path, 0o600)  # connection passwords may be in it
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.executescript(_SCHEMA)
+
+    def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """One write transaction on the catalog (for tables kept beside it: streams/jobs.py)."""
+        return self._tx()
 
     # -- profiles ------------------------------------------------------------------------
     def add_profile(self, profile: Profile, *, replace: bool = False) -> Profile:

@@ -214,6 +214,9 @@ def streams_create(
         "--exclude", help="schema|database[.table[.column]]; repeatable")] = None,
     backfill: Annotated[str, typer.Option(
         "--backfill", help="automatic (backfill all, then stream) or none")] = "automatic",
+    backfill_exclude: Annotated[list[str] | None, typer.Option(
+        "--backfill-exclude", help="backfillAll.excludedObjects: schema|database.table that "
+        "is streamed but not backfilled; repeatable")] = None,
     path: Annotated[str, typer.Option("--path", help="destination sub-directory")] = "",
     prop: Annotated[list[str] | None, typer.Option(
         "--property", "-p", help="extra connector property key=value")] = None,
@@ -229,7 +232,8 @@ def streams_create(
         spec = StreamSpec(name, source, destination,
                           tuple(ObjectRef.parse(x) for x in include or ()),
                           tuple(ObjectRef.parse(x) for x in exclude or ()),
-                          backfill, destination_path=path, properties=_props(prop))
+                          backfill, tuple(ObjectRef.parse(x) for x in backfill_exclude or ()),
+                          destination_path=path, properties=_props(prop))
         rec = cat.create_stream(spec)
     except (StreamSpecError, ProfileError, CatalogError) as exc:
         raise _fail(exc, 2) from None
@@ -275,16 +279,36 @@ def streams_describe(name: str, data: DataDir = None, as_json: JsonOpt = False) 
     console.print_json(orjson.dumps(doc).decode())
 
 
+def _strategy(text: str | None) -> Any:
+    """`--cdc-strategy`: a strategy's name, or Datastream's cdcStrategy JSON."""
+    from headwater.streams.positions import CdcStrategy, CdcStrategyError
+
+    if text is None:
+        return None
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return CdcStrategy.parse({stripped: {}})
+    try:
+        doc = orjson.loads(stripped)
+    except orjson.JSONDecodeError as exc:
+        raise CdcStrategyError(f"--cdc-strategy: not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise CdcStrategyError("--cdc-strategy: expected a JSON object")
+    return CdcStrategy.parse(doc.get("cdcStrategy", doc))
+
+
 def _request(name: str, data: Path | None, verb: str, wait: float,
-             settle: frozenset[State], as_json: bool) -> None:
+             settle: frozenset[State], as_json: bool, strategy: str | None = None) -> None:
+    from headwater.streams.positions import CdcStrategyError
     from headwater.streams.supervisor import StreamBusy, Supervisor
 
     cat = _catalog(data)
     sup = Supervisor(cat)
     try:
-        state = getattr(sup, verb)(name)
+        args = (name,) if strategy is None else (name, _strategy(strategy))
+        state = getattr(sup, verb)(*args)
         rec = sup.wait(name, settle, wait) if wait > 0 else cat.stream(name)
-    except (TransitionError, CatalogError, StreamBusy) as exc:
+    except (TransitionError, CatalogError, StreamBusy, CdcStrategyError) as exc:
         raise _fail(exc, 2) from None
     if as_json:
         _out(_render(cat, rec))
@@ -306,21 +330,26 @@ def _request(name: str, data: Path | None, verb: str, wait: float,
 
 
 _SETTLED: Any = frozenset(set(State) - {State.STARTING, State.DRAINING})
+StrategyOpt = Annotated[str | None, typer.Option(
+    "--cdc-strategy", help="where capture starts: mostRecentStartPosition, "
+    "nextAvailableStartPosition, or Datastream's cdcStrategy JSON, e.g. "
+    '{"specificStartPosition": {"mysqlLogPosition": {"logFile": "b.000002", '
+    '"logPosition": 4}}}')]
 
 
 @streams_app.command("start")
-def streams_start(name: str, wait: WaitOpt = 0, data: DataDir = None,
-                  as_json: JsonOpt = False) -> None:
+def streams_start(name: str, wait: WaitOpt = 0, cdc_strategy: StrategyOpt = None,
+                  data: DataDir = None, as_json: JsonOpt = False) -> None:
     """Start a NOT_STARTED stream: STARTING, then RUNNING once its capture reads (a capture
     process in the background; see `describe` and `errors`)."""
-    _request(name, data, "start", wait, _SETTLED, as_json)
+    _request(name, data, "start", wait, _SETTLED, as_json, cdc_strategy)
 
 
 @streams_app.command("resume")
-def streams_resume(name: str, wait: WaitOpt = 0, data: DataDir = None,
-                   as_json: JsonOpt = False) -> None:
-    """Resume a PAUSED (or FAILED) stream from its kept position."""
-    _request(name, data, "resume", wait, _SETTLED, as_json)
+def streams_resume(name: str, wait: WaitOpt = 0, cdc_strategy: StrategyOpt = None,
+                   data: DataDir = None, as_json: JsonOpt = False) -> None:
+    """Resume a PAUSED (or FAILED) stream from its kept position (or --cdc-strategy's)."""
+    _request(name, data, "resume", wait, _SETTLED, as_json, cdc_strategy)
 
 
 @streams_app.command("recover")
@@ -384,33 +413,76 @@ def streams_errors(name: str, data: DataDir = None, as_json: JsonOpt = False) ->
                       soft_wrap=True)
 
 
-@streams_app.command("backfill")
-def streams_backfill(
-    name: str,
-    obj: Annotated[str, typer.Argument(help="schema|database.table")],
-    where: Annotated[str | None, typer.Option("--where", help="SQL filter of the rows")
-                     ] = None,
-    stop: Annotated[bool, typer.Option("--stop", help="stop the object's backfill")
-                    ] = False,
-    data: DataDir = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Start (or --stop) the backfill of one object, optionally limited by a WHERE filter;
-    it runs while the stream streams (queued until it runs)."""
-    from headwater.streams.backfill import start_backfill, stop_backfill
+def _backfill(name: str, obj: str, where: str | None, stop: bool, data: Path | None,
+              as_json: bool) -> None:
+    from headwater.streams.jobs import BackfillError, BackfillJobs
 
     cat = _catalog(data)
     try:
         rec = cat.stream(name)
         ref = ObjectRef.parse(obj)
-        signal = (stop_backfill(cat.root, name, ref) if stop
-                  else start_backfill(cat.root, name, ref, where))
-    except (CatalogError, StreamSpecError) as exc:
+        jobs = BackfillJobs(cat)
+        job = jobs.stop(name, ref) if stop else jobs.start(name, ref, where)
+    except (CatalogError, StreamSpecError, BackfillError) as exc:
         raise _fail(exc, 2) from None
     if as_json:
-        _out(signal)
+        _out(job.as_json())
     else:
         queued = "" if rec.state in ACTIVE else f" (stream is {rec.state.value}: runs when "\
             "it runs)"
-        console.print(f"backfill of {ref} {'stop ' if stop else ''}requested{queued}",
-                      markup=False)
+        console.print(f"backfill of {job.obj}: {job.state.value}{queued}", markup=False)
+
+
+ObjArg = Annotated[str, typer.Argument(help="schema|database.table")]
+WhereOpt = Annotated[str | None, typer.Option(
+    "--where", help="partial backfill: SQL filter of the rows (checked on the source first)")]
+
+
+@streams_app.command("backfill")
+def streams_backfill(
+    name: str, obj: ObjArg, where: WhereOpt = None,
+    stop: Annotated[bool, typer.Option("--stop", help="stop the object's backfill")
+                    ] = False,
+    data: DataDir = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start (or --stop) the backfill job of one object, optionally limited by a WHERE
+    filter; it runs while the stream streams (PENDING until it runs)."""
+    _backfill(name, obj, where, stop, data, as_json)
+
+
+@streams_app.command("start-backfill-job")
+def streams_start_backfill_job(name: str, obj: ObjArg, where: WhereOpt = None,
+                               data: DataDir = None, as_json: JsonOpt = False) -> None:
+    """Datastream's startBackfillJob: backfill one object (--where: partial backfill)."""
+    _backfill(name, obj, where, False, data, as_json)
+
+
+@streams_app.command("stop-backfill-job")
+def streams_stop_backfill_job(name: str, obj: ObjArg, data: DataDir = None,
+                              as_json: JsonOpt = False) -> None:
+    """Datastream's stopBackfillJob: stop one object's backfill (a next run starts over)."""
+    _backfill(name, obj, None, True, data, as_json)
+
+
+@streams_app.command("objects")
+def streams_objects(name: str, data: DataDir = None, as_json: JsonOpt = False) -> None:
+    """The stream's objects with their backfill jobs (Datastream's streams.objects.list):
+    state, trigger, last start and end, errors."""
+    from headwater.streams.jobs import BackfillJobs, stream_tables
+
+    cat = _catalog(data)
+    try:
+        jobs = BackfillJobs(cat).objects(name, stream_tables(cat, name))
+    except CatalogError as exc:
+        raise _fail(exc, 2) from None
+    except Exception as exc:  # the source refused or is unreachable: say so
+        raise _fail(RuntimeError(f"objects: {type(exc).__name__}: {exc}")) from None
+    if as_json:
+        _out({"streamObjects": [j.as_json() for j in jobs]})
+        return
+    table = Table("object", "backfill", "trigger", "errors")
+    for j in jobs:
+        table.add_row(j.obj, j.state.value, j.trigger,
+                      "; ".join(e["message"] for e in j.errors))
+    console.print(table)

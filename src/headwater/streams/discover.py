@@ -3,7 +3,8 @@ response, at a requested depth.
 
 Why Datastream's shape: a Datastream user (and the later REST service) reads
 `postgresqlRdbms.postgresqlSchemas[].postgresqlTables[].postgresqlColumns[]` and
-`mysqlRdbms.mysqlDatabases[].mysqlTables[].mysqlColumns[]`; each column carries its source
+`mysqlRdbms.mysqlDatabases[].mysqlTables[].mysqlColumns[]`,
+`mongodbCluster.databases[].collections[].fields[]`; each column carries its source
 type (`dataType`) and, as a Headwater addition, Datastream's unified type (`unifiedType`),
 the type the column has in Datastream-format events (docs/streams.md has the tables).
 
@@ -184,6 +185,103 @@ def discover_mysql(conn: Any, depth: int, database: str | None, table: str | Non
         ("database", "mysqlTables", "mysqlColumns", ""))}}
 
 
+_MONGO_SYSTEM: Final = frozenset({"admin", "config", "local"})
+_MONGO_SAMPLE: Final = 100
+
+
+def mongodb_columns() -> list[dict[str, Any]]:
+    """A collection's columns in Datastream events (connectors/mongodb/datastream.py), typed
+    by MongoDB's type table, the one the events use."""
+    from headwater.connectors.mongodb.datastream import (
+        DOCUMENT_TYPE,
+        ID_COLUMN,
+        ID_TYPE,
+        PAYLOAD_COLUMN,
+    )
+
+    return [{"column": ID_COLUMN, "dataType": ID_TYPE,
+             "unifiedType": typemap.mongodb_unified(ID_TYPE), "primaryKey": True,
+             "nullable": False, "ordinalPosition": 1},
+            {"column": PAYLOAD_COLUMN, "dataType": DOCUMENT_TYPE,
+             "unifiedType": typemap.mongodb_unified(DOCUMENT_TYPE), "primaryKey": False,
+             "nullable": True, "ordinalPosition": 2}]
+
+
+def _sampled_fields(collection: Any) -> list[dict[str, Any]]:
+    """The top-level fields of the collection's first documents, with the BSON types seen
+    (what `field.exclude.list`, Datastream's field exclusions, can name)."""
+    from bson.raw_bson import RawBSONDocument
+
+    seen: dict[str, set[str]] = {}
+    raw = collection.with_options(codec_options=collection.codec_options.with_options(
+        document_class=RawBSONDocument))
+    for doc in raw.find({}, limit=_MONGO_SAMPLE):
+        data = doc.raw
+        at = 4
+        while data[at] != 0:  # element: type byte, name, value (names are what is wanted)
+            kind = data[at]
+            end = data.index(0, at + 1)
+            name = data[at + 1:end].decode("utf-8", "replace")
+            seen.setdefault(name, set()).add(_BSON_TYPES.get(kind, f"type {kind}"))
+            at = end + 1 + _bson_value_size(data, kind, end + 1)
+    fields = sorted(seen, key=lambda n: (n != "_id", n))
+    return [{"field": n, "dataTypes": sorted(seen[n]), "primaryKey": n == "_id"} for n in fields]
+
+
+_BSON_TYPES: Final = {1: "DOUBLE", 2: "STRING", 3: "OBJECT", 4: "ARRAY", 5: "BINARY",
+                      6: "UNDEFINED", 7: "OBJECTID", 8: "BOOLEAN", 9: "DATE", 10: "NULL",
+                      11: "REGEX", 12: "DBPOINTER", 13: "JAVASCRIPT", 14: "SYMBOL",
+                      15: "JAVASCRIPT_WITH_SCOPE", 16: "INT32", 17: "TIMESTAMP", 18: "INT64",
+                      19: "DECIMAL128", 255: "MIN_KEY", 127: "MAX_KEY"}
+_FIXED: Final = {1: 8, 6: 0, 7: 12, 8: 1, 9: 8, 10: 0, 16: 4, 17: 8, 18: 8, 19: 16, 255: 0,
+                 127: 0}
+
+
+def _bson_value_size(data: bytes, kind: int, at: int) -> int:
+    if kind in _FIXED:
+        return _FIXED[kind]
+    length = int.from_bytes(data[at:at + 4], "little", signed=True)
+    if kind in (2, 13, 14):  # string-like: int32 length + bytes
+        return 4 + length
+    if kind in (3, 4, 15):  # documents (and code with scope): the length counts itself
+        return length
+    if kind == 5:  # binary: length, subtype, bytes
+        return 5 + length
+    if kind == 11:  # regex: two C strings
+        first = data.index(0, at)
+        return data.index(0, first + 1) + 1 - at
+    if kind == 12:  # DBPointer: string + 12-byte ObjectId
+        return 4 + length + 12
+    raise ValueError(f"BSON element type {kind} at byte {at - 1}: unknown")
+
+
+def discover_mongodb(client: Any, depth: int, database: str | None, collection: str | None
+                     ) -> dict[str, Any]:
+    """Datastream's `mongodbCluster`: databases, their collections, and at depth 3 each
+    collection's sampled top-level fields plus (a Headwater addition) the columns its events
+    have, with their unified types."""
+    databases = sorted(d for d in client.list_database_names()
+                       if d not in _MONGO_SYSTEM and (database is None or d == database))
+    out: list[dict[str, Any]] = []
+    for db in databases:
+        entry: dict[str, Any] = {"database": db}
+        if depth >= 2:
+            names = sorted(n for n in client[db].list_collection_names(
+                filter={"type": "collection"})
+                if not n.startswith("system.") and (collection is None or n == collection))
+            if collection is not None and not names:
+                continue
+            entry["collections"] = []
+            for name in names:
+                item: dict[str, Any] = {"collection": name}
+                if depth >= 3:
+                    item["fields"] = _sampled_fields(client[db][name])
+                    item["columns"] = mongodb_columns()
+                entry["collections"].append(item)
+        out.append(entry)
+    return {"mongodbCluster": {"databases": out}}
+
+
 def discover(profile: Profile, depth: int = FULL_DEPTH, container: str | None = None,
              table: str | None = None) -> dict[str, Any]:
     """The discover response for a source profile (connects with the profile)."""
@@ -197,6 +295,8 @@ def discover(profile: Profile, depth: int = FULL_DEPTH, container: str | None = 
             return discover_postgres(conn, depth, container, table)
         if kind.name == "mysql":
             return discover_mysql(conn, depth, container, table)
+        if kind.name == "mongodb":
+            return discover_mongodb(conn, depth, container, table)
         raise NotImplementedError(f"discover for a {kind.name} source")
     finally:
         conn.close()

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from headwater.engine.signals import SignalError, format_collection, split_collection
+from headwater.model.collection import SignalError, format_collection, split_collection
 
 BACKFILL_AUTOMATIC: Final = "automatic"  # Datastream's BackfillAllStrategy
 BACKFILL_NONE: Final = "none"  # Datastream's BackfillNoneStrategy

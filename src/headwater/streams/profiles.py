@@ -4,8 +4,9 @@ Why: a Datastream user creates a connection profile once and points many streams
 Source profiles hold connection properties under Debezium's names (`database.hostname`,
 ...), so a profile is the connection part of a connector configuration and nothing has to be
 translated twice.  What each source kind needs is data (`SourceKind`), keyed by the
-connector registration it runs on: adding MongoDB means adding one `SourceKind`, not
-touching the catalog or the CLI.
+connector registration it runs on: MongoDB is one more `SourceKind` (its object filters and
+discover are the kind's own, in translate.py and discover.py); the catalog and the CLI are the
+same.
 
 Secrets are stored as given (a `${env:...}` or `${file:...}` placeholder is the way to keep
 them out of the catalog, as in connector configurations) and masked in every rendering.
@@ -55,7 +56,7 @@ def masked(properties: Mapping[str, str]) -> dict[str, str]:
 class SourceKind:
     """One kind of source: its connector, its required connection properties, defaults."""
 
-    name: str  # "postgresql", "mysql": the Datastream profile kind
+    name: str  # "postgresql", "mysql", "mongodb": the Datastream profile kind
     connector_class: str
     required: tuple[str, ...]
     defaults: Mapping[str, str] = field(default_factory=dict)
@@ -89,6 +90,8 @@ SOURCE_KINDS: Final[tuple[SourceKind, ...]] = (
     SourceKind("mysql", "io.debezium.connector.mysql.MySqlConnector",
                ("database.hostname", "database.user"),
                {"database.port": "3306"}, ("mariadb",), "database"),
+    SourceKind("mongodb", "io.debezium.connector.mongodb.MongoDbConnector",
+               ("mongodb.connection.string",), {}, ("mongo",), "database"),
 )
 
 DESTINATION_KINDS: Final = ("topics", "files")

@@ -24,6 +24,7 @@ REASON_CONFIG: Final = "INVALID_CONFIGURATION"
 REASON_CONNECTION: Final = "CONNECTION_FAILED"
 REASON_CAPTURE: Final = "CAPTURE_FAILED"
 REASON_DIED: Final = "PROCESS_DIED"
+REASON_POSITION: Final = "START_POSITION_UNAVAILABLE"
 PERMANENT_REASONS: Final = frozenset({REASON_AUTH, REASON_PERMISSION, REASON_NOT_FOUND,
                                       REASON_CONFIG})
 
@@ -31,6 +32,8 @@ PERMANENT_REASONS: Final = frozenset({REASON_AUTH, REASON_PERMISSION, REASON_NOT
 _MYSQL_PERMANENT: Final = {1044: REASON_PERMISSION, 1045: REASON_AUTH, 1049: REASON_NOT_FOUND,
                            1142: REASON_PERMISSION, 1227: REASON_PERMISSION,
                            1698: REASON_AUTH}
+# MongoDB server error codes that retrying cannot fix.
+_MONGO_PERMANENT: Final = {18: REASON_AUTH, 13: REASON_PERMISSION}
 _PG_PERMANENT: Final = (("password authentication failed", REASON_AUTH),
                         ("authentication failed", REASON_AUTH),
                         ("no password supplied", REASON_AUTH),
@@ -55,6 +58,11 @@ def classify(exc: BaseException) -> str:
             code = _MYSQL_PERMANENT.get(args[0])
             if code is not None:
                 return code
+            return REASON_CONNECTION
+        if type(e).__module__.startswith("pymongo"):
+            code = getattr(e, "code", None)
+            if code in _MONGO_PERMANENT:
+                return _MONGO_PERMANENT[code]
             return REASON_CONNECTION
         if type(e).__module__.startswith("psycopg2"):
             text = str(e).lower()
@@ -101,6 +109,12 @@ def connect(profile: Profile) -> Any:
         from headwater.connectors.mysql.connection import connect as my_connect
 
         return my_connect(cfg)
+    if kind.name == "mongodb":
+        from headwater.connectors.mongodb.connection import client as mongo_client
+
+        mongo = mongo_client(cfg)
+        mongo.admin.command("ping")  # a client connects lazily: fail here, as the others do
+        return mongo
     raise NotImplementedError(f"connecting to a {kind.name} source")
 
 

@@ -21,14 +21,17 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from headwater.ops.status import pid_alive
 from headwater.streams.catalog import Catalog, StreamRecord, now_ms
-from headwater.streams.sources import REASON_DIED
-from headwater.streams.states import ACTIVE, Action, State, TransitionError
+from headwater.streams.sources import REASON_DIED, REASON_POSITION
+from headwater.streams.states import ACTIVE, Action, State, TransitionError, next_state
 from headwater.streams.translate import stream_dir
 from headwater.streams.worker import StreamWorker
+
+if TYPE_CHECKING:
+    from headwater.streams.positions import CdcStrategy
 
 # A worker writes its heartbeat every second; this much silence means it is gone (or hung).
 STALE_HEARTBEAT_MS: Final = 30_000
@@ -48,7 +51,12 @@ class Launcher(Protocol):
 
 class ProcessLauncher:
     """Each stream in a detached child process (own session: a Ctrl-C in the shell that
-    started it does not stop it); output appended to the stream's `worker.log`."""
+    started it does not stop it); output appended to the stream's `worker.log`.  A subclass
+    names another worker module in `command` (the service's, which dies with the service)."""
+
+    def command(self, catalog: Catalog, name: str) -> list[str]:
+        """The worker's command line (after the Python executable)."""
+        return ["-m", "headwater.streams.worker", "--data-dir", str(catalog.root.resolve()), name]
 
     def launch(self, catalog: Catalog, name: str) -> int | None:
         home = stream_dir(catalog.root, name)
@@ -59,8 +67,7 @@ class ProcessLauncher:
             p for p in (src, env.get("PYTHONPATH", "")) if p)
         with (home / "worker.log").open("ab") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "headwater.streams.worker", "--data-dir",
-                 str(catalog.root.resolve()), name],
+                [sys.executable, *self.command(catalog, name)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True, env=env, close_fds=True)
         return proc.pid
@@ -127,22 +134,53 @@ class Supervisor:
         return [self.reconcile(r.spec.name) for r in self.catalog.streams()]
 
     # -- requests ------------------------------------------------------------------------
-    def _launch(self, name: str, action: Action) -> State:
-        state = self.catalog.transition(name, action, "requested")
+    def _position(self, name: str, action: Action, strategy: CdcStrategy) -> str:
+        """Checks and writes the start position before anything runs (the stream is not
+        active, so no worker writes its offsets meanwhile); an unavailable position is
+        refused here and recorded as the stream's error."""
+        from headwater.streams.positions import StartPositionUnavailable, apply, save_override
+        from headwater.streams.sources import connect
+        from headwater.streams.translate import connector_properties
+
+        rec = self.catalog.stream(name)
+        next_state(rec.state, action)  # a forbidden request fails before the offsets change
+        source = self.catalog.profile(rec.spec.source_profile, "source")
+        props = connector_properties(rec.spec, source, self.catalog.profile(
+            rec.spec.destination_profile, "destination"), self.catalog.root)
+        conn = connect(source)
+        try:
+            override = apply(strategy, rec.spec, source, props, self.catalog.root, conn)
+        except StartPositionUnavailable as exc:
+            self.catalog.add_error(name, REASON_POSITION, str(exc),
+                                   {"cdcStrategy": strategy.describe(),
+                                    "position": exc.position})
+            raise
+        finally:
+            conn.close()
+        save_override(self.catalog.root, name, override)
+        return f"requested, cdcStrategy {strategy.describe()}"
+
+    def _launch(self, name: str, action: Action, strategy: CdcStrategy | None = None
+                ) -> State:
+        detail = "requested"
+        if strategy is not None:
+            detail = self._position(name, action, strategy)
+        state = self.catalog.transition(name, action, detail)
         pid = self.launcher.launch(self.catalog, name)
         if pid is not None and self.catalog.stream(name).pid is None:
             self.catalog.set_worker(name, pid)
         return state
 
-    def start(self, name: str) -> State:
-        """NOT_STARTED -> STARTING, capture launched."""
+    def start(self, name: str, strategy: CdcStrategy | None = None) -> State:
+        """NOT_STARTED -> STARTING, capture launched (from `strategy`'s position if given)."""
         self.reconcile(name)
-        return self._launch(name, Action.START)
+        return self._launch(name, Action.START, strategy)
 
-    def resume(self, name: str) -> State:
-        """PAUSED or FAILED -> STARTING: continues from the kept offsets."""
+    def resume(self, name: str, strategy: CdcStrategy | None = None) -> State:
+        """PAUSED or FAILED -> STARTING: continues from the kept offsets, or from
+        `strategy`'s position."""
         self.reconcile(name)
-        return self._launch(name, Action.RESUME)
+        return self._launch(name, Action.RESUME, strategy)
 
     def recover(self, name: str) -> State:
         """FAILED_PERMANENTLY -> STARTING, after the user fixed the cause."""
@@ -178,7 +216,10 @@ class Supervisor:
             rec = self.wait(name, frozenset(set(State) - ACTIVE), timeout_s)
             if rec.state in ACTIVE:
                 raise StreamBusy(name, rec.state)
+        from headwater.streams.jobs import BackfillJobs
+
         self.catalog.delete_stream(name)
+        BackfillJobs(self.catalog).forget(name)
         shutil.rmtree(stream_dir(self.catalog.root, name), ignore_errors=True)
 
 

@@ -9,7 +9,10 @@ properties:
   included), `column.include.list`/`column.exclude.list`; Debezium refuses an include list
   together with its exclude list, so exclusions inside an include list become negative
   look-aheads in the include regular expressions;
-* backfill strategy automatic / none -> `snapshot.mode` `initial` / `no_data`;
+* backfill strategy automatic / none -> `snapshot.mode` `initial` / `no_data`; automatic
+  with `excludedObjects` -> `no_data`, and the worker queues an AUTOMATIC backfill job
+  (an incremental snapshot) for every captured table not excluded (streams/jobs.py), since
+  the relational connectors have no `snapshot.include.collection.list`;
 * per-object backfill (start with an optional WHERE filter, stop) -> `execute-snapshot` /
   `stop-snapshot` signals on the file channel (incremental snapshots with
   `additional-conditions`), read-only watermarks so nothing is written to the source;
@@ -86,6 +89,28 @@ def object_filters(spec: StreamSpec) -> dict[str, str]:
     return props
 
 
+def collection_filters(spec: StreamSpec) -> dict[str, str]:
+    """MongoDB's lists: databases and collections (`<db>.<collection>`), and fields excluded
+    by `field.exclude.list` (Datastream's MongoDB source has field exclusions only; an
+    included field is refused)."""
+    props: dict[str, str] = {}
+    if any(r.column is not None for r in spec.include):
+        raise ValueError("a MongoDB stream includes databases and collections, not fields "
+                         "(Datastream's MongoDB source excludes fields only)")
+    includes = {ObjectRef(r.container, r.table) for r in spec.include}
+    table_excl = [_table_re(r) for r in spec.exclude if r.column is None]
+    if includes:
+        props["collection.include.list"] = _joined(_not(table_excl) + _table_re(r)
+                                                   for r in sorted(includes, key=str))
+    elif table_excl:
+        props["collection.exclude.list"] = _joined(table_excl)
+    fields = sorted(f"{r.container}.{r.table}.{r.column}" for r in spec.exclude
+                    if r.column is not None)
+    if fields:
+        props["field.exclude.list"] = ",".join(fields)
+    return props
+
+
 def server_id(name: str) -> int:
     """A stable MySQL replica server id per stream (Debezium needs one unique per reader)."""
     return 100_000 + zlib.crc32(name.encode()) % 1_000_000_000
@@ -110,12 +135,14 @@ def connector_properties(spec: StreamSpec, source: Profile, destination: Profile
         **source.properties,
         "topic.prefix": spec.name.replace("-", "_"),
         "offset.storage.file.filename": str(home / OFFSETS_FILE),
-        "snapshot.mode": "no_data" if spec.backfill == BACKFILL_NONE else "initial",
+        "snapshot.mode": ("no_data" if spec.backfill == BACKFILL_NONE or spec.backfill_exclude
+                          else "initial"),
         "signal.enabled.channels": "file",
         "signal.file": str(home / SIGNAL_FILE),
         "signal.poll.interval.ms": "1000",
-        "read.only": "true",
     }
+    if kind.name != "mongodb":  # (MongoDB's incremental snapshots write their watermarks)
+        props["read.only"] = "true"
     # Slots and publications are server-wide: two data directories (or two users) with a
     # stream of the same name must not share one, so the catalog's path is in the name.
     slug = (f"{spec.name.replace('-', '_').lower()[:40]}_"
@@ -131,7 +158,7 @@ def connector_properties(spec: StreamSpec, source: Profile, destination: Profile
         containers = sorted({r.container for r in spec.include})
         if containers:
             props["database.include.list"] = _joined(re.escape(c) for c in containers)
-    props.update(object_filters(spec))
+    props.update(collection_filters(spec) if kind.name == "mongodb" else object_filters(spec))
     if destination.kind == "topics":
         props["headwater.topics.dir"] = str(topics_dir(spec, destination).resolve())
     else:

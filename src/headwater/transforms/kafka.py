@@ -13,6 +13,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from headwater.connect.logical import DATE, DECIMAL, TIME, TIMESTAMP
 from headwater.connect.props import PluginConfigError, PluginProps
 from headwater.connect.record import (
     ConnectRecord,
@@ -23,7 +24,6 @@ from headwater.connect.record import (
     require_struct,
     struct_schema,
 )
-from headwater.converters.base import DATE, DECIMAL, TIME, TIMESTAMP
 from headwater.model.schema import (
     BOOLEAN,
     FLOAT32,

@@ -12,6 +12,7 @@ import datetime as dt
 import re
 from typing import Any
 
+from headwater.connect.logical import DATE, TIME, TIMESTAMP, epoch_millis
 from headwater.connect.props import PluginConfigError, PluginProps
 from headwater.connect.record import (
     ConnectRecord,
@@ -21,7 +22,6 @@ from headwater.connect.record import (
     require_struct,
     struct_schema,
 )
-from headwater.converters.base import DATE, TIME, TIMESTAMP, epoch_millis
 from headwater.model.schema import INT32, INT64, STRING, ConnectField, ConnectSchema
 from headwater.transforms.base import KeyOrValue
 from headwater.transforms.fields import with_defaults

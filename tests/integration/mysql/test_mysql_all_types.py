@@ -126,7 +126,7 @@ def wkb_polygon(*xy: float) -> bytes:
 
 
 def geometry(wkb: bytes, srid: int | None) -> dict[str, Any]:
-    return {"wkb": b64(wkb), "srid": srid}
+    return {"wkb": b64(wkb), "srid": srid, "extensions": None}  # Geometry v2 (Debezium 3.7)
 
 
 def point(x: float, y: float, srid: int | None = None) -> dict[str, Any]:
@@ -443,7 +443,7 @@ COLUMNS: list[Col] = [
                           "ST_GeomFromText('POLYGON((0 0, 1 0, 1 1, 0 0))')"),
         (geometry(wkb_point(1, 2), 4326), geometry(b"\x01\x07\x00\x00\x00\x00\x00\x00\x00", None),
          geometry(wkb_line(0, 0, 1, 1), 3857), geometry(wkb_polygon(0, 0, 1, 0, 1, 1, 0, 0), None)),
-        const(sch("struct", DBZ + "geometry.Geometry"))),
+        const(sch("struct", DBZ + "geometry.Geometry", version=2))),
     Col("pt", "POINT", ("ST_GeomFromText('POINT(1.5 -2.25)')", "POINT(0, 0)",
                         "ST_GeomFromText('POINT(1e300 -1e-300)', 4326)", "POINT(-0.5, 3)"),
         (point(1.5, -2.25), point(0.0, 0.0), point(1e300, -1e-300, 4326), point(-0.5, 3.0)),
@@ -455,7 +455,7 @@ COLUMNS: list[Col] = [
         (geometry(wkb_line(0, 0, 1, 1, 2, 0), 4326), geometry(wkb_line(-1, -1, 1, 1), None),
          geometry(wkb_line(1e308, 1e308, -1e308, -1e308), 3857),
          geometry(wkb_line(0, 0, 0, 0), None)),
-        const(sch("struct", DBZ + "geometry.Geometry"))),
+        const(sch("struct", DBZ + "geometry.Geometry", version=2))),
     Col("pg", "POLYGON", ("ST_GeomFromText('POLYGON((0 0, 4 0, 4 4, 0 0))', 4326)",
                           "ST_GeomFromText('POLYGON((0 0, 1 0, 1 1, 0 0))')",
                           "ST_GeomFromText('POLYGON((0 0, 1 0, 1 1, 0 0))', 3857)",
@@ -464,7 +464,7 @@ COLUMNS: list[Col] = [
          geometry(wkb_polygon(0, 0, 1, 0, 1, 1, 0, 0), None),
          geometry(wkb_polygon(0, 0, 1, 0, 1, 1, 0, 0), 3857),
          geometry(wkb_polygon(-1, -1, 1, -1, 1, 1, -1, -1), 4326)),
-        const(sch("struct", DBZ + "geometry.Geometry"))),
+        const(sch("struct", DBZ + "geometry.Geometry", version=2))),
 ]
 
 # MariaDB's own types (UUID since 10.7, INET4 since 10.10, INET6 since 10.5)

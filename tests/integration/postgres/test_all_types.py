@@ -97,6 +97,31 @@ def point(x: float, y: float) -> dict[str, Any]:
             "srid": None}
 
 
+NAN = float("nan")
+INF = float("inf")
+
+
+def line_wkb(points: list[tuple[float, float]]) -> bytes:
+    """WKB LineString, little-endian (Debezium's WkbWriter)."""
+    return struct.pack("<BII", 1, 2, len(points)) + b"".join(
+        struct.pack("<dd", x, y) for x, y in points)
+
+
+def poly_wkb(ring: list[tuple[float, float]]) -> bytes:
+    """WKB Polygon of one ring, little-endian (Debezium's WkbWriter)."""
+    return struct.pack("<BIII", 1, 3, 1, len(ring)) + b"".join(
+        struct.pack("<dd", x, y) for x, y in ring)
+
+
+def geo(wkb: bytes, **extensions: str) -> dict[str, Any]:
+    return {"wkb": b64(wkb), "srid": None, "extensions": extensions}
+
+
+def box(x1: float, y1: float, x2: float, y2: float) -> dict[str, Any]:
+    """A box as PostgreSQL prints it, (x1,y1),(x2,y2): the ring convertBox builds."""
+    return geo(poly_wkb([(x1, y1), (x1, y2), (x2, y2), (x2, y1), (x1, y1)]), type="box")
+
+
 def micros_or_millis(modes: Modes, micros: int, precision: int = 6) -> int:
     """timestamp/time without a time zone: µs when the schema is Micro*, else ms (floored)."""
     if modes.time != "connect" and precision > 3:
@@ -176,6 +201,16 @@ def array_of(item: Any) -> Any:
 
 def const(schema: dict[str, Any]) -> Any:
     return lambda m: schema
+
+
+# Debezium 3.7's Geometry: version 2, an optional extensions map, the schema always optional
+GEOMETRY_V2 = {"type": "struct", "name": "io.debezium.data.geometry.Geometry", "version": 2,
+               "optional": True,
+               "fields": [{"field": "wkb", "type": "bytes", "optional": False},
+                          {"field": "srid", "type": "int32", "optional": True},
+                          {"field": "extensions", "type": "map", "optional": True,
+                           "keys": {"type": "string", "optional": False},
+                           "values": {"type": "string", "optional": False}}]}
 
 
 TS_US = 1_478_267_490_123_456  # PG: extract(epoch from '2016-11-04 13:51:30.123456') * 1e6
@@ -431,40 +466,79 @@ COLUMNS: list[Col] = [
     Col("ila", "int_list", ("'{1,2}'", "'{}'", "'{NULL}'", "'{-1}'"),
         ([1, 2], [], [None], [-1]), array_of(sch("int32", optional=True))),
     # unknown types: opaque bytes with include.unknown.datatypes, else passed through as text
-    Col("bx", "box", ("'((1,2),(3,4))'", "'((0,0),(0,0))'", "'((-1,-1),(1e300,1))'",
-                      "'((1,1),(0,0))'"),
-        (lambda m: unknown(m, "(3,4),(1,2)"), lambda m: unknown(m, "(0,0),(0,0)"),
-         lambda m: unknown(m, "(1e+300,1),(-1,-1)"), lambda m: unknown(m, "(1,1),(0,0)")),
-        lambda m: (sch("bytes" if m.binary == "bytes" else "string") if m.unknown
-                   else sch("string"))),
     Col("lsn", "pg_lsn", ("'0/16B3748'", "'0/0'", "'FFFFFFFF/FFFFFFFF'", "'1/1'"),
         (lambda m: unknown(m, "0/16B3748"), lambda m: unknown(m, "0/0"),
          lambda m: unknown(m, "FFFFFFFF/FFFFFFFF"), lambda m: unknown(m, "1/1")),
         lambda m: (sch("bytes" if m.binary == "bytes" else "string") if m.unknown
                    else sch("string"))),
+    # geometric types: Debezium 3.7's Geometry v2 / Circle / Line (always optional schemas)
+    Col("bx", "box", ("'((1,2),(3,4))'", "'((0,0),(0,0))'", "'((-1,-1),(1e300,1))'",
+                      "'((1,1),(0,0))'"),
+        (box(3, 4, 1, 2), box(0, 0, 0, 0), box(1e300, 1, -1, -1), box(1, 1, 0, 0)),
+        const(GEOMETRY_V2)),
+    Col("ls", "lseg", ("'[(1,2),(3,4)]'", "'[(0,0),(0,0)]'", "'[(-1e300,5e-324),(1,-0)]'",
+                       "'[(NaN,1),(2,Infinity)]'"),
+        (geo(line_wkb([(1, 2), (3, 4)]), type="lseg"), geo(line_wkb([(0, 0), (0, 0)]), type="lseg"),
+         geo(line_wkb([(-1e300, 5e-324), (1, -0.0)]), type="lseg"),
+         geo(line_wkb([(NAN, 1), (2, INF)]), type="lseg")),
+        const(GEOMETRY_V2)),
+    Col("pth", "path", ("'[(0,0),(1,1),(2,0)]'", "'((0,0),(1,1),(2,0))'", "'[(5,5)]'",
+                        "'((1.5,2.5),(-3,4))'"),
+        (geo(line_wkb([(0, 0), (1, 1), (2, 0)]), type="path", closed="false"),
+         geo(line_wkb([(0, 0), (1, 1), (2, 0)]), type="path", closed="true"),
+         geo(line_wkb([(5, 5)]), type="path", closed="false"),
+         geo(line_wkb([(1.5, 2.5), (-3, 4)]), type="path", closed="true")),
+        const(GEOMETRY_V2)),
+    Col("pgn", "polygon", ("'((0,0),(1,1),(1,0))'", "'((0,0),(1,1),(0,0))'", "'((7,8))'",
+                          "'((0,0),(2,0),(2,2),(-0,0))'"),
+        (geo(poly_wkb([(0, 0), (1, 1), (1, 0), (0, 0)]), type="polygon"),
+         geo(poly_wkb([(0, 0), (1, 1), (0, 0)]), type="polygon"),
+         geo(poly_wkb([(7, 8)]), type="polygon"),
+         geo(poly_wkb([(0, 0), (2, 0), (2, 2), (-0.0, 0)]), type="polygon")),
+        const(GEOMETRY_V2)),
+    Col("cir", "circle", ("'<(1,2),3>'", "'<(0,0),0>'", "'<(-1e300,1e-300),1e300>'",
+                         "'<(1.5,-2.5),0.25>'"),
+        ({"center": point(1.0, 2.0), "radius": 3.0}, {"center": point(0.0, 0.0), "radius": 0.0},
+         {"center": point(-1e300, 1e-300), "radius": 1e300},
+         {"center": point(1.5, -2.5), "radius": 0.25}),
+        const(sch("struct", "io.debezium.data.geometry.Circle", version=1,
+                  fields=[{"field": "center", "type": "struct", "optional": False,
+                           "name": "io.debezium.data.geometry.Point"},
+                          {"field": "radius", "type": "double", "optional": False}]))),
+    Col("li", "line", ("'{1,-1,0}'", "'{0,1,0}'", "'{1e300,-1e-300,5e-324}'",
+                       "'((0,0),(1,1))'"),
+        ({"a": 1.0, "b": -1.0, "c": 0.0}, {"a": 0.0, "b": 1.0, "c": 0.0},
+         {"a": 1e300, "b": -1e-300, "c": 5e-324}, {"a": 1.0, "b": -1.0, "c": 0.0}),
+        const(sch("struct", "io.debezium.data.geometry.Line", version=1))),
+    # Debezium has no converter for geometric arrays (it omits them); Headwater maps them
     Col("bxa", "box[]", ("ARRAY[box '((1,2),(3,4))', box '((0,0),(1,1))']", "'{}'",
                          "ARRAY[NULL::box]", "ARRAY[box '((0,0),(0,0))']"),
-        (lambda m: ([binary(m, b"(3,4),(1,2)"), binary(m, b"(1,1),(0,0)")] if m.unknown
-                    else "{(3,4),(1,2);(1,1),(0,0)}"),
-         lambda m: [] if m.unknown else "{}",
-         lambda m: [None] if m.unknown else "{NULL}",
-         lambda m: [binary(m, b"(0,0),(0,0)")] if m.unknown else "{(0,0),(0,0)}"),
-        lambda m: (sch("array", items=sch("bytes" if m.binary == "bytes" else "string"))
-                   if m.unknown else sch("string"))),
+        ([box(3, 4, 1, 2), box(1, 1, 0, 0)], [], [None], [box(0, 0, 0, 0)]),
+        array_of(GEOMETRY_V2)),
+    Col("pga", "polygon[]", ("ARRAY[polygon '((0,0),(1,1),(1,0))', NULL]", "'{}'",
+                             "ARRAY[polygon '((7,8))']", "ARRAY[NULL::polygon]"),
+        ([geo(poly_wkb([(0, 0), (1, 1), (1, 0), (0, 0)]), type="polygon"), None], [],
+         [geo(poly_wkb([(7, 8)]), type="polygon")], [None]),
+        array_of(GEOMETRY_V2)),
+    Col("lia", "line[]", ("ARRAY[line '{1,-1,0}', line '{0,1,2.5}']", "'{}'",
+                          "ARRAY[NULL::line]", "ARRAY[line '{1,2,3}']"),
+        ([{"a": 1.0, "b": -1.0, "c": 0.0}, {"a": 0.0, "b": 1.0, "c": 2.5}], [], [None],
+         [{"a": 1.0, "b": 2.0, "c": 3.0}]),
+        array_of(sch("struct", "io.debezium.data.geometry.Line"))),
 ]
 
 POSTGIS_COLUMNS: list[Col] = [
     Col("g", "geometry", ("'SRID=4326;POINT(1 2)'", "'POINT(1 2)'",
                           "'SRID=3857;POINT Z(1 2 3)'", "'GEOMETRYCOLLECTION EMPTY'"),
         ({"wkb": b64(bytes.fromhex("0101000020E6100000000000000000F03F0000000000000040")),
-          "srid": 4326},
+          "srid": 4326, "extensions": None},
          {"wkb": b64(bytes.fromhex("0101000000000000000000F03F0000000000000040")),
-          "srid": None},
+          "srid": None, "extensions": None},
          {"wkb": b64(bytes.fromhex(
              "01010000A0110F0000000000000000F03F00000000000000400000000000000840")),
-          "srid": 3857},
-         {"wkb": b64(bytes.fromhex("010700000000000000")), "srid": None}),
-        const(sch("struct", "io.debezium.data.geometry.Geometry"))),
+          "srid": 3857, "extensions": None},
+         {"wkb": b64(bytes.fromhex("010700000000000000")), "srid": None, "extensions": None}),
+        const(GEOMETRY_V2)),
     Col("gg", "geography", ("'SRID=4326;POINT(13.4 52.5)'", "'POINT(0 0)'",
                             "'SRID=4326;POINT(-180 -90)'", "'SRID=4326;POINT(1 2)'"),
         ({"wkb": b64(bytes.fromhex("0101000020E6100000CDCCCCCCCCCC2A400000000000404A40")),
@@ -549,6 +623,11 @@ def schema_matches(actual: dict[str, Any], expected: dict[str, Any]) -> bool:
                 if key == "type" and isinstance(spec, str) else spec)
         if isinstance(want, dict):
             if not isinstance(got, dict) or not schema_matches(got, want):
+                return False
+        elif isinstance(want, list) and want and isinstance(want[0], dict):
+            if not isinstance(got, list) or len(got) != len(want) or not all(
+                    isinstance(g, dict) and schema_matches(g, w)
+                    for g, w in zip(got, want, strict=True)):
                 return False
         elif got != want:
             return False

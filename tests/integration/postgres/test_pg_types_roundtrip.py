@@ -728,3 +728,106 @@ def test_postgis_wkb_and_srid(server: dict[str, Any]) -> None:
         assert ga.convert(empty or "") == []
     finally:
         c.close()
+
+
+def test_geometric_wkb_is_what_postgis_reads_and_casts(server: dict[str, Any]) -> None:
+    """box / lseg / path / polygon WKB (Debezium 3.7's WkbWriter layout) read back by PostGIS's
+    ST_GeomFromWKB gives the shape the value is; for polygon and open path it is byte for byte
+    PostGIS's own cast to geometry (``ST_AsBinary(x::geometry, 'NDR')``)."""
+    c = psycopg2.connect(**server)
+    c.autocommit = True
+    try:
+        if not has_extension(c, "postgis"):
+            pytest.skip("PostGIS is not installed (apt-get install postgresql-15-postgis-3)")
+        with c.cursor() as cur:
+            cur.execute(SESSION, ("UTC",))
+            cur.execute(
+                "CREATE EXTENSION IF NOT EXISTS postgis; "
+                "CREATE TABLE geom2 (id serial PRIMARY KEY, bx box, ls lseg, op path, cp path, "
+                "pg polygon, ci circle, li line); "
+                "INSERT INTO geom2 (bx, ls, op, cp, pg, ci, li) VALUES "
+                "('((1,2),(3,4))', '[(1,2),(3,4)]', '[(0,0),(1,1),(2,0)]', '((0,0),(1,1),(2,0))',"
+                " '((0,0),(1,1),(1,0))', '<(1,2),3>', '{1,-1,0}'), "
+                "('((-1.5,-1e300),(1e-300,0.1))', '[(-0.5,0),(0,0.5)]', '[(5,5),(6,6)]', "
+                " '((1.5,2.5),(-3,4),(0,0))', '((0,0),(2,0),(2,2),(0,2))', '<(0.1,-0.2),0.3>',"
+                " '((0,0),(1,2))')"
+            )
+        types = catalog_types(c, "geom2")
+        maps = {n: pg_column_mapping(types[n], True, TypeModes())
+                for n in ("bx", "ls", "op", "cp", "pg", "ci", "li")}
+        rows = copy_rows(c, "SELECT bx, ls, op, cp, pg, ci, li, "
+                            "encode(ST_AsBinary(op::geometry, 'NDR'), 'hex'), "
+                            "encode(ST_AsBinary(pg::geometry, 'NDR'), 'hex'), "
+                            "(center(ci))[0], (center(ci))[1], radius(ci) FROM geom2 ORDER BY id")
+        for bx, ls, op, cp, pg, ci, li, op_wkb, pg_wkb, cx, cy, r in rows:
+            values = {n: maps[n].convert(t or "") for n, t in
+                      (("bx", bx), ("ls", ls), ("op", op), ("cp", cp), ("pg", pg), ("ci", ci),
+                       ("li", li))}
+            assert values["op"]["wkb"].hex() == op_wkb
+            assert values["pg"]["wkb"].hex() == pg_wkb
+            assert values["op"]["extensions"] == {"type": "path", "closed": "false"}
+            assert values["cp"]["extensions"] == {"type": "path", "closed": "true"}
+            circle = values["ci"]
+            assert (circle["center"]["x"], circle["center"]["y"], circle["radius"]) == (
+                float(cx or ""), float(cy or ""), float(r or ""))
+            line = values["li"]
+            with c.cursor() as cur:
+                # PostGIS reads the WKB as the same shape (ST_Equals: ring start aside)
+                cur.execute(
+                    "SELECT ST_Equals(ST_GeomFromWKB(%s), polygon(%s::box)::geometry), "
+                    "ST_Equals(ST_GeomFromWKB(%s), "
+                    "          ST_MakeLine((%s::lseg)[0]::geometry, (%s::lseg)[1]::geometry)), "
+                    "ST_AsText(ST_GeomFromWKB(%s)) = ST_AsText(popen(%s::path)::geometry), "
+                    "%s::line = line(%s)",
+                    (values["bx"]["wkb"], bx, values["ls"]["wkb"], ls, ls, values["cp"]["wkb"],
+                     cp, li, f"{{{line['a']!r},{line['b']!r},{line['c']!r}}}"))
+                assert cur.fetchone() == (True, True, True, True)
+    finally:
+        c.close()
+
+
+def test_column_defaults_from_the_real_catalog(server: dict[str, Any]) -> None:
+    """Defaults as the catalog prints them (pg_get_expr) resolved as Debezium 3.7.0 does: serial
+    and function defaults get the type's placeholder, literals their value, the rest none."""
+    from headwater.connectors.postgres.tables import build_codec, incoming_from_catalog
+    from headwater.model.schema import NO_DEFAULT
+
+    c = psycopg2.connect(**server)
+    c.autocommit = True
+    try:
+        with c.cursor() as cur:
+            cur.execute(SESSION, ("UTC",))
+            cur.execute(
+                "CREATE TYPE dmood AS ENUM ('sad', 'happy'); "
+                "CREATE DOMAIN dprice AS numeric(6,2); "
+                "CREATE TABLE defs (id serial PRIMARY KEY, big bigserial, "
+                "n int NOT NULL DEFAULT -7, b bool DEFAULT true, p numeric(8,2) DEFAULT 1.5, "
+                "vsd numeric DEFAULT 1.5, f float8 DEFAULT 2.5, s varchar(10) DEFAULT 'it''s', "
+                "t text DEFAULT 'abc', u uuid DEFAULT gen_random_uuid(), "
+                "d date NOT NULL DEFAULT '2020-01-01', ts timestamp DEFAULT now(), "
+                "tz timestamptz DEFAULT CURRENT_TIMESTAMP, iv interval DEFAULT '1 day', "
+                "m dmood DEFAULT 'happy', dp dprice DEFAULT 3, by bytea DEFAULT '\\x01', "
+                "j jsonb DEFAULT '{\"a\": 1}', nn text, nd text DEFAULT NULL)"
+            )
+            cur.execute("SELECT 'defs'::regclass::oid")
+            oid = int(cur.fetchone()[0])
+            info = describe_tables(cur, [oid])[oid]
+        codec = build_codec("db", info, incoming_from_catalog(info), TypeModes(),
+                            lambda *_: True)
+        defaults = {col.name: col.schema.default for col in codec.schema.columns}
+        fallbacks = {col.name: col.fallback for col in codec.schema.columns}
+        assert (defaults["id"], defaults["big"], defaults["n"], defaults["b"]) == (0, 0, -7, True)
+        assert str(defaults["p"]) == "AJY="  # 1.50: unscaled 150
+        assert defaults["vsd"] is NO_DEFAULT  # VariableScaleDecimal is a STRUCT
+        assert (defaults["f"], defaults["s"], defaults["t"]) == (2.5, "it", "abc")
+        assert defaults["u"] == "00000000-0000-0000-0000-000000000000"
+        assert (defaults["d"], defaults["ts"]) == (18262, 0)
+        assert defaults["tz"] == "1970-01-01T00:00:00.000000Z"
+        assert defaults["iv"] == 86_400_000_000
+        assert defaults["m"] == "happy"
+        assert defaults["j"] == '{"a": 1}'
+        for name in ("dp", "by", "nn", "nd"):  # domain, bytea, none, NULL
+            assert defaults[name] is NO_DEFAULT, name
+        assert (fallbacks["n"], fallbacks["d"]) == (-7, 18262)  # NOT NULL: the default
+    finally:
+        c.close()

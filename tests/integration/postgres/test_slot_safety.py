@@ -52,3 +52,29 @@ def test_invalidated_slot_fails_clearly_then_when_needed_resnapshots(small_wal_e
         cap.stop()
     table = replay(env.topics, f"{env.prefix}.public.t")
     assert len(table) == 5000
+
+
+def test_slot_invalidated_for_idleness_on_postgresql_18_names_the_reason(tmp_path: Path) -> None:
+    """PostgreSQL 18 invalidates a slot left idle past idle_replication_slot_timeout (at a
+    checkpoint); the error says so (pg_replication_slots.invalidation_reason, 17+)."""
+    server = LocalPostgres(version="18",
+                           settings={"idle_replication_slot_timeout": "1s"}).start()
+    try:
+        env = Env(server, tmp_path)
+        env.sql("CREATE TABLE t (id int PRIMARY KEY)")
+        cap = env.capture()
+        wait_for(lambda: cap.runtime.metrics.snapshot_completed, what="snapshot")
+        cap.stop()
+
+        def invalidated() -> bool:
+            env.sql("CHECKPOINT")
+            rows = env.sql("SELECT invalidation_reason FROM pg_replication_slots "
+                           "WHERE slot_name = %s", (env.slot,))
+            return rows[0][0] == "idle_timeout"
+
+        wait_for(invalidated, timeout=30, interval=0.5, what="the slot invalidated as idle")
+        with pytest.raises(Exception, match="invalidated by the server \\(reason idle_timeout"):
+            Capture(env.config()).runtime.run()
+        env.conn.close()
+    finally:
+        server.cleanup()

@@ -214,25 +214,65 @@ def test_restart_resumes_without_loss_or_duplicates(env: Env) -> None:
     assert ops == [("r", 1), ("c", 2), ("c", 3), ("u", 1)]  # no second snapshot, no repeats
 
 
+def slot_confirmed(env: Env) -> int:
+    row = env.sql("SELECT confirmed_flush_lsn::text FROM pg_replication_slots "
+                  "WHERE slot_name = %s", (env.slot,))[0][0]
+    hi, lo = row.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+def stored_lsn(cap: Any) -> int:
+    return int((cap.runtime.offsets.load() or {})["lsn"])
+
+
 def test_slot_confirmed_flush_follows_durable_offsets(env: Env) -> None:
+    """The slot confirms the durable position, at most one byte below it (the confirmation
+    stays below the start of the last message, the Commit at the stored end LSN, so that
+    psycopg2 never forwards it), and never past it."""
     env.sql("CREATE TABLE public.t (id int PRIMARY KEY)")
     cap = env.capture()
     try:
         wait_for(lambda: cap.runtime.metrics.snapshot_completed, what="snapshot")
         env.sql("INSERT INTO t SELECT generate_series(1, 1000)")
         wait_for(lambda: count(env, "t") >= 1000, what="stream")
-
-        def confirmed() -> int:
-            row = env.sql("SELECT confirmed_flush_lsn::text FROM pg_replication_slots "
-                          "WHERE slot_name = %s", (env.slot,))[0][0]
-            hi, lo = row.split("/")
-            return (int(hi, 16) << 32) | int(lo, 16)
-
-        wait_for(lambda: confirmed() >= int((cap.runtime.offsets.load() or {})["lsn"]),
+        wait_for(lambda: slot_confirmed(env) >= stored_lsn(cap) - 1,
                  what="slot confirmed the durable position")
-        assert confirmed() <= int((cap.runtime.offsets.load() or {})["lsn"])
+        assert stored_lsn(cap) - 1 <= slot_confirmed(env) <= stored_lsn(cap)
     finally:
         cap.stop()
+
+
+def test_slot_stays_at_durable_offset_while_other_databases_write(env: Env) -> None:
+    """Keepalives carrying a WAL end past the stored offset (another database writes) must not
+    move the slot: psycopg2 forwards the flush position to that WAL end when what we confirmed
+    reaches the start of the last message, and a slot ahead of the stored offset fails the
+    next start's log position check once its restart_lsn follows (PostgreSQL 17+ persists
+    that at a shutdown checkpoint)."""
+    env.sql("CREATE TABLE public.t (id int PRIMARY KEY)")
+    env.pg.create_database(env.db + "_busy")
+    busy = env.pg.connect(env.db + "_busy")
+    busy.cursor().execute("CREATE TABLE noise (id serial, pad text)")
+    cap = env.capture({"status.update.interval.ms": 200})
+    try:
+        wait_for(lambda: cap.runtime.metrics.connected, what="streaming")
+        env.sql("INSERT INTO t VALUES (1)")
+        wait_for(lambda: count(env, "t") >= 1, what="stream")
+        wait_for(lambda: slot_confirmed(env) >= stored_lsn(cap) - 1, what="slot confirmed")
+        first = stored_lsn(cap)
+        end = time.monotonic() + 4  # several keepalives and psycopg2 status updates
+        while time.monotonic() < end:
+            busy.cursor().execute("INSERT INTO noise (pad) SELECT repeat('x', 200) "
+                                  "FROM generate_series(1, 500)")
+            time.sleep(0.1)
+            slot = slot_confirmed(env)  # first: the stored offset only grows
+            assert slot <= stored_lsn(cap)
+        # The other database kept the server's position moving: the offsets (no event, no
+        # heartbeat) only follow a position that stood still, so they stayed where they were.
+        assert stored_lsn(cap) == first
+    finally:
+        cap.stop()
+        busy.close()
+    assert slot_confirmed(env) <= stored_lsn(cap)  # nor at the final feedback
 
 
 def test_initial_only_snapshots_and_stops(env: Env) -> None:

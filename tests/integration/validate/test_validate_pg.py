@@ -1,6 +1,8 @@
 """`headwater validate` against a real PostgreSQL source and Delta targets written the way the
 pipeline writes them (same layout, Arrow types and bookkeeping column), built directly with
-deltalake from the same generated dataset, so a 1M-row table takes seconds."""
+deltalake from the same generated dataset, so a 1M-row table takes seconds to build (its two
+`validate` runs took 99 s under CI's load: the million runs with `--long`, CI compares 200,000
+rows in the same default 100,000-row chunks)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 from typer.testing import CliRunner
 
 from headwater.cli import app
@@ -67,20 +69,27 @@ def validate(e: Env, *args: str) -> tuple[int, dict[str, Any], str]:
     return as_json.exit_code, orjson.loads(as_json.stdout), text.output
 
 
-def test_finds_one_changed_value_in_a_million_rows(env: Env) -> None:  # noqa: F811
+@pytest.mark.parametrize(("rows", "changed", "chunks"), [
+    # in CI: three chunks of the default 100,000 rows, the change in the second
+    (200_000, 177_777, 3),
+    pytest.param(1_000_000, 777_777, 11, marks=pytest.mark.long),  # the million (--long)
+])
+def test_finds_one_changed_value_in_a_million_rows(
+        env: Env,  # noqa: F811
+        rows: int, changed: int, chunks: int) -> None:
     env.conn.autocommit = True
-    source_table(env, "big", 1_000_000)
-    target_table(env.tmp / "delta", "big", 1_000_000)
-    env.sql("UPDATE big SET amount = 12.35 WHERE id = 777777")
+    source_table(env, "big", rows)
+    target_table(env.tmp / "delta", "big", rows)
+    env.sql(f"UPDATE big SET amount = 12.35 WHERE id = {changed}")
     code, doc, text = validate(env)
     assert code == 1
     [t] = doc["tables"]
-    assert (t["table"], t["source_rows"], t["target_rows"]) == ("public.big", 1_000_000, 1_000_000)
-    assert t["chunks"] == 11 and t["differing_chunks"] == [7]
-    assert t["rows"] == [{"key": {"id": "777777"}, "kind": "changed",
+    assert (t["table"], t["source_rows"], t["target_rows"]) == ("public.big", rows, rows)
+    assert t["chunks"] == chunks and t["differing_chunks"] == [changed // 100_000]
+    assert t["rows"] == [{"key": {"id": str(changed)}, "kind": "changed",
                           "columns": {"amount": {"source": "12.35", "target": "777.77"}}}]
     assert t["not_compared"] == ["raw (target type binary not compared)"]
-    assert "changed id=777777: amount: source '12.35', target '777.77'" in text
+    assert f"changed id={changed}: amount: source '12.35', target '777.77'" in text
 
 
 @pytest.mark.parametrize(("change", "kind", "key"), [
@@ -142,11 +151,48 @@ def test_keyless_table(env: Env) -> None:  # noqa: F811
     assert doc["tables"][0]["problem"].startswith("public.nokey has no primary key")
 
 
-def test_refuses_other_modes_by_name(env: Env) -> None:  # noqa: F811
-    cfg = env.config({"headwater.pipeline.delta.path": str(env.tmp / "delta"),
-                      "headwater.pipeline.mode": "scd2"})
-    (env.tmp / "delta").mkdir()
+def test_refuses_iceberg_targets_by_name(env: Env) -> None:  # noqa: F811
+    cfg = env.config({"headwater.pipeline.iceberg.warehouse": str(env.tmp / "iceberg"),
+                      "headwater.pipeline.target": "iceberg"})
     result = runner.invoke(app, ["validate", str(cfg)])
     assert result.exit_code == 2
-    assert "headwater.pipeline.mode: validate compares scd1 targets" in result.output
+    assert ("headwater.pipeline.target: validate compares Delta and JDBC targets, not 'iceberg'"
+            in result.output)
 
+
+
+def test_scd2_and_changelog_targets(env: Env) -> None:  # noqa: F811
+    """Hand-built SCD2 and changelog targets of a PostgreSQL table: their current rows (open
+    versions; the latest event per key unless a delete) are what is compared."""
+    env.conn.autocommit = True
+    source_table(env, "t", 3000)
+    rows = pa.table(DeltaTable(str(target_table(env.tmp / "built", "t", 3000))).to_pyarrow_table()
+                    .drop_columns(["__hw_seq"]))
+    old = rows.slice(0, 100).set_column(1, "v", pa.array(["old"] * 100))
+
+    def with_columns(table: pa.Table, **columns: Any) -> pa.Table:
+        for name, value in columns.items():
+            table = table.append_column(name, pa.array([value] * table.num_rows, pa.string()))
+        return table
+
+    root = env.tmp / "delta"
+    write_deltalake(str(root / "public" / "t"), pa.concat_tables([
+        with_columns(rows, __START_AT="2", __END_AT=None),
+        with_columns(old, __START_AT="1", __END_AT="2")]))  # closed versions
+    scd2 = env.config({"headwater.pipeline.delta.path": str(root),
+                       "headwater.pipeline.mode": "scd2"})
+    result = runner.invoke(app, ["validate", str(scd2), "--rechecks", "0", "--json"])
+    assert result.exit_code == 0, result.output
+
+    log = env.tmp / "log"
+    write_deltalake(str(log / "public" / "t"), pa.concat_tables([
+        with_columns(rows, __op="r", __hw_sequence="2"),
+        with_columns(old, __op="u", __hw_sequence="1"),  # older: changes nothing
+        with_columns(rows.slice(6, 1), __op="d", __hw_sequence="3")]))  # id 7 deleted
+    changelog = env.config({"headwater.pipeline.delta.path": str(log),
+                            "headwater.pipeline.mode": "changelog"})
+    result = runner.invoke(app, ["validate", str(changelog), "--rechecks", "0", "--json"])
+    assert result.exit_code == 1, result.output
+    [t] = orjson.loads(result.stdout)["tables"]
+    assert (t["mode"], t["source_rows"], t["target_rows"]) == ("changelog", 3000, 2999)
+    assert t["rows"] == [{"key": {"id": "7"}, "kind": "missing"}]

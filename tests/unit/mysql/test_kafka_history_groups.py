@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from headwater.kafka.history import last_snapshot_start
+from headwater.relational.history_kafka import last_snapshot_start
 
 
 def rec(pos: int, snapshot: bool = False, file: str = "b.1") -> dict[str, Any]:

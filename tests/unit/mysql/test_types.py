@@ -7,6 +7,8 @@ and are written out literally; base64 strings are Connect JSON's rendering of De
 from __future__ import annotations
 
 import base64
+import math
+import random
 import struct
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -19,8 +21,10 @@ from headwater.connectors.mysql.types import (
     MySqlTypeModes,
     UnsupportedMySqlTypeError,
     float32_value,
+    float32_value_by_search,
     mysql_column_mapping,
 )
+from headwater.convert.temporal import format_fraction
 from headwater.model.schema import ConnectSchema
 
 DEFAULT = MySqlTypeModes()
@@ -128,6 +132,49 @@ def test_float32(value: float, expected: float) -> None:
     assert got == expected
     assert str(got) == str(expected)  # what orjson writes follows the double's repr
     assert float32_value(value) == expected
+
+
+def _float32_by_definition(value: float) -> float:
+    """The fewest %g digits whose double packs to the same float32, tried one by one."""
+    packed = struct.pack("<f", value)
+    single: float = struct.unpack("<f", packed)[0]
+    if single == 0.0 or math.isnan(single):
+        return single
+    for digits in range(1, 10):
+        candidate = float(f"{single:.{digits}g}")
+        try:
+            if struct.pack("<f", candidate) == packed:
+                return candidate
+        except OverflowError:
+            continue
+    return single
+
+
+def _float32_samples() -> list[float]:
+    rnd = random.Random(27)
+    unpack = struct.Struct("<f").unpack
+    patterns = [rnd.getrandbits(32) for _ in range(60_000)]
+    for exponent in range(256):  # binade edges: powers of two, mantissa 1, all ones
+        for mantissa in (0, 1, 2, 0x7FFFFE, 0x7FFFFF, 0x400000):
+            for sign in (0, 1 << 31):
+                patterns.append(sign | exponent << 23 | mantissa)
+    values = [unpack(p.to_bytes(4, "little"))[0] for p in patterns]
+    # short decimals and their float32 neighbours: the values with few digits
+    for _ in range(20_000):
+        short = round(rnd.uniform(-1e4, 1e4), rnd.randint(0, 7)) * 10.0 ** rnd.randint(-30, 30)
+        bits = int.from_bytes(struct.pack("<f", short), "little")
+        values.extend(unpack(b.to_bytes(4, "little"))[0]
+                      for b in (bits - 1, bits, bits + 1) if 0 <= b < 1 << 32)
+    return [*values, float("inf"), float("-inf"), float("nan"), 16777217.0, 3.4028234663852886e38]
+
+
+def test_float32_fast_path_is_the_search() -> None:
+    """float32_value skips most of the digit search (by the monotonicity its docstring argues);
+    every float32 class must still give the search's double, sign of zero and NaN included."""
+    for value in _float32_samples():
+        want, got = _float32_by_definition(value), float32_value(value)
+        assert struct.pack("<d", got) == struct.pack("<d", want), value
+        assert struct.pack("<d", float32_value_by_search(value)) == struct.pack("<d", want)
 
 
 def test_float_with_scale_or_wide_precision_is_double() -> None:
@@ -343,8 +390,10 @@ def test_point() -> None:
                                        "MULTILINESTRING", "MULTIPOLYGON",
                                        "GEOMETRYCOLLECTION"])
 def test_geometry(type_name: str) -> None:
-    assert convert(col(type_name), SRID_4326 + LINE_WKB) == {"wkb": LINE_WKB, "srid": 4326}
-    assert convert(col(type_name), SRID_0 + POINT_WKB) == {"wkb": POINT_WKB, "srid": None}
+    assert convert(col(type_name), SRID_4326 + LINE_WKB) == {"wkb": LINE_WKB, "srid": 4326,
+                                                             "extensions": None}
+    assert convert(col(type_name), SRID_0 + POINT_WKB) == {"wkb": POINT_WKB, "srid": None,
+                                                           "extensions": None}
 
 
 def test_mariadb_uuid_and_inet() -> None:
@@ -452,10 +501,15 @@ def test_geometry_schemas() -> None:
     geometry = mysql_column_mapping(col("MULTIPOLYGON"), DEFAULT)
     assert geometry.schema.name == "io.debezium.data.geometry.Geometry"
     assert geometry.schema.optional is True
+    # Debezium 3.7: Geometry version 2, an optional extensions map, always optional
+    assert geometry.schema.version == 2
     assert [(f.name, f.schema.type, f.schema.optional) for f in geometry.schema.fields] == [
-        ("wkb", "bytes", False), ("srid", "int32", True)]
+        ("wkb", "bytes", False), ("srid", "int32", True), ("extensions", "map", True)]
+    not_null = mysql_column_mapping(col("MULTIPOLYGON", nullable=False), DEFAULT)
+    assert not_null.schema.optional is True
     # GEOMETRYCOLLECTION EMPTY, no SRID (BinlogGeometry.createEmpty)
-    assert geometry.fallback == {"wkb": bytes.fromhex("010700000000000000"), "srid": None}
+    assert geometry.fallback == {"wkb": bytes.fromhex("010700000000000000"), "srid": None,
+                                 "extensions": None}
 
 
 def test_unknown_type_names_column_and_type() -> None:
@@ -477,3 +531,14 @@ def test_decimal_json_rendering_matches_debezium() -> None:
     # Connect JSON holds the base64 of the unscaled two's complement
     got = convert(col("DECIMAL", 10, 2), Decimal("-1.29"))
     assert base64.b64decode(got) == b"\xff\x7f"
+
+
+@pytest.mark.parametrize("width", [0, 1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("value", [
+    datetime(1, 1, 1), datetime(1970, 1, 1, 0, 0, 0, 1), datetime(2024, 2, 29, 23, 59, 59, 999999),
+    datetime(9999, 12, 31, 23, 59, 59, 500000), datetime(999, 5, 6, 7, 8, 9, 120000),
+])
+def test_timestamp_text_of_every_width(width: int, value: datetime) -> None:
+    """TIMESTAMP(1-6) text is cut from isoformat's six digits: the same as format_fraction's."""
+    want = f"{value.isoformat(timespec='seconds')}{format_fraction(value.microsecond, width)}Z"
+    assert convert(col("TIMESTAMP", width or None), value) == want

@@ -254,12 +254,6 @@ def test_oid_wins_over_name() -> None:
 # ---------------------------------------------------------------------------------------------
 
 UNKNOWN = [  # types current Debezium has no converter for (see types.py)
-    (603, "box"),
-    (628, "line"),
-    (601, "lseg"),
-    (602, "path"),
-    (604, "polygon"),
-    (718, "circle"),
     (27, "tid"),
     (28, "xid"),
     (5069, "xid8"),
@@ -269,7 +263,7 @@ UNKNOWN = [  # types current Debezium has no converter for (see types.py)
     (2205, "regclass"),
     (16500, "mood"),  # a user type the catalog did not describe as an enum
     (16501, "_mood"),  # ... nor its array
-    (1020, "_box"),  # array of an unknown element type
+    (3221, "_pg_lsn"),  # array of an unknown element type
 ]
 
 
@@ -295,7 +289,7 @@ def test_unknown_types_as_opaque_bytes(
     mode: str, schema: ConnectSchema, value: Any, fallback: Any
 ) -> None:
     modes = TypeModes(include_unknown_datatypes=True, binary_handling_mode=mode)
-    m = mapping(603, modes=modes, name="box")
+    m = mapping(3220, modes=modes, name="pg_lsn")
     assert m.supported
     assert m.schema == schema
     assert m.convert("{1,2} é") == value

@@ -85,15 +85,21 @@ POINT_SCHEMA = ConnectSchema(
 
 
 def geo_schema(name: str) -> ConnectSchema:
+    """Debezium 3.7: Geography version 1 {wkb, srid}; Geometry version 2 with an optional
+    ``extensions`` MAP<STRING, STRING> (dbz#2135)."""
+    fields: tuple[ConnectField, ...] = (
+        ConnectField("wkb", ConnectSchema(BYTES, False)),
+        ConnectField("srid", ConnectSchema(INT32, True)),
+    )
+    if name == "Geometry":
+        fields += (ConnectField("extensions", ConnectSchema(
+            MAP, True, keys=ConnectSchema(STRING, False), values=ConnectSchema(STRING, False))),)
     return ConnectSchema(
         STRUCT,
         True,
         f"io.debezium.data.geometry.{name}",
-        1,
-        fields=(
-            ConnectField("wkb", ConnectSchema(BYTES, False)),
-            ConnectField("srid", ConnectSchema(INT32, True)),
-        ),
+        2 if name == "Geometry" else 1,
+        fields=fields,
         doc=name,  # Debezium's schema doc: "Geometry" / "Geography"
     )
 
@@ -102,6 +108,7 @@ HSTORE_MAP = ConnectSchema(
     MAP, True, keys=ConnectSchema(STRING, False), values=ConnectSchema(STRING, True)
 )
 EMPTY_COLLECTION = {"wkb": bytes.fromhex("010700000000000000"), "srid": None}
+EMPTY_GEOMETRY = {**EMPTY_COLLECTION, "extensions": None}
 
 # (id, PgType, modes, schema, NOT NULL fallback)
 SCHEMAS: list[tuple[str, PgType, TypeModes, ConnectSchema, Any]] = [
@@ -136,7 +143,6 @@ SCHEMAS: list[tuple[str, PgType, TypeModes, ConnectSchema, Any]] = [
      HSTORE_MAP, {}),
     ("point", PgType(600), DEFAULT, POINT_SCHEMA,
      {"x": 0.0, "y": 0.0, "wkb": point_wkb(0, 0), "srid": None}),
-    ("geometry", PgType(17000, "geometry"), DEFAULT, geo_schema("Geometry"), EMPTY_COLLECTION),
     ("geography", PgType(17100, "public.geography"), DEFAULT, geo_schema("Geography"),
      EMPTY_COLLECTION),
     ("ltree", PgType(16900, "ltree"), DEFAULT, ConnectSchema(STRING, True, D + "Ltree", 1), ""),
@@ -202,7 +208,7 @@ SCHEMAS: list[tuple[str, PgType, TypeModes, ConnectSchema, Any]] = [
                                                        {"allowed": "a,b"})), []),
     ("_int4 by name", PgType(0, "_int4"), DEFAULT,
      ConnectSchema(ARRAY, items=ConnectSchema(INT32)), []),
-    ("box[] opaque", PgType(1020), TypeModes(include_unknown_datatypes=True),
+    ("pg_lsn[] opaque", PgType(3221, "_pg_lsn"), TypeModes(include_unknown_datatypes=True),
      ConnectSchema(ARRAY, items=ConnectSchema(BYTES)), []),
 ]
 
@@ -350,8 +356,9 @@ def test_point_and_postgis_values() -> None:
         "srid": None,
     }
     ewkb = "0101000020E6100000000000000000F03F0000000000000040"  # PG: 'SRID=4326;POINT(1 2)'
-    for name in ("geometry", "geography"):
-        assert m(17000, name).convert(ewkb) == {"wkb": bytes.fromhex(ewkb), "srid": 4326}
+    assert m(17000, "geography").convert(ewkb) == {"wkb": bytes.fromhex(ewkb), "srid": 4326}
+    assert m(17000, "geometry").convert(ewkb) == {"wkb": bytes.fromhex(ewkb), "srid": 4326,
+                                                  "extensions": None}
 
 
 @pytest.mark.parametrize(
@@ -434,11 +441,11 @@ def test_enum_without_labels_and_names_do_not_shadow_builtins() -> None:
          '{"\\"a\\"=>\\"1\\"",NULL}', ['{"a":"1"}', None]),
         (PgType(17001, "_geometry", element=PgType(17000, "geometry", delimiter=":")), DEFAULT,
          "{0101000000000000000000F03F0000000000000040:NULL}",
-         [{"wkb": point_wkb(1, 2), "srid": None}, None]),
+         [{"wkb": point_wkb(1, 2), "srid": None, "extensions": None}, None]),
         (PgType(17857, "_mood", element=PgType(17858, "mood", kind="e", enum_labels=("a",))),
          DEFAULT, "{a,NULL}", ["a", None]),
-        (PgType(1020), TypeModes(include_unknown_datatypes=True),
-         "{(3,4),(1,2);(1,1),(0,0)}", [b"(3,4),(1,2)", b"(1,1),(0,0)"]),
+        (PgType(3221, "_pg_lsn"), TypeModes(include_unknown_datatypes=True),
+         "{0/16B3748,NULL}", [b"0/16B3748", None]),
     ],
 )
 def test_array_values(pg_type: PgType, modes: TypeModes, text: str, expected: list[Any]) -> None:
@@ -457,14 +464,14 @@ def test_array_of_precise_numerics_keeps_the_scale() -> None:
 
 
 def test_arrays_of_unknown_elements_are_unknown() -> None:
-    for pg_type in (PgType(1020), PgType(16501, "_mood"), PgType(0, "_box")):
+    for pg_type in (PgType(3221, "_pg_lsn"), PgType(16501, "_mood"), PgType(0, "_tid")):
         mapping = pg_column_mapping(pg_type, False, DEFAULT)
         assert not mapping.supported
         assert mapping.schema == ConnectSchema(STRING, False)
 
 
 def test_builtin_array_table_covers_every_mapped_element() -> None:
-    # every element listed is itself mapped, or (box) deliberately unknown
+    # every element listed is itself mapped
     for array_oid, element_oid in BUILTIN_ARRAY_ELEMENTS.items():
         element = pg_column_mapping(PgType(element_oid), True, DEFAULT)
         array = pg_column_mapping(PgType(array_oid), True, DEFAULT)
@@ -547,9 +554,9 @@ class FakeCursor:
             self._result = [(5000, "public", "t", "d")]
         elif "FROM pg_attribute a" in sql and "format_type" in sql:
             self._result = [
-                (5000, "id", 1, 23, "int4", "integer", -1, True),
-                (5000, "price", 2, 101, "d2", "d2", -1, False),
-                (5000, "moods", 3, 107, "_mood", "mood[]", -1, False),
+                (5000, "id", 1, 23, "int4", "integer", -1, True, None),
+                (5000, "price", 2, 101, "d2", "d2", -1, False, None),
+                (5000, "moods", 3, 107, "_mood", "mood[]", -1, False, None),
             ]
         elif "FROM pg_type t" in sql:
             wanted = set(params[0])

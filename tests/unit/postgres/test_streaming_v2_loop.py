@@ -102,6 +102,10 @@ def s_abort(xid: int, subxid: int) -> bytes:
     return b"A" + struct.pack("!II", xid, subxid)
 
 
+def s_abort_v4(xid: int, subxid: int, abort_lsn: int) -> bytes:  # streaming 'parallel'
+    return b"A" + struct.pack("!IIQq", xid, subxid, abort_lsn, TS - PG_EPOCH_OFFSET_US)
+
+
 def message(prefix: bytes, xid: int) -> bytes:  # a transactional logical decoding message
     return b"M" + struct.pack("!I", xid) + b"\1" + struct.pack("!Q", 1) + prefix + b"\0" + \
         struct.pack("!I", 2) + b"hi"
@@ -117,12 +121,27 @@ class Msg(NamedTuple):
     data_start: int
 
 
+class Keepalive(NamedTuple):
+    """A primary keepalive in a script: the server's WAL end."""
+
+    wal_end: int
+
+
 class FakeCursor:
-    def __init__(self, script: list[tuple[bytes, int] | None], stop: threading.Event) -> None:
-        self.script: deque[tuple[bytes, int] | None] = deque(script)
+    """psycopg2's replication cursor as far as the reader uses it, including its automatic
+    flush (pq_read_replication_message): on a keepalive, the flush position it reports moves
+    to the keepalive's WAL end when the flush position we set is at or after the start of
+    the last message (`forwarded` records each such move)."""
+
+    def __init__(self, script: list[Any], stop: threading.Event) -> None:
+        self.script: deque[Any] = deque(script)
         self.stop = stop
         self.started: dict[str, Any] = {}
         self.feedback: list[int] = []
+        self.explicit = 0  # psycopg2's explicitly_flushed_lsn
+        self.flush = 0  # psycopg2's flush_lsn: what the server is told
+        self.last_start = 0  # psycopg2's last_msg_data_start
+        self.forwarded: list[int] = []
         self.reads: list[bytes] = []
         self.wal_end = 0
         self.on_read: Callable[[FakeCursor, bytes], None] | None = None
@@ -149,14 +168,24 @@ class FakeCursor:
         item = self.script.popleft()
         if item is None:
             return None
+        if isinstance(item, Keepalive):
+            self.wal_end = item.wal_end
+            if (self.explicit >= self.last_start and item.wal_end > self.explicit
+                    and item.wal_end > self.flush):
+                self.flush = item.wal_end
+                self.forwarded.append(item.wal_end)
+            return None
         if self.on_read is not None:
             self.on_read(self, item[0])
         self.reads.append(item[0])
+        self.last_start = self.wal_end = item[1]  # a logical walsender's XLogData: both
         return Msg(*item)
 
     def send_feedback(self, write_lsn: int = 0, flush_lsn: int = 0, apply_lsn: int = 0,
                       reply: bool = False, force: bool = False) -> None:
         self.feedback.append(flush_lsn)
+        self.explicit = max(self.explicit, flush_lsn)
+        self.flush = max(self.flush, flush_lsn)
 
     def close(self) -> None:
         os.close(self._r)
@@ -205,7 +234,7 @@ class Run(NamedTuple):
 
 
 def run(
-    script: list[tuple[bytes, int] | None],
+    script: list[Any],
     tmp_path: Path,
     *,
     offset: dict[str, Any] | None = None,
@@ -217,6 +246,7 @@ def run(
     ack: Callable[[PostgresStreamingSource, Batch], None] | None = None,
     on_read: Callable[[FakeCursor, bytes], None] | None = None,
     messages: MessageCapture | None = None,
+    confirm_flush: bool = True,
 ) -> Run:
     stop = threading.Event()
     cur = FakeCursor(script, stop)
@@ -231,7 +261,7 @@ def run(
         options=StreamingOptions(
             max_batch_size=max_batch, status_interval_s=60, skipped_operations=skipped,
             transaction_metadata=metadata, pgoutput_streaming=streaming_on,
-            spill_dir=tmp_path / "spill", messages=messages),
+            spill_dir=tmp_path / "spill", messages=messages, confirm_flush=confirm_flush),
         metrics=CaptureMetrics(),
     )
     batches: list[Batch] = []
@@ -482,6 +512,32 @@ def test_streaming_off_or_old_server_uses_protocol_1(tmp_path: Path) -> None:
         assert not (tmp_path / f"{version}{on}" / "spill").exists()
 
 
+def test_postgresql_16_and_later_stream_with_protocol_4_parallel(tmp_path: Path) -> None:
+    """Protocol 4 (streaming 'parallel') on 16+: its Stream Abort carries the abort's LSN and
+    time; the transaction after it comes out as on protocol 2."""
+    seg = big_tx_v2(8)[:-1]
+    y = [(begin(9500, 802), 9400), (relation(), 9400), (insert("100", "y"), 9401),
+         (commit(9500, 9510), 9510)]
+    for version in (160004, 180001):
+        r = run([*seg, (s_abort_v4(X, X, 9300), 9300), *y], tmp_path / str(version),
+                server_version=version)
+        assert r.cur.started["options"] == {
+            "proto_version": "4", "publication_names": "pub", "streaming": "parallel"}
+        assert r.source.protocol == 4
+        assert [rec.after[1] for rec in r.records] == ["y"]
+        assert spill_files(tmp_path / str(version)) == []
+
+
+def test_manual_flush_mode_confirms_nothing(tmp_path: Path) -> None:
+    """lsn.flush.mode=manual: status updates go out (wal_sender_timeout) but never a flush
+    position; the connector's mode confirms the durable commit."""
+    manual = run(big_tx_v1(3), tmp_path / "manual", confirm_flush=False)
+    connector = run(big_tx_v1(3), tmp_path / "connector")
+    assert manual.cur.feedback and set(manual.cur.feedback) == {0}
+    assert max(connector.cur.feedback) == 9099  # below the Commit message (at 9100)
+    assert len(manual.records) == len(connector.records) == 6
+
+
 def test_stale_spill_files_are_deleted_at_start_and_none_are_left(tmp_path: Path) -> None:
     d = tmp_path / "spill" / "slot-7312345678901234567"
     d.mkdir(parents=True)
@@ -509,11 +565,12 @@ def test_confirmed_lsn_stays_below_an_open_streamed_transaction(tmp_path: Path) 
 
     r = run([*seg[:cut], *y, IDLE, IDLE, *seg[cut:], IDLE], tmp_path, on_read=on_read)
     assert flushed_while_open and max(flushed_while_open) <= 999  # first segment at 1000
-    assert max(r.cur.feedback) == 9100  # all durable in the end
+    assert max(r.cur.feedback) == 9099  # all durable in the end (Commit message at 9100)
 
 
 def test_reader_settles_before_reading_when_psycopg2_would_forward(tmp_path: Path) -> None:
-    # y1 is durable and confirmed (2010); y2 is received, not durable yet; then a stream
+    # y1 is durable and confirmed (2009: below its Commit message at 2010); y2 is received,
+    # not durable yet; then a stream
     # segment whose changes lie before 2010: psycopg2's forwarding condition holds, so the
     # reader must not read (a keepalive could be next) until y2 is durable.
     y1 = [(begin(2000, 801), 1900), (relation(), 1900), (insert("1", "y1"), 1901),
@@ -555,7 +612,7 @@ def test_reader_settles_before_reading_when_psycopg2_would_forward(tmp_path: Pat
         r = run([*y1, IDLE, *y2, *segment, *rest, IDLE], tmp_path, ack=ack, on_read=on_read)
     finally:
         streaming.PostgresStreamingSource.execute = original  # type: ignore[method-assign]
-    assert 2010 in r.cur.feedback
+    assert 2009 in r.cur.feedback
     # every read inside and right after the segment happened with y2 (3010) durable
     assert state["after_segment"]
     assert all(durable >= 3010 for _, durable, _ in state["after_segment"])
@@ -584,3 +641,44 @@ def test_replay_handles_an_empty_streamed_transaction(tmp_path: Path) -> None:
     r = run(script, tmp_path, metadata=True)
     assert r.records == []
     assert r.batches[-1].ack == 210 and r.batches[-1].offset["lsn"] == 210  # type: ignore[index]
+
+
+def y_tx(final_lsn: int, end_lsn: int, xid: int, key: str) -> list[tuple[bytes, int]]:
+    return [(begin(final_lsn, xid), final_lsn - 100), (relation(), final_lsn - 100),
+            (insert(key, "v"), final_lsn - 99), (commit(final_lsn, end_lsn), end_lsn)]
+
+
+def test_psycopg2_never_forwards_the_flush_position(tmp_path: Path) -> None:
+    """The cause of the PostgreSQL 17+ restart failure: a keepalive past the last message must
+    not move the flush position the server is told beyond what is durable and stored."""
+    r = run([*y_tx(2000, 2010, 801, "1"), IDLE, Keepalive(5000), IDLE, IDLE], tmp_path)
+    assert r.cur.forwarded == []
+    assert r.cur.flush == 2009
+    assert [b.offset["lsn"] for b in r.batches if b.offset] == [2010]
+    r.source.close()  # reading is over: the stored offset itself is confirmed
+    assert r.cur.feedback[-1] == 2010
+
+
+def test_offsets_follow_a_still_server_position(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A still position past the last message is stored, then confirmed (a walsender that
+    shuts down waits for it); psycopg2 may then forward to a later keepalive, and the offsets
+    follow that at once, so the slot never stays ahead of the stored offset."""
+    monkeypatch.setattr(streaming, "FOLLOW_STILL_S", 0.0)
+    stored: list[int] = []
+
+    def ack(source: PostgresStreamingSource, batch: Batch) -> None:
+        if batch.offset:
+            stored.append(int(batch.offset["lsn"]))
+        if batch.ack is not None:
+            source.acknowledge(batch.ack)
+
+    r = run([*y_tx(2000, 2010, 801, "1"), IDLE, Keepalive(5000), IDLE, IDLE, Keepalive(6000),
+             IDLE, IDLE, *y_tx(7000, 7010, 802, "2"), IDLE, IDLE], tmp_path, ack=ack)
+    # Still at once (FOLLOW_STILL_S 0): 2010 itself is confirmed, so psycopg2 forwards to each
+    # later keepalive; each forwarded position is stored right after.
+    assert r.cur.forwarded == [5000, 6000]
+    assert stored == [2010, 5000, 6000, 7010]
+    assert r.cur.feedback == stored  # each confirmed once stored (durable), never before
+    assert [rec.after[0] for rec in r.records] == [1, 2]

@@ -163,9 +163,46 @@ def test_cli_profiles_and_streams(tmp_path: Path) -> None:
     assert orjson.loads(run("streams", "errors", "s1", "--json")) == {"errors": []}
     listed = orjson.loads(run("streams", "list", "--json"))
     assert [(s["name"], s["state"]) for s in listed["streams"]] == [("s1", "NOT_STARTED")]
-    signal = orjson.loads(run("streams", "backfill", "s1", "public.orders", "--where",
-                              "id > 10", "--json"))
+    # A backfill job is checked on the source first: an unreachable one says so, and
+    # nothing is queued unchecked.
+    out = run("streams", "backfill", "s1", "public.orders", "--where", "id > 10", code=2)
+    assert "backfill of public.orders: cannot check the object on the source" in out
+    assert not (tmp_path / "streams" / "s1" / "signals.jsonl").exists()
+    from headwater.streams.backfill import start_backfill
+
+    signal = start_backfill(tmp_path, "s1", ObjectRef("public", "orders"), "id > 10")
     assert signal["data"]["additional-conditions"] == [
         {"data-collection": "public.orders", "filter": "id > 10"}]
     run("streams", "delete", "s1")
     assert orjson.loads(run("streams", "list", "--json")) == {"streams": []}
+
+
+MONGO = {"mongodb.connection.string": "mongodb://127.0.0.1:1/?replicaSet=rs0"}
+
+
+def test_mongodb_stream_translation(tmp_path: Path) -> None:
+    """A MongoDB stream: collection lists (not table lists), field exclusions as
+    field.exclude.list, an included field refused, no read.only (MongoDB's incremental
+    snapshots write their watermarks), and Datastream events into files."""
+    src = source_profile("m", "mongo", MONGO)
+    assert src.kind == "mongodb"
+    files = destination_profile("f", "files", str(tmp_path / "f"))
+    spec = StreamSpec("s", "m", "f", include=(ObjectRef("shop"), ObjectRef("crm", "people")),
+                      exclude=(ObjectRef("shop", "audit"), ObjectRef("crm", "people", "ssn")))
+    props = connector_properties(spec, src, files, tmp_path)
+    assert "read.only" not in props and "table.include.list" not in props
+    assert props["field.exclude.list"] == "crm.people.ssn"
+    include = NameFilter(tuple(props["collection.include.list"].split(",")), ())
+    assert [include.admits(n) for n in ("shop.orders", "shop.audit", "crm.people",
+                                        "crm.other")] == [True, False, True, False]
+    from headwater.capture import load_connector_config
+    loaded = load_connector_config(write_config(tmp_path / "m.json", props))
+    assert loaded.output.event_format == "datastream"  # type: ignore[attr-defined]
+    assert loaded.field_exclude_list == "crm.people.ssn"  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="excludes fields only"):
+        connector_properties(StreamSpec("s", "m", "f", include=(
+            ObjectRef("crm", "people", "name"),)), src, files, tmp_path)
+    topics = destination_profile("t", "topics", str(tmp_path / "t"))
+    spec = StreamSpec("s", "m", "t", exclude=(ObjectRef("shop", "audit"),))
+    props = connector_properties(spec, src, topics, tmp_path)
+    assert props["collection.exclude.list"] == "shop\\.audit"

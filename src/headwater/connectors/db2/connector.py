@@ -28,11 +28,9 @@ streaming resumes from.
 from __future__ import annotations
 
 import logging
-import time
 from importlib import import_module
 from typing import Any, Final
 
-from headwater.config.connector_common import NameFilter
 from headwater.connectors.db2 import queries
 from headwater.connectors.db2.catalog import ChangeTable, change_tables
 from headwater.connectors.db2.config import Db2ConnectorConfig
@@ -43,9 +41,8 @@ from headwater.connectors.db2.schema_events import Db2SchemaEventShape
 from headwater.connectors.db2.streaming import Db2Streaming, max_lsn
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.source import SourceRunContext
-from headwater.engine.topic_naming import TopicNaming
-from headwater.model.record import ChangeRecord, Op, SnapshotMarker
 from headwater.model.schema import TableId
+from headwater.model.topic_naming import TopicNaming
 from headwater.relational.changetables.connector import ChangeTableConnector, ChangeTableSnapshot
 from headwater.relational.changetables.paramstyle import connect_qmark
 
@@ -164,43 +161,31 @@ class Db2Snapshot(ChangeTableSnapshot):
                .replace("#table", queries.table_name(table.table.schema or "",
                                                      table.table.table)))
         cur = conn.cursor()
-        count = 0
         try:
             cur.execute(sql)
-            while rows := cur.fetchmany(cfg.snapshot_fetch_size or 2000):
-                if ctx.stopping.is_set():
-                    return False
-                now = int(time.time() * 1000)
-                for row in rows:
-                    count += 1
-                    self._add(ctx, ChangeRecord(
-                        self.connector.context, table.codec.schema, Op.READ, None,
-                        table.codec.convert(row), now, now, SnapshotMarker.TRUE,
-                        Db2Position(lsn, None, None, now * 1000)))
+            count = self._read_rows(ctx, cur, self.connector.context, table.codec,
+                                    cfg.snapshot_fetch_size or 2000, Db2Position, lsn)
         finally:
             cur.close()
+        if count is None:
+            return False
         log.info("snapshot step 6/7: read %s done, %d rows", table.table.identifier, count)
         return True
 
 
 class Db2Connector(ChangeTableConnector):
     DATABASE = "Db2"
+    STREAMING = Db2Streaming
     cfg: Db2ConnectorConfig
 
     def __init__(self, cfg: Db2ConnectorConfig, metrics: CaptureMetrics | None = None,
                  naming: TopicNaming | None = None) -> None:
         super().__init__(cfg, "db2", metrics, naming)
-        self.cfg = cfg
-        self.history_cfg = cfg.schema_history
         self.source_block = Db2SourceBlock()
         self._driver: Any = None
 
     def lsn_bytes(self, text: str | None) -> bytes | None:
         return lsn_bytes(text)
-
-    def captures_schema(self, name: str) -> bool:
-        return NameFilter(self.cfg.schema_include_list,
-                          self.cfg.schema_exclude_list).admits(name)
 
     def schema_shape(self) -> Db2SchemaEventShape:
         return Db2SchemaEventShape(self.context, self.source_block, self.cfg.database_dbname)
@@ -237,9 +222,3 @@ class Db2Connector(ChangeTableConnector):
 
     def chunk_source(self) -> Db2ChunkSource:
         return Db2ChunkSource(self.cfg, self.context, self.connect)
-
-    def streaming_source(self, offset: dict[str, Any] | None) -> Db2Streaming:
-        streaming = Db2Streaming(self.cfg, self.context, self.metrics, self.connect, offset,
-                                 self.connection_errors, self.incremental_hook())
-        streaming.table_schema = self.table_schema
-        return streaming

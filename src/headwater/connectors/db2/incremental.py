@@ -19,7 +19,7 @@ from headwater.connectors.db2.lsn import lsn_text
 from headwater.connectors.db2.position import Db2Position
 from headwater.connectors.db2.streaming import max_lsn
 from headwater.engine.incremental import IncrementalSnapshotError
-from headwater.engine.signals import format_collection
+from headwater.model.collection import format_collection
 from headwater.model.record import SourceContext
 from headwater.model.schema import TableId
 from headwater.relational.changetables.chunks import ChangeTableChunkSource

@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from headwater.connectors import sequence_columns as columns
 from headwater.connectors.db2.ordering import LSN_DIGITS
-from headwater.pipeline import sequence_columns as columns
 
 
 def lsn_columns(col: pa.Array) -> np.ndarray:

@@ -45,7 +45,7 @@ from headwater.config.definition import (
     regex_list_validator,
 )
 from headwater.config.loader import load_properties
-from headwater.config.output import refuse_datastream
+from headwater.config.output import DATASTREAM, OutputConfig, check_output
 from headwater.config.secrets import REDACTED, Secret, without_secrets
 from headwater.config.signals import SignalConfig, signal_config
 from headwater.relational import config as relational
@@ -63,6 +63,7 @@ SNAPSHOT_MODES: Final = ("initial", "initial_only", "when_needed", "no_data", "a
 # A secret-free stand-in for the read-only commands, which never connect.
 NO_CONNECTION: Final = "mongodb://secrets-not-loaded"
 _FILTER_OVERRIDE: Final = "snapshot.collection.filter.overrides"
+_JSON_MODE: Final = "headwater.datastream.mongodb.json.mode"
 
 
 def _connector_class(text: str) -> str:
@@ -138,6 +139,10 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     Property("mongodb.heartbeat.frequency.ms", _I, 10_000, min_value=500),
     Property("cursor.max.await.time.ms", _I, min_value=1,
              doc="longest wait of one change stream poll (server default when unset)"),
+    Property("capture.start.op.time", _L, -1, min_value=-1, max_value=2**63 - 1,
+             doc="a BSON timestamp as a long ((seconds << 32) + increment): with no stored "
+                 "position and snapshot.mode=no_data, streaming starts at this operation "
+                 "time (-1: at the current end)"),
     # -- filters --------------------------------------------------------------------------------
     *(Property(f"{kind}.{way}.list", _LIST, validator=regex_list_validator,
                doc=relational.DOC_REGEX + ("database name" if kind == "database"
@@ -162,6 +167,12 @@ PROPERTIES: Final[tuple[Property, ...]] = (
              rejected_values=dict.fromkeys(
                  ("strict", "extended", "relaxed"),
                  "Headwater writes Debezium's default (legacy) encoding only")),
+    Property(_JSON_MODE, _E, "canonical", allowed=("canonical", "relaxed"),
+             rejected_values={"strict": "Datastream's STRICT (Extended JSON v1) mode is not "
+                                        "implemented by Headwater"},
+             doc="Extended JSON of the documents in Datastream events: canonical (every "
+                 "value typed; Datastream's default) or relaxed; only with "
+                 "headwater.event.format=datastream"),
     Property("cursor.oversize.handling.mode", _E, "fail", allowed=("fail",),
              rejected_values=dict.fromkeys(("skip", "split"), "not implemented by Headwater")),
     # -- snapshot -------------------------------------------------------------------------------
@@ -185,7 +196,7 @@ PROPERTIES: Final[tuple[Property, ...]] = (
 _NOT_IMPLEMENTED: Final = relational.NOT_IMPLEMENTED
 IGNORED: Final[Mapping[str, str]] = {
     **dict.fromkeys(
-        ("mongodb.poll.interval.ms", "mongodb.authentication.class", "capture.start.op.time",
+        ("mongodb.poll.interval.ms", "mongodb.authentication.class",
          "cursor.pipeline", "cursor.pipeline.order", "cursor.oversize.skip.threshold",
          "mongodb.ssl.keystore", "mongodb.ssl.keystore.password", "mongodb.ssl.keystore.type",
          "mongodb.ssl.truststore", "mongodb.ssl.truststore.password",
@@ -222,10 +233,20 @@ def _check_scope(context: ValidationContext) -> None:
                       "to watch)")
 
 
-# Datastream events of MongoDB (the document as the payload, Datastream's MongoDB source
-# metadata) are not implemented and the relational rendering would give wrong events.
-_check_event_format = refuse_datastream(
-    "MongoDB", "Datastream's MongoDB event shape is not implemented")
+def _check_event_format(context: ValidationContext) -> None:
+    """Datastream events carry the whole document of every change: the capture modes whose
+    updates have only the changed fields cannot give them; the JSON mode is Datastream's
+    only."""
+    values = context.values
+    if values.get("headwater.event.format") == DATASTREAM:
+        mode = values.get("capture.mode")
+        if isinstance(mode, str) and "update_full" not in mode:
+            context.error(f"capture.mode={mode}: Datastream events carry the whole document "
+                          "of an update; use change_streams_update_full or "
+                          "change_streams_update_full_with_pre_image")
+    elif _JSON_MODE in context.explicit:
+        context.error(f"{_JSON_MODE} is only used with headwater.event.format=datastream")
+    check_output(context)
 
 
 MONGODB_CONFIG_DEF: Final = ConfigDef(
@@ -283,6 +304,8 @@ class MongoDbConnectorConfig:
     mongodb_socket_timeout_ms: int = 0
     mongodb_heartbeat_frequency_ms: int = 10_000
     cursor_max_await_time_ms: int | None = None
+    # capture.start.op.time (None: unset, Debezium's -1)
+    capture_start_op_time: int | None = None
     database_include_list: tuple[str, ...] = ()
     database_exclude_list: tuple[str, ...] = ()
     collection_include_list: tuple[str, ...] = ()
@@ -315,6 +338,7 @@ class MongoDbConnectorConfig:
     max_batch_size: int = 2048
     max_queue_size: int = 8192
     poll_interval_ms: int = 500
+    statistics_metrics_enabled: bool = True
     key_converter_schemas_enable: bool = True
     value_converter_schemas_enable: bool = True
     header_converter: str = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
@@ -323,6 +347,9 @@ class MongoDbConnectorConfig:
     headwater_topics_segment_bytes: int = 67_108_864
     headwater_topics_segment_ms: int = 1000
     guardrail: Guardrail = field(default_factory=Guardrail)
+    # headwater.event.format, headwater.destination[.files.*] (headwater.config.output)
+    output: OutputConfig = field(default_factory=OutputConfig)
+    headwater_datastream_mongodb_json_mode: str = "canonical"
     passthrough: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False,
                                            hash=False)
     _signals: SignalConfig = field(default_factory=SignalConfig, repr=False, compare=False)
@@ -370,6 +397,8 @@ class MongoDbConnectorConfig:
             mongodb_socket_timeout_ms=c.get_int("mongodb.socket.timeout.ms"),
             mongodb_heartbeat_frequency_ms=c.get_int("mongodb.heartbeat.frequency.ms"),
             cursor_max_await_time_ms=await_ms if isinstance(await_ms, int) else None,
+            capture_start_op_time=(None if c.get_int("capture.start.op.time") < 0
+                                   else c.get_int("capture.start.op.time")),
             database_include_list=c.get_list("database.include.list"),
             database_exclude_list=c.get_list("database.exclude.list"),
             collection_include_list=c.get_list("collection.include.list"),
@@ -404,6 +433,7 @@ class MongoDbConnectorConfig:
             max_batch_size=c.get_int("max.batch.size"),
             max_queue_size=c.get_int("max.queue.size"),
             poll_interval_ms=c.get_int("poll.interval.ms"),
+            statistics_metrics_enabled=c.get_bool("statistics.metrics.enabled"),
             key_converter_schemas_enable=c.get_bool("key.converter.schemas.enable"),
             value_converter_schemas_enable=c.get_bool("value.converter.schemas.enable"),
             header_converter=c.get_str("header.converter"),
@@ -414,6 +444,8 @@ class MongoDbConnectorConfig:
             headwater_topics_segment_bytes=c.get_int("headwater.topics.segment.bytes"),
             headwater_topics_segment_ms=c.get_int("headwater.topics.segment.ms"),
             guardrail=Guardrail.from_config(c),
+            output=OutputConfig.from_config(c),
+            headwater_datastream_mongodb_json_mode=c.get_str(_JSON_MODE),
             passthrough=dict(c.passthrough),
             _signals=signal_config(c),
         )

@@ -21,6 +21,11 @@ TRANSIENT_ERRORS: Final = (errors.AutoReconnect, errors.ConnectionFailure,
                            errors.NotPrimaryError, errors.ExecutionTimeout)
 # ChangeStreamHistoryLost: the resume point is no longer in the oplog.
 HISTORY_LOST: Final = 286
+# The server ended the reader's cursor or operation (killCursors, killOp, an idle cursor's
+# timeout): CursorNotFound, Interrupted, CursorKilled.  They carry no retriable label, but
+# reopening the stream after the stored token loses nothing (the fault harness's
+# change-stream-kill trials stopped the capture with exit 1 on CursorKilled before).
+ENDED_BY_SERVER: Final = (43, 11601, 237)
 # The server's own retriable labels on a failed command.
 RETRIABLE_LABELS: Final = ("ResumableChangeStreamError", "RetryableWriteError",
                            "TransientTransactionError")
@@ -92,6 +97,8 @@ def transient(exc: BaseException) -> bool:
     if isinstance(exc, errors.OperationFailure):
         if exc.code == HISTORY_LOST:
             return False
+        if exc.code in ENDED_BY_SERVER:
+            return True
         return any(exc.has_error_label(label) for label in RETRIABLE_LABELS)
     return False
 

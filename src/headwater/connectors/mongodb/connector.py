@@ -9,7 +9,8 @@ Start rules (Debezium 3.x's snapshotters):
   oplog (ChangeStreamHistoryLost): a new snapshot instead of an error.
 * ``always``: a snapshot on every start, then stream.
 * ``no_data`` (``never``): no snapshot; the first start streams from the current end of the
-  oplog.
+  oplog, or from ``capture.start.op.time`` when set (Debezium's startAtOperationTime, used
+  only while no position is stored: a data snapshot stores one).
 
 An offset whose snapshot did not complete (`initsync`, or none of its own) means a new snapshot.
 A connection error on the first start is final (a wrong URI or password must be fixed); later
@@ -24,8 +25,10 @@ from typing import Any
 from pymongo import errors
 
 from headwater.config.connector_common import warn_unmatched
+from headwater.config.output import DATASTREAM
 from headwater.connectors.mongodb import connection
 from headwater.connectors.mongodb.config import MongoDbConnectorConfig
+from headwater.connectors.mongodb.datastream import DatastreamCodec, datastream_collection_schema
 from headwater.connectors.mongodb.documents import CollectionCodec, collection_schema
 from headwater.connectors.mongodb.fields import FieldSelector
 from headwater.connectors.mongodb.pipeline import change_stream_pipeline
@@ -43,10 +46,10 @@ from headwater.connectors.mongodb.streaming import (
 )
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.source import RetriableError, StartPlan
-from headwater.engine.topic_naming import TopicNaming
 from headwater.model.record import SourceContext
 from headwater.model.schema import TableId
 from headwater.model.source_block import CONNECTOR_VERSION
+from headwater.model.topic_naming import TopicNaming
 
 log = logging.getLogger("headwater.connectors.mongodb")
 
@@ -66,7 +69,8 @@ class MongoDbConnector:
         self._context = SourceContext(KIND, config.topic_prefix, CONNECTOR_VERSION)
         self._partition = {"server_id": config.topic_prefix}
         self._selector = FieldSelector(config.field_exclude_list, config.field_renames)
-        self._codecs: dict[tuple[str, str], CollectionCodec] = {}
+        self._codecs: dict[tuple[str, str], CollectionCodec | DatastreamCodec] = {}
+        self._datastream = config.output.event_format == DATASTREAM
         self._started = False
         # watched even when not captured: source-channel signals and snapshot watermarks
         self.signal_collection = config.signals.data_collection or None
@@ -81,13 +85,18 @@ class MongoDbConnector:
 
     # -- what every source shares ---------------------------------------------------------------
 
-    def codec(self, database: str, collection: str) -> CollectionCodec:
+    def codec(self, database: str, collection: str) -> CollectionCodec | DatastreamCodec:
+        """The collection's codec: Debezium's document envelope, or Datastream's `_id` and
+        `payload` columns (connectors/mongodb/datastream.py)."""
         key = (database, collection)
         codec = self._codecs.get(key)
         if codec is None:
-            codec = self._codecs[key] = CollectionCodec(
-                collection_schema(database, collection),
-                self._selector.for_collection(database, collection))
+            fields = self._selector.for_collection(database, collection)
+            codec = self._codecs[key] = (
+                DatastreamCodec(datastream_collection_schema(database, collection), fields,
+                                self.config.headwater_datastream_mongodb_json_mode)
+                if self._datastream
+                else CollectionCodec(collection_schema(database, collection), fields))
         return codec
 
     def watch_target(self, client: Any) -> Any:
@@ -185,6 +194,8 @@ class MongoDbConnector:
         if mode == "always":
             return StartPlan(snapshot, streaming, data_snapshot=True)
         if mode == "no_data":
+            if token is None and cfg.capture_start_op_time is not None:
+                return StartPlan(None, streaming)  # streaming starts at the operation time
             if token is None:
                 return StartPlan(MongoDbSnapshotSource(self, with_data=False), streaming)
             return StartPlan(None, streaming)

@@ -44,8 +44,15 @@ from pymongo import WriteConcern
 from headwater.connectors.mongodb import connection
 from headwater.connectors.mongodb.query_json import FilterError, parse_filter
 from headwater.connectors.mongodb.rawdoc import FAST_RAW_OPTIONS
-from headwater.engine.incremental import ChunkRead, IncrementalSnapshotError, RawKey, SnapshotTable
-from headwater.engine.signals import WINDOW_CLOSE, WINDOW_OPEN, split_collection
+from headwater.engine.incremental import (
+    BlockingSnapshotBatches,
+    ChunkRead,
+    IncrementalSnapshotError,
+    RawKey,
+    SnapshotTable,
+)
+from headwater.engine.signals import WINDOW_CLOSE, WINDOW_OPEN
+from headwater.model.collection import split_collection
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker
 
 if TYPE_CHECKING:
@@ -228,27 +235,17 @@ class MongoChunkSource:
 
         here = self._position()
         position = MongoPosition(-1, -1, here.resume_token if here is not None else None)
-        size = self.cfg.max_batch_size
-        batch: list[ChangeRecord] = []
-        held: ChangeRecord | None = None
+        batches = BlockingSnapshotBatches(emit, self.cfg.max_batch_size)
         for table in tables:
             codec = self.connector.codec(*table.collection)
             log.info("blocking snapshot step: read %s", table.name)
             with self._collection(table).find(self._filter(table)) as cursor:
                 for doc in cursor:
-                    if held is not None:
-                        batch.append(held)
-                        if len(batch) >= size:
-                            emit(batch)
-                            batch = []
                     now = int(time.time() * 1000)
-                    held = ChangeRecord(self.connector.context, codec.schema, Op.READ, None,
-                                        codec.read(doc), now, now, SnapshotMarker.TRUE,
-                                        position)
-        if held is not None:
-            batch.append(held._replace(snapshot=SnapshotMarker.LAST))
-        if batch:
-            emit(batch)
+                    batches.add(ChangeRecord(self.connector.context, codec.schema, Op.READ,
+                                             None, codec.read(doc), now, now,
+                                             SnapshotMarker.TRUE, position))
+        batches.finish()
 
 
 __all__ = ["MongoChunkSource", "decode_key", "encode_key", "signal_collection", "window_key"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import bson
@@ -46,8 +47,11 @@ class MongoPosition(NamedTuple):
     wall_time: int = 0  # ms since the epoch; 0 when the server does not send it
 
     @property
-    def order_key(self) -> tuple[int, int]:
-        return (self.sec, self.ord)
+    def order_key(self) -> tuple[int, int, int]:
+        """(sec, ord, operation index in its transaction): the events of one transaction share
+        their cluster time, and only the resume token tells them apart (Datastream's sort_keys
+        and uuid are made from this)."""
+        return (self.sec, self.ord, txn_op_index(self.resume_token))
 
     def source_fields(self) -> dict[str, Any]:
         return {"ord": self.ord, "lsid": self.lsid, "txnNumber": self.txn_number,
@@ -83,6 +87,46 @@ def token_from_offset(text: str) -> dict[str, Any]:
     except Exception:  # not base64 BSON: the old format
         pass
     return {"_data": text}
+
+
+# KeyString type bytes of the numbers a resume token holds (MongoDB's key_string.cpp): zero,
+# then positive integers of 1..8 bytes (the value shifted left by one bit).
+_KS_ZERO = 41
+_KS_POSITIVE_INT = range(43, 51)
+
+
+def _ks_int(raw: bytes, at: int) -> tuple[int, int]:
+    """(value, next offset) of the KeyString integer at `at`."""
+    kind = raw[at]
+    if kind == _KS_ZERO:
+        return 0, at + 1
+    if kind in _KS_POSITIVE_INT:
+        size = kind - _KS_POSITIVE_INT.start + 1
+        return int.from_bytes(raw[at + 1:at + 1 + size], "big") >> 1, at + 1 + size
+    raise ValueError(f"byte {at} of the resume token: KeyString type {kind} is no small "
+                     "non-negative integer")
+
+
+def token_txn_op_index(data: bytes) -> int:
+    """The `txnOpIndex` of a resume token's `_data` (ResumeTokenData: clusterTime, version,
+    [tokenType,] txnOpIndex, ...): 0 outside transactions, the operation's index inside."""
+    if len(data) < 9 or data[0] != 130:
+        raise ValueError("the resume token does not start with a timestamp")
+    version, at = _ks_int(data, 9)
+    if version >= 1:
+        _token_type, at = _ks_int(data, at)
+    index, _ = _ks_int(data, at)
+    return index
+
+
+@lru_cache(maxsize=256)  # a snapshot's records all share one token
+def txn_op_index(resume_token: str | None) -> int:
+    """`token_txn_op_index` of a position's resume token (base64 BSON); 0 without one."""
+    if resume_token is None:
+        return 0
+    data = token_from_offset(resume_token).get("_data")
+    raw = bytes.fromhex(data) if isinstance(data, str) else bytes(data or b"")
+    return token_txn_op_index(raw)
 
 
 def token_time(token: Mapping[str, Any]) -> tuple[int, int]:

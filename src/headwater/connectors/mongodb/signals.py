@@ -36,13 +36,8 @@ from bson import json_util
 from headwater.config.signals import SignalConfig
 from headwater.connectors.mongodb.incremental import MongoChunkSource, window_key
 from headwater.engine.incremental import IncrementalSnapshotController
-from headwater.engine.signals import (
-    WINDOW_CLOSE,
-    WINDOW_OPEN,
-    FileSignalChannel,
-    Signal,
-    format_collection,
-)
+from headwater.engine.signals import WINDOW_CLOSE, WINDOW_OPEN, FileSignalChannel, Signal
+from headwater.model.collection import format_collection
 from headwater.model.record import ChangeRecord
 
 if TYPE_CHECKING:

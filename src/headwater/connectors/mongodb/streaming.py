@@ -25,6 +25,7 @@ from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from bson.datetime_ms import DatetimeMS
+from bson.timestamp import Timestamp
 from pymongo import errors
 
 from headwater.connectors.mongodb import connection
@@ -81,9 +82,13 @@ class MongoDbStreamingSource:
         cfg = self.cfg
         token = offset.get(RESUME_TOKEN) if offset else None
         client = connection.client(cfg, **connection.RAW_DOCUMENTS)  # rawdoc.py
+        op_time = None if token else start_operation_time(cfg.capture_start_op_time)
         try:
-            kw = {"resume_after": token_from_offset(str(token))} if token else {}
+            kw: dict[str, Any] = ({"resume_after": token_from_offset(str(token))} if token
+                                  else {"start_at_operation_time": op_time} if op_time
+                                  else {})
             log.info("streaming: %s", f"resuming after token {token}" if token
+                     else f"at operation time {op_time} (capture.start.op.time)" if op_time
                      else "from the current end of the change stream")
             with self.connector.open_stream(client, **kw) as stream:
                 self.metrics.connected = True
@@ -94,6 +99,11 @@ class MongoDbStreamingSource:
                     if loop.hook is not None:
                         loop.hook.close()
         except errors.OperationFailure as exc:
+            if history_lost(exc) and op_time is not None:
+                raise ResumeTokenLostError(
+                    f"capture.start.op.time={cfg.capture_start_op_time} ({op_time}) is not "
+                    f"in the oplog of {cfg.masked_connection_string()} "
+                    f"({connection.scrub(str(exc), cfg)}); give a later operation time") from None
             if history_lost(exc):
                 raise ResumeTokenLostError(
                     f"the stored resume token {token} is no longer in the oplog of "
@@ -112,6 +122,14 @@ class MongoDbStreamingSource:
         finally:
             self.metrics.connected = False
             client.close()
+
+
+def start_operation_time(value: int | None) -> Timestamp | None:
+    """capture.start.op.time as the BSON timestamp it is the long of (Debezium's
+    `new BsonTimestamp(long)`: seconds in the high 32 bits, increment in the low)."""
+    if value is None:
+        return None
+    return Timestamp(value >> 32, value & 0xFFFFFFFF)
 
 
 class _Loop:

@@ -11,8 +11,8 @@ deprecated aliases:
   ``data/history/<topic.prefix>.jsonl`` next to the configuration), Debezium's
   ``FileSchemaHistory``, or a Kafka topic with
   ``schema.history.internal=io.debezium.storage.kafka.history.KafkaSchemaHistory`` and
-  ``schema.history.internal.kafka.*`` (`headwater.kafka.history`; 1.x ``database.history.*``
-  names are aliases).
+  ``schema.history.internal.kafka.*`` (`headwater.connectors.mysql.kafka_history`; 1.x
+  ``database.history.*`` names are aliases).
   ``schema.history.internal.skip.unparseable.ddl`` and
   ``schema.history.internal.store.only.captured.tables.ddl`` keep their meaning (1.0 names:
   ``database.history.skip.unparseable.ddl``, ``database.history.store.only.monitored.tables.ddl``).
@@ -116,6 +116,10 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     Property("time.precision.mode", _E, "adaptive_time_microseconds",
              allowed=("adaptive_time_microseconds", "adaptive", "connect")),
     Property("bigint.unsigned.handling.mode", _E, "long", allowed=("long", "precise")),
+    Property("unavailable.value.placeholder", _S, relational.DEFAULT_UNAVAILABLE_VALUE,
+             validator=relational.placeholder_validator,
+             doc="value of BLOB/TEXT columns binlog_row_image=NOBLOB leaves out; 'hex:' prefix "
+                 "= hex-encoded bytes"),
     Property("enable.time.adjuster", _B, True),
     Property("include.schema.changes", _B, True),
     Property("include.query", _B, False,
@@ -197,6 +201,7 @@ class MySqlConnectorConfig(RelationalConnectorConfig):
     gtid_source_excludes: tuple[str, ...] = ()
     time_precision_mode: str = "adaptive_time_microseconds"
     bigint_unsigned_handling_mode: str = "long"
+    unavailable_value_placeholder: str = relational.DEFAULT_UNAVAILABLE_VALUE
     enable_time_adjuster: bool = True
     include_schema_changes: bool = True
     include_query: bool = False
@@ -251,6 +256,7 @@ class MySqlConnectorConfig(RelationalConnectorConfig):
             gtid_source_excludes=c.get_list("gtid.source.excludes"),
             time_precision_mode=c.get_str("time.precision.mode"),
             bigint_unsigned_handling_mode=c.get_str("bigint.unsigned.handling.mode"),
+            unavailable_value_placeholder=c.get_str("unavailable.value.placeholder"),
             enable_time_adjuster=c.get_bool("enable.time.adjuster"),
             include_schema_changes=c.get_bool("include.schema.changes"),
             include_query=c.get_bool("include.query"),

@@ -3,7 +3,7 @@ server still has and snapshot.mode.
 
 Start-up steps (each logged):
 
-1. *check server*: binary logging on, `binlog_format=ROW`, `binlog_row_image=FULL`;
+1. *check server*: binary logging on, `binlog_format=ROW`, `binlog_row_image=FULL` or `NOBLOB`;
    `binlog_row_metadata` other than FULL is a warning (the fallback for tables the schema
    history cannot decode needs the column names only FULL writes);
 2. *position*: is the stored binlog position still on the server?  If it was purged the
@@ -31,8 +31,8 @@ from headwater.connectors.mysql.snapshot import MySqlSnapshotSource
 from headwater.connectors.mysql.streaming import BinlogPositionLostError, MySqlStreamingSource
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.source import SourceRunContext, StartPlan
-from headwater.engine.topic_naming import TopicNaming
 from headwater.model.schema import TableId
+from headwater.model.topic_naming import TopicNaming
 from headwater.relational.connector import RelationalConnector
 from headwater.relational.snapshotter import snapshotter_for
 
@@ -159,8 +159,8 @@ class MySqlConnector(RelationalConnector):
             problems.append("binary logging is off (start the server with log_bin)")
         if str(fmt).upper() != "ROW":
             problems.append(f"binlog_format is {fmt} (ROW is required)")
-        if str(image).upper() != "FULL":
-            problems.append(f"binlog_row_image is {image} (FULL is required)")
+        if str(image).upper() not in ("FULL", "NOBLOB"):  # Debezium 3.x takes both
+            problems.append(f"binlog_row_image is {image} (FULL or NOBLOB is required)")
         if problems:
             raise MySqlConnectorError(
                 "the server cannot be captured: " + "; ".join(problems))

@@ -236,6 +236,7 @@ class AlterParser(TableParser):
     def alter_alter(self) -> AlterAction | None:
         if self.at("INDEX", "KEY"):
             self.i += 1
+            self.if_exists()  # MariaDB: a missing index is a warning, not an error
             self.identifier("index name")
             if not (self.accept("NOT", "IGNORED") or self.accept_any(
                     "IGNORED", "VISIBLE", "INVISIBLE")):

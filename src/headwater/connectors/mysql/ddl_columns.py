@@ -202,6 +202,10 @@ class ColumnParser(Cursor):
         row_end = spec.row_end
         while True:
             token = self.peek()
+            if self.at_engine_option():  # `name`=value: a storage engine's column option
+                self.i += 1
+                self.option_value()
+                continue
             if token.kind != WORD:
                 break
             word = token.upper

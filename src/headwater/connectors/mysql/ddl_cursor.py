@@ -205,6 +205,15 @@ class Cursor:
             return self.skip_parens()
         raise self.error("expected an option value")
 
+    def at_engine_option(self, ahead: int = 0) -> bool:
+        """A quoted name and '=' ahead: a storage engine's own option (MariaDB's
+        `IDENT_sys = value`).  The server's built-in options are keywords and cannot be
+        quoted, so a quoted name before '=' is always an engine's; SHOW CREATE TABLE prints
+        them that way (`PAGE_COMPRESSED`='ON'), which is how mysqldump and replicas write
+        them."""
+        token = self.peek(ahead + 1)
+        return self.peek(ahead).kind == QUOTED and token.kind == OP and token.value == "="
+
     def charset_name(self) -> str:
         self.accept_op("=")
         if self.at("BINARY"):

@@ -9,7 +9,7 @@ check expressions are read and dropped.
 from __future__ import annotations
 
 from headwater.connectors.mysql.ddl_columns import ColumnParser
-from headwater.connectors.mysql.ddl_lexer import WORD
+from headwater.connectors.mysql.ddl_lexer import OP, WORD
 from headwater.connectors.mysql.ddl_model import IndexSpec
 
 INDEX_WORDS = frozenset({"INDEX", "KEY", "UNIQUE", "PRIMARY", "FULLTEXT", "SPATIAL",
@@ -112,6 +112,11 @@ class KeyParser(ColumnParser):
             elif self.accept("NOT", "IGNORED") or self.accept("VISIBLE") or \
                     self.accept("INVISIBLE") or self.accept("IGNORED"):
                 pass
+            elif self.at_engine_option() or (
+                    self.peek().kind == WORD and self.peek(1).kind == OP
+                    and self.peek(1).value == "=" and not self.at("ALGORITHM", "LOCK")):
+                self.i += 1  # a storage engine's index option, `name`=value or name=value
+                self.option_value()
             else:
                 return
 

@@ -66,17 +66,23 @@ _ESCAPES = {
     "%": "\\%",
     "_": "\\_",
 }
-_ESCAPE_RE = re.compile(r"\\(.)", re.DOTALL)
+# A backslash escape or a doubled quote, read in one left-to-right pass: two passes would take
+# the quote an escape yields for half of a doubled one (the body \'\' is two quotes, not one).
+_UNESCAPE_RE = {quote: re.compile(r"\\(.)|" + quote * 2, re.DOTALL) for quote in "'\""}
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    escaped = match.group(1)
+    if escaped is None:
+        return match.group()[0]  # a doubled quote
+    return _ESCAPES.get(escaped, escaped)
 
 
 def unescape_string(body: str, quote: str) -> str:
     """The value of a string literal's body (without its quotes), as MySQL reads it."""
-    if "\\" in body:
-        body = _ESCAPE_RE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), body)
-    doubled = quote + quote
-    if doubled in body:
-        body = body.replace(doubled, quote)
-    return body
+    if "\\" not in body and quote * 2 not in body:
+        return body
+    return _UNESCAPE_RE[quote].sub(_unescaped, body)
 
 
 def tokenize(sql: str, ansi_quotes: bool = False) -> list[Token]:

@@ -1,9 +1,11 @@
 """CREATE TABLE, table options and partitioning.
 
 Table options are open-ended (storage engines define their own, MariaDB accepts
-`name=value` for any of them), so any `word = value` is read as an option; the catalog keeps
-only the charset, collation and comment.  Partitioning never changes columns, but it is read
-clause by clause rather than skipped, because a CREATE TABLE ... SELECT may follow it.
+`name=value` for any of them, the name quoted or not), so any `word = value` or
+`` `name` = value`` is read as an option; the catalog keeps only the charset, collation and
+comment, which are the server's own options and never quoted.  Partitioning never changes
+columns, but it is read clause by clause rather than skipped, because a CREATE TABLE ... SELECT
+may follow it.
 """
 
 from __future__ import annotations
@@ -95,8 +97,13 @@ class TableParser(KeyParser):
         comment: str | None = None
         while not self.at_end():
             comma = 0
-            if self.at_op(",") and self.peek(1).kind == WORD and not in_alter:
+            if self.at_op(",") and not in_alter and (
+                    self.peek(1).kind == WORD or self.at_engine_option(1)):
                 comma = 1
+            if self.at_engine_option(comma):  # nothing for the catalog
+                self.i += comma + 1
+                self.option_value()
+                continue
             token = self.peek(comma)
             if token.kind != WORD:
                 break

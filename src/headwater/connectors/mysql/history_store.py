@@ -12,7 +12,7 @@ from headwater.connectors.mysql.ddl import SchemaChange
 from headwater.connectors.mysql.schema_catalog import MySqlSchema
 from headwater.connectors.mysql.schema_history import FileSchemaHistory
 from headwater.engine.metrics import SchemaHistoryMetrics
-from headwater.kafka.history import kafka_history_settings
+from headwater.relational.history_kafka import kafka_history_settings
 
 
 class SchemaHistoryStore(Protocol):
@@ -39,6 +39,6 @@ def open_history(cfg: MySqlConnectorConfig, server_name: str) -> SchemaHistorySt
     settings = kafka_history_settings(cfg)
     if not cfg.history_in_kafka:
         return FileSchemaHistory(Path(cfg.schema_history_internal_file_filename))
-    from headwater.kafka.history import KafkaSchemaHistory
+    from headwater.connectors.mysql.kafka_history import KafkaSchemaHistory
 
     return KafkaSchemaHistory(settings, server_name)

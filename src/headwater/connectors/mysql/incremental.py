@@ -32,12 +32,16 @@ binlog; here is everything MySQL-specific about it, in the shape of the PostgreS
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Final, NamedTuple
+
+import pymysql  # type: ignore[import-untyped]
 
 from headwater.config.signals import SignalConfig
+from headwater.connectors.mysql import position_signal
 from headwater.connectors.mysql.binlog.rows import row_decoder
 from headwater.connectors.mysql.columns import MySqlTable
 from headwater.connectors.mysql.config import MySqlConnectorConfig
@@ -49,24 +53,21 @@ from headwater.connectors.mysql.connection import (
 )
 from headwater.connectors.mysql.ddl import SchemaChange
 from headwater.connectors.mysql.position import MySqlPosition, binlog_order
+from headwater.connectors.mysql.position_signal import BinlogReposition
 from headwater.connectors.mysql.schema_catalog import MySqlSchema
 from headwater.connectors.mysql.schema_state import SchemaState
 from headwater.connectors.mysql.snapshot_values import select_list, snapshot_conversions
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.incremental import (
+    BlockingSnapshotBatches,
     ChunkRead,
     IncrementalSnapshotError,
     RawKey,
     SnapshotTable,
 )
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.signals import (
-    WINDOW_CLOSE,
-    WINDOW_OPEN,
-    same_collection,
-    signal_from_row,
-    split_collection,
-)
+from headwater.engine.signals import WINDOW_CLOSE, WINDOW_OPEN, Signal, signal_from_row
+from headwater.model.collection import same_collection, split_collection
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
 from headwater.relational.incremental import (
     ChunkConnections,
@@ -77,6 +78,9 @@ from headwater.relational.incremental import (
 )
 
 log = logging.getLogger("headwater.connectors.mysql.incremental")
+
+# The offset key of the last set-binlog-position signal carried out.
+MOVED_BY = "binlog_position_signal"
 
 WRITE_ROWS = frozenset({23, 30})
 UPDATE_ROWS = frozenset({24, 31})
@@ -89,6 +93,27 @@ Emit = Callable[[list[ChangeRecord]], None]
 
 # ----------------------------------------------------------------------------------------------
 # The chunk source
+
+
+
+# The server's answers that concern the table, not the connection: the table was dropped
+# (1146), a column of the key or the filter is gone (1054), or the grant was revoked (1142).
+_TABLE_ERRORS: Final = frozenset({1054, 1142, 1146})
+
+
+@contextlib.contextmanager
+def _table_refused(table: SnapshotTable) -> Iterator[None]:
+    """The engine skips such a table (Debezium's SQL_EXCEPTION) and goes on streaming;
+    connection errors still end the capture, which restarts from its offsets."""
+    try:
+        yield
+    except pymysql.err.MySQLError as exc:
+        code = exc.args[0] if exc.args else None
+        if code not in _TABLE_ERRORS:
+            raise
+        raise IncrementalSnapshotError(
+            f"table {table.name}: the server refused the chunk query: {exc.args[-1]}",
+            "SQL_EXCEPTION") from exc
 
 
 class ReadOnlyHigh(NamedTuple):
@@ -182,6 +207,8 @@ class MySqlChunkSource(ChunkConnections):
         db, name = table.collection
         codec = self.state.codec(db, name)
         if codec is None:
+            if self.state.schema.table(db, name) is None:  # dropped since it was queued
+                raise IncrementalSnapshotError(f"table {db}.{name} does not exist (any more)")
             raise IncrementalSnapshotError(
                 f"table {db}.{name} is not captured (database/table include and exclude lists)")
         definition = codec.table
@@ -197,7 +224,8 @@ class MySqlChunkSource(ChunkConnections):
             if not keys:
                 raise IncrementalSnapshotError(
                     f"table {db}.{name} has no primary key: name a unique, non-null column "
-                    "in the signal's surrogate-key (or set message.key.columns)")
+                    "in the signal's surrogate-key (or set message.key.columns)",
+                    "NO_PRIMARY_KEY")
         index = tuple(definition.column_index[k.lower()] for k in keys)
         return _Table(codec, keys, index)
 
@@ -224,7 +252,7 @@ class MySqlChunkSource(ChunkConnections):
         where, params = self._where(table, t.keys, None, None)
         order = ", ".join(f"{quote_ident(k)} DESC" for k in t.keys)
         cols = ", ".join(quote_ident(k) for k in t.keys)
-        with self._conn().cursor() as cur:
+        with self._conn().cursor() as cur, _table_refused(table):
             cur.execute(f"SELECT {cols} FROM {qualified(*table.collection)}{where} "
                         f"ORDER BY {order} LIMIT 1", params)
             row = cur.fetchone()
@@ -247,7 +275,8 @@ class MySqlChunkSource(ChunkConnections):
                 low = str(cur.fetchone()[0] or "")
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             snapshot = self._snapshot_position(cur)
-            cur.execute(sql, params)
+            with _table_refused(table):
+                cur.execute(sql, params)
             rows = cur.fetchall()
             cur.execute("COMMIT")
             high = self._high(cur, low) if self.read_only else None
@@ -332,8 +361,7 @@ class MySqlChunkSource(ChunkConnections):
                 point = (str(row[0]), int(row[1])) if row else ("", 0)
             file, pos = point
             position = MySqlPosition(file, pos, 0, server_id, None, None, None, int(time.time()))
-            held: ChangeRecord | None = None
-            batch: list[ChangeRecord] = []
+            batches = BlockingSnapshotBatches(emit, batch_size)
             for table in tables:
                 t = self._describe(table)
                 where, params = self._where(table, (), None, None)
@@ -347,14 +375,9 @@ class MySqlChunkSource(ChunkConnections):
                         break
                     now = int(time.time() * 1000)
                     for r in rows:
-                        if held is not None:
-                            batch.append(held)
-                            if len(batch) >= batch_size:
-                                emit(batch)
-                                batch = []
-                        held = ChangeRecord(self.context, t.codec.schema, Op.READ, None,
-                                            t.codec.convert(r), now, now, SnapshotMarker.TRUE,
-                                            position)
+                        batches.add(ChangeRecord(self.context, t.codec.schema, Op.READ, None,
+                                                 t.codec.convert(r), now, now,
+                                                 SnapshotMarker.TRUE, position))
                     count += len(rows)
                 log.info("blocking snapshot step: read %s done, %d rows", table.name, count)
             cur.execute("COMMIT")
@@ -365,10 +388,7 @@ class MySqlChunkSource(ChunkConnections):
                 cur.close()
             raise
         cur.close()
-        if held is not None:
-            batch.append(held._replace(snapshot=SnapshotMarker.LAST))
-        if batch:
-            emit(batch)
+        batches.finish()
 
 
 def key_names(state: SchemaState, table: SnapshotTable) -> tuple[str, ...]:
@@ -399,10 +419,39 @@ class MySqlIncrementalHook(IncrementalHookBase):
         self._signal_ids: set[int] = set()
         self._window_ids: set[int] = set()
         self._signal_definition: MySqlTable | None = None
+        # where a set-binlog-position signal moves the stream (the loop takes it), and the id
+        # of the last one carried out
+        self.reposition: BinlogReposition | None = None
+        self.moved_by: str | None = None
+
+    def connector_signals(self) -> dict[str, Callable[[Signal], None]]:
+        return {position_signal.NAME: self._set_binlog_position}
+
+    def _set_binlog_position(self, signal: Signal) -> None:
+        """set-binlog-position: checked on the server now, carried out by the loop.  The last
+        one carried out is remembered in the offsets: a move back to before its own row reads
+        that row again, which must not move the stream again (and again)."""
+        if signal.id and signal.id == self.moved_by:
+            log.info("signal %r (set-binlog-position): already carried out (read again after "
+                     "the stream moved back); ignored", signal.id)
+            return
+        target = position_signal.parse_reposition(signal)
+        with self.source._conn().cursor() as cur:
+            position_signal.check_on_server(cur, target)
+        log.info("signal %r: the stream moves to %s", signal.id, target.describe())
+        self.reposition = target
+        self.moved_by = signal.id
+
+    def offset_fields(self) -> dict[str, Any]:
+        out = super().offset_fields()
+        if self.moved_by:
+            out[MOVED_BY] = self.moved_by
+        return out
 
     # -- session -------------------------------------------------------------------------------
     def start(self, offset: dict[str, Any], file: str, pos: int) -> None:
         self._start_controller(offset)
+        self.moved_by = offset.get(MOVED_BY) or None
         self.position = binlog_order(file, pos)
         self._maps.clear()
         self._signal_definition = None

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from headwater.pipeline import sequence_columns as columns
+from headwater.connectors import sequence_columns as columns
 
 
 def mysql_sequences(source: pa.StructArray, _total_order: pa.Array,

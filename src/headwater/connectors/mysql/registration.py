@@ -7,32 +7,17 @@ when a configuration is loaded or a runtime is built.
 
 from __future__ import annotations
 
-from headwater.connectors.lazy import config_loaders, connector_builder
+from headwater.connectors.lazy import package_registration
 from headwater.connectors.mysql.ordering import MYSQL_ORDER
-from headwater.connectors.registry import ConnectorRegistration
-from headwater.engine.topic_naming import DEFAULT_STRATEGY
+from headwater.model.topic_naming import DEFAULT_STRATEGY
 
-# Debezium's MySQL connector has no unavailable.value.placeholder property: its constant.
-UNAVAILABLE_VALUE_PLACEHOLDER = "__debezium_unavailable_value"
-
-_LOAD, _LOAD_WITHOUT_SECRETS = config_loaders(
-    "headwater.connectors.mysql.config:load_mysql_config")
-
-REGISTRATION = ConnectorRegistration(
-    name="MySQL",
+REGISTRATION = package_registration(
+    name="MySQL", kind="mysql",
     connector_classes=("io.debezium.connector.mysql.MySqlConnector",
                        "io.debezium.connector.mariadb.MariaDbConnector"),
-    source_connectors=("mysql", "mariadb"),
-    load_config=_LOAD,
-    load_config_without_secrets=_LOAD_WITHOUT_SECRETS,
-    build=connector_builder(
-        kind="mysql", config="headwater.connectors.mysql.config:MySqlConnectorConfig",
-        connector="headwater.connectors.mysql.connector:MySqlConnector",
-        source_block="headwater.connectors.mysql.position:MySqlSourceBlock",
-        placeholder=lambda cfg: UNAVAILABLE_VALUE_PLACEHOLDER),
-    order=MYSQL_ORDER,
+    source_connectors=("mysql", "mariadb"), config="MySqlConnectorConfig",
+    loader="load_mysql_config", config_definition="MYSQL_CONFIG_DEF",
+    connector="MySqlConnector", source_block="MySqlSourceBlock",
+    placeholder=lambda cfg: str(cfg.unavailable_value_placeholder), order=MYSQL_ORDER,
     default_topic_naming_strategy=DEFAULT_STRATEGY,  # BinlogConnectorConfig's default
-    class_aliases=("mysql", "mariadb"),
-    config_definition="headwater.connectors.mysql.config:MYSQL_CONFIG_DEF",
-    validate_dialect="mysql",
-)
+    class_aliases=("mysql", "mariadb"), validate_dialect="mysql")

@@ -3,7 +3,8 @@
 `FileSchemaHistory` records every applied DDL statement with its binlog position, so that after
 a restart the catalog can be rebuilt as of the position streaming resumes from (Debezium's
 "database history"); the records are Debezium's HistoryRecord, shared with the Kafka history
-(`kafka.history`).  Invariant: a history record is on disk (fsync) before `record` returns.
+(`connectors.mysql.kafka_history`).  Invariant: a history record is on disk (fsync) before
+`record` returns.
 """
 
 from __future__ import annotations

@@ -373,7 +373,7 @@ class MySqlSnapshotSource:
             self.metrics.table_started(f"{db}.{table}")
             started = time.monotonic()
             schema = codec.schema
-            convert = codec.convert
+            convert_rows = codec.convert_rows  # column by column: no per-row converter loop
             rows = 0
             cur = conn.cursor(result_cursor(size, self.cfg.min_row_count_to_stream_results))
             cur.execute(f"SELECT {select_list(codec.table)} FROM {qualified(db, table)}")
@@ -384,9 +384,9 @@ class MySqlSnapshotSource:
                         break
                     now = int(time.time() * 1000)
                     records: list[SourceEvent] = [
-                        ChangeRecord(context, schema, read, None, convert(values), now, now,
-                                     true, position)
-                        for values in chunk
+                        ChangeRecord(context, schema, read, None, after, now, now, true,
+                                     position)
+                        for after in convert_rows(chunk)
                     ]
                     if rows == 0:  # Debezium 3.x marks the first record of each table
                         first = records[0]

@@ -183,7 +183,7 @@ class MySqlChunkReader:
 
     def read(self, chunk: KeyChunk, emitter: ChunkEmitter) -> None:
         codec = self._codec(chunk.table)
-        convert, schema = codec.convert, codec.schema
+        convert_rows, schema = codec.convert_rows, codec.schema
         context, position = self.spec.context, self.spec.position
         read_op, true = Op.READ, SnapshotMarker.TRUE
         add = emitter.add
@@ -197,9 +197,9 @@ class MySqlChunkReader:
                 if not rows:
                     break
                 now = int(time.time() * 1000)
-                for values in rows:
-                    add(ChangeRecord(context, schema, read_op, None, convert(values), now, now,
-                                     true, position))
+                for after in convert_rows(rows):
+                    add(ChangeRecord(context, schema, read_op, None, after, now, now, true,
+                                     position))
         finally:
             cur.close()
 

@@ -62,6 +62,16 @@ class BinlogConnectionLostError(RuntimeError):
     """The binlog connection dropped with `connect.keep.alive=false`: capture stops."""
 
 
+class Repositioned(Exception):
+    """A set-binlog-position signal moved the stream: the session ends, the next starts at
+    `offset` (already handed to the runtime)."""
+
+    def __init__(self, offset: dict[str, Any], describe: str) -> None:
+        super().__init__(describe)
+        self.offset = offset
+        self.describe = describe
+
+
 class InconsistentSchemaError(RuntimeError):
     """A row event for a captured table the schema does not know."""
 
@@ -106,6 +116,16 @@ class MySqlStreamingSource:
     def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
         if offset is None:
             raise RuntimeError("binlog streaming needs a start position")
+        while True:
+            try:
+                self._session(ctx, offset)
+                return
+            except Repositioned as moved:  # set-binlog-position: its offset is handed over
+                offset = moved.offset
+                log.info("streaming: reconnecting at %s (set-binlog-position)", moved.describe)
+
+    def _session(self, ctx: SourceRunContext, offset: dict[str, Any]) -> None:
+        """One binlog connection, from `offset` until stopped (or moved by a signal)."""
         cfg = self.cfg
         heartbeat_s = cfg.heartbeat_interval_ms / 1000 if cfg.heartbeat_interval_ms else 30.0
         if cfg.connect_keep_alive:
@@ -284,6 +304,20 @@ class _Loop:
             dispatcher.run_heartbeat_action()
             dispatcher.heartbeat(None)
             dispatcher.flush(self._offset(self.last_offset))
+        if self.hook is not None and not self.in_tx:
+            self._move_if_signalled()
+
+    def _move_if_signalled(self) -> None:
+        """set-binlog-position: what was read up to the signal goes out with its offset, then
+        the new position as the offset to restart from, and this session ends."""
+        assert self.hook is not None
+        target, self.hook.reposition = self.hook.reposition, None
+        if target is None:
+            return
+        self.flush(self.last_offset)
+        moved = self._offset(target.offset(self.last_offset))
+        self.dispatcher.flush(moved)
+        raise Repositioned(moved, target.describe())
 
     def _offset(self, offset: dict[str, Any]) -> dict[str, Any]:
         out = dict(offset)
@@ -420,6 +454,8 @@ class _Loop:
             self.flush(self.last_offset)
         elif not dispatcher.pending and now - self.last_emit >= 1.0:
             self.flush(self.last_offset)  # filtered traffic: move the offset now and then
+        if hook is not None:
+            self._move_if_signalled()
 
     def tx_id(self) -> str:
         return self.gtid or f"{self.tx_file}:{self.tx_pos}"

@@ -8,14 +8,17 @@ are all NOT NULL (what Debezium's MySQL connector does); tables without any have
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from headwater.connectors.mysql.columns import MySqlTable
 from headwater.connectors.mysql.ddl_types import NATIONAL_TYPES
 from headwater.connectors.mysql.types import MySqlTypeModes, mysql_column_mapping
+from headwater.model.record import ABSENT
 from headwater.model.schema import Column, TableId, TableSchema
 from headwater.relational.codec import Converter, RelationalTableCodec
 from headwater.relational.column_mappers import ColumnMappers, is_character_type
+from headwater.relational.config import DEFAULT_UNAVAILABLE_VALUE, placeholder_bytes
 
 
 class UnsupportedColumnError(ValueError):
@@ -23,9 +26,16 @@ class UnsupportedColumnError(ValueError):
 
 
 class MySqlTableCodec(RelationalTableCodec):
-    """Schema plus converters for one version of one table (natural values in)."""
+    """Schema plus converters for one version of one table (natural values in).
 
-    __slots__ = ("table",)
+    A BLOB or TEXT column an image leaves out (``binlog_row_image=NOBLOB``: unchanged in an
+    update's after image, any in a before image) gets Debezium's unavailable-value placeholder,
+    bytes for a BLOB and text for a TEXT column, before conversion, as Debezium 3.x's
+    BinlogStreamingChangeEventSource.alignRowToTable does (the converters then render it as
+    any value of the column); other left-out columns stay ABSENT (null).
+    """
+
+    __slots__ = ("table", "unavailable")
 
     def __init__(
         self,
@@ -33,9 +43,36 @@ class MySqlTableCodec(RelationalTableCodec):
         schema: TableSchema,
         converters: tuple[Converter, ...],
         keep: tuple[int, ...],
+        placeholder: str = DEFAULT_UNAVAILABLE_VALUE,
     ) -> None:
         super().__init__(schema, converters, keep, len(table.columns))
         self.table = table
+        # (source position, placeholder) of the BLOB/TEXT columns (Debezium's
+        # RowImageUtils.isBlobOrTextColumn: the type name contains BLOB or TEXT); the text form
+        # is the bytes decoded, as Debezium's `new String(bytes)`
+        data = placeholder_bytes(placeholder)
+        text = data.decode("utf-8", "replace")
+        self.unavailable = tuple(
+            (i, data if "BLOB" in c.type_name.upper() else text)
+            for i, c in enumerate(table.columns)
+            if "BLOB" in c.type_name.upper() or "TEXT" in c.type_name.upper())
+
+    def _placeholders(self, values: Sequence[Any]) -> Sequence[Any]:
+        if not self.unavailable or ABSENT not in values:
+            return values
+        filled = list(values)
+        for i, placeholder in self.unavailable:
+            if filled[i] is ABSENT:
+                filled[i] = placeholder
+        return filled
+
+    def convert(self, values: Sequence[Any]) -> tuple[Any, ...]:
+        return super().convert(self._placeholders(values))
+
+    def convert_each(
+        self, values: Sequence[Any], failed: Callable[[int, Any, Exception], None]
+    ) -> tuple[Any, ...]:
+        return super().convert_each(self._placeholders(values), failed)
 
 
 def key_candidates(table: MySqlTable, override: tuple[str, ...] | None) -> tuple[str, ...]:
@@ -84,11 +121,12 @@ def build_codec(
             fallback=mapping.fallback,
             unsigned=col.unsigned,
         )
-        if column_mappers and not in_key:
+        if column_mappers:  # Debezium builds message keys without mappers (key=in_key)
             column, convert = column_mappers.apply(
                 column, convert, f"{table.database}.{table.name}.{col.name}", col.type_name,
                 col.length, col.scale,
                 character=is_character_type(col.type_name) or col.type_name in _CHARACTER,
+                key=in_key,
             )
         columns.append(column)
         converters.append(convert)
@@ -102,7 +140,8 @@ def build_codec(
         key_columns=key,
         key_origin=origin,
     )
-    return MySqlTableCodec(table, table_schema, tuple(converters), tuple(keep))
+    return MySqlTableCodec(table, table_schema, tuple(converters), tuple(keep),
+                           modes.unavailable_value_placeholder)
 
 
 _CHARACTER = frozenset({

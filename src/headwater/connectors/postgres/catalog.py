@@ -32,6 +32,7 @@ class ColumnInfo(NamedTuple):
     base_type_oid: int  # for domains the underlying (root) type, else type_oid
     base_type_name: str
     pg_type: PgType | None = None  # the resolved type the mapping takes; None: not resolved
+    default_expression: str | None = None  # pg_get_expr(adbin): the column's SQL DEFAULT
 
 
 class TableInfo(NamedTuple):
@@ -56,9 +57,11 @@ ORDER BY n.nspname, c.relname
 
 _COLUMNS_SQL = """
 SELECT a.attrelid, a.attname, a.attnum, a.atttypid, t.typname,
-       format_type(a.atttypid, a.atttypmod), a.atttypmod, a.attnotnull
+       format_type(a.atttypid, a.atttypmod), a.atttypmod, a.attnotnull,
+       pg_get_expr(d.adbin, d.adrelid)
 FROM pg_attribute a
 JOIN pg_type t ON t.oid = a.atttypid
+LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 WHERE a.attrelid = ANY(%s) AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
 ORDER BY a.attrelid, a.attnum
 """
@@ -121,6 +124,7 @@ def describe_tables(cur: Any, oids: list[int]) -> dict[int, TableInfo]:
                 base_type_oid=pg_type.oid,
                 base_type_name=pg_type.name,
                 pg_type=pg_type,
+                default_expression=r[8],
             )
         )
     cur.execute(_KEYS_SQL, (oids,))

@@ -50,11 +50,12 @@ would ignore the property or fail later) and exposed as
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from headwater.config.connector_common import NameFilter, check_queue
 from headwater.config.definition import (
@@ -85,6 +86,8 @@ __all__ = [
 
 CONNECTOR_CLASS: Final = "io.debezium.connector.postgresql.PostgresConnector"
 
+log = logging.getLogger("headwater.connectors.postgres.config")
+
 _S, _I, _L, _B, _E, _LIST, _PW, _P = relational.TYPE_ALIASES
 
 # System schemas never captured (Debezium's SystemTablesPredicate plus pg_toast), and built-in
@@ -94,7 +97,6 @@ _SYSTEM_SCHEMA_PREFIXES: Final = ("pg_temp", "pg_toast_temp")
 _BUILTIN_TABLES: Final = frozenset({"spatial_ref_sys"})
 
 _SLOT_NAME: Final = re.compile(r"[a-z0-9_]{1,63}")
-_HEX: Final = re.compile(r"(?:[0-9a-fA-F]{2})*")
 
 
 # --------------------------------------------------------------------------------------------
@@ -125,12 +127,6 @@ def _identifier(value: ConfigValue) -> str | None:
 def _hostname(value: ConfigValue) -> str | None:
     if isinstance(value, str) and any(char.isspace() for char in value):
         return f"'{value}' is not a host name (it contains whitespace)"
-    return None
-
-
-def _placeholder(value: ConfigValue) -> str | None:
-    if isinstance(value, str) and value.startswith("hex:") and not _HEX.fullmatch(value[4:]):
-        return f"'{value}': after 'hex:' an even number of hexadecimal digits is expected"
     return None
 
 
@@ -167,6 +163,9 @@ PROPERTIES: Final[tuple[Property, ...]] = (
              hint="only the pgoutput plugin (built into PostgreSQL 10+) is supported"),
     Property("slot.name", _S, "debezium", validator=_slot_name),
     Property("slot.drop.on.stop", _B, False),
+    Property("slot.failover", _B, False,
+             doc="create the slot with FAILOVER (synchronized to standbys) on a PostgreSQL 17+ "
+                 "primary; elsewhere a plain slot, with a warning"),
     Property("slot.max.retries", _I, 6, min_value=0),
     Property("slot.retry.delay.ms", _L, 10_000, min_value=0),
     Property("offset.mismatch.strategy", _E, "no_validation",
@@ -177,10 +176,20 @@ PROPERTIES: Final[tuple[Property, ...]] = (
                         "no_validation)"),
     Property("status.update.interval.ms", _I, 10_000, min_value=1,
              doc="standby status update (LSN feedback) interval"),
+    Property("lsn.flush.mode", _E, "connector",
+             allowed=("connector", "manual", "connector_and_driver"),
+             doc="who confirms the slot's position: the connector once durable; manual: never "
+                 "(WAL is kept until someone else advances the slot); connector_and_driver: "
+                 "also the server's keepalive position when idle (heartbeats on)"),
+    Property("flush.lsn.source", _B, True,
+             deprecated="use lsn.flush.mode (true = connector, false = manual)"),
     Property("publication.name", _S, "dbz_publication", validator=_identifier),
     Property("publication.autocreate.mode", _E, "all_tables",
              allowed=("all_tables", "disabled", "filtered"),
              rejected_values={"no_tables": "publications without tables are not supported yet"}),
+    Property("publish.via.partition.root", _B, False,
+             doc="create the publication WITH (publish_via_partition_root = true): changes of "
+                 "a partition arrive as its partitioned root table's (the root's topic)"),
     # -- snapshot -------------------------------------------------------------------------------
     Property("snapshot.mode", _E, "initial",
              allowed=("initial", "always", "no_data", "initial_only", "when_needed"),
@@ -199,7 +208,7 @@ PROPERTIES: Final[tuple[Property, ...]] = (
     Property("interval.handling.mode", _E, "numeric", allowed=("numeric", "string")),
     Property("include.unknown.datatypes", _B, False),
     Property("unavailable.value.placeholder", _S, "__debezium_unavailable_value",
-             aliases=("toasted.value.placeholder",), validator=_placeholder,
+             aliases=("toasted.value.placeholder",), validator=relational.placeholder_validator,
              doc="value of unchanged TOASTed columns; 'hex:' prefix = hex-encoded bytes"),
     Property("money.fraction.digits", _I, 2, min_value=0, max_value=38,
              doc="scale of money values with decimal.handling.mode=precise"),
@@ -218,10 +227,9 @@ IGNORED: Final[Mapping[str, str]] = {
     name: relational.NOT_IMPLEMENTED
     for name in (
         *relational.IGNORED_NAMES,
-        "schema.refresh.mode", "slot.stream.params", "slot.failover", "snapshot.isolation.mode",
+        "schema.refresh.mode", "slot.stream.params", "snapshot.isolation.mode",
         "snapshot.locking.mode", "snapshot.custom.class", "database.sslfactory",
         "database.query.timeout.ms", "table.ignore.builtin", "xmin.fetch.interval.ms",
-        "lsn.flush.mode", "flush.lsn.source", "publish.via.partition.root",
         "replica.identity.autoset.values", "query.fetch.size",
     )
 } | {
@@ -254,6 +262,28 @@ def _mismatch_strategy(c: ValidatedConfig) -> str:
         return "trust_offset" if c.get_bool("slot.seek.to.known.offset.on.start") else (
             "no_validation")
     return c.get_str("offset.mismatch.strategy")
+
+
+def _lsn_flush_mode(c: ValidatedConfig) -> str:
+    """Debezium's resolveLsnFlushMode: ``lsn.flush.mode`` if given, else the deprecated
+    ``flush.lsn.source`` (true = connector, false = manual), else connector."""
+    if not c.is_set("lsn.flush.mode") and c.is_set("flush.lsn.source"):
+        return "connector" if c.get_bool("flush.lsn.source") else "manual"
+    return c.get_str("lsn.flush.mode")
+
+
+def _heartbeat_fallback(values: dict[str, Any], lsn_flush_mode: str) -> dict[str, Any]:
+    """Debezium's applyLsnFlushModeHeartbeatFallback: connector_and_driver needs periodic
+    chances to confirm the keepalive position, so without heartbeats and transaction metadata
+    the heartbeat interval becomes 600000 ms (with a warning)."""
+    if (lsn_flush_mode == "connector_and_driver" and values["heartbeat_interval_ms"] == 0
+            and not values["provide_transaction_metadata"]):
+        log.warning("heartbeat.interval.ms was internally set to 600000 ms since "
+                    "lsn.flush.mode=connector_and_driver requires periodic opportunities to "
+                    "confirm LSNs; set heartbeat.interval.ms above 0 or enable "
+                    "provide.transaction.metadata if this is not desired")
+        values = values | {"heartbeat_interval_ms": 600_000}
+    return values
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,6 +334,10 @@ class PostgresConnectorConfig(RelationalConnectorConfig):
     message_prefix_exclude_list: tuple[str, ...] = ()
     # Resolved with the deprecated slot.seek.to.known.offset.on.start (from_validated).
     offset_mismatch_strategy: str = "no_validation"
+    slot_failover: bool = False
+    # Resolved with the deprecated flush.lsn.source (from_validated).
+    lsn_flush_mode: str = "connector"
+    publish_via_partition_root: bool = False
     _schemas: NameFilter = field(default=NameFilter((), ()), init=False, repr=False,
                                  compare=False)
 
@@ -318,8 +352,9 @@ class PostgresConnectorConfig(RelationalConnectorConfig):
     def from_validated(cls, config: ValidatedConfig) -> PostgresConnectorConfig:
         """Build from the result of ``POSTGRES_CONFIG_DEF.validate``."""
         c = config
+        lsn_flush_mode = _lsn_flush_mode(c)
         return cls(
-            **cls.common_values(c),
+            **_heartbeat_fallback(cls.common_values(c), lsn_flush_mode),
             database_dbname=c.get_str("database.dbname"),
             connector_class=c.get_str("connector.class"),
             database_port=c.get_int("database.port"),
@@ -349,6 +384,9 @@ class PostgresConnectorConfig(RelationalConnectorConfig):
             message_prefix_include_list=c.get_list("message.prefix.include.list"),
             message_prefix_exclude_list=c.get_list("message.prefix.exclude.list"),
             offset_mismatch_strategy=_mismatch_strategy(c),
+            slot_failover=c.get_bool("slot.failover"),
+            lsn_flush_mode=lsn_flush_mode,
+            publish_via_partition_root=c.get_bool("publish.via.partition.root"),
         )
 
     # -- derived values -----------------------------------------------------------------------
@@ -361,10 +399,7 @@ class PostgresConnectorConfig(RelationalConnectorConfig):
     @property
     def unavailable_value_placeholder_bytes(self) -> bytes:
         """The placeholder as bytes (``hex:`` prefix decoded, as Debezium does)."""
-        text = self.unavailable_value_placeholder
-        if text.startswith("hex:"):
-            return bytes.fromhex(text[4:])
-        return text.encode()
+        return relational.placeholder_bytes(self.unavailable_value_placeholder)
 
     # -- filters ------------------------------------------------------------------------------
 

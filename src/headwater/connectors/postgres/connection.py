@@ -44,3 +44,14 @@ def quote_ident(name: str) -> str:
 
 def qualified(schema: str, table: str) -> str:
     return f"{quote_ident(schema)}.{quote_ident(table)}"
+
+
+# The WAL position up to which this server's committed transactions are visible, as text: on a
+# primary the insert position; on a hot standby (where pg_current_wal_insert_lsn() fails with
+# "recovery is in progress") the end of the last record replayed, since a standby makes a
+# commit visible when it replays the commit record.  Every commit a snapshot taken before this
+# query can see ends at or before the position it returns.
+VISIBLE_WAL_POSITION_SQL = (
+    "CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+    "ELSE pg_current_wal_insert_lsn() END::text"
+)

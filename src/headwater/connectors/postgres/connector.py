@@ -49,14 +49,17 @@ from headwater.connectors.postgres.tables import (
 )
 from headwater.connectors.postgres.types import TypeModes
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.signals import split_collection
 from headwater.engine.source import StartPlan
-from headwater.engine.topic_naming import TopicNaming
+from headwater.model.collection import split_collection
 from headwater.model.schema import TableId
+from headwater.model.topic_naming import TopicNaming
 from headwater.relational.connector import RelationalConnector, modes_from_config
 from headwater.relational.snapshotter import snapshotter_for
 
 log = logging.getLogger("headwater.connectors.postgres")
+
+# CREATE_REPLICATION_SLOT ... (FAILOVER): PostgreSQL 17+.
+FAILOVER_MIN_SERVER_VERSION = 170000
 
 
 class PostgresConnectorError(RuntimeError):
@@ -123,8 +126,10 @@ class PostgresConnector(RelationalConnector):
             )
         if slot is not None and slot["lost"] and not need_snapshot:
             raise PostgresConnectorError(
-                f"replication slot {cfg.slot_name!r} was invalidated by the server (its WAL was "
-                "removed, e.g. max_slot_wal_keep_size was exceeded): the changes since its "
+                f"replication slot {cfg.slot_name!r} was invalidated by the server "
+                f"(reason {slot['invalidation_reason']}: e.g. its WAL was removed, "
+                "max_slot_wal_keep_size being exceeded, or it sat idle past PostgreSQL 18's "
+                "idle_replication_slot_timeout): the changes since its "
                 "confirmed position are gone. Re-snapshot with snapshot.mode=when_needed or "
                 "always (the slot is then recreated)"
             )
@@ -182,7 +187,8 @@ class PostgresConnector(RelationalConnector):
         else:
             strategy = cfg.offset_mismatch_strategy
             confirmed = slot["confirmed_flush_lsn"]
-            advance_slot(cur, cfg.slot_name, strategy, int(offset["lsn"]), confirmed)
+            if cfg.lsn_flush_mode != "manual":  # Debezium: no slot seek in manual mode
+                advance_slot(cur, cfg.slot_name, strategy, int(offset["lsn"]), confirmed)
             offset = offset_behind_slot(strategy, offset, confirmed)
         self._start_offset = offset
         return StartPlan(None, _OffsetStreaming(self._streaming_source(), offset))
@@ -199,8 +205,12 @@ class PostgresConnector(RelationalConnector):
     def _ensure_publication(self, cur: Any, captured: list[tuple[int, str, str]]) -> None:
         cfg = self.config
         name = cfg.publication_name
-        cur.execute("SELECT puballtables FROM pg_publication WHERE pubname = %s", (name,))
+        cur.execute("SELECT puballtables, pubviaroot FROM pg_publication WHERE pubname = %s",
+                    (name,))
         row = cur.fetchone()
+        # publish.via.partition.root: Debezium's buildWithClause, on CREATE only.
+        with_clause = " WITH (publish_via_partition_root = true)" if (
+            cfg.publish_via_partition_root) else ""
         mode = cfg.publication_autocreate_mode
         published = [(s, t) for _, s, t in captured]
         signal_table = self._signal_table()
@@ -213,18 +223,42 @@ class PostgresConnector(RelationalConnector):
                     f"publication {name!r} does not exist and publication.autocreate.mode is "
                     "disabled; create it (CREATE PUBLICATION ... FOR TABLE ...) or change the mode"
                 )
+            if _in_recovery(cur):
+                raise PostgresConnectorError(
+                    f"publication {name!r} does not exist and this server is a hot standby, "
+                    "where it cannot be created: create it on the primary (CREATE PUBLICATION "
+                    "... FOR TABLE ... or FOR ALL TABLES) and let the standby replay it")
             if mode == "all_tables":
-                log.info("publication step: CREATE PUBLICATION %s FOR ALL TABLES", name)
-                cur.execute(f"CREATE PUBLICATION {quote_ident(name)} FOR ALL TABLES")
+                log.info("publication step: CREATE PUBLICATION %s FOR ALL TABLES%s", name,
+                         with_clause)
+                cur.execute(f"CREATE PUBLICATION {quote_ident(name)} FOR ALL TABLES{with_clause}")
             else:
                 if not captured:
                     raise PostgresConnectorError(
                         "publication.autocreate.mode=filtered but no table matches the "
                         "include/exclude lists"
                     )
-                log.info("publication step: CREATE PUBLICATION %s FOR TABLE %s", name, tables)
-                cur.execute(f"CREATE PUBLICATION {quote_ident(name)} FOR TABLE {tables}")
-        elif mode == "filtered" and not row[0] and captured:
+                log.info("publication step: CREATE PUBLICATION %s FOR TABLE %s%s", name, tables,
+                         with_clause)
+                cur.execute(
+                    f"CREATE PUBLICATION {quote_ident(name)} FOR TABLE {tables}{with_clause}")
+            return
+        if bool(row[1]) != cfg.publish_via_partition_root:
+            # Debezium leaves an existing publication's options alone; so do we, but say that
+            # partitions' changes will not arrive the way the property asks.
+            log.warning(
+                "publication %s exists with publish_via_partition_root = %s, but "
+                "publish.via.partition.root=%s: the publication decides (ALTER PUBLICATION %s "
+                "SET (publish_via_partition_root = %s) to follow the property)",
+                name, str(bool(row[1])).lower(), str(cfg.publish_via_partition_root).lower(),
+                name, str(cfg.publish_via_partition_root).lower())
+        if mode == "filtered" and not row[0] and captured:
+            if _in_recovery(cur):  # a standby's publication is the primary's to change
+                log.warning("publication step: %s is used as it is: this server is a hot "
+                            "standby, where it cannot be altered (ALTER PUBLICATION %s SET "
+                            "TABLE %s on the primary to follow the include lists)",
+                            name, name, tables)
+                return
             log.info("publication step: ALTER PUBLICATION %s SET TABLE %s", name, tables)
             cur.execute(f"ALTER PUBLICATION {quote_ident(name)} SET TABLE {tables}")
 
@@ -261,16 +295,20 @@ class PostgresConnector(RelationalConnector):
 
     def _slot_state(self, cur: Any) -> dict[str, Any] | None:
         cfg = self.config
+        # PostgreSQL 17+ names why a slot was invalidated, including causes that leave
+        # wal_status alone (18's idle_replication_slot_timeout: idle_timeout).
+        version = int(getattr(self._conn, "server_version", 0) or 0)
+        reason = "invalidation_reason" if version >= 170000 else "NULL"
         cur.execute(
             "SELECT plugin, database, active, active_pid, confirmed_flush_lsn::text, wal_status, "
-            "restart_lsn::text "
+            f"restart_lsn::text, {reason} "
             "FROM pg_replication_slots WHERE slot_name = %s",
             (cfg.slot_name,),
         )
         row = cur.fetchone()
         if row is None:
             return None
-        plugin, database, active, pid, confirmed, wal_status, restart = row
+        plugin, database, active, pid, confirmed, wal_status, restart, invalidated = row
         if plugin != "pgoutput":
             raise PostgresConnectorError(
                 f"replication slot {cfg.slot_name!r} uses plugin {plugin!r}, not pgoutput; "
@@ -282,7 +320,8 @@ class PostgresConnector(RelationalConnector):
                 f"{self.database!r}; choose another slot.name"
             )
         return {
-            "lost": wal_status == "lost",
+            "lost": wal_status == "lost" or invalidated is not None,
+            "invalidation_reason": invalidated or ("wal_removed" if wal_status == "lost" else None),
             "active": bool(active),
             "active_pid": pid,
             "confirmed_flush_lsn": parse_lsn(confirmed) if confirmed else 0,
@@ -291,7 +330,11 @@ class PostgresConnector(RelationalConnector):
 
     def _create_slot(self, *, export: bool) -> tuple[int, str]:
         cur = self._repl.cursor()
-        opt = "EXPORT_SNAPSHOT" if export else "NOEXPORT_SNAPSHOT"
+        if self._failover_slot():
+            # The option-list syntax (PostgreSQL 15+) is the only one FAILOVER has.
+            opt = f"(SNAPSHOT '{'export' if export else 'nothing'}', FAILOVER true)"
+        else:
+            opt = "EXPORT_SNAPSHOT" if export else "NOEXPORT_SNAPSHOT"
         cur.execute(
             f"CREATE_REPLICATION_SLOT {quote_ident(self.config.slot_name)} LOGICAL pgoutput {opt}"
         )
@@ -299,6 +342,27 @@ class PostgresConnector(RelationalConnector):
         cp = parse_lsn(cp_text)
         log.info("slot step: created slot %s at %s", self.config.slot_name, format_lsn(cp))
         return cp, snapshot_name or ""
+
+    def _failover_slot(self) -> bool:
+        """slot.failover on a PostgreSQL 17+ primary (Debezium's useFailOverSlot).  Elsewhere
+        the slot is created without it, as Debezium does; we warn where it only logs at debug
+        level, since the slot then does not survive a failover as asked."""
+        if not self.config.slot_failover:
+            return False
+        version = int(getattr(self._repl, "server_version", 0) or 0)
+        if version < FAILOVER_MIN_SERVER_VERSION:
+            log.warning("slot.failover=true, but PostgreSQL %d has no failover slots (17+): "
+                        "creating slot %s without failover", version // 10000,
+                        self.config.slot_name)
+            return False
+        cur = self._conn.cursor()
+        cur.execute("SELECT pg_is_in_recovery()")
+        if cur.fetchone()[0]:
+            log.warning("slot.failover=true, but the server is a standby, where failover "
+                        "slots cannot be created: creating slot %s without failover",
+                        self.config.slot_name)
+            return False
+        return True
 
     # -- schemas ---------------------------------------------------------------------------
     def _codec_for(self, info: TableInfo, incoming: tuple[IncomingColumn, ...]) -> TableCodec:
@@ -343,6 +407,7 @@ class PostgresConnector(RelationalConnector):
                 converting_failure_mode=cfg.event_converting_failure_handling_mode,
                 messages=MessageCapture(self.database, cfg.binary_handling_mode,
                                         cfg.message_filter()),
+                confirm_flush=cfg.lsn_flush_mode != "manual",
             ),
             metrics=self.metrics,
             incremental=self._incremental_hook(),
@@ -414,3 +479,9 @@ class _OffsetStreaming:
 
     def acknowledge(self, token: Any) -> None:
         self.source.acknowledge(token)
+
+
+def _in_recovery(cur: Any) -> bool:
+    """Whether the server is a hot standby (read-only: no publication can be made there)."""
+    cur.execute("SELECT pg_is_in_recovery()")
+    return bool(cur.fetchone()[0])

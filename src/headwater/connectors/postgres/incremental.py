@@ -15,10 +15,11 @@ WAL; here is everything PostgreSQL-specific about it.
   the ``DELETE`` of the open row).
 * Read-only (``read.only=true``): nothing is written.  The window opens at the stream position
   where the chunk is read; the chunk transaction also returns its snapshot (xmin, xmax,
-  in-progress xids) and afterwards ``pg_current_wal_insert_lsn()``: every transaction the chunk
-  saw has its commit record before that position, so the window closes before the first
-  transaction whose commit lies at or after it (or, idle, once the server says it has sent
-  that far).
+  in-progress xids) and afterwards ``pg_current_wal_insert_lsn()`` (on a hot standby
+  ``pg_last_wal_replay_lsn()``: a standby makes a commit visible when it replays it; see
+  ``connection.VISIBLE_WAL_POSITION_SQL``): every transaction the chunk saw has its commit
+  record before that position, so the window closes before the first transaction whose
+  commit lies at or after it (or, idle, once the server says it has sent that far).
 * The snapshot also tells whether a transaction the stream delivered before the window opened
   was still invisible to the chunk (a commit is in the WAL a moment before it becomes visible):
   then the chunk is read again.
@@ -26,15 +27,23 @@ WAL; here is everything PostgreSQL-specific about it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Final
+
+import psycopg2
 
 from headwater.config.signals import SignalConfig
 from headwater.connectors.postgres import pgoutput
 from headwater.connectors.postgres.catalog import TableInfo, describe_tables
-from headwater.connectors.postgres.connection import connect, qualified, quote_ident
+from headwater.connectors.postgres.connection import (
+    VISIBLE_WAL_POSITION_SQL,
+    connect,
+    qualified,
+    quote_ident,
+)
 from headwater.connectors.postgres.position import PostgresPosition
 from headwater.connectors.postgres.snapshot import parse_copy_line
 from headwater.connectors.postgres.tables import TableCodec
@@ -45,7 +54,8 @@ from headwater.engine.incremental import (
     SnapshotTable,
 )
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.signals import WINDOW_CLOSE, WINDOW_OPEN, signal_from_row, split_collection
+from headwater.engine.signals import WINDOW_CLOSE, WINDOW_OPEN, signal_from_row
+from headwater.model.collection import split_collection
 from headwater.model.record import UNCHANGED_TOAST, ChangeRecord, Op, SnapshotMarker, SourceContext
 from headwater.relational.incremental import ChunkConnections, IncrementalHookBase, keyset_where
 
@@ -54,6 +64,28 @@ log = logging.getLogger("headwater.connectors.postgres.incremental")
 CodecFor = Callable[[TableInfo], TableCodec]
 _XID_MASK = 0xFFFFFFFF
 _WAL_PAGE = 8192
+
+
+
+# The server's answers that concern the table, not the connection: undefined table (42P01),
+# undefined column (42703), insufficient privilege (42501).
+_TABLE_ERRORS: Final = frozenset({"42P01", "42703", "42501"})
+
+
+@contextlib.contextmanager
+def _table_refused(table: SnapshotTable, conn: Any) -> Iterator[None]:
+    """The engine skips such a table (Debezium's SQL_EXCEPTION) and goes on streaming;
+    connection errors still end the capture, which restarts from its offsets."""
+    try:
+        yield
+    except psycopg2.Error as exc:
+        if exc.pgcode not in _TABLE_ERRORS:
+            raise
+        conn.rollback()
+        detail = " ".join(str(exc).split())
+        raise IncrementalSnapshotError(
+            f"table {table.name}: the server refused the chunk query: {detail}",
+            "SQL_EXCEPTION") from exc
 
 
 class XidSnapshot:
@@ -163,7 +195,8 @@ class PostgresChunkSource(ChunkConnections):
             if not keys:
                 raise IncrementalSnapshotError(
                     f"table {schema}.{name} has no primary key: name a unique, non-null column "
-                    "in the signal's surrogate-key (or set message.key.columns)")
+                    "in the signal's surrogate-key (or set message.key.columns)",
+                    "NO_PRIMARY_KEY")
         codec = self.codec_for(info)
         self._tables[table] = (info, codec, keys)
         return info, codec, keys
@@ -184,9 +217,11 @@ class PostgresChunkSource(ChunkConnections):
         # Qualified names: ORDER BY must sort by the columns, not by their text output.
         order = ", ".join(f"_hw.{quote_ident(k)} DESC" for k in keys)
         texts = ", ".join(f"_hw.{quote_ident(k)}::text" for k in keys)
-        cur = self._conn().cursor()
-        cur.execute(f"SELECT {texts} FROM {qualified(info.schema, info.name)} _hw{where} "
-                    f"ORDER BY {order} LIMIT 1", params)
+        conn = self._conn()
+        cur = conn.cursor()
+        with _table_refused(table, conn):
+            cur.execute(f"SELECT {texts} FROM {qualified(info.schema, info.name)} _hw{where} "
+                        f"ORDER BY {order} LIMIT 1", params)
         row = cur.fetchone()
         return list(row) if row is not None else None
 
@@ -207,8 +242,9 @@ class PostgresChunkSource(ChunkConnections):
                 f"ORDER BY {key_cols} LIMIT {int(limit)}", params).decode()
             lines: list[list[str | None]] = []
             sink = _Lines(lines)
-            cur.copy_expert(f"COPY ({sql}) TO STDOUT", sink, size=1 << 16)
-            cur.execute("SELECT pg_current_wal_insert_lsn()::text")
+            with _table_refused(table, conn):
+                cur.copy_expert(f"COPY ({sql}) TO STDOUT", sink, size=1 << 16)
+            cur.execute(f"SELECT {VISIBLE_WAL_POSITION_SQL}")
             insert_lsn = pgoutput.parse_lsn(cur.fetchone()[0])
             conn.commit()
         except BaseException:
@@ -242,7 +278,7 @@ class PostgresChunkSource(ChunkConnections):
         cur = conn.cursor()
         try:
             cur.execute("SELECT txid_snapshot_xmin(txid_current_snapshot()), "
-                        "pg_current_wal_insert_lsn()::text")
+                        f"{VISIBLE_WAL_POSITION_SQL}")
             xmin, lsn_text = cur.fetchone()
             lsn = pgoutput.parse_lsn(lsn_text)
             position = PostgresPosition(lsn, lsn, None, int(xmin))

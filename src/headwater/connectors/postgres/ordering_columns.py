@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from headwater.pipeline.sequence_columns import (
+from headwater.connectors.sequence_columns import (
     NotColumnar,
     digit,
     hex_columns,

@@ -35,7 +35,7 @@ import orjson
 from headwater.connectors.postgres import columnar_kernels as kernels
 from headwater.connectors.postgres.columnar_kinds import FALLBACK
 from headwater.connectors.postgres.tables import TableCodec
-from headwater.formats.connect_json import json_default
+from headwater.converters.connect_json import json_default
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
 from headwater.model.topic import TopicBatch, TopicRecord
 

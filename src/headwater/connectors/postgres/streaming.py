@@ -11,10 +11,14 @@ nothing more to send right now, with:
 - the ack: the end LSN of the last transaction the chunk completes.
 
 Only `acknowledge` (called by the writer after the topic log fsync) moves the LSN we confirm to
-the server, so `confirmed_flush_lsn` never passes what is durable.  One exception keeps an idle
-captured database from pinning WAL that other databases write: with heartbeats on, when every
-transaction we received is durable and none is open, the server's sent position (reported in
-its keepalives) is confirmed, since no transaction of ours can commit before it unseen.
+the server, so `confirmed_flush_lsn` never passes what is durable; under
+``lsn.flush.mode=connector`` it stays one byte below the last message's start, so that psycopg2
+never forwards it (`PostgresStreamingSource._flush_ceiling`).  When every transaction we
+received is durable and none is open, the server's sent position (reported in its keepalives)
+is stored as the offset and confirmed, since no transaction of ours can commit before it
+unseen: by a heartbeat (an idle captured database does not pin WAL that other databases
+write), or without one once that position stood still (`_Loop.follow`: a walsender that shuts
+down waits for it).
 
 Streamed transactions (protocol 2)
 ----------------------------------
@@ -85,6 +89,13 @@ from headwater.model.record import (
 )
 
 log = logging.getLogger("headwater.connectors.postgres.streaming")
+
+# pgoutput protocol 4 (streaming 'parallel'): PostgreSQL 16+.
+PARALLEL_STREAMING_MIN_SERVER_VERSION = 160000
+
+# How long the server's position must stay still, with nothing of ours in flight, before the
+# offsets follow it without a heartbeat (see `_Loop.follow`).
+FOLLOW_STILL_S = 1.0
 
 CodecFactory = Callable[[int, str, str, tuple[IncomingColumn, ...]], TableCodec | None]
 
@@ -192,8 +203,11 @@ class StreamingOptions:
         processing_failure_mode: str = "fail",
         converting_failure_mode: str = "fail",
         messages: MessageCapture | None = None,
+        confirm_flush: bool = True,
     ) -> None:
         self.max_batch_size = max_batch_size
+        # lsn.flush.mode=manual: the slot's confirmed position is never moved by us.
+        self.confirm_flush = confirm_flush
         # Logical decoding messages (op m); None: the slot is read without them.
         self.messages = messages
         self.status_interval_s = max(0.5, status_interval_s)
@@ -237,6 +251,10 @@ class PostgresStreamingSource:
         self.metrics = metrics
         self._durable = 0  # set by the writer thread (a plain int store is atomic)
         self._confirmed = 0
+        # WAL position of the last message read in this replication session (0: none yet), and
+        # the highest quiet position stored (heartbeat or `_Loop.follow`; see `_flush_ceiling`).
+        self.last_start = 0
+        self.quiet_lsn = 0
         self._cur: Any = None
         self.guard = FlushGuard()
         # relation oid -> codec (None: table not captured)
@@ -250,16 +268,52 @@ class PostgresStreamingSource:
         self._durable = max(self._durable, lsn)
 
     # -- reader thread -------------------------------------------------------------------------
-    def _send_feedback(self, force: bool = False) -> None:
+    def _flush_ceiling(self, safe: int) -> int:
+        """The flush position to confirm: `safe`, capped so that psycopg2 never forwards it.
+
+        Why: psycopg2 moves the flush position it reports to the WAL end of a keepalive
+        whenever the flush position we set is at or after the start of the last message it
+        received (its automatic flush; Debezium's ``lsn.flush.mode=connector`` turns pgjdbc's
+        off).  The position forwarded is past what our offsets store; PostgreSQL 17+ persists it
+        at a shutdown checkpoint, and the slot's ``restart_lsn`` then passes the stored offset.
+        Confirming one byte below the last message's start keeps psycopg2's condition false (a
+        Commit message starts at its transaction's end LSN, so that byte belongs to the commit
+        record: a restart from the stored offset or from this position skips the transaction
+        alike).  One position past the last message is confirmed anyway: a stored quiet
+        position (the server's WAL end while nothing of ours was in flight, stored by a
+        heartbeat or by `_Loop.follow`), so that an idle captured database does not pin WAL and
+        a shutting-down walsender can exit; psycopg2 may forward past it until the next
+        message, over WAL without changes of ours, and `_Loop.follow` then stores each newer
+        position at once (see docs/postgres.md).
+
+        Before the first message of a session psycopg2 forwards whatever is set (its condition
+        compares with a last start of 0), so nothing is capped there."""
+        last = self.last_start
+        if last <= 0:
+            return safe
+        return min(safe, max(last - 1, self.quiet_lsn))
+
+    def confirmable(self) -> int:
+        """The highest LSN to confirm now (see `FlushGuard.safe` and `_flush_ceiling`)."""
         safe = self.guard.safe(self._durable)
+        return self._flush_ceiling(safe) if self.options.confirm_flush else safe
+
+    def _send_feedback(self, force: bool = False, final: bool = False) -> None:
+        # final: nothing is read from this cursor any more, so psycopg2 cannot forward.
+        safe = self.guard.safe(self._durable) if final else self.confirmable()
         if self._cur is not None and (safe > self._confirmed or force):
-            self._cur.send_feedback(write_lsn=safe, flush_lsn=safe, force=True)
+            if self.options.confirm_flush:
+                self._cur.send_feedback(write_lsn=safe, flush_lsn=safe, force=True)
+            else:  # lsn.flush.mode=manual: a status update that confirms nothing
+                self._cur.send_feedback(write_lsn=safe, force=True)
             self._confirmed = max(self._confirmed, safe)
 
     def close(self) -> None:
-        """Confirm the final durable position (called after the writer has drained)."""
+        """Confirm the final durable position (called after the writer has drained and the
+        reader stopped: no keepalive is read any more, so the cap below the last message's
+        start is not needed, and a stopped capture's slot is at its stored offset)."""
         try:
-            self._send_feedback()
+            self._send_feedback(final=True)
         except Exception as exc:  # the connection may already be gone
             log.debug("final feedback not sent: %s", exc)
 
@@ -268,6 +322,7 @@ class PostgresStreamingSource:
             raise RuntimeError("streaming needs a start offset (the snapshot or slot position)")
         start_lsn = int(offset["lsn"])
         self._durable = max(self._durable, start_lsn)
+        self.last_start = 0  # a new cursor: psycopg2 has received nothing yet
         self.guard.restart()
         if self.incremental is not None:
             self.incremental.start(offset)
@@ -276,15 +331,16 @@ class PostgresStreamingSource:
         spill: SpillBuffer | None = None
         self.protocol = 1
         if self._streaming_supported():
-            self.protocol = 2
+            self.protocol = self._streaming_protocol()
             self.spill_dir = self._spill_directory(cur)
             spill = SpillBuffer(self.spill_dir)
         log.info("streaming step: START_REPLICATION SLOT %s LOGICAL %s (publication %s, "
                  "pgoutput protocol %d%s)", self.slot_name, pgoutput.format_lsn(start_lsn),
                  self.publication_name, self.protocol,
-                 f", streaming on, spill directory {self.spill_dir}" if spill else "")
+                 f", streaming {'parallel' if self.protocol >= 4 else 'on'}, spill directory "
+                 f"{self.spill_dir}" if spill else "")
         try:
-            self._start_replication(cur, start_lsn, streaming=spill is not None)
+            self._start_replication(cur, start_lsn, protocol=self.protocol)
         except psycopg2.errors.ObjectInUse as exc:  # a dead predecessor's walsender lingers
             raise RetriableError(str(exc).strip()) from exc
         self.metrics.connected = True
@@ -326,11 +382,20 @@ class PostgresStreamingSource:
             raise RetriableError(f"IDENTIFY_SYSTEM failed: {exc}".strip()) from exc
         return Path(root) / f"{self.slot_name}-{system_id}"
 
-    def _start_replication(self, cur: Any, start_lsn: int, *, streaming: bool = False) -> None:
-        options = {"proto_version": "1", "publication_names": self.publication_name}
-        if streaming:
-            options = {"proto_version": "2", "publication_names": self.publication_name,
-                       "streaming": "on"}
+    def _streaming_protocol(self) -> int:
+        """4 (streaming 'parallel') from PostgreSQL 16 on, else 2 (streaming 'on').
+
+        Protocol 4 changes one thing a reader sees: Stream Abort carries the abort's LSN and
+        time (the decoder reads both forms).  Asking for it on 16+ is what a current
+        subscriber does (PostgreSQL 18 subscriptions default to streaming = parallel), so the
+        walsender is exercised the way the newest servers are used."""
+        version = int(getattr(self.conn, "server_version", 0) or 0)
+        return 4 if version >= PARALLEL_STREAMING_MIN_SERVER_VERSION else 2
+
+    def _start_replication(self, cur: Any, start_lsn: int, *, protocol: int = 1) -> None:
+        options = {"proto_version": str(protocol), "publication_names": self.publication_name}
+        if protocol >= 2:
+            options["streaming"] = "parallel" if protocol >= 4 else "on"
         version = int(getattr(self.conn, "server_version", 0) or 0)
         if self.options.messages is not None and version >= MESSAGES_MIN_SERVER_VERSION:
             options["messages"] = "true"  # as Debezium asks from PostgreSQL 14 on
@@ -340,7 +405,8 @@ class PostgresStreamingSource:
             start_lsn=start_lsn,
             decode=False,
             options=options,
-            status_interval=self.options.status_interval_s,
+            # psycopg2 refuses less than 1 s; shorter intervals are kept by our own loop (idle).
+            status_interval=max(1.0, self.options.status_interval_s),
         )
 
     def relation(self, m: Any) -> None:
@@ -427,6 +493,9 @@ class _Loop:
         # something received is not durable yet (see `settle`)
         self.received_end = self.resume_lsn
         self.hook = source.incremental
+        # the server's quiet position `follow` last saw, and since when (monotonic seconds)
+        self.still_at = 0
+        self.still_since = time.monotonic()
 
     # -- signals and incremental snapshots (see connectors/postgres/incremental.py) ---------------
     def _row_position(self, lsn: int) -> PostgresPosition:
@@ -506,6 +575,7 @@ class _Loop:
                 if self.hook is not None:
                     self._hook_idle()
                 continue
+            source.last_start = msg.data_start  # a replayed one's is lower: caps more, never less
             m: Any = decode(msg.payload)  # dispatched on type(m) below (fastest in CPython)
             kind = type(m)
             if kind is Insert or kind is Update or kind is Delete:
@@ -711,7 +781,7 @@ class _Loop:
                 confirmed = source._confirmed
                 continue
             data = msg.payload
-            last = msg.data_start
+            last = source.last_start = msg.data_start
             t = data[0]
             if t in _SPILLED:
                 append(data, last)
@@ -784,23 +854,71 @@ class _Loop:
         now = time.monotonic()
         if self.dispatcher.heartbeat_due():
             self.heartbeat()
-        if (source.guard.safe(source._durable) > source._confirmed
+        elif self.options.confirm_flush:
+            self.follow(now)
+        if (source.confirmable() > source._confirmed
                 or now - self.last_feedback > self.options.status_interval_s):
             source._send_feedback(force=True)
             self.last_feedback = now
         select.select([self.cur], [], [], 0.2)
 
+    def quiet_position(self) -> int | None:
+        """The server's WAL end (its last message or keepalive) when it may be stored and
+        confirmed: not before the resume position, with no transaction of ours open (nor an
+        open streamed one) and everything received durable, so every commit of ours before it
+        is durable."""
+        source = self.source
+        wal_end = int(getattr(self.cur, "wal_end", 0) or 0)
+        if (wal_end >= self.resume_lsn and not self.in_tx and not source.guard.open_streams
+                and source._durable >= self.emitted_ack):
+            return wal_end
+        return None
+
+    def _move_to_quiet(self, wal_end: int) -> None:
+        self.resume_lsn = wal_end
+        self.ack = wal_end
+        self.source.quiet_lsn = wal_end
+
+    def follow(self, now: float) -> None:
+        """Store (then confirm) the server's position when it stopped moving with nothing of
+        ours in flight, or at once when psycopg2 may already forward the slot to it.
+
+        Why: we confirm below the last message's start (`_flush_ceiling`), but a walsender
+        that shuts down waits until the client confirms everything it sent (up to its
+        shutdown checkpoint); offsets following the server's position there let it exit, with
+        the slot exactly at the stored offset.  The position must have been still for
+        `FOLLOW_STILL_S` first: confirming a position past the last message lets psycopg2
+        forward the slot again until the next message (to the WAL end of any later
+        keepalive), so following each keepalive of a busy server would reopen the hazard;
+        once that is the case (what we confirmed reaches the last message's start), every
+        newer position is followed at once so the stored offset catches up with the slot."""
+        source = self.source
+        wal_end = self.quiet_position()
+        if wal_end is None or wal_end <= source.quiet_lsn:
+            self.still_since = now
+            self.still_at = 0
+            return
+        if wal_end != self.still_at:
+            self.still_at = wal_end
+            self.still_since = now
+        exposed = source.last_start > 0 and source._confirmed >= source.last_start
+        if not exposed and now - self.still_since < FOLLOW_STILL_S:
+            return
+        if wal_end > self.resume_lsn:
+            self._move_to_quiet(wal_end)
+            self.emit()
+        else:  # the resume position itself (durable): only the cap below it is lifted
+            source.quiet_lsn = wal_end
+
     def heartbeat(self) -> None:
         """Heartbeat record plus, when nothing of ours is in flight, the server's position."""
         self.dispatcher.run_heartbeat_action()
-        source = self.source
-        wal_end = int(getattr(self.cur, "wal_end", 0) or 0)
-        quiet = not self.in_tx and source._durable >= self.emitted_ack
+        wal_end = self.quiet_position()
         position = self.resume_lsn
-        if quiet and wal_end > self.resume_lsn:
+        if wal_end is not None and wal_end > position:
             # Everything sent before wal_end is received and durable: confirm it, so WAL that
             # other databases write is not pinned by this slot.
-            self.resume_lsn = position = wal_end
-            self.ack = wal_end
+            self._move_to_quiet(wal_end)
+            position = wal_end
         self.dispatcher.heartbeat(PostgresPosition(position, position, self.prev_commit, None))
         self.emit()

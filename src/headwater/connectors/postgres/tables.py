@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from headwater.connectors.postgres.catalog import ColumnInfo, TableInfo
 from headwater.connectors.postgres.columnar_kinds import PER_VALUE, ColumnKind, column_kind
-from headwater.connectors.postgres.types import PgType, TypeModes, pg_column_mapping
+from headwater.connectors.postgres.defaults import default_text, jdbc_type_name
+from headwater.connectors.postgres.types import (
+    BUILTIN_ARRAY_ELEMENTS,
+    PgType,
+    TypeModes,
+    pg_column_mapping,
+)
 from headwater.model.record import UNCHANGED_TOAST
 from headwater.model.schema import Column, TableId, TableSchema
 from headwater.relational.codec import Converter, RelationalTableCodec
@@ -104,21 +111,31 @@ def build_codec(
             )
             convert = _passthrough
         length, scale = _length_scale(oid, typmod)
+        field_schema, fallback = mapping.schema, mapping.fallback
+        default = _column_default(cat, pg_type, scale, convert) if mapping.supported else None
+        if default is not None:
+            # Debezium: the field's schema default, and the value of a missing NOT NULL one
+            field_schema, fallback = replace(field_schema, default=default), default
         column = Column(
             name=inc.name,
             position=len(columns),
             type_name=tname or str(oid),
-            schema=mapping.schema,
+            schema=field_schema,
             length=length,
             scale=scale,
             type_oid=oid,
-            fallback=mapping.fallback,
+            fallback=fallback,
         )
-        if column_mappers and not in_key:  # Debezium builds message keys without mappers
+        if column_mappers:  # Debezium builds message keys without mappers (key=in_key)
+            # the source type is the column's own type name as pgjdbc reports it (a domain's
+            # name, serial / bigserial), as Debezium's Column.typeName()
+            source_type = (jdbc_type_name(cat.type_name, cat.default_expression)
+                           if cat is not None else column.type_name)
             column, convert = column_mappers.apply(
-                column, convert, f"{info.schema}.{info.name}.{inc.name}", column.type_name,
+                column, convert, f"{info.schema}.{info.name}.{inc.name}", source_type,
                 length, scale,
                 character=is_character_type(column.type_name) or pg_type.kind == "e",
+                key=in_key,
             )
         columns.append(column)
         converters.append(convert)
@@ -141,6 +158,27 @@ def build_codec(
         attributes={"replica_identity": info.replica_identity, "oid": info.oid},
     )
     return TableCodec(schema, incoming, tuple(converters), tuple(keep), tuple(kinds))
+
+
+def _column_default(
+    cat: ColumnInfo | None, pg_type: PgType, scale: int | None, convert: Converter
+) -> Any:
+    """The column's default as Debezium resolves it (`defaults.default_text`), converted as
+    its values are; None without one.  STRUCT values are dropped (Kafka's KAFKA-12694)."""
+    if cat is None or cat.default_expression is None:
+        return None
+    type_name = jdbc_type_name(cat.type_name, cat.default_expression)
+    enum_type = pg_type.kind == "e" and cat.type_oid == pg_type.oid
+    text = default_text(type_name, cat.default_expression, enum_type,
+                        scale if pg_type.oid == 1700 else None)
+    if text is None:
+        return None
+    try:
+        value = convert(text)
+    except (ValueError, ArithmeticError):
+        log.debug("column %s: default %r not resolved", cat.name, cat.default_expression)
+        return None
+    return None if isinstance(value, dict) else value
 
 
 _WARNED: set[tuple[str, str, str, str]] = set()
@@ -178,15 +216,58 @@ def _key_columns(
     return ()
 
 
+# pgjdbc's TypeInfoCache: what DatabaseMetaData.getColumns reports as COLUMN_SIZE and
+# DECIMAL_DIGITS, which Debezium takes as the column's length and scale (PostgresConnection
+# .doReadTableColumn) and `column.propagate.source.type` puts in the schema parameters.
+_UNKNOWN_LENGTH = 2_147_483_647  # pgjdbc's default unknownLength (Integer.MAX_VALUE)
+_PRECISION = {21: 5, 26: 10, 23: 10, 20: 19, 700: 8, 701: 17, 18: 1, 16: 1}  # int2 ... bool
+_FLOAT_SCALE = {700: 8, 701: 17}
+_TEMPORAL = (1083, 1266, 1114, 1184)  # time, timetz, timestamp, timestamptz
+_TEMPORAL_BASE = {1083: 8, 1266: 8 + 6, 1114: 13 + 1 + 8, 1184: 13 + 1 + 8 + 6}
+
+
+def _display_size(oid: int, typmod: int) -> int:
+    """``TypeInfoCache.getDisplaySize`` for the types whose precision is their display size."""
+    if oid == 1082:  # date
+        return 13
+    if oid in _TEMPORAL:
+        second = {-1: 7, 0: 0, 1: 3}.get(typmod, typmod + 1)
+        return _TEMPORAL_BASE[oid] + second
+    return 49  # interval
+
+
 def _length_scale(oid: int, typmod: int) -> tuple[int | None, int | None]:
-    if typmod < 0:
-        return None, None
-    if oid == 1700:  # numeric: ((precision << 16) | scale) + 4
-        t = typmod - 4
-        return (t >> 16) & 0xFFFF, t & 0xFFFF
-    if oid in (1042, 1043):  # bpchar, varchar: length + 4
-        return typmod - 4, None
-    return typmod, None
+    """(length, scale) as pgjdbc reports them for a column of base type `oid` (an array: its
+    element type, as ``convertArrayToBaseOid``) and modifier `typmod`: ``getPrecision`` (0
+    replaced by ``getDisplaySize``, as ``getColumns`` does) and ``getScale``."""
+    oid = BUILTIN_ARRAY_ELEMENTS.get(oid, oid)
+    if oid in _PRECISION:
+        length = _PRECISION[oid]
+    elif oid == 1700:  # numeric: ((precision << 16) | scale) + 4
+        # unconstrained: precision 0, so getDisplaySize's 131089 (Debezium's streamed events;
+        # its snapshot events say 0 and no scale: docs/compatibility.md)
+        length = 131089 if typmod == -1 else ((typmod - 4) >> 16) & 0xFFFF
+    elif oid in (1042, 1043):  # bpchar, varchar: length + 4
+        length = _UNKNOWN_LENGTH if typmod == -1 else typmod - 4
+    elif oid in (1082, *_TEMPORAL, 1186):
+        length = _display_size(oid, typmod)
+    elif oid == 1560:  # bit
+        length = typmod
+    elif oid == 1562:  # varbit
+        length = _UNKNOWN_LENGTH if typmod == -1 else typmod
+    else:
+        length = _UNKNOWN_LENGTH
+    if oid in _FLOAT_SCALE:
+        scale = _FLOAT_SCALE[oid]
+    elif oid == 1700:
+        scale = 0 if typmod == -1 else (typmod - 4) & 0xFFFF
+    elif oid in _TEMPORAL:
+        scale = 6 if typmod == -1 else typmod
+    elif oid == 1186:  # interval: the precision is the modifier's low 16 bits
+        scale = 6 if typmod == -1 else typmod & 0xFFFF
+    else:
+        scale = 0
+    return length, scale
 
 
 def incoming_from_catalog(info: TableInfo) -> tuple[IncomingColumn, ...]:

@@ -63,9 +63,19 @@ enum types               STRING ``io.debezium.data.Enum`` version 1, parameter `
                          labels in their sort order, comma-separated
 point                    STRUCT ``io.debezium.data.geometry.Point`` {x, y FLOAT64, wkb optional
                          BYTES (21-byte OGC WKB of the point), srid optional INT32 (null)}
-geometry, geography      STRUCT ``io.debezium.data.geometry.Geometry`` / ``Geography`` {wkb
-                         BYTES, srid optional INT32}: PostGIS's EWKB bytes and their SRID
-                         (`headwater.convert.geometry`)
+box, lseg, path,         STRUCT ``io.debezium.data.geometry.Geometry`` version 2 {wkb BYTES, srid
+polygon                  optional INT32, extensions optional MAP<STRING,STRING>}, always
+                         optional: little-endian WKB Polygon / LineString, ``extensions``
+                         ``{"type": "box"}`` etc. and, for path, ``"closed"``
+                         (`headwater.convert.pg_geometric`)
+circle                   STRUCT ``io.debezium.data.geometry.Circle`` {center Point, radius
+                         FLOAT64}, always optional
+line                     STRUCT ``io.debezium.data.geometry.Line`` {a, b, c FLOAT64}, always
+                         optional
+geometry                 STRUCT ``io.debezium.data.geometry.Geometry`` version 2 (always
+                         optional; ``extensions`` null): PostGIS's EWKB bytes and their SRID
+geography                STRUCT ``io.debezium.data.geometry.Geography`` version 1 {wkb BYTES,
+                         srid optional INT32} (`headwater.convert.geometry`)
 arrays (``_type``,       ARRAY of the element's schema made optional (elements may be NULL),
 ``type[]``)              for every element type above, enums and domains included; see below
 domains                  their base type, with the column's, else the nearest domain's,
@@ -123,10 +133,14 @@ Decisions, with the Debezium evidence (``PostgresValueConverter``, ``PostgresTyp
   WKB", but Debezium has always emitted EWKB.  `headwater.convert.geometry.ewkb_to_wkb` turns it
   into ISO WKB (what ``ST_AsBinary`` returns).  ``srid`` is null without an SRID (current
   Debezium; 1.x wrote 0).  A missing NOT NULL value is ``GEOMETRYCOLLECTION EMPTY``.
-* Geometric types other than point (line, lseg, box, path, polygon, circle): released Debezium
-  has no converter for them (pgjdbc types them ``OTHER``), so they are unknown types below.
-  Debezium's main branch (dbz#2135) is adding ``Geometry`` v2 with an ``extensions`` field and
-  ``Circle`` / ``Line`` structs; Headwater will follow once that ships.
+* Geometric types other than point (line, lseg, box, path, polygon, circle): Debezium 3.6.1
+  has no converter for them (unknown types there); 3.7.0.Alpha2, the newest release, maps them
+  (dbz#2135) and Headwater follows it, see `headwater.convert.pg_geometric`.  The same release
+  made ``Geometry`` version 2 (an ``extensions`` field; the schema always optional), which
+  PostGIS geometry and MySQL geometry columns share; ``Geography`` stays version 1.  Debezium
+  has no array converter for them (their arrays are omitted, like point[]); Headwater maps
+  ``box[]``, ``lseg[]``, ``path[]``, ``polygon[]``, ``circle[]`` and ``line[]`` like its other
+  arrays.
 * Enum ``allowed``: the labels in ``enumsortorder`` (declaration order, ``ALTER TYPE ... ADD
   VALUE BEFORE`` respected).  Debezium aggregates ``pg_enum`` without an ORDER BY, which yields
   the same order unless labels were added with BEFORE/AFTER.
@@ -150,7 +164,7 @@ Decisions, with the Debezium evidence (``PostgresValueConverter``, ``PostgresTyp
   with it, ARRAY of the opaque binary representation, one element per array element (as
   Debezium).
 
-Unknown types (everything not listed above: line, lseg, box, path, polygon, circle, tid, xid,
+Unknown types (everything not listed above: tid, xid,
 xid8, cid, pg_lsn, tsquery, txid_snapshot, jsonpath, regclass and friends, user ranges,
 multiranges, composite types, other extension types): with ``include_unknown_datatypes`` the
 value is Debezium's opaque representation, the UTF-8 bytes of the text under
@@ -190,6 +204,8 @@ from headwater.convert.decimal import (
 from headwater.convert.geometry import (
     GEOGRAPHY,
     GEOMETRY,
+    geography_fallback,
+    geography_value,
     geometry_fallback,
     geometry_schema,
     geometry_value,
@@ -198,6 +214,17 @@ from headwater.convert.geometry import (
     point_value,
 )
 from headwater.convert.pg_arrays import array_converter
+from headwater.convert.pg_geometric import (
+    box_value,
+    circle_schema,
+    circle_value,
+    geometric_fallback,
+    line_schema,
+    line_value,
+    lseg_value,
+    path_value,
+    polygon_value,
+)
 from headwater.convert.pg_hstore import hstore_json, parse_hstore
 from headwater.convert.pg_interval import interval_iso_string, interval_micro_duration
 from headwater.convert.pg_money import money_decimal_text
@@ -259,7 +286,12 @@ OID_OID = 26
 JSON_OID = 114
 XML_OID = 142
 POINT_OID = 600
+LSEG_OID = 601
+PATH_OID = 602
 BOX_OID = 603
+POLYGON_OID = 604
+LINE_OID = 628
+CIRCLE_OID = 718
 CIDR_OID = 650
 FLOAT4_OID = 700
 FLOAT8_OID = 701
@@ -309,7 +341,8 @@ BUILTIN_ARRAY_ELEMENTS: dict[int, int] = {
     1185: TIMESTAMPTZ_OID, 1187: INTERVAL_OID, 1270: TIMETZ_OID, 1561: BIT_OID,
     1563: VARBIT_OID, 1231: NUMERIC_OID, 2951: UUID_OID, 3643: TSVECTOR_OID, 3807: JSONB_OID,
     3905: INT4RANGE_OID, 3907: NUMRANGE_OID, 3909: TSRANGE_OID, 3911: TSTZRANGE_OID,
-    3913: DATERANGE_OID, 3927: INT8RANGE_OID,
+    3913: DATERANGE_OID, 3927: INT8RANGE_OID, 1018: LSEG_OID, 1019: PATH_OID,
+    1027: POLYGON_OID, 629: LINE_OID, 719: CIRCLE_OID,
 }
 # pg_type.typdelim is ',' for every built-in type but box.
 _BUILTIN_DELIMITERS = {BOX_OID: ";"}
@@ -746,8 +779,26 @@ def _point(t: PgType, optional: bool, modes: TypeModes) -> ColumnMapping:
 
 
 def _postgis(name: str) -> _Factory:
+    value, fallback = ((geography_value, geography_fallback) if name == GEOGRAPHY
+                       else (geometry_value, geometry_fallback))
+
     def factory(t: PgType, optional: bool, modes: TypeModes) -> ColumnMapping:
-        return ColumnMapping(geometry_schema(name, optional), geometry_value, geometry_fallback())
+        return ColumnMapping(geometry_schema(name, optional), value, fallback())
+
+    return factory
+
+
+def _geometric(type_name: str, convert: Callable[[str], dict[str, Any]]) -> _Factory:
+    """box / lseg / path / polygon (``Geometry`` v2), circle, line: always-optional schemas."""
+    if type_name == "circle":
+        schema = circle_schema()
+    elif type_name == "line":
+        schema = line_schema()
+    else:
+        schema = geometry_schema(GEOMETRY, True)
+
+    def factory(t: PgType, optional: bool, modes: TypeModes) -> ColumnMapping:
+        return ColumnMapping(schema, convert, geometric_fallback(type_name))
 
     return factory
 
@@ -823,6 +874,12 @@ _ltree = _named_string(LTREE_NAME)
 _tsvector = _named_string(TSVECTOR_NAME)
 _geometry = _postgis(GEOMETRY)
 _geography = _postgis(GEOGRAPHY)
+_box = _geometric("box", box_value)
+_lseg = _geometric("lseg", lseg_value)
+_path = _geometric("path", path_value)
+_polygon = _geometric("polygon", polygon_value)
+_circle = _geometric("circle", circle_value)
+_line = _geometric("line", line_value)
 
 _BY_OID: dict[int, _Factory] = {
     BOOL_OID: _bool,
@@ -837,6 +894,12 @@ _BY_OID: dict[int, _Factory] = {
     JSON_OID: _json,
     XML_OID: _xml,
     POINT_OID: _point,
+    LSEG_OID: _lseg,
+    PATH_OID: _path,
+    BOX_OID: _box,
+    POLYGON_OID: _polygon,
+    LINE_OID: _line,
+    CIRCLE_OID: _circle,
     CIDR_OID: _string,
     FLOAT4_OID: _float32,
     FLOAT8_OID: _float64,
@@ -898,6 +961,12 @@ _BY_NAME: dict[str, _Factory] = {
     "jsonb": _json,
     "xml": _xml,
     "point": _point,
+    "lseg": _lseg,
+    "path": _path,
+    "box": _box,
+    "polygon": _polygon,
+    "line": _line,
+    "circle": _circle,
     "cidr": _string,
     "inet": _string,
     "macaddr": _string,

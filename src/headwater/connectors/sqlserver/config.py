@@ -2,7 +2,8 @@
 
 What both change-table connectors share (identity, connection basics, snapshot, filters,
 events, `time.precision.mode`, operations) comes from `relational.changetables.config`; this
-module adds only SQL Server's own: the connection (`database.names`, `database.instance`,
+module adds only SQL Server's own: `snapshot.mode=when_needed_no_data` (Debezium 3.x's SQL
+Server connector alone has it), the connection (`database.names`, `database.instance`,
 `database.encrypt`, `database.trustServerCertificate`), its `snapshot.isolation.mode` values,
 `data.query.mode`, `max.iteration.transactions` and `streaming.fetch.size`.
 `headwater.sqlserver.driver` is Headwater's: the DB-API module with pymssql's `connect`
@@ -12,6 +13,7 @@ PostgreSQL-backed emulation, headwater.testing.sqlserver_emulation).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -19,6 +21,8 @@ from headwater.config.definition import Property, ValidatedConfig, ValidationCon
 from headwater.model.schema import TableId
 from headwater.relational import config as relational
 from headwater.relational.changetables.config import (
+    SNAPSHOT_MODE,
+    SNAPSHOT_MODES,
     ChangeTableConnectorConfig,
     changetable_config_def,
     changetable_properties,
@@ -63,6 +67,8 @@ PROPERTIES: Final[tuple[Property, ...]] = changetable_properties(
     ),
     signal_collection=signal_collection_property(3, "<database>.<schema>.<table>",
                                                  several=True),
+    snapshot_mode=dataclasses.replace(
+        SNAPSHOT_MODE, allowed=(*SNAPSHOT_MODES, "when_needed_no_data")),
 )
 
 

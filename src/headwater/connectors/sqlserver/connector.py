@@ -11,11 +11,10 @@ incremental snapshots run on the change-table base's hook with SQL Server's chun
 
 from __future__ import annotations
 
-import time
+import logging
 from importlib import import_module
 from typing import Any
 
-from headwater.config.connector_common import NameFilter
 from headwater.connectors.sqlserver import queries
 from headwater.connectors.sqlserver.catalog import CaptureInstance, capture_instances
 from headwater.connectors.sqlserver.config import SqlServerConnectorConfig
@@ -27,11 +26,12 @@ from headwater.connectors.sqlserver.schema_snapshot import schema_tables
 from headwater.connectors.sqlserver.streaming import SqlServerStreaming, scalar
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.source import SourceRunContext
-from headwater.engine.topic_naming import TopicNaming
-from headwater.model.record import ChangeRecord, Op, SnapshotMarker
 from headwater.model.schema import TableId
+from headwater.model.topic_naming import TopicNaming
 from headwater.relational.changetables.connector import ChangeTableConnector, ChangeTableSnapshot
 from headwater.relational.changetables.paramstyle import connect_qmark
+
+log = logging.getLogger("headwater.connectors.sqlserver")
 
 
 class SqlServerSnapshot(ChangeTableSnapshot):
@@ -106,37 +106,46 @@ class SqlServerSnapshot(ChangeTableSnapshot):
                    .replace("#table", table.table.replace("]", "]]")))
             cur = conn.cursor()
             cur.execute(queries.with_db(sql, database))
-            while rows := cur.fetchmany(fetch):
-                if ctx.stopping.is_set():
-                    return False
-                now = int(time.time() * 1000)
-                for row in rows:
-                    self._add(ctx, ChangeRecord(
-                        self.connector.context, instance.codec.schema, Op.READ, None,
-                        instance.codec.convert(row), now, now, SnapshotMarker.TRUE,
-                        SqlServerPosition(lsn, None, None, now * 1000)))
+            if self._read_rows(ctx, cur, self.connector.context, instance.codec, fetch,
+                               SqlServerPosition, lsn) is None:
+                return False
             cur.close()
         return True
 
 
 class SqlServerConnector(ChangeTableConnector):
     DATABASE = "SQL Server"
+    STREAMING = SqlServerStreaming
     cfg: SqlServerConnectorConfig
 
     def __init__(self, cfg: SqlServerConnectorConfig, metrics: CaptureMetrics | None = None,
                  naming: TopicNaming | None = None) -> None:
         super().__init__(cfg, "sqlserver", metrics, naming)
-        self.cfg = cfg
-        self.history_cfg = cfg.schema_history
         self.source_block = SqlServerSourceBlock()
         self.driver = import_module(cfg.headwater_sqlserver_driver)
 
     def lsn_bytes(self, text: str | None) -> bytes | None:
         return lsn_bytes(text)
 
-    def captures_schema(self, name: str) -> bool:
-        return NameFilter(self.cfg.schema_include_list,
-                          self.cfg.schema_exclude_list).admits(name)
+    def position_readable(self, offset: dict[str, Any]) -> bool:
+        """Debezium's SqlServerConnection.validateLogPosition, per database: the stored commit
+        LSN is at or after the oldest `start_lsn` of the change tables (cleanup moves it)."""
+        stored = offset.get("databases") or {}
+        for database in self.cfg.database_names:
+            commit = lsn_bytes((stored.get(database) or {}).get("commit_lsn"))
+            if commit is None:
+                continue
+            conn = self.connect(database)
+            try:
+                oldest = scalar(conn, queries.GET_MIN_LSN_FROM_ALL_CHANGE_TABLES, database)
+            finally:
+                conn.close()
+            log.info("database %s: oldest change table LSN %s, stored LSN %s", database,
+                     lsn_text(bytes(oldest)) if oldest is not None else None,
+                     lsn_text(commit))
+            if oldest is None or bytes(oldest) > commit:
+                return False
+        return True
 
     def connect(self, database: str) -> Any:
         return connect_qmark(self.driver, **self.cfg.connect_kwargs(database))
@@ -158,9 +167,3 @@ class SqlServerConnector(ChangeTableConnector):
 
     def chunk_source(self) -> SqlServerChunkSource:
         return SqlServerChunkSource(self.cfg, self.context, self.connect)
-
-    def streaming_source(self, offset: dict[str, Any] | None) -> SqlServerStreaming:
-        streaming = SqlServerStreaming(self.cfg, self.context, self.metrics, self.connect,
-                                       offset, self.connection_errors, self.incremental_hook())
-        streaming.table_schema = self.table_schema
-        return streaming

@@ -18,7 +18,7 @@ from headwater.connectors.sqlserver.lsn import lsn_text
 from headwater.connectors.sqlserver.position import SqlServerPosition
 from headwater.connectors.sqlserver.streaming import scalar
 from headwater.engine.incremental import IncrementalSnapshotError
-from headwater.engine.signals import format_collection
+from headwater.model.collection import format_collection
 from headwater.model.record import SourceContext
 from headwater.model.schema import TableId
 from headwater.relational.changetables.chunks import ChangeTableChunkSource

@@ -16,6 +16,7 @@ GET_NTH_TRANSACTION_LSN_FROM_LAST: Final = (
 GET_NTH_TRANSACTION_LSN_FROM_BEGINNING: Final = (
     "SELECT MAX(start_lsn) FROM (SELECT TOP (?) start_lsn FROM #db.cdc.lsn_time_mapping "
     "WHERE tran_id <> 0x00 ORDER BY start_lsn) as next_lsns")
+GET_MIN_LSN_FROM_ALL_CHANGE_TABLES: Final = "SELECT MIN(start_lsn) FROM #db.cdc.change_tables"
 INCREMENT_LSN: Final = "SELECT #db.sys.fn_cdc_increment_lsn(?)"
 LSN_TIMESTAMP: Final = ("TODATETIMEOFFSET(#db.sys.fn_cdc_map_lsn_to_time([__$start_lsn]), "
                         "DATEPART(TZOFFSET, SYSDATETIMEOFFSET()))")

@@ -1,13 +1,13 @@
 """The SQL Server connector's registration (headwater.connectors.registry), declared through
-the change-table connectors' shared form (relational.changetables.registration).
+the change-table connectors' shared form (connectors.changetable_registration).
 
 Light to import: the configuration, the connector and its driver load on first use.
 """
 
 from __future__ import annotations
 
+from headwater.connectors.changetable_registration import changetable_registration
 from headwater.connectors.sqlserver.ordering import SQLSERVER_ORDER
-from headwater.relational.changetables.registration import changetable_registration
 
 REGISTRATION = changetable_registration(
     name="SQL Server", kind="sqlserver",

@@ -29,13 +29,13 @@ from typing import Any
 import orjson
 from fastavro import parse_schema, schemaless_writer
 
-from headwater.engine.topic_naming import DEFAULT_STRATEGY, SCHEMA_STRATEGY, TopicNaming
 from headwater.formats.datastream.plan import TablePlan
 from headwater.formats.datastream.sources import SourceSpec, change_type, source_spec
 from headwater.formats.datastream.unified import json_default
 from headwater.model.record import ABSENT, UNCHANGED_TOAST, ChangeRecord, Op, SourceEvent
 from headwater.model.schema import TableSchema
 from headwater.model.topic import TopicBatch, TopicRecord
+from headwater.model.topic_naming import DEFAULT_STRATEGY, SCHEMA_STRATEGY, TopicNaming
 
 log = logging.getLogger("headwater.formats.datastream")
 

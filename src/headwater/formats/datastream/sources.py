@@ -143,7 +143,8 @@ SQLSERVER = SourceSpec(
 
 # Unverified: the MongoDB rows of Datastream's "Events and streams" source-specific metadata
 # table, and its MongoDB read_method values, could not be read (docs/datastream.md, "What
-# Datastream's pages say"); these are Headwater's guess until checked.
+# Datastream's pages say"); these are Headwater's guess until checked.  The MongoDB
+# connector writes these events (connectors/mongodb/datastream.py: rows `_id`, `payload`).
 MONGODB = SourceSpec(
     family="mongodb",
     cdc="mongodb-change-streams",

@@ -84,8 +84,16 @@ SQLSERVER_TYPES: Final[dict[str, str]] = {
     "geometry": "GEOMETRY", "geography": "GEOMETRY",
 }
 
+# MongoDB: a collection's Datastream row is its document's `_id` and the document, both as
+# Extended JSON text (connectors/mongodb/datastream.py); the BSON types inside are the JSON's
+# (Google's BSON -> BigQuery JSON table, reference §B), not columns of their own.
+MONGODB_TYPES: Final[dict[str, str]] = {
+    "id": "STRING", "document": "JSON",
+}
+
 TABLES: Final[dict[str, dict[str, str]]] = {
     "postgresql": POSTGRESQL_TYPES, "mysql": MYSQL_TYPES, "sqlserver": SQLSERVER_TYPES,
+    "mongodb": MONGODB_TYPES,
 }
 
 # Rows the reference does not settle (docs/datastream.md keeps them marked ⚠).
@@ -107,6 +115,12 @@ UNSETTLED: Final[dict[str, dict[str, str]]] = {
         "BIGINT UNSIGNED": "DECIMAL (BigQuery DECIMAL) vs NUMBER (Google's code)",
         **{t: "BigQuery: STRING (hex encoded); Google's code: STRING; kept BYTES"
            for t in ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB")},
+    },
+    "mongodb": {
+        "id": "the events page's MongoDB rows not read: `_id` as Extended JSON text is "
+              "Headwater's reading",
+        "document": "the events page's MongoDB rows not read: the document as one JSON "
+                    "`payload` column is Headwater's reading (BigQuery: JSON)",
     },
     "sqlserver": {
         "decimal": "BigQuery NUMERIC/BIGNUMERIC thresholds lost",
@@ -144,6 +158,10 @@ def mysql_key(type_name: str, unsigned: bool) -> str:
 
 def mysql_unified(type_name: str, unsigned: bool = False) -> str:
     return MYSQL_TYPES.get(mysql_key(type_name, unsigned), UNSUPPORTED)
+
+
+def mongodb_unified(type_name: str) -> str:
+    return MONGODB_TYPES.get(type_name, UNSUPPORTED)
 
 
 def sqlserver_unified(type_name: str) -> str:

@@ -291,6 +291,8 @@ def unified_name(column: Column, family: str) -> str:
         return typemap.mysql_unified(column.type_name, column.unsigned)
     if family == "sqlserver":
         return typemap.sqlserver_unified(column.type_name)
+    if family == "mongodb":
+        return typemap.mongodb_unified(column.type_name)
     return _connect_name(schema)
 
 

@@ -82,13 +82,10 @@ def file_events(root: Path, log_path: Path, start: int, end: int) -> list[RawEve
 def apply_events(events: list[RawEvent], topic: str | None, batch_id: int, mode: str,
                  target: Any, track: tuple[str, ...] | None = None,
                  track_except: tuple[str, ...] | None = None) -> int:
-    """Applies a batch of Datastream events in `mode`; returns the number of events."""
-    from headwater.pipeline.delta_target import DeltaTarget
+    """Applies a batch of Datastream events in `mode` into a Delta target (the other targets
+    are refused at start: `capabilities`); returns the number of events."""
     from headwater.pipeline.runner import apply_changes
 
-    if not isinstance(target, DeltaTarget):
-        raise ValueError("Datastream events are materialized into Delta only "
-                         "(headwater.pipeline.target=delta)")
     total = 0
     for obj, items in sorted(group_by_object(events).items()):
         name = topic or obj

@@ -20,13 +20,12 @@ import gzip
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from fastavro import reader as avro_reader
 
-from headwater.pipeline.datastream import types
-from headwater.pipeline.datastream.events import RawEvent, is_datastream_event
+if TYPE_CHECKING:
+    from headwater.pipeline.datastream.events import RawEvent
 
 FORMATS = ("json", "avro", "auto")
 SUFFIXES = {"json": (".jsonl", ".json", ".jsonl.gz", ".json.gz"), "avro": (".avro",),
@@ -93,6 +92,14 @@ def read_log(path: Path, start: int, end: int) -> list[str]:
 def read_file(path: Path, base: int) -> Iterator[RawEvent]:
     """The events of one JSON lines (plain or gzip) or Avro object container file; `base`
     numbers them."""
+    # Imported here: Spark's Python planner worker imports this module for the file log
+    # only, and must connect back within Spark's fixed 10 s even on a loaded machine
+    # (pyarrow, through the event types, is most of the import time).
+    from fastavro import reader as avro_reader
+
+    from headwater.pipeline.datastream import types
+    from headwater.pipeline.datastream.events import RawEvent, is_datastream_event
+
     if path.suffix == ".avro":
         with path.open("rb") as fh:
             events = avro_reader(fh)

@@ -26,6 +26,7 @@ import orjson
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, QueryBuilder, write_deltalake
 
+from headwater.pipeline import changelog_once
 from headwater.pipeline.columnar import CHANGELOG_META, OP, SEQ
 from headwater.pipeline.decode import TableChanges
 from headwater.pipeline.delta_target import (
@@ -329,7 +330,15 @@ class DocumentTarget:
         path = self.delta.table_path(changes)
         if self.delta.already_applied(path, batch_id) or not batch.events:
             return
-        events: list[DocEvent] = batch.events
+        events: list[DocEvent] = sorted(batch.events, key=lambda e: e.offset)
+        keep = changelog_once.first_mask(pa.table({
+            SEQ: pa.array([e.sequence for e in events], _STR),
+            changelog_once.CHANGELOG_OP: pa.array([e.op for e in events], _STR),
+            ID: pa.array([e.id for e in events], _STR)}), (ID,), changes, self.delta)
+        if keep is not None:  # re-deliveries (`changelog_once`)
+            events = [e for e, k in zip(events, keep.to_pylist(), strict=True) if k]
+            if not events:
+                return
         docs = [e.doc if e.doc is not None else {"_id": orjson.loads(e.id)} for e in events]
         hidden = [*CHANGELOG_META, pa.field(ID, _STR), pa.field(DOC, _STR),
                   pa.field(UPDATE, _STR)]

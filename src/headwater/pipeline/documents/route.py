@@ -1,9 +1,10 @@
 """Which topics take the document path, and that path's batch step for the runner.
 
-A topic is MongoDB's when its events say so (`source.connector` "mongodb"): known from its
-first event and remembered, so the relational connectors' topics pay one parsed record per
-topic and run, not per batch.  The configuration need not name the connector: one pipeline may
-materialize topics of several connectors.
+A topic is MongoDB's when the configuration says so (`connector.class` MongoDB's: event model
+documents, `PipelineConfig.event_model`).  A configuration naming no connector (one pipeline
+over topics of several connectors) learns it from the topic's first event (`source.connector`
+"mongodb"), remembered, so the relational connectors' topics pay one parsed record per topic
+and run, not per batch (`runner.topic_model`).
 """
 
 from __future__ import annotations
@@ -39,12 +40,8 @@ def apply_documents(
     options: DocumentOptions, track: tuple[str, ...] | None = None,
     track_except: tuple[str, ...] | None = None,
 ) -> int:
-    """Applies one MongoDB topic's range in `mode`; returns the number of events."""
-    from headwater.pipeline.delta_target import DeltaTarget
-
-    if not isinstance(target, DeltaTarget):
-        raise ValueError(f"topic {topic}: MongoDB topics are materialized into Delta only "
-                         "(headwater.pipeline.target=delta)")
+    """Applies one MongoDB topic's range in `mode` into a Delta target (the other targets
+    are refused at start: `capabilities`); returns the number of events."""
     batch = decode_documents(topic, read_range(root, topic, first, end))
     if not batch.events:
         return 0

@@ -36,12 +36,14 @@ from typing import Any, NamedTuple
 
 from headwater.config.signals import SignalConfig
 from headwater.engine.incremental import (
+    BlockingSnapshotBatches,
     ChunkRead,
     IncrementalSnapshotError,
     RawKey,
     SnapshotTable,
 )
-from headwater.engine.signals import WINDOW_CLOSE, WINDOW_OPEN, format_collection
+from headwater.engine.signals import WINDOW_CLOSE, WINDOW_OPEN
+from headwater.model.collection import format_collection
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
 from headwater.model.schema import TableId
 from headwater.relational.changetables.adhoc_steps import step
@@ -204,7 +206,7 @@ class ChangeTableChunkSource:
             if not wanted:
                 raise IncrementalSnapshotError(
                     f"table {table.name} has no primary key: name a unique, non-null column in "
-                    "the signal's surrogate-key (or set message.key.columns)")
+                    "the signal's surrogate-key (or set message.key.columns)", "NO_PRIMARY_KEY")
         index = self._positions(wanted, columns)
         if index is None:
             raise IncrementalSnapshotError(
@@ -350,8 +352,7 @@ class ChangeTableChunkSource:
     # -- blocking snapshots --------------------------------------------------------------------
     def blocking_snapshot(self, tables: Sequence[SnapshotTable], emit: Emit) -> None:
         batch_size = self.cfg.max_batch_size
-        held: ChangeRecord | None = None
-        batch: list[ChangeRecord] = []
+        batches = BlockingSnapshotBatches(emit, batch_size)
         databases = list(dict.fromkeys(self._describe(t).handle.table.database for t in tables))
         for database in databases:
             conn = self.connect(database)  # its own: the isolation level is the session's
@@ -376,14 +377,10 @@ class ChangeTableChunkSource:
                     while rows := cur.fetchmany(batch_size):
                         now = int(time.time() * 1000)
                         for row in rows:
-                            if held is not None:
-                                batch.append(held)
-                                if len(batch) >= batch_size:
-                                    emit(batch)
-                                    batch = []
-                            held = ChangeRecord(self.context, handle.codec.schema, Op.READ,
-                                                None, handle.codec.convert(row), now, now,
-                                                SnapshotMarker.TRUE, position)
+                            batches.add(ChangeRecord(
+                                self.context, handle.codec.schema, Op.READ, None,
+                                handle.codec.convert(row), now, now, SnapshotMarker.TRUE,
+                                position))
                         count += len(rows)
                     cur.close()
                     self.log.info("blocking snapshot step: read %s done, %d rows", table.name,
@@ -391,7 +388,4 @@ class ChangeTableChunkSource:
                 conn.commit()
             finally:
                 conn.close()
-        if held is not None:
-            batch.append(held._replace(snapshot=SnapshotMarker.LAST))
-        if batch:
-            emit(batch)
+        batches.finish()

@@ -30,10 +30,12 @@ from headwater.relational.config import RelationalConnectorConfig
 
 _S, _I, _L, _B, _E, _LIST, _PW, _P = relational.TYPE_ALIASES
 
-# Debezium's snapshot modes of both connectors (and their 1.x names).
+# Debezium's snapshot modes of both connectors (and their 1.x names); Debezium 3.x's SQL
+# Server connector alone adds `when_needed_no_data`.
+SNAPSHOT_MODES: Final = ("initial", "initial_only", "no_data", "when_needed", "always",
+                         "recovery")
 SNAPSHOT_MODE: Final = Property(
-    "snapshot.mode", _E, "initial",
-    allowed=("initial", "initial_only", "no_data", "when_needed", "always", "recovery"),
+    "snapshot.mode", _E, "initial", allowed=SNAPSHOT_MODES,
     value_aliases={"schema_only": "no_data", "schema_only_recovery": "recovery"})
 TIME_PRECISION_MODE: Final = Property(
     "time.precision.mode", _E, "adaptive",
@@ -60,7 +62,8 @@ def changetable_properties(*, connector_class: Property, label: str, port: int,
                            connection: Iterable[Property], driver: Property,
                            isolation_modes: tuple[str, ...],
                            reading: Iterable[Property],
-                           signal_collection: Property) -> tuple[Property, ...]:
+                           signal_collection: Property,
+                           snapshot_mode: Property = SNAPSHOT_MODE) -> tuple[Property, ...]:
     """A change-table connector's properties in Debezium's order: identity, the connection
     (`connection`: the server's own properties after host, port and user), the driver module,
     the snapshot, the server's `reading` options, filters, events, `time.precision.mode` and
@@ -75,7 +78,7 @@ def changetable_properties(*, connector_class: Property, label: str, port: int,
         *connection,
         Property("database.initial.statements", _S),
         driver,
-        SNAPSHOT_MODE,
+        snapshot_mode,
         Property("snapshot.isolation.mode", _E, "repeatable_read", allowed=isolation_modes),
         *relational.snapshot_properties("snapshot reader threads (Headwater reads with one)"),
         *reading,

@@ -24,24 +24,37 @@ signal table must be captured: signals reach the connector through its change ta
 from __future__ import annotations
 
 import logging
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar
 
+from headwater.config.connector_common import NameFilter
 from headwater.engine.incremental import IncrementalSnapshotError
+from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import Batch
 from headwater.engine.source import RetriableError, SourceRunContext, StartPlan
-from headwater.model.record import ChangeRecord, SchemaChangeEvent, SnapshotMarker
+from headwater.model.record import (
+    ChangeRecord,
+    Op,
+    SchemaChangeEvent,
+    SnapshotMarker,
+    SourceContext,
+)
 from headwater.model.schema import TableId
+from headwater.model.topic_naming import TopicNaming
 from headwater.relational.changetables.chunks import ChangeTableChunkSource
+from headwater.relational.changetables.config import ChangeTableConnectorConfig
 from headwater.relational.changetables.history import ChangeTableHistory
 from headwater.relational.changetables.incremental import ChangeTableIncrementalHook
-from headwater.relational.changetables.position import LsnSourceBlock
+from headwater.relational.changetables.position import LsnPosition, LsnSourceBlock
 from headwater.relational.changetables.schema import ChangeTableSchema
 from headwater.relational.changetables.schema_events import SchemaEventShape
-from headwater.relational.config import RelationalConnectorConfig
+from headwater.relational.changetables.streaming import LsnStreaming
+from headwater.relational.codec import RelationalTableCodec
 from headwater.relational.connector import RelationalConnector
 from headwater.relational.history_config import SchemaHistoryConfig, open_history_store
 from headwater.relational.history_file import SchemaHistoryError
-from headwater.relational.snapshotter import snapshotter_for
+from headwater.relational.snapshotter import WhenNeededSnapshotter, snapshotter_for
 
 log = logging.getLogger("headwater.relational.changetables")
 
@@ -70,6 +83,24 @@ class ChangeTableSnapshot:
             ctx.emit(Batch(self.pending[:-1]))
             self.pending = self.pending[-1:]
 
+    def _read_rows(self, ctx: SourceRunContext, cur: Any, context: SourceContext,
+                   codec: RelationalTableCodec, fetch_size: int,
+                   position: type[LsnPosition], lsn: str | None) -> int | None:
+        """A READ record per row of the executed cursor `cur`, fetched `fetch_size` at a time,
+        each at the snapshot's `lsn`; the number read, or None when the run is stopping (the
+        cursor is the caller's to close)."""
+        count = 0
+        while rows := cur.fetchmany(fetch_size):
+            if ctx.stopping.is_set():
+                return None
+            now = int(time.time() * 1000)
+            for row in rows:
+                count += 1
+                self._add(ctx, ChangeRecord(
+                    context, codec.schema, Op.READ, None, codec.convert(row), now, now,
+                    SnapshotMarker.TRUE, position(lsn, None, None, now * 1000)))
+        return count
+
     def _add_events(self, ctx: SourceRunContext, events: list[SchemaChangeEvent]) -> None:
         """Schema change events of the snapshot, in order with its READs."""
         self.pending.extend(events)
@@ -87,16 +118,25 @@ class ChangeTableSnapshot:
 
 
 class ChangeTableConnector(RelationalConnector):
-    """Subclasses set `DATABASE`, `self.driver` (the DB-API module), `self.cfg`,
-    `self.history_cfg` and `self.source_block`, implement `captured_tables`,
-    `snapshot_source`, `streaming_source`, `lsn_bytes` and `captures_schema`, and override
+    """Subclasses set `DATABASE`, `STREAMING` (their streaming source's class),
+    `self.driver` (the DB-API module) and `self.source_block`, implement `connect`,
+    `captured_tables`, `snapshot_source`, `chunk_source` and `lsn_bytes`, and override
     `schema_shape` where their schema events differ from SQL Server's."""
 
+    STREAMING: ClassVar[type[LsnStreaming[Any]]]
     driver: Any
-    cfg: RelationalConnectorConfig
+    connect: Callable[..., Any]  # a new DB-API connection (SQL Server's takes the database)
+    cfg: ChangeTableConnectorConfig
     history_cfg: SchemaHistoryConfig
     source_block: LsnSourceBlock
     _history: ChangeTableHistory | None = None
+
+    def __init__(self, cfg: ChangeTableConnectorConfig, kind: str,
+                 metrics: CaptureMetrics | None = None,
+                 naming: TopicNaming | None = None) -> None:
+        super().__init__(cfg, kind, metrics, naming)
+        self.cfg = cfg
+        self.history_cfg = cfg.schema_history
 
     def lsn_bytes(self, text: str | None) -> bytes | None:
         raise NotImplementedError
@@ -107,7 +147,8 @@ class ChangeTableConnector(RelationalConnector):
 
     def captures_schema(self, name: str) -> bool:
         """Whether the schema filters (`schema.include.list`...) admit schema `name`."""
-        raise NotImplementedError
+        return NameFilter(self.cfg.schema_include_list,
+                          self.cfg.schema_exclude_list).admits(name)
 
     @property
     def history(self) -> ChangeTableHistory:
@@ -184,8 +225,18 @@ class ChangeTableConnector(RelationalConnector):
         the stored offset the schema is recorded at instead of the current maximum LSN."""
         raise NotImplementedError
 
-    def streaming_source(self, offset: dict[str, Any] | None) -> Any:
-        raise NotImplementedError
+    def streaming_source(self, offset: dict[str, Any] | None) -> LsnStreaming[Any]:
+        """The connector's `STREAMING` class from `offset`; each of its streams gets a fresh
+        schema state (`table_schema`)."""
+        streaming = self.STREAMING(self.cfg, self.context, self.metrics, self.connect, offset,
+                                   self.connection_errors, self.incremental_hook())
+        streaming.table_schema = self.table_schema
+        return streaming
+
+    def position_readable(self, offset: dict[str, Any]) -> bool:
+        """Whether the change tables still hold the stored offset (`when_needed` and
+        `when_needed_no_data` start over when not); a connector without the check: True."""
+        return True
 
     def _start(self, offset: dict[str, Any] | None) -> StartPlan:
         snapshotter = snapshotter_for(self.cfg.snapshot_mode)
@@ -195,7 +246,16 @@ class ChangeTableConnector(RelationalConnector):
         self._check_signal_tables(tables)
         self._started = True
         completed = bool((offset or {}).get("snapshot_completed"))
-        data = snapshotter.reads_data(completed, True)
+        readable = True
+        if offset is not None and isinstance(snapshotter, WhenNeededSnapshotter):
+            readable = self.position_readable(offset)
+            if not readable:  # Debezium resets the offset: a start without one
+                log.warning("the stored offset is no longer in the change tables: starting "
+                            "over with a %s snapshot (snapshot.mode=%s)",
+                            "schema" if snapshotter.mode == "when_needed_no_data" else "data",
+                            snapshotter.mode)
+                offset, completed = None, False
+        data = snapshotter.reads_data(completed, readable)
         snapshot = None
         if snapshotter.mode == "recovery" and offset is None:
             raise SchemaHistoryError(

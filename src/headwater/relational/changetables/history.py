@@ -9,8 +9,8 @@ read from the catalog again (Debezium's HistorizedRelationalDatabaseSchema.recov
 
 Records are Debezium's HistoryRecord (`source`, `position`, `ts_ms`, `databaseName`,
 `schemaName`, `ddl`, `tableChanges`; relational.table_changes for the JSON), in the file or the
-Kafka topic (relational.history_file, kafka.history), so Debezium can read Headwater's history
-and the other way round.
+Kafka topic (relational.history_file, relational.history_kafka), so Debezium can read
+Headwater's history and the other way round.
 
 Which records a restart applies: those of its source partition whose position is at or before
 the stored offset.  Positions are Debezium's offsets (`commit_lsn`, `change_lsn`,
@@ -48,7 +48,7 @@ PositionKey = tuple[bytes, int, bytes, int]
 
 
 class HistoryStore(Protocol):
-    """A place records go (relational.history_file.HistoryFile, kafka.history
+    """A place records go (relational.history_file.HistoryFile, relational.history_kafka
     .KafkaHistoryTopic)."""
 
     clears: bool

@@ -48,7 +48,7 @@ def split_names(text: str) -> list[str]:
 
 def signal_collections(text: str | None) -> tuple[tuple[str, ...], ...]:
     """The signal tables `signal.data.collection` names, each as its name parts."""
-    from headwater.engine.signals import split_collection
+    from headwater.model.collection import split_collection
 
     return tuple(split_collection(n) for n in split_names(text or ""))
 
@@ -57,7 +57,7 @@ def _validator(parts: int, form: str, several: bool) -> Callable[[ConfigValue], 
     def check(value: ConfigValue) -> str | None:
         if not isinstance(value, str) or not value.strip():
             return None
-        from headwater.engine.signals import SignalError, split_collection
+        from headwater.model.collection import SignalError, split_collection
 
         names = split_names(value)
         if len(names) > 1 and not several:

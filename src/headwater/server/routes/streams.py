@@ -70,6 +70,20 @@ class StreamBody(Strict):
     properties: dict[str, str] = Field(default_factory=dict)
 
 
+class RunBody(Strict):
+    """Datastream's RunStreamRequest: where CDC starts (`cdcStrategy`) and `force`
+    (accepted; Headwater has no separate validation to skip)."""
+
+    cdcStrategy: dict[str, Any] | None = None  # noqa: N815
+    force: bool = False
+
+
+class BackfillBody(Strict):
+    """StartBackfillJob's body; `filter` is Headwater's partial backfill (a SQL WHERE)."""
+
+    filter: str | None = None
+
+
 class StatePatch(Strict):
     state: Literal["RUNNING", "PAUSED"]
 
@@ -199,6 +213,60 @@ def router(svc: Service) -> APIRouter:
             responses=responses(400, 404))
     def drain_stream(name: str, timeout: float = Query(60, ge=0, le=600)) -> Stream:
         return act(name, "pause", max(timeout, 0.1))
+
+    @r.post("/streams/{name}:run", response_model=Stream, response_model_exclude_none=True,
+            responses=responses(400, 404))
+    def run_stream(name: str, body: RunBody | None = None) -> Stream:
+        """Datastream's RunStream: start (NOT_STARTED) or resume, from `cdcStrategy`'s
+        position when given; an unavailable position is a 400 naming it."""
+        from headwater.streams.positions import CdcStrategy, CdcStrategyError
+
+        current = view(name).state
+        verb = "start" if current == "NOT_STARTED" else "resume"
+        try:
+            strategy = (CdcStrategy.parse(body.cdcStrategy)
+                        if body is not None and body.cdcStrategy is not None else None)
+            getattr(sup, verb)(name, strategy)
+        except CatalogError as exc:
+            raise catalog_error(exc) from None
+        except (TransitionError, CdcStrategyError) as exc:
+            raise ApiError(400, str(exc)) from None
+        return view(name)
+
+    @r.get("/streams/{name}/objects", responses=responses(404))
+    def stream_objects(name: str) -> dict[str, Any]:
+        """Datastream's streams.objects.list: each object with its backfill job."""
+        from headwater.streams.jobs import BackfillJobs, stream_tables
+
+        view(name)
+        try:
+            jobs = BackfillJobs(cat).objects(name, stream_tables(cat, name))
+        except CatalogError as exc:
+            raise catalog_error(exc) from None
+        return {"streamObjects": [j.as_json() for j in jobs]}
+
+    def backfill(name: str, obj: str, stop: bool, where: str | None) -> dict[str, Any]:
+        from headwater.streams.jobs import BackfillError, BackfillJobs
+
+        view(name)
+        try:
+            ref = ObjectRef.parse(obj)
+            jobs = BackfillJobs(cat)
+            job = jobs.stop(name, ref) if stop else jobs.start(name, ref, where)
+        except CatalogError as exc:
+            raise catalog_error(exc) from None
+        except (StreamSpecError, BackfillError) as exc:
+            raise ApiError(400, str(exc)) from None
+        return {"object": job.as_json()}
+
+    @r.post("/streams/{name}/objects/{obj}:startBackfillJob", responses=responses(400, 404))
+    def start_backfill_job(name: str, obj: str, body: BackfillBody | None = None
+                           ) -> dict[str, Any]:
+        return backfill(name, obj, False, body.filter if body is not None else None)
+
+    @r.post("/streams/{name}/objects/{obj}:stopBackfillJob", responses=responses(400, 404))
+    def stop_backfill_job(name: str, obj: str) -> dict[str, Any]:
+        return backfill(name, obj, True, None)
 
     @r.get("/streams/{name}/errors", response_model=ErrorList, responses=responses(404))
     def stream_errors(name: str) -> ErrorList:

@@ -12,6 +12,7 @@ the test counts them and moves on, the server being the judge of what is valid.
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -22,6 +23,9 @@ class Group:
     statements: list[str]
     ansi_quotes: bool = False
     extra_databases: list[str] = field(default_factory=list)
+    # the session's sql_mode instead of STRICT_TRANS_TABLES (which makes an unknown engine
+    # option an error even under IGNORE_BAD_TABLE_OPTIONS)
+    sql_mode: str = ""
 
 
 _counter = itertools.count()
@@ -540,7 +544,168 @@ def quoting_groups() -> Iterator[Group]:
     ])
 
 
+# -- storage engine options, index visibility, quote runs (MariaDB) ---------------------------
+
+# Options a storage engine defines (InnoDB's, CSV's) rather than the server: MariaDB takes them
+# as `name = value` with the name quoted or not, and SHOW CREATE TABLE prints them quoted with
+# a string value (`PAGE_COMPRESSED`='ON'), which is how dumps and replicas repeat them.
+ENGINE_OPTIONS: list[tuple[str, list[str]]] = [
+    ("PAGE_COMPRESSED", ["`ON`", "'ON'", "ON", "1", "0", "`yes`", "'OFF'", "DEFAULT"]),
+    ("PAGE_COMPRESSION_LEVEL", ["9", "'1'", "`3`", "DEFAULT"]),
+    ("ENCRYPTED", ["NO", "`NO`", "'YES'", "YES", "DEFAULT"]),
+    ("ENCRYPTION_KEY_ID", ["1", "'1'", "DEFAULT"]),
+]
+
+
+def _spellings(name: str) -> list[str]:
+    return [name, f"`{name}`", f"`{name.lower()}`", name.lower()]
+
+
+def engine_option_groups() -> Iterator[Group]:
+    family = "engine_options"
+    combos = [(spelling, value) for name, values in ENGINE_OPTIONS
+              for spelling in _spellings(name) for value in values]
+    for k, (spelling, value) in enumerate(combos):
+        option = f"{spelling}={value}" if k % 3 else f"{spelling} = {value}"
+        around = ["{o}", "ENGINE=InnoDB {o} COMMENT 'c{k}'", "{o}, DEFAULT CHARSET=latin1",
+                  "COMMENT = 'x', {o}, COLLATE latin1_bin"][k % 4]
+        options = around.format(o=option, k=k)
+        yield Group(family, [f"CREATE TABLE {_name('e')} (a INT, s VARCHAR(10)) {options}"])
+        table = _name("e")
+        yield Group(family, [f"CREATE TABLE {table} (a INT, s VARCHAR(10))",
+                             f"ALTER TABLE {table} {options}",
+                             f"ALTER TABLE {table} {option}, ADD b INT, COMMENT 'after'"])
+    # two engine options, and ones after WITH SYSTEM VERSIONING and partitioning
+    for first, second in itertools.product(_spellings("PAGE_COMPRESSED")[:2],
+                                           _spellings("PAGE_COMPRESSION_LEVEL")[:2]):
+        yield Group(family, [f"CREATE TABLE {_name('e')} (a INT) {first}=1 {second}=9"])
+        yield Group(family, [f"CREATE TABLE {_name('e')} (a INT) {first}=`ON`, {second}=1"])
+    yield Group(family, [f"CREATE TABLE {_name('e')} (a INT) WITH SYSTEM VERSIONING "
+                         "`PAGE_COMPRESSED`=1 COMMENT 'v'"])
+    yield Group(family, [f"CREATE TABLE {_name('e')} (a INT NOT NULL) `PAGE_COMPRESSED`=1 "
+                         "PARTITION BY HASH(a) PARTITIONS 2"])
+    # CSV's option; only NOT NULL columns are allowed there
+    for spelling in _spellings("IETF_QUOTES"):
+        for value in ("YES", "NO", "'YES'", "`no`"):
+            yield Group(family, [f"CREATE TABLE {_name('e')} (a INT NOT NULL, s VARCHAR(5) "
+                                 f"NOT NULL) ENGINE=CSV {spelling}={value}"])
+    # the server's own options cannot be quoted (it rejects them as unknown engine options)
+    for option in ("`ENGINE`=InnoDB", "`COMMENT`='x'", "`ROW_FORMAT`=DYNAMIC",
+                   "`DEFAULT` CHARSET=latin1"):
+        yield Group(family, [f"CREATE TABLE {_name('e')} (a INT) {option}"])
+    # options no engine defines, on tables, columns and keys: kept by the server only under
+    # IGNORE_BAD_TABLE_OPTIONS (SHOW CREATE TABLE then prints them quoted)
+    ignore = "IGNORE_BAD_TABLE_OPTIONS"
+    for n, (column, key, table) in enumerate(itertools.product(
+            ["`FOO`=1", "`foo`='x' COMMENT 'c'", "COMMENT 'c' `BAR`=`y`", "BAZ=2"],
+            ["`CLUSTERING`='YES'", "CLUSTERING=YES", "`X`=1 COMMENT 'k'", "COMMENT 'k' Y='z'"],
+            ["`UNKNOWN`='x'", "UNKNOWN_OPTION=1", "`COMMENT`='not the comment'", ""])):
+        unique = "UNIQUE" if n % 2 else "KEY"
+        yield Group(family, [f"CREATE TABLE {_name('e')} (a INT NOT NULL {column}, b INT, "
+                             f"{unique} k (a) {key}, KEY (b)) {table}"], sql_mode=ignore)
+        if n % 4 == 0:
+            t = _name("e")
+            yield Group(family, [f"CREATE TABLE {t} (a INT, b INT)",
+                                 f"ALTER TABLE {t} ADD c INT {column}, ADD {unique} k (a) {key}",
+                                 f"CREATE INDEX j ON {t} (b) {key}",
+                                 f"ALTER TABLE {t} {table or 'COMMENT ' + chr(39) + chr(39)}"],
+                        sql_mode=ignore)
+
+
+# ALTER {INDEX|KEY} [IF EXISTS] name [NOT] IGNORED (MariaDB 10.6), and MySQL's VISIBLE /
+# INVISIBLE (which MariaDB rejects in ALTER INDEX) for the server to judge.
+_KEY_DEFINITIONS = ["KEY i (a)", "INDEX i (a) IGNORED", "KEY i (a) NOT IGNORED",
+                    "KEY i (a) VISIBLE", "UNIQUE KEY i (a)",
+                    "UNIQUE i (a) IGNORED", "KEY `i x` (a) COMMENT 'c' IGNORED",
+                    "KEY i (a) IGNORED COMMENT 'c'", "FULLTEXT KEY i (s) IGNORED",
+                    "KEY i (a) USING BTREE NOT IGNORED"]
+_VISIBILITIES = ["IGNORED", "NOT IGNORED", "VISIBLE", "INVISIBLE"]
+
+
+def visibility_groups() -> Iterator[Group]:
+    family = "visibility"
+    for k, definition in enumerate(_KEY_DEFINITIONS):
+        index = "`i x`" if "`i x`" in definition else "i"
+        statements = [f"CREATE TABLE {{t}} (a INT NOT NULL, b INT, s VARCHAR(10), "
+                      f"{definition}, PRIMARY KEY (b))"]
+        for n, (word, if_exists, visibility) in enumerate(itertools.product(
+                ("INDEX", "KEY"), ("", "IF EXISTS "), _VISIBILITIES)):
+            if (n + k) % 2:
+                continue  # half of the combinations per definition, in rotation
+            statements.append(f"ALTER TABLE {{t}} ALTER {word} {if_exists}{index} {visibility}")
+        statements += [
+            "ALTER TABLE {t} ALTER INDEX IF EXISTS missing IGNORED, ADD c INT",
+            f"ALTER TABLE {{t}} ADD d INT, ALTER KEY IF EXISTS {index} NOT IGNORED, "
+            "ALTER INDEX IF EXISTS zz IGNORED, MODIFY s VARCHAR(20)",
+            "ALTER TABLE {t} ALTER INDEX `PRIMARY` IGNORED",
+            f"ALTER TABLE {{t}} RENAME INDEX {index} TO j, ALTER INDEX IF EXISTS j IGNORED"]
+        table = _name("v")
+        yield Group(family, [statement.format(t=table) for statement in statements])
+    # a key that is the table's only unique key over NOT NULL columns acts as its primary key,
+    # which the server refuses to ignore
+    table = _name("v")
+    yield Group(family, [f"CREATE TABLE {table} (a INT NOT NULL, UNIQUE KEY u (a))",
+                         f"ALTER TABLE {table} ALTER INDEX u IGNORED",
+                         f"ALTER TABLE {table} ADD b INT, ADD KEY k (b) IGNORED",
+                         f"CREATE INDEX k2 ON {table} (b) IGNORED",
+                         f"CREATE OR REPLACE INDEX k2 ON {table} (a, b) NOT IGNORED"])
+
+
+_QUOTE_ALPHABET = "ab'\"\\\n\t%_ "
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\\": "\\\\"}
+
+
+def _written(value: str, quote: str, choose: random.Random) -> str:
+    """`value` as a string literal in `quote`: each quote doubled or escaped, the other quote
+    as is or escaped, newlines and tabs as they are or escaped."""
+    pieces = []
+    for char in value:
+        if char == quote:
+            pieces.append(choose.choice([quote * 2, "\\" + quote]))
+        elif char in "'\"":
+            pieces.append(choose.choice([char, "\\" + char]))
+        elif char == "\\":
+            pieces.append("\\\\")
+        elif char in _ESCAPES and choose.random() < 0.5:
+            pieces.append(_ESCAPES[char])
+        else:
+            pieces.append(char)
+    return quote + "".join(pieces) + quote
+
+
+def quote_run_values() -> list[str]:
+    """Comments with runs of quotes (of each kind and mixed), then random ones."""
+    values = []
+    for n in range(1, 6):
+        values += [f"a{chr(39) * n}b", f'x{chr(34) * n}y', chr(39) * n, chr(34) * n,
+                   f"{chr(39) * n}{chr(34) * n}", f"\\{chr(39) * n}"]
+    choose = random.Random(30)  # fixed: the corpus is the same on every run
+    values += ["".join(choose.choice(_QUOTE_ALPHABET) for _ in range(choose.randint(1, 12)))
+               for _ in range(40)]
+    return values
+
+
+def quote_run_groups() -> Iterator[Group]:
+    family = "quote_runs"
+    choose = random.Random(31)
+    for k, value in enumerate(quote_run_values()):
+        single, double = _written(value, "'", choose), _written(value, '"', choose)
+        table = _name("r")
+        yield Group(family, [
+            f"CREATE TABLE {table} (a INT COMMENT {single}, b INT COMMENT {double}, "
+            f"KEY i (a) COMMENT {single}) COMMENT {double}",
+            f"ALTER TABLE {table} MODIFY a INT COMMENT {double}, ADD c INT COMMENT "
+            f"{single}, COMMENT = {single}",
+            f"ALTER TABLE {table} CHANGE b b2 INT COMMENT {single} FIRST, "
+            f"ALTER INDEX IF EXISTS i IGNORED"])
+        if k % 3 == 0:  # under ANSI_QUOTES only '...' is a string
+            table = _name("r")
+            yield Group(family, [f'CREATE TABLE "{table}" ("a" INT COMMENT {single}) '
+                                 f"COMMENT={single}"], ansi_quotes=True)
+
+
 def groups() -> list[Group]:
     """The whole corpus, in a fixed order."""
     return [*column_groups(), *key_groups(), *option_groups(), *partition_groups(),
-            *alter_groups(), *statement_groups(), *quoting_groups()]
+            *alter_groups(), *statement_groups(), *quoting_groups(), *engine_option_groups(),
+            *visibility_groups(), *quote_run_groups()]

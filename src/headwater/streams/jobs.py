@@ -1,0 +1,291 @@
+"""Datastream's per-object backfill jobs: their states, triggers, times and errors.
+
+Why a table of its own beside the signals (backfill.py): a signal only asks; Datastream's
+StreamObject.backfillJob says what became of the ask (NOT_STARTED, PENDING, ACTIVE,
+STOPPED, FAILED, COMPLETED, UNSUPPORTED), with `trigger` AUTOMATIC or MANUAL,
+`lastStartTime`, `lastEndTime` and `errors`.  Requests (start, stop) set PENDING and STOPPED
+here; the stream's worker follows its capture's incremental snapshot (the metrics'
+`incremental_tables`) and moves a job to ACTIVE, COMPLETED, STOPPED or FAILED.  A job is
+checked before it is asked for: a table without a primary key cannot be backfilled in chunks
+(Debezium's incremental snapshots need a key) and is UNSUPPORTED; a filter the source refuses
+is an error naming the object and the filter, and nothing is queued.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+import orjson
+
+from headwater.streams.backfill import start_backfill, stop_backfill
+from headwater.streams.catalog import Catalog, CatalogError, now_ms
+from headwater.streams.model import ObjectRef
+from headwater.streams.profiles import source_kind
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS backfill_jobs (
+  stream TEXT NOT NULL, object TEXT NOT NULL, state TEXT NOT NULL, trig TEXT NOT NULL,
+  filter TEXT, last_start_ms INTEGER, last_end_ms INTEGER, errors TEXT NOT NULL,
+  PRIMARY KEY (stream, object));
+"""
+
+
+class JobState(StrEnum):
+    NOT_STARTED = "NOT_STARTED"
+    PENDING = "PENDING"
+    ACTIVE = "ACTIVE"
+    STOPPED = "STOPPED"  # Datastream: the next run starts from the beginning
+    FAILED = "FAILED"
+    COMPLETED = "COMPLETED"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
+AUTOMATIC: Final = "AUTOMATIC"
+MANUAL: Final = "MANUAL"
+# What the capture reports may move a job that is still waiting for, or in, its run.
+_FOLLOWS: Final = frozenset({JobState.PENDING, JobState.ACTIVE})
+
+
+class BackfillError(ValueError):
+    """A backfill request the source or the stream refuses; the message names the object."""
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillJob:
+    obj: str
+    state: JobState
+    trigger: str
+    filter: str | None
+    last_start_ms: int | None
+    last_end_ms: int | None
+    errors: list[dict[str, Any]]
+
+    def as_json(self) -> dict[str, Any]:
+        """Datastream's StreamObject with its BackfillJob (times as RFC 3339)."""
+        job: dict[str, Any] = {"state": self.state.value, "trigger": self.trigger}
+        if self.last_start_ms:
+            job["lastStartTime"] = _iso(self.last_start_ms)
+        if self.last_end_ms:
+            job["lastEndTime"] = _iso(self.last_end_ms)
+        if self.filter:
+            job["filter"] = self.filter  # Headwater: the partial backfill's WHERE
+        job["errors"] = self.errors
+        return {"displayName": self.obj, "backfillJob": job}
+
+
+def _iso(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
+
+
+def _error(reason: str, message: str, details: Mapping[str, str]) -> dict[str, Any]:
+    import uuid
+
+    return {"reason": reason, "errorUuid": str(uuid.uuid4()), "message": message,
+            "errorTime": _iso(now_ms()), "details": dict(details)}
+
+
+class BackfillJobs:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        with catalog.transaction() as db:
+            db.execute(_SCHEMA)
+
+    # -- reads ---------------------------------------------------------------------------
+    def jobs(self, stream: str) -> list[BackfillJob]:
+        self.catalog.stream(stream)
+        with self.catalog.transaction() as db:
+            rows = db.execute("SELECT object, state, trig, filter, last_start_ms, last_end_ms,"
+                              " errors FROM backfill_jobs WHERE stream=? ORDER BY object",
+                              (stream,)).fetchall()
+        return [BackfillJob(r[0], JobState(r[1]), r[2], r[3], r[4], r[5], orjson.loads(r[6]))
+                for r in rows]
+
+    def job(self, stream: str, obj: ObjectRef) -> BackfillJob:
+        name = obj.table_name()
+        for j in self.jobs(stream):
+            if j.obj == name:
+                return j
+        return BackfillJob(name, JobState.NOT_STARTED, MANUAL, None, None, None, [])
+
+    def objects(self, stream: str, tables: list[str]) -> list[BackfillJob]:
+        """Every object of the stream (`tables`, from the source), NOT_STARTED where no
+        backfill was ever asked for."""
+        known = {j.obj: j for j in self.jobs(stream)}
+        return [known.get(t) or BackfillJob(t, JobState.NOT_STARTED, MANUAL, None, None, None,
+                                            []) for t in sorted(set(tables) | set(known))]
+
+    def forget(self, stream: str) -> None:
+        """Drops a deleted stream's jobs (a new stream of that name starts with none)."""
+        with self.catalog.transaction() as db:
+            db.execute("DELETE FROM backfill_jobs WHERE stream=?", (stream,))
+
+    # -- writes --------------------------------------------------------------------------
+    def _put(self, stream: str, job: BackfillJob) -> BackfillJob:
+        """Stores the job; a change of state goes into the stream's history too (action
+        `backfill_job`, the object as detail), so a short ACTIVE is still on record."""
+        with self.catalog.transaction() as db:
+            row = db.execute("SELECT state FROM backfill_jobs WHERE stream=? AND object=?",
+                             (stream, job.obj)).fetchone()
+            before = row[0] if row else JobState.NOT_STARTED.value
+            if before != job.state.value or job.state is JobState.PENDING:
+                db.execute("INSERT INTO state_history (stream, time_ms, from_state, to_state, "
+                           "action, detail) VALUES (?,?,?,?,?,?)",
+                           (stream, now_ms(), before, job.state.value, "backfill_job",
+                            job.obj))
+            db.execute("INSERT OR REPLACE INTO backfill_jobs VALUES (?,?,?,?,?,?,?,?)",
+                       (stream, job.obj, job.state.value, job.trigger, job.filter,
+                        job.last_start_ms, job.last_end_ms, orjson.dumps(job.errors).decode()))
+        return job
+
+    def start(self, stream: str, obj: ObjectRef, where: str | None = None, *,
+              trigger: str = MANUAL) -> BackfillJob:
+        """Datastream's StartBackfillJob: checks the object and the filter on the source,
+        then queues the backfill (PENDING until the capture runs it)."""
+        rec = self.catalog.stream(stream)
+        name = obj.table_name()
+        if name in {r.table_name() for r in rec.spec.exclude if r.column is None} or (
+                ObjectRef(obj.container) in rec.spec.exclude):
+            raise BackfillError(f"backfill of {name}: the object is excluded from stream "
+                                f"{stream!r}")
+        source = self.catalog.profile(rec.spec.source_profile, "source")
+        from headwater.streams.sources import connect
+
+        try:
+            conn = connect(source)
+        except Exception as exc:  # unreachable or refusing: nothing is queued unchecked
+            raise BackfillError(f"backfill of {name}: cannot check the object on the source "
+                                f"({type(exc).__name__}: {' '.join(str(exc).split())})"
+                                ) from None
+        try:
+            has_key = check_object(conn, source_kind(source.kind).name, obj, where)
+        finally:
+            conn.close()
+        t = now_ms()
+        if not has_key:
+            msg = (f"backfill of {name}: the table has no primary key, which a backfill in "
+                   "chunks needs")
+            self._put(stream, BackfillJob(name, JobState.UNSUPPORTED, trigger, where, t, t,
+                                          [_error("UNSUPPORTED", msg, {"object": name})]))
+            raise BackfillError(msg)
+        start_backfill(self.catalog.root, stream, obj, where)
+        return self._put(stream, BackfillJob(name, JobState.PENDING, trigger, where or None,
+                                             t, None, []))
+
+    def stop(self, stream: str, obj: ObjectRef) -> BackfillJob:
+        """Datastream's StopBackfillJob: the next run starts from the beginning."""
+        job = self.job(stream, obj)
+        if job.state in (JobState.NOT_STARTED, JobState.UNSUPPORTED):
+            raise BackfillError(f"backfill of {job.obj} is {job.state.value}: nothing to stop")
+        stop_backfill(self.catalog.root, stream, obj)
+        return self._put(stream, BackfillJob(job.obj, JobState.STOPPED, job.trigger,
+                                             job.filter, job.last_start_ms, now_ms(),
+                                             job.errors))
+
+    def record(self, stream: str, name: str, state: JobState, trigger: str) -> None:
+        """An automatic backfill's progress (the initial snapshot's tables)."""
+        job = next((j for j in self.jobs(stream) if j.obj == name), None)
+        t = now_ms()
+        start = job.last_start_ms if job is not None and job.last_start_ms else t
+        self._put(stream, BackfillJob(name, state, trigger, None, start,
+                                      None if state is JobState.ACTIVE else t,
+                                      job.errors if job is not None else []))
+
+    def follow(self, stream: str, reported: Mapping[str, tuple[str, int, str]]) -> None:
+        """Moves PENDING/ACTIVE jobs by what the capture reported after they started."""
+        for job in self.jobs(stream):
+            if job.state not in _FOLLOWS:
+                continue
+            seen = reported.get(job.obj) or next(
+                (v for k, v in reported.items() if k.endswith("." + job.obj)), None)
+            if seen is None or seen[1] < (job.last_start_ms or 0):
+                continue
+            state, at, message = JobState(seen[0]), seen[1], seen[2]
+            if state is job.state:
+                continue
+            errors = job.errors + ([_error("BACKFILL_FAILED", message, {"object": job.obj})]
+                                   if state is JobState.FAILED else [])
+            end = at if state is not JobState.ACTIVE else None
+            self._put(stream, BackfillJob(job.obj, state, job.trigger, job.filter,
+                                          job.last_start_ms, end, errors))
+
+
+def stream_tables(catalog: Catalog, stream: str) -> list[str]:
+    """The source's tables the stream carries (its include/exclude lists, as the connector
+    applies them: translate.object_filters' regular expressions)."""
+    import re
+
+    from headwater.streams.discover import discover
+    from headwater.streams.translate import object_filters
+
+    rec = catalog.stream(stream)
+    doc = discover(catalog.profile(rec.spec.source_profile, "source"), 2)
+    names = [f"{c.get('schema', c.get('database'))}.{t['table']}"
+             for rdbms in doc.values() for cs in rdbms.values() for c in cs
+             for k, ts in c.items() if k.endswith("Tables") for t in ts]
+    props = object_filters(rec.spec)
+    inc = [re.compile(x) for x in props.get("table.include.list", "").split(",") if x]
+    exc = [re.compile(x) for x in props.get("table.exclude.list", "").split(",") if x]
+    return [n for n in names if (not inc or any(r.fullmatch(n) for r in inc))
+            and not any(r.fullmatch(n) for r in exc)]
+
+
+def check_object(conn: Any, kind: str, obj: ObjectRef, where: str | None) -> bool:
+    """Whether the table has a primary key; BackfillError when it does not exist or the
+    source refuses the filter (run read-only, returning no rows)."""
+    name = obj.table_name()
+    assert obj.table is not None
+    if kind == "postgresql":
+        table = f'"{obj.container.replace(chr(34), chr(34) * 2)}"."' \
+                f'{obj.table.replace(chr(34), chr(34) * 2)}"'
+        key_sql = ("SELECT count(*) FROM pg_index WHERE indrelid = to_regclass(%s) AND "
+                   "indisprimary")
+        exists_sql = "SELECT to_regclass(%s) IS NOT NULL"
+    elif kind == "mysql":
+        table = f"`{obj.container.replace('`', '``')}`.`{obj.table.replace('`', '``')}`"
+        key_sql = exists_sql = ""
+    else:
+        raise BackfillError(f"backfill of {name}: not supported for {kind} streams here")
+    cur = conn.cursor()
+    try:
+        if kind == "postgresql":
+            cur.execute(exists_sql, (table,))
+            if not cur.fetchone()[0]:
+                raise BackfillError(f"backfill of {name}: no such table on the source")
+            cur.execute(key_sql, (table,))
+            has_key = int(cur.fetchone()[0]) > 0
+        else:
+            cur.execute("SELECT count(*), sum(constraint_type = 'PRIMARY KEY') FROM "
+                        "information_schema.tables t LEFT JOIN "
+                        "information_schema.table_constraints c USING (table_schema, "
+                        "table_name) WHERE t.table_schema=%s AND t.table_name=%s",
+                        (obj.container, obj.table))
+            count, keys = cur.fetchone()
+            if not count:
+                raise BackfillError(f"backfill of {name}: no such table on the source")
+            has_key = bool(keys)
+        if where:
+            _check_filter(conn, cur, kind, name, table, where)
+    finally:
+        cur.close()
+    return has_key
+
+
+def _check_filter(conn: Any, cur: Any, kind: str, name: str, table: str, where: str) -> None:
+    begin = "BEGIN READ ONLY" if kind == "postgresql" else "START TRANSACTION READ ONLY"
+    cur.execute(begin)
+    try:
+        cur.execute(f"SELECT 1 FROM {table} WHERE ({where}) LIMIT 0")
+    except Exception as exc:
+        detail = " ".join(str(exc).split())
+        raise BackfillError(f"backfill of {name}: filter {where!r} is not valid on the "
+                            f"source: {detail}") from None
+    finally:
+        cur.execute("ROLLBACK")
+
+
+__all__ = ["AUTOMATIC", "MANUAL", "BackfillError", "BackfillJob", "BackfillJobs",
+           "CatalogError", "JobState", "check_object"]

@@ -1,0 +1,305 @@
+"""Where a stream's change capture starts: Datastream's `cdcStrategy` on start and resume.
+
+Why offsets and not a second start path: the connectors already start from a stored offset
+(MySQL: binlog file and position; PostgreSQL: an LSN, checked against the slot) and already
+know `snapshot.mode=never` (MySQL: stream from the oldest binlog) and `recovery` (rebuild
+the schema history, then stream from the offset).  So a strategy is resolved against the
+source, checked, and written as the stream's offset before its worker starts; the worker
+then runs the ordinary capture, with a one-run `snapshot.mode` when the start needs one.
+
+Datastream's `CdcStrategy` (datastream_resources.proto, RunStreamRequest.cdc_strategy):
+`mostRecentStartPosition {}`, `nextAvailableStartPosition {}`, `specificStartPosition` with
+`mysqlLogPosition {logFile, logPosition}`, `mysqlGtidPosition {gtidSet}`,
+`sqlServerLsnPosition {lsn}`, `oracleScnPosition {scn}`.  Datastream has no PostgreSQL
+position; Headwater adds `postgresqlLsnPosition {lsn}` (its own name, said so in the docs).
+A position the source no longer has fails the request, naming it: nothing starts elsewhere.
+`mysqlGtidPosition` is a MariaDB GTID position on MariaDB (connectors/mysql/gtid_start.py
+says why); on MySQL it is refused (the binlog reader starts from GTIDs on MariaDB only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from headwater.streams.model import BACKFILL_NONE, StreamSpec
+from headwater.streams.profiles import Profile, source_kind
+from headwater.streams.translate import OFFSETS_FILE, stream_dir
+
+if TYPE_CHECKING:
+    from headwater.connectors.mysql.gtid_start import GtidSet
+
+MOST_RECENT: Final = "mostRecentStartPosition"
+NEXT_AVAILABLE: Final = "nextAvailableStartPosition"
+SPECIFIC: Final = "specificStartPosition"
+STRATEGIES: Final = (MOST_RECENT, NEXT_AVAILABLE, SPECIFIC)
+# The specific positions, with their fields and the source kind each applies to.
+POSITIONS: Final = {
+    "mysqlLogPosition": ("mysql", ("logFile", "logPosition")),
+    "mysqlGtidPosition": ("mysql", ("gtidSet",)),
+    "postgresqlLsnPosition": ("postgresql", ("lsn",)),
+    "sqlServerLsnPosition": ("sqlserver", ("lsn",)),
+    "oracleScnPosition": ("oracle", ("scn",)),
+}
+OVERRIDE_FILE: Final = "start-override.json"  # the next run's snapshot.mode, when needed
+
+
+class CdcStrategyError(ValueError):
+    """A malformed strategy, or one this stream cannot use; the message says which part."""
+
+
+class StartPositionUnavailable(CdcStrategyError):
+    """The position is not (or no longer) on the source."""
+
+    def __init__(self, position: str, why: str) -> None:
+        self.position = position
+        super().__init__(f"the start position {position} is not available on the source: {why}")
+
+
+@dataclass(frozen=True, slots=True)
+class CdcStrategy:
+    kind: str  # one of STRATEGIES
+    position_kind: str | None = None  # a key of POSITIONS (specificStartPosition only)
+    position: Mapping[str, Any] | None = None
+
+    @classmethod
+    def parse(cls, doc: Mapping[str, Any]) -> CdcStrategy:
+        """Datastream's JSON: exactly one of the three strategies."""
+        given = [k for k in doc if doc[k] is not None]
+        unknown = [k for k in given if k not in STRATEGIES]
+        if unknown or len(given) != 1:
+            raise CdcStrategyError(
+                f"cdcStrategy: give exactly one of {', '.join(STRATEGIES)}"
+                + (f" (unknown: {', '.join(unknown)})" if unknown else f" (got {len(given)})"))
+        kind = given[0]
+        if kind != SPECIFIC:
+            return cls(kind)
+        spec = doc[kind]
+        if not isinstance(spec, Mapping) or len(spec) != 1 or next(iter(spec)) not in POSITIONS:
+            raise CdcStrategyError(f"cdcStrategy.{SPECIFIC}: give exactly one of "
+                                   + ", ".join(POSITIONS))
+        pkind = next(iter(spec))
+        fields = spec[pkind]
+        needed = POSITIONS[pkind][1]
+        if not isinstance(fields, Mapping) or any(fields.get(f) in (None, "") for f in needed):
+            raise CdcStrategyError(f"cdcStrategy.{SPECIFIC}.{pkind}: needs "
+                                   + ", ".join(needed))
+        extra = sorted(set(fields) - set(needed))
+        if extra:
+            raise CdcStrategyError(f"cdcStrategy.{SPECIFIC}.{pkind}: unknown field(s) "
+                                   + ", ".join(extra))
+        if pkind == "mysqlGtidPosition":
+            gtid_set(fields["gtidSet"])  # a malformed set fails the request, naming it
+        return cls(kind, pkind, dict(fields))
+
+    def as_json(self) -> dict[str, Any]:
+        if self.kind != SPECIFIC:
+            return {self.kind: {}}
+        assert self.position_kind is not None
+        return {SPECIFIC: {self.position_kind: dict(self.position or {})}}
+
+    def describe(self) -> str:
+        if self.position_kind is None:
+            return self.kind
+        return f"{self.position_kind} {orjson.dumps(dict(self.position or {})).decode()}"
+
+
+def gtid_set(value: Any) -> GtidSet:
+    """`mysqlGtidPosition.gtidSet`, either flavour (which one the server takes is checked
+    against it in `apply`)."""
+    from headwater.connectors.mysql.gtid_start import GtidSetError, parse_gtid_set
+
+    text = " ".join(str(value).split())
+    if not isinstance(value, str):
+        raise CdcStrategyError(f"cdcStrategy: mysqlGtidPosition {{gtidSet: {text}}}: gtidSet "
+                               "must be a string")
+    try:
+        return parse_gtid_set(value)
+    except GtidSetError as exc:
+        raise CdcStrategyError(f"cdcStrategy: mysqlGtidPosition {{gtidSet: {text}}}: not a "
+                               f"GTID set: {exc}") from None
+
+
+def _write_offset(home: Path, partition: dict[str, Any] | None, offset: dict[str, Any],
+                  prefix: str) -> None:
+    from headwater.engine.offsets import FileOffsetStore
+
+    FileOffsetStore(home / OFFSETS_FILE, partition or {"server": prefix}).save(offset)
+
+
+def _stored_partition(home: Path) -> dict[str, Any] | None:
+    from headwater.engine.offsets import read_offset_file
+
+    doc = read_offset_file(home / OFFSETS_FILE)
+    part = doc.get("partition") if doc else None
+    return dict(part) if isinstance(part, dict) else None
+
+
+def apply(strategy: CdcStrategy, spec: StreamSpec, source: Profile, props: Mapping[str, str],
+          data_dir: Path, conn: Any) -> dict[str, str]:
+    """Checks the strategy against the source (`conn`, a DB-API connection to it; `props`,
+    the stream's connector properties) and writes the stream's offset; returns the
+    connector properties the next run needs (empty when the connector's own start is what
+    was asked)."""
+    kind = source_kind(source.kind).name
+    home = stream_dir(data_dir, spec.name)
+    first = not (home / OFFSETS_FILE).exists()
+    if strategy.position_kind is not None and POSITIONS[strategy.position_kind][0] != kind:
+        raise CdcStrategyError(f"cdcStrategy: {strategy.position_kind} is not a position of a "
+                               f"{kind} source")
+    if strategy.kind == MOST_RECENT and first:
+        return {}  # the connector's first start streams from now (after any backfill)
+    if first and spec.backfill != BACKFILL_NONE:
+        raise CdcStrategyError(
+            f"cdcStrategy {strategy.kind} on a first start needs backfillNone: the automatic "
+            "backfill's snapshot fixes its own start position (start the stream with "
+            "mostRecentStartPosition, or create it with backfill none and start backfill "
+            "jobs per object)")
+    prefix = props["topic.prefix"]
+    partition = None if first else _stored_partition(home)
+    if kind == "mysql":
+        return _mysql(strategy, home, partition, prefix, conn, first)
+    if kind == "postgresql":
+        return _postgres(strategy, props["slot.name"], home, partition, prefix, conn)
+    raise CdcStrategyError(f"cdcStrategy: not supported for {kind} streams yet")
+
+
+def _mysql(strategy: CdcStrategy, home: Path, partition: dict[str, Any] | None, prefix: str,
+           conn: Any, first: bool) -> dict[str, str]:
+    from headwater.connectors.mysql.connection import binlog_status_statement
+
+    with conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        logs = [(str(r[0]), int(r[1])) for r in cur.fetchall()]
+        cur.execute("SELECT VERSION()")
+        cur.execute(binlog_status_statement(str(cur.fetchone()[0])))
+        status = cur.fetchone()
+    if not logs or status is None:
+        raise CdcStrategyError("cdcStrategy: the server has no binary logs (SHOW BINARY LOGS)")
+    if strategy.kind == MOST_RECENT:
+        file, pos = str(status[0]), int(status[1])
+    elif strategy.kind == NEXT_AVAILABLE:
+        if first:
+            # The connector's own start from the oldest binlog, schema history from its DDL.
+            return {"snapshot.mode": "never"}
+        file, pos = logs[0][0], 4
+    elif strategy.position_kind == "mysqlGtidPosition":
+        assert strategy.position is not None
+        return _mysql_gtids(gtid_set(strategy.position["gtidSet"]), home, partition, prefix,
+                            conn, logs, first)
+    else:
+        assert strategy.position is not None
+        file = str(strategy.position["logFile"])
+        try:
+            pos = int(strategy.position["logPosition"])
+        except (TypeError, ValueError):
+            raise CdcStrategyError("cdcStrategy: mysqlLogPosition.logPosition must be an "
+                                   "integer") from None
+        sizes = dict(logs)
+        where = f"mysqlLogPosition {{logFile: {file}, logPosition: {pos}}}"
+        if file not in sizes:
+            raise StartPositionUnavailable(
+                where, f"binary log {file} is not on the server (oldest {logs[0][0]}, newest "
+                f"{logs[-1][0]}; SHOW BINARY LOGS)")
+        if pos < 4 or pos > sizes[file]:
+            raise StartPositionUnavailable(
+                where, f"position {pos} is outside binary log {file} (4 to {sizes[file]})")
+    _write_offset(home, partition, {"file": file, "pos": pos, "snapshot_completed": True},
+                  prefix)
+    # A first start has no schema history: rebuild it from the current schema (recovery).
+    return {"snapshot.mode": "recovery"} if first else {}
+
+
+def _mysql_gtids(wanted: GtidSet, home: Path, partition: dict[str, Any] | None, prefix: str,
+                 conn: Any, logs: list[tuple[str, int]], first: bool) -> dict[str, str]:
+    """MariaDB: the set as the offset's `gtids` (the capture starts with it as
+    @slave_connect_state), with the file and position where the server will start."""
+    from headwater.connectors.mysql.gtid_start import GtidUnavailable, mariadb_start
+
+    where = f"mysqlGtidPosition {{gtidSet: {wanted.text}}}"
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION()")
+        mariadb = "mariadb" in str(cur.fetchone()[0]).lower()
+        if not mariadb:
+            raise CdcStrategyError(
+                f"cdcStrategy: {where}: starting from a GTID set on a MySQL server is not "
+                "supported yet (Headwater's binlog reader starts from GTIDs on MariaDB "
+                "only); give a mysqlLogPosition {logFile, logPosition}")
+        if wanted.flavour != "mariadb":
+            raise CdcStrategyError(
+                f"cdcStrategy: {where}: a MySQL GTID set (uuid:interval), but the server is "
+                "MariaDB: give its GTID position, one domain-server-sequence per domain, as "
+                "@@gtid_binlog_pos prints it (e.g. 0-1-42)")
+        try:
+            file, pos = mariadb_start(cur, wanted, logs)
+        except GtidUnavailable as exc:
+            raise StartPositionUnavailable(where, str(exc)) from None
+    _write_offset(home, partition, {"file": file, "pos": pos, "gtids": wanted.text,
+                                    "snapshot_completed": True}, prefix)
+    return {"snapshot.mode": "recovery"} if first else {}
+
+
+def _postgres(strategy: CdcStrategy, slot_name: str, home: Path,
+              partition: dict[str, Any] | None, prefix: str, conn: Any) -> dict[str, str]:
+    from headwater.connectors.postgres.connection import VISIBLE_WAL_POSITION_SQL
+    from headwater.connectors.postgres.pgoutput import format_lsn, parse_lsn
+
+    cur = conn.cursor()
+    cur.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE "
+                "slot_name = %s", (slot_name,))
+    row = cur.fetchone()
+    cur.execute(f"SELECT {VISIBLE_WAL_POSITION_SQL}")
+    current = parse_lsn(str(cur.fetchone()[0]))
+    confirmed = parse_lsn(str(row[0])) if row and row[0] else None
+    if strategy.kind == MOST_RECENT:
+        lsn = current
+    elif strategy.kind == NEXT_AVAILABLE:
+        if confirmed is None:
+            return {}  # no slot yet: the slot the start creates is the oldest there is
+        lsn = confirmed
+    else:
+        assert strategy.position is not None
+        text = str(strategy.position["lsn"])
+        where = f"postgresqlLsnPosition {{lsn: {text}}}"
+        try:
+            lsn = parse_lsn(text)
+        except (ValueError, IndexError):
+            raise CdcStrategyError(f"cdcStrategy: {where}: not an LSN (write it as "
+                                   "XXXXXXXX/XXXXXXXX)") from None
+        if confirmed is None:
+            raise StartPositionUnavailable(
+                where, f"replication slot {slot_name} does not exist, so no WAL before its "
+                "creation is kept for the stream")
+        if lsn < confirmed:
+            raise StartPositionUnavailable(
+                where, f"it is behind replication slot {slot_name}'s confirmed position "
+                f"{format_lsn(confirmed)}; the changes before that are no longer kept")
+        if lsn > current:
+            raise StartPositionUnavailable(
+                where, f"it is ahead of the server's current WAL position {format_lsn(current)}")
+    # The server may send transactions from the slot's confirmed position on, whatever the
+    # requested LSN (Debezium skips those too): `lsn_commit` makes the streaming source's
+    # restart rule skip every transaction that committed before the position.
+    _write_offset(home, partition, {"lsn": lsn, "lsn_commit": lsn, "tx_index": 0,
+                                    "snapshot_completed": True}, prefix)
+    return {}
+
+
+def save_override(data_dir: Path, name: str, props: Mapping[str, str]) -> None:
+    path = stream_dir(data_dir, name) / OVERRIDE_FILE
+    if props:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(orjson.dumps(dict(props)))
+    else:
+        path.unlink(missing_ok=True)
+
+
+def load_override(data_dir: Path, name: str) -> dict[str, str]:
+    path = stream_dir(data_dir, name) / OVERRIDE_FILE
+    if not path.exists():
+        return {}
+    return {str(k): str(v) for k, v in orjson.loads(path.read_bytes()).items()}

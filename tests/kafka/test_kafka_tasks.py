@@ -1,0 +1,166 @@
+"""The Kafka batch on Spark's engine (`pipeline.kafka_tasks`): Spark's Kafka source reads the
+batch's ranges on the executors, the records reach the column-wise decoder as Arrow arrays
+(`kafka_batch.arrow_lines`), and the Delta table equals the one the pipeline makes from the
+local log holding the same records."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from headwater.pipeline import columnar, kafka_source, kafka_tasks
+from headwater.pipeline.source import read_range
+from headwater.testing.kafka_cluster import KafkaCluster
+from tests.integration.postgres.conftest import Env, wait_for
+from tests.kafka.conftest import kafka_props, read_topic, unique
+from tests.kafka.test_capture_postgres import current_lsn, run_pipeline_once
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+COLUMNS = ("id", "ver", "note")
+
+
+def captured(env: Env, topic: str, changes: Callable[[], None]
+             ) -> list[tuple[int, bytes | None, bytes | None]]:
+    """The records of `changes`, made while capture streams into the local log."""
+    cap = env.capture()
+    try:
+        wait_for(lambda: cap.runtime.metrics.snapshot_completed, what="snapshot")
+        changes()
+        target = current_lsn(env)
+
+        def done() -> bool:
+            try:
+                return int(json.loads(env.offsets.read_text())["offset"]["lsn"]) >= target
+            except (OSError, ValueError, KeyError):
+                return False
+
+        wait_for(done, timeout=120, what="capture caught up")
+    finally:
+        cap.stop()
+    return list(read_range(env.topics, topic, 0, 1 << 62))
+
+
+def into_kafka(kafka: KafkaCluster, records: list[tuple[int, bytes | None, bytes | None]],
+               topic: str) -> None:
+    """The same records into a Kafka topic of 3 partitions (by key, as capture writes)."""
+    from headwater.config.kafka import kafka_settings
+    from headwater.kafka.writer import KafkaTopicWriter
+
+    writer = KafkaTopicWriter(kafka_settings({
+        "headwater.topics.store": "kafka", "bootstrap.servers": kafka.bootstrap,
+        "topic.creation.default.partitions": "3",
+        "topic.creation.default.replication.factor": str(kafka.replication_factor)},
+        "kafka-tasks-test"))
+    writer.append({topic: [(k, v, 0, (), None) for _o, k, v in records]})
+    writer.flush(120)
+    writer.close()
+
+
+def payload(document: bytes | None, head: bytes) -> bytes:
+    """A document's payload as a line, one record at a time (the reference)."""
+    assert document is not None and document.startswith(head)
+    return document[len(head):document.rindex(b"}")].replace(b"\n", b" ") + b"\n"
+
+
+def table(path: Path) -> list[tuple[Any, ...]]:
+    from headwater.pipeline.delta_target import read_table
+
+    rows = read_table(path).to_pylist()
+    return sorted(tuple(r[c] for c in COLUMNS) for r in rows)
+
+
+def test_kafka_batch_on_executors_equals_the_local_log(env: Env, kafka: KafkaCluster,
+                                                       spark: Any, monkeypatch: Any) -> None:
+    env.prefix = unique("ktask")
+    topic = f"{env.prefix}.public.t"
+    env.sql("CREATE TABLE t (id int PRIMARY KEY, ver int NOT NULL, note text)")
+    env.conn.commit()
+
+    def changes() -> None:
+        # inserts, a key updated twice in a transaction, deletes, keys deleted and inserted
+        env.sql("INSERT INTO t SELECT g, 0, 'n' || g FROM generate_series(1, 3000) g")
+        env.conn.commit()
+        env.sql("UPDATE t SET ver = ver + 1, note = NULL WHERE id % 3 = 0")
+        env.sql("UPDATE t SET ver = ver + 1 WHERE id % 6 = 0")
+        env.sql("DELETE FROM t WHERE id % 7 = 0")
+        env.conn.commit()
+        env.sql("INSERT INTO t SELECT g, 9, 'again' FROM generate_series(7, 3000, 49) g")
+        env.conn.commit()
+
+    records = captured(env, topic, changes)
+    source = sorted(env.sql("SELECT id, ver, note FROM t"))
+    assert len(records) > 4000
+    into_kafka(kafka, records, topic)
+
+    # The local log's pipeline (the reference).
+    run_pipeline_once(spark, env.config({
+        "headwater.pipeline.delta.path": env.tmp / "delta-local",
+        "headwater.pipeline.checkpoint.dir": env.tmp / "checkpoint-local"}))
+    local = table(env.tmp / "delta-local" / "public" / "t")
+    assert local == source
+
+    # The Kafka pipeline: every batch on the executors, never the driver's reader.
+    stages: list[dict[str, list[Any]]] = []
+    real_stage = kafka_tasks.run_stage
+
+    def stage(*args: Any, **kwargs: Any) -> dict[str, list[Any]]:
+        out = real_stage(*args, **kwargs)
+        stages.append(out)
+        return out
+
+    def no_fetch(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("the driver fetched a batch the executors should have read")
+
+    monkeypatch.setattr(kafka_tasks, "run_stage", stage)
+    monkeypatch.setattr(kafka_source.KafkaTopics, "fetch", no_fetch)
+    props = kafka_props(kafka, **{
+        "headwater.pipeline.delta.path": env.tmp / "delta-kafka",
+        "headwater.pipeline.checkpoint.dir": env.tmp / "checkpoint-kafka",
+        "headwater.pipeline.executors.min.records": 1,
+        "headwater.pipeline.max.records.per.trigger": 2500})
+    run_pipeline_once(spark, env.config(props))
+    assert table(env.tmp / "delta-kafka" / "public" / "t") == local
+    assert len(stages) >= 2  # several batches
+    parts = [p for s in stages for p in s[topic]]
+    assert parts and all(p.refused is None for p in parts), parts
+    assert len({p.part for s in stages for p in s[topic]}) >= 2  # partitions in parallel tasks
+    assert sum(p.events for p in parts) == sum(1 for r in records if r[2] is not None)
+
+
+def test_spark_kafka_rows_are_column_wise(env: Env, kafka: KafkaCluster, spark: Any) -> None:
+    """The rows Spark's Kafka source gives become the same `Lines` as the records fetched
+    one by one, and decode column-wise (no NotColumnar: no event-by-event fallback)."""
+    env.prefix = unique("klines")
+    topic = f"{env.prefix}.public.t"
+    env.sql("CREATE TABLE t (id int PRIMARY KEY, ver int NOT NULL, note text)")
+    env.conn.commit()
+
+    def changes() -> None:
+        env.sql("INSERT INTO t SELECT g, 0, E'a\\nb' FROM generate_series(1, 500) g")
+        env.sql("DELETE FROM t WHERE id % 5 = 0")
+        env.conn.commit()
+
+    into_kafka(kafka, captured(env, topic, changes), topic)
+    frame = (spark.read.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap)
+             .option("subscribe", topic).option("startingOffsets", "earliest")
+             .option("endingOffsets", "latest").load())
+    arrow = frame.select("topic", "partition", "offset", "key", "value").toArrow()
+    for partition in range(3):
+        rows = arrow.filter(arrow.column("partition").to_numpy() == partition)
+        part = kafka_tasks.KafkaPart(partition, rows)
+        got = part.lines()
+        want = [r for r in read_topic(kafka.bootstrap, topic)
+                if r.partition == partition and r.value is not None]
+        assert got.count == len(want) > 0
+        assert got.offsets.tolist() == [kafka_source.virtual_offset(r.offset, r.partition)
+                                        for r in want]
+        assert got.value_lines.tobytes() == b"".join(
+            payload(r.value, got.value_head[len(b'},"value":'):]) for r in want)
+        assert got.key_lines.tobytes() == b"".join(payload(r.key, got.key_head) for r in want)
+        decoded = columnar.decode_net(topic, got, carry=True)
+        assert decoded is not None and decoded.events == got.count

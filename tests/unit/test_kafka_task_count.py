@@ -1,0 +1,76 @@
+"""`kafka_tasks.task_count`: the `minPartitions` given to Spark's Kafka source, so that a
+batch's tasks come out even over the cores (three partitions on two cores were three tasks:
+two at once, then one alone)."""
+
+from __future__ import annotations
+
+import math
+
+from headwater.pipeline.kafka_tasks import MIN_TASK_RECORDS, task_count
+
+
+def spark_split(sizes: list[int], min_partitions: int) -> list[int]:
+    """Task sizes as Spark 4.1's KafkaOffsetRangeCalculator.getRanges cuts the ranges."""
+    sizes = [n for n in sizes if n > 0]
+    if len(sizes) >= min_partitions:
+        return sizes
+    total = sum(sizes)
+
+    def parts(n: int, of: int, m: int) -> int:
+        return max(round(n / of * m), 1)
+
+    unsplit = [n for n in sizes if parts(n, total, min_partitions) == 1]
+    rest, m = total - sum(unsplit), max(min_partitions - len(unsplit), 1)
+    out = []
+    for n in sizes:
+        k = 1 if n in unsplit else parts(n, rest, m)
+        remaining = n
+        for i in range(k):
+            out.append(remaining // (k - i))
+            remaining -= out[-1]
+    return out
+
+
+def waves(tasks: list[int], cores: int) -> int:
+    """The stage's length in records when each core takes the next task as it frees up."""
+    busy = [0] * cores
+    for n in tasks:
+        busy[busy.index(min(busy))] += n
+    return max(busy)
+
+
+def test_three_partitions_on_two_cores_are_six_even_tasks() -> None:
+    sizes = [70_100, 66_900, 68_000]  # murmur2 spreads keys about evenly
+    n = task_count(sizes, 2)
+    assert n == 6
+    tasks = spark_split(sizes, n)
+    assert len(tasks) == 6 and sum(tasks) == sum(sizes)
+    # within 3 % of half the batch per core; one task per partition was a third more
+    assert waves(tasks, 2) <= sum(sizes) / 2 * 1.03
+    assert waves(spark_split(sizes, 3), 2) >= sum(sizes) / 2 * 1.3
+
+
+def test_counts_follow_the_local_plan_otherwise() -> None:
+    assert task_count([], 2) == 1
+    assert task_count([5_000], 2) == 1  # a small batch: one task
+    assert task_count([40_000], 2) == 2  # a task per core
+    assert task_count([20_000, 20_000], 2) == 2
+    assert task_count([600_000], 2) == 3  # none above MAX_TASK_RECORDS (250,000)
+    # a small batch over three partitions: a task each (fewer tasks would be no quicker)
+    small = [MIN_TASK_RECORDS // 4] * 3
+    assert task_count(small, 2) == 3
+    assert task_count([0, 30_000, 0], 2) == 2  # empty ranges are no partitions of the read
+    assert task_count([30_000] * 3, 4) == math.lcm(3, 4)
+
+
+def test_a_part_is_checked_by_its_first_live_value() -> None:
+    """(`KafkaPart` refuses MongoDB documents by the first value that is not a tombstone.)"""
+    import pyarrow as pa
+
+    from headwater.pipeline.kafka_tasks import _first_valid
+
+    tombstones = pa.array([None, None], pa.binary())
+    assert _first_valid(pa.chunked_array([tombstones], pa.binary())) is None
+    assert _first_valid(pa.chunked_array(
+        [tombstones, pa.array([None, b"x", b"y"], pa.binary())])) == b"x"
+    assert _first_valid(pa.chunked_array([pa.array([b"a"], pa.binary())])) == b"a"
