@@ -19,6 +19,8 @@ says why); on MySQL it is refused (the binlog reader starts from GTIDs on MariaD
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +46,7 @@ POSITIONS: Final = {
     "postgresqlLsnPosition": ("postgresql", ("lsn",)),
     "sqlServerLsnPosition": ("sqlserver", ("lsn",)),
     "oracleScnPosition": ("oracle", ("scn",)),
+    "mongodbChangeStreamPosition": ("mongodb", ("startTime",)),
 }
 OVERRIDE_FILE: Final = "start-override.json"  # the next run's snapshot.mode, when needed
 
@@ -94,6 +97,8 @@ class CdcStrategy:
                                    + ", ".join(extra))
         if pkind == "mysqlGtidPosition":
             gtid_set(fields["gtidSet"])  # a malformed set fails the request, naming it
+        if pkind == "mongodbChangeStreamPosition":
+            start_time(fields["startTime"])  # likewise a malformed time
         return cls(kind, pkind, dict(fields))
 
     def as_json(self) -> dict[str, Any]:
@@ -122,6 +127,32 @@ def gtid_set(value: Any) -> GtidSet:
     except GtidSetError as exc:
         raise CdcStrategyError(f"cdcStrategy: mysqlGtidPosition {{gtidSet: {text}}}: not a "
                                f"GTID set: {exc}") from None
+
+
+# google.protobuf.Timestamp's JSON form (RFC 3339): "Z" or an offset, 0-9 fractional digits.
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
+                      r"(?:([Zz])|([+-])(\d{2}):(\d{2}))")
+
+
+def start_time(value: Any) -> tuple[int, int]:
+    """`mongodbChangeStreamPosition.startTime` as (seconds since the epoch, nanoseconds)."""
+    where = f"cdcStrategy: mongodbChangeStreamPosition {{startTime: {value}}}: startTime"
+    example = "an RFC 3339 timestamp such as 2026-11-29T18:00:00Z or 2026-11-29T18:00:00.5Z"
+    if not isinstance(value, str):
+        raise CdcStrategyError(f"{where} must be a string, {example}")
+    m = _RFC3339.fullmatch(value.strip())
+    if m is None:
+        raise CdcStrategyError(f"{where} is not {example}")
+    y, mo, d, h, mi, sec = (int(g) for g in m.groups()[:6])
+    try:
+        tz = dt.UTC if m.group(8) else dt.timezone(
+            (-1 if m.group(9) == "-" else 1)
+            * dt.timedelta(hours=int(m.group(10)), minutes=int(m.group(11))))
+        when = dt.datetime(y, mo, d, h, mi, sec, tzinfo=tz)
+    except ValueError as exc:
+        raise CdcStrategyError(f"{where} is not a valid time: {exc}") from None
+    nanos = int((m.group(7) or "").ljust(9, "0") or 0)
+    return (when - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(seconds=1), nanos
 
 
 def _write_offset(home: Path, partition: dict[str, Any] | None, offset: dict[str, Any],
@@ -165,6 +196,8 @@ def apply(strategy: CdcStrategy, spec: StreamSpec, source: Profile, props: Mappi
         return _mysql(strategy, home, partition, prefix, conn, first)
     if kind == "postgresql":
         return _postgres(strategy, props["slot.name"], home, partition, prefix, conn)
+    if kind == "mongodb":
+        return _mongodb(strategy, home, partition or {"server_id": prefix}, conn, first)
     raise CdcStrategyError(f"cdcStrategy: not supported for {kind} streams yet")
 
 
@@ -286,6 +319,86 @@ def _postgres(strategy: CdcStrategy, slot_name: str, home: Path,
     # restart rule skip every transaction that committed before the position.
     _write_offset(home, partition, {"lsn": lsn, "lsn_commit": lsn, "tx_index": 0,
                                     "snapshot_completed": True}, prefix)
+    return {}
+
+
+def _iso(seconds: int) -> str:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _mongodb(strategy: CdcStrategy, home: Path, partition: dict[str, Any], conn: Any,
+             first: bool) -> dict[str, str]:
+    """MongoDB: the start as an operation time in the offset (`sec`, `ord`, no resume token),
+    where the connector starts its change stream (startAtOperationTime), as Debezium does
+    with such an offset.  `conn` is a MongoClient."""
+    from bson.timestamp import Timestamp
+    from pymongo import errors
+
+    from headwater.connectors.mongodb.position import (
+        RESUME_TOKEN,
+        offset_time,
+        token_from_offset,
+        token_time,
+    )
+    from headwater.engine.offsets import read_offset_file
+
+    try:
+        hello = conn.admin.command("hello")
+        oldest_doc = conn.local["oplog.rs"].find({}, {"ts": 1}).sort("$natural", 1).limit(1)
+        oldest_doc = next(iter(oldest_doc), None)
+    except errors.PyMongoError as exc:
+        raise CdcStrategyError(f"cdcStrategy {strategy.kind}: cannot read the oldest entry of "
+                               f"the oplog (local.oplog.rs) to check the position: {exc}"
+                               ) from None
+    if oldest_doc is None or not isinstance(oldest_doc.get("ts"), Timestamp):
+        raise CdcStrategyError(f"cdcStrategy {strategy.kind}: the server has no oplog "
+                               "(local.oplog.rs is empty or absent): change streams need a "
+                               "replica set member")
+    oldest: Timestamp = oldest_doc["ts"]
+    if strategy.kind == MOST_RECENT:
+        # Every operation after the cluster time the server has reached now.
+        now = (hello.get("$clusterTime") or {}).get("clusterTime") or hello.get("operationTime")
+        if not isinstance(now, Timestamp):
+            raise CdcStrategyError("cdcStrategy mostRecentStartPosition: the server reports "
+                                   "no cluster time (hello): not a replica set member?")
+        at = (Timestamp(now.time, now.inc + 1) if now.inc < 0xFFFFFFFF
+              else Timestamp(now.time + 1, 0))
+    elif strategy.kind == NEXT_AVAILABLE:
+        stored = None if first else read_offset_file(home / OFFSETS_FILE)
+        offset = stored.get("offset") if stored else None
+        if isinstance(offset, Mapping):
+            # The stored position (a resume token's cluster time, or an operation time),
+            # if the oplog still has it.
+            token, stored_at = offset.get(RESUME_TOKEN), offset_time(offset)
+            if token:
+                try:
+                    stored_at = Timestamp(*token_time(token_from_offset(str(token))))
+                except ValueError as exc:
+                    raise CdcStrategyError(f"cdcStrategy nextAvailableStartPosition: the "
+                                           f"stored resume token: {exc}") from None
+            if stored_at is not None and stored_at >= oldest:
+                return {}
+        at = oldest  # the oldest change the oplog has
+    else:
+        assert strategy.position is not None
+        text = strategy.position["startTime"]
+        seconds, _nanos = start_time(text)
+        where = f"mongodbChangeStreamPosition {{startTime: {text}}}"
+        clock = hello.get("localTime")
+        server_now = (int(clock.replace(tzinfo=dt.UTC).timestamp())
+                      if isinstance(clock, dt.datetime) else None)
+        if server_now is not None and seconds > server_now:
+            raise StartPositionUnavailable(
+                where, f"it is in the future: the server's clock says {_iso(server_now)}")
+        if seconds < oldest.time:
+            raise StartPositionUnavailable(
+                where, f"it is before the oplog's oldest entry ({_iso(oldest.time)}, "
+                "local.oplog.rs); the changes before that are no longer kept")
+        # An operation time counts seconds: the start is the whole second the time is in
+        # (changes earlier in that second are included rather than any later one missed).
+        at = Timestamp(seconds, 0)
+    _write_offset(home, partition, {"sec": at.time, "ord": at.inc, "snapshot_completed": True},
+                  str(partition.get("server_id", "")))
     return {}
 
 

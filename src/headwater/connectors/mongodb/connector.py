@@ -36,6 +36,7 @@ from headwater.connectors.mongodb.position import (
     INITSYNC,
     RESUME_TOKEN,
     SNAPSHOT_COMPLETED,
+    offset_time,
     token_from_offset,
 )
 from headwater.connectors.mongodb.snapshot import SYSTEM_DATABASES, MongoDbSnapshotSource
@@ -188,34 +189,37 @@ class MongoDbConnector:
         mode = cfg.snapshot_mode
         streaming = None if mode == "initial_only" else MongoDbStreamingSource(self)
         token = offset.get(RESUME_TOKEN) if offset else None
-        completed = bool(offset and token and offset.get(SNAPSHOT_COMPLETED)
+        at = offset_time(offset)  # an offset holding an operation time, not a token
+        completed = bool(offset and (token or at) and offset.get(SNAPSHOT_COMPLETED)
                          and not offset.get(INITSYNC))
         snapshot = MongoDbSnapshotSource(self)
         if mode == "always":
             return StartPlan(snapshot, streaming, data_snapshot=True)
         if mode == "no_data":
-            if token is None and cfg.capture_start_op_time is not None:
+            if token is None and at is None and cfg.capture_start_op_time is not None:
                 return StartPlan(None, streaming)  # streaming starts at the operation time
-            if token is None:
+            if token is None and at is None:
                 return StartPlan(MongoDbSnapshotSource(self, with_data=False), streaming)
             return StartPlan(None, streaming)
         if not completed:
             if offset and offset.get(INITSYNC):
                 log.info("the previous snapshot did not complete: taking a new one")
             return StartPlan(snapshot, streaming, data_snapshot=True)
-        assert token is not None
-        if mode == "when_needed" and not self._resumable(client, str(token)):
-            log.warning("the stored resume token %s is no longer in the oplog: taking a new "
-                        "snapshot (snapshot.mode=when_needed)", token)
+        if mode == "when_needed" and not self._resumable(client, token, at):
+            log.warning("the stored position %s is no longer in the oplog: taking a new "
+                        "snapshot (snapshot.mode=when_needed)", token or at)
             return StartPlan(snapshot, streaming, data_snapshot=True)
         if streaming is None:
             log.info("snapshot.mode=initial_only and the snapshot is complete: nothing to do")
         return StartPlan(None, streaming)
 
-    def _resumable(self, client: Any, token: str) -> bool:
+    def _resumable(self, client: Any, token: Any, at: Any = None) -> bool:
+        """Whether the oplog still has the stored position (a resume token, or an operation
+        time the server refuses when it is before the oplog's first entry)."""
+        where = ({"resume_after": token_from_offset(str(token))} if token
+                 else {"start_at_operation_time": at})
         try:
-            with self.open_stream(client, resume_after=token_from_offset(token),
-                                  max_await_time_ms=10) as stream:
+            with self.open_stream(client, max_await_time_ms=10, **where) as stream:
                 stream.try_next()
         except errors.OperationFailure as exc:
             if history_lost(exc):

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import bson
 from bson.raw_bson import RawBSONDocument
+from bson.timestamp import Timestamp
 
 from headwater.connectors.mongodb.extended_json import document_json
 from headwater.model.record import ChangeRecord
@@ -160,6 +161,19 @@ def stream_offset(position: MongoPosition, *, snapshot_completed: bool = True) -
     if snapshot_completed:
         offset[SNAPSHOT_COMPLETED] = True
     return offset
+
+
+def offset_time(offset: Mapping[str, Any] | None) -> Timestamp | None:
+    """The operation time an offset without a resume token starts at: its `sec`/`ord`
+    (Debezium's MongoDbStreamingChangeEventSource resumes after the token, else starts at the
+    offset's timestamp, else at capture.start.op.time).  Headwater writes such an offset for
+    a stream's start position (streams/positions.py); None when there is a token or no time."""
+    if not offset or offset.get(RESUME_TOKEN):
+        return None
+    sec, inc = offset.get(SEC), offset.get(ORD)
+    if isinstance(sec, int) and isinstance(inc, int) and sec >= 0 and inc >= 0:
+        return Timestamp(sec, inc)
+    return None
 
 
 def token_position(token: Mapping[str, Any]) -> MongoPosition:

@@ -34,6 +34,7 @@ from headwater.connectors.mongodb.position import (
     RESUME_TOKEN,
     MongoPosition,
     lsid_json,
+    offset_time,
     stream_offset,
     token_from_offset,
     token_position,
@@ -82,12 +83,17 @@ class MongoDbStreamingSource:
         cfg = self.cfg
         token = offset.get(RESUME_TOKEN) if offset else None
         client = connection.client(cfg, **connection.RAW_DOCUMENTS)  # rawdoc.py
-        op_time = None if token else start_operation_time(cfg.capture_start_op_time)
+        # Debezium's order: the stored resume token, else the stored operation time (an
+        # offset written for a stream's start position), else capture.start.op.time.
+        stored_time = offset_time(offset)
+        op_time = None if token else (stored_time
+                                      or start_operation_time(cfg.capture_start_op_time))
         try:
             kw: dict[str, Any] = ({"resume_after": token_from_offset(str(token))} if token
                                   else {"start_at_operation_time": op_time} if op_time
                                   else {})
             log.info("streaming: %s", f"resuming after token {token}" if token
+                     else f"at operation time {op_time} (the stored offset)" if stored_time
                      else f"at operation time {op_time} (capture.start.op.time)" if op_time
                      else "from the current end of the change stream")
             with self.connector.open_stream(client, **kw) as stream:
@@ -99,6 +105,11 @@ class MongoDbStreamingSource:
                     if loop.hook is not None:
                         loop.hook.close()
         except errors.OperationFailure as exc:
+            if history_lost(exc) and stored_time is not None:
+                raise ResumeTokenLostError(
+                    f"the stored operation time {stored_time} is no longer in the oplog of "
+                    f"{cfg.masked_connection_string()} ({connection.scrub(str(exc), cfg)})"
+                    ) from None
             if history_lost(exc) and op_time is not None:
                 raise ResumeTokenLostError(
                     f"capture.start.op.time={cfg.capture_start_op_time} ({op_time}) is not "
