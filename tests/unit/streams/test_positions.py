@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from headwater.streams.model import StreamSpec
-from headwater.streams.positions import CdcStrategy, CdcStrategyError, apply
+from headwater.streams.positions import CdcStrategy, CdcStrategyError, apply, start_time
 from headwater.streams.profiles import source_profile
 
 
@@ -119,3 +119,48 @@ def test_gtid_position_on_mysql_is_refused(tmp_path: Path) -> None:
             "1-42}: starting from a GTID set on a MySQL server is not supported yet")):
         apply(gtids, spec, src, {"topic.prefix": "s"}, tmp_path, _MySqlServer())
     assert not (tmp_path / "streams" / "s" / "offsets.json").exists()
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2026-11-29T18:00:00Z", (1795975200, 0)),
+    ("2026-11-29T18:00:00.5Z", (1795975200, 500_000_000)),
+    ("2026-11-29T18:00:00.123456789Z", (1795975200, 123_456_789)),
+    ("2026-11-29T19:30:00+01:30", (1795975200, 0)),
+    ("2026-11-29t18:00:00z", (1795975200, 0)),
+])
+def test_mongodb_start_time(text: str, expected: tuple[int, int]) -> None:
+    s = CdcStrategy.parse({"specificStartPosition": {"mongodbChangeStreamPosition": {
+        "startTime": text}}})
+    assert s.position_kind == "mongodbChangeStreamPosition"
+    assert s.describe() == f'mongodbChangeStreamPosition {{"startTime":"{text}"}}'
+    assert start_time(text) == expected
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("2026-11-29 18:00:00", "{startTime: 2026-11-29 18:00:00}: startTime is not an RFC 3339 "
+                            "timestamp"),
+    ("2026-11-29T18:00:00", "startTime is not an RFC 3339 timestamp"),  # no zone
+    ("2026-11-29T18:00:00.1234567890Z", "startTime is not an RFC 3339 timestamp"),
+    ("2026-13-01T00:00:00Z", "{startTime: 2026-13-01T00:00:00Z}: startTime is not a valid "
+                             "time: month must be in 1..12"),
+    (1795975200, "{startTime: 1795975200}: startTime must be a string"),
+    ("", "mongodbChangeStreamPosition: needs startTime"),
+])
+def test_bad_mongodb_start_times(value: object, message: str) -> None:
+    with pytest.raises(CdcStrategyError) as err:
+        CdcStrategy.parse({"specificStartPosition": {"mongodbChangeStreamPosition": {
+            "startTime": value}}})
+    assert str(err.value).startswith("cdcStrategy")
+    assert message in str(err.value)
+
+
+def test_mongodb_offset_time() -> None:
+    """The connector starts at an offset's sec/ord only when it holds no resume token."""
+    from bson.timestamp import Timestamp
+
+    from headwater.connectors.mongodb.position import offset_time
+
+    assert offset_time({"sec": 5, "ord": 0, "snapshot_completed": True}) == Timestamp(5, 0)
+    assert offset_time({"sec": 5, "ord": 1, "resume_token": "x"}) is None
+    assert offset_time({"sec": -1, "ord": -1}) is None  # a snapshot's offset
+    assert offset_time(None) is None

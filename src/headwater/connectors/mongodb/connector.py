@@ -12,6 +12,10 @@ Start rules (Debezium 3.x's snapshotters):
   oplog, or from ``capture.start.op.time`` when set (Debezium's startAtOperationTime, used
   only while no position is stored: a data snapshot stores one).
 
+A stored offset resumes after its resume token; one with ``sec``/``ord`` and no token (a
+stream's start position, streams/positions.py) starts at that operation time, as Debezium
+does; either counts as a stored position in every mode.
+
 An offset whose snapshot did not complete (`initsync`, or none of its own) means a new snapshot.
 A connection error on the first start is final (a wrong URI or password must be fixed); later
 it is retriable, the server being away for now.
