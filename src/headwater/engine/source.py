@@ -16,8 +16,9 @@ from headwater.engine.queue import Batch
 from headwater.model.record import SourceContext
 
 
-class StreamState(enum.Enum):
-    """Lifecycle of a capture stream (the Datastream state names)."""
+class StreamState(enum.StrEnum):
+    """Lifecycle of a capture stream: Datastream's `Stream.State` names, for the runtime and
+    for the streams' catalog (streams.states.State is this enum)."""
 
     NOT_STARTED = "NOT_STARTED"
     STARTING = "STARTING"
@@ -26,6 +27,9 @@ class StreamState(enum.Enum):
     PAUSED = "PAUSED"
     FAILED = "FAILED"
     FAILED_PERMANENTLY = "FAILED_PERMANENTLY"
+    # Datastream: "updates are rejected on the resource in this state".  Headwater has no
+    # maintenance of its own; the state exists for API compatibility and nothing enters it.
+    MAINTENANCE = "MAINTENANCE"
 
 
 class RetriableError(Exception):
