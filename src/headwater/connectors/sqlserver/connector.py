@@ -115,17 +115,16 @@ class SqlServerSnapshot(ChangeTableSnapshot):
 
 class SqlServerConnector(ChangeTableConnector):
     DATABASE = "SQL Server"
+    KIND = "sqlserver"
     STREAMING = SqlServerStreaming
+    SOURCE_BLOCK = SqlServerSourceBlock
     cfg: SqlServerConnectorConfig
+    lsn_bytes = staticmethod(lsn_bytes)
 
     def __init__(self, cfg: SqlServerConnectorConfig, metrics: CaptureMetrics | None = None,
                  naming: TopicNaming | None = None) -> None:
-        super().__init__(cfg, "sqlserver", metrics, naming)
-        self.source_block = SqlServerSourceBlock()
+        super().__init__(cfg, metrics, naming)
         self.driver = import_module(cfg.headwater_sqlserver_driver)
-
-    def lsn_bytes(self, text: str | None) -> bytes | None:
-        return lsn_bytes(text)
 
     def position_readable(self, offset: dict[str, Any]) -> bool:
         """Debezium's SqlServerConnection.validateLogPosition, per database: the stored commit

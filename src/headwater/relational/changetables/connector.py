@@ -118,12 +118,15 @@ class ChangeTableSnapshot:
 
 
 class ChangeTableConnector(RelationalConnector):
-    """Subclasses set `DATABASE`, `STREAMING` (their streaming source's class),
-    `self.driver` (the DB-API module) and `self.source_block`, implement `connect`,
-    `captured_tables`, `snapshot_source`, `chunk_source` and `lsn_bytes`, and override
-    `schema_shape` where their schema events differ from SQL Server's."""
+    """Subclasses set `DATABASE`, `KIND` (the connector kind), `STREAMING` (their streaming
+    source's class), `SOURCE_BLOCK` (their source block's class) and `driver` (the DB-API
+    module), implement `connect`, `captured_tables`, `snapshot_source`, `chunk_source` and
+    `lsn_bytes`, and override `schema_shape` where their schema events differ from SQL
+    Server's."""
 
+    KIND: ClassVar[str]
     STREAMING: ClassVar[type[LsnStreaming[Any]]]
+    SOURCE_BLOCK: ClassVar[type[LsnSourceBlock]]
     driver: Any
     connect: Callable[..., Any]  # a new DB-API connection (SQL Server's takes the database)
     cfg: ChangeTableConnectorConfig
@@ -131,12 +134,12 @@ class ChangeTableConnector(RelationalConnector):
     source_block: LsnSourceBlock
     _history: ChangeTableHistory | None = None
 
-    def __init__(self, cfg: ChangeTableConnectorConfig, kind: str,
-                 metrics: CaptureMetrics | None = None,
+    def __init__(self, cfg: ChangeTableConnectorConfig, metrics: CaptureMetrics | None = None,
                  naming: TopicNaming | None = None) -> None:
-        super().__init__(cfg, kind, metrics, naming)
+        super().__init__(cfg, self.KIND, metrics, naming)
         self.cfg = cfg
         self.history_cfg = cfg.schema_history
+        self.source_block = self.SOURCE_BLOCK()
 
     def lsn_bytes(self, text: str | None) -> bytes | None:
         raise NotImplementedError
