@@ -75,12 +75,7 @@ class Db2Snapshot(ChangeTableSnapshot):
     """Reads every captured table once, in one transaction under `snapshot.isolation.mode`,
     rows fetched `snapshot.fetch.size` at a time (batching: ChangeTableSnapshot)."""
 
-    def __init__(self, connector: Db2Connector, data: bool = True,
-                 at: dict[str, Any] | None = None) -> None:
-        super().__init__(connector.cfg.max_batch_size)
-        self.connector = connector
-        self.data = data
-        self.at = at
+    connector: Db2Connector
 
     def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
         cfg = self.connector.cfg
@@ -176,6 +171,8 @@ class Db2Connector(ChangeTableConnector):
     KIND = "db2"
     STREAMING = Db2Streaming
     SOURCE_BLOCK = Db2SourceBlock
+    SNAPSHOT = Db2Snapshot
+    CHUNK_SOURCE = Db2ChunkSource
     cfg: Db2ConnectorConfig
     _driver: Any = None
     lsn_bytes = staticmethod(lsn_bytes)
@@ -207,11 +204,3 @@ class Db2Connector(ChangeTableConnector):
         finally:
             conn.close()
         return tables
-
-    def snapshot_source(self, data: bool = True,
-                        at: dict[str, Any] | None = None) -> Db2Snapshot:
-        return Db2Snapshot(self, data, at)
-
-
-    def chunk_source(self) -> Db2ChunkSource:
-        return Db2ChunkSource(self.cfg, self.context, self.connect)

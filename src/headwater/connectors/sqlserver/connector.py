@@ -40,12 +40,7 @@ class SqlServerSnapshot(ChangeTableSnapshot):
     a time (batching: ChangeTableSnapshot).  Without `data` only the schema; with `at`
     (snapshot.mode=recovery) the schema is recorded at the stored offset, which is kept."""
 
-    def __init__(self, connector: SqlServerConnector, data: bool = True,
-                 at: dict[str, Any] | None = None) -> None:
-        super().__init__(connector.cfg.max_batch_size)
-        self.connector = connector
-        self.data = data
-        self.at = at
+    connector: SqlServerConnector
 
     def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
         cfg = self.connector.cfg
@@ -118,6 +113,8 @@ class SqlServerConnector(ChangeTableConnector):
     KIND = "sqlserver"
     STREAMING = SqlServerStreaming
     SOURCE_BLOCK = SqlServerSourceBlock
+    SNAPSHOT = SqlServerSnapshot
+    CHUNK_SOURCE = SqlServerChunkSource
     cfg: SqlServerConnectorConfig
     lsn_bytes = staticmethod(lsn_bytes)
 
@@ -158,11 +155,3 @@ class SqlServerConnector(ChangeTableConnector):
             finally:
                 conn.close()
         return tables
-
-    def snapshot_source(self, data: bool = True,
-                        at: dict[str, Any] | None = None) -> SqlServerSnapshot:
-        return SqlServerSnapshot(self, data, at)
-
-
-    def chunk_source(self) -> SqlServerChunkSource:
-        return SqlServerChunkSource(self.cfg, self.context, self.connect)
