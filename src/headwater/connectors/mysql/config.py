@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from headwater.config.connector_common import NameFilter, check_queue
+from headwater.config.connector_common import UNSET_PATH, NameFilter, check_queue
 from headwater.config.definition import (
     ConfigDef,
     Property,
@@ -46,7 +46,7 @@ from headwater.config.definition import (
 from headwater.config.output import check_output
 from headwater.relational import config as relational
 from headwater.relational import history_config as history
-from headwater.relational.config import UNSET_PATH, ConfigLoader, RelationalConnectorConfig
+from headwater.relational.config import ConfigLoader, RelationalConnectorConfig
 from headwater.relational.history_config import default_history_file
 
 CONNECTOR_CLASS: Final = "io.debezium.connector.mysql.MySqlConnector"
