@@ -41,8 +41,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import orjson
 
@@ -80,6 +81,20 @@ class StateFormatError(RuntimeError):
     def __init__(self, path: Path, message: str) -> None:
         super().__init__(message)
         self.path = path
+
+
+def offsets_document(raw: bytes, where: str, error: Callable[[str], Exception]) -> dict[str, Any]:
+    """A stored offset (`raw`, from `where`: a file, a key of the offsets topic) as the JSON
+    object it must be; anything else raises `error(message)`: a damaged offset is refused,
+    never read as no offset or as some other position."""
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise error(f"{where} is not valid JSON ({exc}); refusing to guess a position") from exc
+    if not isinstance(doc, dict):
+        raise error(f"{where} holds {type(doc).__name__}, not an offsets document; refusing "
+                    "to guess a position")
+    return doc
 
 
 def newer_message(kind: Kind, path: Path, found: int, written_by: str | None = None) -> str:

@@ -39,6 +39,7 @@ from headwater.state_format import (
     StateFormatError,
     check_version,
     file_stamp_path,
+    offsets_document,
     open_state_dir,
     read_stamp,
     read_stamp_at,
@@ -373,6 +374,25 @@ def test_a_damaged_or_foreign_stamp_is_refused(tmp_path: Path, content: bytes,
     assert problem in str(info.value) and str(tmp_path / STAMP_FILE) in str(info.value)
     assert "\n" not in str(info.value)
     assert (tmp_path / STAMP_FILE).read_bytes() == content  # not "repaired" by overwriting
+
+
+@pytest.mark.parametrize(("raw", "problem"), [
+    (b"{", "the value for k is not valid JSON ("),
+    (b"[1]", "the value for k holds list, not an offsets document"),
+    (b"null", "the value for k holds NoneType, not an offsets document"),
+])
+def test_a_damaged_offset_is_refused_by_the_error_the_reader_names(raw: bytes,
+                                                                  problem: str) -> None:
+    """The file store, the Kafka offsets store and `offsets show` read a stored offset through
+    offsets_document: each gets its own error class, naming where the value was."""
+
+    class ReaderError(Exception):
+        pass
+
+    with pytest.raises(ReaderError) as info:
+        offsets_document(raw, "the value for k", ReaderError)
+    assert problem in str(info.value) and "refusing to guess a position" in str(info.value)
+    assert offsets_document(b'{"version": 2}', "the value for k", ReaderError) == {"version": 2}
 
 
 def test_write_stamp_replaces_atomically(tmp_path: Path) -> None:

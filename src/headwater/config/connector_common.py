@@ -1,19 +1,21 @@
 """Pieces every connector configuration shares: Debezium's include/exclude list semantics,
-`database.initial.statements` splitting, the queue-size check, secret-safe printing and the
-collections guardrail."""
+`database.initial.statements` splitting, the queue-size check, secret-safe printing, the
+collections guardrail, and the typed values of the properties every connector has
+(`CommonConnectorConfig`, Debezium's CommonConnectorConfig)."""
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from headwater.config.definition import Property, PropertyType, ValidationContext
-from headwater.config.output import OUTPUT_PROPERTIES
+from headwater.config.definition import Property, PropertyType, ValidatedConfig, ValidationContext
+from headwater.config.output import OUTPUT_PROPERTIES, OutputConfig
 from headwater.config.secrets import REDACTED, Secret, is_sensitive_key
+from headwater.config.signals import SignalConfig, signal_config
 from headwater.model.topic_naming import parse_strategy, topic_name_problem
 
 JSON_CONVERTER: Final = "org.apache.kafka.connect.json.JsonConverter"
@@ -218,3 +220,123 @@ class Guardrail:
         if self.action == "fail":
             raise GuardrailLimitExceeded(message)
         logger.warning("%s; going on (guardrail.collections.limit.action=warn)", message)
+
+
+UNSET_PATH: Final = Path()
+
+
+def default_offsets_file(topic_prefix: str, base_dir: Path | None = None) -> Path:
+    """``data/offsets/<topic_prefix>.json`` under ``base_dir`` (or relative to the cwd)."""
+    relative = Path("data") / "offsets" / f"{topic_prefix}.json"
+    return base_dir / relative if base_dir is not None else relative
+
+
+@dataclass(frozen=True, slots=True)
+class CommonConnectorConfig:
+    """The validated properties every connector has (attribute = property, ``.`` -> ``_``):
+    events, topics, the runtime's queue, converters, offsets and topic log, signals.
+    Subclasses add their database's properties after `topic_prefix` and call
+    `_common_defaults` from their `__post_init__`."""
+
+    topic_prefix: str
+    _: KW_ONLY
+    name: str = ""  # defaults to topic_prefix
+    tasks_max: int = 1
+    snapshot_delay_ms: int = 0
+    snapshot_max_threads: int = 1
+    skipped_operations: frozenset[str] = frozenset({"t"})
+    tombstones_on_delete: bool = True
+    extended_headers_enabled: bool = True
+    provide_transaction_metadata: bool = False
+    topic_transaction: str = "transaction"
+    event_processing_failure_handling_mode: str = "fail"
+    heartbeat_interval_ms: int = 0
+    topic_heartbeat_prefix: str = "__debezium-heartbeat"
+    topic_naming_strategy: str | None = None  # None: the connector's default
+    topic_delimiter: str = "."
+    errors_max_retries: int = -1
+    retriable_restart_connector_wait_ms: int = 10_000
+    max_batch_size: int = 2048
+    max_queue_size: int = 8192
+    poll_interval_ms: int = 500
+    statistics_metrics_enabled: bool = True
+    key_converter_schemas_enable: bool = True
+    value_converter_schemas_enable: bool = True
+    header_converter: str = SIMPLE_HEADER_CONVERTER
+    offset_storage_file_filename: Path = UNSET_PATH  # default data/offsets/<topic_prefix>.json
+    headwater_topics_dir: Path = Path("data/topics")
+    headwater_topics_segment_bytes: int = 67_108_864
+    headwater_topics_segment_ms: int = 1000
+    # headwater.event.format, headwater.destination[.files.*] (headwater.config.output)
+    output: OutputConfig = field(default_factory=OutputConfig)
+    guardrail: Guardrail = field(default_factory=Guardrail)
+    passthrough: Mapping[str, str] = field(
+        default_factory=dict, repr=False, compare=False, hash=False
+    )
+    # signal.*, incremental.snapshot.*, read.only; read through `signals`
+    _signals: SignalConfig = field(default_factory=SignalConfig, repr=False, compare=False)
+
+    def _common_defaults(self) -> None:
+        """`name` and the offsets file default to the topic prefix's."""
+        put = object.__setattr__
+        if not self.name:
+            put(self, "name", self.topic_prefix)
+        if self.offset_storage_file_filename == UNSET_PATH:
+            put(self, "offset_storage_file_filename", default_offsets_file(self.topic_prefix))
+
+    @staticmethod
+    def common_connector_values(c: ValidatedConfig) -> dict[str, Any]:
+        """This class's constructor arguments from a validated configuration."""
+        prefix = c.get_str("topic.prefix")
+        return {
+            "topic_prefix": prefix,
+            "name": c.get_optional_str("name") or prefix,
+            "tasks_max": c.get_int("tasks.max"),
+            "snapshot_delay_ms": c.get_int("snapshot.delay.ms"),
+            "snapshot_max_threads": c.get_int("snapshot.max.threads"),
+            "skipped_operations": frozenset(
+                op.lower() for op in c.get_list("skipped.operations")) - {"none"},
+            "tombstones_on_delete": c.get_bool("tombstones.on.delete"),
+            "extended_headers_enabled": c.get_bool("extended.headers.enabled"),
+            "provide_transaction_metadata": c.get_bool("provide.transaction.metadata"),
+            "topic_transaction": c.get_str("topic.transaction"),
+            "event_processing_failure_handling_mode": c.get_str(
+                "event.processing.failure.handling.mode"),
+            "heartbeat_interval_ms": c.get_int("heartbeat.interval.ms"),
+            "topic_heartbeat_prefix": c.get_str("topic.heartbeat.prefix"),
+            "topic_naming_strategy": c.get_optional_str("topic.naming.strategy"),
+            "topic_delimiter": c.get_str("topic.delimiter"),
+            "errors_max_retries": c.get_int("errors.max.retries"),
+            "retriable_restart_connector_wait_ms": c.get_int(
+                "retriable.restart.connector.wait.ms"),
+            "max_batch_size": c.get_int("max.batch.size"),
+            "max_queue_size": c.get_int("max.queue.size"),
+            "poll_interval_ms": c.get_int("poll.interval.ms"),
+            "statistics_metrics_enabled": c.get_bool("statistics.metrics.enabled"),
+            "key_converter_schemas_enable": c.get_bool("key.converter.schemas.enable"),
+            "value_converter_schemas_enable": c.get_bool("value.converter.schemas.enable"),
+            "header_converter": c.get_str("header.converter"),
+            "offset_storage_file_filename": (
+                c.get_optional_path("offset.storage.file.filename")
+                or default_offsets_file(prefix, c.base_dir)),
+            "headwater_topics_dir": c.get_path("headwater.topics.dir"),
+            "headwater_topics_segment_bytes": c.get_int("headwater.topics.segment.bytes"),
+            "headwater_topics_segment_ms": c.get_int("headwater.topics.segment.ms"),
+            "output": OutputConfig.from_config(c),
+            "guardrail": Guardrail.from_config(c),
+            "passthrough": dict(c.passthrough),
+            "_signals": signal_config(c),
+        }
+
+    @property
+    def signals(self) -> SignalConfig:
+        """Signal channels and incremental snapshot settings (headwater.config.signals)."""
+        return self._signals
+
+    @property
+    def heartbeat_topic(self) -> str:
+        return f"{self.topic_heartbeat_prefix}.{self.topic_prefix}"
+
+    @property
+    def transaction_topic(self) -> str:
+        return f"{self.topic_prefix}.{self.topic_transaction}"

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import orjson
 
 from headwater.fsync import raise_with_path
-from headwater.state_format import OFFSETS, StateFormatError, check_version
+from headwater.state_format import OFFSETS, StateFormatError, check_version, offsets_document
 
 # The offset file's format: its "version" field is the stamp (headwater.state_format).
 OFFSET_FORMAT_VERSION = OFFSETS.current
@@ -40,16 +40,7 @@ def read_offset_file(path: Path) -> dict[str, Any] | None:
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
-    try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise OffsetStoreError(
-            f"offset file {path} is not valid JSON ({exc}); refusing to guess a position"
-        ) from exc
-    if not isinstance(doc, dict):
-        raise OffsetStoreError(
-            f"offset file {path} holds {type(doc).__name__}, not an offsets "
-            "document; refusing to guess a position")
+    doc = offsets_document(raw, f"offset file {path}", OffsetStoreError)
     # Every release has written "version" since the first: a file without it is not ours.
     if "version" not in doc:
         raise OffsetStoreError(f"offset file {path} has no \"version\": not an offsets "

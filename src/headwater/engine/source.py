@@ -12,12 +12,16 @@ import enum
 import threading
 from typing import Any, NamedTuple, Protocol
 
+from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import Batch
 from headwater.model.record import SourceContext
+from headwater.model.source_block import CONNECTOR_VERSION
+from headwater.model.topic_naming import TopicNaming
 
 
-class StreamState(enum.Enum):
-    """Lifecycle of a capture stream (the Datastream state names)."""
+class StreamState(enum.StrEnum):
+    """Lifecycle of a capture stream: Datastream's `Stream.State` names, for the runtime and
+    for the streams' catalog (streams.states.State is this enum)."""
 
     NOT_STARTED = "NOT_STARTED"
     STARTING = "STARTING"
@@ -26,6 +30,9 @@ class StreamState(enum.Enum):
     PAUSED = "PAUSED"
     FAILED = "FAILED"
     FAILED_PERMANENTLY = "FAILED_PERMANENTLY"
+    # Datastream: "updates are rejected on the resource in this state".  Headwater has no
+    # maintenance of its own; the state exists for API compatibility and nothing enters it.
+    MAINTENANCE = "MAINTENANCE"
 
 
 class RetriableError(Exception):
@@ -99,3 +106,28 @@ class Connector(Protocol):
     def start(self, offset: dict[str, Any] | None) -> StartPlan: ...
 
     def close(self) -> None: ...
+
+
+class ConnectorBase:
+    """What every connector keeps: its metrics, its topic naming, its SourceContext (kind,
+    topic prefix, Headwater's version), the partition its offsets are stored under, and
+    `_started` (set once it has run: a lost connection after that is retriable)."""
+
+    def __init__(self, kind: str, topic_prefix: str, partition: dict[str, Any],
+                 metrics: CaptureMetrics | None = None,
+                 naming: TopicNaming | None = None) -> None:
+        self.metrics = metrics or CaptureMetrics()
+        self.naming = naming
+        self._context = SourceContext(kind, topic_prefix, CONNECTOR_VERSION)
+        self._partition = partition
+        self._started = False
+
+    @property
+    def context(self) -> SourceContext:
+        return self._context
+
+    @property
+    def partition(self) -> dict[str, Any]:
+        """The source partition offsets are stored under (Debezium's: {"server": name}, for
+        MongoDB {"server_id": name})."""
+        return self._partition

@@ -23,6 +23,7 @@ import orjson
 from headwater.config.kafka import KafkaSettings, TopicCreation, TopicCreationGroup
 from headwater.kafka.admin import TopicAdmin
 from headwater.kafka.consume import partition_counts, read_until_end
+from headwater.state_format import offsets_document
 
 log = logging.getLogger("headwater.kafka.offsets")
 
@@ -76,17 +77,9 @@ class KafkaOffsetStore:
             consumer.close()
         if not seen or found is None:
             return None
-        try:
-            offset = orjson.loads(found)
-        except orjson.JSONDecodeError as exc:
-            raise KafkaOffsetStoreError(
-                f"offsets topic {self.topic}: the value for {self.key.decode()} is not JSON "
-                f"({exc}); refusing to guess a position") from exc
-        if not isinstance(offset, dict):
-            raise KafkaOffsetStoreError(
-                f"offsets topic {self.topic}: the value for {self.key.decode()} is not a JSON "
-                "object")
-        return offset
+        return offsets_document(
+            found, f"offsets topic {self.topic}: the value for {self.key.decode()}",
+            KafkaOffsetStoreError)
 
     def _write(self, value: bytes | None) -> None:
         self._ensure_topic()

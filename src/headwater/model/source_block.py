@@ -1,11 +1,14 @@
 """What every connector's Debezium `source` block shares: the connector version string, the
 `snapshot` field's schema (a string enum since Debezium 1.x, with Debezium 3.x's values), the
-fields every source block starts with (Debezium's common source info), and a field helper."""
+fields every source block starts with (Debezium's common source info), a field helper, and the
+source schema and the common values every connector's block is built from."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from headwater import __version__
-from headwater.model.schema import INT64, STRING, ConnectField, ConnectSchema
+from headwater.model.schema import INT64, STRING, STRUCT, ConnectField, ConnectSchema
 
 CONNECTOR_VERSION = f"headwater-{__version__}"
 
@@ -44,3 +47,37 @@ SOURCE_TIME_FIELDS: tuple[ConnectField, ...] = (
     source_field("ts_us", INT64, True),
     source_field("ts_ns", INT64, True),
 )
+
+
+def source_schema(
+    name: str, *own_fields: ConnectField, version: int | None = None
+) -> ConnectSchema:
+    """A connector's source schema `name`: the common fields, `ts_us`/`ts_ns`, then its own."""
+    return ConnectSchema(
+        STRUCT,
+        optional=False,
+        name=name,
+        version=version,
+        fields=(*COMMON_SOURCE_FIELDS, *SOURCE_TIME_FIELDS, *own_fields),
+    )
+
+
+def common_source_values(
+    context: Any, ts_ms: int, snapshot: Any, db: str | None, ts_us: int | None = None
+) -> dict[str, Any]:
+    """The common fields' and `ts_us`/`ts_ns`'s values of a block (`context`: the record's
+    SourceContext; `ts_us` defaults to `ts_ms`'s), in the schema's order; the connector adds
+    its own fields after them."""
+    if ts_us is None:
+        ts_us = ts_ms * 1000
+    return {
+        "version": context.connector_version,
+        "connector": context.kind,
+        "name": context.server_name,
+        "ts_ms": ts_ms,
+        "snapshot": snapshot,
+        "db": db,
+        "sequence": None,
+        "ts_us": ts_us,
+        "ts_ns": ts_us * 1000,
+    }

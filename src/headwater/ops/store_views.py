@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from headwater.config.kafka import KafkaSettings
 from headwater.ops.cli_errors import UserError
-from headwater.state_format import STAMP_FILE, TOPIC_LOG, open_state_dir
+from headwater.state_format import STAMP_FILE, TOPIC_LOG, offsets_document, open_state_dir
 
 _KAFKA_TIMEOUT_S = 15.0
 
@@ -112,15 +110,8 @@ def kafka_offset(settings: KafkaSettings, partition: dict[str, Any]) -> dict[str
         consumer.close()
     if found is None:
         return None
-    try:
-        offset = orjson.loads(found)
-    except orjson.JSONDecodeError as exc:
-        raise UserError(f"offsets topic {topic} in {kafka_place(settings)}: the value for "
-                        f"{key.decode()} is not JSON ({exc})") from None
-    if not isinstance(offset, dict):
-        raise UserError(f"offsets topic {topic} in {kafka_place(settings)}: the value for "
-                        f"{key.decode()} is not a JSON object")
-    return offset
+    return offsets_document(found, f"offsets topic {topic} in {kafka_place(settings)}: the "
+                            f"value for {key.decode()}", UserError)
 
 
 def existing_topics_dir(root: Path, named_by: str) -> Path:

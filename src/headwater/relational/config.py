@@ -20,7 +20,7 @@ from typing import Any, Final, Generic, TypeVar
 
 from headwater.config.connector_common import (
     RUNTIME_PROPERTIES,
-    Guardrail,
+    CommonConnectorConfig,
     NameFilter,
     redacted_fields,
     split_statements,
@@ -38,9 +38,8 @@ from headwater.config.definition import (
 )
 from headwater.config.kafka import KAFKA_PREFIXES
 from headwater.config.loader import load_properties
-from headwater.config.output import OutputConfig
 from headwater.config.secrets import Secret, without_secrets
-from headwater.config.signals import SIGNAL_PROPERTIES, SignalConfig, signal_config
+from headwater.config.signals import SIGNAL_PROPERTIES
 from headwater.relational.column_mappers import (
     COLUMN_PROPAGATE_PROPERTY,
     DATATYPE_PROPAGATE_PROPERTY,
@@ -281,80 +280,36 @@ def check_heartbeat(context: ValidationContext) -> None:
         context.warning("heartbeat.action.query has no effect while heartbeat.interval.ms is 0")
 
 
-def default_offsets_file(topic_prefix: str, base_dir: Path | None = None) -> Path:
-    """``data/offsets/<topic_prefix>.json`` under ``base_dir`` (or relative to the cwd)."""
-    relative = Path("data") / "offsets" / f"{topic_prefix}.json"
-    return base_dir / relative if base_dir is not None else relative
-
-
 # -- the typed base ------------------------------------------------------------------------------
 
-UNSET_PATH: Final = Path()
-
-
 @dataclass(frozen=True, slots=True)
-class RelationalConnectorConfig:
-    """The validated properties every relational connector has (attribute = property, ``.``
-    -> ``_``).  Subclasses add their own fields and the container filter (schema, database)."""
+class RelationalConnectorConfig(CommonConnectorConfig):
+    """The validated properties every relational connector has, after those of every
+    connector (CommonConnectorConfig).  Subclasses add their own fields and the container
+    filter (schema, database)."""
 
-    topic_prefix: str
     database_hostname: str
     database_user: str
     _: KW_ONLY
-    name: str = ""  # defaults to topic_prefix
-    tasks_max: int = 1
     database_password: Secret | None = None
     database_initial_statements: tuple[str, ...] = ()
     snapshot_mode: str = "initial"
     snapshot_lock_timeout_ms: int = 10_000
     snapshot_fetch_size: int = 10_240
-    snapshot_delay_ms: int = 0
-    snapshot_max_threads: int = 1
     table_include_list: tuple[str, ...] = ()
     table_exclude_list: tuple[str, ...] = ()
     column_include_list: tuple[str, ...] = ()
     column_exclude_list: tuple[str, ...] = ()
     message_key_columns: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    skipped_operations: frozenset[str] = frozenset({"t"})
-    tombstones_on_delete: bool = True
-    extended_headers_enabled: bool = True
     decimal_handling_mode: str = "precise"
     binary_handling_mode: str = "bytes"
-    provide_transaction_metadata: bool = False
-    topic_transaction: str = "transaction"
-    event_processing_failure_handling_mode: str = "fail"
     event_converting_failure_handling_mode: str = "fail"
-    heartbeat_interval_ms: int = 0
     heartbeat_action_query: str | None = None
-    topic_heartbeat_prefix: str = "__debezium-heartbeat"
-    topic_naming_strategy: str | None = None  # None: the connector's default
-    topic_delimiter: str = "."
-    errors_max_retries: int = -1
-    retriable_restart_connector_wait_ms: int = 10_000
-    max_batch_size: int = 2048
-    max_queue_size: int = 8192
-    poll_interval_ms: int = 500
-    statistics_metrics_enabled: bool = True
     key_converter: str = "org.apache.kafka.connect.json.JsonConverter"
     value_converter: str = "org.apache.kafka.connect.json.JsonConverter"
-    key_converter_schemas_enable: bool = True
-    value_converter_schemas_enable: bool = True
-    header_converter: str = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
-    offset_storage_file_filename: Path = UNSET_PATH  # default data/offsets/<topic_prefix>.json
     offset_flush_interval_ms: int = 60_000
-    headwater_topics_dir: Path = Path("data/topics")
-    headwater_topics_segment_bytes: int = 67_108_864
-    headwater_topics_segment_ms: int = 1000
-    # headwater.event.format, headwater.destination[.files.*] (headwater.config.output)
-    output: OutputConfig = field(default_factory=OutputConfig)
-    guardrail: Guardrail = field(default_factory=Guardrail)
-    passthrough: Mapping[str, str] = field(
-        default_factory=dict, repr=False, compare=False, hash=False
-    )
     # Built from column.truncate/mask/propagate properties; read through `column_mappers`.
     _column_mappers: ColumnMappers = field(default=ColumnMappers(), repr=False, compare=False)
-    # signal.*, incremental.snapshot.*, read.only; read through `signals`
-    _signals: SignalConfig = field(default_factory=SignalConfig, repr=False, compare=False)
     _tables: NameFilter = field(default=NameFilter((), ()), init=False, repr=False,
                                 compare=False)
     _columns: NameFilter = field(default=NameFilter((), ()), init=False, repr=False,
@@ -364,11 +319,8 @@ class RelationalConnectorConfig:
     )
 
     def __post_init__(self) -> None:
+        self._common_defaults()
         put = object.__setattr__
-        if not self.name:
-            put(self, "name", self.topic_prefix)
-        if self.offset_storage_file_filename == UNSET_PATH:
-            put(self, "offset_storage_file_filename", default_offsets_file(self.topic_prefix))
         put(self, "_tables", NameFilter(self.table_include_list, self.table_exclude_list))
         put(self, "_columns", NameFilter(self.column_include_list, self.column_exclude_list))
         put(self, "_key_columns", tuple(
@@ -379,68 +331,31 @@ class RelationalConnectorConfig:
     @staticmethod
     def common_values(c: ValidatedConfig) -> dict[str, Any]:
         """The base's constructor arguments from a validated configuration."""
-        prefix = c.get_str("topic.prefix")
         key_columns = c.get_optional_str("message.key.columns")
         statements = c.get_optional_str("database.initial.statements")
         return {
-            "topic_prefix": prefix,
+            **CommonConnectorConfig.common_connector_values(c),
             "database_hostname": c.get_str("database.hostname"),
             "database_user": c.get_str("database.user"),
-            "name": c.get_optional_str("name") or prefix,
-            "tasks_max": c.get_int("tasks.max"),
             "database_password": c.get_secret("database.password"),
             "database_initial_statements": split_statements(statements) if statements else (),
             "snapshot_mode": c.get_str("snapshot.mode"),
             "snapshot_lock_timeout_ms": c.get_int("snapshot.lock.timeout.ms"),
             "snapshot_fetch_size": c.get_int("snapshot.fetch.size"),
-            "snapshot_delay_ms": c.get_int("snapshot.delay.ms"),
-            "snapshot_max_threads": c.get_int("snapshot.max.threads"),
             "table_include_list": c.get_list("table.include.list"),
             "table_exclude_list": c.get_list("table.exclude.list"),
             "column_include_list": c.get_list("column.include.list"),
             "column_exclude_list": c.get_list("column.exclude.list"),
             "message_key_columns": (parse_message_key_columns(key_columns)
                                     if key_columns else ()),
-            "skipped_operations": frozenset(
-                op.lower() for op in c.get_list("skipped.operations")) - {"none"},
-            "tombstones_on_delete": c.get_bool("tombstones.on.delete"),
-            "extended_headers_enabled": c.get_bool("extended.headers.enabled"),
             "decimal_handling_mode": c.get_str("decimal.handling.mode"),
             "binary_handling_mode": c.get_str("binary.handling.mode"),
-            "provide_transaction_metadata": c.get_bool("provide.transaction.metadata"),
-            "topic_transaction": c.get_str("topic.transaction"),
-            "event_processing_failure_handling_mode": c.get_str(
-                "event.processing.failure.handling.mode"),
             "event_converting_failure_handling_mode": c.get_str(
                 "event.converting.failure.handling.mode"),
-            "heartbeat_interval_ms": c.get_int("heartbeat.interval.ms"),
             "heartbeat_action_query": c.get_optional_str("heartbeat.action.query"),
-            "topic_heartbeat_prefix": c.get_str("topic.heartbeat.prefix"),
-            "topic_naming_strategy": c.get_optional_str("topic.naming.strategy"),
-            "topic_delimiter": c.get_str("topic.delimiter"),
-            "errors_max_retries": c.get_int("errors.max.retries"),
-            "retriable_restart_connector_wait_ms": c.get_int(
-                "retriable.restart.connector.wait.ms"),
-            "max_batch_size": c.get_int("max.batch.size"),
-            "max_queue_size": c.get_int("max.queue.size"),
-            "poll_interval_ms": c.get_int("poll.interval.ms"),
-            "statistics_metrics_enabled": c.get_bool("statistics.metrics.enabled"),
             "key_converter": c.get_str("key.converter"),
             "value_converter": c.get_str("value.converter"),
-            "key_converter_schemas_enable": c.get_bool("key.converter.schemas.enable"),
-            "value_converter_schemas_enable": c.get_bool("value.converter.schemas.enable"),
-            "header_converter": c.get_str("header.converter"),
-            "offset_storage_file_filename": (
-                c.get_optional_path("offset.storage.file.filename")
-                or default_offsets_file(prefix, c.base_dir)),
             "offset_flush_interval_ms": c.get_int("offset.flush.interval.ms"),
-            "headwater_topics_dir": c.get_path("headwater.topics.dir"),
-            "headwater_topics_segment_bytes": c.get_int("headwater.topics.segment.bytes"),
-            "headwater_topics_segment_ms": c.get_int("headwater.topics.segment.ms"),
-            "output": OutputConfig.from_config(c),
-            "guardrail": Guardrail.from_config(c),
-            "passthrough": dict(c.passthrough),
-            "_signals": signal_config(c),
             "_column_mappers": ColumnMappers.from_config({
                 **c.patterned,
                 COLUMN_PROPAGATE_PROPERTY: c.get_list(COLUMN_PROPAGATE_PROPERTY),
@@ -454,19 +369,6 @@ class RelationalConnectorConfig:
     def column_mappers(self) -> ColumnMappers:
         """Column truncation, masking, hashing and source-type propagation rules."""
         return self._column_mappers
-
-    @property
-    def signals(self) -> SignalConfig:
-        """Signal channels and incremental snapshot settings (headwater.config.signals)."""
-        return self._signals
-
-    @property
-    def heartbeat_topic(self) -> str:
-        return f"{self.topic_heartbeat_prefix}.{self.topic_prefix}"
-
-    @property
-    def transaction_topic(self) -> str:
-        return f"{self.topic_prefix}.{self.topic_transaction}"
 
     # -- filters (Debezium semantics: whole-name, case-insensitive regular expressions) ---------
 

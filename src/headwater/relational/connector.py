@@ -15,10 +15,8 @@ from collections.abc import Iterable
 from typing import Any, ClassVar, TypeVar
 
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.source import RetriableError, StartPlan
-from headwater.model.record import SourceContext
+from headwater.engine.source import ConnectorBase, RetriableError, StartPlan
 from headwater.model.schema import TableId
-from headwater.model.source_block import CONNECTOR_VERSION
 from headwater.model.topic_naming import TopicNaming
 from headwater.relational.config import RelationalConnectorConfig
 
@@ -33,7 +31,7 @@ def modes_from_config(modes: type[M], config: Any) -> M:
     return modes(**{f.name: getattr(config, f.name) for f in fields})
 
 
-class RelationalConnector:
+class RelationalConnector(ConnectorBase):
     """Subclasses set `DATABASE` and `CONNECTION_ERRORS` and implement `_start`."""
 
     DATABASE: ClassVar[str] = ""
@@ -43,20 +41,8 @@ class RelationalConnector:
     def __init__(self, config: RelationalConnectorConfig, kind: str,
                  metrics: CaptureMetrics | None = None,
                  naming: TopicNaming | None = None) -> None:
-        self.metrics = metrics or CaptureMetrics()
-        self.naming = naming
-        self._context = SourceContext(kind, config.topic_prefix, CONNECTOR_VERSION)
-        self._partition = {"server": config.topic_prefix}
-        self._started = False
-
-    @property
-    def context(self) -> SourceContext:
-        return self._context
-
-    @property
-    def partition(self) -> dict[str, Any]:
-        """The source partition offsets are stored under (Debezium: {"server": name})."""
-        return self._partition
+        super().__init__(kind, config.topic_prefix, {"server": config.topic_prefix}, metrics,
+                         naming)
 
     def start(self, offset: dict[str, Any] | None) -> StartPlan:
         """Decides and prepares the sources; a later call (after a retriable error) reconnects."""

@@ -19,18 +19,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
+from headwater.engine.source import StreamState
 
-class State(StrEnum):
-    NOT_STARTED = "NOT_STARTED"
-    STARTING = "STARTING"
-    RUNNING = "RUNNING"
-    DRAINING = "DRAINING"
-    PAUSED = "PAUSED"
-    FAILED = "FAILED"
-    FAILED_PERMANENTLY = "FAILED_PERMANENTLY"
-    # Datastream: "updates are rejected on the resource in this state".  Headwater has no
-    # maintenance of its own; the state exists for API compatibility and nothing enters it.
-    MAINTENANCE = "MAINTENANCE"
+# The capture runtime's states are the same enum (one list of Datastream's names).
+State = StreamState
 
 
 class Action(StrEnum):

@@ -15,21 +15,7 @@ from headwater.testing.localpg import wait_for
 from tests.integration.postgres.test_streams import Cli, _rows, cli  # noqa: F401 (fixture)
 
 from .conftest import MariaEnv
-
-
-def _profile(cli: Cli, menv: MariaEnv) -> None:  # noqa: F811
-    s = menv.server
-    cli("profiles", "create", "maria", "--kind", "mariadb", "-p", "database.hostname=127.0.0.1",
-        "-p", f"database.port={s.port}", "-p", f"database.user={s.user}",
-        "-p", f"database.password={s.password}")
-    cli("profiles", "create", "out", "--kind", "topics", "--dir", str(menv.tmp / "topics"))
-
-
-def _sql(menv: MariaEnv, *statements: str) -> Any:
-    with menv.conn.cursor() as cur:
-        for st in statements:
-            cur.execute(st)
-        return cur.fetchall()
+from .stream_cli import create_profiles, run_sql
 
 
 def _jobs(cli: Cli, stream: str) -> dict[str, dict[str, Any]]:  # noqa: F811
@@ -50,12 +36,12 @@ def _wait_job(cli: Cli, obj: str, state: str, timeout: float) -> None:  # noqa: 
 
 def test_backfill_jobs(menv: MariaEnv, cli: Cli) -> None:  # noqa: F811
     db = menv.db
-    _sql(menv, "CREATE TABLE a (id int PRIMARY KEY, v int)",
-         "INSERT INTO a SELECT seq, seq FROM seq_1_to_60",
-         "CREATE TABLE nokey (v int)", "INSERT INTO nokey VALUES (1), (2)",
-         "CREATE TABLE ex (id int PRIMARY KEY)", "INSERT INTO ex SELECT seq FROM seq_1_to_5",
-         "CREATE TABLE gone (id int PRIMARY KEY)", "INSERT INTO gone VALUES (1)")
-    _profile(cli, menv)
+    run_sql(menv, "CREATE TABLE a (id int PRIMARY KEY, v int)",
+            "INSERT INTO a SELECT seq, seq FROM seq_1_to_60",
+            "CREATE TABLE nokey (v int)", "INSERT INTO nokey VALUES (1), (2)",
+            "CREATE TABLE ex (id int PRIMARY KEY)", "INSERT INTO ex SELECT seq FROM seq_1_to_5",
+            "CREATE TABLE gone (id int PRIMARY KEY)", "INSERT INTO gone VALUES (1)")
+    create_profiles(cli, menv)
     cli("streams", "create", "s", "--source", "maria", "--destination", "out",
         "--include", db, "--backfill-exclude", f"{db}.ex",
         "-p", "incremental.snapshot.chunk.size=4", "-p", "headwater.topics.segment.ms=200",
@@ -93,7 +79,7 @@ def test_backfill_jobs(menv: MariaEnv, cli: Cli) -> None:  # noqa: F811
     assert job["backfillJob"]["state"] == "PENDING" and job["backfillJob"]["trigger"] == "MANUAL"
     assert cli.json("streams", "start-backfill-job", "s", f"{db}.gone")["backfillJob"][
         "state"] == "PENDING"
-    _sql(menv, "DROP TABLE gone")
+    run_sql(menv, "DROP TABLE gone")
     assert cli.json("streams", "resume", "s", "--wait", "60")["state"] == "RUNNING"
     _wait_job(cli, "a", "COMPLETED", 180)
     # Dropped after its signal was written: its scan fails (Debezium's warnAndSkip), whether
@@ -119,10 +105,10 @@ def test_start_positions(menv: MariaEnv, cli: Cli) -> None:  # noqa: F811
     db = menv.db
     # The server is the test session's: without this, "the oldest binary log" holds every
     # earlier test's traffic (in a full run, minutes of it to read through).
-    _sql(menv, "FLUSH BINARY LOGS")
-    _sql(menv, f"PURGE BINARY LOGS TO '{_sql(menv, 'SHOW MASTER STATUS')[0][0]}'")
-    _sql(menv, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1), (2)")
-    _profile(cli, menv)
+    run_sql(menv, "FLUSH BINARY LOGS")
+    run_sql(menv, f"PURGE BINARY LOGS TO '{run_sql(menv, 'SHOW MASTER STATUS')[0][0]}'")
+    run_sql(menv, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1), (2)")
+    create_profiles(cli, menv)
     cli("streams", "create", "s", "--source", "maria", "--destination", "out",
         "--include", db, "--backfill", "none", "-p", "headwater.topics.segment.ms=200",
         "-p", "poll.interval.ms=100")
@@ -142,9 +128,9 @@ def test_start_positions(menv: MariaEnv, cli: Cli) -> None:  # noqa: F811
     assert cli.json("streams", "pause", "s", "--wait", "60")["state"] == "PAUSED"
 
     # specificStartPosition mysqlLogPosition: only what was written after it.
-    _sql(menv, "INSERT INTO t VALUES (3)")
-    file, pos = _sql(menv, "SHOW MASTER STATUS")[0][:2]
-    _sql(menv, "INSERT INTO t VALUES (4)")
+    run_sql(menv, "INSERT INTO t VALUES (3)")
+    file, pos = run_sql(menv, "SHOW MASTER STATUS")[0][:2]
+    run_sql(menv, "INSERT INTO t VALUES (4)")
     position = {"specificStartPosition": {"mysqlLogPosition": {"logFile": file,
                                                                "logPosition": int(pos)}}}
     cli("streams", "resume", "s", "--wait", "60", "--cdc-strategy",
@@ -166,9 +152,9 @@ def test_start_positions(menv: MariaEnv, cli: Cli) -> None:  # noqa: F811
         "START_POSITION_UNAVAILABLE"
 
     # mostRecentStartPosition: what was written while paused is skipped.
-    _sql(menv, "INSERT INTO t VALUES (5)")
+    run_sql(menv, "INSERT INTO t VALUES (5)")
     cli("streams", "resume", "s", "--wait", "60", "--cdc-strategy", "mostRecentStartPosition")
-    _sql(menv, "INSERT INTO t VALUES (6)")
+    run_sql(menv, "INSERT INTO t VALUES (6)")
     wait_for(lambda: 6 in ids(), 60, what="the row after the resume")
     assert 5 not in ids()
     assert cli.json("streams", "pause", "s", "--wait", "60")["state"] == "PAUSED"

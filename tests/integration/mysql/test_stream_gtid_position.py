@@ -12,33 +12,17 @@ test_mysql_connector's purge test does: every test writes what it reads after it
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 
 from headwater.testing.localpg import wait_for
 from tests.integration.postgres.test_streams import Cli, _rows, cli  # noqa: F401 (fixture)
 
 from .conftest import MariaEnv
-
-
-def _profile(cli: Cli, menv: MariaEnv) -> None:  # noqa: F811
-    s = menv.server
-    cli("profiles", "create", "maria", "--kind", "mariadb", "-p", "database.hostname=127.0.0.1",
-        "-p", f"database.port={s.port}", "-p", f"database.user={s.user}",
-        "-p", f"database.password={s.password}")
-    cli("profiles", "create", "out", "--kind", "topics", "--dir", str(menv.tmp / "topics"))
-
-
-def _sql(menv: MariaEnv, *statements: str) -> Any:
-    with menv.conn.cursor() as cur:
-        for st in statements:
-            cur.execute(st)
-        return cur.fetchall()
+from .stream_cli import create_profiles, run_sql
 
 
 def _gtid_pos(menv: MariaEnv) -> str:
-    return str(_sql(menv, "SELECT @@global.gtid_binlog_pos")[0][0])
+    return str(run_sql(menv, "SELECT @@global.gtid_binlog_pos")[0][0])
 
 
 def _gtid_strategy(gtid_set: str) -> str:
@@ -47,7 +31,7 @@ def _gtid_strategy(gtid_set: str) -> str:
 
 
 def _stream(cli: Cli, menv: MariaEnv) -> None:  # noqa: F811
-    _profile(cli, menv)
+    create_profiles(cli, menv)
     cli("streams", "create", "s", "--source", "maria", "--destination", "out",
         "--include", menv.db, "--backfill", "none", "-p", "headwater.topics.segment.ms=200",
         "-p", "poll.interval.ms=100")
@@ -55,9 +39,9 @@ def _stream(cli: Cli, menv: MariaEnv) -> None:  # noqa: F811
 
 def test_start_and_resume_from_gtid_set(menv: MariaEnv, cli: Cli) -> None:  # noqa: F811
     db = menv.db
-    _sql(menv, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    run_sql(menv, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1)")
     after_1 = _gtid_pos(menv)
-    _sql(menv, "INSERT INTO t VALUES (2)")
+    run_sql(menv, "INSERT INTO t VALUES (2)")
     _stream(cli, menv)
     topics = menv.tmp / "topics" / "s"
 
@@ -74,9 +58,9 @@ def test_start_and_resume_from_gtid_set(menv: MariaEnv, cli: Cli) -> None:  # no
     assert cli.json("streams", "pause", "s", "--wait", "60")["state"] == "PAUSED"
 
     # Resume from a later position: row 3 was written before it, row 4 after.
-    _sql(menv, "INSERT INTO t VALUES (3)")
+    run_sql(menv, "INSERT INTO t VALUES (3)")
     after_3 = _gtid_pos(menv)
-    _sql(menv, "INSERT INTO t VALUES (4)")
+    run_sql(menv, "INSERT INTO t VALUES (4)")
     cli("streams", "resume", "s", "--wait", "60", "--cdc-strategy", _gtid_strategy(after_3))
     wait_for(lambda: 4 in ids(), 60, what="the row after the second GTID position")
     assert ids() == [2, 4]
@@ -85,7 +69,7 @@ def test_start_and_resume_from_gtid_set(menv: MariaEnv, cli: Cli) -> None:  # no
     assert "gtids" in orjson.dumps(offsets).decode(), offsets
 
     # A plain resume continues from the GTIDs the capture kept: row 5 once, nothing again.
-    _sql(menv, "INSERT INTO t VALUES (5)")
+    run_sql(menv, "INSERT INTO t VALUES (5)")
     cli("streams", "resume", "s", "--wait", "60")
     wait_for(lambda: 5 in ids(), 60, what="the row after a plain resume")
     assert ids() == [2, 4, 5]
@@ -93,7 +77,7 @@ def test_start_and_resume_from_gtid_set(menv: MariaEnv, cli: Cli) -> None:  # no
 
 
 def test_refused_gtid_sets(menv: MariaEnv, cli: Cli) -> None:  # noqa: F811
-    _sql(menv, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    run_sql(menv, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1)")
     _stream(cli, menv)
     assert cli.json("streams", "start", "s", "--wait", "60")["state"] == "RUNNING", cli.log()
     assert cli.json("streams", "pause", "s", "--wait", "60")["state"] == "PAUSED"
@@ -127,7 +111,7 @@ def test_refused_gtid_sets(menv: MariaEnv, cli: Cli) -> None:  # noqa: F811
     root = menv.server.connect()
     with root.cursor() as cur:
         cur.execute("FLUSH BINARY LOGS")
-        _sql(menv, "INSERT INTO t VALUES (2)")
+        run_sql(menv, "INSERT INTO t VALUES (2)")
         cur.execute("FLUSH BINARY LOGS")
         cur.execute("SHOW MASTER STATUS")
         current = cur.fetchone()[0]
@@ -155,17 +139,17 @@ def test_located_start_is_the_next_transaction(menv: MariaEnv) -> None:
     transaction after the set, found in the server's real binary logs."""
     from headwater.connectors.mysql.gtid_start import mariadb_start, parse_gtid_set
 
-    _sql(menv, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    run_sql(menv, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1)")
     after_1 = _gtid_pos(menv)
-    _sql(menv, "INSERT INTO t VALUES (2)")
+    run_sql(menv, "INSERT INTO t VALUES (2)")
     after_2 = _gtid_pos(menv)
-    logs = [(str(r[0]), int(r[1])) for r in _sql(menv, "SHOW BINARY LOGS")]
+    logs = [(str(r[0]), int(r[1])) for r in run_sql(menv, "SHOW BINARY LOGS")]
     with menv.conn.cursor() as cur:
         file, pos = mariadb_start(cur, parse_gtid_set(after_1), logs)
-    event = _sql(menv, f"SHOW BINLOG EVENTS IN '{file}' FROM {pos} LIMIT 1")[0]
+    event = run_sql(menv, f"SHOW BINLOG EVENTS IN '{file}' FROM {pos} LIMIT 1")[0]
     assert (event[2], event[5].split()[-1]) == ("Gtid", after_2.split(",")[0]), event
-    end = _sql(menv, "SHOW MASTER STATUS")[0][:2]
-    logs = [(str(r[0]), int(r[1])) for r in _sql(menv, "SHOW BINARY LOGS")]
+    end = run_sql(menv, "SHOW MASTER STATUS")[0][:2]
+    logs = [(str(r[0]), int(r[1])) for r in run_sql(menv, "SHOW BINARY LOGS")]
     with menv.conn.cursor() as cur:
         assert mariadb_start(cur, parse_gtid_set(_gtid_pos(menv)), logs) == (end[0],
                                                                                int(end[1]))

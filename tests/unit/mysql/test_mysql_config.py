@@ -24,7 +24,7 @@ def test_defaults_follow_current_debezium() -> None:
     assert cfg.bigint_unsigned_handling_mode == "long" and cfg.include_schema_changes
     assert cfg.database_port == 3306 and cfg.database_server_id == 5500
     assert cfg.skipped_operations == frozenset({"t"}) and not cfg.include_query
-    assert cfg.schema_history_internal_file_filename == Path("data/history/m.jsonl")
+    assert cfg.schema_history.schema_history_internal_file_filename == Path("data/history/m.jsonl")
     assert warnings == []
 
 
@@ -70,11 +70,11 @@ def test_kafka_history_settings_are_read() -> None:
         "schema.history.internal.kafka.bootstrap.servers": "b:9092",
         "schema.history.internal.kafka.recovery.attempts": "7",
         "schema.history.internal.producer.linger.ms": "3"})
-    assert cfg.history_in_kafka and cfg.schema_history_internal_kafka_topic == "h"
-    assert cfg.schema_history_internal_kafka_recovery_attempts == 7
+    assert cfg.history_in_kafka and cfg.schema_history.schema_history_internal_kafka_topic == "h"
+    assert cfg.schema_history.schema_history_internal_kafka_recovery_attempts == 7
     from headwater.connectors.mysql.history_store import kafka_history_settings
 
-    settings = kafka_history_settings(cfg)
+    settings = kafka_history_settings(cfg.schema_history)
     assert settings.bootstrap_servers == "b:9092" and settings.producer == {"linger.ms": "3"}
 
 

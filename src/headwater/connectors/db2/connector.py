@@ -39,10 +39,8 @@ from headwater.connectors.db2.lsn import lsn_bytes, lsn_text
 from headwater.connectors.db2.position import Db2Position, Db2SourceBlock
 from headwater.connectors.db2.schema_events import Db2SchemaEventShape
 from headwater.connectors.db2.streaming import Db2Streaming, max_lsn
-from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.source import SourceRunContext
 from headwater.model.schema import TableId
-from headwater.model.topic_naming import TopicNaming
 from headwater.relational.changetables.connector import ChangeTableConnector, ChangeTableSnapshot
 from headwater.relational.changetables.paramstyle import connect_qmark
 
@@ -77,12 +75,7 @@ class Db2Snapshot(ChangeTableSnapshot):
     """Reads every captured table once, in one transaction under `snapshot.isolation.mode`,
     rows fetched `snapshot.fetch.size` at a time (batching: ChangeTableSnapshot)."""
 
-    def __init__(self, connector: Db2Connector, data: bool = True,
-                 at: dict[str, Any] | None = None) -> None:
-        super().__init__(connector.cfg.max_batch_size)
-        self.connector = connector
-        self.data = data
-        self.at = at
+    connector: Db2Connector
 
     def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
         cfg = self.connector.cfg
@@ -175,17 +168,14 @@ class Db2Snapshot(ChangeTableSnapshot):
 
 class Db2Connector(ChangeTableConnector):
     DATABASE = "Db2"
+    KIND = "db2"
     STREAMING = Db2Streaming
+    SOURCE_BLOCK = Db2SourceBlock
+    SNAPSHOT = Db2Snapshot
+    CHUNK_SOURCE = Db2ChunkSource
     cfg: Db2ConnectorConfig
-
-    def __init__(self, cfg: Db2ConnectorConfig, metrics: CaptureMetrics | None = None,
-                 naming: TopicNaming | None = None) -> None:
-        super().__init__(cfg, "db2", metrics, naming)
-        self.source_block = Db2SourceBlock()
-        self._driver: Any = None
-
-    def lsn_bytes(self, text: str | None) -> bytes | None:
-        return lsn_bytes(text)
+    _driver: Any = None
+    lsn_bytes = staticmethod(lsn_bytes)
 
     def schema_shape(self) -> Db2SchemaEventShape:
         return Db2SchemaEventShape(self.context, self.source_block, self.cfg.database_dbname)
@@ -214,11 +204,3 @@ class Db2Connector(ChangeTableConnector):
         finally:
             conn.close()
         return tables
-
-    def snapshot_source(self, data: bool = True,
-                        at: dict[str, Any] | None = None) -> Db2Snapshot:
-        return Db2Snapshot(self, data, at)
-
-
-    def chunk_source(self) -> Db2ChunkSource:
-        return Db2ChunkSource(self.cfg, self.context, self.connect)

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from headwater.config.connector_common import (
-    Guardrail,
+    CommonConnectorConfig,
     NameFilter,
     check_queue,
     redacted_fields,
@@ -45,11 +45,9 @@ from headwater.config.definition import (
     regex_list_validator,
 )
 from headwater.config.loader import load_properties
-from headwater.config.output import DATASTREAM, OutputConfig, check_output
+from headwater.config.output import DATASTREAM, check_output
 from headwater.config.secrets import REDACTED, Secret, without_secrets
-from headwater.config.signals import SignalConfig, signal_config
 from headwater.relational import config as relational
-from headwater.relational.config import UNSET_PATH, default_offsets_file
 
 CONNECTOR_CLASS: Final = "io.debezium.connector.mongodb.MongoDbConnector"
 CLASS_ALIASES: Final = ("mongodb", "mongo")
@@ -286,14 +284,13 @@ def _filter_queries(c: ValidatedConfig) -> dict[str, str]:
 
 
 @dataclass(frozen=True, slots=True)
-class MongoDbConnectorConfig:
-    """Validated MongoDB connector configuration (attribute = property, ``.`` -> ``_``)."""
+class MongoDbConnectorConfig(CommonConnectorConfig):
+    """Validated MongoDB connector configuration (attribute = property, ``.`` -> ``_``), after
+    the properties of every connector (CommonConnectorConfig)."""
 
-    topic_prefix: str
     mongodb_connection_string: Secret
+    _: KW_ONLY
     connector_class: str = CONNECTOR_CLASS
-    name: str = ""
-    tasks_max: int = 1
     mongodb_user: str | None = None
     mongodb_password: Secret | None = None
     mongodb_authsource: str = "admin"
@@ -313,57 +310,23 @@ class MongoDbConnectorConfig:
     filters_match_mode: str = "regex"
     field_exclude_list: str | None = None
     field_renames: str | None = None
-    skipped_operations: frozenset[str] = frozenset({"t"})
     capture_mode: str = "change_streams_update_full"
     capture_mode_full_update_type: str = "lookup"
     capture_scope: str = "deployment"
     capture_target: str | None = None
     snapshot_mode: str = "initial"
-    snapshot_max_threads: int = 1
     snapshot_fetch_size: int = 0
-    snapshot_delay_ms: int = 0
     # "<db>.<collection>" -> the JSON query its snapshot reads with
     snapshot_collection_filter_overrides: Mapping[str, str] = field(default_factory=dict)
-    tombstones_on_delete: bool = True
-    extended_headers_enabled: bool = True
-    provide_transaction_metadata: bool = False
-    topic_transaction: str = "transaction"
-    event_processing_failure_handling_mode: str = "fail"
-    heartbeat_interval_ms: int = 0
-    topic_heartbeat_prefix: str = "__debezium-heartbeat"
-    topic_naming_strategy: str | None = None
-    topic_delimiter: str = "."
-    errors_max_retries: int = -1
-    retriable_restart_connector_wait_ms: int = 10_000
-    max_batch_size: int = 2048
-    max_queue_size: int = 8192
-    poll_interval_ms: int = 500
-    statistics_metrics_enabled: bool = True
-    key_converter_schemas_enable: bool = True
-    value_converter_schemas_enable: bool = True
-    header_converter: str = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
-    offset_storage_file_filename: Path = UNSET_PATH
-    headwater_topics_dir: Path = Path("data/topics")
-    headwater_topics_segment_bytes: int = 67_108_864
-    headwater_topics_segment_ms: int = 1000
-    guardrail: Guardrail = field(default_factory=Guardrail)
-    # headwater.event.format, headwater.destination[.files.*] (headwater.config.output)
-    output: OutputConfig = field(default_factory=OutputConfig)
     headwater_datastream_mongodb_json_mode: str = "canonical"
-    passthrough: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False,
-                                           hash=False)
-    _signals: SignalConfig = field(default_factory=SignalConfig, repr=False, compare=False)
     _databases: NameFilter = field(default=NameFilter((), ()), init=False, repr=False,
                                    compare=False)
     _collections: NameFilter = field(default=NameFilter((), ()), init=False, repr=False,
                                      compare=False)
 
     def __post_init__(self) -> None:
+        self._common_defaults()
         put = object.__setattr__
-        if not self.name:
-            put(self, "name", self.topic_prefix)
-        if self.offset_storage_file_filename == UNSET_PATH:
-            put(self, "offset_storage_file_filename", default_offsets_file(self.topic_prefix))
         literal = self.filters_match_mode == "literal"
 
         def names(items: tuple[str, ...]) -> tuple[str, ...]:
@@ -376,16 +339,13 @@ class MongoDbConnectorConfig:
 
     @classmethod
     def from_validated(cls, c: ValidatedConfig) -> MongoDbConnectorConfig:
-        prefix = c.get_str("topic.prefix")
         secret = c.get_secret("mongodb.connection.string")
         assert secret is not None  # required
         await_ms = c.values.get("cursor.max.await.time.ms")
         return cls(
-            topic_prefix=prefix,
+            **cls.common_connector_values(c),
             mongodb_connection_string=secret,
             connector_class=c.get_str("connector.class"),
-            name=c.get_optional_str("name") or prefix,
-            tasks_max=c.get_int("tasks.max"),
             mongodb_user=c.get_optional_str("mongodb.user"),
             mongodb_password=c.get_secret("mongodb.password"),
             mongodb_authsource=c.get_str("mongodb.authsource"),
@@ -406,55 +366,17 @@ class MongoDbConnectorConfig:
             filters_match_mode=c.get_str("filters.match.mode"),
             field_exclude_list=c.get_optional_str("field.exclude.list"),
             field_renames=c.get_optional_str("field.renames"),
-            skipped_operations=frozenset(
-                op.lower() for op in c.get_list("skipped.operations")) - {"none"},
             capture_mode=c.get_str("capture.mode"),
             capture_mode_full_update_type=c.get_str("capture.mode.full.update.type"),
             capture_scope=c.get_str("capture.scope"),
             capture_target=c.get_optional_str("capture.target"),
             snapshot_mode=c.get_str("snapshot.mode"),
-            snapshot_max_threads=c.get_int("snapshot.max.threads"),
             snapshot_fetch_size=c.get_int("snapshot.fetch.size"),
-            snapshot_delay_ms=c.get_int("snapshot.delay.ms"),
             snapshot_collection_filter_overrides=_filter_queries(c),
-            tombstones_on_delete=c.get_bool("tombstones.on.delete"),
-            extended_headers_enabled=c.get_bool("extended.headers.enabled"),
-            provide_transaction_metadata=c.get_bool("provide.transaction.metadata"),
-            topic_transaction=c.get_str("topic.transaction"),
-            event_processing_failure_handling_mode=c.get_str(
-                "event.processing.failure.handling.mode"),
-            heartbeat_interval_ms=c.get_int("heartbeat.interval.ms"),
-            topic_heartbeat_prefix=c.get_str("topic.heartbeat.prefix"),
-            topic_naming_strategy=c.get_optional_str("topic.naming.strategy"),
-            topic_delimiter=c.get_str("topic.delimiter"),
-            errors_max_retries=c.get_int("errors.max.retries"),
-            retriable_restart_connector_wait_ms=c.get_int(
-                "retriable.restart.connector.wait.ms"),
-            max_batch_size=c.get_int("max.batch.size"),
-            max_queue_size=c.get_int("max.queue.size"),
-            poll_interval_ms=c.get_int("poll.interval.ms"),
-            statistics_metrics_enabled=c.get_bool("statistics.metrics.enabled"),
-            key_converter_schemas_enable=c.get_bool("key.converter.schemas.enable"),
-            value_converter_schemas_enable=c.get_bool("value.converter.schemas.enable"),
-            header_converter=c.get_str("header.converter"),
-            offset_storage_file_filename=(
-                c.get_optional_path("offset.storage.file.filename")
-                or default_offsets_file(prefix, c.base_dir)),
-            headwater_topics_dir=c.get_path("headwater.topics.dir"),
-            headwater_topics_segment_bytes=c.get_int("headwater.topics.segment.bytes"),
-            headwater_topics_segment_ms=c.get_int("headwater.topics.segment.ms"),
-            guardrail=Guardrail.from_config(c),
-            output=OutputConfig.from_config(c),
             headwater_datastream_mongodb_json_mode=c.get_str(_JSON_MODE),
-            passthrough=dict(c.passthrough),
-            _signals=signal_config(c),
         )
 
     # -- derived values -------------------------------------------------------------------------
-
-    @property
-    def signals(self) -> SignalConfig:
-        return self._signals
 
     @property
     def full_document(self) -> bool:

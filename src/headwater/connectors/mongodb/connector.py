@@ -50,10 +50,8 @@ from headwater.connectors.mongodb.streaming import (
     history_lost,
 )
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.source import RetriableError, StartPlan
-from headwater.model.record import SourceContext
+from headwater.engine.source import ConnectorBase, RetriableError, StartPlan
 from headwater.model.schema import TableId
-from headwater.model.source_block import CONNECTOR_VERSION
 from headwater.model.topic_naming import TopicNaming
 
 log = logging.getLogger("headwater.connectors.mongodb")
@@ -65,28 +63,18 @@ class MongoDbConnectorError(RuntimeError):
     """The deployment cannot be captured as configured."""
 
 
-class MongoDbConnector:
+class MongoDbConnector(ConnectorBase):
     def __init__(self, config: MongoDbConnectorConfig, metrics: CaptureMetrics | None = None,
                  naming: TopicNaming | None = None) -> None:
+        # Debezium's MongoDB partition is {"server_id": name}
+        super().__init__(KIND, config.topic_prefix, {"server_id": config.topic_prefix},
+                         metrics, naming)
         self.config = config
-        self.metrics = metrics or CaptureMetrics()
-        self.naming = naming
-        self._context = SourceContext(KIND, config.topic_prefix, CONNECTOR_VERSION)
-        self._partition = {"server_id": config.topic_prefix}
         self._selector = FieldSelector(config.field_exclude_list, config.field_renames)
         self._codecs: dict[tuple[str, str], CollectionCodec | DatastreamCodec] = {}
         self._datastream = config.output.event_format == DATASTREAM
-        self._started = False
         # watched even when not captured: source-channel signals and snapshot watermarks
         self.signal_collection = config.signals.data_collection or None
-
-    @property
-    def context(self) -> SourceContext:
-        return self._context
-
-    @property
-    def partition(self) -> dict[str, Any]:
-        return self._partition
 
     # -- what every source shares ---------------------------------------------------------------
 

@@ -24,8 +24,8 @@ from bson.timestamp import Timestamp
 
 from headwater.connectors.mongodb.extended_json import document_json
 from headwater.model.record import ChangeRecord
-from headwater.model.schema import INT32, INT64, STRING, STRUCT, ConnectSchema
-from headwater.model.source_block import COMMON_SOURCE_FIELDS, SOURCE_TIME_FIELDS, source_field
+from headwater.model.schema import INT32, INT64, STRING
+from headwater.model.source_block import source_field, source_schema
 
 RESUME_TOKEN = "resume_token"
 SEC = "sec"
@@ -184,20 +184,14 @@ def token_position(token: Mapping[str, Any]) -> MongoPosition:
 
 # -- the source block --------------------------------------------------------------------------
 
-MONGODB_SOURCE_SCHEMA = ConnectSchema(
-    STRUCT,
-    optional=False,
-    name="io.debezium.connector.mongo.Source",
+MONGODB_SOURCE_SCHEMA = source_schema(
+    "io.debezium.connector.mongo.Source",
+    source_field("collection", STRING, False),
+    source_field("ord", INT32, False),
+    source_field("lsid", STRING, True),
+    source_field("txnNumber", INT64, True),
+    source_field("wallTime", INT64, True),
     version=1,
-    fields=(
-        *COMMON_SOURCE_FIELDS,
-        *SOURCE_TIME_FIELDS,
-        source_field("collection", STRING, False),
-        source_field("ord", INT32, False),
-        source_field("lsid", STRING, True),
-        source_field("txnNumber", INT64, True),
-        source_field("wallTime", INT64, True),
-    ),
 )
 
 

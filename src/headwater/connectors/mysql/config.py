@@ -46,13 +46,10 @@ from headwater.config.definition import (
 from headwater.config.output import check_output
 from headwater.relational import config as relational
 from headwater.relational import history_config as history
-from headwater.relational.config import UNSET_PATH, ConfigLoader, RelationalConnectorConfig
-from headwater.relational.history_config import default_history_file
+from headwater.relational.config import ConfigLoader, RelationalConnectorConfig
 
 CONNECTOR_CLASS: Final = "io.debezium.connector.mysql.MySqlConnector"
 MARIADB_CONNECTOR_CLASS: Final = "io.debezium.connector.mariadb.MariaDbConnector"
-SCHEMA_HISTORY_CLASS: Final = history.FILE_HISTORY
-KAFKA_SCHEMA_HISTORY_CLASS: Final = history.KAFKA_HISTORY
 
 _S, _I, _L, _B, _E, _LIST, _PW, _P = relational.TYPE_ALIASES
 
@@ -206,16 +203,11 @@ class MySqlConnectorConfig(RelationalConnectorConfig):
     include_schema_changes: bool = True
     include_query: bool = False
     inconsistent_schema_handling_mode: str = "fail"
-    schema_history_internal: str = SCHEMA_HISTORY_CLASS
-    schema_history_internal_file_filename: Path = UNSET_PATH
-    schema_history_internal_kafka_topic: str | None = None
-    schema_history_internal_kafka_bootstrap_servers: str | None = None
-    schema_history_internal_kafka_recovery_poll_interval_ms: int = 100
-    schema_history_internal_kafka_recovery_attempts: int = 100
-    schema_history_internal_kafka_query_timeout_ms: int = 3000
-    schema_history_internal_kafka_create_timeout_ms: int = 30000
+    # schema.history.internal.* but skip.unparseable.ddl: the store's properties, as the
+    # change-table connectors have them (relational/history_config.py)
+    schema_history: history.SchemaHistoryConfig = field(
+        default_factory=history.SchemaHistoryConfig)
     schema_history_internal_skip_unparseable_ddl: bool = False
-    schema_history_internal_store_only_captured_tables_ddl: bool = False
     _databases: NameFilter = field(default=NameFilter((), ()), init=False, repr=False,
                                    compare=False)
     _gtid_sources: NameFilter = field(default=NameFilter((), ()), init=False, repr=False,
@@ -226,9 +218,6 @@ class MySqlConnectorConfig(RelationalConnectorConfig):
         put = object.__setattr__
         if self.database_server_id == 0:
             put(self, "database_server_id", random.randint(5400, 6400))
-        if self.schema_history_internal_file_filename == UNSET_PATH:
-            put(self, "schema_history_internal_file_filename",
-                default_history_file(self.topic_prefix))
         put(self, "_databases",
             NameFilter(self.database_include_list, self.database_exclude_list))
         put(self, "_gtid_sources", NameFilter(self.gtid_source_includes, self.gtid_source_excludes))
@@ -261,31 +250,16 @@ class MySqlConnectorConfig(RelationalConnectorConfig):
             include_schema_changes=c.get_bool("include.schema.changes"),
             include_query=c.get_bool("include.query"),
             inconsistent_schema_handling_mode=c.get_str("inconsistent.schema.handling.mode"),
-            schema_history_internal=c.get_str("schema.history.internal"),
-            schema_history_internal_kafka_topic=c.get_optional_str(_KH + "topic"),
-            schema_history_internal_kafka_bootstrap_servers=c.get_optional_str(
-                _KH + "bootstrap.servers"),
-            schema_history_internal_kafka_recovery_poll_interval_ms=c.get_int(
-                _KH + "recovery.poll.interval.ms"),
-            schema_history_internal_kafka_recovery_attempts=c.get_int(
-                _KH + "recovery.attempts"),
-            schema_history_internal_kafka_query_timeout_ms=c.get_int(_KH + "query.timeout.ms"),
-            schema_history_internal_kafka_create_timeout_ms=c.get_int(
-                _KH + "create.timeout.ms"),
-            schema_history_internal_file_filename=(
-                c.get_optional_path("schema.history.internal.file.filename")
-                or default_history_file(c.get_str("topic.prefix"), c.base_dir)),
+            schema_history=history.schema_history_config(c),
             schema_history_internal_skip_unparseable_ddl=c.get_bool(
                 "schema.history.internal.skip.unparseable.ddl"),
-            schema_history_internal_store_only_captured_tables_ddl=c.get_bool(
-                "schema.history.internal.store.only.captured.tables.ddl"),
         )
 
     # -- derived values -----------------------------------------------------------------------
 
     @property
     def history_in_kafka(self) -> bool:
-        return self.schema_history_internal == KAFKA_SCHEMA_HISTORY_CLASS
+        return self.schema_history.history_in_kafka
 
     @property
     def is_mariadb(self) -> bool:

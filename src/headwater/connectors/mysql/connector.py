@@ -199,7 +199,7 @@ class MySqlConnector(RelationalConnector):
         captured = [TableId(db, None, table) for db, table in rows
                     if self.config.table_filter(db, table)]
         self.metrics.monitored_tables = [f"{t.database}.{t.table}" for t in captured]
-        if self.config.schema_history_internal_store_only_captured_tables_ddl:
+        if self.config.schema_history.store_only_captured_tables_ddl:
             self.config.guardrail.check(self.metrics.monitored_tables, log)
         else:  # the schema history keeps every table of the captured databases
             self.config.guardrail.check(

@@ -36,9 +36,9 @@ class SchemaHistoryStore(Protocol):
 
 def open_history(cfg: MySqlConnectorConfig, server_name: str) -> SchemaHistoryStore:
     """The configured store (nothing is read or created yet)."""
-    settings = kafka_history_settings(cfg)
+    settings = kafka_history_settings(cfg.schema_history)
     if not cfg.history_in_kafka:
-        return FileSchemaHistory(Path(cfg.schema_history_internal_file_filename))
+        return FileSchemaHistory(Path(cfg.schema_history.schema_history_internal_file_filename))
     from headwater.connectors.mysql.kafka_history import KafkaSchemaHistory
 
     return KafkaSchemaHistory(settings, server_name)

@@ -18,8 +18,8 @@ import dataclasses
 from typing import Any, NamedTuple
 
 from headwater.model.record import ChangeRecord
-from headwater.model.schema import INT32, INT64, STRING, STRUCT, ConnectSchema
-from headwater.model.source_block import COMMON_SOURCE_FIELDS, SOURCE_TIME_FIELDS, source_field
+from headwater.model.schema import INT32, INT64, STRING, ConnectSchema
+from headwater.model.source_block import common_source_values, source_field, source_schema
 
 
 def binlog_file_number(name: str) -> int:
@@ -82,22 +82,16 @@ def binlog_source_schema(kind: str) -> ConnectSchema:
     return dataclasses.replace(MYSQL_SOURCE_SCHEMA, name=f"io.debezium.connector.{kind}.Source")
 
 
-MYSQL_SOURCE_SCHEMA = ConnectSchema(
-    STRUCT,
-    optional=False,
-    name="io.debezium.connector.mysql.Source",
-    fields=(
-        *COMMON_SOURCE_FIELDS,
-        *SOURCE_TIME_FIELDS,
-        source_field("table", STRING, True),
-        source_field("server_id", INT64, False),
-        source_field("gtid", STRING, True),
-        source_field("file", STRING, False),
-        source_field("pos", INT64, False),
-        source_field("row", INT32, False),
-        source_field("thread", INT64, True),
-        source_field("query", STRING, True),
-    ),
+MYSQL_SOURCE_SCHEMA = source_schema(
+    "io.debezium.connector.mysql.Source",
+    source_field("table", STRING, True),
+    source_field("server_id", INT64, False),
+    source_field("gtid", STRING, True),
+    source_field("file", STRING, False),
+    source_field("pos", INT64, False),
+    source_field("row", INT32, False),
+    source_field("thread", INT64, True),
+    source_field("query", STRING, True),
 )
 
 
@@ -136,22 +130,8 @@ class MySqlSourceBlock:
         self, context: Any, database: str, position: MySqlPosition, ts_ms: int, snapshot: Any
     ) -> dict[str, Any]:
         """The same block for a schema change event (no table)."""
-        return {
-            "version": context.connector_version,
-            "connector": context.kind,
-            "name": context.server_name,
-            "ts_ms": ts_ms,
-            "snapshot": snapshot,
-            "db": database,
-            "sequence": None,
-            "ts_us": ts_ms * 1000,
-            "ts_ns": ts_ms * 1_000_000,
-            "table": None,
-            "server_id": position.server_id,
-            "gtid": position.gtid,
-            "file": position.file,
-            "pos": position.pos,
-            "row": position.row,
-            "thread": position.thread,
-            "query": None,
-        }
+        block = common_source_values(context, ts_ms, snapshot, database)
+        block.update(table=None, server_id=position.server_id, gtid=position.gtid,
+                     file=position.file, pos=position.pos, row=position.row,
+                     thread=position.thread, query=None)
+        return block

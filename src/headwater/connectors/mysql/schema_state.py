@@ -248,7 +248,7 @@ class SchemaState:
                 f"{statement}")
 
     def _should_store(self, change: SchemaChange) -> bool:
-        if not self.cfg.schema_history_internal_store_only_captured_tables_ddl:
+        if not self.cfg.schema_history.store_only_captured_tables_ddl:
             return True
         if change.table is None:
             return self.cfg.database_filter(change.database)

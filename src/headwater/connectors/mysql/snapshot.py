@@ -232,7 +232,7 @@ class MySqlSnapshotSource:
         position = point.position()
         now = int(time.time() * 1000)
         events: list[SourceEvent] = []
-        store_all = not self.cfg.schema_history_internal_store_only_captured_tables_ddl
+        store_all = not self.cfg.schema_history.store_only_captured_tables_ddl
         databases = sorted({db for db, _ in tables})
         for db in databases:
             cur.execute(

@@ -11,12 +11,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from headwater.model.record import ChangeRecord
-from headwater.model.schema import INT64, STRING, STRUCT, ConnectSchema
-from headwater.model.source_block import (
-    COMMON_SOURCE_FIELDS,
-    SOURCE_TIME_FIELDS,
-    source_field,
-)
+from headwater.model.schema import INT64, STRING
+from headwater.model.source_block import source_field, source_schema
 
 
 class PostgresPosition(NamedTuple):
@@ -38,24 +34,18 @@ class PostgresPosition(NamedTuple):
                 "txId": self.tx_id, "lsn": self.lsn, "xmin": self.xmin}
 
 
-POSTGRES_SOURCE_SCHEMA = ConnectSchema(
-    STRUCT,
-    optional=False,
-    name="io.debezium.connector.postgresql.Source",
+POSTGRES_SOURCE_SCHEMA = source_schema(
+    "io.debezium.connector.postgresql.Source",
+    source_field("schema", STRING, False),
+    source_field("table", STRING, False),
+    source_field("txId", INT64, True),
+    source_field("lsn", INT64, True),
+    source_field("xmin", INT64, True),
+    # Debezium 3.x: the replication origin of the transaction (pgoutput Origin message);
+    # Headwater does not decode origins yet, so both are null as for local changes.
+    source_field("origin", STRING, True),
+    source_field("origin_lsn", INT64, True),
     version=1,
-    fields=(
-        *COMMON_SOURCE_FIELDS,
-        *SOURCE_TIME_FIELDS,
-        source_field("schema", STRING, False),
-        source_field("table", STRING, False),
-        source_field("txId", INT64, True),
-        source_field("lsn", INT64, True),
-        source_field("xmin", INT64, True),
-        # Debezium 3.x: the replication origin of the transaction (pgoutput Origin message);
-        # Headwater does not decode origins yet, so both are null as for local changes.
-        source_field("origin", STRING, True),
-        source_field("origin_lsn", INT64, True),
-    ),
 )
 
 

@@ -40,12 +40,7 @@ class SqlServerSnapshot(ChangeTableSnapshot):
     a time (batching: ChangeTableSnapshot).  Without `data` only the schema; with `at`
     (snapshot.mode=recovery) the schema is recorded at the stored offset, which is kept."""
 
-    def __init__(self, connector: SqlServerConnector, data: bool = True,
-                 at: dict[str, Any] | None = None) -> None:
-        super().__init__(connector.cfg.max_batch_size)
-        self.connector = connector
-        self.data = data
-        self.at = at
+    connector: SqlServerConnector
 
     def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
         cfg = self.connector.cfg
@@ -115,17 +110,18 @@ class SqlServerSnapshot(ChangeTableSnapshot):
 
 class SqlServerConnector(ChangeTableConnector):
     DATABASE = "SQL Server"
+    KIND = "sqlserver"
     STREAMING = SqlServerStreaming
+    SOURCE_BLOCK = SqlServerSourceBlock
+    SNAPSHOT = SqlServerSnapshot
+    CHUNK_SOURCE = SqlServerChunkSource
     cfg: SqlServerConnectorConfig
+    lsn_bytes = staticmethod(lsn_bytes)
 
     def __init__(self, cfg: SqlServerConnectorConfig, metrics: CaptureMetrics | None = None,
                  naming: TopicNaming | None = None) -> None:
-        super().__init__(cfg, "sqlserver", metrics, naming)
-        self.source_block = SqlServerSourceBlock()
+        super().__init__(cfg, metrics, naming)
         self.driver = import_module(cfg.headwater_sqlserver_driver)
-
-    def lsn_bytes(self, text: str | None) -> bytes | None:
-        return lsn_bytes(text)
 
     def position_readable(self, offset: dict[str, Any]) -> bool:
         """Debezium's SqlServerConnection.validateLogPosition, per database: the stored commit
@@ -159,11 +155,3 @@ class SqlServerConnector(ChangeTableConnector):
             finally:
                 conn.close()
         return tables
-
-    def snapshot_source(self, data: bool = True,
-                        at: dict[str, Any] | None = None) -> SqlServerSnapshot:
-        return SqlServerSnapshot(self, data, at)
-
-
-    def chunk_source(self) -> SqlServerChunkSource:
-        return SqlServerChunkSource(self.cfg, self.context, self.connect)

@@ -69,10 +69,18 @@ class ChangeTableSnapshot:
     memory stays bounded.
     """
 
-    def __init__(self, max_batch_size: int) -> None:
-        self.max_batch_size = max_batch_size
+    def __init__(self, connector: Any, data: bool = True,
+                 at: dict[str, Any] | None = None) -> None:
+        self.connector = connector
+        self.data = data  # False: the schema only
+        self.at = at  # snapshot.mode=recovery: the stored offset the schema is recorded at
+        self.max_batch_size: int = connector.cfg.max_batch_size
         self.pending: list[ChangeRecord | SchemaChangeEvent] = []
         self.started = False
+
+    def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
+        """The connector's snapshot (engine.source.SnapshotSource)."""
+        raise NotImplementedError
 
     def _add(self, ctx: SourceRunContext, record: ChangeRecord) -> None:
         if not self.started:
@@ -118,12 +126,18 @@ class ChangeTableSnapshot:
 
 
 class ChangeTableConnector(RelationalConnector):
-    """Subclasses set `DATABASE`, `STREAMING` (their streaming source's class),
-    `self.driver` (the DB-API module) and `self.source_block`, implement `connect`,
-    `captured_tables`, `snapshot_source`, `chunk_source` and `lsn_bytes`, and override
-    `schema_shape` where their schema events differ from SQL Server's."""
+    """Subclasses set `DATABASE`, `KIND` (the connector kind), `STREAMING`, `SOURCE_BLOCK`,
+    `SNAPSHOT` and `CHUNK_SOURCE` (their streaming source's, source block's, snapshot's and
+    chunk source's classes) and `driver` (the DB-API module), implement `connect`,
+    `captured_tables` and `lsn_bytes`, and override `schema_shape` where their schema events
+    differ from SQL Server's."""
 
+    KIND: ClassVar[str]
     STREAMING: ClassVar[type[LsnStreaming[Any]]]
+    SOURCE_BLOCK: ClassVar[type[LsnSourceBlock]]
+    SNAPSHOT: ClassVar[type[ChangeTableSnapshot]]
+    # (cfg, context, connect) -> the connector's chunk source
+    CHUNK_SOURCE: ClassVar[Callable[..., ChangeTableChunkSource]]
     driver: Any
     connect: Callable[..., Any]  # a new DB-API connection (SQL Server's takes the database)
     cfg: ChangeTableConnectorConfig
@@ -131,12 +145,12 @@ class ChangeTableConnector(RelationalConnector):
     source_block: LsnSourceBlock
     _history: ChangeTableHistory | None = None
 
-    def __init__(self, cfg: ChangeTableConnectorConfig, kind: str,
-                 metrics: CaptureMetrics | None = None,
+    def __init__(self, cfg: ChangeTableConnectorConfig, metrics: CaptureMetrics | None = None,
                  naming: TopicNaming | None = None) -> None:
-        super().__init__(cfg, kind, metrics, naming)
+        super().__init__(cfg, self.KIND, metrics, naming)
         self.cfg = cfg
         self.history_cfg = cfg.schema_history
+        self.source_block = self.SOURCE_BLOCK()
 
     def lsn_bytes(self, text: str | None) -> bytes | None:
         raise NotImplementedError
@@ -195,7 +209,7 @@ class ChangeTableConnector(RelationalConnector):
 
     def chunk_source(self) -> ChangeTableChunkSource:
         """The connector's chunk source (its SQL dialect on the shared one)."""
-        raise NotImplementedError
+        return self.CHUNK_SOURCE(self.cfg, self.context, self.connect)
 
     def incremental_hook(self) -> ChangeTableIncrementalHook | None:
         """Signals and incremental snapshots, when a signal channel is configured."""
@@ -220,10 +234,11 @@ class ChangeTableConnector(RelationalConnector):
                     f"{self.DATABASE} change data capture (signals reach the connector through "
                     "its change table)")
 
-    def snapshot_source(self, data: bool = True, at: dict[str, Any] | None = None) -> Any:
+    def snapshot_source(self, data: bool = True,
+                        at: dict[str, Any] | None = None) -> ChangeTableSnapshot:
         """The snapshot: the schema, then (with `data`) the tables' rows; `at` (recovery) is
         the stored offset the schema is recorded at instead of the current maximum LSN."""
-        raise NotImplementedError
+        return self.SNAPSHOT(self, data, at)
 
     def streaming_source(self, offset: dict[str, Any] | None) -> LsnStreaming[Any]:
         """The connector's `STREAMING` class from `offset`; each of its streams gets a fresh

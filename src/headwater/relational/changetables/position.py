@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any, ClassVar, NamedTuple
 
 from headwater.model.record import ChangeRecord, SourceContext
-from headwater.model.schema import STRING, STRUCT, ConnectField, ConnectSchema, TableId
-from headwater.model.source_block import COMMON_SOURCE_FIELDS, SOURCE_TIME_FIELDS, source_field
+from headwater.model.schema import STRING, ConnectField, ConnectSchema, TableId
+from headwater.model.source_block import common_source_values, source_field, source_schema
 
 
 def lsn_parts(text: str | None) -> tuple[int, int, int]:
@@ -62,19 +62,13 @@ class LsnPosition(NamedTuple):
 def lsn_source_schema(name: str, *position_fields: ConnectField) -> ConnectSchema:
     """A change-table connector's source schema: the common fields, `ts_us`/`ts_ns`,
     `schema`, `table`, then the connector's position fields."""
-    return ConnectSchema(
-        STRUCT,
-        optional=False,
-        name=name,
-        fields=(
-            *COMMON_SOURCE_FIELDS,
-            *SOURCE_TIME_FIELDS,
-            source_field("schema", STRING, False),
-            source_field("table", STRING, False),
-            source_field("change_lsn", STRING, True),
-            source_field("commit_lsn", STRING, True),
-            *position_fields,
-        ),
+    return source_schema(
+        name,
+        source_field("schema", STRING, False),
+        source_field("table", STRING, False),
+        source_field("change_lsn", STRING, True),
+        source_field("commit_lsn", STRING, True),
+        *position_fields,
     )
 
 
@@ -96,18 +90,8 @@ class LsnSourceBlock:
               snapshot: Any) -> dict[str, Any]:
         """The block of an event of `table` at `pos`: a change record's, or a schema change
         event's (which Debezium fills from the same offset context)."""
-        ts_us = pos.ts_us if pos.ts_us is not None else ts_ms * 1000
-        return {
-            "version": context.connector_version,
-            "connector": context.kind,
-            "name": context.server_name,
-            "ts_ms": ts_ms,
-            "snapshot": snapshot,
-            "db": table.database,
-            "sequence": None,
-            "ts_us": ts_us,
-            "ts_ns": ts_us * 1000,
-            "schema": table.schema,
-            "table": table.table,
-            **pos.source_fields(),
-        }
+        block = common_source_values(context, ts_ms, snapshot, table.database, pos.ts_us)
+        block["schema"] = table.schema
+        block["table"] = table.table
+        block.update(pos.source_fields())
+        return block
