@@ -25,7 +25,9 @@ import pyarrow as pa
 
 from headwater.pipeline.config import PipelineConfig
 from headwater.pipeline.iceberg_target import STATE_NAMESPACE, IcebergTarget
+from headwater.pipeline.quiet import log_dir
 from headwater.pipeline.spark_merge import q
+from headwater.pipeline.spark_session import session_for
 from headwater.validate.canonical import kind
 from headwater.validate.catalog import TargetColumns
 from headwater.validate.current import current_sql, truncate_floor_sql
@@ -118,19 +120,9 @@ class IcebergSide:
 @contextmanager
 def open_targets(cfg: PipelineConfig) -> Iterator[IcebergTargets]:
     """The Iceberg warehouse through the pipeline's Spark session (its `spark.*` settings;
-    Spark's logs to `<checkpoint dir>/logs/validate/spark.log`).  A session already running
-    in this process is used and left running (one with Iceberg's jars: the tests'); one
-    started here is stopped at the end."""
-    from pyspark.sql import SparkSession
-
-    from headwater.pipeline.quiet import log_dir
-    from headwater.pipeline.spark_session import spark_session
-
-    running = SparkSession.getActiveSession()
-    spark = spark_session("headwater-validate", logs=log_dir(cfg.checkpoint_dir) / "validate",
-                          spark_props=dict(cfg.spark_conf))
-    try:
+    Spark's logs to `<checkpoint dir>/logs/validate/spark.log`).  A session already active in
+    this process is used and left running (the tests' own, with Iceberg's jars); one started
+    here is stopped at the end."""
+    with session_for("headwater-validate", log_dir(cfg.checkpoint_dir) / "validate",
+                     dict(cfg.spark_conf)) as spark:
         yield IcebergTargets(spark, cfg)
-    finally:
-        if running is None:
-            spark.stop()
