@@ -123,6 +123,8 @@ def open_targets(cfg: PipelineConfig) -> Iterator[IcebergTargets]:
     Spark's logs to `<checkpoint dir>/logs/validate/spark.log`).  A session already active in
     this process is used and left running (the tests' own, with Iceberg's jars); one started
     here is stopped at the end."""
+    # (Spark's progress bars would share the terminal with the result.)
+    props = {"spark.ui.showConsoleProgress": "false", **dict(cfg.spark_conf)}
     with session_for("headwater-validate", log_dir(cfg.checkpoint_dir) / "validate",
-                     dict(cfg.spark_conf)) as spark:
+                     props) as spark:
         yield IcebergTargets(spark, cfg)
