@@ -89,7 +89,7 @@ def fault_spark() -> Iterator[Any]:
 
 @pytest.fixture()
 def harness_for(fault_servers: Servers, fault_spark: Any,
-                tmp_path: Path) -> Callable[[str], Harness]:
+                tmp_path: Path) -> Callable[..., Harness]:
     """A harness on the named source's server (started when first asked for)."""
     from headwater.pipeline.config import load_pipeline_config
     from headwater.pipeline.runner import start
@@ -111,8 +111,9 @@ def harness_for(fault_servers: Servers, fault_spark: Any,
             print(f"[faults] pipeline --once: Spark's Python worker did not connect back in "
                   f"10 s (attempt {attempt}); retrying", flush=True)
 
-    def make(name: str) -> Harness:
-        return Harness(fault_servers.get(name), tmp_path / name, pipeline_once=pipeline_once)
+    def make(name: str, target: str = "delta") -> Harness:
+        return Harness(fault_servers.get(name), tmp_path / f"{name}-{target}",
+                       pipeline_once=pipeline_once, target=target, spark=fault_spark)
 
     return make
 

@@ -19,9 +19,13 @@ A trial (`Harness.trial(seed)`):
 3. the writer stops, the capture catches up (the topic replays to the source), stops with
    SIGTERM (exit 0), the pipeline applies the rest (`--once`);
 4. checks: `headwater validate --rechecks 0` exits 0 (where validate reads the source: not
-   MongoDB); the topic replay equals the source; the Delta target equals the source, counting
+   MongoDB); the topic replay equals the source; the target equals the source, counting
    lost (in the source, not the target), phantom (in the target, not the source), changed and
    duplicated (one key twice) rows.
+
+The target is a Delta table, or with `target="iceberg"` an Iceberg table (SCD1, a warehouse
+and catalog of the trial's own): then the harness reads it, and runs `headwater validate`, in
+the tests' Spark session (`spark`), the one the catch-up pipeline runs in.
 
 Every trial prints its seed and fault; `Harness.trial(seed, fault)` replays it (the writer's
 timing against the processes is not deterministic, the choices are).
@@ -45,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from typer.testing import CliRunner
 
 from headwater.testing.localpg import wait_for
 from headwater.testing.replay import replay
@@ -179,13 +184,22 @@ def _cli(*args: str) -> list[str]:
 class Harness:
     """Runs trials against one source's server (restarted by some faults) in `base`.
 
-    `pipeline_once(config)` applies the topics to Delta and returns (by default, a
+    `pipeline_once(config)` applies the topics to the target and returns (by default, a
     `headwater pipeline --once` subprocess; the tests pass an in-process Spark session's run,
-    which saves the JVM's start per trial)."""
+    which saves the JVM's start per trial).  `target`: `delta`, or `iceberg` (needs `spark`,
+    the session that reads the tables and runs validate)."""
 
     def __init__(self, source: Source, base: Path, *, initial_rows: int | None = None,
                  pipeline_once: Callable[[Path], None] | None = None,
-                 log: Callable[[str], None] = print) -> None:
+                 log: Callable[[str], None] = print, target: str = "delta",
+                 spark: Any = None) -> None:
+        if target not in ("delta", "iceberg"):
+            raise ValueError(f"target {target!r}: the harness writes delta or iceberg")
+        if target == "iceberg" and (spark is None or not source.validates):
+            raise ValueError("an Iceberg target needs the tests' Spark session, and a source "
+                             "validate reads (not MongoDB: documents go to Delta only)")
+        self.target = target
+        self.spark = spark
         self.source = source
         self.base = base
         self.initial_rows = initial_rows or source.initial_rows
@@ -242,7 +256,7 @@ def summary(results: list[TrialResult]) -> str:
     kinds = ", ".join(f"{k} {p}/{n}" for k, (p, n) in sorted(by_fault.items()))
     validated = sum(r.validate_exit is not None for r in results)
     return (f"[faults] trials passed {passed} / {len(results)} ({kinds}); "
-            f"Delta target totals: {target}; topic replay totals: {replayed}; "
+            f"target totals: {target}; topic replay totals: {replayed}; "
             f"validate ran after {validated} trials")
 
 
@@ -257,6 +271,9 @@ class _Trial:
         self.topics = self.dir / "topics"
         self.offsets = self.dir / "offsets.json"
         self.delta = self.dir / "delta"
+        self.warehouse = self.dir / "iceberg"
+        # (a catalog of its own: a session keeps a catalog's warehouse once loaded)
+        self.catalog = f"fx_{os.getpid()}_{n}"
         self.prefix = "fx"
         self.capture: subprocess.Popen[bytes] | None = None
         self.pipeline: subprocess.Popen[bytes] | None = None
@@ -281,6 +298,10 @@ class _Trial:
             "headwater.pipeline.max.records.per.trigger": 5000,
             "headwater.pipeline.trigger.interval.ms": 500,
         }
+        if self.h.target == "iceberg":
+            props.update({"headwater.pipeline.target": "iceberg",
+                          "headwater.pipeline.iceberg.warehouse": self.warehouse,
+                          "headwater.pipeline.iceberg.catalog": self.catalog})
         path = self.dir / "connector.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         return path
@@ -381,9 +402,16 @@ class _Trial:
         counts, examples = compare(source, self.target())
         self.result.target = counts
         if not counts.clean:
-            self.result.failures.append(f"Delta target != source ({counts}): {examples}")
+            self.result.failures.append(f"{self.h.target} target != source ({counts}): "
+                                        f"{examples}")
 
     def validate(self) -> tuple[int, str]:
+        if self.h.target == "iceberg":  # in the tests' Spark session (validate uses it)
+            from headwater.cli import app
+
+            result = CliRunner().invoke(app, ["validate", str(self.config), "--rechecks", "0",
+                                              "--chunk-rows", "5000"])
+            return result.exit_code, result.output
         out = subprocess.run(
             _cli("validate", str(self.config), "--rechecks", "0", "--chunk-rows", "5000"),
             capture_output=True, text=True, timeout=300, check=False)
@@ -395,11 +423,28 @@ class _Trial:
         path = self.target_path()
         if not path.exists():
             return []
+        if self.h.target == "iceberg":
+            from headwater.pipeline.iceberg_target import register_catalog
+
+            register_catalog(self.h.spark, self.catalog, self.warehouse.resolve())
+            name = ".".join((self.catalog, *self.st.target_parts))
+            return [self.st.target_row(r) for r in self.h.spark.table(name).toArrow()
+                    .to_pylist()]
         return [self.st.target_row(r) for r in read_table(path).to_pylist()]
 
     def target_path(self) -> Path:
         schema, table = self.st.target_parts
+        if self.h.target == "iceberg":  # the Hadoop catalog's table directory
+            return self.warehouse / schema / table
         return self.delta / schema / table
+
+    def first_commit(self) -> bool:
+        """Whether the pipeline has committed rows to the target table (Iceberg: a snapshot's
+        manifest list; the table's creation alone writes metadata without one)."""
+        if self.h.target == "iceberg":
+            metadata = self.target_path() / "metadata"
+            return metadata.is_dir() and any(metadata.glob("snap-*.avro"))
+        return (self.target_path() / "_delta_log").is_dir()
 
     # ---- faults ----------------------------------------------------------------------------
 
@@ -471,8 +516,7 @@ class _Trial:
             self.pipeline = proc  # killed by cleanup if the trial stops before the fault
             started = time.monotonic()
             with contextlib.suppress(TimeoutError):
-                wait_for(lambda p=proc: p.poll() is not None or (
-                    self.target_path() / "_delta_log").is_dir(),
+                wait_for(lambda p=proc: p.poll() is not None or self.first_commit(),
                     timeout=60, interval=0.05, what="the pipeline's first batch")
             time.sleep(self.rng.uniform(0.0, 4.0))
             delay = time.monotonic() - started
@@ -601,3 +645,4 @@ class _Trial:
         self.st.cleanup()
         if not os.environ.get("HEADWATER_FAULT_KEEP"):
             shutil.rmtree(self.dir / "delta", ignore_errors=True)
+            shutil.rmtree(self.warehouse, ignore_errors=True)

@@ -52,6 +52,19 @@ def test_one_fault(harness_for: Callable[[str], Harness], source: str, fault: st
     one_fault(harness_for, source, fault, seed)
 
 
+# Iceberg targets: the pipeline killed (-9) mid-run into Iceberg, then `--once`; validate
+# reads the Iceberg table (in the module's Spark session) and so does the harness's count.
+ICEBERG_FAULTS = ("pipeline-kill9", "capture-kill9-stream")
+
+
+@pytest.mark.parametrize("fault", ICEBERG_FAULTS)
+def test_one_fault_iceberg(harness_for: Callable[..., Harness], fault: str) -> None:
+    seed = BASE_SEED + 900 + ICEBERG_FAULTS.index(fault)
+    result = harness_for("postgres", "iceberg").trial(seed, fault)
+    assert result.passed, result.line()
+    assert result.validate_exit == 0 and result.target.clean, result.line()
+
+
 def _source_of(seed: int, names: list[str]) -> str:
     """The trial's source, from its seed (apart from the trial's own choices)."""
     return names[random.Random(seed * 7919 + 1).randrange(len(names))]

@@ -22,7 +22,8 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -146,6 +147,23 @@ def spark_session(app: str = "headwater-pipeline", master: str | None = None,
     for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+@contextmanager
+def session_for(app: str, logs: Path | None = None,
+                spark_props: Mapping[str, str] | None = None) -> Iterator[Any]:
+    """The Spark session already active in this process (left running: its owner stops it),
+    else a new one (`spark_session`), stopped at the end: for a command that reads through
+    Spark once (`headwater validate` of Iceberg targets)."""
+    from pyspark.sql import SparkSession
+
+    running = SparkSession.getActiveSession()
+    spark = running or spark_session(app, logs=logs, spark_props=spark_props)
+    try:
+        yield spark
+    finally:
+        if running is None:
+            spark.stop()
 
 
 def loopback_master(master: str) -> bool:

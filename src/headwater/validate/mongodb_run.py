@@ -2,7 +2,7 @@
 (`<database>/<collection>`, the pipeline's layout) against its collection.
 
 Only SCD1 Delta targets are compared (one row per current document); other modes and JDBC
-targets are refused by property name, as Iceberg is for every source.
+and Iceberg targets are refused by property name.
 """
 
 from __future__ import annotations

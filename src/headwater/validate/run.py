@@ -1,9 +1,9 @@
 """`headwater validate CONFIG`: every pipeline target against its source table.
 
 One configuration, as the pipeline takes it: the connector's properties (the source to
-connect to) plus `headwater.pipeline.*` (where the targets are: Delta or JDBC, in any mode;
-the mode says which target rows are the source's current rows, `current.py`).  Iceberg targets
-are refused by name.
+connect to) plus `headwater.pipeline.*` (where the targets are: Delta or JDBC, in any mode,
+or Iceberg in the modes its target writes, SCD1 and changelog, `iceberg_side.py`; the mode says
+which target rows are the source's current rows, `current.py`).
 """
 
 from __future__ import annotations
@@ -26,14 +26,18 @@ MONGODB = "mongodb"
 
 def check_pipeline(cfg: PipelineConfig, source: str) -> None:
     problems = []
-    if cfg.target not in ("delta", "jdbc"):
-        problems.append(f"headwater.pipeline.target: validate compares Delta and JDBC targets, "
-                        f"not {cfg.target!r}")
+    if cfg.target not in ("delta", "jdbc", "iceberg"):
+        problems.append(f"headwater.pipeline.target: validate compares Delta, JDBC and Iceberg "
+                        f"targets, not {cfg.target!r}")
     if cfg.mode not in catalog.MODE_COLUMNS:
         problems.append(f"headwater.pipeline.mode: validate compares scd1, scd2 and changelog "
                         f"targets, not {cfg.mode!r}")
     if cfg.target == "delta" and not cfg.delta_path.is_dir():
         problems.append(f"headwater.pipeline.delta.path: {cfg.delta_path} does not exist")
+    # (An Iceberg SCD2 pipeline is refused by the configuration's loader, `capabilities`.)
+    if cfg.target == "iceberg" and not cfg.iceberg_warehouse.is_dir():
+        problems.append(f"headwater.pipeline.iceberg.warehouse: {cfg.iceberg_warehouse} "
+                        "does not exist")
     if problems:
         raise ConfigError(problems, source)
 
@@ -100,6 +104,8 @@ def validate(connector: Any, pipeline: PipelineConfig, options: Options,
         return validate_documents(connector, pipeline, options, tables)
     if pipeline.target == "jdbc":
         return _validate_jdbc(connector, pipeline, options, tables)
+    if pipeline.target == "iceberg":
+        return _validate_iceberg(connector, pipeline, options, tables)
     found = selected_targets(pipeline, tables)
     results: list[TableResult] = []
     problems: list[str] = []
@@ -147,4 +153,31 @@ def _validate_jdbc(connector: Any, pipeline: PipelineConfig, options: Options,
             results.append(compare_table(src, jdbc.side, plan, options))
         if not found and not problems:
             problems.append(f"no target tables in {jdbc.schema} ({jdbc.where})")
+    return results, problems
+
+
+def _validate_iceberg(connector: Any, pipeline: PipelineConfig, options: Options,
+                      tables: tuple[str, ...]) -> tuple[list[TableResult], list[str]]:
+    from headwater.validate import iceberg_side
+
+    results: list[TableResult] = []
+    problems: list[str] = []
+    with connect(connector) as src, iceberg_side.open_targets(pipeline) as ice:
+        found = ice.tables()
+        if tables:
+            unknown = [t for t in tables if t not in {f"{s}.{t}" for s, t in found}]
+            if unknown:
+                raise ConfigError([f"--table {t}: no target table {ice.catalog}.{t} in the "
+                                   f"Iceberg warehouse {ice.where}" for t in unknown])
+            found = [f for f in found if f"{f[0]}.{f[1]}" in tables]
+        for schema, table in found:
+            plan = catalog.plan(src, schema, table, ice.label(schema, table),
+                                ice.columns(schema, table), pipeline.mode)
+            if isinstance(plan, str):
+                problems.append(plan)
+                continue
+            results.append(compare_table(src, ice.side(schema, table), plan, options))
+        if not found:
+            problems.append(f"no target tables in the Iceberg warehouse {ice.where} "
+                            f"(catalog {ice.catalog})")
     return results, problems

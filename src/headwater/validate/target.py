@@ -11,7 +11,7 @@ window over the keys is DataFusion's to hold).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -44,8 +44,18 @@ def _rows(plan: TablePlan, chunk_rows: int, buckets: int,
           only: set[int] | None) -> Iterator[tuple[int, tuple[str, ...]]]:
     """(chunk, canonical texts) of every target row, or of the rows in the chunks `only`."""
     names = [c for c, _ in plan.columns]
+    return canonical_rows(plan, _batches(plan, names), chunk_rows, buckets, only)
+
+
+def canonical_rows(plan: TablePlan, batches: Iterable[pa.RecordBatch], chunk_rows: int,
+                   buckets: int, only: set[int] | None
+                   ) -> Iterator[tuple[int, tuple[str, ...]]]:
+    """(chunk, canonical texts) of the rows of `batches` (the compared columns in plan order),
+    or of those in the chunks `only`: for any target read as Arrow batches (Delta here,
+    Iceberg through Spark in `iceberg_side`)."""
+    names = [c for c, _ in plan.columns]
     kinds = [k for _, k in plan.columns]
-    for batch in _batches(plan, names):
+    for batch in batches:
         columns = [batch.column(i).to_pylist() for i in range(len(names))]
         for values in zip(*columns, strict=True):
             chunk = _chunk_of(plan, values, kinds, chunk_rows, buckets)
@@ -81,9 +91,15 @@ class DeltaSide:
 
 def signatures(plan: TablePlan, chunk_rows: int, buckets: int,
                only: set[int] | None = None) -> dict[int, Signature]:
+    return signatures_of(_rows(plan, chunk_rows, buckets, only))
+
+
+def signatures_of(rows: Iterable[tuple[int, tuple[str, ...]]]) -> dict[int, Signature]:
+    """Each chunk's signature (row count, sum of the rows' first 60 MD5 bits), as the
+    source's SQL computes it (`source.py`)."""
     counts: dict[int, int] = {}
     sums: dict[int, int] = {}
-    for chunk, texts in _rows(plan, chunk_rows, buckets, only):
+    for chunk, texts in rows:
         digest = hashlib.md5(SEP.join(texts).encode(), usedforsecurity=False).hexdigest()
         counts[chunk] = counts.get(chunk, 0) + 1
         sums[chunk] = sums.get(chunk, 0) + int(digest[:15], 16)

@@ -151,16 +151,6 @@ def test_keyless_table(env: Env) -> None:  # noqa: F811
     assert doc["tables"][0]["problem"].startswith("public.nokey has no primary key")
 
 
-def test_refuses_iceberg_targets_by_name(env: Env) -> None:  # noqa: F811
-    cfg = env.config({"headwater.pipeline.iceberg.warehouse": str(env.tmp / "iceberg"),
-                      "headwater.pipeline.target": "iceberg"})
-    result = runner.invoke(app, ["validate", str(cfg)])
-    assert result.exit_code == 2
-    assert ("headwater.pipeline.target: validate compares Delta and JDBC targets, not 'iceberg'"
-            in result.output)
-
-
-
 def test_scd2_and_changelog_targets(env: Env) -> None:  # noqa: F811
     """Hand-built SCD2 and changelog targets of a PostgreSQL table: their current rows (open
     versions; the latest event per key unless a delete) are what is compared."""
