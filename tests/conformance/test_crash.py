@@ -19,7 +19,9 @@ pytestmark = pytest.mark.integration
 ROWS = 2000
 
 
-@pytest.mark.parametrize("kills", [3, pytest.param(12, marks=pytest.mark.slow)],
+# 12 kills (--long): the same cycle as 3, four times over; each kill costs a capture process's
+# start, so it held a CI worker for ~2.5 minutes over the five connectors.
+@pytest.mark.parametrize("kills", [3, pytest.param(12, marks=[pytest.mark.slow, pytest.mark.long])],
                          ids=["3-kills", "12-kills"])
 def test_kill_minus_nine_under_writes_loses_nothing(cdc: Harness, kills: int) -> None:
     create_t(cdc.driver, ROWS)
