@@ -188,7 +188,10 @@ def kill9_then_pipeline(orders: Orders, connector: dict[str, str], tmp: Path,
             assert proc.poll() is None, log.read_text()[-3000:]
             _kill(proc)
             proc = _start(config, log)
-        time.sleep(1.0)
+        # the callers assert a non-trivial workload: wait for it, not for a fixed time that a
+        # loaded machine fills with fewer transactions
+        wait_for(lambda: workload.error is not None or workload.transactions > 60, 120,
+                 what="the workload's transactions")
         workload.stop.set()
         workload.join(30)
         assert workload.error is None, repr(workload.error)

@@ -45,7 +45,9 @@ def test_kill_minus_nine_under_writes_loses_nothing(cdc: Harness, kills: int) ->
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             proc = cdc.process(config)
-        time.sleep(1.0)
+        # the workload the assertion below asks for, however slowly a loaded machine runs it
+        wait(lambda: load.transactions > 50 * kills / 3 + 10, "the load's transactions",
+             timeout=120)
         load.finish()
         cdc.converge("t", timeout=180)
     finally:

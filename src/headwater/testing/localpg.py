@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -57,8 +58,38 @@ def find_bindir(version: str | None = None) -> Path:
     )
 
 
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_ports = random.SystemRandom()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = _EPHEMERAL_RANGE.read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A loopback port nothing listens on, chosen outside the kernel's ephemeral range.
+
+    Why not the port the kernel gives for port 0: that one comes from the ephemeral range,
+    which the kernel also hands to every outgoing connection as its local port, so between
+    this check and the server's bind (and again each time a test restarts a server on its
+    port) any client on the machine could take it: a test PostgreSQL once failed to start
+    with "Address already in use" that way.  Ports below (or above) the range are only ever
+    taken by a listener that asked for them."""
+    low, high = _ephemeral_range()
+    start, end = (10000, low) if low > 12000 else (high + 1, 65536)
+    for _ in range(500):
+        port = _ports.randrange(start, end)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # a crowded machine
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
@@ -76,6 +107,7 @@ class LocalPostgres:
         self.datadir = self.base / "data"
         self.sockdir = self.base / "sock"
         self.port = port or free_port()
+        self._port_chosen_here = port is None
         self.user = "postgres"
         self.settings = {
             "wal_level": "logical",
@@ -109,16 +141,26 @@ class LocalPostgres:
                 "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8", "-N",
             ])
         opts = " ".join(f"-c {k}={v}" for k, v in self.settings.items())
-        try:
-            self._run([
-                str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-w", "-t", "60",
-                "-l", str(self.base / "server.log"),
-                "-o", f"-p {self.port} -k {self.sockdir} {opts}", "start",
-            ])
-        except subprocess.CalledProcessError as exc:
-            log = (self.base / "server.log")
-            tail = log.read_text()[-2000:] if log.exists() else ""
-            raise LocalPostgresError(f"PostgreSQL did not start: {exc.stderr}\n{tail}") from exc
+        for attempt in range(3):
+            log = self.base / "server.log"
+            seen = len(log.read_text()) if log.exists() else 0
+            try:
+                self._run([
+                    str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-w", "-t", "60",
+                    "-l", str(log), "-o", f"-p {self.port} -k {self.sockdir} {opts}", "start",
+                ])
+            except subprocess.CalledProcessError as exc:
+                tail = log.read_text()[seen:][-2000:] if log.exists() else ""
+                if (self._port_chosen_here and attempt < 2
+                        and "Address already in use" in tail):
+                    # Another listener took the port between the choice and the bind: the
+                    # port is ours to change until the server has first started.
+                    self.port = free_port()
+                    continue
+                raise LocalPostgresError(
+                    f"PostgreSQL did not start: {exc.stderr}\n{tail}") from exc
+            break
+        self._port_chosen_here = False  # clients know the port now: a restart keeps it
         return self
 
     def stop(self, mode: str = "fast") -> None:
