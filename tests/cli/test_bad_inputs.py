@@ -304,8 +304,9 @@ CASES: dict[str, Case] = {
                               "delta/.keep": ""}),
     "validate-chunk-rows": Case(["validate", C, "--chunk-rows", "0"], 2, "--chunk-rows",
                                 {"c.properties": OK}),
-    "validate-target": Case(["validate", C], 2, "headwater.pipeline.target: validate compares "
-                            "Delta and JDBC targets, not 'iceberg'",
+    # an Iceberg target is validated (through Spark), its warehouse checked first
+    "validate-iceberg-warehouse": Case(["validate", C], 2,
+                            "headwater.pipeline.iceberg.warehouse: ",
                             {"c.properties": properties(pg(**{
                                 "headwater.pipeline.target": "iceberg",
                                 "headwater.pipeline.delta.path": "delta"})),

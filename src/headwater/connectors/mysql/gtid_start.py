@@ -131,8 +131,25 @@ def _starts_after(wanted: GtidSet, listed: list[tuple[int, int, int]]) -> str | 
 
 
 def _events(cur: Any, file: str, pos: int, limit: int) -> list[tuple[Any, ...]]:
-    cur.execute(f"SHOW BINLOG EVENTS IN '{file}' FROM {int(pos)} LIMIT {int(limit)}")
-    return list(cur.fetchall())
+    """SHOW BINLOG EVENTS, its text columns as str decoded leniently.
+
+    Why the results come as bytes: an Annotate_rows or Query event's info is the statement as
+    the client sent it, binary literals included, so decoding it as UTF-8 in the driver failed
+    (a UnicodeDecodeError on a server where another client had written bytes); only the event
+    type and the GTID text are read here, and those are ASCII."""
+    cur.execute("SELECT @@session.character_set_results")
+    before = cur.fetchone()[0]
+    cur.execute("SET SESSION character_set_results = binary")
+    try:
+        cur.execute(f"SHOW BINLOG EVENTS IN '{file}' FROM {int(pos)} LIMIT {int(limit)}")
+        rows = list(cur.fetchall())
+    finally:
+        if before is None:
+            cur.execute("SET SESSION character_set_results = NULL")
+        else:
+            cur.execute("SET SESSION character_set_results = %s", (str(before),))
+    return [tuple(v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else v
+                  for v in row) for row in rows]
 
 
 def mariadb_start(cur: Any, wanted: GtidSet, logs: Sequence[tuple[str, int]]) -> tuple[str, int]:
