@@ -70,14 +70,29 @@ class FakeServer:
     def logs(self) -> list[tuple[str, int]]:
         return [(name, rows[-1][4]) for name, rows in self.events.items()]
 
-    def execute(self, sql: str) -> None:
+    binary = False  # character_set_results: text columns come as bytes, undecoded
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
         self.queries.append(sql)
         if sql == "SELECT @@global.gtid_binlog_state":
             self._result = [(self.state,)]
             return
+        if sql == "SELECT @@session.character_set_results":
+            self._result = [("utf8mb4",)]
+            return
+        if sql.startswith("SET SESSION character_set_results"):
+            self.binary = sql.endswith("= binary")
+            assert self.binary or params == ("utf8mb4",), (sql, params)
+            return
         m = re.fullmatch(r"SHOW BINLOG EVENTS IN '(.+)' FROM (\d+) LIMIT (\d+)", sql)
         assert m, sql
         rows = [r for r in self.events[m.group(1)] if r[1] >= int(m.group(2))]
+        if self.binary:
+            rows = [tuple(v.encode("utf-8", "surrogateescape") if isinstance(v, str) else v
+                          for v in r) for r in rows]
+        else:  # as PyMySQL decodes: bytes that are not UTF-8 fail
+            for r in rows:
+                str(r[5]).encode("utf-8")
         self._result = rows[:int(m.group(3))]
 
     def fetchone(self) -> tuple[Any, ...]:
@@ -148,3 +163,13 @@ def test_a_domain_missing_from_the_set_before_the_oldest_binlog_is_purged() -> N
             "domain 1 (up to 1-2-2), and the set names none of that domain")):
         mariadb_start(srv, parse_gtid_set("0-1-5"), srv.logs())
     assert mariadb_start(srv, parse_gtid_set("0-1-4,1-2-2"), srv.logs()) == ("b.000005", 34)
+
+
+def test_statements_holding_bytes_that_are_not_utf8_are_read_past() -> None:
+    """An Annotate_rows event's info is the statement as sent, binary literals included: the
+    search reads the events as bytes (as text, PyMySQL's decoding failed on a real server)."""
+    bad = "INSERT INTO b VALUES (_binary'" + b"\x80\xff".decode("utf-8", "surrogateescape") + "')"
+    srv = FakeServer("0-1-3", {"b.1": [*_head("[0-1-1]"), ("Annotate_rows", bad),
+                                       *_tx("0-1-2"), *_tx("0-1-3")]})
+    assert mariadb_start(srv, parse_gtid_set("0-1-2"), srv.logs())[1] > 4
+    assert srv.binary is False  # the session's character set given back
