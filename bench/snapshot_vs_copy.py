@@ -272,19 +272,30 @@ def run_headwater_mariadb(
     ), "read lock acquired")
 
 
-def mariadb_main(args: argparse.Namespace) -> None:
-    work = Path(tempfile.mkdtemp(prefix="headwater-bench-"))
-    server = LocalMariaDB(settings={"innodb_buffer_pool_size": "1G"}).start()
+def loaded_mariadb(statements: tuple[str, ...], rows: int, buffer_pool: str) -> LocalMariaDB:
+    """A fresh local MariaDB whose database `bench` holds the rows `statements` make (each
+    formatted with `rows`); shared by both MariaDB snapshot benches."""
+    server = LocalMariaDB(settings={"innodb_buffer_pool_size": buffer_pool}).start()
     try:
         server.create_database("bench")
         conn = server.connect("bench")
         t0 = time.monotonic()
         with conn.cursor() as cur:
-            for statement in MARIA_GEN:
-                cur.execute(statement.format(rows=int(args.rows)))
+            for statement in statements:
+                cur.execute(statement.format(rows=int(rows)))
         conn.close()
-        print(f"loaded {args.rows:,} rows in {time.monotonic() - t0:.1f}s; "
-              f"{os.cpu_count()} CPUs")
+    except BaseException:
+        server.cleanup()
+        raise
+    print(f"loaded {rows:,} rows in {time.monotonic() - t0:.1f}s; "
+          f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}")
+    return server
+
+
+def mariadb_main(args: argparse.Namespace) -> None:
+    work = Path(tempfile.mkdtemp(prefix="headwater-bench-"))
+    server = loaded_mariadb(MARIA_GEN, args.rows, "1G")
+    try:
         ref_s = mariadb_reference(server)
         ref_rate = args.rows / ref_s
         print(f"mariadb --quick > null  : {ref_s:7.2f} s  {ref_rate:10,.0f} rows/s")

@@ -146,17 +146,8 @@ def main() -> None:
         common.PROFILER[:] = ["py-spy", "record", "--subprocesses", "-r", "50", "-f", "raw",
                               "-o", args.profile, "--"]
     work = Path(tempfile.mkdtemp(prefix="headwater-bench-"))
-    server = LocalMariaDB(settings={"innodb_buffer_pool_size": "512M"}).start()
+    server = common.loaded_mariadb(GEN, args.rows, "512M")
     try:
-        server.create_database("bench")
-        conn = server.connect("bench")
-        t0 = time.monotonic()
-        with conn.cursor() as cur:
-            for statement in GEN:
-                cur.execute(statement.format(rows=int(args.rows)))
-        conn.close()
-        print(f"loaded {args.rows:,} rows in {time.monotonic() - t0:.1f}s; "
-              f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}")
         ref_s, ref_cpu, ref_rows = select_reference(server, args.batch)
         if ref_rows != args.rows:
             raise SystemExit(f"the reference read {ref_rows} rows, not {args.rows}")
