@@ -16,8 +16,9 @@ on the server starts at or before it.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -130,26 +131,31 @@ def _starts_after(wanted: GtidSet, listed: list[tuple[int, int, int]]) -> str | 
     return None
 
 
-def _events(cur: Any, file: str, pos: int, limit: int) -> list[tuple[Any, ...]]:
-    """SHOW BINLOG EVENTS, its text columns as str decoded leniently.
+@contextlib.contextmanager
+def _binary_results(cur: Any) -> Iterator[None]:
+    """Text columns as bytes while the binlogs are searched, the session's setting given back.
 
-    Why the results come as bytes: an Annotate_rows or Query event's info is the statement as
-    the client sent it, binary literals included, so decoding it as UTF-8 in the driver failed
-    (a UnicodeDecodeError on a server where another client had written bytes); only the event
-    type and the GTID text are read here, and those are ASCII."""
+    Why: an Annotate_rows or Query event's info is the statement as the client sent it, binary
+    literals included, so decoding it as UTF-8 in the driver failed (a UnicodeDecodeError on a
+    server where another client had written bytes); only the event type and the GTID text are
+    read here, and those are ASCII."""
     cur.execute("SELECT @@session.character_set_results")
     before = cur.fetchone()[0]
     cur.execute("SET SESSION character_set_results = binary")
     try:
-        cur.execute(f"SHOW BINLOG EVENTS IN '{file}' FROM {int(pos)} LIMIT {int(limit)}")
-        rows = list(cur.fetchall())
+        yield
     finally:
         if before is None:
             cur.execute("SET SESSION character_set_results = NULL")
         else:
             cur.execute("SET SESSION character_set_results = %s", (str(before),))
+
+
+def _events(cur: Any, file: str, pos: int, limit: int) -> list[tuple[Any, ...]]:
+    """SHOW BINLOG EVENTS under _binary_results, its bytes decoded leniently."""
+    cur.execute(f"SHOW BINLOG EVENTS IN '{file}' FROM {int(pos)} LIMIT {int(limit)}")
     return [tuple(v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else v
-                  for v in row) for row in rows]
+                  for v in row) for row in cur.fetchall()]
 
 
 def mariadb_start(cur: Any, wanted: GtidSet, logs: Sequence[tuple[str, int]]) -> tuple[str, int]:
@@ -166,6 +172,13 @@ def mariadb_start(cur: Any, wanted: GtidSet, logs: Sequence[tuple[str, int]]) ->
                 f"{domain}-{server}-{seq} is not in the server's binary logs "
                 f"(@@gtid_binlog_state={state_text or 'empty'}): no such transaction was "
                 "written there yet")
+    with _binary_results(cur):
+        return _search(cur, wanted, logs)
+
+
+def _search(cur: Any, wanted: GtidSet, logs: Sequence[tuple[str, int]]) -> tuple[str, int]:
+    """mariadb_start's scan: the newest binlog whose Gtid_list the set reaches, then its
+    first transaction not in the set."""
     why = ""
     start_index = None
     for index in range(len(logs) - 1, -1, -1):
