@@ -67,6 +67,8 @@ fi
 # The column-wise snapshot's numba kernels, compiled into numba's cache once (1-3 min the first
 # time, a few seconds after): a first snapshot then does not wait for the compiler.
 .venv/bin/python -m headwater.connectors.postgres.columnar_kernels
+# pyspark.zip with bytecode: Spark's Python workers must connect back within a fixed 10 s
+.venv/bin/python -m headwater.pipeline.worker_bytecode
 # A class-data archive of the Spark driver's JVM for the tests (tests/spark_cds.py), made again
 # when pyspark's jars or the Java runtime are newer: each test's driver JVM then maps Spark's
 # classes instead of loading them (a session start's JVM CPU 19-21 s -> 12 s under CI's load).
