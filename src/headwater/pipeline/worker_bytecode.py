@@ -20,7 +20,6 @@ import copy
 import importlib.util
 import os
 import py_compile
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -73,4 +72,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
