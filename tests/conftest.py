@@ -118,38 +118,42 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # these one- to three-test files last, so the run ended with one worker idle while the other
 # still ran a 2-5 minute file.  Heaviest first, the many small unit files last fill in the gaps
 # instead.  A stale entry costs balance only, never a result.
-# Refreshed 2026-11-29 (session 17), in CI's scale: the last fresh-clone CI run's twelve
-# heaviest files; those trimmed since scaled by after/before, each measured alone on the loaded
-# 2-core machine (JDBC variants 803 -> 413 s; conformance snapshot restart 552 -> 295 s;
-# conformance crash 376 -> 76 s, now off the table; Datastream pipeline 250 -> 183 s;
-# PostgreSQL parallel snapshot 212 -> 238 s, noise: the test it lost took 12 s).  The older
-# entries were under that run's twelfth (127 s): their earlier sums, capped under it, keep their
-# order.
+# Refreshed 2026-11-29 (session 18) from the last fresh-clone run of `.ci/run` on this loaded
+# 2-core machine (its thirty heaviest files; sum of all files 6959 s, 3546 s of wall time, so
+# the two workers ended within 133 s of each other).  The full-disk file scaled
+# for its restart run in the test's own session since (two `headwater pipeline` JVM starts
+# fewer: 201 -> ~150 s).
 HEAVY_FILES: dict[str, float] = {
-    "tests/faults/test_faults.py": 335,
-    "tests/pipeline_jdbc/test_jdbc_variants.py": 220,
-    "tests/integration/postgres/test_parallel_snapshot.py": 195,
-    "tests/faults/test_faults_mariadb.py": 166,
-    "tests/pipeline/test_spark_cluster.py": 160,
-    "tests/integration/mysql/test_parallel_snapshot.py": 156,
-    "tests/faults/test_faults_mongodb.py": 156,
+    "tests/faults/test_faults.py": 688,
+    "tests/pipeline_jdbc/test_jdbc_variants.py": 368,
+    "tests/conformance/test_snapshot_restart.py": 286,
+    "tests/integration/postgres/test_parallel_snapshot.py": 268,
+    "tests/faults/test_faults_mariadb.py": 267,
+    "tests/pipeline/test_spark_cluster.py": 211,
+    "tests/integration/mysql/test_parallel_snapshot.py": 188,
+    "tests/faults/test_faults_mongodb.py": 188,
+    "tests/pipeline/test_datastream_pipeline.py": 185,
+    "tests/kafka/test_pipeline_kills.py": 176,
+    "tests/conformance/test_handover.py": 175,
+    "tests/kafka/test_cluster_failures.py": 173,
+    "tests/integration/postgres/test_incremental_snapshot.py": 161,
+    "tests/pipeline/test_full_disk_pipeline.py": 150,
     "tests/pipeline/test_iceberg_target.py": 128,
-    "tests/conformance/test_handover.py": 127,
-    "tests/pipeline/test_datastream_pipeline.py": 127,
-    "tests/kafka/test_pipeline_kills.py": 120,
-    "tests/integration/postgres/test_incremental_snapshot.py": 118,
-    "tests/integration/mysql/test_incremental_snapshot.py": 116,
-    "tests/pipeline/test_full_disk_pipeline.py": 114,
-    "tests/kafka/test_cluster_failures.py": 112,
-    "tests/conformance/test_snapshot_restart.py": 111,
-    "tests/server/test_pipelines_api.py": 110,
-    "tests/kafka/test_fresh_cluster.py": 108,
-    "tests/integration/mongodb/test_mongodb_kill9_e2e.py": 100,
-    "tests/conformance/test_reconnect.py": 81,
-    "tests/pipeline/test_delta_variants.py": 73,
-    "tests/integration/mysql/test_mysql_crash.py": 67,
-    "tests/differential/test_mongodb_vs_debezium.py": 62,
-    "tests/integration/postgres/test_crash.py": 54,
+    "tests/integration/mysql/test_incremental_snapshot.py": 124,
+    "tests/conformance/test_reconnect.py": 107,
+    "tests/integration/postgres/test_restart_cases.py": 106,
+    "tests/conformance/test_incremental_snapshot.py": 105,
+    "tests/kafka/test_fresh_cluster.py": 105,
+    "tests/integration/postgres/test_streaming_v2.py": 95,
+    "tests/pipeline/test_delta_variants.py": 89,
+    "tests/pipeline/test_public_source.py": 78,
+    "tests/kafka/test_capture_postgres.py": 78,
+    "tests/integration/mongodb/test_mongodb_datastream.py": 76,
+    "tests/integration/mongodb/test_mongodb_kill9_e2e.py": 75,
+    "tests/differential/test_mongodb_vs_debezium.py": 68,
+    "tests/server/test_pipelines_api.py": 67,
+    "tests/integration/mysql/test_stream_backfill_jobs.py": 64,
+    "tests/conformance/test_crash.py": 63,
 }
 
 
