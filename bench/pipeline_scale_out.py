@@ -7,9 +7,11 @@ first query of 100 events (the session's and executors' start-up, not timed), th
 `--once` run of the N events into a fresh table and checkpoint; the table's row count is
 checked against the generator's final state.  Each run also prints the CPU seconds of the
 driver and of the executors during the timed run (from /proc): on a machine shared with other
-work the wall-clock ratio says little, the CPU split says where the work ran.
+work the wall-clock ratio says little, the CPU split says where the work ran.  With
+`--writer spark` the batches are netted across parts and merged by delta-spark on the executors
+(`executor_net`); with the default, delta-rs merges in the driver.
 
-    PYTHONPATH=src:. .venv/bin/python bench/pipeline_scale_out.py [--changes 1000000]
+    PYTHONPATH=src:. .venv/bin/python bench/pipeline_scale_out.py [--changes N] [--writer spark]
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from headwater.testing.spark_cluster import SparkCluster, cpu_seconds, processes
 
 
 def timed_run(work: Path, workers: int, changes: int,
-              state: dict[int, tuple[object, ...] | None]) -> float:
+              state: dict[int, tuple[object, ...] | None], writer: str = "delta-rs") -> float:
     with SparkCluster(workers=workers, base_dir=work / f"cluster-{workers}") as cluster:
         spark = spark_session(f"headwater-scale-out-{workers}", master=cluster.master_url,
                               spark_props={"spark.executor.memory": "768m"})
@@ -49,15 +51,19 @@ def timed_run(work: Path, workers: int, changes: int,
             # run on a cold two-worker cluster), which a running pipeline pays once
             _retried(lambda: run_pipeline(
                 spark, work, f"warm-{workers}", topics="warm-topics",
-                extra={"headwater.pipeline.executors.min.records": "0"}))
+                extra={"headwater.pipeline.executors.min.records": "0",
+                       "headwater.pipeline.delta.writer": writer}))
             before = _cpu(spark, cluster)
-            seconds = _retried(lambda: run_pipeline(spark, work, f"delta-{workers}"))
+            seconds = _retried(lambda: run_pipeline(
+                spark, work, f"delta-{workers}",
+                extra={"headwater.pipeline.delta.writer": writer}))
             driver, executors = (b - a for a, b in zip(before, _cpu(spark, cluster),
                                                        strict=True))
             check(work, f"delta-{workers}", state)
         finally:
             spark.stop()
-    print(f"{workers} worker(s): {seconds:6.2f} s, {changes / seconds:,.0f} changes/s; CPU: "
+    print(f"{workers} worker(s), Delta writer {writer}: {seconds:6.2f} s, "
+          f"{changes / seconds:,.0f} changes/s; CPU: "
           f"driver {driver:.1f} s, executors {executors:.1f} s; load average "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     return seconds
@@ -92,6 +98,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--changes", type=int, default=1_000_000)
     ap.add_argument("--keys", type=int, default=200_000)
+    ap.add_argument("--writer", choices=("delta-rs", "spark"), default="delta-rs",
+                    help="headwater.pipeline.delta.writer: spark merges on the executors")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="headwater-scale-out-"))
     try:
@@ -101,8 +109,8 @@ def main() -> None:
         print(f"generated {args.changes:,} events over {args.keys:,} keys in "
               f"{time.monotonic() - t0:.1f}s", flush=True)
         os.chdir(work)
-        one = timed_run(work, 1, args.changes, state)
-        two = timed_run(work, 2, args.changes, state)
+        one = timed_run(work, 1, args.changes, state, args.writer)
+        two = timed_run(work, 2, args.changes, state, args.writer)
         print(f"throughput ratio, two workers / one: {one / two:.2f} (goal >= 1.6)")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -200,3 +200,48 @@ def test_a_late_task_of_a_killed_driver_cannot_replace_a_replayed_part(
     want = columnar.read_net(root, TOPIC, 0, end, columnar.Positions())
     assert want is not None
     assert_same(staged.to_columnar(), want)
+
+
+def staged_results(root: Path, staging: Path, parts: list[tasks.Task], mode: str,
+                   events_at: set[int]) -> list[tasks.PartResult]:
+    results = []
+    for t in parts:
+        part = tasks.LogPart(root, t)
+        if t.part in events_at:
+            decoded, fields = tasks._by_events(part)
+            assert decoded is not None
+            results.append(tasks._stage(staging, part, decoded, fields))
+        else:
+            results.append(tasks.run_task(root, staging, mode, t))
+    return results
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_net_on_the_executors_equals_the_drivers_net(spark: Any, tmp_path: Path,
+                                                      seed: int) -> None:
+    """`executor_net.net_frame` (the parts read by Spark, shuffled by key, netted in
+    `mapInArrow` tasks) gives the rows of the driver's net across the same parts: TOAST
+    carries and re-deliveries across parts, event-by-event parts, deletes."""
+    from headwater.pipeline import executor_net
+
+    rng = random.Random(80 + seed)
+    records = workload(rng, mysql=seed == 2, toast=seed != 2, n=500, keys=25)
+    write(tmp_path / "topics", records, segment_bytes=64 << 10)
+    parts = cuts(rng, len(records), 4)
+    results = staged_results(tmp_path / "topics", tmp_path / "staging", parts, "scd1",
+                             {parts[1].part} if seed else set())
+    want = tasks.net_across_parts(results, "scd1")
+    frame = executor_net.net_frame(spark, results)
+    assert want is not None and frame is not None
+    want_rows = want.to_columnar().rows
+    got = frame.rows.toArrow()
+    # (netted by Spark tasks, then staged beside the parts for the target's reads)
+    assert list((tmp_path / "staging" / TOPIC / "net").glob("part-*.parquet"))
+    assert got.column_names == want_rows.column_names
+    assert (frame.events, frame.key_columns, list(frame.toast)) == (
+        want.changes.events, want.changes.key_columns, want.changes.toast)
+    assert want_rows.num_rows > 0
+    by_seq = [("__hw_sequence", "ascending")]
+    assert got.sort_by(by_seq).to_pylist() == want_rows.sort_by(by_seq).to_pylist()
+    if seed != 2:
+        assert any(r[columnar.TOAST_FLAG + c] for r in got.to_pylist() for c in frame.toast)

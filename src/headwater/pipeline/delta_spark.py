@@ -59,6 +59,10 @@ class SparkDeltaTarget(DeltaTarget):
     maintenance) run on Spark's engine with delta-spark; the event-by-event, SCD2, document
     and Datastream operations it inherits still write with delta-rs, into the same tables."""
 
+    # The executors' stage hands this target its batch as a DataFrame netted on the
+    # executors (`executor_net`, `merge_net`), not as the driver's Arrow rows.
+    takes_change_frames = True
+
     def __init__(self, spark: Any, root: Path, app_id: str, schema_evolution: str = "evolve",
                  compact_interval_batches: int = 0) -> None:
         super().__init__(root, app_id, schema_evolution, compact_interval_batches)
@@ -101,7 +105,7 @@ class SparkDeltaTarget(DeltaTarget):
         net = after_state(with_key(frame.rows, frame.key_columns, frame.columns),
                           self._state_frame(frame))  # lazy: no Spark job of its own
         # (`net` is read three times, each time computed anew: it is deterministic, so the
-        # state and the table see the same rows)
+        # state and the table see the same rows; Delta refuses a cached MERGE source)
         ops = dict(net.groupBy(OP).count().collect())
         deletes = (net.where(F.col(OP) == "d").select(
             F.col(KEY).alias("key"), F.lit("delete").alias("kind"), F.col(SEQ))

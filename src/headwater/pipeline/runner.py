@@ -28,9 +28,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from headwater.pipeline import capabilities, changelog_once, columnar, tasks
+from headwater.pipeline import capabilities, changelog_once, columnar, executor_net, tasks
+from headwater.pipeline.change_frame import ChangeFrame
 from headwater.pipeline.checkpoint import open_checkpoint
 from headwater.pipeline.config import PipelineConfig, capability_cell, require_supported
 from headwater.pipeline.datastream import file_source
@@ -183,7 +184,7 @@ def apply_batch(
     for topic, (first, end) in sorted(ranges.items()):
         n = None
         if topic in staged and path is not None:
-            n = apply_staged(spark, topic, staged[topic], batch_id, cfg, path[1])
+            n = apply_staged(spark, topic, staged[topic], batch_id, cfg, path[1], target)
         if n is None:
             n = _apply_topic(topics_dir, topic, first, end, batch_id, cfg, target,
                              None if topic in staged else path)
@@ -197,23 +198,33 @@ def apply_batch(
 
 def apply_staged(spark: Any, topic: str, parts: list[tasks.PartResult], batch_id: int,
                   cfg: PipelineConfig, write: Callable[[columnar.ColumnarChanges, int], None],
-                  ) -> int | None:
+                  target: Target | None = None) -> int | None:
     """One topic's batch from the executors' staged parts; None when the stage left it to
-    the event path."""
+    the event path.  A target that takes DataFrames (`takes_change_frames`) gets an SCD1
+    batch netted across parts on the executors (`executor_net`); the others get the rows
+    netted in the driver, in Arrow."""
     t0 = time.monotonic()
+    on_executors = cfg.mode == "scd1" and getattr(target, "takes_change_frames", False)
     try:
-        staged = tasks.net_across_parts(parts, cfg.mode)
+        staged = (executor_net.net_frame(spark, parts) if on_executors
+                  else tasks.net_across_parts(parts, cfg.mode))
     except tasks.Refused as exc:
         log.info("batch %d: %s: event by event (%s)", batch_id, topic, exc)
         return None
     if staged is None:
         return 0
     t1 = time.monotonic()
-    hand_over(staged, write, batch_id)
+    if isinstance(staged, ChangeFrame):
+        cast(SparkDeltaTarget, target).merge_net(staged, batch_id)
+        events = staged.events
+    else:
+        hand_over(staged, write, batch_id)
+        events = staged.changes.events
     log.info("batch %d: %s: %d events in %d parts on executors (%s); net across parts "
-             "%.2fs, write %.2fs", batch_id, topic, staged.changes.events, len(parts), cfg.mode,
+             "%.2fs, write %.2fs", batch_id, topic, events, len(parts),
+             "scd1, netted on the executors" if on_executors else cfg.mode,
              t1 - t0, time.monotonic() - t1)
-    return staged.changes.events
+    return events
 
 
 def hand_over(staged: tasks.StagedChanges, write: Callable[[columnar.ColumnarChanges, int], None],

@@ -373,7 +373,7 @@ class StagedChanges:
     def to_columnar(self) -> ColumnarChanges:
         """The rows typed as the column-wise decoders type them (a Parquet round trip may
         widen a type, and a column missing from every part comes back null)."""
-        schema = _rows_schema(self.changes, self.mode)
+        schema = rows_schema(self.changes, self.mode)
         columns = [self.rows.column(name).cast(f.type) if name in self.rows.column_names
                    else pa.nulls(self.rows.num_rows, f.type)
                    for name, f in zip(schema.names, schema, strict=True)]
@@ -384,7 +384,7 @@ class StagedChanges:
                                toast=list(self.changes.toast), target=self.changes.target)
 
 
-def _rows_schema(changes: ColumnarChanges, mode: str) -> pa.Schema:
+def rows_schema(changes: ColumnarChanges, mode: str) -> pa.Schema:
     row = [pa.field(c.name, c.type.arrow) for c in changes.columns]
     if mode == "changelog":
         return pa.schema([*columnar.CHANGELOG_META, *row])
@@ -392,13 +392,10 @@ def _rows_schema(changes: ColumnarChanges, mode: str) -> pa.Schema:
                       *((TOAST_FLAG + c, pa.bool_()) for c in changes.toast)])
 
 
-def net_across_parts(parts: list[PartResult], mode: str) -> StagedChanges | None:
-    """The topic's batch from its staged parts (None: no events); raises `Refused` for a
-    batch this path leaves to the driver's event path.
-
-    The driver reads the staged parts and nets them in Arrow (`part_net`): the parts are
-    already netted, so this is a fraction of a second where a Spark SQL job over them cost
-    seconds of executor time that more executors did not shorten."""
+def staged_batch(parts: list[PartResult]) -> tuple[ColumnarChanges, list[str]] | None:
+    """The topic's batch as its staged parts describe it: `ColumnarChanges`' metadata (its
+    `rows` left empty) and the staged files, in part order (None: no events); raises
+    `Refused` for a batch this path leaves to the driver's event path."""
     refused = [p for p in parts if p.refused is not None]
     if refused:
         raise Refused(f"part {refused[0].part}: {refused[0].refused}")
@@ -412,13 +409,28 @@ def net_across_parts(parts: list[PartResult], mode: str) -> StagedChanges | None
                for f in orjson.loads(first.fields)]
     toast = [c.name for c in columns if any(c.name in p.toast for p in staged)]
     events = sum(p.events for p in parts)
-    # (a column only some parts have, a part's TOAST flags, comes back null in the others)
-    rows = pa.concat_tables([pq.read_table(p.file) for p in staged],
-                            promote_options="permissive")
-    if mode == "scd1":
-        rows = net_fragments(rows, columns, first.key_columns, toast)
-    else:
-        rows = rows.take(pc.sort_indices(rows.column("__offset")))
     changes = ColumnarChanges(first.topic, first.schema_name, first.table_name,
                               first.key_columns, columns, events, pa.table({}), toast=toast)
+    return changes, [str(p.file) for p in staged]
+
+
+def net_across_parts(parts: list[PartResult], mode: str) -> StagedChanges | None:
+    """The topic's batch from its staged parts (None: no events), netted in the driver;
+    raises `Refused` for a batch this path leaves to the driver's event path.
+
+    The driver reads the staged parts and nets them in Arrow (`part_net`): the parts are
+    already netted, so this is a fraction of a second where a Spark SQL job over them cost
+    seconds of executor time that more executors did not shorten.  A target that takes
+    DataFrames has them netted on the executors instead (`executor_net`)."""
+    batch = staged_batch(parts)
+    if batch is None:
+        return None
+    changes, files = batch
+    # (a column only some parts have, a part's TOAST flags, comes back null in the others)
+    rows = pa.concat_tables([pq.read_table(f) for f in files], promote_options="permissive")
+    if mode == "scd1":
+        rows = net_fragments(rows, list(changes.columns), changes.key_columns,
+                             list(changes.toast))
+    else:
+        rows = rows.take(pc.sort_indices(rows.column("__offset")))
     return StagedChanges(changes, rows, mode)

@@ -1,0 +1,73 @@
+"""A batch's staged parts netted across parts on the executors, as a DataFrame: what a target
+that writes through Spark (`delta_spark.SparkDeltaTarget.merge_net`) takes, so that no row of
+the batch passes through the driver.
+
+The driver's net across parts (`tasks.net_across_parts`) reads every staged part and nets it
+in Arrow: cheap per batch, but it is driver work that a second executor does not shorten, and
+its rows then travel back to the executors for the MERGE.  Here the staged Parquet files are
+read by Spark, shuffled by key (`repartition` on the key columns, so every fragment of a key
+lands in one task) and netted in each task by the same Arrow code (`part_net.net_fragments`,
+in `mapInArrow`): per key the result is the driver's, since a key's fragments are netted
+together and `net_fragments` does not depend on their order (it sorts by sequence).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from headwater.pipeline.change_frame import ChangeFrame
+from headwater.pipeline.part_net import net_fragments
+from headwater.pipeline.spark_merge import q
+from headwater.pipeline.tasks import PartResult, rows_schema, staged_batch
+
+
+def net_frame(spark: Any, parts: list[PartResult]) -> ChangeFrame | None:
+    """One topic's SCD1 batch from its staged parts, netted by Spark tasks and staged as
+    Parquet beside them (None: no events); raises `tasks.Refused` as `net_across_parts`
+    does.  The DataFrame reads the staged net, which stays until the batch is written."""
+    from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+    batch = staged_batch(parts)
+    if batch is None:
+        return None
+    changes, files = batch
+    # The parts' columns differ (a part's TOAST flags and carried sequences): Spark reads
+    # them with their union, a column a file lacks as nulls.
+    fragments = pa.unify_schemas([pq.read_schema(f) for f in files],
+                                 promote_options="permissive")
+    out_schema = from_arrow_schema(rows_schema(changes, "scd1"), prefer_timestamp_ntz=True)
+    out_arrow = to_arrow_schema(out_schema, timestamp_utc=True)
+    in_types = {f.name: f.type for f in fragments}
+    columns, keys, toast = list(changes.columns), changes.key_columns, list(changes.toast)
+
+    def net(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = pa.Table.from_batches(list(batches))
+        if rows.num_rows == 0:
+            return
+        # back to the decoder's Arrow types (Spark hands timestamps with a zone, for one),
+        # so that the net's comparisons and carried values are the driver path's
+        rows = pa.table({n: rows.column(n).cast(in_types[n]) for n in rows.column_names})
+        netted = net_fragments(rows, columns, keys, toast)
+        yield from netted.cast(out_arrow).to_batches()
+
+    read = (spark.read.schema(from_arrow_schema(fragments, prefer_timestamp_ntz=True))
+            .parquet(*files))
+    parallelism = int(spark.sparkContext.defaultParallelism)
+    netted = read.repartition(parallelism, *(F.col(q(k)) for k in keys)).mapInArrow(
+        net, out_schema)
+    # Staged once more, beside the parts: the target reads the net rows more than once (a
+    # count, the state's MERGE, the table's), and a file read again is the same rows without
+    # netting again, where Delta refuses a cached MERGE source; like the parts, it goes with
+    # the batch's staging folder.
+    folder = str(Path(files[0]).parent / "net")
+    netted.write.mode("overwrite").parquet(folder)
+    rows = spark.read.schema(out_schema).parquet(folder)
+    return ChangeFrame(rows, changes.topic, changes.schema_name, changes.table_name,
+                       changes.key_columns, tuple(changes.columns), changes.events,
+                       tuple(changes.toast), changes.target)
