@@ -134,8 +134,24 @@ def pipeline(spark: Any, path: Path) -> float:
             close_query(query)
         if query.exception() is not None:
             raise SystemExit(str(query.exception()))
-        return time.monotonic() - t0
+        seconds = time.monotonic() - t0
+        print(f"{path.parent.name}: {seconds:.1f}s; Spark's trigger phases (ms): "
+              f"{phases(query)}", flush=True)
+        return seconds
     raise AssertionError("unreachable")
+
+
+def phases(query: Any) -> str:
+    """The query's trigger phases summed over its triggers (`durationMs` of its progress
+    reports: addBatch is the batch function, latestOffset and getBatch the source's
+    planning), to tell the batch's own time from the streaming around it."""
+    total: dict[str, int] = {}
+    progress = query.recentProgress
+    for report in progress:
+        for name, ms in (report.durationMs or {}).items():
+            total[name] = total.get(name, 0) + int(ms)
+    return f"{len(progress)} triggers, " + ", ".join(
+        f"{k} {v}" for k, v in sorted(total.items(), key=lambda kv: -kv[1]))
 
 
 def main() -> None:

@@ -83,6 +83,25 @@ def test_reads_to_the_end_taken_before_reading_not_after_a_writer() -> None:
     assert got == [0, 1, 2]
 
 
+def test_consume_asks_for_no_more_than_is_left_of_the_ranges() -> None:
+    """librdkafka's consume waits for its whole count or its timeout: asked for more than the
+    ranges hold, the last call of every batch waited its timeout for nothing."""
+    asked: list[int] = []
+
+    class Counting(Consumer):
+        def consume(self, num_messages: int, timeout: float) -> list[Msg]:
+            asked.append(num_messages)
+            return super().consume(num_messages, timeout)
+
+    stream = iter([Msg("t", 0, 0), Msg("t", 1, 0), Msg("t", 0, 1), Msg("t", 1, 1),
+                   Msg("t", 0, 2)])
+    got = read_until_end(Counting([], stream), {("t", 0): 0, ("t", 1): 0},
+                         {("t", 0): 3, ("t", 1): 2}, timeout=5)
+    assert [(m.partition(), m.offset()) for m in got] == [(0, 0), (1, 0), (0, 1), (1, 1),
+                                                          (0, 2)]
+    assert asked == [5, 3, 1]
+
+
 def test_a_partition_at_its_end_is_not_fetched() -> None:
     consumer = Consumer([7])
     assert list(read_until_end(consumer, {("t", 0): 7}, timeout=5)) == []

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from headwater.pipeline.columnar import NotColumnar
-from headwater.pipeline.kafka_batch import arrow_lines, lines
+from headwater.pipeline.kafka_batch import arrow_lines, binary_array, column_lines, lines
 
 KEY = b'{"schema":{"type":"struct","fields":[{"field":"id","type":"int32"}]},"payload":'
 VALUE = b'{"schema":{"type":"struct","name":"v"},"payload":'
@@ -86,3 +86,49 @@ def test_chunked_columns_are_cut_chunk_by_chunk() -> None:
                                   keys.slice(5)])
     with pytest.raises(NotColumnar, match="null key"):
         arrow_lines(offsets, null_keys, values)
+
+
+@pytest.mark.parametrize("items", [[], [None], [b""], [b"a", None, b"", b"xyz", None],
+                                   [bytes([i % 256]) * i for i in range(300)]])
+def test_binary_array_equals_pyarrows_conversion(items: list[bytes | None]) -> None:
+    got = binary_array(items)
+    got.validate(full=True)
+    assert got.equals(pa.array(items, pa.large_binary()))
+
+
+def test_column_lines_equal_the_record_by_record_cut() -> None:
+    records = [record(i) for i in range(40)]
+    got = column_lines([o for o, _k, _v in records], [k for _o, k, _v in records],
+                       [v for _o, _k, v in records])
+    live = [r for r in records if r[2] is not None]
+    assert got.offsets.tolist() == [o for o, _k, _v in live]
+    assert got.value_lines.tobytes() == reference([v for _o, _k, v in live if v], VALUE)
+    assert got.key_lines.tobytes() == reference([k for _o, k, _v in live if k], KEY)
+
+
+def test_lines_cut_chunk_by_chunk_equal_the_whole_batchs() -> None:
+    """The driver's reader cuts each fetched chunk as it arrives (`_Fetched`): partition after
+    partition, the same lines as the whole batch cut at once; another schema in a later chunk
+    is refused as in the whole."""
+    from headwater.pipeline.kafka_batch import _Fetched
+
+    records = {p: [(i << 16 | p, *record(i)[1:]) for i in range(p * 7, p * 7 + 25)]
+               for p in (2, 0, 1)}
+    fetched = _Fetched(True)
+    for at in range(0, 25, 10):  # partitions interleaved, as the fetch gives them
+        for p, recs in records.items():
+            part = recs[at:at + 10]
+            fetched.add(p, ([o for o, _k, _v in part], [k for _o, k, _v in part],
+                            [v for _o, _k, v in part]))
+    whole = [r for p in sorted(records) for r in records[p]]
+    assert list(zip(*fetched.columns(), strict=True)) == whole
+    got, want = fetched.lines(), lines(whole)
+    assert got.offsets.tolist() == want.offsets.tolist()
+    assert (got.key_head, got.value_head) == (want.key_head, want.value_head)
+    assert got.key_lines.tobytes() == want.key_lines.tobytes()
+    assert got.value_lines.tobytes() == want.value_lines.tobytes()
+    other = VALUE.replace(b'"v"', b'"w"')
+    fetched.add(0, ([99 << 16], [KEY + b'{"id":99}}'], [other + b'{"op":"c"}}']))
+    with pytest.raises(NotColumnar, match="another schema"):
+        fetched.lines()
+    assert len(fetched.columns()[0]) == len(whole) + 1

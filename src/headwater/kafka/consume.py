@@ -119,11 +119,17 @@ def read_until_end(consumer: Any, starts: Mapping[tuple[str, int], int],
         return
     consumer.assign([TopicPartition(t, p, starts[(t, p)]) for (t, p) in sorted(pending)])
     deadline = time.monotonic() + timeout
+    # the next offset wanted of each partition read to a stop: what is left of the ranges
+    # bounds the messages still to come, and `consume` waits for its whole count or its
+    # timeout (asked for more than is left, the last call of a range waited its full timeout)
+    at = {tp: starts[tp] for tp in pending if tp in stops}
+    bounded = len(at) == len(pending)
     try:
         while pending:
             # Many messages per call: one `poll` per message cost the pipeline more than the
             # decoding of what it fetched.
-            msgs = consumer.consume(_CONSUME_MAX, _POLL_S)
+            left = sum(stops[tp] - at[tp] for tp in pending) if bounded else _CONSUME_MAX
+            msgs = consumer.consume(max(1, min(_CONSUME_MAX, left)), _POLL_S)
             if not msgs:
                 if time.monotonic() > deadline:
                     raise KafkaReadError(f"no progress reading {sorted(pending)} for "
@@ -150,6 +156,8 @@ def read_until_end(consumer: Any, starts: Mapping[tuple[str, int], int],
                     pending.discard(tp)
                     consumer.incremental_unassign([TopicPartition(tp[0], tp[1])])
                     continue
+                if tp in at:
+                    at[tp] = msg.offset() + 1
                 yield msg
                 if tp in stops and msg.offset() + 1 >= stops[tp]:
                     pending.discard(tp)

@@ -46,6 +46,18 @@ PARTITION_BITS = 16
 
 # (topic, key bytes, value bytes) -> (key JSON, value JSON): the converter seam.
 ValueDecoder = Callable[[str, bytes | None, bytes | None], tuple[bytes | None, bytes | None]]
+# (virtual offsets, keys, values) of fetched records, one list each
+Columns = tuple[list[int], list[bytes | None], list[bytes | None]]
+
+# Records per chunk of `KafkaTopics.fetch_chunks`
+CHUNK = 8192
+
+# The driver reader's fetch settings, under the pipeline's own (which win): the batch's ranges
+# are read whole and at once, so each fetch request brings up to 16 MB of a partition (1 MB by
+# default: a round trip to each leader per ~800 records of the bench) and the prefetch queue
+# holds up to 256 MB (64 MB by default).
+FETCH: Mapping[str, str] = {"fetch.message.max.bytes": str(16 << 20),
+                            "queued.max.messages.kbytes": str(256 << 10)}
 
 
 def json_decoder(_topic: str, key: bytes | None, value: bytes | None
@@ -74,7 +86,10 @@ class KafkaTopics:
         from confluent_kafka import Consumer
 
         self.config = dict(consumer_config)
-        self.consumer = Consumer(self.config)
+        own = {k: v for k, v in FETCH.items() if k not in self.config
+               and not (k == "fetch.message.max.bytes"
+                        and "max.partition.fetch.bytes" in self.config)}  # (its alias)
+        self.consumer = Consumer({**own, **self.config})
         self.globs = [p.strip() for p in patterns.split(",") if p.strip()]
 
     def partitions(self) -> list[tuple[str, int]]:
@@ -98,13 +113,39 @@ class KafkaTopics:
               ) -> list[tuple[int, bytes | None, bytes | None]]:
         """(virtual offset, key, value) of the records of `ranges` ({partition: (start, end)}),
         partition after partition, in offset order."""
+        return list(zip(*self.fetch_columns(topic, ranges, decode), strict=True))
+
+    def fetch_columns(self, topic: str, ranges: Mapping[int, tuple[int, int]],
+                      decode: ValueDecoder = json_decoder) -> Columns:
+        """The records of `ranges` as three lists (virtual offsets, keys, values), partition
+        after partition, in offset order: what `fetch` gives, without a tuple per record."""
+        got: dict[int, Columns] = {}
+        for partition, chunk in self.fetch_chunks(topic, ranges, decode):
+            whole = got.setdefault(partition, ([], [], []))
+            whole[0].extend(chunk[0])
+            whole[1].extend(chunk[1])
+            whole[2].extend(chunk[2])
+        out: Columns = ([], [], [])
+        for p in sorted(got):
+            out[0].extend(got[p][0])
+            out[1].extend(got[p][1])
+            out[2].extend(got[p][2])
+        return out
+
+    def fetch_chunks(self, topic: str, ranges: Mapping[int, tuple[int, int]],
+                     decode: ValueDecoder = json_decoder, size: int = CHUNK
+                     ) -> Iterator[tuple[int, Columns]]:
+        """The records of `ranges` in chunks of up to `size` records of one partition, as they
+        arrive: `(partition, (virtual offsets, keys, values))`, each partition's chunks in
+        offset order, partitions interleaved.  A chunk is given while the client fetches the
+        next records in its own threads, so what the caller does with it overlaps the wait
+        for the brokers."""
         from headwater.kafka.consume import read_until_end
 
         starts = {(topic, p): s for p, (s, e) in ranges.items() if e > s}
         stops = {(topic, p): e for p, (s, e) in ranges.items() if e > s}
-        out: list[tuple[int, bytes | None, bytes | None]] = []
-        append = out.append
         expect = {p: s for (_t, p), s in starts.items()}
+        got: dict[int, Columns] = {p: ([], [], []) for p in expect}
         identity = decode is json_decoder  # no call per record for JsonConverter's records
         for msg in read_until_end(self.consumer, starts, stops):
             partition, offset = msg.partition(), msg.offset()
@@ -112,16 +153,24 @@ class KafkaTopics:
                 raise RuntimeError(f"{topic}[{partition}]: offset {offset} where "
                                    f"{expect[partition]} was expected")
             expect[partition] = offset + 1
+            offsets, keys, values = chunk = got[partition]
+            offsets.append(offset << PARTITION_BITS | partition)
             if identity:
-                append((offset << PARTITION_BITS | partition, msg.key(), msg.value()))
+                keys.append(msg.key())
+                values.append(msg.value())
             else:
                 key, value = decode(topic, msg.key(), msg.value())
-                append((offset << PARTITION_BITS | partition, key, value))
+                keys.append(key)
+                values.append(value)
+            if len(offsets) >= size:
+                yield partition, chunk
+                got[partition] = ([], [], [])
         short = {(topic, p): (expect[p], e) for (_t, p), e in stops.items() if expect[p] < e}
         if short:
             raise RuntimeError(f"records missing from Kafka in the checkpointed ranges: {short}")
-        out.sort(key=lambda r: (r[0] & ((1 << PARTITION_BITS) - 1), r[0]))
-        return out
+        for p in sorted(got):
+            if got[p][0]:
+                yield p, got[p]
 
     def close(self) -> None:
         self.consumer.close()
