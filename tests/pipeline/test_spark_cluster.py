@@ -1,7 +1,8 @@
 """The pipeline on a real Spark standalone cluster (a master and two single-core workers on
 loopback, from the pyspark wheel's launcher): a PostgreSQL workload captured, then materialized
-by two pipelines at once in one driver, SCD1 and changelog, with the reading, decoding and
-netting running as tasks on the executors.  Shows (issue 25, "Must show" 1, the CI form):
+by two pipelines at once in one driver, SCD1 (through delta-spark) and changelog, with the
+reading, decoding and netting running as tasks on the executors, and SCD1's net across parts
+and MERGE too.  Shows (issue 25, "Must show" 1, the CI form):
 
 - most of the CPU the run spends beyond start-up is the executors' (from /proc, since Spark's
   "Executor CPU Time" counts only the JVM task thread and not the Python workers the tasks run
@@ -190,6 +191,7 @@ class Meter:
         return sum(self.seen[p] - self.base[p] for p in self.first)
 
 
+@pytest.mark.timeout(1500)  # (553 s on a 2-core machine at load 12: delta-spark's MERGEs)
 def test_pipeline_work_runs_on_executors_and_survives_executor_and_driver_kills(
         env: Env, cluster: SparkCluster, tmp_path: Path) -> None:
     rows, per_trigger = int(os.environ.get("HEADWATER_CLUSTER_ROWS", "20000")), 20_000
@@ -207,8 +209,10 @@ def check_kills(env: Env, cluster: SparkCluster, tmp_path: Path, rows: int,
                 per_trigger: int) -> None:
     common = {"headwater.pipeline.executors.min.records": 0,  # every range on the executors
               "headwater.pipeline.max.records.per.trigger": per_trigger}
+    # SCD1 through delta-spark: netted across parts and merged on the executors
     scd1 = {**common, "headwater.pipeline.delta.path": env.tmp / "delta",
-            "headwater.pipeline.checkpoint.dir": env.tmp / "checkpoint"}
+            "headwater.pipeline.checkpoint.dir": env.tmp / "checkpoint",
+            "headwater.pipeline.delta.writer": "spark"}
     # (another topic prefix, the same topics: Spark names a query by its pipeline's prefix,
     # once per session; the pipeline's id follows the prefix)
     changelog = {**common, "topic.prefix": "log", "headwater.pipeline.topics": "inv.*",
@@ -317,9 +321,8 @@ def check_kills(env: Env, cluster: SparkCluster, tmp_path: Path, rows: int,
     for folder in (checkpoint, env.tmp / "checkpoint-changelog"):
         assert not any((folder / "staging").glob("*/*/*.parquet")), folder
     # (last: a run that fails it has still checked exactly once above)
-    # The records are read, decoded and netted on the executors: they spend a large share of
-    # the CPU (0.0 s when the driver did all the work).  Issue 25 asks for most of it; since
-    # the net across parts moved to the driver in Arrow, runs here measure a near tie (8.6 s
-    # against 8.5 s), so "most" is not asserted: it is not met reliably (docs/spark-cluster.md).
-    assert meter.executors_cpu > 0.5 * meter.driver_cpu, (meter.executors_cpu,
-                                                          meter.driver_cpu)
+    # The records are read, decoded and netted on the executors, and the SCD1 batches netted
+    # across parts and merged there too (the Spark Delta writer): most of the CPU is the
+    # executors' (0.0 s when the driver did all the work; a near tie with the delta-rs writer,
+    # whose net across parts and MERGE run in the driver; docs/spark-cluster.md).
+    assert meter.executors_cpu > meter.driver_cpu, (meter.executors_cpu, meter.driver_cpu)
