@@ -50,9 +50,11 @@ SOURCE_TIME_FIELDS: tuple[ConnectField, ...] = (
 
 
 def source_schema(
-    name: str, *own_fields: ConnectField, version: int | None = None
+    name: str, *own_fields: ConnectField, version: int | None = 1
 ) -> ConnectSchema:
-    """A connector's source schema `name`: the common fields, `ts_us`/`ts_ns`, then its own."""
+    """A connector's source schema `name`: the common fields, `ts_us`/`ts_ns`, then its own.
+    Version 1 as Debezium 3.x gives every connector's (SchemaFactory.sourceInfoSchemaBuilder:
+    SOURCE_INFO_DEFAULT_SCHEMA_VERSION), the binlog and change-table connectors' included."""
     return ConnectSchema(
         STRUCT,
         optional=False,

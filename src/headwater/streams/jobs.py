@@ -7,8 +7,11 @@ STOPPED, FAILED, COMPLETED, UNSUPPORTED), with `trigger` AUTOMATIC or MANUAL,
 here; the stream's worker follows its capture's incremental snapshot (the metrics'
 `incremental_tables`) and moves a job to ACTIVE, COMPLETED, STOPPED or FAILED.  A job is
 checked before it is asked for: a table without a primary key cannot be backfilled in chunks
-(Debezium's incremental snapshots need a key) and is UNSUPPORTED; a filter the source refuses
-is an error naming the object and the filter, and nothing is queued.
+(Debezium's incremental snapshots need a key) and is UNSUPPORTED, and so is a MongoDB view or
+time series collection (no change stream to capture it, no `_id` index to chunk it by); a
+filter the source refuses is an error naming the object and the filter, and nothing is
+queued.  A MongoDB stream's backfill also needs `signal.data.collection`: the MongoDB
+connector writes its incremental snapshots' watermarks there (it has no read-only variant).
 """
 
 from __future__ import annotations
@@ -160,14 +163,20 @@ class BackfillJobs:
             raise BackfillError(f"backfill of {name}: cannot check the object on the source "
                                 f"({type(exc).__name__}: {' '.join(str(exc).split())})"
                                 ) from None
+        kind = source_kind(source.kind).name
+        if kind == "mongodb" and not (rec.spec.properties.get("signal.data.collection")
+                                      or source.properties.get("signal.data.collection")):
+            raise BackfillError(
+                f"backfill of {name}: a MongoDB stream's backfill needs "
+                "signal.data.collection=<db>.<collection> (streams create -p ...), where the "
+                "connector writes its watermarks")
         try:
-            has_key = check_object(conn, source_kind(source.kind).name, obj, where)
+            unsupported = check_object(conn, kind, obj, where)
         finally:
             conn.close()
         t = now_ms()
-        if not has_key:
-            msg = (f"backfill of {name}: the table has no primary key, which a backfill in "
-                   "chunks needs")
+        if unsupported is not None:
+            msg = f"backfill of {name}: {unsupported}"
             self._put(stream, BackfillJob(name, JobState.UNSUPPORTED, trigger, where, t, t,
                                           [_error("UNSUPPORTED", msg, {"object": name})]))
             raise BackfillError(msg)
@@ -219,25 +228,35 @@ def stream_tables(catalog: Catalog, stream: str) -> list[str]:
     import re
 
     from headwater.streams.discover import discover
-    from headwater.streams.translate import object_filters
+    from headwater.streams.translate import collection_filters, object_filters
 
     rec = catalog.stream(stream)
     doc = discover(catalog.profile(rec.spec.source_profile, "source"), 2)
-    names = [f"{c.get('schema', c.get('database'))}.{t['table']}"
-             for rdbms in doc.values() for cs in rdbms.values() for c in cs
-             for k, ts in c.items() if k.endswith("Tables") for t in ts]
-    props = object_filters(rec.spec)
-    inc = [re.compile(x) for x in props.get("table.include.list", "").split(",") if x]
-    exc = [re.compile(x) for x in props.get("table.exclude.list", "").split(",") if x]
+    if "mongodbCluster" in doc:
+        names = [f"{d['database']}.{c['collection']}"
+                 for d in doc["mongodbCluster"]["databases"] for c in d.get("collections", [])]
+        props = collection_filters(rec.spec)
+        prefix = "collection"
+    else:
+        names = [f"{c.get('schema', c.get('database'))}.{t['table']}"
+                 for rdbms in doc.values() for cs in rdbms.values() for c in cs
+                 for k, ts in c.items() if k.endswith("Tables") for t in ts]
+        props = object_filters(rec.spec)
+        prefix = "table"
+    inc = [re.compile(x) for x in props.get(f"{prefix}.include.list", "").split(",") if x]
+    exc = [re.compile(x) for x in props.get(f"{prefix}.exclude.list", "").split(",") if x]
     return [n for n in names if (not inc or any(r.fullmatch(n) for r in inc))
             and not any(r.fullmatch(n) for r in exc)]
 
 
-def check_object(conn: Any, kind: str, obj: ObjectRef, where: str | None) -> bool:
-    """Whether the table has a primary key; BackfillError when it does not exist or the
-    source refuses the filter (run read-only, returning no rows)."""
+def check_object(conn: Any, kind: str, obj: ObjectRef, where: str | None) -> str | None:
+    """Why the object cannot be backfilled (UNSUPPORTED), or None when it can; BackfillError
+    when it does not exist or the source refuses the filter (run read-only, returning no
+    rows)."""
     name = obj.table_name()
     assert obj.table is not None
+    if kind == "mongodb":
+        return _check_collection(conn, name, obj.container, obj.table, where)
     if kind == "postgresql":
         table = f'"{obj.container.replace(chr(34), chr(34) * 2)}"."' \
                 f'{obj.table.replace(chr(34), chr(34) * 2)}"'
@@ -271,7 +290,36 @@ def check_object(conn: Any, kind: str, obj: ObjectRef, where: str | None) -> boo
             _check_filter(conn, cur, kind, name, table, where)
     finally:
         cur.close()
-    return has_key
+    return None if has_key else (
+        "the table has no primary key, which a backfill in chunks needs")
+
+
+def _check_collection(client: Any, name: str, database: str, collection: str,
+                      where: str | None) -> str | None:
+    """MongoDB: the collection exists and is a plain collection (a view or a time series
+    collection has no change stream and no `_id` index the chunks follow); the filter is a
+    query document (the connector's own parser) that the server accepts."""
+    from pymongo import errors
+
+    from headwater.connectors.mongodb.query_json import FilterError, parse_filter
+
+    found = list(client[database].list_collections(filter={"name": collection}))
+    if not found:
+        raise BackfillError(f"backfill of {name}: no such collection on the source")
+    kind = found[0].get("type", "collection")
+    if kind != "collection":
+        return (f"a MongoDB {kind} cannot be backfilled: it has no change stream and no _id "
+                "index to read it in chunks by")
+    if where:
+        try:
+            query = parse_filter(where)
+            with client[database][collection].find(query, {"_id": 1}, limit=1) as cursor:
+                next(cursor, None)  # the server parses the query on the first batch
+        except (FilterError, errors.PyMongoError) as exc:
+            detail = " ".join(str(exc).split())
+            raise BackfillError(f"backfill of {name}: filter {where!r} is not valid on the "
+                                f"source: {detail}") from None
+    return None
 
 
 def _check_filter(conn: Any, cur: Any, kind: str, name: str, table: str, where: str) -> None:

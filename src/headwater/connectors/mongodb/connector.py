@@ -147,6 +147,8 @@ class MongoDbConnector(ConnectorBase):
         warn_unmatched("collection.include.list", cfg.collection_include_list, existing, log,
                        "collection", literal=cfg.filters_match_mode == "literal")
         out.sort(key=lambda item: item[1])  # Debezium's snapshot order: by collection name
+        # Debezium's MonitoredTables; a stream's backfill jobs follow them (streams/worker.py)
+        self.metrics.monitored_tables = [f"{d}.{c}" for d, c in out]
         cfg.guardrail.check([f"{d}.{c}" for d, c in out], log)
         if self.naming is not None:
             self.naming.check_tables(TableId(d, None, c) for d, c in out)
@@ -162,6 +164,8 @@ class MongoDbConnector(ConnectorBase):
             try:
                 client.admin.command("ping")
                 plan = self._plan(client, offset)
+                if not self.metrics.monitored_tables:  # no snapshot reads them: read here
+                    self.captured_collections(client)
             except errors.PyMongoError as exc:
                 message = connection.scrub(str(exc), cfg)
                 if connection.transient(exc) and self._started:

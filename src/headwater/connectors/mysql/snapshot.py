@@ -81,7 +81,10 @@ class SnapshotPoint:
         self.server_id = server_id
 
     def position(self) -> MySqlPosition:
-        return MySqlPosition(self.file, self.pos, 0, self.server_id, None, None, None)
+        """The snapshot records' position.  `server_id` 0, as Debezium 3.x writes it in their
+        `source` block: its BinlogSourceInfo takes the server id from binlog events only (the
+        offset keeps the server's)."""
+        return MySqlPosition(self.file, self.pos, 0, 0, None, None, None)
 
     def offset(self) -> dict[str, Any]:
         offset = restart_offset(self.file, self.pos, self.gtids, server_id=self.server_id)

@@ -397,9 +397,11 @@ class _Loop:
             return
         if head.startswith(("SAVEPOINT", "XA ")):
             return
-        # DDL (or a statement the schema ignores).
+        # DDL (or a statement the schema ignores).  No `thread`: Debezium 3.x sets it from a
+        # transaction's BEGIN only (handleTransactionBegin), so a DDL statement's schema change
+        # and a TRUNCATE's event carry null there.
         position = MySqlPosition(self.file, event.position, 0, event.server_id, self.gtid,
-                                 body.thread_id, None, event.timestamp)
+                                 None, None, event.timestamp)
         events = self.state.apply(sql, body.database or None, position,
                                   event.timestamp * 1000)
         self.tables.clear()  # codecs may have changed
