@@ -305,6 +305,8 @@ class Harness:
             t.result.failures.append(f"trial aborted: {type(exc).__name__}: {exc}")
         finally:
             t.cleanup()
+        if any(f.startswith("trial aborted") for f in t.result.failures) and t.stderr.strip():
+            t.result.failures.append(f"the capture's last stderr: {t.stderr[-1500:]}")
         t.result.seconds = time.monotonic() - started
         t.result.transactions = t.writer.transactions
         t.result.ddl = getattr(t.st, "ddl", 0)
@@ -366,6 +368,7 @@ class _Trial:
         # (on Kafka, topics of their own: the broker is the module's, shared by its trials)
         self.prefix = "fx" if h.store == "local" else f"fx{os.getpid()}n{n}"
         self.capture: subprocess.Popen[bytes] | None = None
+        self.stderr = ""  # the last capture's, read when it stopped
         self.pipeline: subprocess.Popen[bytes] | None = None
         self.st = h.source.trial(n)
         self.writer = Writer(self.st, seed, Ids(h.initial_rows, 10 * h.initial_rows))
