@@ -58,9 +58,26 @@ from headwater.topics.segment import list_segments
 
 from .sources import Ids, Source, SourceTrial
 
-# Fault kinds with a known product defect, "source/kind" -> reason (marked xfail, not strict):
-# none.
-KNOWN_DEFECTS: dict[str, str] = {}
+# Fault kinds with a known product defect, "source/kind" -> reason (marked xfail, not strict;
+# the long form passes with only these failing, and says so).
+KNOWN_DEFECTS: dict[str, str] = {
+    "postgres@kafka/broker-kill9": (
+        "not diagnosed yet: after the broker was killed during the snapshot, the capture did "
+        "not exit within 60 s of SIGTERM (long form seed 291145); the CI trial's seed kills "
+        "the broker after the snapshot and passes"),
+    "mariadb@kafka/broker-kill9": (
+        "not diagnosed yet: the same, the capture not stopping within 60 s of SIGTERM after "
+        "the broker was killed during the snapshot (long form seed 291152)"),
+    "mariadb@kafka/capture-kill9-snapshot": (
+        "not diagnosed yet: after a kill -9 during the snapshot into Kafka, 126 rows deleted "
+        "between the attempts stayed in the topic and the target (long form seed 291154): "
+        "the interrupted attempt's READs were not superseded (docs/snapshots.md) on the "
+        "Kafka store; the local log's trials of this kind pass"),
+}
+
+# The sources whose topics the pipeline reads from Kafka (`headwater.topics.store=kafka`; not
+# MongoDB's documents: docs/pipeline.md), so the harness runs them on the Kafka store too.
+KAFKA_SOURCES = ("postgres", "mariadb")
 
 # The replication connection cut, per source (one kind of fault, three mechanisms).
 CONNECTION_CUTS = ("walsender-terminate", "binlog-kill", "change-stream-kill")
@@ -128,6 +145,7 @@ class TrialResult:
     failures: list[str] = field(default_factory=list)
     seconds: float = 0.0
     transactions: int = 0
+    ddl: int = 0  # DDL statements in the workload (MariaDB)
 
     @property
     def passed(self) -> bool:
@@ -137,7 +155,8 @@ class TrialResult:
         state = "PASS" if self.passed else "FAIL"
         return (f"[faults] {state} seed={self.seed} source={self.source} fault={self.fault} "
                 f"({self.detail}) "
-                f"{self.transactions} tx, {self.seconds:.0f}s; validate exit "
+                f"{self.transactions} tx" + (f" ({self.ddl} DDL)" if self.ddl else "") +
+                f", {self.seconds:.0f}s; validate exit "
                 f"{self.validate_exit}; target: {self.target}; replay: {self.replayed}"
                 + "".join(f"\n    {f}" for f in self.failures))
 
@@ -177,6 +196,57 @@ class Writer(threading.Thread):
             self.st.close(conn)
 
 
+def _consumer(bootstrap: str) -> Any:
+    from confluent_kafka import Consumer
+
+    # (quiet: the broker-kill9 fault refuses its connections for a while)
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": "headwater-faults",
+                     "enable.auto.commit": False, "enable.partition.eof": True,
+                     "auto.offset.reset": "earliest", "log_level": 0})
+
+
+def kafka_records(bootstrap: str, topic: str) -> int:
+    """How many records a Kafka topic holds (the sum of its partitions' high watermarks; 0
+    while it does not exist)."""
+    from headwater.kafka.consume import end_offsets, partition_counts
+
+    consumer = _consumer(bootstrap)
+    try:
+        count = partition_counts(consumer, [topic], timeout=10).get(topic, 0)
+        return sum(end_offsets(consumer, [(topic, p) for p in range(count)]).values())
+    finally:
+        consumer.close()
+
+
+def kafka_replay(bootstrap: str, topic: str) -> dict[Any, dict[str, Any]]:
+    """`headwater.testing.replay.replay` of a Kafka topic: every record, partition by
+    partition in offset order (a key's records are all in one partition)."""
+    from headwater.kafka.consume import partition_counts, read_until_end
+
+    consumer = _consumer(bootstrap)
+    table: dict[Any, dict[str, Any]] = {}
+    try:
+        count = partition_counts(consumer, [topic], timeout=10).get(topic, 0)
+        msgs = read_until_end(consumer, {(topic, p): 0 for p in range(count)})
+        for msg in sorted(msgs, key=lambda m: (m.partition(), m.offset())):
+            if msg.value() is None:
+                continue  # a tombstone
+            key = orjson.loads(msg.key())
+            value = orjson.loads(msg.value())
+            key = key["payload"] if isinstance(key, dict) and "payload" in key else key
+            value = value.get("payload", value)
+            frozen = tuple(sorted(key.items())) if isinstance(key, dict) else key
+            if value["op"] in ("c", "r", "u"):
+                table[frozen] = value["after"]
+            elif value["op"] == "d":
+                table.pop(frozen, None)
+            elif value["op"] == "t":
+                table.clear()
+    finally:
+        consumer.close()
+    return table
+
+
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "headwater.cli", *args]
 
@@ -192,9 +262,18 @@ class Harness:
     def __init__(self, source: Source, base: Path, *, initial_rows: int | None = None,
                  pipeline_once: Callable[[Path], None] | None = None,
                  log: Callable[[str], None] = print, target: str = "delta",
-                 spark: Any = None) -> None:
+                 spark: Any = None, store: str = "local", kafka: Any = None) -> None:
         if target not in ("delta", "iceberg"):
             raise ValueError(f"target {target!r}: the harness writes delta or iceberg")
+        if store not in ("local", "kafka"):
+            raise ValueError(f"store {store!r}: the harness runs on the local topic log or "
+                             "kafka")
+        if store == "kafka" and (kafka is None or source.name not in KAFKA_SOURCES):
+            raise ValueError(f"the Kafka store needs a running KafkaCluster and one of the "
+                             f"sources the pipeline reads from Kafka ({', '.join(KAFKA_SOURCES)}"
+                             f"), not {source.name}")
+        self.store = store
+        self.kafka = kafka
         if target == "iceberg" and (spark is None or not source.validates):
             raise ValueError("an Iceberg target needs the tests' Spark session, and a source "
                              "validate reads (not MongoDB: documents go to Delta only)")
@@ -207,17 +286,30 @@ class Harness:
         self.log = log
         self.results: list[TrialResult] = []
 
+    @property
+    def name(self) -> str:
+        """The source, and `@kafka` when the topics are in Kafka (`headwater.topics.store`)."""
+        return self.source.name + ("@kafka" if self.store == "kafka" else "")
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        """The source's kinds; on the Kafka store without `topic-damage` (a local log's
+        segment) and with `broker-kill9`."""
+        if self.store == "local":
+            return self.source.faults
+        return (*(f for f in self.source.faults if f != "topic-damage"), "broker-kill9")
+
     # ---- one trial -------------------------------------------------------------------------
 
     def trial(self, seed: int, fault: str | None = None) -> TrialResult:
         rng = random.Random(seed)
-        fault = fault or rng.choice(self.source.faults)
-        if fault not in self.source.faults:
-            raise ValueError(f"fault kind {fault!r} is not one of {self.source.name}'s: "
-                             f"{', '.join(self.source.faults)}")
-        self.log(f"[faults] trial seed={seed} source={self.source.name} fault={fault} "
+        fault = fault or rng.choice(self.faults)
+        if fault not in self.faults:
+            raise ValueError(f"fault kind {fault!r} is not one of {self.name}'s: "
+                             f"{', '.join(self.faults)}")
+        self.log(f"[faults] trial seed={seed} source={self.name} fault={fault} "
                  f"(replay: HEADWATER_FAULT_SEED={seed} HEADWATER_FAULT_SOURCES="
-                 f"{self.source.name} HEADWATER_FAULT_KIND={fault})")
+                 f"{self.name} HEADWATER_FAULT_KIND={fault})")
         t = _Trial(self, seed, rng, fault)
         started = time.monotonic()
         try:
@@ -226,8 +318,11 @@ class Harness:
             t.result.failures.append(f"trial aborted: {type(exc).__name__}: {exc}")
         finally:
             t.cleanup()
+        if any(f.startswith("trial aborted") for f in t.result.failures) and t.stderr.strip():
+            t.result.failures.append(f"the capture's last stderr: {t.stderr[-1500:]}")
         t.result.seconds = time.monotonic() - started
         t.result.transactions = t.writer.transactions
+        t.result.ddl = getattr(t.st, "ddl", 0)
         self.results.append(t.result)
         self.log(t.result.line())
         return t.result
@@ -243,28 +338,37 @@ class Harness:
 
 
 def summary(results: list[TrialResult]) -> str:
-    """Passed / run per source and kind, and the totals of the counts."""
+    """Passed / run per source and kind, the counts per fault kind (over its sources) in the
+    targets and the replays, and the totals."""
     passed = sum(r.passed for r in results)
     target, replayed = Counts(), Counts()
     for r in results:
         target.add(r.target)
         replayed.add(r.replayed)
     by_fault: dict[str, list[int]] = {}
+    per_kind: dict[str, tuple[list[int], Counts, Counts]] = {}
     for r in results:
         by_fault.setdefault(f"{r.source}/{r.fault}", [0, 0])[0] += r.passed
         by_fault[f"{r.source}/{r.fault}"][1] += 1
+        tally, t, p = per_kind.setdefault(r.fault, ([0, 0], Counts(), Counts()))
+        tally[0] += r.passed
+        tally[1] += 1
+        t.add(r.target)
+        p.add(r.replayed)
     kinds = ", ".join(f"{k} {p}/{n}" for k, (p, n) in sorted(by_fault.items()))
     validated = sum(r.validate_exit is not None for r in results)
+    lines = "".join(f"\n[faults]   {kind}: passed {tally[0]}/{tally[1]}; target: {t}; "
+                    f"replay: {p}" for kind, (tally, t, p) in sorted(per_kind.items()))
     return (f"[faults] trials passed {passed} / {len(results)} ({kinds}); "
             f"target totals: {target}; topic replay totals: {replayed}; "
-            f"validate ran after {validated} trials")
+            f"validate ran after {validated} trials; per fault kind:{lines}")
 
 
 class _Trial:
     def __init__(self, h: Harness, seed: int, rng: random.Random, fault: str) -> None:
         self.h = h
         self.rng = rng
-        self.result = TrialResult(seed, h.source.name, fault)
+        self.result = TrialResult(seed, h.name, fault)
         n = next(_counter)
         self.dir = h.base / f"trial-{n}-seed-{seed}"
         self.dir.mkdir(parents=True)
@@ -274,8 +378,10 @@ class _Trial:
         self.warehouse = self.dir / "iceberg"
         # (a catalog of its own: a session keeps a catalog's warehouse once loaded)
         self.catalog = f"fx_{os.getpid()}_{n}"
-        self.prefix = "fx"
+        # (on Kafka, topics of their own: the broker is the module's, shared by its trials)
+        self.prefix = "fx" if h.store == "local" else f"fx{os.getpid()}n{n}"
         self.capture: subprocess.Popen[bytes] | None = None
+        self.stderr = ""  # the last capture's, read when it stopped
         self.pipeline: subprocess.Popen[bytes] | None = None
         self.st = h.source.trial(n)
         self.writer = Writer(self.st, seed, Ids(h.initial_rows, 10 * h.initial_rows))
@@ -298,6 +404,12 @@ class _Trial:
             "headwater.pipeline.max.records.per.trigger": 5000,
             "headwater.pipeline.trigger.interval.ms": 500,
         }
+        if self.h.store == "kafka":
+            props.update({"headwater.topics.store": "kafka",
+                          "bootstrap.servers": self.h.kafka.bootstrap,
+                          "topic.creation.default.partitions": 2,
+                          "topic.creation.default.replication.factor":
+                              self.h.kafka.replication_factor})
         if self.h.target == "iceberg":
             props.update({"headwater.pipeline.target": "iceberg",
                           "headwater.pipeline.iceberg.warehouse": self.warehouse,
@@ -309,9 +421,12 @@ class _Trial:
     # ---- helpers ---------------------------------------------------------------------------
 
     def replayed(self) -> list[tuple[int, tuple[Any, ...]]]:
-        if not (self.topics / self.topic).is_dir():
+        if self.h.store == "kafka":
+            table = kafka_replay(self.h.kafka.bootstrap, self.topic)
+        elif not (self.topics / self.topic).is_dir():
             return []
-        table = replay(self.topics, self.topic)
+        else:
+            table = replay(self.topics, self.topic)
         return [self.st.replay_row(k, r) for k, r in table.items()]
 
     def source(self) -> dict[int, tuple[Any, ...]]:
@@ -453,7 +568,24 @@ class _Trial:
             return sum(p.stat().st_size for p in (self.topics / self.topic).iterdir())
         return 0
 
+    def _topic_started(self) -> bool:
+        if self.h.store == "kafka":
+            return kafka_records(self.h.kafka.bootstrap, self.topic) > 0
+        return self._topic_bytes() > 0
+
     def _fault_capture_kill9_snapshot(self) -> None:
+        if self.h.store == "kafka":  # (the record count itself: the topic's watermarks)
+            fraction = self.rng.uniform(0.05, 0.9)
+            wait_for(lambda: self.snapshot_done() or self.capture_alive() or kafka_records(
+                         self.h.kafka.bootstrap, self.topic) >= fraction * self.h.initial_rows,
+                     timeout=120, interval=0.02, what="the snapshot's progress")
+            done = self.snapshot_done()
+            self.signal_capture(signal.SIGKILL)
+            rows = self._topic_records()
+            self.result.detail = (f"killed after the snapshot ({rows} records)" if done else
+                                  f"killed during the snapshot, {rows} records in the topic")
+            return
+
         # Kill once the topic holds a random fraction of the snapshot's records (estimated
         # from the size of the first record), polling every 10 ms (~200 rows at 20k rows/s).
         def first_line() -> bytes | None:
@@ -490,7 +622,7 @@ class _Trial:
     def _fault_capture_sigterm(self) -> None:
         during = self.rng.random() < 0.3
         if during:  # once the capture runs (its first record), before its snapshot ends
-            wait_for(lambda: self._topic_bytes() > 0 or self.capture_alive(), timeout=120,
+            wait_for(lambda: self._topic_started() or self.capture_alive(), timeout=120,
                      interval=0.05, what="the first snapshot record")
             time.sleep(self.rng.uniform(0.0, 1.0))
         else:
@@ -568,7 +700,31 @@ class _Trial:
         self.result.detail = f"{cuts} connection(s) cut ({self.result.fault})"
         self.capture_alive()
 
+    def _fault_broker_kill9(self) -> None:
+        """kill -9 of the Kafka broker (the topic store), during the snapshot in 25 % of
+        trials, restarted on its data 0.2-2 s later: the capture must lose nothing it stored
+        an offset for (producer `acks=all`, offsets stored after the acknowledgement)."""
+        if self.rng.random() < 0.25:
+            time.sleep(self.rng.uniform(1.0, 2.0))
+        else:
+            self.wait_snapshot()
+            time.sleep(self.rng.uniform(0.2, 2.0))
+        done = self.snapshot_done()
+        self.h.kafka.kill()
+        time.sleep(self.rng.uniform(0.2, 2.0))
+        self.h.kafka.start()
+        self.result.detail = "broker killed " + ("after the snapshot" if done else
+                                                 "during it")
+        time.sleep(1.0)
+        assert self.capture is not None
+        if self.capture.poll() is not None:  # restarted as an operator would
+            code = self.signal_capture(signal.SIGTERM)
+            self.result.detail += f"; capture exited {code}, restarted"
+            self.start_capture()
+
     def _topic_records(self) -> int:
+        if self.h.store == "kafka":
+            return kafka_records(self.h.kafka.bootstrap, self.topic)
         if not (self.topics / self.topic).is_dir():
             return 0
         from headwater.topics.check import check_topic
