@@ -461,7 +461,7 @@ class _Trial:
         return code
 
     def wait_snapshot(self) -> None:
-        wait_for(lambda: self.snapshot_done() or self.capture_alive(), timeout=120,
+        wait_for(lambda: self.snapshot_done() or self.capture_alive(), timeout=300,
                  interval=0.1, what="the initial snapshot")
 
     # ---- the trial -------------------------------------------------------------------------
