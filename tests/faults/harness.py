@@ -574,35 +574,35 @@ class _Trial:
         return self._topic_bytes() > 0
 
     def _fault_capture_kill9_snapshot(self) -> None:
-        if self.h.store == "kafka":  # (the record count itself: the topic's watermarks)
-            fraction = self.rng.uniform(0.05, 0.9)
-            wait_for(lambda: self.snapshot_done() or self.capture_alive() or kafka_records(
-                         self.h.kafka.bootstrap, self.topic) >= fraction * self.h.initial_rows,
-                     timeout=120, interval=0.02, what="the snapshot's progress")
-            done = self.snapshot_done()
-            self.signal_capture(signal.SIGKILL)
-            rows = self._topic_records()
-            self.result.detail = (f"killed after the snapshot ({rows} records)" if done else
-                                  f"killed during the snapshot, {rows} records in the topic")
-            return
-
-        # Kill once the topic holds a random fraction of the snapshot's records (estimated
-        # from the size of the first record), polling every 10 ms (~200 rows at 20k rows/s).
-        def first_line() -> bytes | None:
-            self.capture_alive()
-            for seg in list_segments(self.topics / self.topic) if (
-                    self.topics / self.topic).is_dir() else []:
-                with seg.path.open("rb") as f:
-                    line = f.readline()
-                if line.endswith(b"\n"):
-                    return line
-            return None
-
-        line = wait_for(first_line, timeout=60, interval=0.01, what="the first snapshot record")
+        """Kills capture once the topic holds a random fraction of the snapshot's records."""
         fraction = self.rng.uniform(0.05, 0.9)
-        threshold = fraction * self.h.initial_rows * len(line)
-        wait_for(lambda: self.snapshot_done() or self._topic_bytes() >= threshold,
-                 timeout=120, interval=0.01, what="the snapshot's progress")
+        progressed: Callable[[], bool]
+        interval = 0.02 if self.h.store == "kafka" else 0.01  # (a Kafka poll asks the broker)
+        if self.h.store == "kafka":  # (the record count itself: the topic's watermarks)
+            def progressed() -> bool:
+                return kafka_records(self.h.kafka.bootstrap,
+                                     self.topic) >= fraction * self.h.initial_rows
+        else:
+            # (estimated from the size of the first record, polling every 10 ms: ~200 rows
+            # at 20k rows/s)
+            def first_line() -> bytes | None:
+                self.capture_alive()
+                for seg in list_segments(self.topics / self.topic) if (
+                        self.topics / self.topic).is_dir() else []:
+                    with seg.path.open("rb") as f:
+                        line = f.readline()
+                    if line.endswith(b"\n"):
+                        return line
+                return None
+
+            line = wait_for(first_line, timeout=60, interval=0.01,
+                            what="the first snapshot record")
+            threshold = fraction * self.h.initial_rows * len(line)
+
+            def progressed() -> bool:
+                return self._topic_bytes() >= threshold
+        wait_for(lambda: self.snapshot_done() or self.capture_alive() or progressed(),
+                 timeout=120, interval=interval, what="the snapshot's progress")
         done = self.snapshot_done()
         self.signal_capture(signal.SIGKILL)
         rows = self._topic_records()

@@ -33,6 +33,7 @@ from headwater.pipeline.kafka_source import (
     KafkaTopics,
     ValueDecoder,
     group_ranges,
+    join_chunks,
     json_decoder,
     slot,
 )
@@ -84,13 +85,12 @@ class _Fetched:
 
     def columns(self) -> Columns:
         """Every record, partition after partition, in offset order."""
-        out: Columns = ([], [], [])
-        for p in sorted(self.chunks):
-            for offsets, keys, values in self.chunks[p]:
-                out[0].extend(offsets)
-                out[1].extend(keys)
-                out[2].extend(values)
-        return out
+        return join_chunks((p, c) for p, chunks in self.chunks.items() for c in chunks)
+
+    def first_value(self) -> bytes | None:
+        """The first record's value that is not a tombstone, in `columns`' order."""
+        return next((v for p in sorted(self.chunks) for c in self.chunks[p] for v in c[2]
+                     if v is not None), None)
 
     def lines(self) -> columnar.Lines:
         """The lines of every chunk, partition after partition (as `lines` over `columns`
@@ -308,8 +308,7 @@ def _apply_topic(topics: KafkaTopics, topic: str, parts: Mapping[int, tuple[int,
     records = _Fetched(path is not None)
     for partition, chunk in topics.fetch_chunks(topic, parts, decode):
         records.add(partition, chunk)
-    offsets, keys, values = records.columns()
-    first = next((v for v in values if v is not None), None)
+    first = records.first_value()
     if first is not None:
         refuse_other_models(cfg, first)
     if path is not None:
@@ -325,7 +324,7 @@ def _apply_topic(topics: KafkaTopics, topic: str, parts: Mapping[int, tuple[int,
             log.info("batch %d: %s: %d events column-wise in %.2fs", batch_id, topic,
                      decoded.events, time.monotonic() - t0)
             return int(decoded.events)
-    changes = decode_topic(topic, list(zip(offsets, keys, values, strict=True)))
+    changes = decode_topic(topic, list(zip(*records.columns(), strict=True)))
     if not changes.events:
         return 0
     apply_changes(changes, batch_id, target, cfg.mode, cfg.track_history_column_list,

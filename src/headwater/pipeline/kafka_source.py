@@ -33,7 +33,7 @@ form before decoding; `JSON` is the identity.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -79,6 +79,21 @@ def virtual_offset(offset: int, partition: int) -> int:
     return offset << PARTITION_BITS | partition
 
 
+def join_chunks(chunks: Iterable[tuple[int, Columns]]) -> Columns:
+    """`KafkaTopics.fetch_chunks`' chunks as one `Columns`: partition after partition, each
+    partition's chunks in the order given (offset order)."""
+    by_partition: dict[int, list[Columns]] = {}
+    for partition, chunk in chunks:
+        by_partition.setdefault(partition, []).append(chunk)
+    out: Columns = ([], [], [])
+    for p in sorted(by_partition):
+        for offsets, keys, values in by_partition[p]:
+            out[0].extend(offsets)
+            out[1].extend(keys)
+            out[2].extend(values)
+    return out
+
+
 class KafkaTopics:
     """The Kafka side of the source: which partitions exist and where they end; fetching."""
 
@@ -119,18 +134,7 @@ class KafkaTopics:
                       decode: ValueDecoder = json_decoder) -> Columns:
         """The records of `ranges` as three lists (virtual offsets, keys, values), partition
         after partition, in offset order: what `fetch` gives, without a tuple per record."""
-        got: dict[int, Columns] = {}
-        for partition, chunk in self.fetch_chunks(topic, ranges, decode):
-            whole = got.setdefault(partition, ([], [], []))
-            whole[0].extend(chunk[0])
-            whole[1].extend(chunk[1])
-            whole[2].extend(chunk[2])
-        out: Columns = ([], [], [])
-        for p in sorted(got):
-            out[0].extend(got[p][0])
-            out[1].extend(got[p][1])
-            out[2].extend(got[p][2])
-        return out
+        return join_chunks(self.fetch_chunks(topic, ranges, decode))
 
     def fetch_chunks(self, topic: str, ranges: Mapping[int, tuple[int, int]],
                      decode: ValueDecoder = json_decoder, size: int = CHUNK

@@ -7,10 +7,7 @@ its watermarks) is refused naming the property."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +18,10 @@ import pytest
 from typer.testing import CliRunner
 
 from headwater.cli import app
-from headwater.streams.catalog import Catalog
 from headwater.testing.localpg import wait_for
 from headwater.testing.replay import events
+from tests.integration.postgres.test_streams import Cli as SubprocessCli
+from tests.integration.postgres.test_streams import kill_captures
 
 from .conftest import MongoEnv
 
@@ -32,26 +30,19 @@ pytestmark = pytest.mark.integration
 N = 1500
 
 
-class Cli:
+class Cli(SubprocessCli):
     """The CLI in this process (a subprocess per command costs seconds of imports); the
     stream's capture still runs in its own detached process."""
 
-    def __init__(self, data: Path) -> None:
-        self.data = data
-
-    def __call__(self, *args: str, code: int = 0) -> str:
+    def __call__(self, *args: str, code: int = 0, stdout_only: bool = False) -> str:
         result = CliRunner().invoke(app, [*args, "--data-dir", str(self.data)])
         assert result.exit_code == code, (args, result.output, self.log())
         return result.output
 
-    def json(self, *args: str) -> Any:
+    def json(self, *args: str, code: int = 0) -> Any:
         result = CliRunner().invoke(app, [*args, "--json", "--data-dir", str(self.data)])
-        assert result.exit_code == 0, (args, result.output, self.log())
+        assert result.exit_code == code, (args, result.output, self.log())
         return orjson.loads(result.stdout)
-
-    def log(self) -> str:
-        logs = sorted(self.data.glob("streams/*/worker.log"))
-        return "\n".join(f"== {p}\n{p.read_text()[-3000:]}" for p in logs)
 
 
 @pytest.fixture()
@@ -59,11 +50,8 @@ def cli(tmp_path: Path) -> Iterator[Cli]:
     c = Cli(tmp_path / "data")
     try:
         yield c
-    finally:  # no capture process outlives its test
-        for rec in Catalog(c.data).streams():
-            if rec.pid:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(rec.pid, signal.SIGKILL)
+    finally:
+        kill_captures(c.data)
 
 
 def _jobs(cli: Cli) -> dict[str, dict[str, Any]]:

@@ -50,18 +50,23 @@ class Cli:
         return "\n".join(f"== {p}\n{p.read_text()[-3000:]}" for p in logs)
 
 
+def kill_captures(data: Path) -> None:
+    """Kills every stream's capture process of the data directory: none outlives its test."""
+    from headwater.streams.catalog import Catalog
+
+    for rec in Catalog(data).streams():
+        if rec.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(rec.pid, signal.SIGKILL)
+
+
 @pytest.fixture()
 def cli(tmp_path: Path) -> Iterator[Cli]:
     c = Cli(tmp_path / "data")
     try:
         yield c
-    finally:  # no capture process outlives its test
-        from headwater.streams.catalog import Catalog
-
-        for rec in Catalog(c.data).streams():
-            if rec.pid:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(rec.pid, signal.SIGKILL)
+    finally:
+        kill_captures(c.data)
 
 
 def _profile(cli: Cli, pg: LocalPostgres, name: str, db: str) -> None:

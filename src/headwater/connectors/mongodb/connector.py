@@ -149,7 +149,7 @@ class MongoDbConnector(ConnectorBase):
         out.sort(key=lambda item: item[1])  # Debezium's snapshot order: by collection name
         # Debezium's MonitoredTables; a stream's backfill jobs follow them (streams/worker.py)
         self.metrics.monitored_tables = [f"{d}.{c}" for d, c in out]
-        cfg.guardrail.check([f"{d}.{c}" for d, c in out], log)
+        cfg.guardrail.check(self.metrics.monitored_tables, log)
         if self.naming is not None:
             self.naming.check_tables(TableId(d, None, c) for d, c in out)
         return out
