@@ -67,6 +67,14 @@ RESULT_DDL = ("topic string, part int, file string, events long, refused string,
               "table_name string, toast array<string>")
 
 
+# The executors' consumers fetch as much per request as the driver's reader
+# (kafka_source.FETCH): the Java client's defaults (1 MiB a partition, 500 records a poll)
+# cost its JVM and the brokers a request per MiB.
+EXECUTOR_FETCH: Mapping[str, str] = {"kafka.max.partition.fetch.bytes": str(16 << 20),
+                                     "kafka.fetch.max.bytes": str(64 << 20),
+                                     "kafka.max.poll.records": "10000"}
+
+
 def spark_options(consumer: Mapping[str, str]) -> dict[str, str] | None:
     """The `kafka.*` options of Spark's Kafka source for the pipeline's consumer settings;
     None when they hold a setting the Java client would need under another name."""
@@ -74,7 +82,7 @@ def spark_options(consumer: Mapping[str, str]) -> dict[str, str] | None:
     other = set(consumer) - _OWN - {"bootstrap.servers", "security.protocol"}
     if protocol != "plaintext" or other or not consumer.get("bootstrap.servers"):
         return None
-    return {"kafka.bootstrap.servers": consumer["bootstrap.servers"]}
+    return {"kafka.bootstrap.servers": consumer["bootstrap.servers"], **EXECUTOR_FETCH}
 
 
 def task_count(sizes: list[int], parallelism: int) -> int:
