@@ -335,7 +335,7 @@ def test_streamed_transaction_comes_out_exactly_like_protocol_1(
         (b.offset, b.ack, len(b.records)) for b in v1.batches]
     assert v2.source.protocol == 2 and v1.source.protocol == 1
     first = v2.records[1 if metadata else 0]
-    assert first.position == PostgresPosition(1010, 9000, None, X, None, TS)  # none streamed
+    assert first.position == PostgresPosition(1010, 9000, 10, X, None, TS)  # resume point
     # The transaction block exists only with provide.transaction.metadata (the dispatcher).
     assert first.tx.total_order == 1 if metadata else first.tx is None
     assert spill_files(tmp_path) == []

@@ -482,12 +482,13 @@ class _Loop:
         self.ts_us: int | None = None  # commit time of the transaction, Unix-epoch µs
         self.tx_index = 0  # data messages of the transaction so far (restart skipping)
         self.in_tx = False
-        # `source.sequence[0]` of the first transaction, Debezium 3.x's lastCommitLsn: null
-        # until a transaction has been streamed (an offset from the snapshot, or from a run
-        # that streamed none, has no `lsn_commit`), else the position we resume from, the end
-        # LSN of the last durable transaction's Commit, which Debezium restores from its offset
-        self.prev_commit: int | None = (
-            int(offset["lsn"]) if offset.get("lsn_commit") is not None else None)
+        # `source.sequence[0]` of the first transaction, Debezium 3.x's lastCommitLsn: the
+        # position we resume from, the end LSN of the last durable transaction's Commit, which
+        # Debezium too restores from its offset.  After the snapshot Debezium has none (null);
+        # Headwater keeps the snapshot's consistent point there, so a transaction that began
+        # before it and committed after still orders after the snapshot's reads (consumers,
+        # our pipeline included, order by sequence[0]; docs/compatibility.md).
+        self.prev_commit: int | None = int(offset["lsn"])
         # offset state
         self.resume_lsn = int(offset["lsn"])
         self.last_commit_lsn: int | None = None
