@@ -357,6 +357,10 @@ def record_doc(r: OracleRecord, how: Normalise = POSTGRES) -> dict[str, Any]:
 
 
 NON_TRANSACTIONAL = "<non-transactional message>"
+# Debezium's `source.sequence[0]` is null in the stream until its first commit after the
+# snapshot; Headwater's is the snapshot's consistent point (docs/compatibility.md)
+FIRST_AFTER_SNAPSHOT = "<first transaction after the snapshot>"
+_SEQUENCE = ".value.payload.source.sequence"
 _SOURCE_TIMES = tuple(f".value.payload.source.{f}" for f in ("ts_ms", "ts_us", "ts_ns"))
 
 
@@ -368,6 +372,13 @@ def non_transactional_message(doc: dict[str, Any]) -> bool:
         return False
     source = payload.get("source")
     return isinstance(source, dict) and source.get("txId") is None
+
+
+def stream_event(doc: dict[str, Any]) -> bool:
+    """A change event read from the WAL (not a snapshot read)."""
+    value = doc.get("value")
+    payload = value.get("payload") if isinstance(value, dict) else None
+    return isinstance(payload, dict) and payload.get("op") in ("c", "u", "d", "t", "m")
 
 
 def differences(captured: Captured, how: Normalise = POSTGRES) -> list[Difference]:
@@ -386,6 +397,10 @@ def differences(captured: Captured, how: Normalise = POSTGRES) -> list[Differenc
             if non_transactional_message(d_doc):
                 found = [x._replace(path=x.path + NON_TRANSACTIONAL)
                          if x.path.endswith(_SOURCE_TIMES) else x for x in found]
+            found = [x._replace(path=x.path + FIRST_AFTER_SNAPSHOT)
+                     if x.path.endswith(_SEQUENCE) and isinstance(x.debezium, str)
+                     and x.debezium.startswith("[null,") and stream_event(d_doc) else x
+                     for x in found]
             out += found
     return out
 

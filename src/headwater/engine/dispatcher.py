@@ -140,8 +140,13 @@ class EventDispatcher:
         # TableId.identifier without a catalog); a connector whose ids carry the database
         # (SQL Server: `database.schema.table`) sets its own.
         self.collection_name: Callable[[TableId], str] = _identifier
+        # The `transaction.id` of an emitted event from the transaction id and the event's
+        # position; None: the transaction id.  Debezium 3.x's PostgreSQL connector appends each
+        # event's LSN (PostgresTransactionMonitor), so its ids differ within a transaction.
+        self.event_tx_id: Callable[[str, Any], str] | None = None
         # the transaction being read
         self.tx_id = ""
+        self.tx_begin_id = ""  # the BEGIN event's id
         self.tx_ts_ms = 0
         self.tx_position: Any = None
         self.tx_total = 0
@@ -151,9 +156,11 @@ class EventDispatcher:
         self.last_heartbeat = time.monotonic()
 
     # -- transactions -------------------------------------------------------------------------
-    def begin(self, tx_id: str, ts_ms: int, position: Any) -> None:
-        """A transaction starts; its BEGIN event waits for its first emitted change."""
+    def begin(self, tx_id: str, ts_ms: int, position: Any, event_id: str | None = None) -> None:
+        """A transaction starts; its BEGIN event (with id `event_id`, by default `tx_id`)
+        waits for its first emitted change."""
         self.tx_id = tx_id
+        self.tx_begin_id = tx_id if event_id is None else event_id
         self.tx_ts_ms = ts_ms
         self.tx_position = position
         self.tx_total = 0
@@ -169,11 +176,13 @@ class EventDispatcher:
         self.tx_counts = dict(counts)
         self.tx_total = sum(counts.values())
 
-    def commit(self, ts_ms: int, position: Any) -> None:
-        """The transaction ends: its END event (with metadata on and events emitted)."""
+    def commit(self, ts_ms: int, position: Any, event_id: str | None = None) -> None:
+        """The transaction ends: its END event (with metadata on and events emitted), with id
+        `event_id`, by default the transaction's id."""
         if self.tx_metadata and self.tx_total and not self.replaying:
             self.pending.append(TransactionEvent(
-                self.context, "END", self.tx_id, ts_ms, self.tx_total,
+                self.context, "END", self.tx_id if event_id is None else event_id, ts_ms,
+                self.tx_total,
                 tuple(self.tx_counts.items()), position))
         self.in_tx = False
         self.track_tx = self.tx_metadata and self.options.implicit_transactions
@@ -188,18 +197,21 @@ class EventDispatcher:
         self.in_tx = False
         self.track_tx = self.tx_metadata and self.options.implicit_transactions
 
-    def _tx(self, table: TableSchema, name: str | None = None) -> TxInfo:
-        """The transaction block of the next emitted event of `table` (counts it under
-        `name`, by default the table's collection name)."""
+    def _tx(self, table: TableSchema, position: Any, name: str | None = None) -> TxInfo:
+        """The transaction block of the next emitted event of `table` at `position` (counts
+        it under `name`, by default the table's collection name)."""
         if self.tx_total == 0 and not self.replaying:
             self.pending.append(TransactionEvent(
-                self.context, "BEGIN", self.tx_id, self.tx_ts_ms, None, None, self.tx_position))
+                self.context, "BEGIN", self.tx_begin_id, self.tx_ts_ms, None, None,
+                self.tx_position))
         self.tx_total += 1
         if name is None:
             name = self.collection_name(table.id)
         count = self.tx_counts.get(name, 0) + 1
         self.tx_counts[name] = count
-        return _new(TxInfo, (self.tx_id, self.tx_total, count))
+        event_id = self.event_tx_id
+        return _new(TxInfo, (self.tx_id if event_id is None else event_id(self.tx_id, position),
+                             self.tx_total, count))
 
     # -- changes --------------------------------------------------------------------------------
     def change(
@@ -232,7 +244,7 @@ class EventDispatcher:
             if not self.replaying:
                 self.metrics.events_filtered += 1
             return
-        tx = self._tx(table) if self.track_tx else None
+        tx = self._tx(table, position) if self.track_tx else None
         if self.replaying:
             return
         self.pending.append(_new(ChangeRecord, (
@@ -252,7 +264,7 @@ class EventDispatcher:
         `transactional` is the data collection it is counted under in its transaction's
         metadata, or None for a non-transactional message: that one has no transaction block
         and opens no BEGIN (Debezium finds no transaction id for it)."""
-        tx = self._tx(table, transactional) if transactional and self.track_tx else None
+        tx = self._tx(table, position, transactional) if transactional and self.track_tx else None
         if self.replaying:
             return
         self.pending.append(_new(ChangeRecord, (

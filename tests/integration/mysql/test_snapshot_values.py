@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from headwater.connectors.mysql.columns import ZERO_TEMPORAL, MySqlColumn
+from headwater.connectors.mysql.columns import ZERO_TEMPORAL, JdbcTimestamp, MySqlColumn
 from headwater.connectors.mysql.snapshot_values import SNAPSHOT_SESSION_SQL, snapshot_conversions
 from headwater.connectors.mysql.types import MySqlTypeModes, mysql_column_mapping
 from headwater.testing.localmariadb import LocalMariaDB
@@ -109,11 +109,13 @@ CASES: dict[str, Case] = {
     "tm3": Case("TIME(3)", c("TIME", 3), "'25:00:00.001'", timedelta(hours=25, milliseconds=1),
                 90000001000),
     "ts6": Case("TIMESTAMP(6) NULL", c("TIMESTAMP", 6), "'2038-01-18 20:14:07.999999'",
-                datetime(2038, 1, 19, 3, 14, 7, 999999), "2038-01-19T03:14:07.999999Z"),
+                JdbcTimestamp(2038, 1, 19, 3, 14, 7, 999999), "2038-01-19T03:14:07.999999Z"),
     "ts0": Case("TIMESTAMP NULL", c("TIMESTAMP"), "'1969-12-31 17:00:01'",
-                datetime(1970, 1, 1, 0, 0, 1), "1970-01-01T00:00:01Z"),
+                JdbcTimestamp(1970, 1, 1, 0, 0, 1), "1970-01-01T00:00:01Z"),
     "ts3": Case("TIMESTAMP(3) NULL", c("TIMESTAMP", 3), "'2018-06-20 06:37:03'",
-                datetime(2018, 6, 20, 13, 37, 3), "2018-06-20T13:37:03.000Z"),
+                # read by a SELECT: as few fraction digits as needed (Debezium's JDBC
+                # java.sql.Timestamp), where the binlog's value has the column's 3
+                JdbcTimestamp(2018, 6, 20, 13, 37, 3), "2018-06-20T13:37:03Z"),
     "tsz": Case("TIMESTAMP NULL", c("TIMESTAMP"), "'0000-00-00 00:00:00'", ZERO_TEMPORAL, None),
     "tsn": Case("TIMESTAMP NOT NULL DEFAULT '2000-01-01 00:00:00'",
                 c("TIMESTAMP", nullable=False), "'0000-00-00 00:00:00'", ZERO_TEMPORAL,

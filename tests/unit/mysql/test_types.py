@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from headwater.connectors.mysql.columns import ZERO_TEMPORAL, MySqlColumn
+from headwater.connectors.mysql.columns import ZERO_TEMPORAL, JdbcTimestamp, MySqlColumn
+from headwater.connectors.mysql.snapshot_values import parse_timestamp
 from headwater.connectors.mysql.types import (
     MySqlTypeModes,
     UnsupportedMySqlTypeError,
@@ -178,7 +179,11 @@ def test_float32_fast_path_is_the_search() -> None:
 
 
 def test_float_with_scale_or_wide_precision_is_double() -> None:
-    assert convert(col("FLOAT", 7, 4), 1.1) == 1.1
+    # FLOAT(M,D) holds a 4-byte float: Debezium writes it widened (Float.doubleValue()), the
+    # same from the binlog's float and from the snapshot's text
+    assert convert(col("FLOAT", 7, 4), 1.1) == 1.100000023841858
+    assert convert(col("FLOAT", 5, 3), -99.999) == -99.9990005493164
+    assert convert(col("FLOAT", 5, 3), -99.9990005493164) == -99.9990005493164
     assert convert(col("FLOAT", 30), 0.1) == 0.1
     assert convert(col("DOUBLE"), 1.7976931348623157e308) == 1.7976931348623157e308
     assert convert(col("DOUBLE"), -2.2250738585072014e-308) == -2.2250738585072014e-308
@@ -362,9 +367,32 @@ def test_timestamp(length: int | None, value: datetime, expected: str,
     assert convert(col("TIMESTAMP", length), value, modes) == expected
 
 
+@pytest.mark.parametrize(
+    ("length", "text", "expected"),
+    [  # what Debezium's MariaDB connector 3.5.0 wrote in the differential test's snapshot
+        (3, "2016-11-04 11:51:30.100", "2016-11-04T11:51:30.1Z"),
+        (3, "1970-01-01 00:00:01.000", "1970-01-01T00:00:01Z"),
+        (6, "1970-01-01 00:00:01.000000", "1970-01-01T00:00:01Z"),
+        (6, "2016-11-04 11:51:30.123456", "2016-11-04T11:51:30.123456Z"),
+        (3, "2038-01-19 03:14:07.999", "2038-01-19T03:14:07.999Z"),
+        (6, "2000-01-01 00:00:00.000010", "2000-01-01T00:00:00.00001Z"),
+        (None, "2016-11-04 11:51:30", "2016-11-04T11:51:30Z"),
+    ],
+)
+def test_timestamp_read_by_a_select(length: int | None, text: str, expected: str) -> None:
+    value = parse_timestamp(text)
+    assert type(value) is JdbcTimestamp
+    assert convert(col("TIMESTAMP", length), value) == expected
+    assert parse_timestamp("0000-00-00 00:00:00") is ZERO_TEMPORAL
+
+
 def test_timestamp_zero() -> None:
     assert convert(col("TIMESTAMP", 6), ZERO_TEMPORAL) is None
     assert convert(col("TIMESTAMP", nullable=False), ZERO_TEMPORAL) == "1970-01-01T00:00:00Z"
+    # the binlog's zero TIMESTAMP is the epoch (Debezium's RowDeserializers): exactly p digits
+    epoch = datetime(1970, 1, 1)
+    assert convert(col("TIMESTAMP", 3, nullable=False), epoch) == "1970-01-01T00:00:00.000Z"
+    assert convert(col("TIMESTAMP", 6), epoch) == "1970-01-01T00:00:00.000000Z"
 
 
 POINT_WKB = bytes.fromhex("0101000000000000000000f03f0000000000000040")  # POINT(1 2)

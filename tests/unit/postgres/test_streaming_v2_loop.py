@@ -335,7 +335,7 @@ def test_streamed_transaction_comes_out_exactly_like_protocol_1(
         (b.offset, b.ack, len(b.records)) for b in v1.batches]
     assert v2.source.protocol == 2 and v1.source.protocol == 1
     first = v2.records[1 if metadata else 0]
-    assert first.position == PostgresPosition(1010, 9000, 10, X)  # prev commit: the resume point
+    assert first.position == PostgresPosition(1010, 9000, 10, X, None, TS)  # resume point
     # The transaction block exists only with provide.transaction.metadata (the dispatcher).
     assert first.tx.total_order == 1 if metadata else first.tx is None
     assert spill_files(tmp_path) == []
@@ -400,7 +400,8 @@ def test_interleaved_transactions_come_out_in_commit_order(tmp_path: Path) -> No
         rec.after[1] == "y1" for b in r.batches[:emitted_at_commit[0]] for rec in b.records)
     commits = [rec.position.commit_lsn for rec in r.records]
     assert commits == sorted(commits)
-    assert r.records[1].position.last_commit_lsn == 1500  # prev commit of the streamed one
+    # the end LSN of the Commit before the streamed one (Debezium's lastCommitLsn)
+    assert r.records[1].position.last_commit_lsn == 1510
 
 
 def _sync_ack(ref: list[list[Batch]]) -> Callable[[PostgresStreamingSource, Batch], None]:

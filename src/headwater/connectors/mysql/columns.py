@@ -22,8 +22,9 @@ BINARY/VARBINARY/BLOB     bytes
 DATE                      datetime.date, or ZERO_TEMPORAL for zero / partly zero dates and
                           dates only ALLOW_INVALID_DATES admits (2020-02-30)
 DATETIME                  datetime.datetime (naive), or ZERO_TEMPORAL
-TIMESTAMP                 datetime.datetime (naive, UTC), or ZERO_TEMPORAL (also for a
-                          stored 0, the zero timestamp)
+TIMESTAMP                 datetime.datetime (naive, UTC); the binlog's zero timestamp (a
+                          stored 0) is the epoch; a snapshot reads JdbcTimestamp, or
+                          ZERO_TEMPORAL for the zero timestamp
 TIME                      datetime.timedelta (may be negative, up to +-838:59:59.999999)
 YEAR                      int, the full year (YEAR(2) 69 -> 2069; 0 for the zero year)
 BIT(n)                    bytes, big-endian, ceil(n/8) long (as the server sends it)
@@ -41,6 +42,7 @@ NULL is None everywhere.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 
@@ -57,6 +59,17 @@ class _ZeroTemporal:
 
 
 ZERO_TEMPORAL: Any = _ZeroTemporal()
+
+
+class JdbcTimestamp(datetime):
+    """A TIMESTAMP value read by a SELECT (snapshot, incremental snapshot), not from the binlog.
+
+    Debezium reads these through JDBC as ``java.sql.Timestamp``, which ZonedTimestamp formats
+    with as few fraction digits as the value needs (``...30.1Z``), while binlog values are
+    ``ZonedDateTime``s formatted with the column's precision (``...30.100Z``); the type tells
+    the converter which form a value gets."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)

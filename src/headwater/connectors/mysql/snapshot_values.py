@@ -35,13 +35,14 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from headwater.connectors.mysql.columns import ZERO_TEMPORAL, MySqlTable
+from headwater.connectors.mysql.columns import ZERO_TEMPORAL, JdbcTimestamp, MySqlTable
 
 __all__ = [
     "SNAPSHOT_SESSION_SQL",
     "parse_date",
     "parse_datetime",
     "parse_time",
+    "parse_timestamp",
     "parse_year",
     "snapshot_conversions",
 ]
@@ -52,6 +53,7 @@ SNAPSHOT_SESSION_SQL: tuple[str, ...] = ("SET time_zone = '+00:00'",)
 
 _date_fromiso = date.fromisoformat
 _datetime_fromiso = datetime.fromisoformat
+_timestamp_fromiso = JdbcTimestamp.fromisoformat
 _FRACTION_SCALE = (1, 100_000, 10_000, 1_000, 100, 10, 1)  # µs per unit of n fraction digits
 
 
@@ -67,6 +69,14 @@ def parse_datetime(text: str) -> Any:
     """``YYYY-MM-DD HH:MM:SS[.f]`` → naive `datetime`; zero or invalid → ``ZERO_TEMPORAL``."""
     try:
         return _datetime_fromiso(text)
+    except ValueError:
+        return ZERO_TEMPORAL
+
+
+def parse_timestamp(text: str) -> Any:
+    """TIMESTAMP text → `JdbcTimestamp` (naive, UTC); the zero timestamp → ``ZERO_TEMPORAL``."""
+    try:
+        return _timestamp_fromiso(text)
     except ValueError:
         return ZERO_TEMPORAL
 
@@ -109,7 +119,7 @@ def snapshot_conversions() -> dict[Any, Any]:
             FIELD_TYPE.DATE: parse_date,
             FIELD_TYPE.NEWDATE: parse_date,
             FIELD_TYPE.DATETIME: parse_datetime,
-            FIELD_TYPE.TIMESTAMP: parse_datetime,
+            FIELD_TYPE.TIMESTAMP: parse_timestamp,
             FIELD_TYPE.TIME: parse_time,
             FIELD_TYPE.YEAR: parse_year,
         }

@@ -9,13 +9,15 @@ are all NOT NULL (what Debezium's MySQL connector does); tables without any have
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from headwater.connectors.mysql.columns import MySqlTable
 from headwater.connectors.mysql.ddl_types import NATIONAL_TYPES
+from headwater.connectors.mysql.defaults import column_default
 from headwater.connectors.mysql.types import MySqlTypeModes, mysql_column_mapping
 from headwater.model.record import ABSENT
-from headwater.model.schema import Column, TableId, TableSchema
+from headwater.model.schema import NO_DEFAULT, Column, TableId, TableSchema
 from headwater.relational.codec import Converter, RelationalTableCodec
 from headwater.relational.column_mappers import ColumnMappers, is_character_type
 from headwater.relational.config import DEFAULT_UNAVAILABLE_VALUE, placeholder_bytes
@@ -111,6 +113,12 @@ def build_codec(
         if in_key and schema.optional:
             schema = schema.with_optional(False)
         convert: Converter = mapping.convert
+        fallback = mapping.fallback
+        # the SQL DEFAULT as Debezium's BinlogDefaultValueConverter resolves it (also what a
+        # NOT NULL column's missing value becomes, as in Debezium's convertValue)
+        default = column_default(col, convert)
+        if default is not NO_DEFAULT:
+            schema, fallback = replace(schema, default=default), default
         column = Column(
             name=col.name,
             position=len(columns),
@@ -118,7 +126,7 @@ def build_codec(
             schema=schema,
             length=col.length,
             scale=col.scale,
-            fallback=mapping.fallback,
+            fallback=fallback,
             unsigned=col.unsigned,
         )
         if column_mappers:  # Debezium builds message keys without mappers (key=in_key)

@@ -31,8 +31,8 @@ BIGINT UNSIGNED            ``bigint.unsigned.handling.mode`` long: INT64, values
 FLOAT, FLOAT(p<=24)        FLOAT32 (current Debezium; the 1.0 guide's FLOAT → FLOAT64 is old)
 FLOAT(M,D), FLOAT(p>24)    FLOAT64 (``BinlogValueConverters``: FLOAT32 only without a scale
                            and with length <= 24); FLOAT(M,D) values are 4-byte floats,
-                           written as FLOAT32 values are (below), so the binlog's 99.999 is
-                           99.999 (Debezium: ``Float.doubleValue()``, 99.9990005493164)
+                           widened to double as Debezium does (``Float.doubleValue()``):
+                           the stored 99.999 is 99.9990005493164
 DOUBLE (REAL)              FLOAT64
 DECIMAL(M,D)               ``decimal.handling.mode`` precise: BYTES Connect ``Decimal`` with
                            ``scale`` D and ``connect.decimal.precision`` M (DECIMAL = (10,0),
@@ -55,8 +55,12 @@ TIME(p)                    M: INT64 ``MicroTime`` µs; A: p 0-3 INT32 ``Time`` m
 DATETIME(p)                A, M: p 0-3 INT64 ``Timestamp`` ms, p 4-6 INT64 ``MicroTimestamp``
                            µs; C: INT64 Kafka ``Timestamp`` ms
 TIMESTAMP(p)               STRING ``io.debezium.time.ZonedTimestamp`` v1, UTC with ``Z``:
-                           exactly p fraction digits for p 1-6 (``.000`` kept), none for p = 0
-                           (``ZonedTimestamp.getDateTimeFormatter(column.length())``)
+                           binlog values exactly p fraction digits for p 1-6 (``.000``
+                           kept), none for p = 0 (a ``ZonedDateTime``:
+                           ``ZonedTimestamp.getDateTimeFormatter(column.length())``), the
+                           zero timestamp being the epoch; values a SELECT read (snapshots)
+                           as few digits as needed, ``...30.1Z``, ``...01Z`` (JDBC's
+                           ``java.sql.Timestamp``: ``ISO_OFFSET_DATE_TIME``)
 POINT                      STRUCT ``io.debezium.data.geometry.Point`` {x, y FLOAT64, wkb
                            optional BYTES, srid optional INT32}
 GEOMETRY, LINESTRING,      STRUCT ``io.debezium.data.geometry.Geometry`` {wkb BYTES, srid
@@ -119,7 +123,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from headwater.connectors.mysql.columns import ZERO_TEMPORAL, MySqlColumn
+from headwater.connectors.mysql.columns import ZERO_TEMPORAL, JdbcTimestamp, MySqlColumn
 from headwater.connectors.mysql.ddl_types import base_type
 from headwater.convert import (
     BINARY_HANDLING_MODES,
@@ -166,6 +170,7 @@ __all__ = [
     "UnsupportedMySqlTypeError",
     "float32_value",
     "float32_value_by_search",
+    "float32_widened",
     "mysql_column_mapping",
 ]
 
@@ -321,6 +326,12 @@ def float32_value(value: float) -> float:
     return float32_value_by_search(single)
 
 
+def float32_widened(value: float) -> float:
+    """The 32-bit float nearest `value`, as a double (Java's ``Float.doubleValue()``)."""
+    single: float = _f32.unpack(_f32.pack(value))[0]
+    return single
+
+
 def float32_value_by_search(value: float) -> float:
     """`float32_value` by trying 1, 2, ... 9 significant digits (the definition; the slow path
     of the fast one and the reference its tests compare with)."""
@@ -343,9 +354,10 @@ def _float(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
     if single:
         return _mapping(ConnectSchema(connect.FLOAT32, column.nullable), float32_value, 0.0)
     if column.scale is not None:
-        # FLOAT(M,D) is still a 4-byte float: the binlog's 99.999 is 99.9990005493164 as a
-        # double, the snapshot's text says 99.999; both become the shortest decimal.
-        return _mapping(ConnectSchema(connect.FLOAT64, column.nullable), float32_value, 0.0)
+        # FLOAT(M,D) is still a 4-byte float, written as Debezium's BinlogValueConverters
+        # writes it (JdbcValueConverters.convertDouble: `Float.doubleValue()`): the float
+        # widened to a double, 99.999 → 99.9990005493164 (snapshot and binlog alike)
+        return _mapping(ConnectSchema(connect.FLOAT64, column.nullable), float32_widened, 0.0)
     return _mapping(ConnectSchema(connect.FLOAT64, column.nullable), float, 0.0)
 
 
@@ -558,6 +570,10 @@ def _timestamp(column: MySqlColumn, modes: MySqlTypeModes) -> ColumnMapping:
     def to_zoned(value: datetime) -> str | None:
         if value is ZERO_TEMPORAL:
             return zero  # type: ignore[no-any-return]
+        if type(value) is JdbcTimestamp:  # read by a SELECT: as few digits as needed
+            micros = value.microsecond
+            fraction = f".{micros:06d}".rstrip("0") if micros else ""
+            return f"{value.isoformat(timespec='seconds')}{fraction}Z"
         if cut:  # TIMESTAMP(1-6): the first `width` of isoformat's six digits, as format_fraction
             return value.isoformat(timespec="microseconds")[:cut] + "Z"
         return f"{value.isoformat(timespec='seconds')}{format_fraction(value.microsecond, width)}Z"

@@ -18,9 +18,15 @@ from headwater.model.source_block import source_field, source_schema
 class PostgresPosition(NamedTuple):
     lsn: int  # LSN of the change record (snapshot: consistent point)
     commit_lsn: int  # commit LSN of its transaction (snapshot: consistent point)
-    last_commit_lsn: int | None  # commit LSN of the previous transaction (Debezium sequence[0])
+    # Debezium's `lastCommitLsn` (sequence[0]): the WAL position the server gave the Commit
+    # message of the previous transaction (its end LSN), or of the last non-transactional
+    # logical decoding message if that came later
+    last_commit_lsn: int | None
     tx_id: int | None
     xmin: int | None = None
+    # the transaction's commit time in microseconds since the Unix epoch (streamed events;
+    # None: `source.ts_us` is the record's `source_ts_ms` x 1000)
+    commit_ts_us: int | None = None
 
     @property
     def order_key(self) -> tuple[int, int]:
@@ -67,9 +73,11 @@ class PostgresSourceBlock:
         sequence = (
             f'["{last}","{pos.lsn}"]' if last is not None else f'[null,"{pos.lsn}"]'
         )
-        # Debezium 3.x's source.ts_us/ts_ns: the record carries milliseconds only (see
-        # docs/compatibility.md: the commit time's microseconds are not passed on yet).
-        ts_us = record.source_ts_ms * 1000
+        # Debezium 3.x's source.ts_us/ts_ns: the commit time's microseconds (pgoutput sends
+        # them); snapshot reads and non-transactional messages have milliseconds only.
+        ts_us = pos.commit_ts_us
+        if ts_us is None:
+            ts_us = record.source_ts_ms * 1000
         return {
             "version": record.context.connector_version,
             "connector": record.context.kind,  # "postgresql"

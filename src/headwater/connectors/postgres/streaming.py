@@ -446,6 +446,12 @@ _NOT_SPILLED = frozenset(b"YO")
 _STREAM_STOP = ord("E")
 
 
+def _event_tx_id(tx_id: str, position: PostgresPosition) -> str:
+    """`transaction.id` of an event as Debezium 3.x writes it: `<txId>:<the event's LSN>`
+    (PostgresTransactionMonitor.adjustTxId reads the offset's LSN, the current message's)."""
+    return f"{tx_id}:{position.lsn}"
+
+
 class _ReplayMessage(NamedTuple):
     """A replayed message, shaped like psycopg2's ReplicationMessage as far as `run` reads it."""
 
@@ -468,16 +474,20 @@ class _Loop:
         self.dispatcher = EventDispatcher(
             source.context, self.options.dispatch, source.metrics, ctx.emit,
             self.options.heartbeat_action)
+        self.dispatcher.event_tx_id = _event_tx_id
         # transaction state
         self.commit_lsn = 0
         self.xid: int | None = None
         self.ts_ms = 0
+        self.ts_us: int | None = None  # commit time of the transaction, Unix-epoch µs
         self.tx_index = 0  # data messages of the transaction so far (restart skipping)
         self.in_tx = False
-        # `source.sequence[0]` of the first transaction: the position we resume from (the end of
-        # the last durable transaction, or the snapshot's consistent point) is at or after every
-        # earlier commit and before the next one, so the sequence keeps increasing across
-        # restarts and the snapshot hand-over (consumers order by it).
+        # `source.sequence[0]` of the first transaction, Debezium 3.x's lastCommitLsn: the
+        # position we resume from, the end LSN of the last durable transaction's Commit, which
+        # Debezium too restores from its offset.  After the snapshot Debezium has none (null);
+        # Headwater keeps the snapshot's consistent point there, so a transaction that began
+        # before it and committed after still orders after the snapshot's reads (consumers,
+        # our pipeline included, order by sequence[0]; docs/compatibility.md).
         self.prev_commit: int | None = int(offset["lsn"])
         # offset state
         self.resume_lsn = int(offset["lsn"])
@@ -499,7 +509,8 @@ class _Loop:
 
     # -- signals and incremental snapshots (see connectors/postgres/incremental.py) ---------------
     def _row_position(self, lsn: int) -> PostgresPosition:
-        return PostgresPosition(lsn, self.commit_lsn, self.prev_commit, self.xid)
+        return PostgresPosition(lsn, self.commit_lsn, self.prev_commit, self.xid, None,
+                                self.ts_us)
 
     def _boundary_position(self) -> PostgresPosition:
         return PostgresPosition(self.resume_lsn, self.resume_lsn, self.prev_commit, None)
@@ -600,7 +611,8 @@ class _Loop:
                     dispatcher.replaying = True
                 # tuple.__new__ on NamedTuples skips their Python-level __new__ (hot path).
                 pos = new(PostgresPosition,
-                          (msg.data_start, self.commit_lsn, self.prev_commit, self.xid, None))
+                          (msg.data_start, self.commit_lsn, self.prev_commit, self.xid, None,
+                           self.ts_us))
                 try:
                     if kind is Insert:
                         change(codec.schema, create, None, convert(codec, m.new), self.ts_ms,
@@ -624,7 +636,7 @@ class _Loop:
                 source.guard.begin(msg.data_start)
                 if self.hook is not None:
                     self._hook_begin(m)
-                self.begin(m)
+                self.begin(m, msg.data_start)
             elif kind is pgoutput.Commit:
                 source.guard.commit(m.end_lsn)
                 if self.hook is not None:
@@ -647,14 +659,18 @@ class _Loop:
             # Type and Origin messages carry nothing to emit here.
 
     # -- transactions ------------------------------------------------------------------------
-    def begin(self, m: Any) -> None:
+    def begin(self, m: Any, data_start: int) -> None:
+        """A Begin message; `data_start` is the WAL position the server sent it at (the
+        transaction's first LSN), the LSN of the BEGIN event's id as Debezium 3.x writes it."""
         self.commit_lsn = m.final_lsn
         self.xid = m.xid
+        self.ts_us = m.commit_ts_us
         self.ts_ms = m.commit_ts_us // 1000
         self.tx_index = 0
         self.in_tx = True
         self.dispatcher.begin(str(m.xid), self.ts_ms, PostgresPosition(
-            self.commit_lsn, self.commit_lsn, self.prev_commit, self.xid))
+            self.commit_lsn, self.commit_lsn, self.prev_commit, self.xid),
+            event_id=f"{m.xid}:{data_start}")
         if self.skipping and self.skip_commit is not None and self.commit_lsn > self.skip_commit:
             self.skipping = False
 
@@ -663,9 +679,12 @@ class _Loop:
                 f"{pgoutput.format_lsn(self.commit_lsn)}, table {codec.schema.id})")
 
     def commit(self, m: Any) -> None:
+        # Debezium 3.x: the END event's id ends with the position the server sent the Commit
+        # message at (its end LSN), which becomes the next events' `sequence[0]`.
         self.dispatcher.commit(self.ts_ms, PostgresPosition(
-            m.commit_lsn, m.commit_lsn, self.prev_commit, self.xid))
-        self.prev_commit = m.commit_lsn
+            m.commit_lsn, m.commit_lsn, self.prev_commit, self.xid),
+            event_id=f"{self.xid}:{m.end_lsn}")
+        self.prev_commit = m.end_lsn
         self.resume_lsn = m.end_lsn
         self.received_end = max(self.received_end, m.end_lsn)
         self.last_commit_lsn = m.commit_lsn
@@ -683,7 +702,7 @@ class _Loop:
             or (self.commit_lsn == self.skip_commit and self.tx_index <= self.skip_index)
         )
         dispatcher.replaying = replay
-        pos = PostgresPosition(lsn, self.commit_lsn, self.prev_commit, self.xid)
+        pos = PostgresPosition(lsn, self.commit_lsn, self.prev_commit, self.xid, None, self.ts_us)
         for oid in m.relation_oids:
             codec = self.source._codecs.get(oid)
             if codec is not None:
@@ -718,21 +737,27 @@ class _Loop:
             content = (m.prefix, capture.encode(m.content))
             if m.transactional:
                 dispatcher.replaying = replay
-                pos = PostgresPosition(data_start, self.commit_lsn, self.prev_commit, self.xid)
+                pos = PostgresPosition(data_start, self.commit_lsn, self.prev_commit, self.xid,
+                                       None, self.ts_us)
                 dispatcher.message(capture.table, content, self.ts_ms, pos, MESSAGE_COLLECTION)
                 dispatcher.replaying = False
             else:
-                pos = PostgresPosition(data_start, m.lsn, self.prev_commit, None)
+                # Debezium 3.x commits a non-transactional message's position before it
+                # dispatches it: its `sequence` is [<its LSN>, <its LSN>] (see below)
+                pos = PostgresPosition(data_start, m.lsn, data_start, None)
                 dispatcher.message(capture.table, content, int(time.time() * 1000), pos, None)
         if m.transactional:
             if not replay:
                 self.last_commit_lsn = self.commit_lsn
                 self.last_index = self.tx_index
-        elif not self.in_tx:
-            # Nothing before it is pending: resume (and confirm) past it.
-            self.resume_lsn = max(self.resume_lsn, m.lsn + 1)
-            self.received_end = max(self.received_end, m.lsn + 1)
-            self.ack = self.resume_lsn
+        else:
+            # Debezium's lastCommitLsn: the next events' `sequence[0]`, filtered message or not
+            self.prev_commit = data_start
+            if not self.in_tx:
+                # Nothing before it is pending: resume (and confirm) past it.
+                self.resume_lsn = max(self.resume_lsn, m.lsn + 1)
+                self.received_end = max(self.received_end, m.lsn + 1)
+                self.ack = self.resume_lsn
         if dispatcher.full:
             self.emit()
 

@@ -178,8 +178,8 @@ def make_timestamp2(fsp: int) -> Callable[[bytes], Any]:
     def timestamp2(b: bytes) -> Any:
         s = int.from_bytes(b[:4], "big")
         us = int.from_bytes(b[4:], "big") * mult if fb else 0
-        if not s and not us:
-            return ZERO_TEMPORAL
+        # The zero TIMESTAMP is 0 seconds: the epoch, as Debezium's RowDeserializers read it
+        # (`ZonedDateTime.ofInstant(Instant.ofEpochSecond(0))`), not a zero date
         return _EPOCH + _timedelta(0, s, us)
     return timestamp2
 
@@ -236,7 +236,7 @@ def _old_datetime(b: bytes) -> Any:
 
 def _old_timestamp(b: bytes) -> Any:
     s = int.from_bytes(b, "little")
-    return _EPOCH + _timedelta(0, s) if s else ZERO_TEMPORAL
+    return _EPOCH + _timedelta(0, s)  # the zero TIMESTAMP is the epoch (see timestamp2)
 
 
 def make_decimal(precision: int, scale: int) -> tuple[int, Callable[[bytes], Decimal]]:
