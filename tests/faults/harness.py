@@ -68,11 +68,6 @@ KNOWN_DEFECTS: dict[str, str] = {
     "mariadb@kafka/broker-kill9": (
         "not diagnosed yet: the same, the capture not stopping within 60 s of SIGTERM after "
         "the broker was killed during the snapshot (long form seed 291152)"),
-    "mariadb@kafka/capture-kill9-snapshot": (
-        "not diagnosed yet: after a kill -9 during the snapshot into Kafka, 126 rows deleted "
-        "between the attempts stayed in the topic and the target (long form seed 291154): "
-        "the interrupted attempt's READs were not superseded (docs/snapshots.md) on the "
-        "Kafka store; the local log's trials of this kind pass"),
 }
 
 # The sources whose topics the pipeline reads from Kafka (`headwater.topics.store=kafka`; not

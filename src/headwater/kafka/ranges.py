@@ -1,0 +1,69 @@
+"""Ranges of the capture's Kafka topics read back: what superseding an interrupted snapshot
+needs of the Kafka store (engine/supersede.py's `TopicRanges`, which the local topic log
+gives too).
+
+`ends` is the high watermark of every partition of the topics whose names start with the
+connector's data topic prefix (`topic.prefix` and the delimiter, as the naming strategy
+sanitizes it): the topics a snapshot writes READ events to; other topics of the cluster are
+never asked for.  A high watermark counts only records every in-sync replica has, and a
+capture that stores it has first waited for all its own records to be acknowledged
+(`acks=all`), so the range [stored end, end at the restart) holds the interrupted attempts'
+records and nothing of an earlier run.  `read` reads one topic's partitions from a start to
+a stop offset (`consume.read_until_end`: a partition that ends short of its stop, e.g.
+records removed by retention, raises KafkaReadError instead of being skipped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from headwater.config.kafka import KafkaSettings
+from headwater.kafka.consume import end_offsets, partition_counts, read_until_end
+from headwater.model.topic import HeaderBytes
+
+_TIMEOUT_S = 120.0
+
+
+class KafkaTopicRanges:
+    """`TopicRanges` of the Kafka store: one position per partition."""
+
+    partitioned = True
+
+    def __init__(self, settings: KafkaSettings, topic_prefix: str) -> None:
+        self.settings = settings
+        self.topic_prefix = topic_prefix
+
+    def _consumer(self) -> Any:
+        from confluent_kafka import Consumer
+
+        return Consumer(self.settings.consumer_config(
+            f"headwater-supersede-{self.settings.connector_name}"))
+
+    def ends(self) -> dict[str, dict[int, int]]:
+        consumer = self._consumer()
+        try:
+            metadata = consumer.list_topics(timeout=30)
+            names = sorted(t for t in metadata.topics if t.startswith(self.topic_prefix))
+            counts = partition_counts(consumer, names, timeout=30)
+            ends = end_offsets(consumer, [(t, p) for t, n in counts.items() for p in range(n)],
+                               timeout=_TIMEOUT_S)
+        finally:
+            consumer.close()
+        out: dict[str, dict[int, int]] = {}
+        for (t, p), end in ends.items():
+            out.setdefault(t, {})[p] = end
+        return out
+
+    def read(self, topic: str, ranges: Mapping[int, tuple[int, int]]
+             ) -> Iterator[tuple[bytes | None, bytes | None, HeaderBytes]]:
+        starts = {(topic, p): start for p, (start, _end) in ranges.items()}
+        stops = {(topic, p): end for p, (_start, end) in ranges.items()}
+        consumer = self._consumer()
+        try:
+            for msg in read_until_end(consumer, starts, stops, timeout=_TIMEOUT_S):
+                headers = msg.headers()
+                yield (msg.key(), msg.value(),
+                       tuple((name, value) for name, value in headers) if headers else ())
+        finally:
+            consumer.close()
