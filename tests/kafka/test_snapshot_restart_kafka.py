@@ -76,8 +76,6 @@ def test_killed_snapshot_into_kafka_leaves_no_phantom_rows(env: Env, kafka: Any)
     first = stored_offset(kafka.bootstrap, offsets) or {}
     assert not first.get("snapshot_completed") and in_topic() < ROWS, (
         "the snapshot completed before the kill: not killed part-way")
-    # stored before the first READ; the topic did not exist then: read back from offset 0
-    assert first.get("snapshot_started") == {}, first
 
     proc = _capture(env.config(props))
     try:

@@ -236,3 +236,77 @@ def test_a_stop_while_the_connector_connects_ends_the_run_at_once(tmp_path: Path
     conn.release.set()  # the connect returns late: its plan is dropped, nothing is written
     time.sleep(0.2)
     assert [s for s in j.steps if s[0] in ("write", "offset")] == []
+
+
+class DeferredWriter(FakeWriter):
+    """Durable only at `maintain` (as the Kafka writer once the producer is idle)."""
+
+    def __init__(self, journal: Journal) -> None:
+        super().__init__(journal)
+        self.waiting: list[Any] = []
+
+    def when_durable(self, callback: Any) -> None:
+        self.waiting.append(callback)
+
+    def maintain(self) -> None:
+        waiting, self.waiting = self.waiting, []
+        for callback in waiting:
+            callback()
+
+    def close(self) -> None:
+        self.maintain()
+        super().close()
+
+
+class MarkStore(FileOffsetStore):
+    def __init__(self, path: Path, journal: Journal) -> None:
+        super().__init__(path, {"server": "srv"})
+        self.j = journal
+
+    def save(self, offset: dict[str, Any]) -> None:
+        self.j.steps.append(("offset", offset.get("snapshot_started")))
+        super().save(offset)
+
+
+class PartitionedRanges:
+    """A `TopicRanges` with partitions (as Kafka's), holding nothing to supersede."""
+
+    partitioned = True
+
+    def ends(self) -> dict[str, dict[int, int]]:
+        return {"t": {0: 5, 1: 7}}
+
+    def read(self, topic: str, ranges: Any) -> Any:
+        return iter(())
+
+
+class TwoRowSnapshot:
+    def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
+        done = {"n": 2, "snapshot_completed": True}
+        ctx.emit(Batch([rec(1), rec(2)], offset=done))
+        return done
+
+
+class SnapshotConnector(FakeConnector):
+    def start(self, offset: dict[str, Any] | None) -> StartPlan:
+        return StartPlan(TwoRowSnapshot(), None, data_snapshot=True)
+
+
+def test_snapshot_start_is_stored_before_the_first_read_with_a_deferred_writer(
+        tmp_path: Path) -> None:
+    """With a writer whose appends are durable later (Kafka), the `snapshot_started` mark is
+    stored before the snapshot's first READ is written: a kill after that READ finds it."""
+    from headwater.engine.supersede import SnapshotRestarts
+
+    j = Journal()
+    restarts = SnapshotRestarts(PartitionedRanges(), tombstones_on_delete=False, batch_size=10)
+    rt = CaptureRuntime(SnapshotConnector(FakeStreaming(j, 0)), FakeRenderer(),
+                        DeferredWriter(j), MarkStore(tmp_path / "o.json", j),
+                        max_queue_size=100, max_batch_size=10, poll_interval_ms=20,
+                        restarts=restarts)
+    t = threading.Thread(target=rt.run)
+    t.start()
+    t.join(10)
+    assert not t.is_alive()
+    steps = [s for s in j.steps if s[0] != "close"]
+    assert steps == [("offset", {"t": {"0": 5, "1": 7}}), ("write", 2), ("offset", None)]
