@@ -242,6 +242,17 @@ def kafka_replay(bootstrap: str, topic: str) -> dict[Any, dict[str, Any]]:
     return table
 
 
+def _py_spy_dump(pid: int) -> str:
+    """The Python stacks of a running process (`py-spy dump`), or why there are none."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    try:
+        out = subprocess.run([spy, "dump", "--pid", str(pid)], capture_output=True, text=True,
+                             timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"(no py-spy dump: {exc})"
+    return out.stdout + out.stderr
+
+
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "headwater.cli", *args]
 
@@ -448,7 +459,15 @@ class _Trial:
     def signal_capture(self, sig: signal.Signals, timeout: float = 60) -> int:
         assert self.capture is not None
         self.capture.send_signal(sig)
-        code = self.capture.wait(timeout)
+        try:
+            code = self.capture.wait(timeout)
+        except subprocess.TimeoutExpired:
+            # where it is stuck (py-spy, when installed), then killed: the trial fails
+            stacks = _py_spy_dump(self.capture.pid)
+            self.capture.kill()
+            self.capture.wait()
+            raise AssertionError(f"the capture did not exit within {timeout:.0f}s of "
+                                 f"{sig.name}; its threads: {stacks}") from None
         assert self.capture.stderr is not None
         self.stderr = self.capture.stderr.read().decode()
         self.capture.stderr.close()
