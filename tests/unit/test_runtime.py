@@ -273,7 +273,7 @@ class PartitionedRanges:
 
     partitioned = True
 
-    def ends(self) -> dict[str, dict[int, int]]:
+    def ends(self, stopping: threading.Event) -> dict[str, dict[int, int]]:
         return {"t": {0: 5, 1: 7}}
 
     def read(self, topic: str, ranges: Any) -> Any:

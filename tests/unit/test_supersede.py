@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -66,11 +67,11 @@ def test_unseen_keys_of_two_aborted_attempts_get_one_delete_each(tmp_path: Path)
     root = tmp_path / "topics"
     _append(root, [_read(0, 1, op="c")])  # before the snapshot: not in the range
     store = LocalTopicRanges(root)
-    started = store.ends()
+    started = store.ends(threading.Event())
     assert started == {T: {0: 1}}
     _append(root, [_read(k, 10) for k in range(1, 6)])  # attempt 1 read 1..5, then stopped
     _append(root, [_read(k, 20) for k in range(1, 4)])  # attempt 2 read 1..3, then stopped
-    ends = store.ends()
+    ends = store.ends(threading.Event())
     sup = Supersede(store, started, ends, tombstones_on_delete=True, batch_size=2).open()
     assert sup.aborted_reads == 8
     new = [_read(k, 30) for k in (1, 3, 6)]  # keys 2, 4 and 5 were deleted meanwhile
@@ -97,7 +98,8 @@ def test_schema_envelope_without_tombstones_and_no_new_reads(tmp_path: Path) -> 
     root = tmp_path / "topics"
     _append(root, [_read(k, 10 + k, schema=True) for k in range(1, 4)])
     store = LocalTopicRanges(root)
-    sup = Supersede(store, {}, store.ends(), tombstones_on_delete=False, batch_size=100)
+    sup = Supersede(store, {}, store.ends(threading.Event()), tombstones_on_delete=False,
+                    batch_size=100)
     sup.open().observe({})
     out = [r for b in sup.deletes() for r in b[T]]
     docs = [orjson.loads(r.value) for r in out if r.value is not None]
@@ -112,7 +114,7 @@ def test_nothing_to_do_without_an_aborted_range(tmp_path: Path) -> None:
     root = tmp_path / "topics"
     _append(root, [_read(1, 1)])
     store = LocalTopicRanges(root)
-    ends = store.ends()
+    ends = store.ends(threading.Event())
     assert Supersede(store, ends, ends, tombstones_on_delete=True, batch_size=1).empty
     assert topic_ends(tmp_path / "missing") == {}
-    assert LocalTopicRanges(tmp_path / "missing").ends() == {}
+    assert LocalTopicRanges(tmp_path / "missing").ends(threading.Event()) == {}

@@ -246,7 +246,9 @@ class CaptureRuntime:
         # taken next are past it; the mark is stored before the first READ is written.
         if not self._put_stored(Batch([])):
             return None
-        ends = self.restarts.ends()
+        ends = self.restarts.ends(self.stopping)
+        if self.stopping.is_set():
+            return None
         aborted = self.restarts.started(offset)
         if not self._put_stored(Batch([], offset=self.restarts.marked(offset, aborted or ends))):
             return None

@@ -48,6 +48,7 @@ from __future__ import annotations
 import bisect
 import json
 import logging
+import threading
 import time
 from array import array
 from collections.abc import Iterator, Mapping
@@ -115,8 +116,9 @@ class TopicRanges(Protocol):
     @property
     def partitioned(self) -> bool: ...
 
-    def ends(self) -> Positions:
-        """The next offset of every partition of the topics the capture may write."""
+    def ends(self, stopping: threading.Event) -> Positions:
+        """The next offset of every partition of the topics the capture may write (a store
+        that waits for its servers gives up once `stopping` is set)."""
         ...
 
     def read(self, topic: str, ranges: Mapping[int, tuple[int, int]]
@@ -141,7 +143,7 @@ class LocalTopicRanges:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 
-    def ends(self) -> Positions:
+    def ends(self, stopping: threading.Event) -> Positions:
         return {t: {0: end} for t, end in topic_ends(self.root).items()}
 
     def read(self, topic: str, ranges: Mapping[int, tuple[int, int]]
@@ -366,8 +368,8 @@ class SnapshotRestarts:
         self.tombstones_on_delete = tombstones_on_delete
         self.batch_size = batch_size
 
-    def ends(self) -> Positions:
-        return self.store.ends()
+    def ends(self, stopping: threading.Event) -> Positions:
+        return self.store.ends(stopping)
 
     def started(self, offset: Mapping[str, Any] | None) -> Positions | None:
         """The interrupted attempts' start in a stored offset (None: there was none)."""

@@ -15,14 +15,20 @@ records removed by retention, raises KafkaReadError instead of being skipped).
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from headwater.config.kafka import KafkaSettings
-from headwater.kafka.consume import end_offsets, partition_counts, read_until_end
+from headwater.kafka.consume import end_offsets, read_until_end, transient
 from headwater.model.topic import HeaderBytes
 
+log = logging.getLogger("headwater.kafka.ranges")
+
 _TIMEOUT_S = 120.0
+_ASK_S = 10.0
 
 
 class KafkaTopicRanges:
@@ -40,12 +46,15 @@ class KafkaTopicRanges:
         return Consumer(self.settings.consumer_config(
             f"headwater-supersede-{self.settings.connector_name}"))
 
-    def ends(self) -> dict[str, dict[int, int]]:
+    def ends(self, stopping: threading.Event) -> dict[str, dict[int, int]]:
         consumer = self._consumer()
         try:
-            metadata = consumer.list_topics(timeout=30)
+            metadata = _metadata(consumer, _TIMEOUT_S, stopping)
+            if metadata is None:
+                return {}
             names = sorted(t for t in metadata.topics if t.startswith(self.topic_prefix))
-            counts = partition_counts(consumer, names, timeout=30)
+            counts = {t: len(metadata.topics[t].partitions) for t in names
+                      if metadata.topics[t].error is None and metadata.topics[t].partitions}
             ends = end_offsets(consumer, [(t, p) for t, n in counts.items() for p in range(n)],
                                timeout=_TIMEOUT_S)
         finally:
@@ -67,3 +76,22 @@ class KafkaTopicRanges:
                        tuple((name, value) for name, value in headers) if headers else ())
         finally:
             consumer.close()
+
+
+def _metadata(consumer: Any, timeout: float, stopping: threading.Event) -> Any:
+    """The cluster's metadata, asked again while the brokers are unreachable (a broker
+    restarting when the capture starts its snapshot), up to `timeout` seconds; None once
+    `stopping` is set (the capture is asked to stop: it does not wait for the brokers)."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout
+    while not stopping.is_set():
+        try:
+            return consumer.list_topics(timeout=_ASK_S)
+        except KafkaException as exc:
+            err = exc.args[0]
+            if not transient(err) or time.monotonic() >= deadline:
+                raise
+            log.info("the topics' metadata: %s; asking again", err)
+            stopping.wait(0.5)
+    return None
