@@ -60,15 +60,7 @@ from .sources import Ids, Source, SourceTrial
 
 # Fault kinds with a known product defect, "source/kind" -> reason (marked xfail, not strict;
 # the long form passes with only these failing, and says so).
-KNOWN_DEFECTS: dict[str, str] = {
-    "postgres@kafka/broker-kill9": (
-        "not diagnosed yet: after the broker was killed during the snapshot, the capture did "
-        "not exit within 60 s of SIGTERM (long form seed 291145); the CI trial's seed kills "
-        "the broker after the snapshot and passes"),
-    "mariadb@kafka/broker-kill9": (
-        "not diagnosed yet: the same, the capture not stopping within 60 s of SIGTERM after "
-        "the broker was killed during the snapshot (long form seed 291152)"),
-}
+KNOWN_DEFECTS: dict[str, str] = {}
 
 # The sources whose topics the pipeline reads from Kafka (`headwater.topics.store=kafka`; not
 # MongoDB's documents: docs/pipeline.md), so the harness runs them on the Kafka store too.

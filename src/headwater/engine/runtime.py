@@ -41,6 +41,14 @@ from headwater.model.topic import TopicBatch, TopicRecord
 
 log = logging.getLogger("headwater.engine.runtime")
 
+# How long a stop waits for the reader thread to finish once the queue is drained (Kafka
+# Connect abandons a task that has not stopped after `task.shutdown.graceful.timeout.ms`,
+# 5 s).  A reader can be inside a call that does not look at the stop request: a numba
+# kernel compiling (a minute and more on a loaded machine), a database or broker call
+# waiting out its timeout.  What it has not handed over is not written, so no offset covers
+# it: the next start reads it again.
+STOP_GRACE_S = 10.0
+
 
 class TopicWriter(Protocol):
     def append(self, batch: TopicBatch) -> None:
@@ -95,6 +103,7 @@ class CaptureRuntime:
         self.queue = ChangeEventQueue(max_queue_size, max_batch_size)
         self.poll_interval_s = poll_interval_ms / 1000.0
         self.stopping = threading.Event()
+        self.stop_grace_s = STOP_GRACE_S
         self.metrics = metrics or CaptureMetrics()
         self.metrics.bind_queue(self.queue)
         if self.metrics.notifier is not None:
@@ -288,6 +297,8 @@ class CaptureRuntime:
             target=self._run_reader, args=(offset,), name="headwater-reader", daemon=True
         )
         reader.start()
+        stop_seen: float | None = None  # when the writer first saw the stop request
+        abandoned = False
         try:
             while True:
                 batches = self.queue.drain(self.poll_interval_s)
@@ -300,6 +311,16 @@ class CaptureRuntime:
                 if self._reader_done.is_set() and self.queue.size == 0:
                     break
                 if self.stopping.is_set() and self._reader_done.is_set():
+                    break
+                if self.stopping.is_set() and stop_seen is None:
+                    stop_seen = time.monotonic()
+                if stop_seen is not None and self.queue.size == 0 and \
+                        time.monotonic() - stop_seen > self.stop_grace_s:
+                    log.warning("stopping without the reader thread, still busy %.0fs after "
+                                "the stop request; what it had not handed over is read again "
+                                "at the next start", time.monotonic() - stop_seen)
+                    abandoned = True
+                    self.queue.close()  # a later put of the reader raises QueueClosed
                     break
                 if self.stopping.is_set() and self._connecting and self.queue.size == 0:
                     # Stopped while connecting: nothing was emitted, nothing to drain; the
@@ -316,13 +337,16 @@ class CaptureRuntime:
             raise
         finally:
             self.stopping.set()
-            reader.join(timeout=1 if self._connecting else 30)
+            reader.join(timeout=1 if self._connecting or abandoned else 30)
+            # (an abandoned reader failing later, e.g. on the connections closed below, is
+            # not this run's failure)
+            reader_error = self._reader_error
             self.writer.close()
             self._store_released()
             self.connector.close()
-        if self._reader_error is not None:
+        if reader_error is not None:
             self._set_state(StreamState.FAILED)
-            raise self._reader_error
+            raise reader_error
         self._set_state(StreamState.PAUSED if self.stopping.is_set() else StreamState.NOT_STARTED)
 
     def _render_into(self, out: TopicBatch, records: list[SourceEvent]) -> None:
