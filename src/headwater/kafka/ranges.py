@@ -11,6 +11,12 @@ capture that stores it has first waited for all its own records to be acknowledg
 records and nothing of an earlier run.  `read` reads one topic's partitions from a start to
 a stop offset (`consume.read_until_end`: a partition that ends short of its stop, e.g.
 records removed by retention, raises KafkaReadError instead of being skipped).
+
+`ends` asks through the admin client (metadata, ListOffsets), again while the brokers are
+unreachable, and gives up when the capture stops: it runs before every data snapshot, also
+when a broker is down then, where a consumer's `close` (waiting for its group's coordinator)
+held the snapshot over a minute.  `read` runs only after an interrupted snapshot, right
+after `ends` found the brokers.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from headwater.config.kafka import KafkaSettings
-from headwater.kafka.consume import end_offsets, read_until_end, transient
+from headwater.kafka.consume import KafkaReadError, read_until_end, transient
 from headwater.model.topic import HeaderBytes
 
 log = logging.getLogger("headwater.kafka.ranges")
@@ -47,20 +53,20 @@ class KafkaTopicRanges:
             f"headwater-supersede-{self.settings.connector_name}"))
 
     def ends(self, stopping: threading.Event) -> dict[str, dict[int, int]]:
-        consumer = self._consumer()
-        try:
-            metadata = _metadata(consumer, _TIMEOUT_S, stopping)
-            if metadata is None:
-                return {}
-            names = sorted(t for t in metadata.topics if t.startswith(self.topic_prefix))
-            counts = {t: len(metadata.topics[t].partitions) for t in names
-                      if metadata.topics[t].error is None and metadata.topics[t].partitions}
-            ends = end_offsets(consumer, [(t, p) for t, n in counts.items() for p in range(n)],
-                               timeout=_TIMEOUT_S)
-        finally:
-            consumer.close()
+        # The admin client, not a consumer: a consumer's `close` waits for its group's
+        # coordinator, and held the snapshot (and a SIGTERM) over a minute after a broker
+        # restart in the fault harness (seeds 5001, 5002).
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(dict(self.settings.common))
+        metadata = _metadata(admin, _TIMEOUT_S, stopping)
+        if metadata is None:
+            return {}
+        names = sorted(t for t in metadata.topics if t.startswith(self.topic_prefix))
+        partitions = [(t, p) for t in names if metadata.topics[t].error is None
+                      for p in sorted(metadata.topics[t].partitions)]
         out: dict[str, dict[int, int]] = {}
-        for (t, p), end in ends.items():
+        for (t, p), end in _latest(admin, partitions, _TIMEOUT_S, stopping).items():
             out.setdefault(t, {})[p] = end
         return out
 
@@ -78,7 +84,7 @@ class KafkaTopicRanges:
             consumer.close()
 
 
-def _metadata(consumer: Any, timeout: float, stopping: threading.Event) -> Any:
+def _metadata(client: Any, timeout: float, stopping: threading.Event) -> Any:
     """The cluster's metadata, asked again while the brokers are unreachable (a broker
     restarting when the capture starts its snapshot), up to `timeout` seconds; None once
     `stopping` is set (the capture is asked to stop: it does not wait for the brokers)."""
@@ -87,7 +93,7 @@ def _metadata(consumer: Any, timeout: float, stopping: threading.Event) -> Any:
     deadline = time.monotonic() + timeout
     while not stopping.is_set():
         try:
-            return consumer.list_topics(timeout=_ASK_S)
+            return client.list_topics(timeout=_ASK_S)
         except KafkaException as exc:
             err = exc.args[0]
             if not transient(err) or time.monotonic() >= deadline:
@@ -95,3 +101,37 @@ def _metadata(consumer: Any, timeout: float, stopping: threading.Event) -> Any:
             log.info("the topics' metadata: %s; asking again", err)
             stopping.wait(0.5)
     return None
+
+
+def _latest(admin: Any, partitions: list[tuple[str, int]], timeout: float,
+            stopping: threading.Event) -> dict[tuple[str, int], int]:
+    """The high watermark of each partition (ListOffsets `latest`), asked again for the
+    partitions whose answer was transient (a leader not ready after a restart) until
+    `timeout`; {} once `stopping` is set."""
+    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+    latest: Any = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    deadline = time.monotonic() + timeout
+    out: dict[tuple[str, int], int] = {}
+    pending = list(partitions)
+    while pending:
+        if stopping.is_set():
+            return {}
+        futures = admin.list_offsets({TopicPartition(t, p): latest for t, p in pending},
+                                     request_timeout=_ASK_S)
+        failed: list[tuple[str, int]] = []
+        for tp, future in futures.items():
+            try:
+                out[(tp.topic, tp.partition)] = future.result().offset
+            except KafkaException as exc:
+                err = exc.args[0]
+                if not transient(err) or time.monotonic() >= deadline:
+                    raise KafkaReadError(
+                        f"the end of {tp.topic}[{tp.partition}]: {err}") from exc
+                failed.append((tp.topic, tp.partition))
+        pending = failed
+        if pending:
+            log.info("the end of %d partitions not known yet; asking again", len(pending))
+            stopping.wait(0.5)
+    return out
