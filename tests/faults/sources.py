@@ -609,7 +609,8 @@ class EmulatedTrial(SourceTrial):
         import os
 
         self.pg = pg
-        self.db = f"hw_fault_emu_{os.getpid()}_{n}"
+        # (short: the Db2 emulation keeps the database name in a CHAR(18) column)
+        self.db = f"hwfe{os.getpid() % 10000}_{n}"
         pg.create_database(self.db)
         raw = pg.connect(self.db)
         try:
