@@ -234,6 +234,36 @@ def kafka_replay(bootstrap: str, topic: str) -> dict[Any, dict[str, Any]]:
     return table
 
 
+class _Drain(threading.Thread):
+    """Reads a process's stderr as it comes, keeping the last `keep` bytes.  A pipe nobody
+    reads fills (64 KiB) and then blocks the process at its next write to stderr: while the
+    broker was down, librdkafka's connection errors filled it and froze the capture, its
+    logging lock held by a blocked write, so that even SIGTERM's handler (which logs) waited
+    (py-spy: both threads in logging; long form seeds 291145 and 291152)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], keep: int = 64 * 1024) -> None:
+        super().__init__(daemon=True)
+        assert proc.stderr is not None
+        self.stream = proc.stderr
+        self.keep = keep
+        self.tail = bytearray()
+        self.lock = threading.Lock()
+        self.start()
+
+    def run(self) -> None:
+        with self.stream:
+            for line in self.stream:
+                with self.lock:
+                    self.tail += line
+                    del self.tail[:-self.keep]
+
+    def text(self) -> str:
+        """What was read so far (once the process exited: all of it, up to `keep`)."""
+        self.join(10)
+        with self.lock:
+            return self.tail.decode(errors="replace")
+
+
 def _py_spy_dump(pid: int) -> str:
     """The Python stacks of a running process (`py-spy dump`), or why there are none."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
@@ -440,13 +470,13 @@ class _Trial:
         self.capture = subprocess.Popen(
             _cli("run", str(self.config), "--log-level", "WARNING"),
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.capture_err = _Drain(self.capture)
 
     def capture_alive(self) -> None:
         assert self.capture is not None
         if self.capture.poll() is not None:
-            assert self.capture.stderr is not None
             raise AssertionError(f"capture exited {self.capture.returncode}: "
-                                 f"{self.capture.stderr.read().decode()[-2000:]}")
+                                 f"{self.capture_err.text()[-2000:]}")
 
     def signal_capture(self, sig: signal.Signals, timeout: float = 60) -> int:
         assert self.capture is not None
@@ -460,9 +490,7 @@ class _Trial:
             self.capture.wait()
             raise AssertionError(f"the capture did not exit within {timeout:.0f}s of "
                                  f"{sig.name}; its threads: {stacks}") from None
-        assert self.capture.stderr is not None
-        self.stderr = self.capture.stderr.read().decode()
-        self.capture.stderr.close()
+        self.stderr = self.capture_err.text()
         self.capture = None
         return code
 
