@@ -18,7 +18,7 @@ from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.notifications import Notifier
 from headwater.engine.offsets import FileOffsetStore
 from headwater.engine.runtime import CaptureRuntime, RecordRenderer, TopicWriter
-from headwater.engine.supersede import SnapshotRestarts
+from headwater.engine.supersede import LocalTopicRanges, SnapshotRestarts
 from headwater.formats.datastream.renderer import DatastreamFormat
 from headwater.formats.debezium_json import DebeziumJsonFormat
 from headwater.kafka import assembly as kafka_assembly
@@ -312,6 +312,8 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
     output: OutputConfig = getattr(cfg, "output", None) or OutputConfig()
     renderer: RecordRenderer
     restarts: SnapshotRestarts | None = None
+    # Kafka (headwater.topics.store=kafka, offset.storage.topic) or the local defaults.
+    kafka = kafka_assembly.settings_of(cfg)
     if output.event_format == DATASTREAM:
         to_files = output.destination == FILES
         renderer = DatastreamFormat(
@@ -346,14 +348,11 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
         else:
             # A restarted snapshot supersedes its partial output with Debezium deletes on the
             # topics; Datastream events have no such deletes (docs/datastream.md).
-            restarts = SnapshotRestarts(Path(cfg.headwater_topics_dir),
-                                        tombstones_on_delete=cfg.tombstones_on_delete,
+            # The topic store reads its topics back (the local log, or Kafka's).
+            ranges = kafka_assembly.topic_ranges(kafka, naming.data_topic_prefix()) or \
+                LocalTopicRanges(Path(cfg.headwater_topics_dir))
+            restarts = SnapshotRestarts(ranges, tombstones_on_delete=cfg.tombstones_on_delete,
                                         batch_size=cfg.max_batch_size)
-    # Kafka (headwater.topics.store=kafka, offset.storage.topic) or the local defaults.
-    kafka = kafka_assembly.settings_of(cfg)
-    if kafka.store == "kafka":
-        # Superseding a restarted snapshot reads the local log (not done over Kafka).
-        restarts = None
     connector = parts.connector
     offsets = kafka_assembly.offset_store(kafka, connector.partition) or FileOffsetStore(
         Path(cfg.offset_storage_file_filename), connector.partition)

@@ -60,20 +60,7 @@ from .sources import Ids, Source, SourceTrial
 
 # Fault kinds with a known product defect, "source/kind" -> reason (marked xfail, not strict;
 # the long form passes with only these failing, and says so).
-KNOWN_DEFECTS: dict[str, str] = {
-    "postgres@kafka/broker-kill9": (
-        "not diagnosed yet: after the broker was killed during the snapshot, the capture did "
-        "not exit within 60 s of SIGTERM (long form seed 291145); the CI trial's seed kills "
-        "the broker after the snapshot and passes"),
-    "mariadb@kafka/broker-kill9": (
-        "not diagnosed yet: the same, the capture not stopping within 60 s of SIGTERM after "
-        "the broker was killed during the snapshot (long form seed 291152)"),
-    "mariadb@kafka/capture-kill9-snapshot": (
-        "not diagnosed yet: after a kill -9 during the snapshot into Kafka, 126 rows deleted "
-        "between the attempts stayed in the topic and the target (long form seed 291154): "
-        "the interrupted attempt's READs were not superseded (docs/snapshots.md) on the "
-        "Kafka store; the local log's trials of this kind pass"),
-}
+KNOWN_DEFECTS: dict[str, str] = {}
 
 # The sources whose topics the pipeline reads from Kafka (`headwater.topics.store=kafka`; not
 # MongoDB's documents: docs/pipeline.md), so the harness runs them on the Kafka store too.
@@ -245,6 +232,47 @@ def kafka_replay(bootstrap: str, topic: str) -> dict[Any, dict[str, Any]]:
     finally:
         consumer.close()
     return table
+
+
+class _Drain(threading.Thread):
+    """Reads a process's stderr as it comes, keeping the last `keep` bytes.  A pipe nobody
+    reads fills (64 KiB) and then blocks the process at its next write to stderr: while the
+    broker was down, librdkafka's connection errors filled it and froze the capture, its
+    logging lock held by a blocked write, so that even SIGTERM's handler (which logs) waited
+    (py-spy: both threads in logging; long form seeds 291145 and 291152)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], keep: int = 64 * 1024) -> None:
+        super().__init__(daemon=True)
+        assert proc.stderr is not None
+        self.stream = proc.stderr
+        self.keep = keep
+        self.tail = bytearray()
+        self.lock = threading.Lock()
+        self.start()
+
+    def run(self) -> None:
+        with self.stream:
+            for line in self.stream:
+                with self.lock:
+                    self.tail += line
+                    del self.tail[:-self.keep]
+
+    def text(self) -> str:
+        """What was read so far (once the process exited: all of it, up to `keep`)."""
+        self.join(10)
+        with self.lock:
+            return self.tail.decode(errors="replace")
+
+
+def _py_spy_dump(pid: int) -> str:
+    """The Python stacks of a running process (`py-spy dump`), or why there are none."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    try:
+        out = subprocess.run([spy, "dump", "--pid", str(pid)], capture_output=True, text=True,
+                             timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"(no py-spy dump: {exc})"
+    return out.stdout + out.stderr
 
 
 def _cli(*args: str) -> list[str]:
@@ -442,21 +470,27 @@ class _Trial:
         self.capture = subprocess.Popen(
             _cli("run", str(self.config), "--log-level", "WARNING"),
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.capture_err = _Drain(self.capture)
 
     def capture_alive(self) -> None:
         assert self.capture is not None
         if self.capture.poll() is not None:
-            assert self.capture.stderr is not None
             raise AssertionError(f"capture exited {self.capture.returncode}: "
-                                 f"{self.capture.stderr.read().decode()[-2000:]}")
+                                 f"{self.capture_err.text()[-2000:]}")
 
     def signal_capture(self, sig: signal.Signals, timeout: float = 60) -> int:
         assert self.capture is not None
         self.capture.send_signal(sig)
-        code = self.capture.wait(timeout)
-        assert self.capture.stderr is not None
-        self.stderr = self.capture.stderr.read().decode()
-        self.capture.stderr.close()
+        try:
+            code = self.capture.wait(timeout)
+        except subprocess.TimeoutExpired:
+            # where it is stuck (py-spy, when installed), then killed: the trial fails
+            stacks = _py_spy_dump(self.capture.pid)
+            self.capture.kill()
+            self.capture.wait()
+            raise AssertionError(f"the capture did not exit within {timeout:.0f}s of "
+                                 f"{sig.name}; its threads: {stacks}") from None
+        self.stderr = self.capture_err.text()
         self.capture = None
         return code
 

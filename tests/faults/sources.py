@@ -560,8 +560,245 @@ class MongoTrial(SourceTrial):
 MariaDBSource.trial_type = MariaDBTrial
 MongoSource.trial_type = MongoTrial
 
+# ---- SQL Server and Db2: EMULATIONS on PostgreSQL ---------------------------------------------
+
+class EmulatedSource(Source):
+    """SQL Server's or Db2's change tables EMULATED on PostgreSQL
+    (headwater.testing.sqlserver_emulation / db2_emulation, reached through the connectors'
+    `headwater.sqlserver.driver` / `headwater.db2.driver`), not a live server: the connector's
+    snapshot, change-table polling, offsets and restarts are its own, the server under it is
+    PostgreSQL (its restarts are PostgreSQL's; there is no replication connection to cut).
+    `headwater validate` does not read these connectors' sources; the replay and the target
+    are compared with the emulated table."""
+
+    faults = COMMON_FAULTS
+    ci_faults: tuple[str, ...] = ()  # a trial costs minutes: the long form only
+    validates = False
+    initial_rows = 5_000
+    trial_type: Any
+
+    def __init__(self) -> None:
+        self.pg = LocalPostgres()
+
+    def start(self) -> None:
+        self.pg.start()
+
+    def stop(self, mode: str) -> None:
+        self.pg.stop(mode)
+
+    def restart_after_stop(self) -> None:
+        self.pg.start()
+
+    def cleanup(self) -> None:
+        self.pg.cleanup()
+
+    def trial(self, n: int) -> SourceTrial:
+        trial: SourceTrial = self.trial_type(self.pg, n)
+        return trial
+
+
+class EmulatedTrial(SourceTrial):
+    """One emulated database: the table `t (id, v, n)` written directly in PostgreSQL (the
+    emulation's triggers fill its change tables), in the names the emulated server gives it
+    (`table` and `id`, `v`, `n` quoted as PostgreSQL holds them)."""
+
+    table: str
+    names: tuple[str, str, str]
+
+    def __init__(self, pg: LocalPostgres, n: int) -> None:
+        import os
+
+        self.pg = pg
+        # (short: the Db2 emulation keeps the database name in a CHAR(18) column)
+        self.db = f"hwfe{os.getpid() % 10000}_{n}"
+        pg.create_database(self.db)
+        raw = pg.connect(self.db)
+        try:
+            self.install(raw)
+        finally:
+            raw.close()
+
+    def install(self, raw: Any) -> None:
+        raise NotImplementedError
+
+    def create(self) -> None:
+        """The table, through the emulated server's SQL."""
+        raise NotImplementedError
+
+    def enable(self) -> None:
+        """Change capture on for the table (after its initial rows)."""
+        raise NotImplementedError
+
+    def sql(self, statement: str, params: Any = None) -> list[tuple[Any, ...]]:
+        conn = self.pg.connect(self.db)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(statement, params)
+                return cur.fetchall() if cur.description else []
+        finally:
+            conn.close()
+
+    def setup(self, rows: int) -> None:
+        self.create()
+        i, v, n = self.names
+        self.sql(f"INSERT INTO {self.table} ({i}, {v}, {n}) SELECT g, 'init' || g, 0 "
+                 f"FROM generate_series(1, {rows}) g")
+        self.enable()
+
+    def source(self) -> dict[int, tuple[Any, ...]]:
+        i, v, n = self.names
+        return {r[0]: (r[1], r[2]) for r in self.sql(f"SELECT {i}, {v}, {n} FROM {self.table}")}
+
+    def _field(self, row: dict[str, Any], name: str) -> Any:
+        return row[name.strip('"')]
+
+    def replay_row(self, key: Any, row: dict[str, Any]) -> Row:
+        i, v, n = self.names
+        return dict(key)[i.strip('"')], (self._field(row, v), self._field(row, n))
+
+    def target_row(self, row: dict[str, Any]) -> Row:
+        i, v, n = self.names
+        return self._field(row, i), (self._field(row, v), self._field(row, n))
+
+    def connect(self) -> Any:
+        return self.pg.connect(self.db, autocommit=False)
+
+    def transient(self, exc: BaseException) -> bool:
+        import psycopg2
+
+        return isinstance(exc, psycopg2.OperationalError | psycopg2.InterfaceError)
+
+    def transaction(self, conn: Any, rng: random.Random, ids: Ids) -> None:
+        """Inserts, updates and deletes (no key changes: the change-table scenario's
+        workload, tests/changetables/kill9.py, has none either)."""
+        i, v, n = self.names
+        pick = f"(SELECT {i} FROM {self.table} TABLESAMPLE SYSTEM (1) LIMIT 1)"
+        with conn.cursor() as cur:
+            for _ in range(rng.randint(1, 8)):
+                r = rng.random()
+                if r < 0.3:
+                    new = ids.new()
+                    cur.execute(f"INSERT INTO {self.table} ({i}, {v}, {n}) VALUES (%s, %s, 0)",
+                                (new, f"new{new}"))
+                elif r < 0.8:
+                    cur.execute(f"UPDATE {self.table} SET {n} = {n} + 1, {v} = %s "
+                                f"WHERE {i} = {pick}", (f"u{rng.randrange(10**6)}",))
+                else:
+                    cur.execute(f"DELETE FROM {self.table} WHERE {i} = {pick}")
+        conn.commit()
+
+    def cut_connection(self) -> int:
+        raise NotImplementedError("an emulated source has no replication connection")
+
+    def cleanup(self) -> None:
+        with contextlib.suppress(Exception):
+            conn = self.pg.connect()
+            with conn.cursor() as cur:
+                cur.execute(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
+            conn.close()
+
+
+class SqlServerEmulatedTrial(EmulatedTrial):
+    table = "dbo.t"
+    names = ("id", "v", "n")
+    target_parts = ("dbo", "t")
+
+    def install(self, raw: Any) -> None:
+        from headwater.testing.sqlserver_emulation import dbapi
+
+        dbapi.install(raw)
+
+    def _tsql(self, statement: str) -> None:
+        from headwater.testing.sqlserver_emulation import dbapi
+
+        conn = dbapi.connect(server="127.0.0.1", port=self.pg.port, user=self.pg.user,
+                             database=self.db)
+        try:
+            conn.cursor().execute(statement)
+            conn.commit()
+        finally:
+            conn.close()
+
+    def create(self) -> None:
+        self._tsql("CREATE TABLE dbo.t (id INT NOT NULL PRIMARY KEY, v NVARCHAR(40) NULL, "
+                   "n INT NOT NULL)")
+
+    def enable(self) -> None:
+        self.sql("SELECT sys.sp_cdc_enable_table(%s, %s, %s)", ("dbo", "t", None))
+
+    def properties(self, prefix: str, trial_dir: Path) -> dict[str, Any]:
+        self.topic = f"{prefix}.dbo.t"
+        return {
+            "connector.class": "sqlserver",
+            "database.hostname": "127.0.0.1",
+            "database.port": str(self.pg.port),
+            "database.user": self.pg.user,
+            "database.names": self.db,
+            "database.encrypt": "false",
+            "headwater.sqlserver.driver": "headwater.testing.sqlserver_emulation.dbapi",
+            "schema.history.internal.file.filename": trial_dir / "history.jsonl",
+        }
+
+
+class Db2EmulatedTrial(EmulatedTrial):
+    table = '"DB2INST1"."T"'
+    names = ('"ID"', '"V"', '"N"')
+    target_parts = ("DB2INST1", "T")
+
+    def install(self, raw: Any) -> None:
+        from headwater.testing.db2_emulation import dbapi
+
+        dbapi.install(raw)
+
+    def _db2(self, *statements: str) -> None:
+        from headwater.testing.db2_emulation import dbapi
+
+        conn = dbapi.connect(f"DATABASE={self.db};HOSTNAME=127.0.0.1;PORT={self.pg.port};"
+                             f"UID={self.pg.user};")
+        try:
+            for statement in statements:
+                cur = conn.cursor()
+                cur.execute(statement)
+                cur.close()
+        finally:
+            conn.close()
+
+    def create(self) -> None:
+        self._db2("CREATE SCHEMA db2inst1",
+                  "CREATE TABLE db2inst1.t (id INTEGER NOT NULL PRIMARY KEY, v VARCHAR(40), "
+                  "n INTEGER NOT NULL)")
+
+    def enable(self) -> None:
+        self._db2("SELECT ASNCDC.ADDTABLE('DB2INST1', 'T')")
+
+    def properties(self, prefix: str, trial_dir: Path) -> dict[str, Any]:
+        self.topic = f"{prefix}.DB2INST1.T"
+        return {
+            "connector.class": "db2",
+            "database.hostname": "127.0.0.1",
+            "database.port": str(self.pg.port),
+            "database.user": self.pg.user,
+            "database.dbname": self.db,
+            "headwater.db2.driver": "headwater.testing.db2_emulation.dbapi",
+            "schema.history.internal.file.filename": trial_dir / "history.jsonl",
+        }
+
+
+class SqlServerEmulatedSource(EmulatedSource):
+    name = "sqlserver-emulation"
+    trial_type = SqlServerEmulatedTrial
+
+
+class Db2EmulatedSource(EmulatedSource):
+    name = "db2-emulation"
+    trial_type = Db2EmulatedTrial
+
+
 SOURCES: dict[str, type[Source]] = {
     "postgres": PostgresSource,
     "mariadb": MariaDBSource,
     "mongodb": MongoSource,
+    # EMULATIONS on PostgreSQL, not live servers (EmulatedSource)
+    "sqlserver-emulation": SqlServerEmulatedSource,
+    "db2-emulation": Db2EmulatedSource,
 }

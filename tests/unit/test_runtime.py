@@ -236,3 +236,126 @@ def test_a_stop_while_the_connector_connects_ends_the_run_at_once(tmp_path: Path
     conn.release.set()  # the connect returns late: its plan is dropped, nothing is written
     time.sleep(0.2)
     assert [s for s in j.steps if s[0] in ("write", "offset")] == []
+
+
+class DeferredWriter(FakeWriter):
+    """Durable only at `maintain` (as the Kafka writer once the producer is idle)."""
+
+    def __init__(self, journal: Journal) -> None:
+        super().__init__(journal)
+        self.waiting: list[Any] = []
+
+    def when_durable(self, callback: Any) -> None:
+        self.waiting.append(callback)
+
+    def maintain(self) -> None:
+        waiting, self.waiting = self.waiting, []
+        for callback in waiting:
+            callback()
+
+    def close(self) -> None:
+        self.maintain()
+        super().close()
+
+
+class MarkStore(FileOffsetStore):
+    def __init__(self, path: Path, journal: Journal) -> None:
+        super().__init__(path, {"server": "srv"})
+        self.j = journal
+
+    def save(self, offset: dict[str, Any]) -> None:
+        self.j.steps.append(("offset", offset.get("snapshot_started")))
+        super().save(offset)
+
+
+class PartitionedRanges:
+    """A `TopicRanges` with partitions (as Kafka's), holding nothing to supersede."""
+
+    partitioned = True
+
+    def ends(self, stopping: threading.Event) -> dict[str, dict[int, int]]:
+        return {"t": {0: 5, 1: 7}}
+
+    def read(self, topic: str, ranges: Any) -> Any:
+        return iter(())
+
+
+class TwoRowSnapshot:
+    def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
+        done = {"n": 2, "snapshot_completed": True}
+        ctx.emit(Batch([rec(1), rec(2)], offset=done))
+        return done
+
+
+class SnapshotConnector(FakeConnector):
+    def start(self, offset: dict[str, Any] | None) -> StartPlan:
+        return StartPlan(TwoRowSnapshot(), None, data_snapshot=True)
+
+
+def test_snapshot_start_is_stored_before_the_first_read_with_a_deferred_writer(
+        tmp_path: Path) -> None:
+    """With a writer whose appends are durable later (Kafka), the `snapshot_started` mark is
+    stored before the snapshot's first READ is written: a kill after that READ finds it."""
+    from headwater.engine.supersede import SnapshotRestarts
+
+    j = Journal()
+    restarts = SnapshotRestarts(PartitionedRanges(), tombstones_on_delete=False, batch_size=10)
+    rt = CaptureRuntime(SnapshotConnector(FakeStreaming(j, 0)), FakeRenderer(),
+                        DeferredWriter(j), MarkStore(tmp_path / "o.json", j),
+                        max_queue_size=100, max_batch_size=10, poll_interval_ms=20,
+                        restarts=restarts)
+    t = threading.Thread(target=rt.run)
+    t.start()
+    t.join(10)
+    assert not t.is_alive()
+    steps = [s for s in j.steps if s[0] != "close"]
+    assert steps == [("offset", {"t": {"0": 5, "1": 7}}), ("write", 2), ("offset", None)]
+
+
+class StuckSnapshot:
+    """Hands one batch over, then sits in a call that does not look at the stop request (a
+    numba kernel compiling, a call waiting out its timeout)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
+        ctx.emit(Batch([rec(1)], offset={"n": 1}))
+        self.release.wait(60)
+        raise RuntimeError("the call failed once the run had stopped without it")
+
+
+class StuckConnector(FakeConnector):
+    def __init__(self, journal: Journal) -> None:
+        super().__init__(FakeStreaming(journal, 0))
+        self.snapshot = StuckSnapshot()
+
+    def start(self, offset: dict[str, Any] | None) -> StartPlan:
+        return StartPlan(self.snapshot, None)
+
+
+def test_a_stop_does_not_wait_for_a_reader_stuck_in_a_call(tmp_path: Path) -> None:
+    """SIGTERM during the snapshot stops the capture within the grace period even when the
+    reader thread is inside a long call; what was handed over is written and its offset
+    stored, and the reader's later failure is not the run's."""
+    j = Journal()
+    conn = StuckConnector(j)
+    rt = CaptureRuntime(conn, FakeRenderer(), FakeWriter(j), FakeStore(tmp_path / "o.json", j),
+                        max_queue_size=100, max_batch_size=10, poll_interval_ms=20)
+    rt.stop_grace_s = 0.5
+    t = threading.Thread(target=rt.run)
+    t.start()
+    deadline = time.monotonic() + 5
+    while ("offset", 1) not in j.steps and time.monotonic() < deadline:
+        time.sleep(0.01)
+    started = time.monotonic()
+    rt.stop()
+    t.join(10)
+    try:
+        assert not t.is_alive(), "the run waited for the stuck reader"
+        assert time.monotonic() - started < 5
+        assert rt.state is StreamState.PAUSED
+        assert [s for s in j.steps if s[0] != "close"] == [("write", 1), ("offset", 1)]
+    finally:
+        conn.snapshot.release.set()
+        t.join(10)

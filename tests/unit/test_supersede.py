@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ import orjson
 
 from headwater.engine.supersede import (
     STARTED_KEY,
+    LocalTopicRanges,
     Supersede,
     key_hash,
     marked_offset,
@@ -47,22 +49,30 @@ def test_key_hash_ignores_schema_envelope_and_field_order() -> None:
 
 
 def test_offsets_mark_and_read_back() -> None:
-    marked = marked_offset({"lsn": 5, "snapshot_completed": True}, {T: 3})
+    marked = marked_offset({"lsn": 5, "snapshot_completed": True}, {T: {0: 3}})
     assert marked == {"lsn": 5, "snapshot_completed": False, STARTED_KEY: {T: 3}}
-    assert started_offsets(marked) == {T: 3}
+    assert started_offsets(marked) == {T: {0: 3}}
     assert started_offsets({"lsn": 5}) is None
     assert started_offsets(None) is None
+    # a store with partitions (Kafka): one position per partition, JSON keys being strings
+    kafka = marked_offset({"lsn": 5}, {T: {1: 7, 0: 2}}, partitioned=True)
+    assert kafka[STARTED_KEY] == {T: {"0": 2, "1": 7}}
+    assert started_offsets(kafka, partitioned=True) == {T: {0: 2, 1: 7}}
+    # the other store's positions (the store changed between the attempts): not used here
+    assert started_offsets(kafka) is None
+    assert started_offsets(marked, partitioned=True) is None
 
 
 def test_unseen_keys_of_two_aborted_attempts_get_one_delete_each(tmp_path: Path) -> None:
     root = tmp_path / "topics"
     _append(root, [_read(0, 1, op="c")])  # before the snapshot: not in the range
-    started = topic_ends(root)
-    assert started == {T: 1}
+    store = LocalTopicRanges(root)
+    started = store.ends(threading.Event())
+    assert started == {T: {0: 1}}
     _append(root, [_read(k, 10) for k in range(1, 6)])  # attempt 1 read 1..5, then stopped
     _append(root, [_read(k, 20) for k in range(1, 4)])  # attempt 2 read 1..3, then stopped
-    ends = topic_ends(root)
-    sup = Supersede(root, started, ends, tombstones_on_delete=True, batch_size=2).open()
+    ends = store.ends(threading.Event())
+    sup = Supersede(store, started, ends, tombstones_on_delete=True, batch_size=2).open()
     assert sup.aborted_reads == 8
     new = [_read(k, 30) for k in (1, 3, 6)]  # keys 2, 4 and 5 were deleted meanwhile
     sup.observe({T: new})
@@ -87,7 +97,9 @@ def test_schema_envelope_without_tombstones_and_no_new_reads(tmp_path: Path) -> 
     deleted, with the last aborted READ's source block."""
     root = tmp_path / "topics"
     _append(root, [_read(k, 10 + k, schema=True) for k in range(1, 4)])
-    sup = Supersede(root, {}, topic_ends(root), tombstones_on_delete=False, batch_size=100)
+    store = LocalTopicRanges(root)
+    sup = Supersede(store, {}, store.ends(threading.Event()), tombstones_on_delete=False,
+                    batch_size=100)
     sup.open().observe({})
     out = [r for b in sup.deletes() for r in b[T]]
     docs = [orjson.loads(r.value) for r in out if r.value is not None]
@@ -101,6 +113,8 @@ def test_schema_envelope_without_tombstones_and_no_new_reads(tmp_path: Path) -> 
 def test_nothing_to_do_without_an_aborted_range(tmp_path: Path) -> None:
     root = tmp_path / "topics"
     _append(root, [_read(1, 1)])
-    ends = topic_ends(root)
-    assert Supersede(root, ends, ends, tombstones_on_delete=True, batch_size=1).empty
+    store = LocalTopicRanges(root)
+    ends = store.ends(threading.Event())
+    assert Supersede(store, ends, ends, tombstones_on_delete=True, batch_size=1).empty
     assert topic_ends(tmp_path / "missing") == {}
+    assert LocalTopicRanges(tmp_path / "missing").ends(threading.Event()) == {}

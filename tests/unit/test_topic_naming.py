@@ -165,3 +165,14 @@ def test_format_takes_every_topic_name_from_the_naming() -> None:
     plain = DebeziumJsonFormat(PostgresSourceBlock())
     assert plain.render(record(Op.CREATE, None, ANNE, table=customers()))[0][0] == (
         "PostgreSQL_server.public.customers")
+
+
+@pytest.mark.parametrize("strategy", [SCHEMA_STRATEGY, DEFAULT_STRATEGY, SCHEMA_UNICODE_STRATEGY,
+                                      DEFAULT_UNICODE_STRATEGY])
+def test_every_data_topic_starts_with_the_data_topic_prefix(strategy: str) -> None:
+    """What the Kafka store's snapshot restart asks the ends of (kafka/ranges.py)."""
+    naming = TopicNaming("my_db", strategy, "_")
+    prefix = naming.data_topic_prefix()
+    for table in (PG, MY, TableId("shop", "sales dept", "orders_2024")):
+        assert naming.data_change_topic(table).startswith(prefix)
+    assert prefix == ("my_u005fdb_u005f" if "Unicode" in strategy else "my_db_")

@@ -27,6 +27,8 @@ class Batch(NamedTuple):
     token handed back to the source's `acknowledge` (e.g. the LSN to confirm to PostgreSQL).
     `rendered` holds topic records a source already rendered with the runtime's format (a
     parallel snapshot renders in its worker processes); they are written after `records`.
+    `stored` is set once the batch is durable and its offset (if any) stored: a source that
+    must not go on before that waits for it.
     """
 
     records: Sequence[SourceEvent]
@@ -35,6 +37,7 @@ class Batch(NamedTuple):
     rendered: TopicBatch | None = None
     # False for records that are not change events (notifications): not in the metrics.
     counted: bool = True
+    stored: threading.Event | None = None
 
     @property
     def size(self) -> int:

@@ -34,17 +34,20 @@ from headwater.engine.source import (
     StreamingSource,
     StreamState,
 )
-from headwater.engine.supersede import (
-    SnapshotRestarts,
-    Supersede,
-    marked_offset,
-    started_offsets,
-)
+from headwater.engine.supersede import SnapshotRestarts, Supersede
 from headwater.log_context import connector_context
 from headwater.model.record import SourceEvent
 from headwater.model.topic import TopicBatch, TopicRecord
 
 log = logging.getLogger("headwater.engine.runtime")
+
+# How long a stop waits for the reader thread to finish once the queue is drained (Kafka
+# Connect abandons a task that has not stopped after `task.shutdown.graceful.timeout.ms`,
+# 5 s).  A reader can be inside a call that does not look at the stop request: a numba
+# kernel compiling (a minute and more on a loaded machine), a database or broker call
+# waiting out its timeout.  What it has not handed over is not written, so no offset covers
+# it: the next start reads it again.
+STOP_GRACE_S = 10.0
 
 
 class TopicWriter(Protocol):
@@ -100,6 +103,7 @@ class CaptureRuntime:
         self.queue = ChangeEventQueue(max_queue_size, max_batch_size)
         self.poll_interval_s = poll_interval_ms / 1000.0
         self.stopping = threading.Event()
+        self.stop_grace_s = STOP_GRACE_S
         self.metrics = metrics or CaptureMetrics()
         self.metrics.bind_queue(self.queue)
         if self.metrics.notifier is not None:
@@ -113,9 +117,10 @@ class CaptureRuntime:
         # so a stop need not wait for a connect that may block for a server-selection or
         # connect timeout (MongoDB's 30 s, a TCP connect to a dead host).
         self._connecting = False
-        # (offset, ack, streaming source) of batches a DeferredAckWriter found durable, to
-        # store and acknowledge on the writer thread (`_store_released`).
-        self._released: list[tuple[dict[str, Any] | None, Any, StreamingSource | None]] = []
+        # (offset, ack, streaming source, `stored` events) of batches a DeferredAckWriter
+        # found durable, to store and acknowledge on the writer thread (`_store_released`).
+        self._released: list[tuple[dict[str, Any] | None, Any, StreamingSource | None,
+                                   list[threading.Event]]] = []
 
     # -- control ---------------------------------------------------------------------------
     def stop(self) -> None:
@@ -226,6 +231,16 @@ class CaptureRuntime:
     def _emit(self, batch: Batch) -> None:
         self.queue.put(batch)
 
+    def _put_stored(self, batch: Batch) -> bool:
+        """Puts `batch` and waits until it is durable and its offset stored (False: the
+        capture stops first)."""
+        stored = threading.Event()
+        self.queue.put(batch._replace(stored=stored))
+        while not stored.wait(0.05):
+            if self.stopping.is_set() or self.queue.closed:
+                return False
+        return not self.stopping.is_set()
+
     def _superseding_snapshot(self, snapshot: SnapshotSource, ctx: SourceRunContext,
                               offset: dict[str, Any] | None) -> dict[str, Any] | None:
         """Runs a data snapshot so that a restart of it leaves the topics exact.
@@ -236,12 +251,15 @@ class CaptureRuntime:
         once they are all durable the deletes for the rest are written; only then is the
         snapshot's completing offset stored (engine/supersede.py)."""
         assert self.restarts is not None
-        self.queue.wait_written(self.stopping)
-        ends = self.restarts.ends()
-        aborted = started_offsets(offset)
-        self.queue.put(Batch([], offset=marked_offset(offset, aborted or ends)))
-        self.queue.wait_written(self.stopping)
+        # Everything written before is durable (an asynchronous writer's too), so the ends
+        # taken next are past it; the mark is stored before the first READ is written.
+        if not self._put_stored(Batch([])):
+            return None
+        ends = self.restarts.ends(self.stopping)
         if self.stopping.is_set():
+            return None
+        aborted = self.restarts.started(offset)
+        if not self._put_stored(Batch([], offset=self.restarts.marked(offset, aborted or ends))):
             return None
         supersede = None
         if aborted is not None:
@@ -279,6 +297,8 @@ class CaptureRuntime:
             target=self._run_reader, args=(offset,), name="headwater-reader", daemon=True
         )
         reader.start()
+        stop_seen: float | None = None  # when the writer first saw the stop request
+        abandoned = False
         try:
             while True:
                 batches = self.queue.drain(self.poll_interval_s)
@@ -291,6 +311,16 @@ class CaptureRuntime:
                 if self._reader_done.is_set() and self.queue.size == 0:
                     break
                 if self.stopping.is_set() and self._reader_done.is_set():
+                    break
+                if self.stopping.is_set() and stop_seen is None:
+                    stop_seen = time.monotonic()
+                if stop_seen is not None and self.queue.size == 0 and \
+                        time.monotonic() - stop_seen > self.stop_grace_s:
+                    log.warning("stopping without the reader thread, still busy %.0fs after "
+                                "the stop request; what it had not handed over is read again "
+                                "at the next start", time.monotonic() - stop_seen)
+                    abandoned = True
+                    self.queue.close()  # a later put of the reader raises QueueClosed
                     break
                 if self.stopping.is_set() and self._connecting and self.queue.size == 0:
                     # Stopped while connecting: nothing was emitted, nothing to drain; the
@@ -307,13 +337,16 @@ class CaptureRuntime:
             raise
         finally:
             self.stopping.set()
-            reader.join(timeout=1 if self._connecting else 30)
+            reader.join(timeout=1 if self._connecting or abandoned else 30)
+            # (an abandoned reader failing later, e.g. on the connections closed below, is
+            # not this run's failure)
+            reader_error = self._reader_error
             self.writer.close()
             self._store_released()
             self.connector.close()
-        if self._reader_error is not None:
+        if reader_error is not None:
             self._set_state(StreamState.FAILED)
-            raise self._reader_error
+            raise reader_error
         self._set_state(StreamState.PAUSED if self.stopping.is_set() else StreamState.NOT_STARTED)
 
     def _render_into(self, out: TopicBatch, records: list[SourceEvent]) -> None:
@@ -326,7 +359,10 @@ class CaptureRuntime:
         offset: dict[str, Any] | None = None
         ack: Any = None
         out: TopicBatch = {}
+        stored: list[threading.Event] = []
         for b in batches:
+            if b.stored is not None:
+                stored.append(b.stored)
             records.extend(b.records)
             if b.rendered is not None:
                 # Pre-rendered records follow what is already collected, in topic order.
@@ -345,16 +381,19 @@ class CaptureRuntime:
             if supersede is not None:
                 supersede.observe(out)
             self.writer.append(out)
-        if offset is None and (ack is None or self._streaming is None):
+        if offset is None and (ack is None or self._streaming is None) and not stored:
             return
         streaming = self._streaming
 
         if isinstance(self.writer, DeferredAckWriter):
-            self.writer.when_durable(lambda: self._released.append((offset, ack, streaming)))
+            self.writer.when_durable(
+                lambda: self._released.append((offset, ack, streaming, stored)))
             self._store_released()
             return
         if offset is not None:
             self.offsets.save(offset)
+        for event in stored:
+            event.set()
         if ack is not None and streaming is not None:
             streaming.acknowledge(ack)
 
@@ -363,10 +402,12 @@ class CaptureRuntime:
         writer releases several batches at a time; each save is a synchronous write, a round
         trip to the brokers with offset.storage.topic), then every acknowledgement in order."""
         released, self._released = self._released, []
-        newest = [offset for offset, _ack, _streaming in released if offset is not None]
+        newest = [offset for offset, _ack, _streaming, _stored in released if offset is not None]
         if newest:
             self.offsets.save(newest[-1])
-        for _offset, ack, streaming in released:
+        for _offset, ack, streaming, stored in released:
+            for event in stored:
+                event.set()
             if ack is not None and streaming is not None:
                 streaming.acknowledge(ack)
 

@@ -10,12 +10,18 @@ every replay and target). Debezium behaves that way.
 Headwater closes the gap in the runtime, the same way for every connector:
 
 1. Before the first READ of a data snapshot, the runtime stores `snapshot_started` in the
-   offsets: the topic log's end offset of every topic at that moment (`SnapshotStart`). An
+   offsets, durably (the writer's acknowledgement awaited): the end offset of every topic at
+   that moment, per partition where the store has partitions (`TopicRanges.ends`). An
    attempt that finds it already stored (an earlier attempt did not complete) keeps the earlier
    one, so the range covers every aborted attempt.
-2. `Supersede.open` reads the aborted attempts' READ keys back from the topic log, from those
+2. `Supersede.open` reads the aborted attempts' READ keys back from the topic store, from those
    offsets up to where the new snapshot starts writing, as 64-bit hashes of the canonical key
    payload (`key_hash`), kept sorted in 256 buckets with one status byte each.
+
+The topic store is behind `TopicRanges` (its ends, and the records of a range): the local log
+(`LocalTopicRanges`, one position per topic, stored as `{topic: offset}`) or Kafka
+(`headwater.kafka.ranges.KafkaTopicRanges`, one per partition, stored as
+`{topic: {partition: offset}}`; the deletes go to their READ's partition, being keyed alike).
 3. While the new snapshot is written, the writer marks every key it writes as seen
    (`Supersede.observe`).
 4. Once the new snapshot's events are durable, and before its completing offset is stored,
@@ -42,16 +48,17 @@ from __future__ import annotations
 import bisect
 import json
 import logging
+import threading
 import time
 from array import array
 from collections.abc import Iterator, Mapping
 from hashlib import blake2b
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
-from headwater.model.topic import TopicBatch, TopicRecord
+from headwater.model.topic import HeaderBytes, TopicBatch, TopicRecord
 from headwater.topics import reader
 
 log = logging.getLogger("headwater.engine.supersede")
@@ -90,6 +97,37 @@ def key_hash(raw: bytes) -> int:
     return int.from_bytes(blake2b(canon, digest_size=8).digest(), "little")
 
 
+# topic -> partition -> offset (the local log: partition 0 only)
+Positions = dict[str, dict[int, int]]
+
+
+class StoredRecord(NamedTuple):
+    """A record read back from the topic store."""
+
+    key: bytes | None
+    value: bytes | None
+    headers: HeaderBytes
+
+
+class TopicRanges(Protocol):
+    """What superseding needs of a topic store: where its topics end, and a range's records.
+    `partitioned`: positions are per partition (Kafka), else one per topic (the local log)."""
+
+    @property
+    def partitioned(self) -> bool: ...
+
+    def ends(self, stopping: threading.Event) -> Positions:
+        """The next offset of every partition of the topics the capture may write (a store
+        that waits for its servers gives up once `stopping` is set)."""
+        ...
+
+    def read(self, topic: str, ranges: Mapping[int, tuple[int, int]]
+             ) -> Iterator[tuple[bytes | None, bytes | None, HeaderBytes]]:
+        """(key, value, headers) of the records of `topic` in each partition's [start, end)
+        range, in offset order per partition."""
+        ...
+
+
 def topic_ends(root: Path) -> dict[str, int]:
     """The next offset of every topic in the log (what `snapshot_started` records)."""
     if not Path(root).exists():
@@ -97,22 +135,63 @@ def topic_ends(root: Path) -> dict[str, int]:
     return {t.name: t.end_offset for t in reader.list_topics(root)}
 
 
-def started_offsets(offset: Mapping[str, Any] | None) -> dict[str, int] | None:
-    """The `snapshot_started` record of a stored offset: an earlier snapshot did not complete."""
+class LocalTopicRanges:
+    """The local topic log's `TopicRanges`: one partition (0) per topic."""
+
+    partitioned = False
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def ends(self, stopping: threading.Event) -> Positions:
+        return {t: {0: end} for t, end in topic_ends(self.root).items()}
+
+    def read(self, topic: str, ranges: Mapping[int, tuple[int, int]]
+             ) -> Iterator[StoredRecord]:
+        if 0 not in ranges:
+            return
+        start, end = ranges[0]
+        for rec in reader.read(self.root, topic, from_offset=start):
+            if rec.offset >= end:
+                break
+            yield StoredRecord(rec.key, rec.value, rec.headers)
+
+
+def started_offsets(offset: Mapping[str, Any] | None, *, partitioned: bool = False
+                    ) -> Positions | None:
+    """The `snapshot_started` record of a stored offset (an earlier snapshot did not
+    complete), or None.  A record of the other kind of store (per partition where the store
+    has one position per topic, or the reverse: the topic store was changed between the
+    attempts) is of no use here, since the aborted READs are not in this store: warned about,
+    and None."""
     if not offset:
         return None
     started = offset.get(STARTED_KEY)
     if not isinstance(started, dict):
         return None
-    return {str(t): int(o) for t, o in started.items()}
+    out: Positions = {}
+    for topic, where in started.items():
+        if isinstance(where, dict) != partitioned:
+            log.warning("snapshot restart: the interrupted snapshot's positions (%s: %s) are "
+                        "of %s; its READ events are not in this topic store and are not "
+                        "superseded", topic, where,
+                        "a store with partitions (Kafka)" if isinstance(where, dict)
+                        else "the local topic log")
+            return None
+        out[str(topic)] = ({int(p): int(o) for p, o in where.items()}
+                           if isinstance(where, dict) else {0: int(where)})
+    return out
 
 
-def marked_offset(offset: Mapping[str, Any] | None, started: Mapping[str, int]) -> dict[str, Any]:
+def marked_offset(offset: Mapping[str, Any] | None, started: Positions, *,
+                  partitioned: bool = False) -> dict[str, Any]:
     """The offset stored before a data snapshot's first READ: the previous one (a connector
     still finds its old position there), not completed, with `snapshot_started`."""
     marked = dict(offset or {})
     marked["snapshot_completed"] = False
-    marked[STARTED_KEY] = dict(started)
+    marked[STARTED_KEY] = {
+        t: {str(p): o for p, o in sorted(parts.items())} if partitioned else parts.get(0, 0)
+        for t, parts in started.items()}
     return marked
 
 
@@ -145,13 +224,18 @@ class _Keys:
 class Supersede:
     """The supersede step of one snapshot run (see the module docstring)."""
 
-    def __init__(self, root: Path, started: Mapping[str, int], ends: Mapping[str, int], *,
+    def __init__(self, store: TopicRanges, started: Positions, ends: Positions, *,
                  tombstones_on_delete: bool, batch_size: int) -> None:
-        self.root = Path(root)
+        self.store = store
         self.tombstones = tombstones_on_delete
         self.batch_size = max(1, batch_size)
-        self.ranges = {t: (started.get(t, 0), end) for t, end in ends.items()
-                       if started.get(t, 0) < end}
+        self.ranges: dict[str, dict[int, tuple[int, int]]] = {}
+        for t, parts in ends.items():
+            begun = started.get(t, {})
+            spans = {p: (begun.get(p, 0), end) for p, end in parts.items()
+                     if begun.get(p, 0) < end}
+            if spans:
+                self.ranges[t] = spans
         self.keys: dict[str, _Keys] = {}
         self.last_value: dict[str, bytes] = {}  # the new snapshot's last event per topic
         self.aborted_reads = 0
@@ -160,12 +244,10 @@ class Supersede:
     def empty(self) -> bool:
         return not self.ranges
 
-    def _aborted(self, topic: str) -> Iterator[tuple[reader.Record, Any]]:
-        """(record, value payload) of each aborted READ with a key in `topic`'s range."""
-        start, end = self.ranges[topic]
-        for rec in reader.read(self.root, topic, from_offset=start):
-            if rec.offset >= end:
-                break
+    def _aborted(self, topic: str) -> Iterator[tuple[StoredRecord, Any]]:
+        """(record, value document) of each aborted READ with a key in `topic`'s range."""
+        for item in self.store.read(topic, self.ranges[topic]):
+            rec = StoredRecord(*item)
             if rec.key is None or rec.value is None or rec.key == b"null":
                 continue
             doc = _loads(rec.value)
@@ -277,17 +359,26 @@ def _delete_of(doc: Any, source: dict[str, Any], now_ms: int) -> Any:
 
 
 class SnapshotRestarts:
-    """What the runtime needs to supersede interrupted snapshots: the topic log and the format's
-    delete settings (built by `headwater.capture.build_runtime`)."""
+    """What the runtime needs to supersede interrupted snapshots: the topic store's ranges and
+    the format's delete settings (built by `headwater.capture.build_runtime`)."""
 
-    def __init__(self, root: Path, *, tombstones_on_delete: bool, batch_size: int) -> None:
-        self.root = Path(root)
+    def __init__(self, store: TopicRanges, *, tombstones_on_delete: bool,
+                 batch_size: int) -> None:
+        self.store = store
         self.tombstones_on_delete = tombstones_on_delete
         self.batch_size = batch_size
 
-    def ends(self) -> dict[str, int]:
-        return topic_ends(self.root)
+    def ends(self, stopping: threading.Event) -> Positions:
+        return self.store.ends(stopping)
 
-    def supersede(self, started: Mapping[str, int], ends: Mapping[str, int]) -> Supersede:
-        return Supersede(self.root, started, ends, tombstones_on_delete=self.tombstones_on_delete,
+    def started(self, offset: Mapping[str, Any] | None) -> Positions | None:
+        """The interrupted attempts' start in a stored offset (None: there was none)."""
+        return started_offsets(offset, partitioned=self.store.partitioned)
+
+    def marked(self, offset: Mapping[str, Any] | None, started: Positions) -> dict[str, Any]:
+        return marked_offset(offset, started, partitioned=self.store.partitioned)
+
+    def supersede(self, started: Positions, ends: Positions) -> Supersede:
+        return Supersede(self.store, started, ends,
+                         tombstones_on_delete=self.tombstones_on_delete,
                          batch_size=self.batch_size)

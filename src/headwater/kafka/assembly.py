@@ -31,3 +31,13 @@ def offset_store(settings: KafkaSettings, partition: dict[str, Any]) -> Any:
     from headwater.kafka.offsets import KafkaOffsetStore
 
     return KafkaOffsetStore(settings, partition)
+
+
+def topic_ranges(settings: KafkaSettings, topic_prefix: str) -> Any:
+    """The Kafka store's `TopicRanges` (superseding an interrupted snapshot reads its topics
+    back) when `headwater.topics.store=kafka`, else None."""
+    if settings.store != "kafka":
+        return None
+    from headwater.kafka.ranges import KafkaTopicRanges
+
+    return KafkaTopicRanges(settings, topic_prefix)

@@ -213,6 +213,11 @@ class TopicNaming:
         would share one.  Connectors call it at start, before creating anything on the server."""
         return {table: self.data_change_topic(table) for table in tables}
 
+    def data_topic_prefix(self) -> str:
+        """What every data change topic's name starts with: the prefix and the delimiter, as
+        the strategy sanitizes them (a name longer than Kafka's limit is cut, and may not)."""
+        return sanitize_topic_name(self.prefix + self.delimiter, self._unicode)
+
     def schema_change_topic(self) -> str:
         return self.prefix
 
