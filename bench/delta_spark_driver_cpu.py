@@ -2,14 +2,15 @@
 with Delta settings that may cut delta-spark's fixed per-MERGE driver work.
 
 A standalone cluster of one single-core worker (`headwater.testing.spark_cluster`), so that the
-executors' CPU is not the driver's; one session.  Each variant (a set of session settings,
-applied with `spark.conf.set` around its batches) has a table of its own; the topic log is cut
-into batches of `--batch` events, and batch after batch every variant applies it
-(`runner.apply_batch`: the executor stage, the net across parts on the executors, delta-spark's
-MERGE), so the variants take turns under the same machine load.  Batch 0 creates the tables
-and is not counted.  Printed per variant: the median over the later batches of the driver's CPU
-seconds (this process plus its JVM, from /proc) and of the executor's.  CPU, not wall time:
-the machine is shared.  The tables are checked against the generator's final state at the end.
+executors' CPU is not the driver's; one session. Each variant (a set of session settings,
+applied with `spark.conf.set` around its batches, the session's values restored after) has a
+table of its own; the topic log is cut into batches of `--batch` events, and batch after batch
+every variant applies it (`runner.apply_batch`: the executor stage, the net across parts on the
+executors, delta-spark's MERGE), so the variants take turns under the same machine load. Batch 0
+creates the tables and is not counted. Printed per variant: the median over the later batches of
+the driver's CPU seconds (this process plus its JVM, from /proc) and of the executor's. CPU, not
+wall time: the machine is shared. The tables are checked against the generator's final state at
+the end.
 
     PYTHONPATH=src:bench .venv/bin/python bench/delta_spark_driver_cpu.py [--changes 240000]
         [--keys 60000] [--batch 60000] [--variants base,no_checksum,...]
@@ -47,8 +48,9 @@ VARIANTS: dict[str, dict[str, str]] = {
     "no_aqe": {"spark.sql.adaptive.enabled": "false"},
     "materialize_auto": {D + "merge.materializeSource": "auto"},
 }
-VARIANTS["lean"] = {**VARIANTS["no_aqe"], **VARIANTS["snapshot_1"],
-                    **VARIANTS["no_stats_skipping"]}
+VARIANTS["lean"] = {**VARIANTS["no_aqe"], **VARIANTS["snapshot_1"]}
+# Delta's own default (50 tasks rebuild a table's state before each MERGE), not the session's 4
+VARIANTS["snapshot_50"] = {D + "snapshotPartitions": "50"}
 VARIANTS["lean_no_checksum"] = {**VARIANTS["lean"], **VARIANTS["no_checksum"]}
 
 
@@ -99,6 +101,9 @@ def main() -> None:
                 for batch, (a, b) in enumerate(itertools.pairwise(bounds)):
                     for name, conf in chosen.items():
                         cfg, target = runs[name]
+                        # (restored afterwards to the session's value, not unset: an unset
+                        # setting falls back to Delta's or Spark's own default)
+                        saved = {key: spark.conf.get(key, None) for key in conf}
                         for key, value in conf.items():
                             spark.conf.set(key, value)
                         try:
@@ -108,8 +113,11 @@ def main() -> None:
                                         spark=spark)
                             d, e = driver_cpu(spark) - d0, executor_cpu(cluster) - e0
                         finally:
-                            for key in conf:
-                                spark.conf.unset(key)
+                            for key, value in saved.items():
+                                if value is None:
+                                    spark.conf.unset(key)
+                                else:
+                                    spark.conf.set(key, value)
                         if batch:
                             got[name].append((d, e))
                         print(f"batch {batch} {name:20s}: driver {d:5.2f} s, executors "
