@@ -35,6 +35,7 @@ from pipeline_delta import check, generate, pipeline_config
 
 from headwater.pipeline.runner import spark_session
 from headwater.testing.spark_cluster import SparkCluster, cpu_seconds, processes
+from headwater.topics.log import TopicLog
 
 D = "spark.databricks.delta."
 # Each variant: settings on top of the session's defaults (spark_session.session_conf).
@@ -97,7 +98,9 @@ def main() -> None:
                         "headwater.pipeline.delta.writer": "spark"}))
                     runs[name] = (cfg, make_target(cfg, spark))
                 got: dict[str, list[tuple[float, float]]] = {n: [] for n in chosen}
-                bounds = [*range(0, args.changes, args.batch), args.changes]
+                with TopicLog(work / "topics") as log:  # (deletes add tombstones)
+                    end = log.next_offset(topic)
+                bounds = [*range(0, end, args.batch), end]
                 for batch, (a, b) in enumerate(itertools.pairwise(bounds)):
                     for name, conf in chosen.items():
                         cfg, target = runs[name]
