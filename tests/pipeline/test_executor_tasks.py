@@ -245,3 +245,50 @@ def test_net_on_the_executors_equals_the_drivers_net(spark: Any, tmp_path: Path,
     assert got.sort_by(by_seq).to_pylist() == want_rows.sort_by(by_seq).to_pylist()
     if seed != 2:
         assert any(r[columnar.TOAST_FLAG + c] for r in got.to_pylist() for c in frame.toast)
+
+
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.long)])
+def test_changelog_on_the_executors_equals_the_drivers(spark: Any, tmp_path: Path,
+                                                       seed: int) -> None:
+    """The changelog with the Spark writer and every range on the executors: the staged
+    parts read by Spark (`executor_net.changelog_frame`), re-deliveries dropped by Spark
+    (within the batch and against the changelog's rows, `spark_merge.first_deliveries`) and
+    appended by delta-spark (`append_changelog_net`) give the table of the driver's path
+    (parts put in order in Arrow, `changelog_once`, delta-rs) on two batches whose duplicates
+    cross parts and batches; a re-applied batch appends nothing."""
+    from deltalake import DeltaTable as RsTable
+
+    from headwater.pipeline import executor_net
+    from headwater.pipeline.delta_spark import SparkDeltaTarget
+    from headwater.pipeline.delta_target import DeltaTarget
+    from headwater.pipeline.runner import append_changelog_once
+
+    rng = random.Random(90 + seed)
+    records = workload(rng, mysql=seed == 1, n=240, keys=20)
+    root = tmp_path / "topics"
+    write(root, records, segment_bytes=32 << 10)
+    driver = DeltaTarget(tmp_path / "driver", "p")
+    executors = SparkDeltaTarget(spark, tmp_path / "executors", "p")
+    middle = len(records) // 2 + rng.randrange(-20, 20)
+    for batch, (a, b) in enumerate(itertools.pairwise([0, middle, len(records)])):
+        points = sorted(rng.sample(range(a + 1, b), 2))
+        parts = [tasks.Task(TOPIC, s, e, i)
+                 for i, (s, e) in enumerate(itertools.pairwise([a, *points, b]))]
+        results = staged_results(root, tmp_path / "staging" / str(batch), parts,
+                                 "changelog", set())
+        want = tasks.net_across_parts(results, "changelog")
+        assert want is not None
+        append_changelog_once(driver, want.to_columnar(), batch)
+        table = str(executors.table_path(want.changes))
+        for replay in (False, True):
+            before = RsTable(table).version() if replay else -1
+            frame = executor_net.changelog_frame(spark, results)
+            assert frame is not None and frame.events == want.changes.events
+            executors.append_changelog_net(frame, batch)
+            assert not replay or RsTable(table).version() == before
+    got = RsTable(table).to_pyarrow_table().sort_by("__offset")
+    ref = RsTable(str(driver.table_path(want.changes))).to_pyarrow_table().sort_by("__offset")
+    events = sum(v is not None for _k, v in records)
+    assert 0 < ref.num_rows < events  # re-deliveries were dropped
+    assert got.schema == ref.schema
+    assert got.to_pylist() == ref.to_pylist()

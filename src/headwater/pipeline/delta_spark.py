@@ -38,6 +38,7 @@ from typing import Any
 import pyarrow.compute as pc
 
 from headwater.pipeline.change_frame import ChangeFrame, from_columnar
+from headwater.pipeline.changelog_once import OFFSET_DIGITS
 from headwater.pipeline.columnar import OP, SEQ, TOAST_FLAG, ColumnarChanges
 from headwater.pipeline.decode import Column
 from headwater.pipeline.delta_target import (
@@ -46,7 +47,14 @@ from headwater.pipeline.delta_target import (
     key_json_array,
     state_deletes,
 )
-from headwater.pipeline.spark_merge import KEY, after_state, q, scd1_merge, with_key
+from headwater.pipeline.spark_merge import (
+    KEY,
+    after_state,
+    first_deliveries,
+    q,
+    scd1_merge,
+    with_key,
+)
 
 log = logging.getLogger("headwater.pipeline.delta")
 
@@ -59,8 +67,10 @@ class SparkDeltaTarget(DeltaTarget):
     maintenance) run on Spark's engine with delta-spark; the event-by-event, SCD2, document
     and Datastream operations it inherits still write with delta-rs, into the same tables."""
 
-    # The executors' stage hands this target its batch as a DataFrame netted on the
-    # executors (`executor_net`, `merge_net`), not as the driver's Arrow rows.
+    # The executors' stage hands this target its SCD1 batch as a DataFrame netted on the
+    # executors (`executor_net.net_frame`, `merge_net`) and its changelog batch as a DataFrame
+    # of the staged parts (`executor_net.changelog_frame`, `append_changelog_net`), not as the
+    # driver's Arrow rows.
     takes_change_frames = True
 
     def __init__(self, spark: Any, root: Path, app_id: str, schema_evolution: str = "evolve",
@@ -217,10 +227,12 @@ class SparkDeltaTarget(DeltaTarget):
             conf.unset(TXN_VERSION)
 
     # -- changelog -------------------------------------------------------------------------
-    def append_changelog_frame(self, frame: ChangeFrame, batch_id: int) -> None:
-        """Appends every event's row, once per batch (the writer's idempotent options)."""
+    def append_changelog_frame(self, frame: ChangeFrame, batch_id: int,
+                               checked: bool = False) -> None:
+        """Appends every event's row, once per batch (the writer's idempotent options;
+        `checked`: the caller found the batch not yet applied)."""
         path = self.table_path(frame)
-        if self.already_applied(path, batch_id):
+        if not checked and self.already_applied(path, batch_id):
             log.info("batch %d already applied to %s: skipped", batch_id, path)
             return
         (frame.rows.write.format("delta").mode("append").option("mergeSchema", "true")
@@ -228,6 +240,30 @@ class SparkDeltaTarget(DeltaTarget):
          .save(str(path)))
         log.info("batch %d: %s: %d changelog rows appended (delta-spark)", batch_id, path,
                  frame.events)
+
+    def append_changelog_net(self, frame: ChangeFrame, batch_id: int) -> None:
+        """Appends a batch's changelog rows read from its staged parts by Spark
+        (`executor_net.changelog_frame`): the re-deliveries dropped by Spark
+        (`spark_merge.first_deliveries`, against the changelog's rows from the batch's lowest
+        source position on, as `changelog_once` does in Arrow), the rest appended with the
+        batch's `txn`; no row passes through the driver."""
+        from delta.tables import DeltaTable
+        from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
+
+        path = self.table_path(frame)
+        if self.already_applied(path, batch_id):
+            log.info("batch %d already applied to %s: skipped", batch_id, path)
+            return
+        seen = None
+        if self._open(path) is not None:
+            since = frame.rows.select(F.min(F.expr(
+                f"substring({q(SEQ)}, 1, length({q(SEQ)}) - {OFFSET_DIGITS})"))).first()[0]
+            if since is not None:
+                seen = (DeltaTable.forPath(self.spark, str(path)).toDF()
+                        .where(F.col(q(SEQ)) >= since))
+        rows = first_deliveries(frame.rows, seen, frame.key_columns)
+        self.append_changelog_frame(dataclasses.replace(frame, rows=rows), batch_id,
+                                    checked=True)
 
     # -- maintenance -----------------------------------------------------------------------
     def maintain(self, batch_id: int) -> None:

@@ -71,3 +71,32 @@ def net_frame(spark: Any, parts: list[PartResult]) -> ChangeFrame | None:
     return ChangeFrame(rows, changes.topic, changes.schema_name, changes.table_name,
                        changes.key_columns, tuple(changes.columns), changes.events,
                        tuple(changes.toast), changes.target)
+
+
+def changelog_frame(spark: Any, parts: list[PartResult]) -> ChangeFrame | None:
+    """One topic's changelog batch from its staged parts, as a DataFrame that reads them (None:
+    no events); raises `tasks.Refused` as `net_across_parts` does.  Every event's row, in the
+    column-wise decoder's layout and types (`tasks.rows_schema`); the target drops the
+    re-deliveries (`spark_merge.first_deliveries`) and appends the rest, so no row of the
+    batch passes through the driver."""
+    from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    batch = staged_batch(parts)
+    if batch is None:
+        return None
+    changes, files = batch
+    fragments = pa.unify_schemas([pq.read_schema(f) for f in files],
+                                 promote_options="permissive")
+    out_schema = from_arrow_schema(rows_schema(changes, "changelog"),
+                                   prefer_timestamp_ntz=True)
+    read = (spark.read.schema(from_arrow_schema(fragments, prefer_timestamp_ntz=True))
+            .parquet(*files))
+    # (a column missing from every part comes back null, a widened type cast back, as
+    # `StagedChanges.to_columnar` does for the driver)
+    rows = read.select(*((F.col(q(f.name)) if f.name in fragments.names
+                          else F.lit(None)).cast(f.dataType).alias(f.name)
+                         for f in out_schema.fields))
+    return ChangeFrame(rows, changes.topic, changes.schema_name, changes.table_name,
+                       changes.key_columns, tuple(changes.columns), changes.events,
+                       tuple(changes.toast), changes.target)

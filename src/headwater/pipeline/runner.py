@@ -201,13 +201,20 @@ def apply_staged(spark: Any, topic: str, parts: list[tasks.PartResult], batch_id
                   target: Target | None = None) -> int | None:
     """One topic's batch from the executors' staged parts; None when the stage left it to
     the event path.  A target that takes DataFrames (`takes_change_frames`) gets an SCD1
-    batch netted across parts on the executors (`executor_net`); the others get the rows
-    netted in the driver, in Arrow."""
+    batch netted across parts on the executors (`executor_net.net_frame`) and a changelog
+    batch as the staged parts read by Spark (`executor_net.changelog_frame`); the others get
+    the rows netted (SCD1) or put in offset order (changelog) in the driver, in Arrow."""
     t0 = time.monotonic()
-    on_executors = cfg.mode == "scd1" and getattr(target, "takes_change_frames", False)
+    on_executors = (cfg.mode in ("scd1", "changelog")
+                    and getattr(target, "takes_change_frames", False))
     try:
-        staged = (executor_net.net_frame(spark, parts) if on_executors
-                  else tasks.net_across_parts(parts, cfg.mode))
+        if not on_executors:
+            staged: tasks.StagedChanges | ChangeFrame | None = tasks.net_across_parts(
+                parts, cfg.mode)
+        elif cfg.mode == "scd1":
+            staged = executor_net.net_frame(spark, parts)
+        else:
+            staged = executor_net.changelog_frame(spark, parts)
     except tasks.Refused as exc:
         log.info("batch %d: %s: event by event (%s)", batch_id, topic, exc)
         return None
@@ -215,14 +222,17 @@ def apply_staged(spark: Any, topic: str, parts: list[tasks.PartResult], batch_id
         return 0
     t1 = time.monotonic()
     if isinstance(staged, ChangeFrame):
-        cast(SparkDeltaTarget, target).merge_net(staged, batch_id)
+        if cfg.mode == "scd1":
+            cast(SparkDeltaTarget, target).merge_net(staged, batch_id)
+        else:
+            cast(SparkDeltaTarget, target).append_changelog_net(staged, batch_id)
         events = staged.events
     else:
         hand_over(staged, write, batch_id)
         events = staged.changes.events
     log.info("batch %d: %s: %d events in %d parts on executors (%s); net across parts "
              "%.2fs, write %.2fs", batch_id, topic, events, len(parts),
-             "scd1, netted on the executors" if on_executors else cfg.mode,
+             f"{cfg.mode}, on the executors" if on_executors else cfg.mode,
              t1 - t0, time.monotonic() - t1)
     return events
 

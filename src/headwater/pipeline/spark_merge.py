@@ -17,12 +17,16 @@ from typing import Any
 
 import pyarrow as pa
 
+from headwater.pipeline.changelog_once import OFFSET_DIGITS
 from headwater.pipeline.columnar import OP, SEQ, TOAST_FLAG
 from headwater.pipeline.decode import Column
 
 KEY = "__hw_key"  # a row's key as the state table names it (`delta_target.key_json_array`)
 TOMB = "__hw_tomb"
 FLOOR = "__hw_floor"
+POS = "__hw_pos"  # a changelog row's source position (`changelog_once.position`)
+FIRST = "__hw_first"  # the lowest offset of a changelog row's identity in the batch
+SEEN = "__hw_seen_"  # the changelog's own rows' columns, in `first_deliveries`
 
 
 def q(name: str) -> str:
@@ -109,3 +113,38 @@ def scd1_merge(columns: list[str], keys: tuple[str, ...], toast: list[str]) -> S
     return Scd1Merge(" AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys), updates, inserts,
                      f"s.{q(OP)} = 'u' AND {newer}", f"s.{q(OP)} = 'd' AND {newer}",
                      f"s.{q(OP)} = 'u'")
+
+
+def first_deliveries(rows: Any, seen: Any | None, keys: tuple[str, ...]) -> Any:
+    """Changelog rows (`columnar.decode_changelog`'s columns) without re-deliveries, as
+    `changelog_once.first_mask` keeps them, in Spark: of the rows sharing an identity (the
+    source position, the sequence without its 16-digit topic offset; the op; the key, nulls
+    equal) the one of the lowest `__offset`, unless the changelog already holds that identity
+    (`seen`: the changelog's rows from the batch's lowest position on, None when the table
+    does not exist); a keyless table's snapshot reads (op `r`) are always kept.  Lazy: no
+    Spark job of its own."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
+
+    def position(seq: Any) -> Any:
+        # (`changelog_once.position`: a sequence shorter than the offset gives "")
+        return F.expr(f"substring({q(seq)}, 1, length({q(seq)}) - {OFFSET_DIGITS})")
+
+    op = "__op"
+    ident = [POS, op, *keys]
+    with_pos = rows.withColumn(POS, position(SEQ)).withColumn(
+        FIRST, F.min("__offset").over(Window.partitionBy(*map(q, ident))))
+    first = F.col("__offset") == F.col(FIRST)
+    snapshot = F.col(op).eqNullSafe("r")
+    out = with_pos.where(first | snapshot if not keys else first).drop(FIRST)
+    if seen is not None:
+        old = seen.select(position(SEQ).alias(SEEN + POS),
+                          F.col(op).cast("string").alias(SEEN + op),
+                          *(F.col(q(k)).alias(SEEN + k) for k in keys)).distinct()
+        match = [F.col(q(c)).eqNullSafe(F.col(q(SEEN + c))) for c in ident]
+        if keys:
+            out = out.join(old, match, "left_anti")
+        else:  # (a keyless table's snapshot reads are never taken for re-deliveries)
+            out = out.where(~snapshot).join(old, match, "left_anti").unionByName(
+                out.where(snapshot))
+    return out.drop(POS)
