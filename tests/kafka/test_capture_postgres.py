@@ -34,9 +34,10 @@ def current_lsn(env: Env) -> int:
 
 
 def stored_lsn(bootstrap: str, topic: str) -> int:
-    """The LSN of the last offset the capture stored in the offsets topic."""
+    """The LSN of the last offset the capture stored in the offsets topic (0 before one has an
+    LSN: a first snapshot's start is stored as its `snapshot_started` mark alone)."""
     recs = [r for r in read_topic(bootstrap, topic) if r.key and r.key.startswith(b'["test-')]
-    return int(orjson.loads(recs[-1].value)["lsn"]) if recs and recs[-1].value else 0
+    return int(orjson.loads(recs[-1].value).get("lsn", 0)) if recs and recs[-1].value else 0
 
 
 class Load(threading.Thread):
