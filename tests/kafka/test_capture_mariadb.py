@@ -64,8 +64,10 @@ def test_mariadb_into_kafka_with_kills_then_delta(menv: MariaEnv, kafka: KafkaCl
     try:
         # The snapshot's offset is stored before the load begins: a capture killed earlier
         # would snapshot again and rightly skip the versions in between.
-        wait_for(lambda: stored_offset(kafka.bootstrap, props["offset.storage.topic"]),
-                 timeout=120, what="the snapshot's offset stored")
+        # (not the `snapshot_started` mark, stored before the snapshot's first READ)
+        wait_for(lambda: "snapshot_started" not in (
+            stored_offset(kafka.bootstrap, props["offset.storage.topic"])
+            or {"snapshot_started": None}), timeout=120, what="the snapshot's offset stored")
         load.start()
         for _ in range(2):
             time.sleep(3)
