@@ -562,35 +562,20 @@ MongoSource.trial_type = MongoTrial
 
 # ---- SQL Server and Db2: EMULATIONS on PostgreSQL ---------------------------------------------
 
-class EmulatedSource(Source):
+class EmulatedSource(PostgresSource):
     """SQL Server's or Db2's change tables EMULATED on PostgreSQL
     (headwater.testing.sqlserver_emulation / db2_emulation, reached through the connectors'
     `headwater.sqlserver.driver` / `headwater.db2.driver`), not a live server: the connector's
     snapshot, change-table polling, offsets and restarts are its own, the server under it is
     PostgreSQL (its restarts are PostgreSQL's; there is no replication connection to cut).
     `headwater validate` does not read these connectors' sources; the replay and the target
-    are compared with the emulated table."""
+    are compared with the emulated table.  The server's life cycle is PostgresSource's."""
 
     faults = COMMON_FAULTS
     ci_faults: tuple[str, ...] = ()  # a trial costs minutes: the long form only
     validates = False
     initial_rows = 5_000
     trial_type: Any
-
-    def __init__(self) -> None:
-        self.pg = LocalPostgres()
-
-    def start(self) -> None:
-        self.pg.start()
-
-    def stop(self, mode: str) -> None:
-        self.pg.stop(mode)
-
-    def restart_after_stop(self) -> None:
-        self.pg.start()
-
-    def cleanup(self) -> None:
-        self.pg.cleanup()
 
     def trial(self, n: int) -> SourceTrial:
         trial: SourceTrial = self.trial_type(self.pg, n)
@@ -709,15 +694,10 @@ class SqlServerEmulatedTrial(EmulatedTrial):
         dbapi.install(raw)
 
     def _tsql(self, statement: str) -> None:
-        from headwater.testing.sqlserver_emulation import dbapi
+        from tests.sqlserver.conftest import tsql
 
-        conn = dbapi.connect(server="127.0.0.1", port=self.pg.port, user=self.pg.user,
-                             database=self.db)
-        try:
-            conn.cursor().execute(statement)
-            conn.commit()
-        finally:
-            conn.close()
+        tsql({"server": "127.0.0.1", "port": self.pg.port, "user": self.pg.user,
+              "database": self.db}, statement)
 
     def create(self) -> None:
         self._tsql("CREATE TABLE dbo.t (id INT NOT NULL PRIMARY KEY, v NVARCHAR(40) NULL, "
@@ -751,17 +731,10 @@ class Db2EmulatedTrial(EmulatedTrial):
         dbapi.install(raw)
 
     def _db2(self, *statements: str) -> None:
-        from headwater.testing.db2_emulation import dbapi
+        from tests.db2.conftest import sql
 
-        conn = dbapi.connect(f"DATABASE={self.db};HOSTNAME=127.0.0.1;PORT={self.pg.port};"
-                             f"UID={self.pg.user};")
-        try:
-            for statement in statements:
-                cur = conn.cursor()
-                cur.execute(statement)
-                cur.close()
-        finally:
-            conn.close()
+        sql({"database": self.db, "host": "127.0.0.1", "port": self.pg.port,
+             "user": self.pg.user}, *statements)
 
     def create(self) -> None:
         self._db2("CREATE SCHEMA db2inst1",

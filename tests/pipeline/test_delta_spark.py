@@ -171,6 +171,19 @@ def test_compaction_through_delta_spark_keeps_rows_and_batch_ids(
     assert version(table) == before  # still recognised as applied after compaction
 
 
+def executors_config(tmp_path: Path, mode: str) -> Any:
+    """A pipeline configuration with the Spark writer and every range on the executors."""
+    from headwater.pipeline.config import load_pipeline_config
+
+    config = tmp_path / "p.properties"
+    config.write_text("topic.prefix=inv\nheadwater.pipeline.delta.writer=spark\n"
+                      f"headwater.pipeline.mode={mode}\n"
+                      "headwater.pipeline.executors.min.records=0\n"
+                      f"headwater.pipeline.delta.path={tmp_path / 'delta'}\n"
+                      f"headwater.pipeline.checkpoint.dir={tmp_path / 'cp'}\n")
+    return load_pipeline_config(config)
+
+
 @pytest.mark.parametrize("toast", [False, True], ids=["plain", "unchanged-toast"])
 def test_batches_netted_and_merged_on_the_executors_equal_the_reference(
         tmp_path: Path, spark: Any, toast: bool) -> None:
@@ -178,17 +191,11 @@ def test_batches_netted_and_merged_on_the_executors_equal_the_reference(
     staged by Spark tasks, netted across parts by Spark tasks (`executor_net`), merged by
     delta-spark (`merge_net`), each batch applied twice (a replay commits nothing): the table
     equals the event-by-event reference."""
-    from headwater.pipeline.config import load_pipeline_config
     from headwater.pipeline.runner import apply_batch
 
     records = workload(random.Random(21), mysql=False, n=400, toast=toast)
     write(tmp_path / "topics", records)
-    config = tmp_path / "p.properties"
-    config.write_text("topic.prefix=inv\nheadwater.pipeline.delta.writer=spark\n"
-                      "headwater.pipeline.executors.min.records=0\n"
-                      f"headwater.pipeline.delta.path={tmp_path / 'delta'}\n"
-                      f"headwater.pipeline.checkpoint.dir={tmp_path / 'cp'}\n")
-    cfg = load_pipeline_config(config)
+    cfg = executors_config(tmp_path, "scd1")
     ref = DeltaTarget(tmp_path / "ref", "p")
     target = SparkDeltaTarget(spark, tmp_path / "delta", cfg.pipeline_id)
     table = tmp_path / "delta" / "public" / "t"
@@ -214,18 +221,11 @@ def test_changelog_batches_on_the_executors_equal_the_reference(
     (`runner.apply_batch`: parts staged by Spark tasks, read by Spark, re-deliveries dropped
     by Spark, appended by delta-spark), each batch applied twice: the table equals the
     delta-rs target's from the driver's column-wise path, and a replay commits nothing."""
-    from headwater.pipeline.config import load_pipeline_config
     from headwater.pipeline.runner import append_changelog_once, apply_batch
 
     records = workload(random.Random(23), mysql=False, n=300)
     write(tmp_path / "topics", records)
-    config = tmp_path / "p.properties"
-    config.write_text("topic.prefix=inv\nheadwater.pipeline.delta.writer=spark\n"
-                      "headwater.pipeline.mode=changelog\n"
-                      "headwater.pipeline.executors.min.records=0\n"
-                      f"headwater.pipeline.delta.path={tmp_path / 'delta'}\n"
-                      f"headwater.pipeline.checkpoint.dir={tmp_path / 'cp'}\n")
-    cfg = load_pipeline_config(config)
+    cfg = executors_config(tmp_path, "changelog")
     ref = DeltaTarget(tmp_path / "ref", "p")
     target = SparkDeltaTarget(spark, tmp_path / "delta", cfg.pipeline_id)
     table = tmp_path / "delta" / "public" / "t"

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from headwater.pipeline.change_frame import ChangeFrame
+from headwater.pipeline.columnar import ColumnarChanges
 from headwater.pipeline.part_net import net_fragments
 from headwater.pipeline.spark_merge import q
 from headwater.pipeline.tasks import PartResult, rows_schema, staged_batch
@@ -33,14 +34,10 @@ def net_frame(spark: Any, parts: list[PartResult]) -> ChangeFrame | None:
     from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-    batch = staged_batch(parts)
-    if batch is None:
+    staged = _read_parts(spark, parts)
+    if staged is None:
         return None
-    changes, files = batch
-    # The parts' columns differ (a part's TOAST flags and carried sequences): Spark reads
-    # them with their union, a column a file lacks as nulls.
-    fragments = pa.unify_schemas([pq.read_schema(f) for f in files],
-                                 promote_options="permissive")
+    changes, files, fragments, read = staged
     out_schema = from_arrow_schema(rows_schema(changes, "scd1"), prefer_timestamp_ntz=True)
     out_arrow = to_arrow_schema(out_schema, timestamp_utc=True)
     in_types = {f.name: f.type for f in fragments}
@@ -56,8 +53,6 @@ def net_frame(spark: Any, parts: list[PartResult]) -> ChangeFrame | None:
         netted = net_fragments(rows, columns, keys, toast)
         yield from netted.cast(out_arrow).to_batches()
 
-    read = (spark.read.schema(from_arrow_schema(fragments, prefer_timestamp_ntz=True))
-            .parquet(*files))
     parallelism = int(spark.sparkContext.defaultParallelism)
     netted = read.repartition(parallelism, *(F.col(q(k)) for k in keys)).mapInArrow(
         net, out_schema)
@@ -67,10 +62,7 @@ def net_frame(spark: Any, parts: list[PartResult]) -> ChangeFrame | None:
     # the batch's staging folder.
     folder = str(Path(files[0]).parent / "net")
     netted.write.mode("overwrite").parquet(folder)
-    rows = spark.read.schema(out_schema).parquet(folder)
-    return ChangeFrame(rows, changes.topic, changes.schema_name, changes.table_name,
-                       changes.key_columns, tuple(changes.columns), changes.events,
-                       tuple(changes.toast), changes.target)
+    return _frame(spark.read.schema(out_schema).parquet(folder), changes)
 
 
 def changelog_frame(spark: Any, parts: list[PartResult]) -> ChangeFrame | None:
@@ -82,21 +74,40 @@ def changelog_frame(spark: Any, parts: list[PartResult]) -> ChangeFrame | None:
     from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
     from pyspark.sql.pandas.types import from_arrow_schema
 
+    staged = _read_parts(spark, parts)
+    if staged is None:
+        return None
+    changes, _files, fragments, read = staged
+    out_schema = from_arrow_schema(rows_schema(changes, "changelog"),
+                                   prefer_timestamp_ntz=True)
+    # (a column missing from every part comes back null, a widened type cast back, as
+    # `StagedChanges.to_columnar` does for the driver)
+    rows = read.select(*((F.col(q(f.name)) if f.name in fragments.names
+                          else F.lit(None)).cast(f.dataType).alias(f.name)
+                         for f in out_schema.fields))
+    return _frame(rows, changes)
+
+
+def _read_parts(spark: Any, parts: list[PartResult]
+                ) -> tuple[ColumnarChanges, list[str], pa.Schema, Any] | None:
+    """The batch's staged parts as Spark reads them (None: no events): the batch's changes
+    summary, the part files, their union schema and the DataFrame.  The parts' columns differ
+    (a part's TOAST flags and carried sequences): Spark reads them with their union, a column
+    a file lacks as nulls."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
     batch = staged_batch(parts)
     if batch is None:
         return None
     changes, files = batch
     fragments = pa.unify_schemas([pq.read_schema(f) for f in files],
                                  promote_options="permissive")
-    out_schema = from_arrow_schema(rows_schema(changes, "changelog"),
-                                   prefer_timestamp_ntz=True)
     read = (spark.read.schema(from_arrow_schema(fragments, prefer_timestamp_ntz=True))
             .parquet(*files))
-    # (a column missing from every part comes back null, a widened type cast back, as
-    # `StagedChanges.to_columnar` does for the driver)
-    rows = read.select(*((F.col(q(f.name)) if f.name in fragments.names
-                          else F.lit(None)).cast(f.dataType).alias(f.name)
-                         for f in out_schema.fields))
+    return changes, files, fragments, read
+
+
+def _frame(rows: Any, changes: ColumnarChanges) -> ChangeFrame:
     return ChangeFrame(rows, changes.topic, changes.schema_name, changes.table_name,
                        changes.key_columns, tuple(changes.columns), changes.events,
                        tuple(changes.toast), changes.target)
