@@ -169,3 +169,57 @@ def compare(unified_full: str, avro: Any, json_value: Any, discover: str | None,
     if unified == "UNSUPPORTED" and json_value is not None:
         out.append(f"JSON {json_value!r} for an UNSUPPORTED column")
     return out
+
+
+# A placeholder in the reference's examples ("…"): any string matches it.
+ANY = "\u2026"
+
+
+def mongodb_examples() -> tuple[dict[str, Any], dict[str, Any]]:
+    """§B, MongoDB: (strict, canonical) examples by BSON type name.
+
+    Strict: "Examples: DOUBLE `3.14`; STRING as is; ARRAY as JSON array; BOOLEAN; ...": a
+    backquoted example is parsed as JSON; a type without one is None (written as JSON writes
+    it: string, array, true/false, null).  Canonical: the page lists four examples without
+    type names; each is named by its Extended JSON tag ($numberInt INT32, $numberDouble
+    DOUBLE, $date DATE, $binary BINARY)."""
+    text = REFERENCE.read_text()
+    part = _section(text, "### MongoDB", "\n## C.")
+    strict_text = part.split("Examples:", 1)[1].split("\nSince", 1)[0]
+    strict: dict[str, Any] = {}
+    for part_ in " ".join(strict_text.split()).rstrip(".").split(";"):
+        clause = part_.strip()
+        name = re.match(r"[A-Z0-9/]+", clause)
+        if name is None:
+            raise ValueError(f"MongoDB example without a type name: {clause!r}")
+        example = re.search(r"`([^`]*)`", clause)
+        for alias in name.group(0).split("/"):
+            strict[alias] = _example(example.group(1)) if example else None
+    canonical_text = part.split("canonical labels every type", 1)[1].split(")\n", 1)[0]
+    tags = {"$numberInt": "INT32", "$numberDouble": "DOUBLE", "$date": "DATE",
+            "$binary": "BINARY"}
+    canonical: dict[str, Any] = {}
+    for example in re.findall(r"`([^`]*)`", canonical_text):
+        value = _example(example)
+        canonical[tags[next(iter(value))]] = value
+    return strict, canonical
+
+
+def _example(text: str) -> Any:
+    import json
+
+    return json.loads(text)
+
+
+def matches_example(value: Any, example: Any) -> bool:
+    """A rendered value against a reference example: equal, the placeholder matching any
+    string; objects compared key by key (their order is not significant)."""
+    if example == ANY:
+        return isinstance(value, str)
+    if isinstance(example, dict):
+        return isinstance(value, dict) and set(value) == set(example) and all(
+            matches_example(value[k], example[k]) for k in example)
+    if isinstance(example, list):
+        return isinstance(value, list) and len(value) == len(example) and all(
+            matches_example(v, e) for v, e in zip(value, example, strict=True))
+    return type(value) is type(example) and bool(value == example)

@@ -176,11 +176,15 @@ def test_datastream_configuration() -> None:
         validate_mongodb_config(_config(**{"headwater.datastream.mongodb.json.mode":
                                            "relaxed"}))
     assert "only used with headwater.event.format=datastream" in str(err.value)
+    cfg, _ = validate_mongodb_config(_config(**{
+        "headwater.event.format": "datastream",
+        "headwater.datastream.mongodb.json.mode": "strict"}))
+    assert cfg.headwater_datastream_mongodb_json_mode == "strict"
     with pytest.raises(ConfigError) as err:
         validate_mongodb_config(_config(**{"headwater.event.format": "datastream",
                                            "headwater.datastream.mongodb.json.mode":
-                                           "strict"}))
-    assert "STRICT" in str(err.value)
+                                           "legacy"}))
+    assert "headwater.datastream.mongodb.json.mode" in str(err.value)
     with pytest.raises(ConfigError) as err:
         validate_mongodb_config(_config(**{"headwater.destination": "files"}))
     assert "needs headwater.event.format=datastream" in str(err.value)

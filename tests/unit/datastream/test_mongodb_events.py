@@ -1,6 +1,7 @@
-"""MongoDB's Datastream events: the `_id`/`payload` row in canonical and relaxed Extended JSON
-(the reference's examples of each BSON type), the generic fields and `source_metadata`, JSON
-and Avro forms, deletes, and transactions told apart by the resume token's operation index."""
+"""MongoDB's Datastream events: the `_id`/`payload` row in canonical, strict and relaxed
+Extended JSON (the reference's examples of each BSON type), the generic fields and
+`source_metadata`, JSON and Avro forms, deletes, and transactions told apart by the resume
+token's operation index."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from fastavro import parse_schema, schemaless_reader
 
 from headwater.connectors.mongodb.datastream import (
     DatastreamCodec,
+    NonFiniteInStrictMode,
     datastream_collection_schema,
     json_options,
 )
@@ -92,6 +94,32 @@ def test_relaxed_row_writes_plain_numbers() -> None:
     assert doc["when"] == {"$date": "2024-12-25T10:30:00Z"}
 
 
+def test_strict_row_is_extended_json_v1_as_the_reference_shows() -> None:
+    """Datastream's STRICT: the reference's strict examples, type by type."""
+    finite = {k: v for k, v in DOC.items() if k != "nan"}
+    _, payload = codec("strict").read(raw(finite))
+    assert payload is not None
+    doc = orjson.loads(payload)
+    assert list(doc) == list(finite)
+    assert (doc["i"], doc["d"]) == (42, 3.5)
+    assert doc["l"] == {"$numberLong": "7"}
+    assert doc["when"] == {"$date": int(WHEN.timestamp() * 1000)}
+    assert doc["bin"] == {"$binary": "AQI=", "$type": "00"}
+    assert doc["re"] == {"$regex": "^a", "$options": "i"}
+    assert doc["dec"] == {"$numberDecimal": "1.10"}
+    assert doc["ts"] == {"$timestamp": {"t": 1747888877, "i": 1}}
+    assert doc["_id"] == {"$oid": str(OID)}
+    assert bson.json_util.loads(payload, json_options=json_options("strict"))["l"] == 7
+
+
+def test_strict_mode_stops_on_a_non_finite_double_naming_the_document() -> None:
+    with pytest.raises(NonFiniteInStrictMode, match=r"shop\.orders: .*NaN or an infinity.*"
+                       r"use canonical.*\$oid"):
+        codec("strict").read(raw(DOC))
+    with pytest.raises(NonFiniteInStrictMode):
+        codec("strict").read(raw({"_id": 1, "x": {"y": [-math.inf]}}))
+
+
 def test_field_exclude_list_applies_to_the_payload() -> None:
     _, payload = codec(fields="shop.orders.s,shop.orders.sub.k").read(raw(DOC))
     assert payload is not None
@@ -100,8 +128,8 @@ def test_field_exclude_list_applies_to_the_payload() -> None:
 
 
 def test_unknown_json_mode_is_an_error() -> None:
-    with pytest.raises(ValueError, match="Extended JSON mode 'strict'"):
-        json_options("strict")
+    with pytest.raises(ValueError, match="Extended JSON mode 'legacy'"):
+        json_options("legacy")
 
 
 def _record(op: Op, before: Any, after: Any, position: MongoPosition,

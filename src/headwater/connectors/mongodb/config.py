@@ -165,11 +165,10 @@ PROPERTIES: Final[tuple[Property, ...]] = (
              rejected_values=dict.fromkeys(
                  ("strict", "extended", "relaxed"),
                  "Headwater writes Debezium's default (legacy) encoding only")),
-    Property(_JSON_MODE, _E, "canonical", allowed=("canonical", "relaxed"),
-             rejected_values={"strict": "Datastream's STRICT (Extended JSON v1) mode is not "
-                                        "implemented by Headwater"},
+    Property(_JSON_MODE, _E, "canonical", allowed=("canonical", "strict", "relaxed"),
              doc="Extended JSON of the documents in Datastream events: canonical (every "
-                 "value typed; Datastream's default) or relaxed; only with "
+                 "value typed; Datastream's default), strict (Datastream's STRICT, Extended "
+                 "JSON v1) or relaxed (v2 relaxed, not a Datastream mode); only with "
                  "headwater.event.format=datastream"),
     Property("cursor.oversize.handling.mode", _E, "fail", allowed=("fail",),
              rejected_values=dict.fromkeys(("skip", "split"), "not implemented by Headwater")),

@@ -8,10 +8,16 @@ renderer (formats/datastream) then treats a collection as any other table: `_id`
 object name, `uuid` and `sort_keys` come from the same code as every other source's.
 
 The Extended JSON dialect is Datastream's `jsonMode`: canonical by default (every value
-typed, `{"$numberInt": "1"}`; NaN and infinities kept), relaxed by option
-(`headwater.datastream.mongodb.json.mode`); pymongo's `json_util` writes both, from the
-document decoded with dates beyond Python's range kept.  The Debezium connector's own JSON
-(`extended_json`) is a different dialect (Debezium's strict mode) and is not used here.
+typed, `{"$numberInt": "1"}`; NaN and infinities kept), or by option
+(`headwater.datastream.mongodb.json.mode`) Datastream's STRICT (Extended JSON v1 strict mode,
+as Google's BigQuery page shows it: `{"$date": <ms>}`, `{"$numberLong": "…"}`,
+`{"$binary": "…", "$type": "00"}`, `{"$regex": …, "$options": …}`, plain doubles and int32)
+or relaxed (v2 relaxed: not a Datastream mode, kept for readers that want plain numbers);
+pymongo's `json_util` writes all three, from the document decoded with dates beyond Python's
+range kept.  Strict JSON cannot hold NaN or an infinity: Datastream drops such a document,
+Headwater stops with an error naming it (`NonFiniteInStrictMode`) rather than lose it.  The
+Debezium connector's own JSON (`extended_json`) is a different dialect (Debezium's strict
+mode) and is not used here.
 
 Updates need the whole document: the capture modes without `update_full` are refused with
 Datastream events (config.py).  A document gone before its update was looked up (and a delete
@@ -24,16 +30,28 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from bson import json_util
-from bson.json_util import CANONICAL_JSON_OPTIONS, RELAXED_JSON_OPTIONS, JSONOptions
+from bson.json_util import (
+    CANONICAL_JSON_OPTIONS,
+    RELAXED_JSON_OPTIONS,
+    DatetimeRepresentation,
+    JSONMode,
+    JSONOptions,
+)
 
 from headwater.connectors.mongodb.documents import JSON_SCHEMA, UnknownOperation, decoded
 from headwater.connectors.mongodb.fields import FieldFilter
 from headwater.model.record import Op
 from headwater.model.schema import STRING, Column, ConnectSchema, TableId, TableSchema
 
-JSON_MODES: Final = ("canonical", "relaxed")
+JSON_MODES: Final = ("canonical", "strict", "relaxed")
+# Extended JSON v1 strict mode as Datastream's STRICT writes it (reference §B, MongoDB): dates
+# as milliseconds, int64 labelled, binary and regex in their v1 forms, doubles and int32 plain
+STRICT_JSON_OPTIONS: Final = JSONOptions(
+    json_mode=JSONMode.LEGACY, strict_number_long=True,
+    datetime_representation=DatetimeRepresentation.LEGACY)
 _OPTIONS: Final[dict[str, JSONOptions]] = {
-    "canonical": CANONICAL_JSON_OPTIONS, "relaxed": RELAXED_JSON_OPTIONS}
+    "canonical": CANONICAL_JSON_OPTIONS, "strict": STRICT_JSON_OPTIONS,
+    "relaxed": RELAXED_JSON_OPTIONS}
 
 ID_COLUMN: Final = "_id"
 PAYLOAD_COLUMN: Final = "payload"
@@ -49,6 +67,10 @@ _COLUMNS: Final = (
 )
 _OPS: Final = {"insert": Op.CREATE, "update": Op.UPDATE, "replace": Op.UPDATE,
                "delete": Op.DELETE}
+
+
+class NonFiniteInStrictMode(ValueError):
+    """A document holding NaN or an infinity, which strict JSON cannot write."""
 
 
 def datastream_collection_schema(database: str, collection: str) -> TableSchema:
@@ -68,16 +90,30 @@ class DatastreamCodec:
     """One collection's Datastream rows (`_id`, `payload`) from documents and change events;
     the interface of `documents.CollectionCodec` (`schema`, `read`, `change`)."""
 
-    __slots__ = ("fields", "options", "schema")
+    __slots__ = ("fields", "options", "schema", "strict")
 
     def __init__(self, schema: TableSchema, fields: FieldFilter, mode: str = "canonical"
                  ) -> None:
         self.schema = schema
         self.fields = fields
         self.options = json_options(mode)
+        self.strict = mode == "strict"
 
     def _text(self, value: Any) -> str:
-        return json_util.dumps(value, json_options=self.options)
+        if not self.strict:
+            return json_util.dumps(value, json_options=self.options)
+        try:
+            return json_util.dumps(value, json_options=self.options, allow_nan=False)
+        except ValueError as exc:
+            if "Out of range float" not in str(exc):
+                raise
+            table = self.schema.id
+            raise NonFiniteInStrictMode(
+                f"{table.database}.{table.table}: a document holds NaN or an infinity, which "
+                f"headwater.datastream.mongodb.json.mode=strict cannot write (Datastream drops "
+                f"such a document; Headwater stops rather than lose it): use canonical. "
+                f"Document: {json_util.dumps(value, json_options=CANONICAL_JSON_OPTIONS)[:300]}"
+            ) from None
 
     def _document(self, doc: Mapping[str, Any] | None) -> str | None:
         if doc is None:
