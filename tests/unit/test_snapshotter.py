@@ -37,8 +37,11 @@ def test_every_mode_either_connector_accepts_has_a_snapshotter() -> None:
     for allowed in (MYSQL_CONFIG_DEF["snapshot.mode"].allowed,
                     POSTGRES_CONFIG_DEF["snapshot.mode"].allowed, sqlserver_mode.allowed):
         assert set(allowed) <= set(SNAPSHOTTERS)
-    # Debezium 3.x's SQL Server connector alone has when_needed_no_data
+    # Debezium 3.x's SQL Server connector alone has when_needed_no_data (3.6.3's jars:
+    # SqlServerConnectorConfig.SnapshotMode has WHEN_NEEDED_NO_DATA, PostgresConnectorConfig's
+    # and BinlogConnectorConfig's (MySQL, MariaDB) do not)
     assert "when_needed_no_data" in sqlserver_mode.allowed
     assert "when_needed_no_data" not in MYSQL_CONFIG_DEF["snapshot.mode"].allowed
+    assert "when_needed_no_data" not in POSTGRES_CONFIG_DEF["snapshot.mode"].allowed
     with pytest.raises(ValueError, match=r"snapshot\.mode=.custom. has no snapshotter"):
         snapshotter_for("custom")
