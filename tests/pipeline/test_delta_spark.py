@@ -248,12 +248,18 @@ def test_changelog_batches_on_the_executors_equal_the_reference(
 
 
 def test_scd2_history_on_the_executors_equals_the_reference(
-        tmp_path: Path, spark: Any) -> None:
+        tmp_path: Path, spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """The pipeline's SCD2 batch with the Spark writer and every range on the executors
     (parts staged by Spark tasks, the history rebuilt per key by Spark tasks, merged by
     delta-spark), each batch applied twice: the table equals the delta-rs target's history
-    from the event path (`scd2.rebuild`), and a replay commits nothing."""
+    from the event path (`scd2.rebuild`), and a replay commits nothing.  The batch with the
+    truncate first crashes after its truncate's UPDATE and the state's commit, before the
+    table's MERGE: its replay still gives the reference's history."""
+    from headwater.pipeline import delta_spark
     from headwater.pipeline.runner import apply_batch, apply_changes
+
+    def crash(*_args: Any, **_kwargs: Any) -> str:
+        raise Crash("killed before the table's MERGE")
 
     records = scd2_workload(random.Random(25))
     write(tmp_path / "topics", records)
@@ -265,6 +271,12 @@ def test_scd2_history_on_the_executors_equals_the_reference(
     for batch, (a, b) in enumerate(itertools.pairwise(bounds)):
         apply_changes(decode_topic(TOPIC, list(read_range(tmp_path / "topics", TOPIC, a, b))),
                       batch, ref, "scd2")
+        if batch == 1:
+            with monkeypatch.context() as m:
+                m.setattr(delta_spark, "scd2_merge_sql", crash)
+                with pytest.raises(Crash):
+                    apply_batch(tmp_path / "topics", {TOPIC: (a, b)}, batch, cfg, target,
+                                spark=spark)
         for replay in (False, True):
             before = version(table) if replay else -1
             assert apply_batch(tmp_path / "topics", {TOPIC: (a, b)}, batch, cfg, target,

@@ -165,7 +165,8 @@ def columnar_path(mode: str, target: Target, cfg: PipelineConfig | None = None
 
 def history_tracked(cfg: PipelineConfig | None, columns: Sequence[Column]
                     ) -> frozenset[str]:
-    """The columns whose change opens a new SCD2 version (`scd2.tracked_columns`)."""
+    """The columns whose change opens a new SCD2 version (`scd2.tracked_columns` of the
+    configuration's track lists; without a configuration, a direct call's, every column)."""
     if cfg is None:
         return frozenset(c.name for c in columns)
     return tracked_columns([c.name for c in columns], cfg.track_history_column_list,
