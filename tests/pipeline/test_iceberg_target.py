@@ -297,14 +297,16 @@ def test_the_pipeline_writes_iceberg_and_a_batch_replayed_by_spark_is_applied_on
         assert table(spark, target) == reference(tmp_path, [0, len(records)])
 
 
-def scd2_reference(root: Path, bounds: list[int]) -> list[dict[str, Any]]:
-    """The delta-rs target's SCD2 history from the same batches, event by event."""
+def scd2_reference(root: Path, bounds: list[int], track: list[str] | None = None
+                   ) -> list[dict[str, Any]]:
+    """The delta-rs target's SCD2 history from the same batches, event by event (`track`:
+    `headwater.pipeline.track.history.column.list`)."""
     from headwater.pipeline.runner import apply_changes
 
     ref = DeltaTarget(root / "ref", "p")
     for batch, (a, b) in enumerate(itertools.pairwise(bounds)):
         apply_changes(decode_topic(TOPIC, list(read_range(root / "topics", TOPIC, a, b))),
-                      batch, ref, "scd2")
+                      batch, ref, "scd2", track)
     return history(read_table(root / "ref" / "public" / "t").to_pylist())
 
 
@@ -312,12 +314,15 @@ def history(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["id"], r["__START_AT"]))
 
 
+@pytest.mark.parametrize("track", [None, pytest.param(["id", "v", "x"], marks=pytest.mark.long)],
+                         ids=["every-column", "tracked-columns"])
 def test_scd2_history_equals_the_reference_and_replays_apply_once(
-        tmp_path: Path, spark: Any) -> None:
+        tmp_path: Path, spark: Any, track: list[str] | None) -> None:
     """Duplicated, reordered events with deletes, unchanged-TOAST placeholders, a key change
     and a truncate, in two batches (decoded column-wise with the truncate, then event by event
     on its stored floor and versions), each applied twice: the history equals the delta-rs
-    target's (`scd2.rebuild`), and a replay commits no snapshot."""
+    target's (`scd2.rebuild`), and a replay commits no snapshot.  With tracked columns, a
+    change of the others updates the open version in place, as there."""
     from headwater.pipeline.runner import apply_changes
 
     records = scd2_workload(random.Random(27))
@@ -329,14 +334,15 @@ def test_scd2_history_equals_the_reference_and_replays_apply_once(
             before = len(snapshots(spark, target)) if replay else -1
             if batch == 1:
                 apply_changes(decode_topic(TOPIC, list(read_range(tmp_path / "topics", TOPIC,
-                                                                   a, b))), batch, target, "scd2")
+                                                                   a, b))), batch, target, "scd2",
+                              track)
             else:
                 ch = columnar.decode_changelog(TOPIC, columnar.scan(
                     tmp_path / "topics", TOPIC, a, b, columnar.Positions()), flags=True)
                 assert ch is not None
-                target.apply_scd2_rows(ch, batch)
+                target.apply_scd2_rows(ch, batch, None if track is None else frozenset(track))
             assert not replay or len(snapshots(spark, target)) == before, "replay committed"
-    want = scd2_reference(tmp_path, bounds)
+    want = scd2_reference(tmp_path, bounds, track)
     assert len(want) > 30 and any(r["__END_AT"] is None for r in want)
     assert history(table(spark, target)) == want
     marks = [(s.get("headwater.pipeline"), s.get("headwater.batch"))
