@@ -155,6 +155,23 @@ def workload(rng: random.Random, mysql: bool, n: int = 400, keys: int = 40,
     return dup
 
 
+def scd2_workload(rng: random.Random) -> list[tuple[bytes | None, bytes | None]]:
+    """Duplicated, reordered events with deletes and unchanged-TOAST placeholders, a primary
+    key change (the old key's delete and the new key's insert in one transaction) and, in the
+    middle, a truncate."""
+    records = workload(rng, mysql=False, n=240, keys=30, toast=True)
+    lsns = [orjson.loads(v)["payload"]["source"]["lsn"] for _k, v in records if v is not None]
+    third = len(records) // 3
+    image = row(rng, 5)
+    at = max(lsns) + 10  # (the key change's events arrive early: before older ones)
+    key_change = [document("d", 5, image, pg_source(at, at - 5), total_order=1),
+                  document("c", 77, {**image, "id": 77}, pg_source(at + 1, at - 5),
+                           total_order=2)]
+    at = sorted(lsns)[len(lsns) // 2] + 1  # (half the stream is older, half newer)
+    truncate = document("t", 1, None, pg_source(at, at - 5))
+    return [*records[:third], *key_change, *key_change[:1], truncate, *records[third:]]
+
+
 def write(root: Path, records: list[tuple[bytes | None, bytes | None]],
           segment_bytes: int = 1 << 20) -> None:
     with TopicLog(root, segment_bytes=segment_bytes) as log:
@@ -419,3 +436,25 @@ def test_a_crash_between_a_batch_commits_never_forgets_its_deletes(
     batch(restarted, 1, 2, 3)  # the replay
     batch(restarted, 2, 3, 4)
     assert read_table(tmp_path / "delta" / "public" / "t").column("id").to_pylist() == [2]
+
+
+def test_scd2_events_carry_the_decoders_unchanged_toast_flags(tmp_path: Path) -> None:
+    """`decode_changelog(flags=True)`, the events an SCD2 history is built from: per event, a
+    `__hw_u_<column>` flag exactly where the event-by-event decoder marks the value unsent
+    (`ChangeEvent.unavailable`), the value itself null, as there."""
+    records = workload(random.Random(31), mysql=False, n=200, toast=True)
+    write(tmp_path, records)
+    got = columnar.decode_changelog(TOPIC, columnar.scan(tmp_path, TOPIC, 0, len(records),
+                                                         columnar.Positions()), flags=True)
+    assert got is not None
+    events = decode_topic(TOPIC, list(read_range(tmp_path, TOPIC, 0, len(records)))).events
+    assert sorted(got.toast) == ["blob", "v"]
+    rows = {r["__offset"]: r for r in got.rows.to_pylist()}
+    assert sorted(rows) == [e.offset for e in events]
+    flagged = 0
+    for e in events:
+        r = rows[e.offset]
+        assert {c for c in got.toast if r[columnar.TOAST_FLAG + c]} == set(e.unavailable)
+        assert all(r[c] is None for c in e.unavailable)
+        flagged += bool(e.unavailable)
+    assert flagged > 10

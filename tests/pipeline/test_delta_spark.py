@@ -26,6 +26,7 @@ from tests.pipeline.test_columnar import (
     pg_source,
     row,
     scd1_by_events,
+    scd2_workload,
     workload,
     write,
 )
@@ -243,4 +244,48 @@ def test_changelog_batches_on_the_executors_equal_the_reference(
     got = RsTable(str(table)).to_pyarrow_table()
     assert 0 < want.num_rows < sum(v is not None for _k, v in records)  # re-deliveries
     assert got.sort_by("__offset").to_pylist() == want.sort_by("__offset").to_pylist()
+    assert not list((tmp_path / "cp" / "staging").rglob("*.parquet"))
+
+
+def test_scd2_history_on_the_executors_equals_the_reference(
+        tmp_path: Path, spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipeline's SCD2 batch with the Spark writer and every range on the executors
+    (parts staged by Spark tasks, the history rebuilt per key by Spark tasks, merged by
+    delta-spark), each batch applied twice: the table equals the delta-rs target's history
+    from the event path (`scd2.rebuild`), and a replay commits nothing.  The batch with the
+    truncate first crashes after its truncate's UPDATE and the state's commit, before the
+    table's MERGE: its replay still gives the reference's history."""
+    from headwater.pipeline import delta_spark
+    from headwater.pipeline.runner import apply_batch, apply_changes
+
+    def crash(*_args: Any, **_kwargs: Any) -> str:
+        raise Crash("killed before the table's MERGE")
+
+    records = scd2_workload(random.Random(25))
+    write(tmp_path / "topics", records)
+    cfg = executors_config(tmp_path, "scd2")
+    ref = DeltaTarget(tmp_path / "ref", "p")
+    target = SparkDeltaTarget(spark, tmp_path / "delta", cfg.pipeline_id)
+    table = tmp_path / "delta" / "public" / "t"
+    bounds = [0, 70, 160, len(records)]
+    for batch, (a, b) in enumerate(itertools.pairwise(bounds)):
+        apply_changes(decode_topic(TOPIC, list(read_range(tmp_path / "topics", TOPIC, a, b))),
+                      batch, ref, "scd2")
+        if batch == 1:
+            with monkeypatch.context() as m:
+                m.setattr(delta_spark, "scd2_merge_sql", crash)
+                with pytest.raises(Crash):
+                    apply_batch(tmp_path / "topics", {TOPIC: (a, b)}, batch, cfg, target,
+                                spark=spark)
+        for replay in (False, True):
+            before = version(table) if replay else -1
+            assert apply_batch(tmp_path / "topics", {TOPIC: (a, b)}, batch, cfg, target,
+                               spark=spark) == sum(v is not None for _k, v in records[a:b])
+            assert not replay or version(table) == before, "a replayed batch committed again"
+    order = ["id", "__START_AT"]
+    want = read_table(tmp_path / "ref" / "public" / "t").sort_by(
+        [(c, "ascending") for c in order])
+    got = read_table(table).sort_by([(c, "ascending") for c in order])
+    assert want.num_rows > 30 and None in want.column("__END_AT").to_pylist()
+    assert got.to_pylist() == want.to_pylist()
     assert not list((tmp_path / "cp" / "staging").rglob("*.parquet"))

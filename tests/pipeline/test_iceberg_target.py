@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from headwater.pipeline import columnar
@@ -28,6 +29,7 @@ from tests.pipeline.test_columnar import (
     f,
     pg_source,
     row,
+    scd2_workload,
     workload,
     write,
 )
@@ -47,12 +49,13 @@ def iceberg(spark: Any, root: Path) -> IcebergTarget:
 
 
 def table(spark: Any, target: IcebergTarget, hw: bool = False) -> list[dict[str, Any]]:
-    """The Iceberg table `public.t` as rows, sorted by id (and a changelog's offset), without
-    `__hw_` columns unless `hw`."""
+    """The Iceberg table `public.t` as rows, sorted by id (and a changelog's offset, a
+    history's start), without `__hw_` columns unless `hw`."""
     rows = spark.table(f"{target.catalog}.public.t").toArrow()
     keep = [n for n in rows.column_names if hw or not n.startswith("__hw_")]
     return sorted(rows.select(keep).to_pylist(),
-                  key=lambda r: (r["id"] is None, r["id"], r.get("__offset", 0)))
+                  key=lambda r: (r["id"] is None, r["id"], r.get("__offset", 0),
+                                 r.get("__START_AT", "")))
 
 
 def snapshots(spark: Any, target: IcebergTarget) -> list[tuple[str, dict[str, str]]]:
@@ -238,17 +241,20 @@ def test_a_second_warehouse_under_a_loaded_catalog_name_is_refused(
 
 
 
-@pytest.mark.parametrize("mode", ["scd1", "changelog"])
+@pytest.mark.parametrize("mode", ["scd1", "changelog",
+                                  pytest.param("scd2", marks=pytest.mark.long)])
 def test_the_pipeline_writes_iceberg_and_a_batch_replayed_by_spark_is_applied_once(
         tmp_path: Path, spark: Any, mode: str) -> None:
     """The streaming query with `headwater.pipeline.target=iceberg`, in batches of 100
     records; then its last batch's commit is removed from the checkpoint (a kill after the
     batch wrote, before Spark recorded it) and the query runs again: Spark replays the batch,
-    the target skips it."""
+    the target skips it.  SCD2 reads, decodes and rebuilds its history on the executors
+    (`headwater.pipeline.executors.min.records=0`)."""
     from headwater.pipeline.config import load_pipeline_config
     from headwater.pipeline.runner import start
 
-    records = workload(random.Random(21), mysql=False, n=260)
+    records = (scd2_workload(random.Random(21)) if mode == "scd2"
+               else workload(random.Random(21), mysql=False, n=260))
     write(tmp_path / "topics", records)
     name = catalog()
     config = tmp_path / "p.properties"
@@ -257,7 +263,9 @@ def test_the_pipeline_writes_iceberg_and_a_batch_replayed_by_spark_is_applied_on
                       f"headwater.pipeline.mode={mode}\nheadwater.pipeline.target=iceberg\n"
                       f"headwater.pipeline.iceberg.catalog={name}\n"
                       "headwater.pipeline.iceberg.warehouse=ice\n"
-                      "headwater.pipeline.max.records.per.trigger=100\n")
+                      "headwater.pipeline.max.records.per.trigger=100\n"
+                      + ("headwater.pipeline.executors.min.records=0\n" if mode == "scd2"
+                         else ""))
     cfg = load_pipeline_config(config)
 
     def run() -> None:
@@ -281,8 +289,66 @@ def test_the_pipeline_writes_iceberg_and_a_batch_replayed_by_spark_is_applied_on
     assert table(spark, target, hw=True) == first
     if mode == "changelog":  # each source event once: the workload's re-deliveries dropped
         assert len(first) == len({v for _, v in records if v is not None})
+    elif mode == "scd2":
+        bounds = [*range(0, len(records), 100), len(records)]
+        assert len(commits) == len(bounds) - 1
+        assert history(table(spark, target)) == scd2_reference(tmp_path, bounds)
     else:
         assert table(spark, target) == reference(tmp_path, [0, len(records)])
+
+
+def scd2_reference(root: Path, bounds: list[int], track: list[str] | None = None
+                   ) -> list[dict[str, Any]]:
+    """The delta-rs target's SCD2 history from the same batches, event by event (`track`:
+    `headwater.pipeline.track.history.column.list`)."""
+    from headwater.pipeline.runner import apply_changes
+
+    ref = DeltaTarget(root / "ref", "p")
+    for batch, (a, b) in enumerate(itertools.pairwise(bounds)):
+        apply_changes(decode_topic(TOPIC, list(read_range(root / "topics", TOPIC, a, b))),
+                      batch, ref, "scd2", track)
+    return history(read_table(root / "ref" / "public" / "t").to_pylist())
+
+
+def history(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda r: (r["id"], r["__START_AT"]))
+
+
+@pytest.mark.parametrize("track", [None, pytest.param(["id", "v", "x"], marks=pytest.mark.long)],
+                         ids=["every-column", "tracked-columns"])
+def test_scd2_history_equals_the_reference_and_replays_apply_once(
+        tmp_path: Path, spark: Any, track: list[str] | None) -> None:
+    """Duplicated, reordered events with deletes, unchanged-TOAST placeholders, a key change
+    and a truncate, in two batches (decoded column-wise with the truncate, then event by event
+    on its stored floor and versions), each applied twice: the history equals the delta-rs
+    target's (`scd2.rebuild`), and a replay commits no snapshot.  With tracked columns, a
+    change of the others updates the open version in place, as there."""
+    from headwater.pipeline.runner import apply_changes
+
+    records = scd2_workload(random.Random(27))
+    write(tmp_path / "topics", records)
+    bounds = [0, 150, len(records)]
+    target = iceberg(spark, tmp_path / "ice")
+    for batch, (a, b) in enumerate(itertools.pairwise(bounds)):
+        for replay in (False, True):
+            before = len(snapshots(spark, target)) if replay else -1
+            if batch == 1:
+                apply_changes(decode_topic(TOPIC, list(read_range(tmp_path / "topics", TOPIC,
+                                                                   a, b))), batch, target, "scd2",
+                              track)
+            else:
+                ch = columnar.decode_changelog(TOPIC, columnar.scan(
+                    tmp_path / "topics", TOPIC, a, b, columnar.Positions()), flags=True)
+                assert ch is not None
+                target.apply_scd2_rows(ch, batch, None if track is None else frozenset(track))
+            assert not replay or len(snapshots(spark, target)) == before, "replay committed"
+    want = scd2_reference(tmp_path, bounds, track)
+    assert len(want) > 30 and any(r["__END_AT"] is None for r in want)
+    assert history(table(spark, target)) == want
+    marks = [(s.get("headwater.pipeline"), s.get("headwater.batch"))
+             for _op, s in snapshots(spark, target) if s.get("headwater.batch")]
+    assert marks == [("p", "0"), ("p", "1")], marks
+    assert "t" in [orjson.loads(v)["payload"]["op"] for _k, v in records[:150] if v], "truncate"
 
 
 def test_maintenance_compacts_expires_and_keeps_rows_and_batch_marks(

@@ -86,10 +86,6 @@ def test_a_catalog_name_the_session_gives_another_warehouse_is_refused(tmp_path:
 
 
 @pytest.mark.parametrize(("lines", "message"), [
-    ("headwater.pipeline.target=iceberg\nheadwater.pipeline.mode=scd2\n",
-     "unsupported combination: reader the topic log (headwater.topics.store=local), event model "
-     "Debezium rows, target Iceberg (headwater.pipeline.target=iceberg), mode scd2 "
-     "(headwater.pipeline.mode=scd2): the Iceberg target has no SCD2 yet"),
     ("headwater.pipeline.iceberg.warehouse=w\n",
      "headwater.pipeline.iceberg.warehouse: set, but headwater.pipeline.target=delta writes "
      "no Iceberg table"),

@@ -108,8 +108,6 @@ REFUSALS: Final = (
     Refusal(_DATASTREAM_DELTA, model=DATASTREAM, target=JDBC),
     Refusal(_DOCUMENTS_DELTA, model=DOCUMENTS, target=ICEBERG),
     Refusal(_DOCUMENTS_DELTA, model=DOCUMENTS, target=JDBC),
-    Refusal("the Iceberg target has no SCD2 yet (it takes scd1 and changelog)",
-            target=ICEBERG, mode="scd2"),
 )
 
 # AUTO CDC flows (`create_auto_cdc_flow`, `start_flows`): the topic log into Delta (delta-rs),

@@ -3,10 +3,10 @@
 The rows are those of `columnar.ColumnarChanges.rows`, column for column: net changes (the row
 columns, `__hw_sequence`, `__hw_op` 'u' or 'd' with only the key columns set for deletes, then
 a boolean `__hw_u_<column>` per column in `toast`, true where the target keeps its value) or
-changelog rows (`columnar.decode_changelog`).  Where the DataFrame comes from is not the
-target's business: today the driver hands over its Arrow table (`from_columnar`), and the
-executor-side reading and netting hands over its own DataFrame with the same columns and
-metadata, without a change to the target.
+changelog rows (`columnar.decode_changelog`; SCD2's events with its `flags`).  Where the
+DataFrame comes from is not the target's business: the driver hands over its Arrow table
+(`from_columnar`), and the executor-side reading and netting hands over its own DataFrame with
+the same columns and metadata, without a change to the target.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ class ChangeFrame:
     events: int
     toast: tuple[str, ...] = field(default=())
     target: str | None = None  # a table of its own (AUTO CDC flows), else schema/table
+    # A folder the target may write the batch's intermediate results into (the executors'
+    # staging folder of the batch, removed with it); None: the target picks its own.
+    staging: str | None = None
 
 
 def from_columnar(spark: Any, changes: ColumnarChanges) -> ChangeFrame:

@@ -724,10 +724,15 @@ def changelog_table(changes: TableChanges) -> pa.Table:
     )
 
 
-def decode_changelog(topic: str, lines: Lines) -> ColumnarChanges | None:
+def decode_changelog(topic: str, lines: Lines, flags: bool = False) -> ColumnarChanges | None:
     """Every scanned event as a changelog row (its `net` holds them all, in offset order): the
     event path's `append_changelog` rows, column-wise.  The row is the after image, the before
-    image for deletes, nothing for truncates; an unchanged-TOAST value is null, as there."""
+    image for deletes, nothing for truncates; an unchanged-TOAST value is null, as there.
+
+    With `flags`, the events an SCD2 history is built from (`spark_merge.scd2_history`): per
+    column that holds an unchanged-TOAST placeholder, a `TOAST_FLAG` + name column, true
+    where the value was not sent (the decoder's `ChangeEvent.unavailable`), named in
+    `toast`."""
     if not lines.count:
         return None
     order = lines_order(topic, lines)
@@ -749,17 +754,21 @@ def decode_changelog(topic: str, lines: Lines) -> ColumnarChanges | None:
             payload.column("ts_ms").chunk(0), source.field("lsn"), tx_id,
             source.field("snapshot"), pa.array(lines.offsets)]
     rows: list[pa.Array] = []
+    unsent: dict[str, pa.Array] = {}
     for c, form, old, new in zip(sh.columns, sh.forms, before, after, strict=True):
         raw = pc.if_else(is_delete, old, new)
         if _has_placeholder(raw, form):
-            raw = pc.if_else(pc.fill_null(pc.is_in(raw, value_set=_UNSENT), False),
-                             pa.scalar(None, raw.type), raw)
+            mask = pc.fill_null(pc.is_in(raw, value_set=_UNSENT), False)
+            raw = pc.if_else(mask, pa.scalar(None, raw.type), raw)
+            if flags:
+                unsent[c.name] = mask
         col = _convert(raw, form)
         rows.append(col if col.type == c.type.arrow else col.cast(c.type.arrow))
-    table = pa.Table.from_arrays(meta + rows, schema=pa.schema(
-        [*CHANGELOG_META, *(pa.field(c.name, c.type.arrow) for c in sh.columns)]))
+    table = pa.Table.from_arrays(meta + rows + list(unsent.values()), schema=pa.schema(
+        [*CHANGELOG_META, *(pa.field(c.name, c.type.arrow) for c in sh.columns),
+         *(pa.field(TOAST_FLAG + c, pa.bool_()) for c in unsent)]))
     return ColumnarChanges(topic, env.schema_name, env.table_name, sh.key_columns, sh.columns,
-                           lines.count, table)
+                           lines.count, table, toast=list(unsent))
 
 
 def _newest_deletes(events: pa.Table, chosen: pa.Table, keys: tuple[str, ...]) -> pa.Array:

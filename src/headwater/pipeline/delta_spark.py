@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,11 +49,20 @@ from headwater.pipeline.delta_target import (
     state_deletes,
 )
 from headwater.pipeline.spark_merge import (
+    ACTION,
+    END,
     KEY,
+    START,
     after_state,
+    batch_points,
     first_deliveries,
+    history_floor,
     q,
+    remembered_points,
     scd1_merge,
+    scd2_history,
+    scd2_merge_sql,
+    staging_folder,
     with_key,
 )
 
@@ -63,15 +73,17 @@ TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 
 
 class SparkDeltaTarget(DeltaTarget):
-    """The Delta target whose column-wise operations (net change MERGE, changelog append,
-    maintenance) run on Spark's engine with delta-spark; the event-by-event, SCD2, document
-    and Datastream operations it inherits still write with delta-rs, into the same tables."""
+    """The Delta target whose column-wise operations (net change MERGE, SCD2 history MERGE,
+    changelog append, maintenance) run on Spark's engine with delta-spark; the event-by-event,
+    document and Datastream operations it inherits still write with delta-rs, into the same
+    tables."""
 
     # The executors' stage hands this target its SCD1 batch as a DataFrame netted on the
-    # executors (`executor_net.net_frame`, `merge_net`) and its changelog batch as a DataFrame
-    # of the staged parts (`executor_net.changelog_frame`, `append_changelog_net`), not as the
-    # driver's Arrow rows.
-    takes_change_frames = True
+    # executors (`executor_net.net_frame`, `merge_net`), its changelog batch as a DataFrame
+    # of the staged parts (`executor_net.changelog_frame`, `append_changelog_net`) and its
+    # SCD2 batch as a DataFrame of the events (`executor_net.history_frame`,
+    # `merge_history`), not as the driver's Arrow rows.
+    frame_modes = frozenset({"scd1", "changelog", "scd2"})
 
     def __init__(self, spark: Any, root: Path, app_id: str, schema_evolution: str = "evolve",
                  compact_interval_batches: int = 0) -> None:
@@ -161,17 +173,20 @@ class SparkDeltaTarget(DeltaTarget):
             )
         return bool(result.collect())
 
-    def _spark_table(self, path: Path, schema: Any, columns: tuple[Column, ...]) -> list[str]:
-        """The target's columns this batch writes: the table is created when missing, and new
-        source columns are added, left out or refused per `schema_evolution`
-        (`DeltaTarget._evolve`, on the table's schema as delta-rs reads it: no Spark job)."""
+    def _spark_table(self, path: Path, schema: Any, columns: tuple[Column, ...],
+                     tail: tuple[str, ...] = (SEQ,)) -> list[str]:
+        """The target's columns this batch writes: the table is created when missing (the
+        columns, then the text columns `tail`), and new source columns are added, left out or
+        refused per `schema_evolution` (`DeltaTarget._evolve`, on the table's schema as
+        delta-rs reads it: no Spark job)."""
         from delta.tables import DeltaTable
-        from pyspark.sql.types import StructType
+        from pyspark.sql.types import StringType, StructField, StructType
 
         fields = {f.name: f for f in schema.fields}
         dt = self._open(path)
         if dt is None:
-            wanted = StructType([fields[n] for n in [*(c.name for c in columns), SEQ]])
+            wanted = StructType([*(fields[c.name] for c in columns),
+                                 *(StructField(n, StringType()) for n in tail)])
             (DeltaTable.createIfNotExists(self.spark).location(str(path))
              .addColumns(wanted).execute())
             return [c.name for c in columns]
@@ -183,16 +198,80 @@ class SparkDeltaTarget(DeltaTarget):
             self.spark.sql(f"ALTER TABLE delta.{q(str(path))} ADD COLUMNS ({added})")
         return taken
 
+    # -- SCD type 2 ------------------------------------------------------------------------
+    def apply_scd2_rows(self, changes: ColumnarChanges, batch_id: int,
+                        tracked: frozenset[str] | None = None) -> None:
+        """An SCD2 batch the driver decoded column-wise (`decode_changelog(flags=True)`): the
+        same history as from the executors' parts (`merge_history`)."""
+        self.merge_history(from_columnar(self.spark, changes), batch_id, tracked)
+
+    def merge_history(self, frame: ChangeFrame, batch_id: int,
+                      tracked: frozenset[str] | None = None) -> None:
+        """A batch's SCD2 history written by Spark: `DeltaTarget.apply_scd2`'s table, state
+        and rules (`scd2.rebuild`), built on the executors (`spark_merge.scd2_history`) from
+        the batch's events (`frame`: `decode_changelog(flags=True)`'s rows), the stored
+        versions and remembered deletes of its keys.  Commits, in the reference's order: the
+        open versions closed at the batch's truncate (an UPDATE, idempotent), the batch's
+        deletes and truncate remembered (the state's MERGE, with the batch's `txn`), the
+        table's MERGE last (with the batch's `txn`): a replay after a crash between them
+        skips what carries the `txn` and rebuilds the rest from the remembered deletes."""
+        from delta.tables import DeltaTable
+        from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
+
+        path = self.table_path(frame)
+        if self.already_applied(path, batch_id):  # (delta-rs reads the txn in ms)
+            log.info("batch %d already applied to %s: skipped", batch_id, path)
+            return
+        keys = frame.key_columns
+        tracked = tracked if tracked is not None else frozenset(c.name for c in frame.columns)
+        taken = self._spark_table(path, frame.rows.schema, frame.columns, (START, END))
+        events, truncate, deletes = batch_points(frame.rows, keys)
+        state = self._state_frame(frame, ("truncate", "scd2_delete"))
+        table = DeltaTable.forPath(self.spark, str(path)).toDF()
+        history = scd2_history(events, table, state, history_floor(state, truncate), keys,
+                               frame.columns, taken, frame.toast, tracked)
+        with staging_folder(frame, self.root / "_headwater" / "staging", batch_id) as folder:
+            # the rows are computed once, before any commit changes what they are read from
+            history.write.mode("overwrite").parquet(folder)
+            rows = self.spark.read.parquet(folder)
+            changed = dict(rows.groupBy(ACTION).count().collect())
+            if truncate is not None:  # (idempotent: no txn, which would skip the MERGE)
+                DeltaTable.forPath(self.spark, str(path)).update(
+                    f"{q(END)} IS NULL AND {q(START)} < '{truncate}'",
+                    {END: F.lit(truncate)})
+            remember = remembered_points(self.spark, events, truncate, deletes, keys,
+                                         frame.columns)
+            if remember is not None:  # state first, the table's commit last
+                self._merge_state_frame(frame, remember, batch_id)
+            if not changed:
+                log.info("batch %d: %s: no version changed (delta-spark)", batch_id, path)
+                return
+            view = f"hw_history_{uuid.uuid4().hex}"
+            rows.createOrReplaceTempView(view)
+            try:
+                with self._txn(batch_id):
+                    applied = self.spark.sql(scd2_merge_sql(
+                        f"delta.{q(str(path))}", view, keys, taken)).collect()
+            finally:
+                self.spark.catalog.dropTempView(view)
+        if applied:
+            log.info("batch %d: %s: %d versions written, %d removed (SCD2, delta-spark)",
+                     batch_id, path, changed.get("u", 0), changed.get("d", 0))
+        else:
+            log.info("batch %d already applied to %s: skipped", batch_id, path)
+
     # -- state: remembered deletes and truncates -------------------------------------------
-    def _state_frame(self, frame: ChangeFrame) -> Any | None:
-        """The state table's truncates and SCD1 deletes (None when there is none)."""
+    def _state_frame(self, frame: ChangeFrame, kinds: tuple[str, ...] = ("truncate", "delete")
+                     ) -> Any | None:
+        """The state table's rows of `kinds` (None when there is no state table): truncates
+        and SCD1 deletes, or SCD2's delete points."""
         from delta.tables import DeltaTable
 
         path = str(self.state_path(frame))
         if self._open(Path(path)) is None:
             return None
-        return (DeltaTable.forPath(self.spark, path).toDF()
-                .where("kind IN ('truncate', 'delete')"))
+        wanted = ", ".join(f"'{k}'" for k in kinds)
+        return DeltaTable.forPath(self.spark, path).toDF().where(f"kind IN ({wanted})")
 
     def _merge_state_frame(self, frame: ChangeFrame, source: Any, batch_id: int) -> None:
         """Remembers deletes: the newest per key (`DeltaTarget._merge_state`'s MERGE)."""

@@ -139,9 +139,10 @@ Changes = TableChanges | ColumnarChanges | ChangeFrame
 
 
 class DeltaTarget:
-    # Whether the executors' stage hands SCD1 batches over as a DataFrame netted on the
-    # executors (`merge_net`) rather than as the driver's Arrow rows (`apply_scd1_net`).
-    takes_change_frames = False
+    # The modes whose batches the executors' stage hands over as DataFrames (`ChangeFrame`:
+    # `merge_net`, `append_changelog_net`, `merge_history`) rather than as the driver's Arrow
+    # rows (`apply_scd1_net`, `append_changelog_rows`); none for delta-rs.
+    frame_modes: frozenset[str] = frozenset()
 
     def __init__(self, root: Path, app_id: str, schema_evolution: str = "evolve",
                  compact_interval_batches: int = 0) -> None:

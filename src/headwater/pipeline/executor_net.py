@@ -13,6 +13,7 @@ together and `net_fragments` does not depend on their order (it sorts by sequenc
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from headwater.pipeline.change_frame import ChangeFrame
-from headwater.pipeline.columnar import ColumnarChanges
+from headwater.pipeline.columnar import TOAST_FLAG, ColumnarChanges
 from headwater.pipeline.part_net import net_fragments
 from headwater.pipeline.spark_merge import q
 from headwater.pipeline.tasks import PartResult, rows_schema, staged_batch
@@ -86,6 +87,38 @@ def changelog_frame(spark: Any, parts: list[PartResult]) -> ChangeFrame | None:
                           else F.lit(None)).cast(f.dataType).alias(f.name)
                          for f in out_schema.fields))
     return _frame(rows, changes)
+
+
+def history_frame(spark: Any, parts: list[PartResult]) -> ChangeFrame | None:
+    """One topic's SCD2 batch from its staged parts, as a DataFrame that reads them (None: no
+    events); raises `tasks.Refused` as `net_across_parts` does, and for a table without key
+    columns (the event path's history skips its events, as the reference does).  Every
+    event's row (`tasks.rows_schema(changes, "scd2")`: the changelog's columns plus the
+    unchanged-TOAST flags, false where a part has none); the target builds the history from
+    them on the executors (`spark_merge.scd2_history`), in the batch's staging folder."""
+    from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from headwater.pipeline.tasks import Refused
+
+    staged = _read_parts(spark, parts)
+    if staged is None:
+        return None
+    changes, files, fragments, read = staged
+    if not changes.key_columns:
+        raise Refused("SCD2 of a table without key columns")
+    out_schema = from_arrow_schema(rows_schema(changes, "scd2"), prefer_timestamp_ntz=True)
+    flags = {TOAST_FLAG + c for c in changes.toast}
+
+    def column(name: str) -> Any:
+        if name not in fragments.names:
+            return F.lit(False) if name in flags else F.lit(None)
+        return F.coalesce(F.col(q(name)), F.lit(False)) if name in flags else F.col(q(name))
+
+    rows = read.select(*(column(f.name).cast(f.dataType).alias(f.name)
+                         for f in out_schema.fields))
+    return dataclasses.replace(_frame(rows, changes),
+                               staging=str(Path(files[0]).parent / "history"))
 
 
 def _read_parts(spark: Any, parts: list[PartResult]

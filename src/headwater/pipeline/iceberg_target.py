@@ -14,9 +14,11 @@ through the state table `<catalog>._headwater_state.<schema>.<table>` (remembere
 truncates, with their sequences, `delta_target`'s layout) and one MERGE INTO, where only a
 newer `__hw_sequence` wins and an unchanged-TOAST flag keeps the target's value.  A truncate
 deletes the rows older than it.  Changelog: every event's row is appended.  New source columns
-follow `headwater.pipeline.schema.evolution` (ALTER TABLE ... ADD COLUMNS).  SCD2 is not
-implemented here (refused at start, `capabilities`).  Maintenance (`maintain`) rewrites small data
-files and position deletes and expires old snapshots every
+follow `headwater.pipeline.schema.evolution` (ALTER TABLE ... ADD COLUMNS).  SCD2
+(`merge_history`): the history of `delta_target`'s layout (`__START_AT`, `__END_AT`), rebuilt
+on the executors per key by `scd2.rebuild` (`spark_merge.scd2_history`) and written by one
+MERGE INTO; the state table also keeps its delete points.  Maintenance (`maintain`) rewrites
+small data files and position deletes and expires old snapshots every
 `headwater.pipeline.iceberg.compact.interval.batches` batches.
 
 Exactly once: the table's last commit of a batch carries the pipeline id and the batch id in
@@ -32,6 +34,7 @@ repeats them, then commits the table.  The state's commit comes first for the re
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import re
@@ -55,7 +58,22 @@ from headwater.pipeline.delta_target import (
     state_deletes,
 )
 from headwater.pipeline.net import NetChange
-from headwater.pipeline.spark_merge import KEY, Scd1Merge, after_state, q, scd1_merge
+from headwater.pipeline.spark_merge import (
+    ACTION,
+    END,
+    KEY,
+    START,
+    Scd1Merge,
+    after_state,
+    batch_points,
+    history_floor,
+    q,
+    remembered_points,
+    scd1_merge,
+    scd2_history,
+    scd2_merge_sql,
+    staging_folder,
+)
 
 log = logging.getLogger("headwater.pipeline.iceberg")
 
@@ -77,6 +95,11 @@ Changes = TableChanges | ColumnarChanges | ChangeFrame
 
 class IcebergTarget:
     """The pipeline's target for Iceberg tables (module docstring)."""
+
+    # The modes whose batches the executors' stage hands over as DataFrames: SCD2's events
+    # (`executor_net.history_frame`, `merge_history`); SCD1 and the changelog take the
+    # driver's Arrow rows.
+    frame_modes = frozenset({"scd2"})
 
     def __init__(self, spark: Any, warehouse: Path, catalog: str, app_id: str,
                  schema_evolution: str = "evolve", compact_interval_batches: int = 0) -> None:
@@ -262,27 +285,33 @@ class IcebergTarget:
         finally:
             self.spark.catalog.dropTempView(view)
 
-    def _state_frame(self, changes: Changes) -> Any | None:
-        """The state table's truncates and SCD1 deletes (None when there is none)."""
+    def _state_frame(self, changes: Changes, kinds: tuple[str, ...] = ("truncate", "delete")
+                     ) -> Any | None:
+        """The state table's rows of `kinds` (None when there is no state table): truncates
+        and SCD1 deletes, or SCD2's delete points."""
         if self._load(self.state_parts(changes)) is None:
             return None
-        return (self.spark.table(self.state_name(changes))
-                .where("kind IN ('truncate', 'delete')"))
+        wanted = ", ".join(f"'{k}'" for k in kinds)
+        return self.spark.table(self.state_name(changes)).where(f"kind IN ({wanted})")
 
-    def _merge_state(self, changes: Changes, rows: pa.Table) -> None:
-        """Remembers deletes and truncates: the newest per key and kind (`delta_target`'s
-        state MERGE; idempotent, so it needs no batch mark)."""
+    def _merge_state(self, changes: Changes, rows: pa.Table | Any) -> None:
+        """Remembers deletes and truncates (`rows`: Arrow, or a DataFrame): the newest per
+        key and kind, every SCD2 delete point (`delta_target`'s state MERGE; idempotent, so it
+        needs no batch mark)."""
         from pyspark.sql.types import StringType, StructField, StructType
 
         schema = StructType([StructField(n, StringType()) for n in ("key", "kind", SEQ)])
         if self._load(self.state_parts(changes)) is None:
             self._create(self.state_parts(changes), list(schema.fields))
         view = f"hw_state_{uuid.uuid4().hex}"
-        self.spark.createDataFrame(rows, schema=schema).createOrReplaceTempView(view)
+        source = (self.spark.createDataFrame(rows, schema=schema)
+                  if isinstance(rows, pa.Table) else rows)
+        source.createOrReplaceTempView(view)
         try:
             self.spark.sql(
                 f"MERGE INTO {self.state_name(changes)} t USING {q(view)} s "
                 f"ON t.key = s.key AND t.kind = s.kind "
+                f"AND (t.kind <> 'scd2_delete' OR t.{q(SEQ)} = s.{q(SEQ)}) "
                 f"WHEN MATCHED AND s.{q(SEQ)} > t.{q(SEQ)} THEN UPDATE SET * "
                 f"WHEN NOT MATCHED THEN INSERT *")
         finally:
@@ -291,11 +320,75 @@ class IcebergTarget:
     # -- SCD type 2 ------------------------------------------------------------------------
     def apply_scd2(self, changes: TableChanges, events: list[ChangeEvent], truncate: str | None,
                    batch_id: int, tracked: frozenset[str] | None = None) -> None:
-        # Unreachable through `runner.start`, which refuses the combination first.
-        from headwater.pipeline import capabilities
+        """Events decoded one by one (`runner.apply_changes`: re-deliveries already dropped):
+        the same history as the column-wise events' (`merge_history`)."""
+        del truncate  # (the events hold it; `merge_history` finds it there)
+        deduped = copy.copy(changes)
+        deduped.events = list(events)
+        rows = changelog_table(deduped)
+        toast = sorted({c for e in events for c in e.unavailable})
+        flags = {TOAST_FLAG + c: pa.array([c in e.unavailable for e in events], pa.bool_())
+                 for c in toast}
+        for name, flag in flags.items():
+            rows = rows.append_column(name, flag)
+        batch = ColumnarChanges(changes.topic, changes.schema_name, changes.table_name,
+                                changes.key_columns, list(changes.column_list),
+                                len(changes.events), rows, toast, changes.target)
+        self.apply_scd2_rows(batch, batch_id, tracked)
 
-        capabilities.require(capabilities.Cell(capabilities.TOPICS, capabilities.ROWS,
-                                               capabilities.ICEBERG, "scd2"))
+    def apply_scd2_rows(self, changes: ColumnarChanges, batch_id: int,
+                        tracked: frozenset[str] | None = None) -> None:
+        """SCD2 events the driver decoded column-wise (`decode_changelog(flags=True)`)."""
+        self.merge_history(from_columnar(self.spark, changes), batch_id, tracked)
+
+    def merge_history(self, frame: ChangeFrame, batch_id: int,
+                      tracked: frozenset[str] | None = None) -> None:
+        """A batch's SCD2 history (`delta_target`'s layout: the source's columns, then
+        `__START_AT` and `__END_AT`, null while current), built on the executors
+        (`spark_merge.scd2_history`: `scd2.rebuild` per key) from the batch's events, the
+        stored versions and the remembered delete points of its keys.  Commits: the open
+        versions closed at the batch's truncate (UPDATE), the batch's delete points and
+        truncate remembered (the state's MERGE), both idempotent; the table's MERGE INTO,
+        marked with the batch, last."""
+        if self.already_applied(frame, batch_id):
+            return
+        keys = frame.key_columns
+        if not keys:
+            raise ValueError(f"{self.table_name(frame)}: SCD2 needs key columns (a primary "
+                             "key or message.key.columns)")
+        tracked = tracked if tracked is not None else frozenset(c.name for c in frame.columns)
+        name = self.table_name(frame)
+        taken = self._table(frame, _with_validity(frame), (), (START, END))
+        events, truncate, deletes = batch_points(frame.rows, keys)
+        state = self._state_frame(frame, ("truncate", "scd2_delete"))
+        history = scd2_history(events, self.spark.table(name), state,
+                               history_floor(state, truncate), keys, frame.columns, taken,
+                               frame.toast, tracked)
+        with staging_folder(frame, self.warehouse / "_headwater_staging", batch_id) as folder:
+            # the rows are computed once, before any commit changes what they are read from
+            history.write.mode("overwrite").parquet(folder)
+            rows = self.spark.read.parquet(folder)
+            changed = dict(rows.groupBy(ACTION).count().collect())
+            if truncate is not None:
+                self.spark.sql(f"UPDATE {name} SET {q(END)} = '{_sql_text(truncate)}' "
+                               f"WHERE {q(END)} IS NULL AND {q(START)} < "
+                               f"'{_sql_text(truncate)}'")
+            remember = remembered_points(self.spark, events, truncate, deletes, keys,
+                                         frame.columns)
+            if remember is not None:  # state first, the table's commit last
+                self._merge_state(frame, remember)
+            if not changed:
+                log.info("batch %d: %s: no version changed (iceberg)", batch_id, name)
+                return
+            view = f"hw_history_{uuid.uuid4().hex}"
+            rows.createOrReplaceTempView(view)
+            try:
+                with self._marked(batch_id):
+                    self.spark.sql(scd2_merge_sql(name, q(view), keys, taken))
+            finally:
+                self.spark.catalog.dropTempView(view)
+        log.info("batch %d: %s: %d versions written, %d removed (SCD2, iceberg)", batch_id,
+                 name, changed.get("u", 0), changed.get("d", 0))
 
     # -- maintenance -----------------------------------------------------------------------
     def maintain(self, batch_id: int) -> None:
@@ -436,3 +529,11 @@ def _spark_changed(fields: dict[str, Any]) -> Any:
     def changed(column: Column, old: Any) -> bool:
         return _iceberg_type(fields[column.name].dataType) != _iceberg_type(old)
     return changed
+
+
+def _with_validity(frame: ChangeFrame) -> ChangeFrame:
+    """`frame` with the history's validity columns (text), for `_table` to create them."""
+    from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
+
+    rows = frame.rows.select("*", *(F.lit(None).cast("string").alias(c) for c in (START, END)))
+    return dataclasses.replace(frame, rows=rows)

@@ -256,7 +256,7 @@ def apply_kafka_batch(topics: KafkaTopics, ranges: Mapping[str, tuple[int, int]]
     from headwater.pipeline.tasks import clear_staging
 
     total = 0
-    path = columnar_path(cfg.mode, target)
+    path = columnar_path(cfg.mode, target, cfg)
     grouped = group_ranges(ranges)
     staged = _run_stage(spark, topics, grouped, batch_id, cfg) if path is not None else {}
     for topic, parts in sorted(grouped.items()):
@@ -304,7 +304,7 @@ def _apply_topic(topics: KafkaTopics, topic: str, parts: Mapping[int, tuple[int,
     from headwater.pipeline.runner import apply_changes, columnar_path
 
     t0 = time.monotonic()
-    path = columnar_path(cfg.mode, target)
+    path = columnar_path(cfg.mode, target, cfg)
     records = _Fetched(path is not None)
     for partition, chunk in topics.fetch_chunks(topic, parts, decode):
         records.add(partition, chunk)

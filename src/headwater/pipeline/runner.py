@@ -42,7 +42,7 @@ from headwater.pipeline.datastream.apply import (
     topic_events,
 )
 from headwater.pipeline.datastream.files import LOG_NAME
-from headwater.pipeline.decode import ChangeEvent, TableChanges, decode_topic
+from headwater.pipeline.decode import ChangeEvent, Column, TableChanges, decode_topic
 from headwater.pipeline.delta_spark import SparkDeltaTarget
 from headwater.pipeline.delta_target import DeltaTarget, SchemaEvolutionError
 from headwater.pipeline.documents.route import apply_documents, is_document_topic
@@ -73,6 +73,29 @@ class Target(Protocol):
     def append_changelog(self, changes: TableChanges, batch_id: int) -> None: ...
 
     def changelog_since(self, changes: Any, since: str, keys: Sequence[str]) -> Any: ...
+
+
+class FrameTarget(Protocol):
+    """A target that takes a mode's batches as DataFrames (`ChangeFrame`), built on the
+    executors (`FRAMES`); which modes, its `frame_modes` says."""
+
+    frame_modes: frozenset[str]
+
+    def merge_net(self, frame: ChangeFrame, batch_id: int) -> None: ...
+
+    def append_changelog_net(self, frame: ChangeFrame, batch_id: int) -> None: ...
+
+    def merge_history(self, frame: ChangeFrame, batch_id: int,
+                      tracked: frozenset[str] | None = None) -> None: ...
+
+    def apply_scd2_rows(self, changes: columnar.ColumnarChanges, batch_id: int,
+                        tracked: frozenset[str] | None = None) -> None: ...
+
+
+def frame_modes(target: Any) -> frozenset[str]:
+    """The modes whose batches `target` takes as DataFrames (none: the driver's Arrow rows)."""
+    modes: frozenset[str] = getattr(target, "frame_modes", frozenset())
+    return modes
 
 
 def make_target(cfg: PipelineConfig, spark: Any = None) -> Target:
@@ -123,15 +146,39 @@ ColumnarPath = tuple[Callable[[str, columnar.Lines], columnar.ColumnarChanges | 
                      Callable[[columnar.ColumnarChanges, int], None]]
 
 
-def columnar_path(mode: str, target: Target) -> ColumnarPath | None:
-    """(decode, write) of the modes and targets that have a column-wise path, else None."""
+def columnar_path(mode: str, target: Target, cfg: PipelineConfig | None = None
+                  ) -> ColumnarPath | None:
+    """(decode, write) of the modes and targets that have a column-wise path, else None: SCD1
+    and the changelog into Delta and Iceberg, SCD2 into a target that builds its history
+    from DataFrames (`frame_modes`: `merge_history`)."""
     if not isinstance(target, DeltaTarget | IcebergTarget) or not columnar_enabled():
         return None
     if mode == "scd1":
         return columnar.decode_net, target.apply_scd1_net
     if mode == "changelog":
         return columnar.decode_changelog, functools.partial(append_changelog_once, target)
+    if mode == "scd2" and mode in frame_modes(target):
+        return (functools.partial(columnar.decode_changelog, flags=True),
+                functools.partial(apply_history_rows, target, cfg))
     return None
+
+
+def history_tracked(cfg: PipelineConfig | None, columns: Sequence[Column]
+                    ) -> frozenset[str]:
+    """The columns whose change opens a new SCD2 version (`scd2.tracked_columns` of the
+    configuration's track lists; without a configuration, a direct call's, every column)."""
+    if cfg is None:
+        return frozenset(c.name for c in columns)
+    return tracked_columns([c.name for c in columns], cfg.track_history_column_list,
+                           cfg.track_history_except_column_list)
+
+
+def apply_history_rows(target: DeltaTarget | IcebergTarget, cfg: PipelineConfig | None,
+                       changes: columnar.ColumnarChanges, batch_id: int) -> None:
+    """The column-wise SCD2 write of a batch the driver decoded: the target's history MERGE
+    (`merge_history`) of the DataFrame of its rows."""
+    cast(FrameTarget, target).apply_scd2_rows(changes, batch_id,
+                                              history_tracked(cfg, changes.columns))
 
 
 def append_changelog_once(target: DeltaTarget | IcebergTarget,
@@ -171,7 +218,7 @@ def apply_batch(
     `headwater.pipeline.executors.min.records`; without one (direct calls, the Kafka batch),
     and for shorter ranges, the driver does it."""
     total = 0
-    path = columnar_path(cfg.mode, target)
+    path = columnar_path(cfg.mode, target, cfg)
     staged: dict[str, list[tasks.PartResult]] = {}
     if spark is not None and path is not None:
         # (a short range costs the driver milliseconds, a Spark job seconds)
@@ -200,21 +247,19 @@ def apply_staged(spark: Any, topic: str, parts: list[tasks.PartResult], batch_id
                   cfg: PipelineConfig, write: Callable[[columnar.ColumnarChanges, int], None],
                   target: Target | None = None) -> int | None:
     """One topic's batch from the executors' staged parts; None when the stage left it to
-    the event path.  A target that takes DataFrames (`takes_change_frames`) gets an SCD1
-    batch netted across parts on the executors (`executor_net.net_frame`) and a changelog
-    batch as the staged parts read by Spark (`executor_net.changelog_frame`); the others get
+    the event path.  A target that takes DataFrames in the mode (`frame_modes`) gets an SCD1
+    batch netted across parts on the executors (`executor_net.net_frame`), a changelog
+    batch as the staged parts read by Spark (`executor_net.changelog_frame`) and an SCD2
+    batch as its events read by Spark (`executor_net.history_frame`); the others get
     the rows netted (SCD1) or put in offset order (changelog) in the driver, in Arrow."""
     t0 = time.monotonic()
-    on_executors = (cfg.mode in ("scd1", "changelog")
-                    and getattr(target, "takes_change_frames", False))
+    on_executors = cfg.mode in frame_modes(target)
     try:
         if not on_executors:
             staged: tasks.StagedChanges | ChangeFrame | None = tasks.net_across_parts(
                 parts, cfg.mode)
-        elif cfg.mode == "scd1":
-            staged = executor_net.net_frame(spark, parts)
         else:
-            staged = executor_net.changelog_frame(spark, parts)
+            staged = FRAMES[cfg.mode](spark, parts)
     except tasks.Refused as exc:
         log.info("batch %d: %s: event by event (%s)", batch_id, topic, exc)
         return None
@@ -222,10 +267,13 @@ def apply_staged(spark: Any, topic: str, parts: list[tasks.PartResult], batch_id
         return 0
     t1 = time.monotonic()
     if isinstance(staged, ChangeFrame):
+        frames = cast(FrameTarget, target)
         if cfg.mode == "scd1":
-            cast(SparkDeltaTarget, target).merge_net(staged, batch_id)
+            frames.merge_net(staged, batch_id)
+        elif cfg.mode == "scd2":
+            frames.merge_history(staged, batch_id, history_tracked(cfg, staged.columns))
         else:
-            cast(SparkDeltaTarget, target).append_changelog_net(staged, batch_id)
+            frames.append_changelog_net(staged, batch_id)
         events = staged.events
     else:
         hand_over(staged, write, batch_id)
@@ -235,6 +283,15 @@ def apply_staged(spark: Any, topic: str, parts: list[tasks.PartResult], batch_id
              f"{cfg.mode}, on the executors" if on_executors else cfg.mode,
              t1 - t0, time.monotonic() - t1)
     return events
+
+
+# The executors' DataFrame of a staged batch per mode, for a target that takes them: the SCD1
+# net, the changelog's rows, SCD2's events.
+FRAMES: dict[str, Callable[[Any, list[tasks.PartResult]], ChangeFrame | None]] = {
+    "scd1": executor_net.net_frame,
+    "changelog": executor_net.changelog_frame,
+    "scd2": executor_net.history_frame,
+}
 
 
 def hand_over(staged: tasks.StagedChanges, write: Callable[[columnar.ColumnarChanges, int], None],

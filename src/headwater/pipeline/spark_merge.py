@@ -11,12 +11,17 @@ crash finds it remembered but maybe not yet applied); a MERGE lets only a newer
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from headwater.pipeline.change_frame import ChangeFrame
 from headwater.pipeline.changelog_once import OFFSET_DIGITS
 from headwater.pipeline.columnar import OP, SEQ, TOAST_FLAG
 from headwater.pipeline.decode import Column
@@ -148,3 +153,175 @@ def first_deliveries(rows: Any, seen: Any | None, keys: tuple[str, ...]) -> Any:
             out = out.where(~snapshot).join(old, match, "left_anti").unionByName(
                 out.where(snapshot))
     return out.drop(POS)
+
+
+# -- SCD type 2 ---------------------------------------------------------------------------------
+
+START = "__START_AT"  # a version's validity, as `delta_target` names it: [start, end)
+END = "__END_AT"  # null while the version is current
+ACTION = "__hw_action"  # a history row's part in the MERGE: 'u' write it, 'd' remove it
+KIND = "__hw_kind"  # in `scd2_history`'s grouping: 'v' version, 'x' remembered delete, 'e' event
+
+
+def batch_points(rows: Any, keys: tuple[str, ...]) -> tuple[Any, str | None, int]:
+    """An SCD2 batch's events (`decode_changelog(flags=True)`'s rows) without re-deliveries
+    (`first_deliveries`, the identity `net.dedup` uses), the newest truncate's sequence
+    (None: no truncate) and the number of deletes: what the driver's history takes from
+    `net.dedup` (`runner.apply_changes`).  One Spark job, for the two figures."""
+    from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
+
+    events = first_deliveries(rows, None, keys)
+    stats = events.agg(F.max(F.when(F.col("__op") == "t", F.col(q(SEQ)))).alias("t"),
+                       F.count(F.when(F.col("__op") == "d", 1)).alias("d")).first()
+    return events, stats["t"], int(stats["d"])
+
+
+def scd2_history(events: Any, table: Any | None, remembered: Any | None, floor: str | None,
+                 keys: tuple[str, ...], columns: tuple[Column, ...], taken: list[str],
+                 toast: tuple[str, ...], tracked: frozenset[str]) -> Any:
+    """The SCD2 rows a batch changes, built on the executors: per key of the batch's events
+    (`batch_points`), its stored versions (`table`: the history table, None when there is
+    none), its remembered deletes (`remembered`: the state's `scd2_delete` rows) and its
+    events are grouped by key (one task holds a key) and rebuilt by `scd2.rebuild`, the
+    driver's history code itself, with the truncate `floor`.  The result: the rebuilt
+    versions that differ from the stored ones (`__hw_action` 'u') and the stored versions the
+    rebuild dropped ('d', key and start only), in the columns `taken` plus `__START_AT`,
+    `__END_AT` and `__hw_action`.  `columns` are the batch's, `taken` those the table takes
+    (`schema.evolution`).  Lazy: no Spark job of its own."""
+    from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    from headwater.pipeline.scd2 import Point, Version, rebuild
+
+    names = [c.name for c in columns]
+    keyed = events.where(" AND ".join(["`__op` <> 't'",
+                                       *(f"{q(k)} IS NOT NULL" for k in keys)]))
+    flags = [TOAST_FLAG + c for c in toast]
+    types = {f.name: f.dataType for f in events.schema.fields}
+
+    def shaped(frame: Any, present: set[str], kind: str, seq: Any, op: Any,
+               start: Any, end: Any) -> Any:
+        return frame.select(
+            *((F.col(q(n)) if n in present else F.lit(None)).cast(types[n]).alias(n)
+              for n in names),
+            start.cast("string").alias(START), end.cast("string").alias(END),
+            seq.cast("string").alias(SEQ), op.cast("string").alias("__op"),
+            *((F.col(q(c)) if kind == "e" else F.lit(False)).alias(c) for c in flags),
+            F.lit(kind).alias(KIND))
+
+    none = F.lit(None)
+    parts = [shaped(keyed, set(names), "e", F.col(q(SEQ)), F.col("__op"), none, none)]
+    batch_keys = keyed.select(*(q(k) for k in keys)).distinct()
+    if table is not None:
+        stored = table.join(batch_keys, list(keys), "left_semi")
+        parts.append(shaped(stored, set(table.columns), "v", none, none, F.col(q(START)),
+                            F.col(q(END))))
+    if remembered is not None:  # (the state names a key by `key_json_array`'s text)
+        tombs = remembered.where(F.col("kind") == "scd2_delete").join(
+            with_key(batch_keys, keys, columns), F.col("key") == F.col(KEY), "inner")
+        parts.append(shaped(tombs, set(keys), "x", F.col(q(SEQ)), F.lit("d"), none, none))
+    grouped = parts[0]
+    for p in parts[1:]:
+        grouped = grouped.unionByName(p)
+    out_schema = StructType([*(StructField(n, types[n]) for n in taken),
+                             *(StructField(c, StringType()) for c in (START, END, ACTION))])
+    out_arrow = to_arrow_schema(out_schema, timestamp_utc=True)
+    rank = {"x": 0, "e": 1}
+
+    def build(group: pa.Table) -> pa.Table:
+        versions: list[Version] = []
+        points: list[tuple[int, Point]] = []
+        for r in group.to_pylist():
+            kind = r[KIND]
+            row = {n: r[n] for n in names}
+            if kind == "v":
+                versions.append(Version(r[START], r[END], row))
+            elif kind == "x":
+                points.append((rank[kind], Point(r[SEQ], True, None)))
+            else:
+                unsent = frozenset(c for c in toast if r[TOAST_FLAG + c])
+                points.append((rank[kind], Point(r[SEQ], r["__op"] == "d", row, unsent)))
+        # (remembered deletes first: an event of the same sequence replaces them, as in
+        # `DeltaTarget.apply_scd2`)
+        ordered = [p for _r, p in sorted(points, key=lambda rp: rp[0])]
+        stored = {v.start: v for v in versions}
+        out: list[dict[str, Any]] = []
+        rebuilt = rebuild(versions, ordered, tracked, floor)
+        for v in rebuilt:
+            old = stored.get(v.start)
+            row = {n: v.row.get(n) for n in taken}
+            if old is not None and old.end == v.end and all(
+                    old.row.get(n) == row[n] for n in taken):
+                continue  # unchanged: not rewritten
+            out.append({**row, START: v.start, END: v.end, ACTION: "u"})
+        kept = {v.start for v in rebuilt}
+        first = group.slice(0, 1).to_pylist()[0] if group.num_rows else {}
+        for start in stored:
+            if start not in kept:
+                out.append({**{n: None for n in taken}, **{k: first[k] for k in keys},
+                            START: start, END: None, ACTION: "d"})
+        return pa.Table.from_pylist(out, schema=out_arrow)
+
+    return grouped.groupBy(*(q(k) for k in keys)).applyInArrow(build, out_schema)
+
+
+def remembered_points(spark: Any, events: Any, truncate: str | None, deletes: int,
+                      keys: tuple[str, ...], columns: tuple[Column, ...]) -> Any | None:
+    """What an SCD2 batch adds to the state table (`key`, `kind`, `__hw_sequence`): each
+    delete of `batch_points`' events as an `scd2_delete` point, the truncate as `truncate`
+    (None: nothing to remember).  Lazy."""
+    from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
+
+    out = None
+    if deletes:
+        out = with_key(events.where(F.col("__op") == "d"), keys, columns).select(
+            F.col(KEY).alias("key"), F.lit("scd2_delete").alias("kind"), F.col(q(SEQ)))
+    if truncate is not None:
+        row = spark.createDataFrame([("", "truncate", truncate)],
+                                    f"key string, kind string, {q(SEQ)} string")
+        out = row if out is None else out.unionByName(row)
+    return out
+
+
+def history_floor(state: Any | None, truncate: str | None) -> str | None:
+    """The truncate floor of an SCD2 batch: the newest of the state's truncates and the
+    batch's own (`truncate`).  A Spark job when there is a state table."""
+    from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
+
+    stored = None
+    if state is not None:
+        stored = state.where(F.col("kind") == "truncate").agg(F.max(q(SEQ))).first()[0]
+    found = [x for x in (stored, truncate) if x is not None]
+    return max(found) if found else None
+
+
+@contextlib.contextmanager
+def staging_folder(frame: ChangeFrame, root: Path, batch_id: int) -> Iterator[str]:
+    """A folder for a batch's intermediate rows (`scd2_history`'s, computed once before any
+    commit changes what they are read from): the executors' staging folder of the batch
+    (removed with it), else a new one under `root`, removed afterwards."""
+    if frame.staging is not None:
+        yield frame.staging
+        return
+    folder = root / f"{batch_id}-{uuid.uuid4().hex}"
+    try:
+        yield str(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def scd2_merge_sql(table: str, source: str, keys: tuple[str, ...], taken: list[str]) -> str:
+    """The MERGE INTO statement (Spark SQL, for a DataSource V2 table) that writes the rows of
+    `scd2_history` (`source`) into the history `table`: a version is matched by its key and
+    start; 'd' removes it, 'u' rewrites or inserts it."""
+    match = " AND ".join([*(f"t.{q(k)} = s.{q(k)}" for k in keys),
+                          f"t.{q(START)} = s.{q(START)}"])
+    sets = ", ".join(f"t.{q(c)} = s.{q(c)}" for c in [*taken, END])
+    names = [q(c) for c in [*taken, START, END]]
+    values = ", ".join(f"s.{n}" for n in names)
+    return (f"MERGE INTO {table} t USING {source} s ON {match} "
+            f"WHEN MATCHED AND s.{q(ACTION)} = 'd' THEN DELETE "
+            f"WHEN MATCHED THEN UPDATE SET {sets} "
+            f"WHEN NOT MATCHED AND s.{q(ACTION)} = 'u' THEN INSERT ({', '.join(names)}) "
+            f"VALUES ({values})")

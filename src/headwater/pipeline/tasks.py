@@ -216,11 +216,11 @@ def _decode(part: Part, mode: str) -> tuple[ColumnarChanges | None, str]:
         lines = part.lines()
         if mode == "scd1":
             decoded = columnar.decode_net(part.topic, lines, carry=True)
-        else:
-            decoded = columnar.decode_changelog(part.topic, lines)
+        else:  # changelog, or scd2's events (with their unchanged-TOAST flags)
+            decoded = columnar.decode_changelog(part.topic, lines, flags=mode == "scd2")
     except NotColumnar as exc:
         if mode != "scd1":
-            raise Refused(f"changelog outside the column-wise shape ({exc})") from exc
+            raise Refused(f"{mode} outside the column-wise shape ({exc})") from exc
         log.info("%s part %d: event by event (%s)", part.topic, part.part, exc)
         return _by_events(part)
     if decoded is None:
@@ -368,7 +368,7 @@ class StagedChanges:
 
     changes: ColumnarChanges
     rows: pa.Table
-    mode: str  # scd1 (net rows) or changelog (every event)
+    mode: str  # scd1 (net rows), changelog or scd2 (every event)
 
     def to_columnar(self) -> ColumnarChanges:
         """The rows typed as the column-wise decoders type them (a Parquet round trip may
@@ -388,6 +388,9 @@ def rows_schema(changes: ColumnarChanges, mode: str) -> pa.Schema:
     row = [pa.field(c.name, c.type.arrow) for c in changes.columns]
     if mode == "changelog":
         return pa.schema([*columnar.CHANGELOG_META, *row])
+    if mode == "scd2":  # every event, with its unchanged-TOAST flags
+        return pa.schema([*columnar.CHANGELOG_META, *row,
+                          *((TOAST_FLAG + c, pa.bool_()) for c in changes.toast)])
     return pa.schema([*row, (SEQ, pa.string()), (OP, pa.string()),
                       *((TOAST_FLAG + c, pa.bool_()) for c in changes.toast)])
 

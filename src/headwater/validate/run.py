@@ -1,9 +1,9 @@
 """`headwater validate CONFIG`: every pipeline target against its source table.
 
 One configuration, as the pipeline takes it: the connector's properties (the source to
-connect to) plus `headwater.pipeline.*` (where the targets are: Delta or JDBC, in any mode,
-or Iceberg in the modes its target writes, SCD1 and changelog, `iceberg_side.py`; the mode says
-which target rows are the source's current rows, `current.py`).
+connect to) plus `headwater.pipeline.*` (where the targets are: Delta, JDBC or Iceberg,
+`iceberg_side.py`, in any mode; the mode says which target rows are the source's current
+rows, `current.py`).
 """
 
 from __future__ import annotations

@@ -164,13 +164,9 @@ def test_scd1_and_changelog_iceberg_targets(env: Env, spark: Any) -> None:  # no
     assert "changed id=12: amount: source '-294.56', target '0'" in text
 
 
-def test_refuses_scd2_and_a_missing_warehouse(env: Env) -> None:  # noqa: F811
-    cfg = env.config({"headwater.pipeline.target": "iceberg", "headwater.pipeline.mode": "scd2",
-                      "headwater.pipeline.iceberg.warehouse": env.tmp / "nowhere"})
-    result = runner.invoke(app, ["validate", str(cfg)])
-    assert result.exit_code == 2, result.output
-    assert "the Iceberg target has no SCD2 yet (it takes scd1 and changelog)" in result.output
-    cfg = env.config({"headwater.pipeline.target": "iceberg", "headwater.pipeline.mode": "scd1",
+@pytest.mark.parametrize("mode", ["scd1", "scd2"])
+def test_refuses_a_missing_warehouse(env: Env, mode: str) -> None:  # noqa: F811
+    cfg = env.config({"headwater.pipeline.target": "iceberg", "headwater.pipeline.mode": mode,
                       "headwater.pipeline.iceberg.warehouse": env.tmp / "nowhere"})
     result = runner.invoke(app, ["validate", str(cfg)])
     assert result.exit_code == 2, result.output
