@@ -35,6 +35,7 @@ import pyarrow as pa
 
 from headwater.pipeline import columnar
 from headwater.pipeline.kafka_source import (
+    CHUNK,
     PARTITION_BITS,
     ValueDecoder,
     fetching,
@@ -167,16 +168,28 @@ def read_slice(consumer: Mapping[str, str], part: int, topic: str, partition: in
     offsets: list[np.ndarray] = []
     keys: list[pa.Array] = []
     values: list[pa.Array] = []
+    pending: list[Any] = []  # messages not yet in a chunk
     # librdkafka prefetches until `queued.min.messages` (100,000 by default) wait in its
     # queue: a slice's consumer would read on into the next slice's records, for nothing
     settings = fetching(consumer)
     settings.setdefault("queued.min.messages", str(max(1000, end - start)))
     client = Consumer(settings)
+
+    def chunk() -> None:
+        # a chunk of at least CHUNK records: a `consume` call can return a few hundred, and
+        # each chunk costs the column-wise cut (`arrow_lines`) a step of its own
+        keys.append(binary_array([m.key() for m in pending]))
+        values.append(binary_array([m.value() for m in pending]))
+        pending.clear()
+
     try:
         for got, msgs in read_range(client, topic, partition, start, end):
             offsets.append(got << PARTITION_BITS | partition)
-            keys.append(binary_array([m.key() for m in msgs]))
-            values.append(binary_array([m.value() for m in msgs]))
+            pending.extend(msgs)
+            if len(pending) >= CHUNK:
+                chunk()
+        if pending:
+            chunk()
     finally:
         client.close()
     return KafkaPart(part, topic,
