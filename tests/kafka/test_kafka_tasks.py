@@ -1,7 +1,7 @@
-"""The Kafka batch on Spark's engine (`pipeline.kafka_tasks`): Spark's Kafka source reads the
-batch's ranges on the executors, the records reach the column-wise decoder as Arrow arrays
-(`kafka_batch.arrow_lines`), and the Delta table equals the one the pipeline makes from the
-local log holding the same records."""
+"""The Kafka batch on Spark's engine (`pipeline.kafka_tasks`): the executors' tasks read the
+batch's ranges in slices with confluent-kafka, the records reach the column-wise decoder as
+Arrow arrays (`kafka_batch.arrow_lines`), and the Delta table equals the one the pipeline
+makes from the local log holding the same records."""
 
 from __future__ import annotations
 
@@ -132,9 +132,12 @@ def test_kafka_batch_on_executors_equals_the_local_log(env: Env, kafka: KafkaClu
     assert sum(p.events for p in parts) == sum(1 for r in records if r[2] is not None)
 
 
-def test_spark_kafka_rows_are_column_wise(env: Env, kafka: KafkaCluster, spark: Any) -> None:
-    """The rows Spark's Kafka source gives become the same `Lines` as the records fetched
-    one by one, and decode column-wise (no NotColumnar: no event-by-event fallback)."""
+def test_slices_are_the_records_column_wise(env: Env, kafka: KafkaCluster) -> None:
+    """A task's slice (`kafka_tasks.read_slice`), from a partition's start, its middle or to
+    its end, holds exactly the records fetched one by one in that range, as the same `Lines`,
+    and decodes column-wise (no NotColumnar: no event-by-event fallback)."""
+    from headwater.kafka.consume import KafkaReadError
+
     env.prefix = unique("klines")
     topic = f"{env.prefix}.public.t"
     env.sql("CREATE TABLE t (id int PRIMARY KEY, ver int NOT NULL, note text)")
@@ -146,21 +149,25 @@ def test_spark_kafka_rows_are_column_wise(env: Env, kafka: KafkaCluster, spark: 
         env.conn.commit()
 
     into_kafka(kafka, captured(env, topic, changes), topic)
-    frame = (spark.read.format("kafka").option("kafka.bootstrap.servers", kafka.bootstrap)
-             .option("subscribe", topic).option("startingOffsets", "earliest")
-             .option("endingOffsets", "latest").load())
-    arrow = frame.select("topic", "partition", "offset", "key", "value").toArrow()
+    settings = {"bootstrap.servers": kafka.bootstrap, "group.id": "slices",
+                "enable.auto.commit": "false", "enable.partition.eof": "true"}
+    every = read_topic(kafka.bootstrap, topic)
     for partition in range(3):
-        rows = arrow.filter(arrow.column("partition").to_numpy() == partition)
-        part = kafka_tasks.KafkaPart(partition, rows)
-        got = part.lines()
-        want = [r for r in read_topic(kafka.bootstrap, topic)
-                if r.partition == partition and r.value is not None]
-        assert got.count == len(want) > 0
-        assert got.offsets.tolist() == [kafka_source.virtual_offset(r.offset, r.partition)
-                                        for r in want]
-        assert got.value_lines.tobytes() == b"".join(
-            payload(r.value, got.value_head[len(b'},"value":'):]) for r in want)
-        assert got.key_lines.tobytes() == b"".join(payload(r.key, got.key_head) for r in want)
-        decoded = columnar.decode_net(topic, got, carry=True)
-        assert decoded is not None and decoded.events == got.count
+        mine = [r for r in every if r.partition == partition]
+        end = mine[-1].offset + 1
+        for start, stop in ((0, end), (end // 3, 2 * end // 3), (end // 2, end)):
+            part = kafka_tasks.read_slice(settings, 7, topic, partition, start, stop)
+            got = part.lines()
+            want = [r for r in mine if start <= r.offset < stop and r.value is not None]
+            assert got.count == len(want) > 0
+            assert got.offsets.tolist() == [kafka_source.virtual_offset(r.offset, r.partition)
+                                            for r in want]
+            assert got.value_lines.tobytes() == b"".join(
+                payload(r.value, got.value_head[len(b'},"value":'):]) for r in want)
+            assert got.key_lines.tobytes() == b"".join(payload(r.key, got.key_head)
+                                                       for r in want)
+            decoded = columnar.decode_net(topic, got, carry=True)
+            assert decoded is not None and decoded.events == got.count
+        # a slice past the partition's end: records missing, never a short read
+        with pytest.raises(KafkaReadError, match="before"):
+            kafka_tasks.read_slice(settings, 7, topic, partition, end - 1, end + 5)

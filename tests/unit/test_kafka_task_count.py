@@ -1,9 +1,10 @@
-"""`kafka_tasks.task_count`: the `minPartitions` given to Spark's Kafka source, so that a
+"""`kafka_tasks.task_count` and `slices`: the tasks a Kafka batch is cut into, so that a
 batch's tasks come out even over the cores (three partitions on two cores were three tasks:
 two at once, then one alone)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from headwater.pipeline.kafka_tasks import MIN_TASK_RECORDS, task_count
@@ -74,3 +75,24 @@ def test_a_part_is_checked_by_its_first_live_value() -> None:
     assert _first_valid(pa.chunked_array(
         [tombstones, pa.array([None, b"x", b"y"], pa.binary())])) == b"x"
     assert _first_valid(pa.chunked_array([pa.array([b"a"], pa.binary())])) == b"a"
+
+
+def test_slices_cut_each_range_evenly() -> None:
+    """`kafka_tasks.slices`: every record of every range in exactly one slice, the slices of a
+    range in order and of sizes that differ by one at most, a range's share of `count` by its
+    size (at least one slice, never an empty one)."""
+    from headwater.pipeline.kafka_tasks import slices
+
+    ranges = {"a": {0: (100, 40_100), 1: (0, 20_000), 2: (5, 6)}, "b": {0: (7, 7 + 40_000)}}
+    cut = slices(ranges, 6)
+    assert [(t, p) for t, p, _s, _e in cut].count(("a", 0)) == 2
+    assert [(t, p) for t, p, _s, _e in cut].count(("a", 1)) == 1
+    assert [(t, p) for t, p, _s, _e in cut].count(("a", 2)) == 1
+    for (topic, partition), (start, end) in (((t, p), r) for t, ps in ranges.items()
+                                             for p, r in ps.items()):
+        mine = [(s, e) for t, p, s, e in cut if (t, p) == (topic, partition)]
+        assert mine[0][0] == start and mine[-1][1] == end
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(mine))
+        sizes = [e - s for s, e in mine]
+        assert min(sizes) > 0 and max(sizes) - min(sizes) <= 1
+    assert slices({"t": {0: (0, 3)}}, 10) == [("t", 0, 0, 1), ("t", 0, 1, 2), ("t", 0, 2, 3)]

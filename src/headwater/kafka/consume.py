@@ -27,6 +27,8 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
 log = logging.getLogger("headwater.kafka.consume")
 
 _POLL_S = 0.2
@@ -164,6 +166,71 @@ def read_until_end(consumer: Any, starts: Mapping[tuple[str, int], int],
                     consumer.incremental_unassign([TopicPartition(tp[0], tp[1])])
     finally:
         consumer.unassign()
+
+
+def read_range(consumer: Any, topic: str, partition: int, start: int, stop: int,
+               timeout: float = 120.0) -> Iterator[tuple[np.ndarray, list[Any]]]:
+    """The records of one partition from `start` to `stop` (exclusive), a `consume` call's
+    worth at a time: `(offsets, messages)`, the offsets as an int64 array.  The checks of
+    `read_until_end` hold (an end short of `stop` raises, transient errors are ridden through,
+    offsets only go up: a compacted gap is fine, a repeat or a step back raises), but they are
+    made per call, not per record: an executor's task reads its slice so, and a Python step per
+    record cost it more than Spark's Kafka source's JVM (bench/kafka_task_reader.py)."""
+    from confluent_kafka import TopicPartition
+
+    tp = (topic, partition)
+    if stop <= start:
+        return
+    consumer.assign([TopicPartition(topic, partition, start)])
+    at = start
+    deadline = time.monotonic() + timeout
+    try:
+        while at < stop:
+            msgs = consumer.consume(min(_CONSUME_MAX, stop - at), _POLL_S)
+            if not msgs:
+                if time.monotonic() > deadline:
+                    raise KafkaReadError(f"no progress reading {topic}[{partition}] at offset "
+                                         f"{at} for {timeout:.0f}s")
+                continue
+            deadline = time.monotonic() + timeout
+            errors = [m for m in msgs if m.error() is not None]
+            if errors:
+                for msg in errors:
+                    _read_error(consumer, msg, tp, stop, timeout)
+                msgs = [m for m in msgs if m.error() is None]
+                if not msgs:
+                    continue
+            offsets = np.fromiter([m.offset() for m in msgs], np.int64, len(msgs))
+            if offsets[0] < at or (len(offsets) > 1 and not (offsets[1:] > offsets[:-1]).all()):
+                raise KafkaReadError(f"{topic}[{partition}]: offsets out of order after {at}: "
+                                     f"{offsets[:5].tolist()}...")
+            if offsets[-1] >= stop:  # (a compacted gap can carry a call past the stop)
+                keep = int(np.searchsorted(offsets, stop))
+                offsets, msgs = offsets[:keep], msgs[:keep]
+                at = stop
+            else:
+                at = int(offsets[-1]) + 1
+            if len(msgs):
+                yield offsets, msgs
+    finally:
+        consumer.unassign()
+
+
+def _read_error(consumer: Any, msg: Any, tp: tuple[str, int], stop: int,
+                timeout: float) -> None:
+    """A message carrying an error while reading `tp` up to `stop`: an end before the stop
+    is checked (`_check_end`), a transient error passes, anything else raises."""
+    from confluent_kafka import KafkaError
+
+    err = msg.error()
+    if err.code() == KafkaError._PARTITION_EOF:
+        if msg.offset() < stop:
+            _check_end(consumer, tp, stop, timeout)
+        return
+    if transient(err):
+        log.debug("reading %s[%d]: %s (the client recovers)", tp[0], tp[1], err)
+        return
+    raise KafkaReadError(f"reading {tp[0]}[{tp[1]}]: {err}")
 
 
 def _check_end(consumer: Any, tp: tuple[str, int], stop: int, timeout: float) -> None:

@@ -1,7 +1,7 @@
 """Applies one micro-batch read from Kafka: the Kafka twin of `runner.apply_batch`.
 
 Same decoders and targets as the local log.  A topic with many records in the batch is read,
-decoded and netted on the executors (`kafka_tasks`, Spark's Kafka source); otherwise the
+decoded and netted on the executors (`kafka_tasks`, a slice a task); otherwise the
 driver fetches the ranges of all its partitions together (one net change per key needs all of
 a topic's events of the batch; a key's events are all in one partition, so their order is
 kept), and they go column-wise when the batch has the common shape, else event by event.
@@ -248,7 +248,7 @@ def apply_kafka_batch(topics: KafkaTopics, ranges: Mapping[str, tuple[int, int]]
     """Applies one micro-batch (`{topic#partition: (start, end)}`); the number of events.
 
     With a Spark session, the column-wise modes read, decode and net on the executors
-    (`kafka_tasks`: Spark's Kafka source, one Spark job for the batch's topics) every topic
+    (`kafka_tasks`: one Spark job for the batch's topics, a slice a task) every topic
     with at least `headwater.pipeline.executors.min.records` records in the batch, as the
     local log's batches do (`runner.apply_batch`); the driver reads the rest, and every topic
     the stage leaves to it, with confluent-kafka."""
@@ -284,16 +284,11 @@ def _run_stage(spark: Any, topics: KafkaTopics,
               if sum(e - s for s, e in parts.values()) >= floor for p, r in parts.items()}
     if not chosen:
         return {}
-    options = kafka_tasks.spark_options(topics.config)
-    if options is None:
-        log.info("batch %d: read by the driver (Kafka client settings beyond "
-                 "bootstrap.servers are not given to Spark's Kafka source)", batch_id)
-        return {}
     try:
-        return kafka_tasks.run_stage(spark, options, cfg.checkpoint_dir, batch_id, cfg.mode,
-                                     chosen, dict(cfg.converter_props))
+        return kafka_tasks.run_stage(spark, topics.config, cfg.checkpoint_dir, batch_id,
+                                     cfg.mode, chosen, dict(cfg.converter_props))
     except Exception as exc:  # (the driver's reader meets a real problem again, and says it)
-        log.warning("batch %d: Spark's Kafka source failed, the driver reads the batch: %s",
+        log.warning("batch %d: the executors' Kafka read failed, the driver reads the batch: %s",
                     batch_id, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         return {}
 

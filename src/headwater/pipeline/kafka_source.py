@@ -94,6 +94,14 @@ def join_chunks(chunks: Iterable[tuple[int, Columns]]) -> Columns:
     return out
 
 
+def fetching(config: Mapping[str, str]) -> dict[str, str]:
+    """A consumer's settings: the pipeline's, with FETCH's sizes where it sets none."""
+    own = {k: v for k, v in FETCH.items() if k not in config
+           and not (k == "fetch.message.max.bytes"
+                    and "max.partition.fetch.bytes" in config)}  # (its alias)
+    return {**own, **config}
+
+
 class KafkaTopics:
     """The Kafka side of the source: which partitions exist and where they end; fetching."""
 
@@ -101,10 +109,7 @@ class KafkaTopics:
         from confluent_kafka import Consumer
 
         self.config = dict(consumer_config)
-        own = {k: v for k, v in FETCH.items() if k not in self.config
-               and not (k == "fetch.message.max.bytes"
-                        and "max.partition.fetch.bytes" in self.config)}  # (its alias)
-        self.consumer = Consumer({**own, **self.config})
+        self.consumer = Consumer(fetching(self.config))
         self.globs = [p.strip() for p in patterns.split(",") if p.strip()]
 
     def partitions(self) -> list[tuple[str, int]]:

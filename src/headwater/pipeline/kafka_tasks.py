@@ -1,27 +1,29 @@
 """A Kafka micro-batch read, decoded and netted as Spark tasks: the Kafka reader of `tasks`.
 
 The batch's `{topic#partition: (start, end)}` ranges (the checkpoint's, as for the driver's
-reader, so exactly once is unchanged) are read by Spark's own Kafka source
-(`spark.read.format("kafka")` with `assign`, `startingOffsets` and `endingOffsets`, on the JVM
-executors), and each of its Spark partitions (one Kafka partition, or a slice of one) goes to
-`mapInArrow`: the Python task takes the Arrow key and value columns as they come, builds the
-column-wise decoder's `Lines` from their buffers without a Python step per record
-(`kafka_batch.arrow_lines`) and runs the same stage as the local log's tasks
-(`tasks.run_part`: decode, net within the part, stage Parquet; the event-by-event decoder for
-a part outside the column-wise shape).  The driver then nets across parts in Arrow
+reader, so exactly once is unchanged) are cut into slices (`slices`: a partition's range in
+even parts, as many tasks as `task_count` wants), and each Spark task reads its slice with the
+pipeline's own Kafka client, confluent-kafka with the driver reader's settings (TLS and SASL
+included), straight into Arrow columns (`read_slice`: a `consume` call's records at a time,
+no Python step per record).  It then runs the same stage as the local log's tasks
+(`tasks.run_part`: decode, net within the part, stage Parquet; the event-by-event decoder for a
+part outside the column-wise shape).  The driver nets across parts in Arrow
 (`tasks.net_across_parts`).  A refused part (a MongoDB document topic, a decode error) leaves
 its topic to the driver's reader (`kafka_batch`), which meets the same error and raises it as
 it always has.
 
-Client settings: Spark's Kafka source is Kafka's Java client, which takes settings by Java
-names, and the pipeline's Kafka settings are librdkafka's; only `bootstrap.servers` (with a
-plaintext protocol) is passed on, and a pipeline with any other client setting (TLS, SASL)
-keeps the driver's reader (`spark_options`).
+Why not Spark's Kafka source: measured against it (`bench/kafka_task_reader.py`, 200k records
+of 1.6 KB, `local[2]`), it cost the JVM 20-26 s of CPU for its first read in a JVM and 4-5 s
+warm (Kafka's Java consumer, each record an UnsafeRow, then the Arrow batches `mapInArrow`
+hands over), against 3.3-4.7 s for the slice reader, first read included; and it takes the
+Java client's settings, so a pipeline with TLS or SASL settings could not read on the
+executors at all.  Each executor needs what those settings name (certificate files) at the
+same paths as the driver.
 """
 
 from __future__ import annotations
 
-import json
+import itertools
 import logging
 import math
 from collections.abc import Callable, Iterator, Mapping
@@ -33,8 +35,10 @@ import pyarrow as pa
 
 from headwater.pipeline import columnar
 from headwater.pipeline.kafka_source import (
+    CHUNK,
     PARTITION_BITS,
     ValueDecoder,
+    fetching,
     group_ranges,
     json_decoder,
 )
@@ -52,10 +56,6 @@ from headwater.pipeline.tasks import (
 
 log = logging.getLogger("headwater.pipeline.kafka_tasks")
 
-# The settings confluent-kafka and Kafka's Java client both name so, with the same meaning;
-# the rest of `KafkaSettings.consumer_config` is the driver reader's own.
-_OWN = frozenset({"group.id", "enable.auto.commit", "enable.partition.eof", "auto.offset.reset"})
-
 RESULT = pa.schema([
     ("topic", pa.string()), ("part", pa.int32()), ("file", pa.string()),
     ("events", pa.int64()), ("refused", pa.string()), ("fields", pa.string()),
@@ -67,30 +67,12 @@ RESULT_DDL = ("topic string, part int, file string, events long, refused string,
               "table_name string, toast array<string>")
 
 
-# The executors' consumers fetch as much per request as the driver's reader
-# (kafka_source.FETCH): the Java client's defaults (1 MiB a partition, 500 records a poll)
-# cost its JVM and the brokers a request per MiB.
-EXECUTOR_FETCH: Mapping[str, str] = {"kafka.max.partition.fetch.bytes": str(16 << 20),
-                                     "kafka.fetch.max.bytes": str(64 << 20),
-                                     "kafka.max.poll.records": "10000"}
-
-
-def spark_options(consumer: Mapping[str, str]) -> dict[str, str] | None:
-    """The `kafka.*` options of Spark's Kafka source for the pipeline's consumer settings;
-    None when they hold a setting the Java client would need under another name."""
-    protocol = consumer.get("security.protocol", "plaintext").lower()
-    other = set(consumer) - _OWN - {"bootstrap.servers", "security.protocol"}
-    if protocol != "plaintext" or other or not consumer.get("bootstrap.servers"):
-        return None
-    return {"kafka.bootstrap.servers": consumer["bootstrap.servers"], **EXECUTOR_FETCH}
-
-
 def task_count(sizes: list[int], parallelism: int) -> int:
-    """Spark's Kafka source's `minPartitions` for ranges of these sizes (one per Kafka
+    """The number of slices (Spark tasks) to cut ranges of these sizes into (one per Kafka
     partition).  As `tasks.plan`: at least a task per core for a big batch, none above
     MAX_TASK_RECORDS; and as many tasks as a multiple of the partitions and of that count
-    together, so that the tasks come out of even size and fill every core's turn.  Spark splits
-    each range into `round(size / total * minPartitions)` parts: three partitions on two cores
+    together, so that the tasks come out of even size and fill every core's turn.  `slices`
+    cuts each range into `round(size / total * count)` parts: three partitions on two cores
     were three tasks, two running and then one alone, a third of the stage's time with one
     core idle (the local log's plan cuts such a batch in two).  Not above one task per
     MIN_TASK_RECORDS // 4 records (then a task per partition, or the plain count if more)."""
@@ -106,24 +88,17 @@ def task_count(sizes: list[int], parallelism: int) -> int:
 
 
 class KafkaPart:
-    """One Spark partition of Spark's Kafka source (records of one Kafka partition, in offset
-    order), as `tasks.Part`: offsets are the decoders' virtual offsets
-    (`kafka_source.virtual_offset`)."""
+    """One slice of one Kafka partition (records in offset order), as `tasks.Part`: offsets
+    are the decoders' virtual offsets (`kafka_source.virtual_offset`)."""
 
-    def __init__(self, part: int, table: pa.Table, decode: ValueDecoder = json_decoder) -> None:
-        self.topic: str = table.column("topic")[0].as_py()
+    def __init__(self, part: int, topic: str, offsets: np.ndarray, keys: pa.ChunkedArray,
+                 values: pa.ChunkedArray, decode: ValueDecoder = json_decoder) -> None:
+        self.topic = topic
         self.part = part
-        offsets = table.column("offset").to_numpy().astype(np.int64)
-        partitions = table.column("partition").to_numpy().astype(np.int64)
-        self.offsets = offsets << PARTITION_BITS | partitions
-        # the columns as Spark's Arrow batches brought them: `arrow_lines` cuts each chunk in
-        # place (one array of them first was a copy of every key and value)
-        self.keys: pa.ChunkedArray = table.column("key")
-        self.values: pa.ChunkedArray = table.column("value")
-        if len(self.offsets) > 1 and not (np.diff(self.offsets) > 0).all():
-            order = np.argsort(self.offsets, kind="stable")  # (Spark keeps offset order)
-            self.offsets = self.offsets[order]
-            self.keys, self.values = self.keys.take(order), self.values.take(order)
+        self.offsets = offsets
+        # the columns as the reads brought them: `arrow_lines` cuts each chunk in place
+        self.keys = keys
+        self.values = values
         self.decode = decode
 
     def _check_events(self) -> None:
@@ -165,34 +140,92 @@ def _first_valid(column: pa.ChunkedArray) -> bytes | None:
     return None
 
 
-def _task(staging: str, mode: str, converter_props: dict[str, str]
+def slices(ranges: Mapping[str, Mapping[int, tuple[int, int]]], count: int
+           ) -> list[tuple[str, int, int, int]]:
+    """`(topic, partition, start, end)` of each task: every range cut into
+    `round(size / total * count)` even slices (at least one), as Spark's Kafka source cuts
+    ranges for `minPartitions`."""
+    sizes = {(t, p): e - s for t, parts in ranges.items() for p, (s, e) in parts.items()}
+    total = sum(sizes.values()) or 1
+    out: list[tuple[str, int, int, int]] = []
+    for (topic, partition), size in sorted(sizes.items()):
+        start = ranges[topic][partition][0]
+        k = max(1, min(size, round(size / total * count)))
+        cuts = [start + size * i // k for i in range(k + 1)]
+        out.extend((topic, partition, a, b) for a, b in itertools.pairwise(cuts) if b > a)
+    return out
+
+
+def read_slice(consumer: Mapping[str, str], part: int, topic: str, partition: int,
+               start: int, end: int, decode: ValueDecoder = json_decoder) -> KafkaPart:
+    """A slice read with confluent-kafka (`consume.read_range`): each call's keys and values
+    joined into Arrow buffers (`binary_array`), no Python object kept per record."""
+    from confluent_kafka import Consumer
+
+    from headwater.kafka.consume import read_range
+    from headwater.pipeline.kafka_batch import binary_array
+
+    offsets: list[np.ndarray] = []
+    keys: list[pa.Array] = []
+    values: list[pa.Array] = []
+    pending: list[Any] = []  # messages not yet in a chunk
+    # librdkafka prefetches until `queued.min.messages` (100,000 by default) wait in its
+    # queue: a slice's consumer would read on into the next slice's records, for nothing
+    settings = fetching(consumer)
+    settings.setdefault("queued.min.messages", str(max(1000, end - start)))
+    client = Consumer(settings)
+
+    def chunk() -> None:
+        # a chunk of at least CHUNK records: a `consume` call can return a few hundred, and
+        # each chunk costs the column-wise cut (`arrow_lines`) a step of its own
+        keys.append(binary_array([m.key() for m in pending]))
+        values.append(binary_array([m.value() for m in pending]))
+        pending.clear()
+
+    try:
+        for got, msgs in read_range(client, topic, partition, start, end):
+            offsets.append(got << PARTITION_BITS | partition)
+            pending.extend(msgs)
+            if len(pending) >= CHUNK:
+                chunk()
+        if pending:
+            chunk()
+    finally:
+        client.close()
+    return KafkaPart(part, topic,
+                     np.concatenate(offsets) if offsets else np.zeros(0, np.int64),
+                     pa.chunked_array(keys, pa.large_binary()),
+                     pa.chunked_array(values, pa.large_binary()), decode)
+
+
+def _task(slices: list[tuple[str, int, int, int]], consumer: dict[str, str], staging: str,
+          mode: str, converter_props: dict[str, str]
           ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The `mapInArrow` function: one Spark partition in, one `PartResult` row out."""
+    """The `mapInArrow` function: slice numbers in, one `PartResult` row out per slice."""
 
     def work(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
         from headwater.pipeline.kafka_decoders import decoder_for
 
-        chunks = [b for b in batches if b.num_rows]
-        if not chunks:
-            return
-        context = TaskContext.get()
-        part = context.partitionId() if context is not None else 0
         decode = decoder_for(converter_props) if converter_props else json_decoder
-        result = run_part(KafkaPart(part, pa.Table.from_batches(chunks), decode),
-                          Path(staging), mode)
-        yield pa.RecordBatch.from_pylist([result._asdict()], schema=RESULT)
+        for batch in batches:
+            for number in batch.column(0).to_pylist():
+                topic, partition, start, end = slices[number]
+                part = read_slice(consumer, number, topic, partition, start, end, decode)
+                if not len(part.offsets):
+                    continue
+                result = run_part(part, Path(staging), mode)
+                yield pa.RecordBatch.from_pylist([result._asdict()], schema=RESULT)
 
     return work
 
 
-def run_stage(spark: Any, options: Mapping[str, str], checkpoint: Path, batch_id: int,
+def run_stage(spark: Any, consumer: Mapping[str, str], checkpoint: Path, batch_id: int,
               mode: str, ranges: Mapping[str, tuple[int, int]],
               converter_props: Mapping[str, str] | None = None,
               ) -> dict[str, list[PartResult]]:
-    """Runs the batch's Kafka tasks (one Spark job) and returns their results per topic; the
-    batch's staging folder is emptied first (a replayed batch stages its parts again)."""
+    """Runs the batch's Kafka tasks (one Spark job, a task a slice) and returns their results
+    per topic; the batch's staging folder is emptied first (a replayed batch stages its parts
+    again)."""
     clear_staging(checkpoint, upto=batch_id)
     topics = {t: {p: r for p, r in parts.items() if r[1] > r[0]}
               for t, parts in group_ranges(ranges).items()}
@@ -200,28 +233,16 @@ def run_stage(spark: Any, options: Mapping[str, str], checkpoint: Path, batch_id
     if not topics:
         return {}
     total = sum(e - s for parts in topics.values() for s, e in parts.values())
-    slices = task_count([e - s for parts in topics.values() for s, e in parts.values()],
-                        int(spark.sparkContext.defaultParallelism))
-    reader = spark.read.format("kafka")
-    for name, value in options.items():
-        reader = reader.option(name, value)
-    frame = (reader
-             .option("assign", json.dumps({t: sorted(parts) for t, parts in topics.items()}))
-             .option("startingOffsets", json.dumps(
-                 {t: {str(p): s for p, (s, _e) in parts.items()} for t, parts in topics.items()}))
-             .option("endingOffsets", json.dumps(
-                 {t: {str(p): e for p, (_s, e) in parts.items()} for t, parts in topics.items()}))
-             .option("minPartitions", str(slices))
-             .option("failOnDataLoss", "true")
-             .load()
-             .select("topic", "partition", "offset", "key", "value"))
-    work = _task(str(staging_dir(checkpoint, batch_id)), mode,
+    cut = slices(topics, task_count([e - s for parts in topics.values()
+                                     for s, e in parts.values()],
+                                    int(spark.sparkContext.defaultParallelism)))
+    work = _task(cut, dict(consumer), str(staging_dir(checkpoint, batch_id)), mode,
                  dict(converter_props or {}))
     sc = spark.sparkContext
     sc.setJobDescription(f"headwater batch {batch_id}: read Kafka, decode, net "
-                         f"{total} records")
+                         f"{total} records in {len(cut)} slices")
     try:
-        rows = frame.mapInArrow(work, RESULT_DDL).collect()
+        rows = spark.range(0, len(cut), 1, len(cut)).mapInArrow(work, RESULT_DDL).collect()
     finally:
         sc.setJobDescription(None)
     return by_topic(PartResult(
