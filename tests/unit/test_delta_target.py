@@ -155,3 +155,19 @@ def test_a_crash_between_a_batch_commits_never_forgets_its_deletes(
     if mode is scd2:
         rows = [r for r in rows if r["__END_AT"] is None]
     assert sorted((r["id"], r["v"]) for r in rows) == [(2, "b")]
+
+
+def test_scd2_of_a_keyless_table_is_refused_not_skipped(tmp_path: Path) -> None:
+    """A table without a key (null record keys) cannot keep SCD2 history: delta-rs's SCD2
+    used to skip its events without a word; it stops naming the table, as SCD1 and the JDBC
+    target do, and writes nothing."""
+    from headwater.pipeline.net import KeylessTableError
+
+    target = DeltaTarget(tmp_path, "test")
+    keyless = [(None, v) for _k, v in (ev("c", 1, 10, 0, {"v": "a"}),
+                                         ev("c", 2, 11, 10, {"v": "b"}))]
+    ch = decode_topic("s.public.t", [(i, k, v) for i, (k, v) in enumerate(keyless)])
+    assert ch.events and all(e.key is None for e in ch.events)
+    with pytest.raises(KeylessTableError, match=r"public\.t has no key.*message\.key\.columns"):
+        target.apply_scd2(ch, ch.events, None, 0)
+    assert not (tmp_path / "public" / "t" / "_delta_log").exists() or not table(tmp_path)

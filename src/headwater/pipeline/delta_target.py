@@ -39,7 +39,7 @@ from headwater.pipeline.columnar import (
     changelog_table,
 )
 from headwater.pipeline.decode import ChangeEvent, Column, TableChanges
-from headwater.pipeline.net import NetChange
+from headwater.pipeline.net import KeylessTableError, NetChange
 from headwater.pipeline.scd2 import Point, Version, rebuild
 
 log = logging.getLogger("headwater.pipeline.delta")
@@ -387,8 +387,12 @@ class DeltaTarget:
                       predicate=f"{q(END)} IS NULL AND {q(START)} < '{truncate}'")
         points: dict[tuple[Any, ...], list[Point]] = {}
         for e in events:
-            if e.op == "t" or e.key is None:
+            if e.op == "t":
                 continue
+            if e.key is None:  # (its events used to be skipped here, silently)
+                raise KeylessTableError(
+                    f"table {changes.schema_name}.{changes.table_name} has no key: SCD2 needs "
+                    "one (set message.key.columns on the connector, or use the changelog mode)")
             points.setdefault(e.key, []).append(
                 Point(e.sequence, e.op == "d", e.row, e.unavailable))
         if not points:
