@@ -126,6 +126,26 @@ ColumnarSequences = Callable[[Any, Any, Any], Any]
 the `SequenceKey` strings; raises `connectors.sequence_columns.NotColumnar` outside its shape."""
 
 
+def source_position(*fields: str) -> PositionKey:
+    """A `PositionKey`: the values of the `source` fields named, in that order."""
+
+    def position(source: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(map(source.get, fields))
+
+    return position
+
+
+def lazy_columnar(module: str, name: str) -> ColumnarSequences:
+    """A `ColumnarSequences` that imports `module` (which imports Arrow) at its first call
+    and calls its function `name`: the registration stays light to import."""
+
+    def columnar(source: Any, total_order: Any, offsets: Any) -> Any:
+        build: ColumnarSequences = getattr(import_module(module), name)
+        return build(source, total_order, offsets)
+
+    return columnar
+
+
 class EventOrder(NamedTuple):
     """How the pipeline orders one connector's events and recognizes re-deliveries.
 
