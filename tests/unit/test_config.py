@@ -1638,3 +1638,18 @@ def test_include_list_entries_matching_nothing_are_warned(
                           literal=True) == []
     assert warn_unmatched("collection.include.list", ["db.a.b"], ["dbxa.b"], logger,
                           literal=True) == ["db.a.b"]
+
+
+def test_attributes_are_typed_values_by_snake_case_name() -> None:
+    definition = ConfigDef([
+        Property("database.trustServerCertificate", PropertyType.BOOLEAN, False),
+        Property("a.list", PropertyType.LIST),
+        Property("a.count", PropertyType.INT, 3),
+        Property("a.text", PropertyType.STRING),
+    ])
+    validated = definition.validate({"database.trustServerCertificate": "true"})
+    assert validated.attributes("database.trustServerCertificate", "a.list", "a.text",
+                                count="a.count") == {
+        "database_trust_server_certificate": True, "a_list": (), "a_text": None, "count": 3}
+    with pytest.raises(KeyError, match=r"not\.defined is not a property"):
+        validated.typed("not.defined")

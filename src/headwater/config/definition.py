@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias, TypedDict
 
 from headwater.config.loader import ConfigError
 from headwater.config.pipeline_names import PIPELINE_PROPERTIES
@@ -58,9 +58,12 @@ __all__ = [
     "PatternProperty",
     "Property",
     "PropertyType",
+    "ValidateOptions",
     "ValidatedConfig",
     "ValidationContext",
     "Validator",
+    "attribute_name",
+    "list_members_validator",
     "regex_list_validator",
     "split_list",
 ]
@@ -246,6 +249,30 @@ def regex_list_validator(value: ConfigValue) -> str | None:
     return "; ".join(problems) or None
 
 
+def list_members_validator(allowed: Iterable[str],
+                           problem: Callable[[list[str]], str]) -> Validator:
+    """Validator for LIST properties whose items, in any case, must be among `allowed`;
+    `problem` words the error from the items that are not."""
+    members = frozenset(allowed)
+
+    def check(value: ConfigValue) -> str | None:
+        if isinstance(value, tuple):
+            unknown = [item for item in value if item.lower() not in members]
+            if unknown:
+                return problem(unknown)
+        return None
+
+    return check
+
+
+class ValidateOptions(TypedDict, total=False):
+    """The keyword options of `ConfigDef.validate`, for entry points that pass them on."""
+
+    base_dir: Path | None
+    source: str | None
+    env: Mapping[str, str] | None
+
+
 # --------------------------------------------------------------------------------------------
 # Validation result
 
@@ -258,7 +285,7 @@ class ValidatedConfig:
     default); ``explicit`` the canonical names the user actually set; ``passthrough`` the raw
     (reference-resolved) strings of pass-through keys such as ``transforms.*``; ``patterned``
     the typed values of keys matching a :class:`PatternProperty`, by key, in the order given
-    (empty values are left out).
+    (empty values are left out); ``types`` each defined property's type (what `typed` checks).
     """
 
     values: Mapping[str, ConfigValue]
@@ -268,6 +295,7 @@ class ValidatedConfig:
     source: str | None = None
     base_dir: Path | None = None
     patterned: Mapping[str, ConfigValue] = field(default_factory=dict)
+    types: Mapping[str, PropertyType] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> ConfigValue:
         return self.values[name]
@@ -330,6 +358,28 @@ class ValidatedConfig:
             raise TypeError(f"{name} is {type(value).__name__}, not Secret")
         return value
 
+    def typed(self, name: str) -> ConfigValue:
+        """The value of ``name`` checked against its property's type by that type's getter
+        (``get_int`` for INT and LONG, ...); None when unset without default, except a LIST,
+        which is then ()."""
+        kind = self.types.get(name)
+        if kind is None:
+            raise KeyError(f"{name} is not a property of this configuration")
+        if kind is PropertyType.LIST:
+            return self.get_list(name)
+        if self.values[name] is None:
+            return None
+        getter: Callable[[ValidatedConfig, str], ConfigValue] = _GETTERS[kind]
+        return getter(self, name)
+
+    def attributes(self, *names: str, **renamed: str) -> dict[str, Any]:
+        """The `typed` values of the properties ``names`` by attribute name, the property's
+        name in snake case (`attribute_name`); ``renamed`` maps an attribute to a property whose
+        name does not follow that rule.  For a typed configuration's constructor."""
+        values = {attribute_name(name): self.typed(name) for name in names}
+        values.update({attribute: self.typed(name) for attribute, name in renamed.items()})
+        return values
+
     def redacted(self) -> dict[str, str | int | float | bool | list[str] | None]:
         """All values as plain JSON-friendly data, secrets replaced by ``'********'``."""
         out: dict[str, str | int | float | bool | list[str] | None] = {}
@@ -346,6 +396,27 @@ class ValidatedConfig:
             f"ValidatedConfig(source={self.source!r}, values={self.redacted()!r}, "
             f"warnings={list(self.warnings)!r})"
         )
+
+
+_GETTERS: Final[Mapping[PropertyType, Callable[[ValidatedConfig, str], ConfigValue]]] = {
+    PropertyType.STRING: ValidatedConfig.get_str,
+    PropertyType.ENUM: ValidatedConfig.get_str,
+    PropertyType.INT: ValidatedConfig.get_int,
+    PropertyType.LONG: ValidatedConfig.get_int,
+    PropertyType.BOOLEAN: ValidatedConfig.get_bool,
+    PropertyType.DOUBLE: ValidatedConfig.get_float,
+    PropertyType.LIST: ValidatedConfig.get_list,
+    PropertyType.PASSWORD: ValidatedConfig.get_secret,
+    PropertyType.PATH: ValidatedConfig.get_path,
+}
+
+_CAMEL_HUMP: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def attribute_name(name: str) -> str:
+    """A property's attribute in a typed configuration: ``database.trustServerCertificate`` ->
+    ``database_trust_server_certificate`` (``.`` and ``-`` -> ``_``, camelCase split)."""
+    return _CAMEL_HUMP.sub("_", name).lower().replace(".", "_").replace("-", "_")
 
 
 def _plain(value: ConfigValue) -> str | int | float | bool | list[str] | None:
@@ -702,6 +773,7 @@ class ConfigDef:
             source=source,
             base_dir=base_dir,
             patterned=MappingProxyType(patterned),
+            types=MappingProxyType({p.name: p.type for p in self._properties.values()}),
         )
 
     def _unknown_key(

@@ -77,16 +77,16 @@ class OutputConfig:
 
     @staticmethod
     def from_config(c: ValidatedConfig) -> OutputConfig:
-        return OutputConfig(
-            event_format=c.get_str("headwater.event.format"),
-            stream_name=c.get_optional_str("headwater.datastream.stream.name"),
-            destination=c.get_str("headwater.destination"),
-            files_dir=c.get_path("headwater.destination.files.dir"),
-            files_format=c.get_str("headwater.destination.files.format"),
-            files_max_bytes=c.get_int("headwater.destination.files.max.bytes"),
-            files_max_ms=c.get_int("headwater.destination.files.max.ms"),
-            files_compression=c.get_str("headwater.destination.files.json.compression"),
-        )
+        files = "headwater.destination.files."
+        return OutputConfig(**c.attributes(
+            event_format="headwater.event.format",
+            stream_name="headwater.datastream.stream.name",
+            destination="headwater.destination",
+            files_dir=files + "dir",
+            files_format=files + "format",
+            files_max_bytes=files + "max.bytes",
+            files_max_ms=files + "max.ms",
+            files_compression=files + "json.compression"))
 
 
 def check_output(context: ValidationContext) -> None:

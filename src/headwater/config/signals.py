@@ -25,7 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from headwater.config.definition import ConfigValue, Property, PropertyType, ValidatedConfig
+from headwater.config.definition import (
+    ConfigValue,
+    Property,
+    PropertyType,
+    ValidatedConfig,
+    list_members_validator,
+)
 from headwater.config.kafka import KafkaSignalSettings, kafka_signal_settings
 from headwater.model.collection import SignalError, split_collection
 
@@ -37,21 +43,12 @@ _CHANNELS: Final = ("source", "file", "kafka")
 NOTIFICATION_CHANNELS: Final = ("log", "sink", "jmx", "rest")
 
 
-def _notification_channels(value: ConfigValue) -> str | None:
-    if isinstance(value, tuple):
-        unknown = [v for v in value if v.lower() not in NOTIFICATION_CHANNELS]
-        if unknown:
-            return (f"unknown channel(s) {', '.join(unknown)}; Headwater has "
-                    f"{', '.join(NOTIFICATION_CHANNELS)}")
-    return None
-
-
-def _channels(value: ConfigValue) -> str | None:
-    if isinstance(value, tuple):
-        unknown = [v for v in value if v.lower() not in _CHANNELS]
-        if unknown:
-            return f"unknown channel(s) {', '.join(unknown)}; Headwater has source, file and kafka"
-    return None
+_notification_channels: Final = list_members_validator(
+    NOTIFICATION_CHANNELS, lambda unknown: (f"unknown channel(s) {', '.join(unknown)}; "
+                                            f"Headwater has {', '.join(NOTIFICATION_CHANNELS)}"))
+_channels: Final = list_members_validator(
+    _CHANNELS, lambda unknown: (f"unknown channel(s) {', '.join(unknown)}; Headwater has "
+                                "source, file and kafka"))
 
 
 def _collection(value: ConfigValue) -> str | None:
@@ -134,17 +131,19 @@ def signal_config(config: ValidatedConfig) -> SignalConfig:
     kafka = None
     if "kafka" in channels:
         kafka = kafka_signal_settings(config.passthrough, config.get_str("topic.prefix"))
+    incremental = "incremental.snapshot."
     return SignalConfig(
-        data_collection=config.get_optional_str("signal.data.collection"),
         enabled_channels=channels,
-        file=config.get_path("signal.file"),
-        poll_interval_ms=config.get_int("signal.poll.interval.ms"),
-        chunk_size=config.get_int("incremental.snapshot.chunk.size"),
-        allow_schema_changes=config.get_bool("incremental.snapshot.allow.schema.changes"),
-        watermarking_strategy=config.get_str("incremental.snapshot.watermarking.strategy"),
-        read_only=config.get_bool("read.only"),
         kafka=kafka,
         notification_channels=tuple(
             c.lower() for c in config.get_list("notification.enabled.channels")),
-        notification_sink_topic=config.get_optional_str("notification.sink.topic.name"),
+        **config.attributes(
+            "read.only",
+            data_collection="signal.data.collection",
+            file="signal.file",
+            poll_interval_ms="signal.poll.interval.ms",
+            chunk_size=incremental + "chunk.size",
+            allow_schema_changes=incremental + "allow.schema.changes",
+            watermarking_strategy=incremental + "watermarking.strategy",
+            notification_sink_topic="notification.sink.topic.name"),
     )

@@ -103,5 +103,14 @@ def require_map(value: Any, purpose: str) -> dict[str, Any]:
     return value
 
 
+def java_string(value: Any) -> str:
+    """A value as Java's string concatenation shows it: null is "null", booleans lower-case."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 class TransformError(RuntimeError):
     """A transform met a record it cannot process (Kafka's DataException)."""

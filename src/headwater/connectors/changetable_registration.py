@@ -14,16 +14,13 @@ from headwater.connectors.registry import ConnectorRegistration, EventOrder
 from headwater.model.topic_naming import SCHEMA_STRATEGY
 
 
-def changetable_registration(*, name: str, kind: str, connector_class: str, config: str,
-                             loader: str, config_definition: str, connector: str,
-                             source_block: str, order: EventOrder,
+def changetable_registration(*, name: str, kind: str, stem: str, connector_class: str,
+                             order: EventOrder,
                              extras: tuple[str, ...] = ()) -> ConnectorRegistration:
-    """The registration of connector `kind`, its parts named as `module:attribute` of
-    `headwater.connectors.<kind>`: `config` (the config class), `loader` (its load function),
-    `config_definition`, `connector` and `source_block`."""
+    """The registration of connector `kind`, its parts named after `stem` in the modules of
+    `headwater.connectors.<kind>` (connectors.lazy.package_registration)."""
     return package_registration(
-        name=name, kind=kind, connector_classes=(connector_class,), source_connectors=(kind,),
-        config=config, loader=loader, config_definition=config_definition,
-        connector=connector, source_block=source_block,
+        name=name, kind=kind, stem=stem, connector_classes=(connector_class,),
+        source_connectors=(kind,),
         placeholder=lambda cfg: "__debezium_unavailable_value", order=order,
         default_topic_naming_strategy=SCHEMA_STRATEGY, class_aliases=(kind,), extras=extras)

@@ -67,20 +67,21 @@ def connector_builder(*, kind: str, config: str, connector: str, source_block: s
     return build
 
 
-def package_registration(*, name: str, kind: str, connector_classes: tuple[str, ...],
-                         source_connectors: tuple[str, ...], config: str, loader: str,
-                         config_definition: str, connector: str, source_block: str,
-                         placeholder: Callable[[Any], str], order: EventOrder,
-                         default_topic_naming_strategy: str, class_aliases: tuple[str, ...],
-                         extras: tuple[str, ...] = (), validate_dialect: str = "",
+def package_registration(*, name: str, kind: str, stem: str, connector_classes: tuple[str, ...],
+                         source_connectors: tuple[str, ...], placeholder: Callable[[Any], str],
+                         order: EventOrder, default_topic_naming_strategy: str,
+                         class_aliases: tuple[str, ...], extras: tuple[str, ...] = (),
+                         validate_dialect: str = "",
                          event_model: str = "debezium") -> ConnectorRegistration:
     """The registration of the built-in connector of package `headwater.connectors.<kind>`,
-    its parts named as attributes of that package's modules: `config` (the config class),
-    `loader` (its load function) and `config_definition` in `config`, `connector` in
-    `connector`, `source_block` in `position`.  Why: every built-in registration wires the same
-    modules the same way; only the names and declarations differ."""
+    its parts the attributes its modules name after `stem` and `kind` (for stem `Postgres`,
+    kind `postgres`): in `config` the config class `PostgresConnectorConfig`, its load
+    function `load_postgres_config` and its definition `POSTGRES_CONFIG_DEF`; in `connector`
+    `PostgresConnector`; in `position` `PostgresSourceBlock`.  Why: every built-in
+    registration wires the same modules the same way; only the names and declarations
+    differ."""
     package = f"headwater.connectors.{kind}"
-    load, load_without_secrets = config_loaders(f"{package}.config:{loader}")
+    load, load_without_secrets = config_loaders(f"{package}.config:load_{kind}_config")
     return ConnectorRegistration(
         name=name,
         connector_classes=connector_classes,
@@ -88,13 +89,13 @@ def package_registration(*, name: str, kind: str, connector_classes: tuple[str, 
         load_config=load,
         load_config_without_secrets=load_without_secrets,
         build=connector_builder(
-            kind=kind, config=f"{package}.config:{config}",
-            connector=f"{package}.connector:{connector}",
-            source_block=f"{package}.position:{source_block}", placeholder=placeholder),
+            kind=kind, config=f"{package}.config:{stem}ConnectorConfig",
+            connector=f"{package}.connector:{stem}Connector",
+            source_block=f"{package}.position:{stem}SourceBlock", placeholder=placeholder),
         order=order,
         default_topic_naming_strategy=default_topic_naming_strategy,
         class_aliases=class_aliases,
-        config_definition=f"{package}.config:{config_definition}",
+        config_definition=f"{package}.config:{kind.upper()}_CONFIG_DEF",
         extras=extras,
         validate_dialect=validate_dialect,
         event_model=event_model,

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import import_module
 from importlib.metadata import entry_points
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
@@ -124,6 +125,35 @@ PositionKey = Callable[[dict[str, Any]], tuple[Any, ...]]
 ColumnarSequences = Callable[[Any, Any, Any], Any]
 """(source StructArray, total_order Array, offsets ndarray) -> sequence string Array, equal to
 the `SequenceKey` strings; raises `connectors.sequence_columns.NotColumnar` outside its shape."""
+
+
+def source_position(*fields: str) -> PositionKey:
+    """A `PositionKey`: the values of the `source` fields named, in that order (None for a
+    field the block lacks).  Per event on the pipeline's row path: one `itemgetter` call when
+    the block has every field, as it does when it follows its schema."""
+    if len(fields) < 2:
+        raise ValueError("a position names two or more source fields")
+    every = itemgetter(*fields)
+
+    def position(source: dict[str, Any]) -> tuple[Any, ...]:
+        try:
+            found: tuple[Any, ...] = every(source)
+        except KeyError:
+            return tuple(map(source.get, fields))
+        return found
+
+    return position
+
+
+def lazy_columnar(module: str, name: str) -> ColumnarSequences:
+    """A `ColumnarSequences` that imports `module` (which imports Arrow) at its first call
+    and calls its function `name`: the registration stays light to import."""
+
+    def columnar(source: Any, total_order: Any, offsets: Any) -> Any:
+        build: ColumnarSequences = getattr(import_module(module), name)
+        return build(source, total_order, offsets)
+
+    return columnar
 
 
 class EventOrder(NamedTuple):

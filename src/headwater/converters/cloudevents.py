@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from headwater.connect.props import PluginConfigError, PluginProps
-from headwater.connect.record import TransformError, field_schema
+from headwater.connect.record import TransformError, field_schema, java_string
 from headwater.converters.json import JsonConverter
 from headwater.model.schema import (
     BOOLEAN,
@@ -67,15 +67,6 @@ _TX_FIELDS = (("id", STRING), ("total_order", INT64), ("data_collection_order", 
 def extension_name(original: str) -> str:
     """`iodebezium` + the name's ASCII letters and digits (CloudEvents attribute names)."""
     return "iodebezium" + "".join(c for c in original if c.isascii() and c.isalnum())
-
-
-def _java_string(value: Any) -> str:
-    """Java's string concatenation of a source field: null is "null", booleans lower-case."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _get(schema: ConnectSchema, value: dict[str, Any], name: str) -> Any:
@@ -182,15 +173,15 @@ class CloudEventsConverter:
         source = value.get("source")
         if source_schema is None or not isinstance(source, dict):
             raise TransformError(f"CloudEvents: the envelope of topic {topic} has no source")
-        connector = _java_string(_get(source_schema, source, "connector"))
+        connector = java_string(_get(source_schema, source, "connector"))
         maker = _MAKERS.get(connector)
         if maker is None:
             raise TransformError(
                 f'No usable CloudEvents converters for connector type "{connector}"')
         id_fields, data_fields = maker
-        name = _java_string(_get(source_schema, source, "name"))
+        name = java_string(_get(source_schema, source, "name"))
         doc: dict[str, Any] = {
-            "id": ";".join(f"{label}:{_java_string(_get(source_schema, source, field))}"
+            "id": ";".join(f"{label}:{java_string(_get(source_schema, source, field))}"
                            for label, field in id_fields),
             "source": f"/debezium/{connector}/{name}",
             "specversion": "1.0",

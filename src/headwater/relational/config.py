@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar, Unpack
 
 from headwater.config.connector_common import (
     RUNTIME_PROPERTIES,
@@ -32,8 +32,10 @@ from headwater.config.definition import (
     Property,
     PropertyType,
     ValidatedConfig,
+    ValidateOptions,
     ValidationContext,
     Validator,
+    list_members_validator,
     regex_list_validator,
 )
 from headwater.config.kafka import KAFKA_PREFIXES
@@ -117,12 +119,9 @@ def placeholder_bytes(text: str) -> bytes:
     return text.encode()
 
 
-def _skipped_operations(value: ConfigValue) -> str | None:
-    if isinstance(value, tuple):
-        bad = [item for item in value if item.lower() not in _SKIPPABLE]
-        if bad:
-            return f"'{','.join(bad)}' not allowed: expected a list of c, u, d, t or none"
-    return None
+_skipped_operations: Final = list_members_validator(
+    _SKIPPABLE,
+    lambda bad: f"'{','.join(bad)}' not allowed: expected a list of c, u, d, t or none")
 
 
 def parse_message_key_columns(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -335,27 +334,16 @@ class RelationalConnectorConfig(CommonConnectorConfig):
         statements = c.get_optional_str("database.initial.statements")
         return {
             **CommonConnectorConfig.common_connector_values(c),
-            "database_hostname": c.get_str("database.hostname"),
-            "database_user": c.get_str("database.user"),
-            "database_password": c.get_secret("database.password"),
+            **c.attributes(
+                "database.hostname", "database.user", "database.password", "snapshot.mode",
+                "snapshot.lock.timeout.ms", "snapshot.fetch.size", "table.include.list",
+                "table.exclude.list", "column.include.list", "column.exclude.list",
+                "decimal.handling.mode", "binary.handling.mode",
+                "event.converting.failure.handling.mode", "heartbeat.action.query",
+                "key.converter", "value.converter", "offset.flush.interval.ms"),
             "database_initial_statements": split_statements(statements) if statements else (),
-            "snapshot_mode": c.get_str("snapshot.mode"),
-            "snapshot_lock_timeout_ms": c.get_int("snapshot.lock.timeout.ms"),
-            "snapshot_fetch_size": c.get_int("snapshot.fetch.size"),
-            "table_include_list": c.get_list("table.include.list"),
-            "table_exclude_list": c.get_list("table.exclude.list"),
-            "column_include_list": c.get_list("column.include.list"),
-            "column_exclude_list": c.get_list("column.exclude.list"),
             "message_key_columns": (parse_message_key_columns(key_columns)
                                     if key_columns else ()),
-            "decimal_handling_mode": c.get_str("decimal.handling.mode"),
-            "binary_handling_mode": c.get_str("binary.handling.mode"),
-            "event_converting_failure_handling_mode": c.get_str(
-                "event.converting.failure.handling.mode"),
-            "heartbeat_action_query": c.get_optional_str("heartbeat.action.query"),
-            "key_converter": c.get_str("key.converter"),
-            "value_converter": c.get_str("value.converter"),
-            "offset_flush_interval_ms": c.get_int("offset.flush.interval.ms"),
             "_column_mappers": ColumnMappers.from_config({
                 **c.patterned,
                 COLUMN_PROPAGATE_PROPERTY: c.get_list(COLUMN_PROPAGATE_PROPERTY),
@@ -402,18 +390,14 @@ class ConfigLoader(Generic[C]):
         self.build = build  # ValidatedConfig -> the connector's typed configuration
 
     def validate(
-        self,
-        raw: Mapping[str, object],
-        *,
-        base_dir: Path | None = None,
-        source: str | None = None,
-        env: Mapping[str, str] | None = None,
+        self, raw: Mapping[str, object], **options: Unpack[ValidateOptions]
     ) -> tuple[C, list[str]]:
-        """Validate a flat property map; return the typed config and the warnings.
+        """Validate a flat property map (`options` as `ConfigDef.validate` takes them); return
+        the typed config and the warnings.
 
         Raises :class:`~headwater.config.definition.ConfigError` listing every problem.
         """
-        validated = self.definition.validate(raw, base_dir=base_dir, source=source, env=env)
+        validated = self.definition.validate(raw, **options)
         config: C = self.build(validated)
         return config, list(validated.warnings)
 

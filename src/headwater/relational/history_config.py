@@ -144,24 +144,18 @@ class SchemaHistoryConfig:
 
 def schema_history_config(c: ValidatedConfig) -> SchemaHistoryConfig:
     return SchemaHistoryConfig(
-        include_schema_changes=c.get_bool("include.schema.changes"),
-        schema_history_internal=c.get_str("schema.history.internal"),
         schema_history_internal_file_filename=(
             c.get_optional_path("schema.history.internal.file.filename")
             or default_history_file(c.get_str("topic.prefix"), c.base_dir)),
-        schema_history_internal_kafka_topic=c.get_optional_str(_KH + "topic"),
-        schema_history_internal_kafka_bootstrap_servers=c.get_optional_str(
-            _KH + "bootstrap.servers"),
-        schema_history_internal_kafka_recovery_poll_interval_ms=c.get_int(
-            _KH + "recovery.poll.interval.ms"),
-        schema_history_internal_kafka_recovery_attempts=c.get_int(_KH + "recovery.attempts"),
-        schema_history_internal_kafka_query_timeout_ms=c.get_int(_KH + "query.timeout.ms"),
-        schema_history_internal_kafka_create_timeout_ms=c.get_int(_KH + "create.timeout.ms"),
-        store_only_captured_tables_ddl=c.get_bool(
-            "schema.history.internal.store.only.captured.tables.ddl"),
-        store_only_captured_databases_ddl=c.get_bool(
-            "schema.history.internal.store.only.captured.databases.ddl"),
         passthrough={k: v for k, v in c.passthrough.items() if k.startswith(HISTORY_PASSTHROUGH)},
+        **c.attributes(
+            "include.schema.changes", "schema.history.internal", _KH + "topic",
+            _KH + "bootstrap.servers", _KH + "recovery.poll.interval.ms",
+            _KH + "recovery.attempts", _KH + "query.timeout.ms", _KH + "create.timeout.ms",
+            store_only_captured_tables_ddl=(
+                "schema.history.internal.store.only.captured.tables.ddl"),
+            store_only_captured_databases_ddl=(
+                "schema.history.internal.store.only.captured.databases.ddl")),
     )
 
 

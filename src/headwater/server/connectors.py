@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -121,19 +121,29 @@ def validation_problems(data_dir: Path, name: str, config: Mapping[str, str]) ->
     Loaded as the worker will load it, from a temporary file, by the validation `headwater
     check` runs (capture.check_connector); nothing connects."""
     registration(config)  # an unknown connector.class: InvalidConnector
+    from headwater.capture import check_connector
+
+    return problems_as_stored(data_dir, effective(data_dir, name, config), check_connector,
+                              CONFIG_FILE)
+
+
+def problems_as_stored(data_dir: Path, config: Mapping[str, str],
+                       check: Callable[[Path], list[str]], stored_name: str) -> list[str]:
+    """The problems `check` finds in `config` written, as a worker will read it, to a
+    temporary file under `<data_dir>/tmp` (removed after), that file named `stored_name` in
+    them; an OSError or ValueError `check` raises is the one problem."""
     home = data_dir / "tmp"
     home.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".validate-", suffix=".json", dir=home)
     os.close(fd)
     try:
-        from headwater.capture import check_connector
-
-        write_config(Path(tmp), effective(data_dir, name, config))
-        return [p.replace(tmp, CONFIG_FILE) for p in check_connector(Path(tmp))]
+        write_config(Path(tmp), config)
+        problems = check(Path(tmp))
     except (OSError, ValueError) as exc:
-        return [str(exc).replace(tmp, CONFIG_FILE)]
+        problems = [str(exc)]
     finally:
         Path(tmp).unlink(missing_ok=True)
+    return [p.replace(tmp, stored_name) for p in problems]
 
 
 def validate_new(data_dir: Path, name: str, config: Mapping[str, str]) -> None:

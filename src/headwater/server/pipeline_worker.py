@@ -15,7 +15,6 @@ after a graceful stop (SIGTERM: the query stops between batches).
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
@@ -26,7 +25,7 @@ from typing import Final
 
 from headwater.server.pipelines import CONFIG_FILE, effective, pipeline_dir
 from headwater.server.store import ConnectorStore, Reported, pipeline_store
-from headwater.server.worker import die_with_parent
+from headwater.server.worker import worker_arguments
 from headwater.streams.translate import write_config
 
 log = logging.getLogger("headwater.server.pipeline_worker")
@@ -90,16 +89,7 @@ class PipelineWorker:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Run one pipeline of headwater serve "
-                                     "(internal).")
-    parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--parent", type=int, required=True)
-    parser.add_argument("name")
-    args = parser.parse_args(argv)
-    die_with_parent(args.parent)
-    from headwater.ops.logging import setup_logging
-
-    setup_logging("INFO")
+    args = worker_arguments("pipeline", argv)
     # SIGTERM (stop, pause, the service's shutdown) is then handled by the pipeline's runner:
     # the query stops between batches.  Until the runner starts, it only says not to start.
     import signal

@@ -12,16 +12,18 @@ under its own directory, which the user need not know).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
 from headwater.config.secrets import is_sensitive_key
-from headwater.server.connectors import HIDDEN, InvalidConnector, check_name
+from headwater.server.connectors import (
+    HIDDEN,
+    InvalidConnector,
+    check_name,
+    problems_as_stored,
+)
 from headwater.server.store import ConnectorStore
-from headwater.streams.translate import write_config
 
 CONFIG_FILE: Final = "pipeline.json"
 
@@ -79,20 +81,14 @@ def validation_problems(data_dir: Path, name: str, config: Mapping[str, str]) ->
     from headwater.config import ConfigError
     from headwater.pipeline.config import load_pipeline_config
 
-    home = data_dir / "tmp"
-    home.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".validate-", suffix=".json", dir=home)
-    os.close(fd)
-    try:
-        write_config(Path(tmp), effective(data_dir, name, config))
-        load_pipeline_config(Path(tmp))
-    except ConfigError as exc:
-        return [p.replace(tmp, CONFIG_FILE) for p in exc.problems]
-    except (OSError, ValueError) as exc:
-        return [str(exc)]
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return []
+    def check(path: Path) -> list[str]:
+        try:
+            load_pipeline_config(path)
+        except ConfigError as exc:
+            return list(exc.problems)
+        return []
+
+    return problems_as_stored(data_dir, effective(data_dir, name, config), check, CONFIG_FILE)
 
 
 def validate_new(data_dir: Path, name: str, config: Mapping[str, str]) -> None:

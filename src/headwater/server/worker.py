@@ -149,8 +149,10 @@ class ConnectorWorker:
         return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Run one connector of headwater serve "
+def worker_arguments(what: str, argv: list[str] | None) -> argparse.Namespace:
+    """A worker process's start: its arguments (`--data-dir`, `--parent`, the name of the
+    `what` it runs), tied to its parent's life (`die_with_parent`), logging at INFO."""
+    parser = argparse.ArgumentParser(description=f"Run one {what} of headwater serve "
                                      "(internal).")
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--parent", type=int, required=True)
@@ -160,6 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     from headwater.ops.logging import setup_logging
 
     setup_logging("INFO")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = worker_arguments("connector", argv)
     worker = ConnectorWorker(ConnectorStore(args.data_dir), args.name)
 
     def _stop(signum: int, _frame: Any) -> None:

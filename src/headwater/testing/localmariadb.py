@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from headwater.testing.localpg import free_port
+from headwater.testing.server_process import ServerProcess
 
 
 class LocalMariaDBError(RuntimeError):
@@ -50,7 +50,7 @@ def find_binaries() -> tuple[Path, Path]:
     return Path(server), Path(install)
 
 
-class LocalMariaDB:
+class LocalMariaDB(ServerProcess):
     def __init__(
         self,
         base_dir: Path | None = None,
@@ -159,35 +159,6 @@ class LocalMariaDB:
         finally:
             conn.close()
         return self
-
-    def _log_tail(self) -> str:
-        return self.log_file.read_text()[-3000:] if self.log_file.exists() else ""
-
-    def stop(self, timeout: float = 60.0) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)  # a clean shutdown
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-    def kill(self) -> None:
-        """Stops the server abruptly (kill -9), as a crash would."""
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.base, ignore_errors=True)
 
     # -- clients --------------------------------------------------------------------------------
     def _root_connect(self) -> Any:

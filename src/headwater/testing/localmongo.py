@@ -16,7 +16,6 @@ import contextlib
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from headwater.testing.localpg import free_port
+from headwater.testing.server_process import ServerProcess
 
 
 class LocalMongoError(RuntimeError):
@@ -56,7 +56,7 @@ def _pymongo() -> Any:
     return pymongo
 
 
-class LocalMongo:
+class LocalMongo(ServerProcess):
     def __init__(
         self,
         base_dir: Path | None = None,
@@ -150,35 +150,6 @@ class LocalMongo:
                 raise LocalMongoError("the replica set elected no primary in time:\n"
                                       + self._log_tail())
             time.sleep(0.2)
-
-    def _log_tail(self) -> str:
-        return self.log_file.read_text()[-3000:] if self.log_file.exists() else ""
-
-    def stop(self, timeout: float = 60.0) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)  # a clean shutdown
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-    def kill(self) -> None:
-        """Stops the server abruptly (kill -9), as a crash would."""
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.base, ignore_errors=True)
 
     # -- clients --------------------------------------------------------------------------------
     def client(self, **kw: Any) -> Any:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from headwater.connect.record import ConnectRecord, TransformError
+from headwater.connect.record import ConnectRecord, TransformError, java_string
 
 
 class ExpressionError(ValueError):
@@ -249,7 +249,7 @@ def evaluate(node: Any, env: dict[str, Any]) -> Any:
     if op in ("!=", "!=="):
         return not _equal(left, right)
     if op == "+" and (isinstance(left, str) or isinstance(right, str)):
-        return f"{_text(left)}{_text(right)}"
+        return f"{java_string(left)}{java_string(right)}"
     if left is None or right is None:
         if op in ("<", "<=", ">", ">="):
             raise TransformError(f"cannot compare null with '{op}'")
@@ -275,14 +275,6 @@ def evaluate(node: Any, env: dict[str, Any]) -> Any:
         return -remainder if left < 0 else remainder
     except (TypeError, ZeroDivisionError) as exc:
         raise TransformError(f"cannot evaluate '{op}': {exc}") from None
-
-
-def _text(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
 
 
 def record_env(record: ConnectRecord) -> dict[str, Any]:

@@ -27,7 +27,6 @@ from headwater.relational.changetables.config import (
     ChangeTableConnectorConfig,
     changetable_config_def,
     changetable_properties,
-    connector_class_property,
 )
 from headwater.relational.changetables.signal_config import (
     signal_collection_property,
@@ -41,8 +40,7 @@ _S, _I, _L, _B, _E, _LIST, _PW, _P = relational.TYPE_ALIASES
 ISOLATION_MODES: Final = ("exclusive", "repeatable_read", "read_committed", "read_uncommitted")
 
 PROPERTIES: Final[tuple[Property, ...]] = changetable_properties(
-    connector_class=connector_class_property(CONNECTOR_CLASS, "db2", "Db2"),
-    label="Db2", port=50000,
+    connector_class=CONNECTOR_CLASS, kind="db2", label="Db2", port=50000,
     connection=(Property("database.dbname", _S, required=True, doc="the database to capture"),),
     driver=Property("headwater.db2.driver", _S, "ibm_db_dbi",
                     doc="DB-API module with ibm_db_dbi's connect(dsn, user, password); tests "
@@ -87,17 +85,10 @@ class Db2ConnectorConfig(ChangeTableConnectorConfig):
 
     @classmethod
     def from_validated(cls, c: ValidatedConfig) -> Db2ConnectorConfig:
-        return cls(
-            **cls.changetable_values(c),
-            database_dbname=c.get_str("database.dbname"),
-            headwater_db2_driver=c.get_str("headwater.db2.driver"),
-            snapshot_locking_mode=c.get_str("snapshot.locking.mode"),
-            db2_platform=c.get_str("db2.platform"),
-            cdc_control_schema=c.get_str("cdc.control.schema"),
-            cdc_change_tables_schema=c.get_str("cdc.change.tables.schema"),
-            query_fetch_size=c.get_int("query.fetch.size"),
-            z_stop_lsn_ignore=c.get_bool("z.stop.lsn.ignore"),
-        )
+        return cls(**cls.changetable_values(c), **c.attributes(
+            "database.dbname", "headwater.db2.driver", "snapshot.locking.mode", "db2.platform",
+            "cdc.control.schema", "cdc.change.tables.schema", "query.fetch.size",
+            "z.stop.lsn.ignore"))
 
     def is_signal_table(self, schema: str, table: str, database: str | None = None) -> bool:
         """Whether `<schema>.<table>` is the signal table (`signal.data.collection`), compared

@@ -12,32 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from headwater.connectors.registry import SNAPSHOT_MARKERS, EventOrder
+from headwater.connectors.changetable_ordering import commit_stream_change, lsn_text
+from headwater.connectors.registry import EventOrder, lazy_columnar, source_position
 
 LSN_DIGITS = 32
-_NO_LSN = "0" * LSN_DIGITS
-
-
-def _lsn(value: Any) -> str:
-    return value.replace(":", "").rjust(LSN_DIGITS, "0") if isinstance(value, str) else _NO_LSN
+_lsn = lsn_text(LSN_DIGITS, pad=True)
 
 
 def db2_sequence_key(source: dict[str, Any], total_order: int | None, offset: int) -> str:
     """Sortable sequence of a Db2 event (see the module docstring)."""
-    is_stream = 0 if source.get("snapshot") in SNAPSHOT_MARKERS else 1
-    return (f"{_lsn(source.get('commit_lsn'))}{is_stream}{_lsn(source.get('change_lsn'))}"
-            f"{offset:016x}")
+    return f"{commit_stream_change(source, _lsn)}{offset:016x}"
 
 
-def db2_position(source: dict[str, Any]) -> tuple[Any, ...]:
-    return (source.get("db"), source.get("commit_lsn"), source.get("change_lsn"))
-
-
-def _columnar(source: Any, total_order: Any, offsets: Any) -> Any:
-    from headwater.connectors.db2.ordering_columns import db2_sequences
-
-    return db2_sequences(source, total_order, offsets)
-
+db2_position = source_position("db", "commit_lsn", "change_lsn")
+_columnar = lazy_columnar("headwater.connectors.db2.ordering_columns", "db2_sequences")
 
 # The position's fields, change LSN first: it is distinct per change (commit LSN is shared by
 # a transaction's changes, `db` by a topic's).

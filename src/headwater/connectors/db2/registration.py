@@ -10,6 +10,5 @@ from headwater.connectors.changetable_registration import changetable_registrati
 from headwater.connectors.db2.ordering import DB2_ORDER
 
 REGISTRATION = changetable_registration(
-    name="Db2", kind="db2", connector_class="io.debezium.connector.db2.Db2Connector",
-    config="Db2ConnectorConfig", loader="load_db2_config", config_definition="DB2_CONFIG_DEF",
-    connector="Db2Connector", source_block="Db2SourceBlock", order=DB2_ORDER)
+    name="Db2", kind="db2", stem="Db2", connector_class="io.debezium.connector.db2.Db2Connector",
+    order=DB2_ORDER)

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from headwater.model.schema import BOOLEAN, FLOAT32, FLOAT64, INT16, INT32, INT64, ConnectSchema
-from headwater.relational.changetables.codecs import ColumnMapping
+from headwater.relational.changetables.codecs import ColumnMapping, configured_mapping
 from headwater.relational.changetables.types import (
     Mapping,
     binary_mapping,
@@ -44,7 +44,6 @@ from headwater.relational.changetables.types import (
     timestamp_mapping,
     xml_mapping,
 )
-from headwater.relational.table_definition import ColumnDefinition
 
 _STRINGS: Final = frozenset({"CHARACTER", "CHAR", "VARCHAR", "LONG VARCHAR", "CLOB", "GRAPHIC",
                              "VARGRAPHIC", "LONG VARGRAPHIC", "DBCLOB", "NCHAR", "NVARCHAR",
@@ -89,11 +88,4 @@ def definition_mapping(cfg: Any) -> ColumnMapping:
     """`column_mapping` of a column definition (definitions.py) under the configured modes:
     a DECIMAL's precision is its column size, a TIME's or TIMESTAMP's precision its decimal
     digits."""
-
-    def mapping(column: ColumnDefinition) -> Mapping | None:
-        return column_mapping(
-            column.type_name, column.length, column.scale, column.optional,
-            time_mode=cfg.time_precision_mode, decimal_mode=cfg.decimal_handling_mode,
-            binary_mode=cfg.binary_handling_mode, column=column.name)
-
-    return mapping
+    return configured_mapping(cfg, column_mapping)

@@ -343,36 +343,21 @@ class MongoDbConnectorConfig(CommonConnectorConfig):
         await_ms = c.values.get("cursor.max.await.time.ms")
         return cls(
             **cls.common_connector_values(c),
+            **c.attributes(
+                "connector.class", "mongodb.user", "mongodb.password", "mongodb.authsource",
+                "mongodb.ssl.enabled", "mongodb.ssl.invalid.hostname.allowed",
+                "mongodb.connect.timeout.ms", "mongodb.server.selection.timeout.ms",
+                "mongodb.socket.timeout.ms", "mongodb.heartbeat.frequency.ms",
+                "database.include.list", "database.exclude.list", "collection.include.list",
+                "collection.exclude.list", "filters.match.mode", "field.exclude.list",
+                "field.renames", "capture.mode", "capture.mode.full.update.type",
+                "capture.scope", "capture.target", "snapshot.mode", "snapshot.fetch.size",
+                _JSON_MODE),
             mongodb_connection_string=secret,
-            connector_class=c.get_str("connector.class"),
-            mongodb_user=c.get_optional_str("mongodb.user"),
-            mongodb_password=c.get_secret("mongodb.password"),
-            mongodb_authsource=c.get_str("mongodb.authsource"),
-            mongodb_ssl_enabled=c.get_bool("mongodb.ssl.enabled"),
-            mongodb_ssl_invalid_hostname_allowed=c.get_bool(
-                "mongodb.ssl.invalid.hostname.allowed"),
-            mongodb_connect_timeout_ms=c.get_int("mongodb.connect.timeout.ms"),
-            mongodb_server_selection_timeout_ms=c.get_int("mongodb.server.selection.timeout.ms"),
-            mongodb_socket_timeout_ms=c.get_int("mongodb.socket.timeout.ms"),
-            mongodb_heartbeat_frequency_ms=c.get_int("mongodb.heartbeat.frequency.ms"),
             cursor_max_await_time_ms=await_ms if isinstance(await_ms, int) else None,
             capture_start_op_time=(None if c.get_int("capture.start.op.time") < 0
                                    else c.get_int("capture.start.op.time")),
-            database_include_list=c.get_list("database.include.list"),
-            database_exclude_list=c.get_list("database.exclude.list"),
-            collection_include_list=c.get_list("collection.include.list"),
-            collection_exclude_list=c.get_list("collection.exclude.list"),
-            filters_match_mode=c.get_str("filters.match.mode"),
-            field_exclude_list=c.get_optional_str("field.exclude.list"),
-            field_renames=c.get_optional_str("field.renames"),
-            capture_mode=c.get_str("capture.mode"),
-            capture_mode_full_update_type=c.get_str("capture.mode.full.update.type"),
-            capture_scope=c.get_str("capture.scope"),
-            capture_target=c.get_optional_str("capture.target"),
-            snapshot_mode=c.get_str("snapshot.mode"),
-            snapshot_fetch_size=c.get_int("snapshot.fetch.size"),
             snapshot_collection_filter_overrides=_filter_queries(c),
-            headwater_datastream_mongodb_json_mode=c.get_str(_JSON_MODE),
         )
 
     # -- derived values -------------------------------------------------------------------------

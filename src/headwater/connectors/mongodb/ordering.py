@@ -34,7 +34,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from headwater.connectors.registry import SNAPSHOT_MARKERS, EventOrder
+from headwater.connectors.registry import (
+    SNAPSHOT_MARKERS,
+    EventOrder,
+    source_position,
+)
 
 _MAX_MS = 1 << 64
 _MAX_U32 = 1 << 32
@@ -56,8 +60,7 @@ def mongodb_sequence_key(source: dict[str, Any], total_order: int | None, offset
             f"{offset:016x}")
 
 
-def mongodb_position(source: dict[str, Any]) -> tuple[Any, ...]:
-    return (source.get("ts_ms"), source.get("ord"), source.get("lsid"), source.get("txnNumber"))
+mongodb_position = source_position("ts_ms", "ord", "lsid", "txnNumber")
 
 
 # No column-wise builder: MongoDB topics take the pipeline's document path, never the

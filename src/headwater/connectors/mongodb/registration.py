@@ -14,11 +14,9 @@ from headwater.model.topic_naming import DEFAULT_STRATEGY
 UNAVAILABLE_VALUE_PLACEHOLDER = "__debezium_unavailable_value"
 
 REGISTRATION = package_registration(
-    name="MongoDB", kind="mongodb",
+    name="MongoDB", kind="mongodb", stem="MongoDb",
     connector_classes=("io.debezium.connector.mongodb.MongoDbConnector",),
-    source_connectors=("mongodb",), config="MongoDbConnectorConfig",
-    loader="load_mongodb_config", config_definition="MONGODB_CONFIG_DEF",
-    connector="MongoDbConnector", source_block="MongoDbSourceBlock",
+    source_connectors=("mongodb",),
     placeholder=lambda cfg: UNAVAILABLE_VALUE_PLACEHOLDER, order=MONGODB_ORDER,
     default_topic_naming_strategy=DEFAULT_STRATEGY,  # <prefix>.<database>.<collection>
     class_aliases=("mongodb", "mongo"), extras=("mongodb",), event_model="documents")

@@ -228,31 +228,18 @@ class MySqlConnectorConfig(RelationalConnectorConfig):
         server_id = c.values.get("database.server.id")
         return cls(
             **cls.common_values(c),
-            connector_class=c.get_str("connector.class"),
-            database_port=c.get_int("database.port"),
-            database_server_id=int(server_id) if isinstance(server_id, int) else 0,
-            database_ssl_mode=c.get_str("database.ssl.mode"),
-            database_ssl_truststore=c.get_optional_path("database.ssl.truststore"),
-            connect_timeout_ms=c.get_int("connect.timeout.ms"),
-            connect_keep_alive=c.get_bool("connect.keep.alive"),
-            connect_keep_alive_interval_ms=c.get_int("connect.keep.alive.interval.ms"),
-            min_row_count_to_stream_results=c.get_int("min.row.count.to.stream.results"),
-            snapshot_locking_mode=c.get_str("snapshot.locking.mode"),
-            database_include_list=c.get_list("database.include.list"),
-            database_exclude_list=c.get_list("database.exclude.list"),
-            table_ignore_builtin=c.get_bool("table.ignore.builtin"),
-            gtid_source_includes=c.get_list("gtid.source.includes"),
-            gtid_source_excludes=c.get_list("gtid.source.excludes"),
-            time_precision_mode=c.get_str("time.precision.mode"),
-            bigint_unsigned_handling_mode=c.get_str("bigint.unsigned.handling.mode"),
-            unavailable_value_placeholder=c.get_str("unavailable.value.placeholder"),
-            enable_time_adjuster=c.get_bool("enable.time.adjuster"),
-            include_schema_changes=c.get_bool("include.schema.changes"),
-            include_query=c.get_bool("include.query"),
-            inconsistent_schema_handling_mode=c.get_str("inconsistent.schema.handling.mode"),
-            schema_history=history.schema_history_config(c),
-            schema_history_internal_skip_unparseable_ddl=c.get_bool(
+            **c.attributes(
+                "connector.class", "database.port", "database.ssl.mode",
+                "database.ssl.truststore", "connect.timeout.ms", "connect.keep.alive",
+                "connect.keep.alive.interval.ms", "min.row.count.to.stream.results",
+                "snapshot.locking.mode", "database.include.list", "database.exclude.list",
+                "table.ignore.builtin", "gtid.source.includes", "gtid.source.excludes",
+                "time.precision.mode", "bigint.unsigned.handling.mode",
+                "unavailable.value.placeholder", "enable.time.adjuster", "include.schema.changes",
+                "include.query", "inconsistent.schema.handling.mode",
                 "schema.history.internal.skip.unparseable.ddl"),
+            database_server_id=int(server_id) if isinstance(server_id, int) else 0,
+            schema_history=history.schema_history_config(c),
         )
 
     # -- derived values -----------------------------------------------------------------------

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from headwater.connectors.registry import SNAPSHOT_MARKERS, EventOrder
+from headwater.connectors.registry import (
+    SNAPSHOT_MARKERS,
+    EventOrder,
+    lazy_columnar,
+    source_position,
+)
 
 
 def binlog_number(file: Any) -> int:
@@ -35,14 +40,8 @@ def _sequence(source: dict[str, Any], _total_order: int | None, offset: int) -> 
     return mysql_sequence_key(source, offset)
 
 
-def mysql_position(source: dict[str, Any]) -> tuple[Any, ...]:
-    return (source.get("file"), source.get("pos"), source.get("row"))
-
-
-def _columnar(source: Any, total_order: Any, offsets: Any) -> Any:
-    from headwater.connectors.mysql.ordering_columns import mysql_sequences
-
-    return mysql_sequences(source, total_order, offsets)
+mysql_position = source_position("file", "pos", "row")
+_columnar = lazy_columnar("headwater.connectors.mysql.ordering_columns", "mysql_sequences")
 
 
 MYSQL_ORDER = EventOrder(_sequence, mysql_position, _columnar,

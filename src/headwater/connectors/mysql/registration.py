@@ -12,12 +12,10 @@ from headwater.connectors.mysql.ordering import MYSQL_ORDER
 from headwater.model.topic_naming import DEFAULT_STRATEGY
 
 REGISTRATION = package_registration(
-    name="MySQL", kind="mysql",
+    name="MySQL", kind="mysql", stem="MySql",
     connector_classes=("io.debezium.connector.mysql.MySqlConnector",
                        "io.debezium.connector.mariadb.MariaDbConnector"),
-    source_connectors=("mysql", "mariadb"), config="MySqlConnectorConfig",
-    loader="load_mysql_config", config_definition="MYSQL_CONFIG_DEF",
-    connector="MySqlConnector", source_block="MySqlSourceBlock",
+    source_connectors=("mysql", "mariadb"),
     placeholder=lambda cfg: str(cfg.unavailable_value_placeholder), order=MYSQL_ORDER,
     default_topic_naming_strategy=DEFAULT_STRATEGY,  # BinlogConnectorConfig's default
     class_aliases=("mysql", "mariadb"), validate_dialect="mysql")

@@ -13,7 +13,12 @@ from typing import Any
 
 import orjson
 
-from headwater.connectors.registry import SNAPSHOT_MARKERS, EventOrder
+from headwater.connectors.registry import (
+    SNAPSHOT_MARKERS,
+    EventOrder,
+    lazy_columnar,
+    source_position,
+)
 
 
 def postgres_sequence_key(source: dict[str, Any], total_order: int | None, offset: int) -> str:
@@ -32,14 +37,8 @@ def postgres_sequence_key(source: dict[str, Any], total_order: int | None, offse
     return f"{primary:016x}{is_stream}{lsn:016x}{total_order or 0:08x}{offset:016x}"
 
 
-def postgres_position(source: dict[str, Any]) -> tuple[Any, ...]:
-    return (source.get("lsn"), source.get("txId"))
-
-
-def _columnar(source: Any, total_order: Any, offsets: Any) -> Any:
-    from headwater.connectors.postgres.ordering_columns import postgres_sequences
-
-    return postgres_sequences(source, total_order, offsets)
+postgres_position = source_position("lsn", "txId")
+_columnar = lazy_columnar("headwater.connectors.postgres.ordering_columns", "postgres_sequences")
 
 
 POSTGRES_ORDER = EventOrder(postgres_sequence_key, postgres_position, _columnar,

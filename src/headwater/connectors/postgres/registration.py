@@ -11,11 +11,9 @@ from headwater.connectors.postgres.ordering import POSTGRES_ORDER
 from headwater.model.topic_naming import SCHEMA_STRATEGY
 
 REGISTRATION = package_registration(
-    name="PostgreSQL", kind="postgres",
+    name="PostgreSQL", kind="postgres", stem="Postgres",
     connector_classes=("io.debezium.connector.postgresql.PostgresConnector",),
-    source_connectors=("postgresql",), config="PostgresConnectorConfig",
-    loader="load_postgres_config", config_definition="POSTGRES_CONFIG_DEF",
-    connector="PostgresConnector", source_block="PostgresSourceBlock",
+    source_connectors=("postgresql",),
     placeholder=lambda cfg: str(cfg.unavailable_value_placeholder), order=POSTGRES_ORDER,
     default_topic_naming_strategy=SCHEMA_STRATEGY,  # Debezium's common default
     class_aliases=("postgres", "postgresql"), validate_dialect="postgres")

@@ -26,7 +26,6 @@ from headwater.relational.changetables.config import (
     ChangeTableConnectorConfig,
     changetable_config_def,
     changetable_properties,
-    connector_class_property,
 )
 from headwater.relational.changetables.signal_config import (
     check_signal_databases,
@@ -42,8 +41,7 @@ ISOLATION_MODES: Final = ("read_uncommitted", "read_committed", "repeatable_read
                           "exclusive")
 
 PROPERTIES: Final[tuple[Property, ...]] = changetable_properties(
-    connector_class=connector_class_property(CONNECTOR_CLASS, "sqlserver", "SQL Server"),
-    label="SQL Server", port=1433,
+    connector_class=CONNECTOR_CLASS, kind="sqlserver", label="SQL Server", port=1433,
     connection=(
         Property("database.instance", _S, doc="named instance (hostname\\instance)"),
         Property("database.names", _LIST, required=True, aliases=("database.dbname",),
@@ -117,19 +115,11 @@ class SqlServerConnectorConfig(ChangeTableConnectorConfig):
 
     @classmethod
     def from_validated(cls, c: ValidatedConfig) -> SqlServerConnectorConfig:
-        return cls(
-            **cls.changetable_values(c),
-            database_names=c.get_list("database.names"),
-            database_instance=c.get_optional_str("database.instance"),
-            database_encrypt=c.get_bool("database.encrypt"),
-            database_trust_server_certificate=c.get_bool("database.trustServerCertificate"),
-            headwater_sqlserver_driver=c.get_str("headwater.sqlserver.driver"),
-            data_query_mode=c.get_str("data.query.mode"),
-            max_iteration_transactions=c.get_int("max.iteration.transactions"),
-            incremental_snapshot_option_recompile=c.get_bool(
-                "incremental.snapshot.option.recompile"),
-            streaming_fetch_size=c.get_int("streaming.fetch.size"),
-        )
+        return cls(**cls.changetable_values(c), **c.attributes(
+            "database.names", "database.instance", "database.encrypt",
+            "database.trustServerCertificate", "headwater.sqlserver.driver", "data.query.mode",
+            "max.iteration.transactions", "incremental.snapshot.option.recompile",
+            "streaming.fetch.size"))
 
     @property
     def signal_tables(self) -> frozenset[TableId]:

@@ -10,33 +10,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from headwater.connectors.registry import SNAPSHOT_MARKERS, EventOrder
+from headwater.connectors.changetable_ordering import commit_stream_change, lsn_text
+from headwater.connectors.registry import EventOrder, lazy_columnar, source_position
 
 LSN_DIGITS = 20
-_NO_LSN = "0" * LSN_DIGITS
-
-
-def _lsn(value: Any) -> str:
-    return value.replace(":", "") if isinstance(value, str) else _NO_LSN
+_lsn = lsn_text(LSN_DIGITS, pad=False)
 
 
 def sqlserver_sequence_key(source: dict[str, Any], total_order: int | None, offset: int) -> str:
     """Sortable sequence of an SQL Server event (see the module docstring)."""
-    is_stream = 0 if source.get("snapshot") in SNAPSHOT_MARKERS else 1
     serial = source.get("event_serial_no") or 0
-    return (f"{_lsn(source.get('commit_lsn'))}{is_stream}{_lsn(source.get('change_lsn'))}"
-            f"{int(serial):08x}{offset:016x}")
+    return f"{commit_stream_change(source, _lsn)}{int(serial):08x}{offset:016x}"
 
 
-def sqlserver_position(source: dict[str, Any]) -> tuple[Any, ...]:
-    return (source.get("db"), source.get("commit_lsn"), source.get("change_lsn"),
-            source.get("event_serial_no"))
-
-
-def _columnar(source: Any, total_order: Any, offsets: Any) -> Any:
-    from headwater.connectors.sqlserver.ordering_columns import sqlserver_sequences
-
-    return sqlserver_sequences(source, total_order, offsets)
+sqlserver_position = source_position("db", "commit_lsn", "change_lsn", "event_serial_no")
+_columnar = lazy_columnar("headwater.connectors.sqlserver.ordering_columns",
+                          "sqlserver_sequences")
 
 
 # The position's fields, change LSN first: it is distinct per change but for the two halves

@@ -11,8 +11,5 @@ from headwater.connectors.sqlserver.ordering import SQLSERVER_ORDER
 
 REGISTRATION = changetable_registration(
     name="SQL Server", kind="sqlserver",
-    connector_class="io.debezium.connector.sqlserver.SqlServerConnector",
-    config="SqlServerConnectorConfig", loader="load_sqlserver_config",
-    config_definition="SQLSERVER_CONFIG_DEF", connector="SqlServerConnector",
-    source_block="SqlServerSourceBlock", order=SQLSERVER_ORDER,
-    extras=("sqlserver",))
+    stem="SqlServer", connector_class="io.debezium.connector.sqlserver.SqlServerConnector",
+    order=SQLSERVER_ORDER, extras=("sqlserver",))

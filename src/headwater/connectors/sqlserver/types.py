@@ -43,7 +43,7 @@ from headwater.model.schema import (
     STRING,
     ConnectSchema,
 )
-from headwater.relational.changetables.codecs import ColumnMapping
+from headwater.relational.changetables.codecs import ColumnMapping, configured_mapping
 from headwater.relational.changetables.types import (
     Mapping,
     binary_mapping,
@@ -119,13 +119,9 @@ def definition_mapping(cfg: Any) -> ColumnMapping:
     """`column_mapping` of a column definition (definitions.py) under the configured modes:
     the precision is the column size, for fractional-second types the decimal digits; an
     identity column's type name (`int identity`) maps as its base type."""
+    return configured_mapping(cfg, column_mapping, _type_and_precision)
 
-    def mapping(column: ColumnDefinition) -> Mapping | None:
-        base = column.type_name.split(" ")[0].lower()
-        precision = column.scale if base in _FRACTIONAL else column.length
-        return column_mapping(
-            base, precision, column.scale, column.optional, time_mode=cfg.time_precision_mode,
-            decimal_mode=cfg.decimal_handling_mode, binary_mode=cfg.binary_handling_mode,
-            column=column.name)
 
-    return mapping
+def _type_and_precision(column: ColumnDefinition) -> tuple[str, int | None]:
+    base = column.type_name.split(" ")[0].lower()
+    return base, column.scale if base in _FRACTIONAL else column.length

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from headwater.model.schema import Column, TableSchema
 from headwater.relational.changetables.types import Mapping
@@ -25,6 +25,37 @@ from headwater.relational.table_definition import ColumnDefinition, TableDefinit
 log = logging.getLogger("headwater.relational.changetables")
 
 ColumnMapping = Callable[[ColumnDefinition], Mapping | None]
+
+
+class TypeMapping(Protocol):
+    """A connector's `column_mapping` (its types.py): one column's type under the modes."""
+
+    def __call__(self, type_name: str, precision: int | None, scale: int | None,
+                 optional: bool, /, *, time_mode: str, decimal_mode: str, binary_mode: str,
+                 column: str) -> Mapping | None: ...
+
+
+def _type_and_length(column: ColumnDefinition) -> tuple[str, int | None]:
+    return column.type_name, column.length
+
+
+def configured_mapping(
+    cfg: Any, column_mapping: TypeMapping,
+    type_and_precision: Callable[[ColumnDefinition], tuple[str, int | None]] = _type_and_length,
+) -> ColumnMapping:
+    """The `ColumnMapping` of `column_mapping` under the configured `time.precision.mode`,
+    `decimal.handling.mode` and `binary.handling.mode`; `type_and_precision` reads a
+    definition's type name and precision (by default its type name and column size), the scale
+    is its decimal digits."""
+
+    def mapping(column: ColumnDefinition) -> Mapping | None:
+        type_name, precision = type_and_precision(column)
+        return column_mapping(
+            type_name, precision, column.scale, column.optional,
+            time_mode=cfg.time_precision_mode, decimal_mode=cfg.decimal_handling_mode,
+            binary_mode=cfg.binary_handling_mode, column=column.name)
+
+    return mapping
 
 
 class ChangeTableColumnsError(RuntimeError):

@@ -58,19 +58,21 @@ def connector_class_property(connector_class: str, alias: str, label: str) -> Pr
                     doc=f"{connector_class} (or {alias})")
 
 
-def changetable_properties(*, connector_class: Property, label: str, port: int,
+def changetable_properties(*, connector_class: str, kind: str, label: str, port: int,
                            connection: Iterable[Property], driver: Property,
                            isolation_modes: tuple[str, ...],
                            reading: Iterable[Property],
                            signal_collection: Property,
                            snapshot_mode: Property = SNAPSHOT_MODE) -> tuple[Property, ...]:
-    """A change-table connector's properties in Debezium's order: identity, the connection
+    """A change-table connector's properties in Debezium's order: identity (`connector.class`
+    takes `connector_class` or its alias `kind`), the connection
     (`connection`: the server's own properties after host, port and user), the driver module,
     the snapshot, the server's `reading` options, filters, events, `time.precision.mode` and
     the operation settings (with the server's form of `signal.data.collection`)."""
     connection = tuple(connection)
     return (
-        *relational.identity_properties(connector_class, label),
+        *relational.identity_properties(
+            connector_class_property(connector_class, kind, label), label),
         Property("database.hostname", _S, required=True),
         Property("database.port", _I, port, min_value=1, max_value=65535),
         Property("database.user", _S, required=True),
@@ -133,12 +135,8 @@ class ChangeTableConnectorConfig(RelationalConnectorConfig):
         """The shared constructor arguments from a validated configuration."""
         return {
             **cls.common_values(c),
-            "connector_class": c.get_str("connector.class"),
-            "database_port": c.get_int("database.port"),
-            "snapshot_isolation_mode": c.get_str("snapshot.isolation.mode"),
-            "schema_include_list": c.get_list("schema.include.list"),
-            "schema_exclude_list": c.get_list("schema.exclude.list"),
-            "time_precision_mode": c.get_str("time.precision.mode"),
+            **c.attributes("connector.class", "database.port", "snapshot.isolation.mode",
+                           "schema.include.list", "schema.exclude.list", "time.precision.mode"),
             "schema_history": history.schema_history_config(c),
         }
 
