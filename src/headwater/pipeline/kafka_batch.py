@@ -261,7 +261,7 @@ def apply_kafka_batch(topics: KafkaTopics, ranges: Mapping[str, tuple[int, int]]
     staged = _run_stage(spark, topics, grouped, batch_id, cfg) if path is not None else {}
     for topic, parts in sorted(grouped.items()):
         if topic in staged and path is not None:
-            n = apply_staged(spark, topic, staged[topic], batch_id, cfg, path[1])
+            n = apply_staged(spark, topic, staged[topic], batch_id, cfg, path[1], target)
             if n is not None:
                 total += n
                 continue
