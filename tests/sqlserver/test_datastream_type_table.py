@@ -1,9 +1,9 @@
 """Issue 30, Must show 1 (SQL Server, on the CDC emulation): a table holding each type of
 Google's SQL Server table that the emulation can represent, captured into Datastream JSON and
 Avro files; every column's unified type, Avro type and JSON form compared with its reference
-row (tests/datastream_reference.py): 0 differences.  Headwater has no SQL Server `discover`
-yet (streams/discover.py), so only events are compared; the types the emulation cannot hold
-are listed as skipped."""
+row (tests/datastream_reference.py), and the column's `unifiedType` in `discover`
+(streams/discover.py, the same type table) with the events': 0 differences.  The types the
+emulation cannot hold are listed as skipped."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ import orjson
 import pytest
 from fastavro import reader
 
+from headwater.streams.discover import discover_sqlserver
 from headwater.testing.capture_thread import Capture
+from headwater.testing.sqlserver_emulation import dbapi
 from headwater.testing.localpg import wait_for
 from tests import datastream_reference as ref
 from tests.conformance.driver import properties_text
@@ -95,7 +97,6 @@ def test_every_type_of_googles_sqlserver_table(sqlserver_db: dict[str, Any],
     assert set(COLUMNS) | set(SKIPPED) == set(rows), "reference rows and columns differ"
     for row, why in SKIPPED.items():
         print(f"{row}: skipped — {why}")
-    print("discover: Headwater has no SQL Server discover; events only")
     cols = {_col(n): (n, t, v) for n, (t, v) in COLUMNS.items()}
     tsql(sqlserver_db,
          "CREATE TABLE dbo.types (id INT NOT NULL PRIMARY KEY, "
@@ -108,12 +109,23 @@ def test_every_type_of_googles_sqlserver_table(sqlserver_db: dict[str, Any],
     (schema,) = _capture(sqlserver_db, tmp_path, "avro")
     payload = next(f for f in schema["fields"] if f["name"] == "payload")["type"]
     fields = {f["sourceName"]: f for f in payload["fields"]}
+    conn = dbapi.connect(**sqlserver_db)
+    try:
+        found = discover_sqlserver(conn, sqlserver_db["database"], 3, "dbo", "types")
+    finally:
+        conn.close()
+    (schema_doc,) = found["sqlServerRdbms"]["schemas"]
+    (table_doc,) = schema_doc["tables"]
+    discovered = {c["column"]: c for c in table_doc["columns"]}
+    assert set(discovered) == {"id", *cols}
 
     differences: list[str] = []
     for column, (row, _, _) in cols.items():
         f = fields[column]
-        found = ref.compare(f["unifiedType"], f["type"], event["payload"][column], None,
-                            rows[row], None, forms)
+        assert discovered[column]["dataType"] == row.split("(")[0], (
+            column, discovered[column]["dataType"])
+        found = ref.compare(f["unifiedType"], f["type"], event["payload"][column],
+                            discovered[column]["unifiedType"], rows[row], None, forms)
         note = UNSETTLED.get(row)
         if note is not None:
             assert note in rows[row] and "⚠" in rows[row]
