@@ -16,8 +16,8 @@ from fastavro import reader
 
 from headwater.streams.discover import discover_sqlserver
 from headwater.testing.capture_thread import Capture
-from headwater.testing.sqlserver_emulation import dbapi
 from headwater.testing.localpg import wait_for
+from headwater.testing.sqlserver_emulation import dbapi
 from tests import datastream_reference as ref
 from tests.conformance.driver import properties_text
 from tests.sqlserver.conftest import enable_cdc, tsql

@@ -228,8 +228,10 @@ def discover_sqlserver(conn: Any, database: str, depth: int, schema: str | None,
             columns.setdefault((s, t), []).append({
                 "column": name, "dataType": str(data_type).upper(),
                 "unifiedType": sqlserver_unified(str(data_type)),
-                "length": length, "precision": precision if precision is not None
-                else dt_precision, "scale": scale, "primaryKey": (s, t, name) in keys,
+                # a character or binary column has a length and no precision
+                "length": length, "precision": None if length is not None else (
+                    precision if precision is not None else dt_precision),
+                "scale": scale, "primaryKey": (s, t, name) in keys,
                 "nullable": nullable == "YES", "ordinalPosition": int(pos)})
     return {"sqlServerRdbms": {"schemas": _nest(
         schemas, tables, columns, depth, ("schema", "tables", "columns", ""))}}

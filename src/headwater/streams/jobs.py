@@ -27,7 +27,7 @@ import orjson
 from headwater.streams.backfill import start_backfill, stop_backfill
 from headwater.streams.catalog import Catalog, CatalogError, now_ms
 from headwater.streams.model import ObjectRef
-from headwater.streams.profiles import source_kind
+from headwater.streams.profiles import Profile, source_kind
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS backfill_jobs (
@@ -183,7 +183,7 @@ class BackfillJobs:
             self._put(stream, BackfillJob(name, JobState.UNSUPPORTED, trigger, where, t, t,
                                           [_error("UNSUPPORTED", msg, {"object": name})]))
             raise BackfillError(msg)
-        start_backfill(self.catalog.root, stream, obj, where)
+        start_backfill(self.catalog.root, stream, obj, where, _signal_database(source))
         return self._put(stream, BackfillJob(name, JobState.PENDING, trigger, where or None,
                                              t, None, []))
 
@@ -192,7 +192,9 @@ class BackfillJobs:
         job = self.job(stream, obj)
         if job.state in (JobState.NOT_STARTED, JobState.UNSUPPORTED):
             raise BackfillError(f"backfill of {job.obj} is {job.state.value}: nothing to stop")
-        stop_backfill(self.catalog.root, stream, obj)
+        rec = self.catalog.stream(stream)
+        stop_backfill(self.catalog.root, stream, obj, _signal_database(
+            self.catalog.profile(rec.spec.source_profile, "source")))
         return self._put(stream, BackfillJob(job.obj, JobState.STOPPED, job.trigger,
                                              job.filter, job.last_start_ms, now_ms(),
                                              job.errors))
@@ -223,6 +225,13 @@ class BackfillJobs:
             end = at if state is not JobState.ACTIVE else None
             self._put(stream, BackfillJob(job.obj, state, job.trigger, job.filter,
                                           job.last_start_ms, end, errors))
+
+
+def _signal_database(source: Profile) -> str | None:
+    """The database a SQL Server stream's signals name tables with (None: other sources)."""
+    if source_kind(source.kind).name != "sqlserver":
+        return None
+    return source.properties["database.names"].split(",")[0].strip()
 
 
 def stream_tables(catalog: Catalog, stream: str) -> list[str]:
