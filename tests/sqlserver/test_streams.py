@@ -20,8 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
+from typer.testing import CliRunner
 
+from headwater.cli import app
 from headwater.connectors.sqlserver.lsn import lsn_text
 from headwater.streams.catalog import Catalog
 from headwater.streams.discover import discover
@@ -240,7 +243,7 @@ def test_backfill_jobs(sqlserver_db: dict[str, Any], tmp_path: Path) -> None:
         env.stop_all()
 
 
-def test_profile_and_discover(sqlserver_db: dict[str, Any]) -> None:
+def test_profile_and_discover(sqlserver_db: dict[str, Any], tmp_path: Path) -> None:
     db = sqlserver_db
     tsql(db, "CREATE TABLE dbo.t (id INT NOT NULL PRIMARY KEY, name NVARCHAR(20) NULL)",
          "CREATE SCHEMA inv", "CREATE TABLE inv.items (sku VARCHAR(8) NOT NULL PRIMARY KEY)")
@@ -249,6 +252,19 @@ def test_profile_and_discover(sqlserver_db: dict[str, Any]) -> None:
         source_profile("two", "sqlserver", {"database.hostname": "h", "database.user": "u",
                                              "database.names": "a,b"})
     profile = _profile(db)
+    # The CLI: a profile of kind sqlserver, discovered as JSON.
+    data = tmp_path / "data"
+    args = ["profiles", "create", "ms", "--kind", "sqlserver", "--data-dir", str(data)]
+    for key, value in profile.properties.items():
+        args += ["-p", f"{key}={value}"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(app, ["profiles", "discover", "ms", "--depth", "2", "--json",
+                                      "--data-dir", str(data)])
+    assert result.exit_code == 0, result.output
+    assert orjson.loads(result.output) == {"sqlServerRdbms": {"schemas": [
+        {"schema": "dbo", "tables": [{"table": "t"}]},
+        {"schema": "inv", "tables": [{"table": "items"}]}]}}
     assert discover(profile, 1) == {"sqlServerRdbms": {"schemas": [{"schema": "dbo"},
                                                                    {"schema": "inv"}]}}
     assert discover(profile, 2, "inv") == {"sqlServerRdbms": {"schemas": [
