@@ -278,3 +278,57 @@ def test_profile_and_discover(sqlserver_db: dict[str, Any], tmp_path: Path) -> N
         {"column": "name", "dataType": "NVARCHAR", "unifiedType": "STRING", "length": 20,
          "precision": None, "scale": None, "primaryKey": False, "nullable": True,
          "ordinalPosition": 2}]}]
+
+
+def test_rest_profile_stream_and_refused_run(sqlserver_db: dict[str, Any],
+                                             tmp_path: Path) -> None:
+    """The service's Datastream routes in process: a `sqlServerProfile` (Datastream's
+    `database` for database.names), discover, a stream with `sqlServerSourceConfig`, its
+    object list and backfill job objects, and RunStream at an LSN after the newest refused
+    with a 400 naming it (nothing starts)."""
+    from fastapi.testclient import TestClient
+
+    from headwater.server.app import build_app
+    from headwater.server.service import Service
+
+    db = sqlserver_db
+    tsql(db, "CREATE TABLE dbo.t (id INT NOT NULL PRIMARY KEY)")
+    enable_cdc(db, "dbo", "t")
+    svc = Service.open(tmp_path / "svc", "127.0.0.1:0")
+    try:
+        c = TestClient(build_app(svc))
+        r = c.post("/connectionProfiles", params={"connectionProfileId": "ms"}, json={
+            "sqlServerProfile": {"hostname": db["server"], "port": db["port"],
+                                 "username": db["user"], "password": "pw-secret",
+                                 "database": db["database"], "database.encrypt": "false",
+                                 "headwater.sqlserver.driver": DRIVER}})
+        assert r.status_code == 201, r.text
+        shown = r.json()["sqlServerProfile"]
+        assert shown["database.names"] == db["database"]
+        assert shown["database.password"] == "[hidden]" and "pw-secret" not in r.text
+        r = c.post("/connectionProfiles", params={"connectionProfileId": "out"}, json={
+            "destinationProfile": {"kind": "topics", "directory": str(tmp_path / "out")}})
+        assert r.status_code == 201, r.text
+        found = c.post("/connectionProfiles:discover", json={
+            "connectionProfileName": "ms", "hierarchyDepth": 2}).json()
+        assert found == {"sqlServerRdbms": {"schemas": [{"schema": "dbo", "tables": [
+            {"table": "t"}]}]}}
+        objects = {"schemas": [{"schema": "dbo", "tables": [{"table": "t"}]}]}
+        r = c.post("/streams", params={"streamId": "s"}, json={
+            "sourceConfig": {"sourceConnectionProfile": "ms",
+                             "sqlServerSourceConfig": {"includeObjects": objects}},
+            "destinationConfig": {"destinationConnectionProfile": "out"},
+            "backfillNone": {}})
+        assert r.status_code == 201, r.text
+        assert r.json()["sourceConfig"]["sqlServerSourceConfig"]["includeObjects"] == objects
+        listed = c.get("/streams/s/objects").json()
+        assert "dbo.t" in str(listed) and "NOT_STARTED" in str(listed)
+        lsn = "7fffffff:00000000:0000"
+        r = c.post("/streams/s:run", json={"cdcStrategy": {"specificStartPosition": {
+            "sqlServerLsnPosition": {"lsn": lsn}}}})
+        assert r.status_code == 400, r.text
+        assert f"sqlServerLsnPosition {{lsn: {lsn}}} is not available" in r.text
+        assert "after the newest LSN" in r.text
+        assert c.get("/streams/s").json()["state"] == "NOT_STARTED"
+    finally:
+        svc.close()

@@ -130,7 +130,9 @@ class Profile:
         doc: dict[str, object] = {"name": self.name, "role": self.role, "kind": self.kind,
                                   "createTime": self.created_ms, "updateTime": self.updated_ms}
         if self.role == "source":
-            doc[f"{self.kind}Profile"] = props
+            # Datastream's field: postgresqlProfile, mysqlProfile, mongodbProfile,
+            # sqlServerProfile
+            doc[f"{'sqlServer' if self.kind == 'sqlserver' else self.kind}Profile"] = props
         else:
             doc["destinationProfile"] = props
         return doc
