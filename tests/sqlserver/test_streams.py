@@ -8,7 +8,7 @@ with the stream run in a thread (ThreadLauncher, so no worker process per step):
   is refused naming the position, recorded as START_POSITION_UNAVAILABLE, and the stream
   stays PAUSED; a malformed LSN names the field.
 * backfill jobs: refused without `signal.data.collection` (naming it), NOT_STARTED, PENDING,
-  ACTIVE/COMPLETED (the rows read as incremental snapshot READs), STOPPED, UNSUPPORTED (no
+  ACTIVE, COMPLETED (the filtered rows read as incremental snapshot READs), STOPPED, UNSUPPORTED (no
   primary key), and the errors for a table without a capture instance and for a bad filter.
 * discover's shape and depths (the unified types: test_datastream_type_table.py).
 """
@@ -195,7 +195,8 @@ def test_backfill_jobs(sqlserver_db: dict[str, Any], tmp_path: Path) -> None:
          "CREATE TABLE dbo.plain (id INT NOT NULL PRIMARY KEY)",
          "CREATE TABLE dbo.dbz_signal (id VARCHAR(42) NOT NULL PRIMARY KEY, "
          "type VARCHAR(32) NOT NULL, data VARCHAR(2048) NULL)")
-    _insert(db, 1, 30)
+    tsql(db, "INSERT INTO dbo.t (id, v) VALUES "
+         + ", ".join(f"({i}, {i})" for i in range(1, 321)))
     for table in ("t", "nokey", "dbz_signal"):
         enable_cdc(db, "dbo", table)
     env = Env(db, tmp_path)
@@ -208,7 +209,10 @@ def test_backfill_jobs(sqlserver_db: dict[str, Any], tmp_path: Path) -> None:
             jobs.start("bare", ObjectRef("dbo", "t"))
         env.stream("s", ObjectRef("dbo", "t"), ObjectRef("dbo", "nokey"),
                    ObjectRef("dbo", "plain"),
-                   **{"signal.data.collection": f"{db['database']}.dbo.dbz_signal"})
+                   **{"signal.data.collection": f"{db['database']}.dbo.dbz_signal",
+                      # one row per chunk (about 15 ms each here): the backfill of 300
+                      # rows lasts seconds, so the worker's once-a-second look sees ACTIVE
+                      "incremental.snapshot.chunk.size": "1"})
         assert jobs.job("s", ObjectRef("dbo", "t")).state is JobState.NOT_STARTED
         with pytest.raises(BackfillError, match="no primary key"):
             jobs.start("s", ObjectRef("dbo", "nokey"))
@@ -223,16 +227,19 @@ def test_backfill_jobs(sqlserver_db: dict[str, Any], tmp_path: Path) -> None:
 
         env.sup.start("s")
         env.running("s")
-        job = jobs.start("s", ObjectRef("dbo", "t"), "id <= 20")
+        job = jobs.start("s", ObjectRef("dbo", "t"), "id <= 300")
         assert job.state is JobState.PENDING
+        wait_for(lambda: jobs.job("s", ObjectRef("dbo", "t")).state is JobState.ACTIVE,
+                 60, 0.05, what="the backfill job ACTIVE")
         wait_for(lambda: jobs.job("s", ObjectRef("dbo", "t")).state is JobState.COMPLETED,
                  60, what="the backfill job COMPLETED")
         reads = [p for p in env.payloads("s") if p["op"] == "r"]
-        assert sorted(p["after"]["id"] for p in reads) == list(range(1, 21))
+        assert sorted(p["after"]["id"] for p in reads) == list(range(1, 301))
         assert {p["source"]["snapshot"] for p in reads} == {"incremental"}
         history = [(h["to"], h["detail"]) for h in env.cat.history("s")
                    if h["action"] == "backfill_job"]
-        assert ("PENDING", "dbo.t") in history and ("COMPLETED", "dbo.t") in history
+        assert [h for h in history if h[1] == "dbo.t"] == [
+            ("PENDING", "dbo.t"), ("ACTIVE", "dbo.t"), ("COMPLETED", "dbo.t")]
         # The signal table is captured whatever the include list says (Debezium 3.x), so
         # its watermark rows are in the stream's output too (docs/streams.md).
         assert any(v is not None for _, _, v in events(env.topics / "s", "s.dbo.dbz_signal"))
