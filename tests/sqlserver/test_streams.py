@@ -8,7 +8,8 @@ with the stream run in a thread (ThreadLauncher, so no worker process per step):
   is refused naming the position, recorded as START_POSITION_UNAVAILABLE, and the stream
   stays PAUSED; a malformed LSN names the field.
 * backfill jobs: refused without `signal.data.collection` (naming it), NOT_STARTED, PENDING,
-  ACTIVE, COMPLETED (the filtered rows read as incremental snapshot READs), STOPPED, UNSUPPORTED (no
+  ACTIVE, COMPLETED (the filtered rows read as incremental snapshot READs), STOPPED, FAILED
+  (a table dropped between the request and the resume; the stream goes on), UNSUPPORTED (no
   primary key), and the errors for a table without a capture instance and for a bad filter.
 * discover's shape and depths (the unified types: test_datastream_type_table.py).
 """
@@ -207,8 +208,7 @@ def test_backfill_jobs(sqlserver_db: dict[str, Any], tmp_path: Path) -> None:
         with pytest.raises(BackfillError, match=r"signal.data.collection=<database>.<schema>"
                            r".<table>"):
             jobs.start("bare", ObjectRef("dbo", "t"))
-        env.stream("s", ObjectRef("dbo", "t"), ObjectRef("dbo", "nokey"),
-                   ObjectRef("dbo", "plain"),
+        env.stream("s", ObjectRef("dbo"),
                    **{"signal.data.collection": f"{db['database']}.dbo.dbz_signal",
                       # one row per chunk (about 15 ms each here): the backfill of 300
                       # rows lasts seconds, so the worker's once-a-second look sees ACTIVE
@@ -240,11 +240,27 @@ def test_backfill_jobs(sqlserver_db: dict[str, Any], tmp_path: Path) -> None:
                    if h["action"] == "backfill_job"]
         assert [h for h in history if h[1] == "dbo.t"] == [
             ("PENDING", "dbo.t"), ("ACTIVE", "dbo.t"), ("COMPLETED", "dbo.t")]
-        # The signal table is captured whatever the include list says (Debezium 3.x), so
-        # its watermark rows are in the stream's output too (docs/streams.md).
+        # The signal table is captured, so its watermark rows are in the stream's output
+        # too (docs/streams.md).
         assert any(v is not None for _, _, v in events(env.topics / "s", "s.dbo.dbz_signal"))
         stopped = jobs.stop("s", ObjectRef("dbo", "t"))
         assert stopped.state is JobState.STOPPED
+        env.pause("s")
+        # FAILED: a backfill asked for while paused, of a table dropped before the stream
+        # resumes; the job fails naming why and the stream goes on.
+        tsql(db, "CREATE TABLE dbo.gone (id INT NOT NULL PRIMARY KEY)")
+        enable_cdc(db, "dbo", "gone")
+        assert jobs.start("s", ObjectRef("dbo", "gone")).state is JobState.PENDING
+        tsql(db, "DROP TABLE dbo.gone")
+        env.sup.resume("s")
+        env.running("s")
+        wait_for(lambda: jobs.job("s", ObjectRef("dbo", "gone")).state is JobState.FAILED, 60,
+                 what="the backfill job of a dropped table FAILED")
+        failed = jobs.job("s", ObjectRef("dbo", "gone"))
+        assert failed.errors[-1]["reason"] == "BACKFILL_FAILED"
+        assert f"table {db['database']}.dbo.gone is not captured (no change table" in \
+            failed.errors[-1]["message"]
+        assert env.cat.stream("s").state is State.RUNNING
         env.pause("s")
     finally:
         env.stop_all()
