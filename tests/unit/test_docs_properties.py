@@ -54,6 +54,7 @@ NOT_PROPERTIES: dict[str, str] = {
     "headwater.batch": "a key of an Iceberg table's snapshot summary (pipeline.md)",
     "schema.table.column": "a placeholder for a column's name",
     "database.schema.table": "a placeholder for a SQL Server table's name",
+    "cdc.change_tables": "SQL Server's catalog table of capture instances (streams.md)",
     "connect.name": "a Connect schema's name in Avro (converters.md)",
     "connect.version": "a Connect schema's version in Avro (converters.md)",
     "connect.doc": "a Connect schema's doc in Avro (converters.md)",

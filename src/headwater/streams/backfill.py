@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from headwater.model.collection import format_collection
 from headwater.streams.model import ObjectRef
 from headwater.streams.translate import SIGNAL_FILE, stream_dir
 
@@ -31,10 +32,20 @@ def _append(path: Path, signal: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def start_backfill(data_dir: Path, stream: str, obj: ObjectRef, where: str | None = None
-                   ) -> dict[str, Any]:
-    """Queues an incremental backfill of one table, limited by `where` when given."""
-    table = obj.table_name()
+def _signal_name(obj: ObjectRef, database: str | None) -> str:
+    """The table as the connector's signals name it: SQL Server's carry the database
+    (`<database>.<schema>.<table>`, Debezium 3.x's form)."""
+    if database is None:
+        return obj.table_name()
+    assert obj.table is not None
+    return format_collection((database, obj.container, obj.table))
+
+
+def start_backfill(data_dir: Path, stream: str, obj: ObjectRef, where: str | None = None,
+                   database: str | None = None) -> dict[str, Any]:
+    """Queues an incremental backfill of one table, limited by `where` when given
+    (`database`: SQL Server's, which its signals name)."""
+    table = _signal_name(obj, database)
     data: dict[str, Any] = {"data-collections": [table], "type": "incremental"}
     if where:
         data["additional-conditions"] = [{"data-collection": table, "filter": where}]
@@ -43,9 +54,10 @@ def start_backfill(data_dir: Path, stream: str, obj: ObjectRef, where: str | Non
     return signal
 
 
-def stop_backfill(data_dir: Path, stream: str, obj: ObjectRef) -> dict[str, Any]:
+def stop_backfill(data_dir: Path, stream: str, obj: ObjectRef, database: str | None = None
+                  ) -> dict[str, Any]:
     """Stops the table's incremental backfill (what it already wrote stays)."""
-    table = obj.table_name()
+    table = _signal_name(obj, database)
     signal = {"id": f"stop-backfill-{uuid.uuid4()}", "type": "stop-snapshot",
               "data": {"data-collections": [table], "type": "incremental"}}
     _append(stream_dir(data_dir, stream) / SIGNAL_FILE, signal)

@@ -14,7 +14,13 @@ from rich.console import Console
 from rich.table import Table
 
 from headwater.streams.catalog import Catalog, CatalogError, StreamRecord, data_dir
-from headwater.streams.model import ObjectRef, StreamSpec, StreamSpecError, datastream_objects
+from headwater.streams.model import (
+    ObjectRef,
+    StreamSpec,
+    StreamSpecError,
+    datastream_objects,
+    source_prefix,
+)
 from headwater.streams.profiles import (
     ProfileError,
     destination_profile,
@@ -69,7 +75,8 @@ def _props(items: list[str] | None) -> dict[str, str]:
 def profiles_create(
     name: str,
     kind: Annotated[str, typer.Option(
-        "--kind", help="postgresql, mysql (sources); topics, files (destinations)")],
+        "--kind", help="postgresql, mysql, mongodb, sqlserver (sources); topics, files "
+        "(destinations)")],
     prop: Annotated[list[str] | None, typer.Option(
         "--property", "-p", help="source connection property (Debezium name), key=value")
     ] = None,
@@ -147,7 +154,7 @@ def profiles_discover(
                         continue
                     for t in tables:
                         console.print(f"  {t['table']}", markup=False)
-                        for cols in (v for k, v in t.items() if k.endswith("Columns")):
+                        for cols in (v for k, v in t.items() if k.lower().endswith("columns")):
                             for col in cols:
                                 flags = (" PK" if col["primaryKey"] else "") + (
                                     "" if col["nullable"] else " NOT NULL")
@@ -160,8 +167,8 @@ def profiles_discover(
 def _render(cat: Catalog, rec: StreamRecord, *, full: bool = False) -> dict[str, Any]:
     spec = rec.spec
     src = cat.profile(spec.source_profile)
-    container = source_kind(src.kind).container
-    prefix = "postgresql" if container == "schema" else "mysql"
+    kind = source_kind(src.kind)
+    container, prefix = kind.container, source_prefix(kind.name)
     doc: dict[str, Any] = {
         "name": spec.name,
         "state": rec.state.value,
@@ -171,15 +178,16 @@ def _render(cat: Catalog, rec: StreamRecord, *, full: bool = False) -> dict[str,
         "sourceConfig": {
             "sourceConnectionProfile": spec.source_profile,
             f"{prefix}SourceConfig": {
-                "includeObjects": datastream_objects(spec.include, container),
-                "excludeObjects": datastream_objects(spec.exclude, container),
+                "includeObjects": datastream_objects(spec.include, container, kind.name),
+                "excludeObjects": datastream_objects(spec.exclude, container, kind.name),
             },
         },
         "destinationConfig": {"destinationConnectionProfile": spec.destination_profile,
                               "path": spec.destination_path or spec.name},
         # Datastream's BackfillAllStrategy names its excluded objects by source kind.
         ("backfillNone" if spec.backfill == "none" else "backfillAll"): {
-            f"{prefix}ExcludedObjects": datastream_objects(spec.backfill_exclude, container)
+            f"{prefix}ExcludedObjects": datastream_objects(spec.backfill_exclude, container,
+                                                           kind.name)
         } if spec.backfill_exclude else {},
         "errors": [e.as_json() for e in cat.errors(spec.name)][-5:],
     }

@@ -4,7 +4,8 @@ response, at a requested depth.
 Why Datastream's shape: a Datastream user (and the later REST service) reads
 `postgresqlRdbms.postgresqlSchemas[].postgresqlTables[].postgresqlColumns[]` and
 `mysqlRdbms.mysqlDatabases[].mysqlTables[].mysqlColumns[]`,
-`mongodbCluster.databases[].collections[].fields[]`; each column carries its source
+`mongodbCluster.databases[].collections[].fields[]`,
+`sqlServerRdbms.schemas[].tables[].columns[]`; each column carries its source
 type (`dataType`) and, as a Headwater addition, Datastream's unified type (`unifiedType`),
 the type the column has in Datastream-format events (docs/streams.md has the tables).
 
@@ -185,6 +186,57 @@ def discover_mysql(conn: Any, depth: int, database: str | None, table: str | Non
         ("database", "mysqlTables", "mysqlColumns", ""))}}
 
 
+# Schemas that hold SQL Server's own objects (the change tables, the catalog), never a
+# stream's; `dbo.systranschemas` is the table CDC creates for itself.
+_SQLSERVER_SYSTEM: Final = frozenset({"cdc", "sys", "information_schema", "guest"})
+_SQLSERVER_OWN_TABLES: Final = frozenset({("dbo", "systranschemas")})
+
+
+def sqlserver_unified(data_type: str) -> str:
+    """The unified type from SQL Server's type table (the one the events use)."""
+    return typemap.sqlserver_unified(data_type)
+
+
+def discover_sqlserver(conn: Any, database: str, depth: int, schema: str | None,
+                       table: str | None) -> dict[str, Any]:
+    """Datastream's `sqlServerRdbms`: the profile's database's schemas that hold user tables,
+    the tables, and at depth 3 their columns from INFORMATION_SCHEMA.COLUMNS (the queries the
+    connector reads its schema with, connectors/sqlserver/queries.py)."""
+    from headwater.connectors.sqlserver import queries
+
+    def rows(sql: str) -> list[tuple[Any, ...]]:
+        cur = conn.cursor()
+        try:
+            cur.execute(queries.with_db(sql, database))
+            return [tuple(r) for r in cur.fetchall()]
+        finally:
+            cur.close()
+
+    def wanted(s: str, t: str) -> bool:
+        return (s.lower() not in _SQLSERVER_SYSTEM and (s, t) not in _SQLSERVER_OWN_TABLES
+                and (schema is None or s == schema) and (table is None or t == table))
+
+    tables = sorted({(str(s), str(t)) for s, t in rows(queries.GET_TABLES) if wanted(s, t)})
+    schemas = sorted({s for s, _ in tables})
+    columns: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    if depth >= 3:
+        keys = {(s, t, c) for s, t, c in rows(queries.GET_PRIMARY_KEYS)}
+        for (s, t, name, pos, nullable, data_type, length, precision, scale, dt_precision,
+             _default) in rows(queries.GET_COLUMNS):
+            if (s, t) not in tables:
+                continue
+            columns.setdefault((s, t), []).append({
+                "column": name, "dataType": str(data_type).upper(),
+                "unifiedType": sqlserver_unified(str(data_type)),
+                # a character or binary column has a length and no precision
+                "length": length, "precision": None if length is not None else (
+                    precision if precision is not None else dt_precision),
+                "scale": scale, "primaryKey": (s, t, name) in keys,
+                "nullable": nullable == "YES", "ordinalPosition": int(pos)})
+    return {"sqlServerRdbms": {"schemas": _nest(
+        schemas, tables, columns, depth, ("schema", "tables", "columns", ""))}}
+
+
 _MONGO_SYSTEM: Final = frozenset({"admin", "config", "local"})
 _MONGO_SAMPLE: Final = 100
 
@@ -297,6 +349,9 @@ def discover(profile: Profile, depth: int = FULL_DEPTH, container: str | None = 
             return discover_mysql(conn, depth, container, table)
         if kind.name == "mongodb":
             return discover_mongodb(conn, depth, container, table)
+        if kind.name == "sqlserver":
+            database = profile.properties["database.names"].split(",")[0].strip()
+            return discover_sqlserver(conn, database, depth, container, table)
         raise NotImplementedError(f"discover for a {kind.name} source")
     finally:
         conn.close()

@@ -27,7 +27,7 @@ import orjson
 from headwater.streams.backfill import start_backfill, stop_backfill
 from headwater.streams.catalog import Catalog, CatalogError, now_ms
 from headwater.streams.model import ObjectRef
-from headwater.streams.profiles import source_kind
+from headwater.streams.profiles import Profile, source_kind
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS backfill_jobs (
@@ -164,14 +164,17 @@ class BackfillJobs:
                                 f"({type(exc).__name__}: {' '.join(str(exc).split())})"
                                 ) from None
         kind = source_kind(source.kind).name
-        if kind == "mongodb" and not (rec.spec.properties.get("signal.data.collection")
-                                      or source.properties.get("signal.data.collection")):
+        signal_collection = (rec.spec.properties.get("signal.data.collection")
+                             or source.properties.get("signal.data.collection"))
+        if kind in _WATERMARK_TABLES and not signal_collection:
+            conn.close()
+            label, form, where_kept = _WATERMARK_TABLES[kind]
             raise BackfillError(
-                f"backfill of {name}: a MongoDB stream's backfill needs "
-                "signal.data.collection=<db>.<collection> (streams create -p ...), where the "
-                "connector writes its watermarks")
+                f"backfill of {name}: a {label} stream's backfill needs "
+                f"signal.data.collection={form} (streams create -p ...), {where_kept}")
         try:
-            unsupported = check_object(conn, kind, obj, where)
+            database = source.properties.get("database.names", "").split(",")[0].strip()
+            unsupported = check_object(conn, kind, obj, where, database)
         finally:
             conn.close()
         t = now_ms()
@@ -180,7 +183,7 @@ class BackfillJobs:
             self._put(stream, BackfillJob(name, JobState.UNSUPPORTED, trigger, where, t, t,
                                           [_error("UNSUPPORTED", msg, {"object": name})]))
             raise BackfillError(msg)
-        start_backfill(self.catalog.root, stream, obj, where)
+        start_backfill(self.catalog.root, stream, obj, where, _signal_database(source))
         return self._put(stream, BackfillJob(name, JobState.PENDING, trigger, where or None,
                                              t, None, []))
 
@@ -189,7 +192,9 @@ class BackfillJobs:
         job = self.job(stream, obj)
         if job.state in (JobState.NOT_STARTED, JobState.UNSUPPORTED):
             raise BackfillError(f"backfill of {job.obj} is {job.state.value}: nothing to stop")
-        stop_backfill(self.catalog.root, stream, obj)
+        rec = self.catalog.stream(stream)
+        stop_backfill(self.catalog.root, stream, obj, _signal_database(
+            self.catalog.profile(rec.spec.source_profile, "source")))
         return self._put(stream, BackfillJob(job.obj, JobState.STOPPED, job.trigger,
                                              job.filter, job.last_start_ms, now_ms(),
                                              job.errors))
@@ -222,6 +227,13 @@ class BackfillJobs:
                                           job.last_start_ms, end, errors))
 
 
+def _signal_database(source: Profile) -> str | None:
+    """The database a SQL Server stream's signals name tables with (None: other sources)."""
+    if source_kind(source.kind).name != "sqlserver":
+        return None
+    return source.properties["database.names"].split(",")[0].strip()
+
+
 def stream_tables(catalog: Catalog, stream: str) -> list[str]:
     """The source's tables the stream carries (its include/exclude lists, as the connector
     applies them: translate.object_filters' regular expressions)."""
@@ -240,7 +252,7 @@ def stream_tables(catalog: Catalog, stream: str) -> list[str]:
     else:
         names = [f"{c.get('schema', c.get('database'))}.{t['table']}"
                  for rdbms in doc.values() for cs in rdbms.values() for c in cs
-                 for k, ts in c.items() if k.endswith("Tables") for t in ts]
+                 for k, ts in c.items() if k.lower().endswith("tables") for t in ts]
         props = object_filters(rec.spec)
         prefix = "table"
     inc = [re.compile(x) for x in props.get(f"{prefix}.include.list", "").split(",") if x]
@@ -249,7 +261,18 @@ def stream_tables(catalog: Catalog, stream: str) -> list[str]:
             and not any(r.fullmatch(n) for r in exc)]
 
 
-def check_object(conn: Any, kind: str, obj: ObjectRef, where: str | None) -> str | None:
+# Sources whose incremental snapshots write watermarks (no read-only variant): the property
+# form, and where the watermarks go.
+_WATERMARK_TABLES: Final = {
+    "mongodb": ("MongoDB", "<db>.<collection>", "where the connector writes its watermarks"),
+    "sqlserver": ("SQL Server", "<database>.<schema>.<table>",
+                  "a table with CDC enabled where the connector writes its watermarks (the "
+                  "change-table connectors refuse read.only)"),
+}
+
+
+def check_object(conn: Any, kind: str, obj: ObjectRef, where: str | None,
+                 database: str = "") -> str | None:
     """Why the object cannot be backfilled (UNSUPPORTED), or None when it can; BackfillError
     when it does not exist or the source refuses the filter (run read-only, returning no
     rows)."""
@@ -257,6 +280,8 @@ def check_object(conn: Any, kind: str, obj: ObjectRef, where: str | None) -> str
     assert obj.table is not None
     if kind == "mongodb":
         return _check_collection(conn, name, obj.container, obj.table, where)
+    if kind == "sqlserver":
+        return _check_sqlserver(conn, database, name, obj.container, obj.table, where)
     if kind == "postgresql":
         table = f'"{obj.container.replace(chr(34), chr(34) * 2)}"."' \
                 f'{obj.table.replace(chr(34), chr(34) * 2)}"'
@@ -320,6 +345,41 @@ def _check_collection(client: Any, name: str, database: str, collection: str,
             raise BackfillError(f"backfill of {name}: filter {where!r} is not valid on the "
                                 f"source: {detail}") from None
     return None
+
+
+def _check_sqlserver(conn: Any, database: str, name: str, schema: str, table: str,
+                     where: str | None) -> str | None:
+    """SQL Server: the table exists and has a capture instance (the connector snapshots
+    captured tables only), through the connector's own catalog queries; the filter is run
+    with TOP 0."""
+    from headwater.connectors.sqlserver import queries
+
+    def rows(sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        cur = conn.cursor()
+        try:
+            cur.execute(queries.with_db(sql, database), params)
+            return [tuple(r) for r in cur.fetchall()]
+        finally:
+            cur.close()
+
+    if (schema, table) not in {(str(s), str(t)) for s, t in rows(queries.GET_TABLES)}:
+        raise BackfillError(f"backfill of {name}: no such table on the source")
+    if not any((str(r[0]), str(r[1])) == (schema, table)
+               for r in rows(queries.GET_CHANGE_TABLES, (database, database))):
+        raise BackfillError(f"backfill of {name}: the table has no capture instance; enable "
+                            "change data capture for it (sys.sp_cdc_enable_table)")
+    has_key = any((str(s), str(t)) == (schema, table)
+                  for s, t, _c in rows(queries.GET_PRIMARY_KEYS))
+    if where:
+        quoted = f"{queries.quote(schema)}.{queries.quote(table)}"
+        try:
+            rows(f"SELECT TOP 0 1 FROM #db.{quoted} WHERE ({where})")
+        except Exception as exc:
+            detail = " ".join(str(exc).split())
+            raise BackfillError(f"backfill of {name}: filter {where!r} is not valid on the "
+                                f"source: {detail}") from None
+    return None if has_key else (
+        "the table has no primary key, which a backfill in chunks needs")
 
 
 def _check_filter(conn: Any, cur: Any, kind: str, name: str, table: str, where: str) -> None:

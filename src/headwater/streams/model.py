@@ -104,23 +104,43 @@ class StreamSpec:
                    {str(k): str(v) for k, v in dict(doc.get("properties", {})).items()})
 
 
-def datastream_objects(refs: Sequence[ObjectRef], container: str) -> dict[str, Any]:
+# Datastream's object-list keys per source kind: (containers, container, tables, columns)
+# and the name its SourceConfig / ExcludedObjects fields start with.
+_SHAPES: dict[str, tuple[str, tuple[str, str, str, str]]] = {
+    "postgresql": ("postgresql", ("postgresqlSchemas", "schema", "postgresqlTables",
+                                  "postgresqlColumns")),
+    "mysql": ("mysql", ("mysqlDatabases", "database", "mysqlTables", "mysqlColumns")),
+    "sqlserver": ("sqlServer", ("schemas", "schema", "tables", "columns")),
+    "mongodb": ("mongodb", ("databases", "database", "collections", "fields")),
+}
+
+
+def source_prefix(kind: str) -> str:
+    """The prefix of Datastream's `<prefix>SourceConfig` / `<prefix>ExcludedObjects`."""
+    return _SHAPES[kind][0]
+
+
+def datastream_objects(refs: Sequence[ObjectRef], container: str,
+                       kind: str | None = None) -> dict[str, Any]:
     """Include/exclude refs in Datastream's nested object-list shape, e.g. for PostgreSQL
     `{"postgresqlSchemas": [{"schema": "public", "postgresqlTables": [{"table": "t",
-    "postgresqlColumns": [{"column": "c"}]}]}]}`."""
-    prefix, level = ("postgresql", "Schemas") if container == "schema" else ("mysql",
-                                                                              "Databases")
-    key = "schema" if container == "schema" else "database"
+    "postgresqlColumns": [{"column": "c"}]}]}]}`; SQL Server's is `schemas[].tables[]
+    .columns[]`, MongoDB's `databases[].collections[].fields[]`."""
+    if kind is None:
+        kind = "postgresql" if container == "schema" else "mysql"
+    level, key, tables_key, columns_key = _SHAPES[kind][1]
+    item = "collection" if kind == "mongodb" else "table"
+    leaf = "field" if kind == "mongodb" else "column"
     out: dict[str, dict[str, Any]] = {}
     for ref in refs:
         entry = out.setdefault(ref.container, {key: ref.container})
         if ref.table is None:
             continue
-        tables = entry.setdefault(f"{prefix}Tables", [])
-        table = next((t for t in tables if t["table"] == ref.table), None)
+        tables = entry.setdefault(tables_key, [])
+        table = next((t for t in tables if t[item] == ref.table), None)
         if table is None:
-            table = {"table": ref.table}
+            table = {item: ref.table}
             tables.append(table)
         if ref.column is not None:
-            table.setdefault(f"{prefix}Columns", []).append({"column": ref.column})
-    return {f"{prefix}{level}": list(out.values())}
+            table.setdefault(columns_key, []).append({leaf: ref.column})
+    return {level: list(out.values())}

@@ -13,6 +13,7 @@ Datastream's `CdcStrategy` (datastream_resources.proto, RunStreamRequest.cdc_str
 `sqlServerLsnPosition {lsn}`, `oracleScnPosition {scn}`.  Datastream has no PostgreSQL
 position; Headwater adds `postgresqlLsnPosition {lsn}` (its own name, said so in the docs).
 A position the source no longer has fails the request, naming it: nothing starts elsewhere.
+SQL Server streams check `sqlServerLsnPosition` against the LSNs the capture instances hold.
 `mysqlGtidPosition` is a MariaDB GTID position on MariaDB (connectors/mysql/gtid_start.py
 says why); on MySQL it is refused (the binlog reader starts from GTIDs on MariaDB only).
 """
@@ -99,6 +100,8 @@ class CdcStrategy:
             gtid_set(fields["gtidSet"])  # a malformed set fails the request, naming it
         if pkind == "mongodbChangeStreamPosition":
             start_time(fields["startTime"])  # likewise a malformed time
+        if pkind == "sqlServerLsnPosition":
+            sqlserver_lsn(fields["lsn"])  # and a malformed LSN
         return cls(kind, pkind, dict(fields))
 
     def as_json(self) -> dict[str, Any]:
@@ -127,6 +130,23 @@ def gtid_set(value: Any) -> GtidSet:
     except GtidSetError as exc:
         raise CdcStrategyError(f"cdcStrategy: mysqlGtidPosition {{gtidSet: {text}}}: not a "
                                f"GTID set: {exc}") from None
+
+
+_SQLSERVER_LSN = re.compile(r"(?:0x)?([0-9A-Fa-f]{20})|([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8}):"
+                            r"([0-9A-Fa-f]{4})")
+
+
+def sqlserver_lsn(value: Any) -> bytes:
+    """`sqlServerLsnPosition.lsn` as SQL Server's `binary(10)`: written as Debezium writes
+    it ("0000002b:00000140:0003", the `source` block's `change_lsn`/`commit_lsn`) or as SQL
+    Server prints a binary(10) ("0x0000002B000001400003")."""
+    m = _SQLSERVER_LSN.fullmatch(value.strip()) if isinstance(value, str) else None
+    if m is None:
+        raise CdcStrategyError(
+            f"cdcStrategy: sqlServerLsnPosition {{lsn: {value}}}: not an SQL Server LSN "
+            "(write it as Debezium's change_lsn/commit_lsn, 0000002b:00000140:0003, or as "
+            "a binary(10), 0x0000002B000001400003)")
+    return bytes.fromhex(m.group(1) or "".join(m.groups()[1:]))
 
 
 # google.protobuf.Timestamp's JSON form (RFC 3339): "Z" or an offset, 0-9 fractional digits.
@@ -198,6 +218,9 @@ def apply(strategy: CdcStrategy, spec: StreamSpec, source: Profile, props: Mappi
         return _postgres(strategy, props["slot.name"], home, partition, prefix, conn)
     if kind == "mongodb":
         return _mongodb(strategy, home, partition or {"server_id": prefix}, conn, first)
+    if kind == "sqlserver":
+        return _sqlserver(strategy, props["database.names"].split(",")[0].strip(), home,
+                          partition, prefix, conn, first)
     raise CdcStrategyError(f"cdcStrategy: not supported for {kind} streams yet")
 
 
@@ -400,6 +423,60 @@ def _mongodb(strategy: CdcStrategy, home: Path, partition: dict[str, Any], conn:
     _write_offset(home, partition, {"sec": at.time, "ord": at.inc, "snapshot_completed": True},
                   str(partition.get("server_id", "")))
     return {}
+
+
+def _sqlserver(strategy: CdcStrategy, database: str, home: Path,
+               partition: dict[str, Any] | None, prefix: str, conn: Any, first: bool
+               ) -> dict[str, str]:
+    """SQL Server: the range the capture instances hold is MIN(start_lsn) of
+    cdc.change_tables (what Debezium's validateLogPosition checks a stored offset against;
+    cleanup moves it) to sys.fn_cdc_get_max_lsn().  The position is written as the
+    connector's offset (`commit_lsn`, `change_lsn`, `event_serial_no`, per database): a
+    commit LSN without a change LSN means "that transaction is done", so the capture reads
+    the transactions committed after it, and a start at LSN L stores the LSN just before L.
+    A first start has no schema history: `snapshot.mode=recovery` records the current
+    schema at the position (as MySQL's does)."""
+    from headwater.connectors.sqlserver import queries
+    from headwater.connectors.sqlserver.lsn import LSN_BYTES, lsn_text
+    from headwater.relational.changetables.streaming import scalar
+
+    raw_min = scalar(conn, queries.with_db(queries.GET_MIN_LSN_FROM_ALL_CHANGE_TABLES,
+                                           database))
+    raw_max = scalar(conn, queries.with_db(queries.GET_MAX_LSN, database))
+    if raw_min is None or raw_max is None:
+        raise CdcStrategyError(
+            f"cdcStrategy {strategy.kind}: database {database} has no capture instance "
+            "(cdc.change_tables is empty): enable change data capture for its tables "
+            "(sys.sp_cdc_enable_table)")
+    oldest, newest = bytes(raw_min), bytes(raw_max)
+
+    def before(lsn: bytes) -> str:
+        value = max(int.from_bytes(lsn, "big") - 1, 0)
+        return str(lsn_text(value.to_bytes(LSN_BYTES, "big")))
+
+    if strategy.kind == MOST_RECENT:
+        commit = str(lsn_text(newest))  # everything committed up to now is behind
+    elif strategy.kind == NEXT_AVAILABLE:
+        commit = before(oldest)  # the oldest change the change tables still hold
+    else:
+        assert strategy.position is not None
+        text = str(strategy.position["lsn"])
+        lsn = sqlserver_lsn(text)
+        where = f"sqlServerLsnPosition {{lsn: {text}}}"
+        if lsn < oldest:
+            raise StartPositionUnavailable(
+                where, f"it is before the oldest LSN the capture instances of database "
+                f"{database} hold ({lsn_text(oldest)}, MIN(start_lsn) of cdc.change_tables); "
+                "the changes before that were cleaned up")
+        if lsn > newest:
+            raise StartPositionUnavailable(
+                where, f"it is after the newest LSN of database {database} "
+                f"({lsn_text(newest)}, sys.fn_cdc_get_max_lsn())")
+        commit = before(lsn)
+    _write_offset(home, partition, {"snapshot_completed": True, "databases": {
+        database: {"commit_lsn": commit, "change_lsn": None, "event_serial_no": None}}},
+        prefix)
+    return {"snapshot.mode": "recovery"} if first else {}
 
 
 def save_override(data_dir: Path, name: str, props: Mapping[str, str]) -> None:

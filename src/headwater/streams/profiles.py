@@ -56,7 +56,7 @@ def masked(properties: Mapping[str, str]) -> dict[str, str]:
 class SourceKind:
     """One kind of source: its connector, its required connection properties, defaults."""
 
-    name: str  # "postgresql", "mysql", "mongodb": the Datastream profile kind
+    name: str  # "postgresql", "mysql", "mongodb", "sqlserver": the Datastream profile kind
     connector_class: str
     required: tuple[str, ...]
     defaults: Mapping[str, str] = field(default_factory=dict)
@@ -92,6 +92,11 @@ SOURCE_KINDS: Final[tuple[SourceKind, ...]] = (
                {"database.port": "3306"}, ("mariadb",), "database"),
     SourceKind("mongodb", "io.debezium.connector.mongodb.MongoDbConnector",
                ("mongodb.connection.string",), {}, ("mongo",), "database"),
+    # One database per profile, as Datastream's SqlServerProfile (`database`); objects are
+    # `schema.table` inside it.
+    SourceKind("sqlserver", "io.debezium.connector.sqlserver.SqlServerConnector",
+               ("database.hostname", "database.user", "database.names"),
+               {"database.port": "1433"}, ("mssql",), "schema"),
 )
 
 DESTINATION_KINDS: Final = ("topics", "files")
@@ -125,7 +130,9 @@ class Profile:
         doc: dict[str, object] = {"name": self.name, "role": self.role, "kind": self.kind,
                                   "createTime": self.created_ms, "updateTime": self.updated_ms}
         if self.role == "source":
-            doc[f"{self.kind}Profile"] = props
+            # Datastream's field: postgresqlProfile, mysqlProfile, mongodbProfile,
+            # sqlServerProfile
+            doc[f"{'sqlServer' if self.kind == 'sqlserver' else self.kind}Profile"] = props
         else:
             doc["destinationProfile"] = props
         return doc
@@ -145,6 +152,12 @@ def source_profile(name: str, kind: str, properties: Mapping[str, str]) -> Profi
     if missing:
         raise ProfileError(f"source profile {name!r} ({k.name}): missing "
                            + ", ".join(missing))
+    if k.name == "sqlserver" and len([d for d in props["database.names"].split(",")
+                                      if d.strip()]) != 1:
+        raise ProfileError(f"source profile {name!r} (sqlserver): database.names="
+                           f"{props['database.names']}: a SQL Server profile names one "
+                           "database (Datastream's SqlServerProfile.database); create one "
+                           "profile per database")
     if "connector.class" in props:
         raise ProfileError(f"source profile {name!r}: connector.class comes from the kind "
                            f"({k.name}), do not set it")

@@ -90,6 +90,7 @@ def profile_config(profile: Profile) -> Any:
                  "headwater.topics.dir": str(Path(tmp) / "topics")}
         if kind.name == "mysql":
             props.setdefault("database.server.id", str(server_id(profile.name)))
+        if kind.name in ("mysql", "sqlserver"):
             props["schema.history.internal.file.filename"] = str(Path(tmp) / "h.jsonl")
         path = write_config(Path(tmp) / "profile.json", props)
         return load_connector_config(path)
@@ -115,6 +116,17 @@ def connect(profile: Profile) -> Any:
         mongo = mongo_client(cfg)
         mongo.admin.command("ping")  # a client connects lazily: fail here, as the others do
         return mongo
+    if kind.name == "sqlserver":
+        # Through the connector's driver setting (`headwater.sqlserver.driver`: pymssql, or
+        # the tests' emulation) and its `?` adapter, as the capture connects; autocommit, so
+        # discover and the checks hold no transaction open on the change tables.
+        from importlib import import_module
+
+        from headwater.relational.changetables.paramstyle import connect_qmark
+
+        driver = import_module(cfg.headwater_sqlserver_driver)
+        kwargs = {**cfg.connect_kwargs(cfg.database_names[0]), "autocommit": True}
+        return connect_qmark(driver, **kwargs)
     raise NotImplementedError(f"connecting to a {kind.name} source")
 
 

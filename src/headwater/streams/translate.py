@@ -15,7 +15,9 @@ properties:
   the relational connectors have no `snapshot.include.collection.list`;
 * per-object backfill (start with an optional WHERE filter, stop) -> `execute-snapshot` /
   `stop-snapshot` signals on the file channel (incremental snapshots with
-  `additional-conditions`), read-only watermarks so nothing is written to the source;
+  `additional-conditions`), read-only watermarks so nothing is written to the source
+  (MongoDB and SQL Server: watermarks in the stream's `signal.data.collection`, as those
+  connectors have no read-only variant);
 * the stream's own directory -> offsets, schema history, signal file;
 * the destination profile -> the topic log directory, or the files destination's properties
   (`headwater.destination=files`, Datastream events).
@@ -141,7 +143,9 @@ def connector_properties(spec: StreamSpec, source: Profile, destination: Profile
         "signal.file": str(home / SIGNAL_FILE),
         "signal.poll.interval.ms": "1000",
     }
-    if kind.name != "mongodb":  # (MongoDB's incremental snapshots write their watermarks)
+    if kind.name not in ("mongodb", "sqlserver"):
+        # MongoDB's and SQL Server's incremental snapshots write their watermarks (into
+        # `signal.data.collection`): those connectors refuse read.only.
         props["read.only"] = "true"
     # Slots and publications are server-wide: two data directories (or two users) with a
     # stream of the same name must not share one, so the catalog's path is in the name.
@@ -158,6 +162,8 @@ def connector_properties(spec: StreamSpec, source: Profile, destination: Profile
         containers = sorted({r.container for r in spec.include})
         if containers:
             props["database.include.list"] = _joined(re.escape(c) for c in containers)
+    elif kind.name == "sqlserver":
+        props["schema.history.internal.file.filename"] = str(home / "schema-history.jsonl")
     props.update(collection_filters(spec) if kind.name == "mongodb" else object_filters(spec))
     if destination.kind == "topics":
         props["headwater.topics.dir"] = str(topics_dir(spec, destination).resolve())

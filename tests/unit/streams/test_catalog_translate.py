@@ -206,3 +206,47 @@ def test_mongodb_stream_translation(tmp_path: Path) -> None:
     spec = StreamSpec("s", "m", "t", exclude=(ObjectRef("shop", "audit"),))
     props = connector_properties(spec, src, topics, tmp_path)
     assert props["collection.exclude.list"] == "shop\\.audit"
+
+
+SQLSERVER = {"database.hostname": "h", "database.user": "u", "database.names": "inv",
+             "database.encrypt": "false"}
+
+
+def test_sqlserver_stream_translation(tmp_path: Path) -> None:
+    """A SQL Server stream: `schema.table` lists (what the connector matches inside its
+    database), its schema history in the stream's directory, no read.only (the change-table
+    connectors refuse it: their watermarks are signal table rows), a configuration the
+    connector loads, and the object lists in Datastream's SQL Server shape."""
+    from headwater.streams.cli import _render
+
+    src = source_profile("ms", "mssql", SQLSERVER)
+    assert src.kind == "sqlserver" and src.properties["database.port"] == "1433"
+    with pytest.raises(ProfileError, match="names one database"):
+        source_profile("ms", "sqlserver", {**SQLSERVER, "database.names": "a, b"})
+    with pytest.raises(ProfileError, match=r"missing database\.names"):
+        source_profile("ms", "sqlserver", {"database.hostname": "h", "database.user": "u"})
+    topics = destination_profile("t", "topics", str(tmp_path / "t"))
+    spec = StreamSpec("s", "ms", "t", include=(ObjectRef("dbo"), ObjectRef("inv", "items",
+                                                                           "sku")),
+                      exclude=(ObjectRef("dbo", "audit"),))
+    props = connector_properties(spec, src, topics, tmp_path)
+    assert "read.only" not in props
+    assert props["schema.history.internal.file.filename"] == str(
+        (tmp_path / "streams" / "s" / "schema-history.jsonl").resolve())
+    include = NameFilter(tuple(props["table.include.list"].split(",")), ())
+    assert [include.admits(n) for n in ("dbo.orders", "dbo.audit", "inv.items",
+                                        "inv.other")] == [True, False, True, False]
+    from headwater.capture import load_connector_config
+    loaded = load_connector_config(write_config(tmp_path / "ms.json", props))
+    assert loaded.database_names == ("inv",)  # type: ignore[attr-defined]
+    assert loaded.table_filter("dbo", "orders") and not loaded.table_filter(  # type: ignore[attr-defined]
+        "dbo", "audit")
+    cat = Catalog(tmp_path / "data")
+    cat.add_profile(src)
+    cat.add_profile(topics)
+    cat.create_stream(spec)
+    doc = _render(cat, cat.stream("s"))
+    assert doc["sourceConfig"]["sqlServerSourceConfig"] == {
+        "includeObjects": {"schemas": [{"schema": "dbo"}, {"schema": "inv", "tables": [
+            {"table": "items", "columns": [{"column": "sku"}]}]}]},
+        "excludeObjects": {"schemas": [{"schema": "dbo", "tables": [{"table": "audit"}]}]}}

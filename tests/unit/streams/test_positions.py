@@ -164,3 +164,34 @@ def test_mongodb_offset_time() -> None:
     assert offset_time({"sec": 5, "ord": 1, "resume_token": "x"}) is None
     assert offset_time({"sec": -1, "ord": -1}) is None  # a snapshot's offset
     assert offset_time(None) is None
+
+
+@pytest.mark.parametrize(("text", "raw"), [
+    ("0000002b:00000140:0003", "0000002b000001400003"),
+    ("0x0000002B000001400003", "0000002b000001400003"),
+    (" 0000002B000001400003 ", "0000002b000001400003"),
+])
+def test_sqlserver_lsn(text: str, raw: str) -> None:
+    from headwater.streams.positions import sqlserver_lsn
+
+    assert sqlserver_lsn(text).hex() == raw
+    s = CdcStrategy.parse({"specificStartPosition": {"sqlServerLsnPosition": {"lsn": text}}})
+    assert s.position_kind == "sqlServerLsnPosition"
+
+
+@pytest.mark.parametrize("value", ["0/16B3748", "2b:140:3", "0x2B", 42])
+def test_bad_sqlserver_lsns(value: object) -> None:
+    with pytest.raises(CdcStrategyError, match=re.escape(
+            f"cdcStrategy: sqlServerLsnPosition {{lsn: {value}}}: not an SQL Server LSN")):
+        CdcStrategy.parse({"specificStartPosition": {"sqlServerLsnPosition": {"lsn": value}}})
+
+
+def test_sqlserver_position_on_another_source(tmp_path: Path) -> None:
+    src = source_profile("pg", "postgresql", {"database.hostname": "h", "database.user": "u",
+                                              "database.dbname": "d"})
+    lsn = CdcStrategy.parse({"specificStartPosition": {"sqlServerLsnPosition": {
+        "lsn": "0000002b:00000140:0003"}}})
+    with pytest.raises(CdcStrategyError, match="sqlServerLsnPosition is not a position of a "
+                       "postgresql source"):
+        apply(lsn, StreamSpec("s", "pg", "d", backfill="none"), src,
+              {"topic.prefix": "s", "slot.name": "x"}, tmp_path, None)

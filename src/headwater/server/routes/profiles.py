@@ -39,6 +39,7 @@ class DestinationBody(Strict):
 class ProfileBody(Strict):
     postgresqlProfile: dict[str, ConfigScalar] | None = None  # noqa: N815
     mysqlProfile: dict[str, ConfigScalar] | None = None  # noqa: N815
+    sqlServerProfile: dict[str, ConfigScalar] | None = None  # noqa: N815
     destinationProfile: DestinationBody | None = None  # noqa: N815
 
 
@@ -50,6 +51,7 @@ class ConnectionProfile(BaseModel):
     updateTime: int  # noqa: N815
     postgresqlProfile: dict[str, str] | None = None  # noqa: N815
     mysqlProfile: dict[str, str] | None = None  # noqa: N815
+    sqlServerProfile: dict[str, str] | None = None  # noqa: N815
     destinationProfile: dict[str, str] | None = None  # noqa: N815
 
 
@@ -75,14 +77,18 @@ def build(name: str, body: ProfileBody) -> Profile:
     if body.destinationProfile is not None:
         d = body.destinationProfile
         return destination_profile(name, d.kind, d.directory, d.format)
-    kind, props = (("postgresql", body.postgresqlProfile) if body.postgresqlProfile is not None
-                   else ("mysql", body.mysqlProfile))
-    if props is None:
-        raise ProfileError("one of postgresqlProfile, mysqlProfile, destinationProfile is "
-                           "required")
+    given = [(k, p) for k, p in (("postgresql", body.postgresqlProfile),
+                                 ("mysql", body.mysqlProfile),
+                                 ("sqlserver", body.sqlServerProfile)) if p is not None]
+    if len(given) != 1:
+        raise ProfileError("give one of postgresqlProfile, mysqlProfile, sqlServerProfile, "
+                           "destinationProfile")
+    kind, props = given[0]
     flat = flat_config(props)
     if kind == "postgresql" and "database" in flat:
         flat["database.dbname"] = flat.pop("database")
+    if kind == "sqlserver" and "database" in flat:  # Datastream's SqlServerProfile.database
+        flat["database.names"] = flat.pop("database")
     return source_profile(name, kind, {_DATASTREAM_NAMES.get(k, k): v for k, v in flat.items()})
 
 

@@ -38,6 +38,7 @@ class SourceConfig(Strict):
     sourceConnectionProfile: str  # noqa: N815
     postgresqlSourceConfig: dict[str, Any] | None = None  # noqa: N815
     mysqlSourceConfig: dict[str, Any] | None = None  # noqa: N815
+    sqlServerSourceConfig: dict[str, Any] | None = None  # noqa: N815
 
 
 class DestinationConfig(Strict):
@@ -52,13 +53,16 @@ class BackfillAll(Strict):
     excludedObjects: dict[str, Any] | None = None  # noqa: N815
     postgresqlExcludedObjects: dict[str, Any] | None = None  # noqa: N815
     mysqlExcludedObjects: dict[str, Any] | None = None  # noqa: N815
+    sqlServerExcludedObjects: dict[str, Any] | None = None  # noqa: N815
 
     def excluded(self) -> dict[str, Any] | None:
         given = [v for v in (self.excludedObjects, self.postgresqlExcludedObjects,
-                             self.mysqlExcludedObjects) if v is not None]
+                             self.mysqlExcludedObjects, self.sqlServerExcludedObjects)
+                 if v is not None]
         if len(given) > 1:
             raise StreamSpecError("backfillAll: give one of excludedObjects, "
-                                  "postgresqlExcludedObjects, mysqlExcludedObjects")
+                                  "postgresqlExcludedObjects, mysqlExcludedObjects, "
+                                  "sqlServerExcludedObjects")
         return given[0] if given else None
 
 
@@ -120,11 +124,12 @@ def parse_objects(doc: dict[str, Any] | None) -> tuple[ObjectRef, ...]:
             name = c.get("schema", c.get("database")) if isinstance(c, dict) else None
             if not isinstance(name, str):
                 raise StreamSpecError(f"{key}: each entry needs a schema or database name")
-            tables = [v for k, v in c.items() if k.endswith("Tables")]
+            # postgresqlTables, mysqlTables; SQL Server's are `tables`, `columns`
+            tables = [v for k, v in c.items() if k.lower().endswith("tables")]
             if not tables:
                 refs.append(ObjectRef(name))
             for t in (t for ts in tables for t in ts):
-                cols = [v for k, v in t.items() if k.endswith("Columns")]
+                cols = [v for k, v in t.items() if k.lower().endswith("columns")]
                 if not cols:
                     refs.append(ObjectRef(name, str(t["table"])))
                 refs.extend(ObjectRef(name, str(t["table"]), str(col["column"]))
@@ -134,7 +139,8 @@ def parse_objects(doc: dict[str, Any] | None) -> tuple[ObjectRef, ...]:
 
 def spec_of(name: str, body: StreamBody) -> StreamSpec:
     src = body.sourceConfig
-    objects = src.postgresqlSourceConfig or src.mysqlSourceConfig or {}
+    objects = (src.postgresqlSourceConfig or src.mysqlSourceConfig
+               or src.sqlServerSourceConfig or {})
     try:
         return StreamSpec(
             name, src.sourceConnectionProfile, body.destinationConfig.destinationConnectionProfile,
