@@ -14,9 +14,14 @@ Headwater closes the gap in the runtime, the same way for every connector:
    that moment, per partition where the store has partitions (`TopicRanges.ends`). An
    attempt that finds it already stored (an earlier attempt did not complete) keeps the earlier
    one, so the range covers every aborted attempt.
-2. `Supersede.open` reads the aborted attempts' READ keys back from the topic store, from those
+2. `Supersede.open` reads the aborted attempts' keys back from the topic store, from those
    offsets up to where the new snapshot starts writing, as 64-bit hashes of the canonical key
-   payload (`key_hash`), kept sorted in 256 buckets with one status byte each.
+   payload (`key_hash`), kept sorted in 256 buckets with one status byte each: the keys of
+   their READs, and of the changes an attempt streamed after its last READ but before its
+   completed snapshot's offset was stored (with the Kafka store that offset is stored once the
+   brokers acknowledged everything before it, and streaming goes on meanwhile: a row such an
+   attempt streamed as created and that was deleted before the new snapshot was a phantom,
+   fault-harness seed 301057).  A key whose last aborted event is a delete needs none.
 
 The topic store is behind `TopicRanges` (its ends, and the records of a range): the local log
 (`LocalTopicRanges`, one position per topic, stored as `{topic: offset}`) or Kafka
@@ -64,6 +69,8 @@ from headwater.topics import reader
 log = logging.getLogger("headwater.engine.supersede")
 
 STARTED_KEY = "snapshot_started"
+# The ops of an event that leaves its row existing.
+_ALIVE: frozenset[str] = frozenset({"r", "c", "u"})
 _BUCKETS = 256
 _SEEN = 1
 _DELETED = 2
@@ -239,20 +246,25 @@ class Supersede:
         self.keys: dict[str, _Keys] = {}
         self.last_value: dict[str, bytes] = {}  # the new snapshot's last event per topic
         self.aborted_reads = 0
+        # keys whose last aborted event is a delete: gone already, no delete of ours
+        self.gone: dict[str, set[int]] = {}
 
     @property
     def empty(self) -> bool:
         return not self.ranges
 
-    def _aborted(self, topic: str) -> Iterator[tuple[StoredRecord, Any]]:
-        """(record, value document) of each aborted READ with a key in `topic`'s range."""
+    def _aborted(self, topic: str, ops: frozenset[str] = _ALIVE
+                 ) -> Iterator[tuple[StoredRecord, Any]]:
+        """(record, value document) of each aborted event of `ops` with a key in `topic`'s
+        range: a row the aborted attempt wrote as existing (a READ, or a change it streamed
+        after its snapshot's last READ, before the completed snapshot's offset was stored)."""
         for item in self.store.read(topic, self.ranges[topic]):
             rec = StoredRecord(*item)
             if rec.key is None or rec.value is None or rec.key == b"null":
                 continue
             doc = _loads(rec.value)
             payload = _payload(doc)
-            if isinstance(payload, dict) and payload.get("op") == "r":
+            if isinstance(payload, dict) and payload.get("op") in ops:
                 yield rec, doc
 
     def open(self) -> Supersede:
@@ -260,11 +272,19 @@ class Supersede:
         started = time.monotonic()
         for topic in sorted(self.ranges):
             keys = _Keys()
-            for rec, _ in self._aborted(topic):
+            gone: set[int] = set()
+            for rec, doc in self._aborted(topic, _ALIVE | {"d"}):
                 assert rec.key is not None
-                keys.add(key_hash(rec.key))
+                h = key_hash(rec.key)
+                if _payload(doc).get("op") == "d":
+                    gone.add(h)
+                    continue
+                gone.discard(h)
+                keys.add(h)
                 self.aborted_reads += 1
             keys.seal()
+            if gone:
+                self.gone[topic] = gone
             if keys.count:
                 self.keys[topic] = keys
         log.info("snapshot restart: %d READ events (%d keys) of an interrupted snapshot in %d "
@@ -311,10 +331,12 @@ class Supersede:
                 continue
             reference["snapshot"] = "true"
             batch: list[TopicRecord] = []
+            gone = self.gone.get(topic, set())
             for rec, doc in self._aborted(topic):
                 assert rec.key is not None
-                found = keys.find(key_hash(rec.key))
-                if found is None or found[0][found[1]] != 0:
+                h = key_hash(rec.key)
+                found = keys.find(h)
+                if found is None or found[0][found[1]] != 0 or h in gone:
                     continue
                 found[0][found[1]] = _DELETED
                 now = int(time.time() * 1000)
