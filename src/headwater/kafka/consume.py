@@ -112,7 +112,7 @@ def read_until_end(consumer: Any, starts: Mapping[tuple[str, int], int],
     Raises KafkaReadError on a consumer error that is not transient, when a partition ends
     before its stop (records removed: retention, a recreated topic), or when no progress is
     made within `timeout` seconds."""
-    from confluent_kafka import KafkaError, TopicPartition
+    from confluent_kafka import TopicPartition
 
     if stops is None:
         stops = end_offsets(consumer, sorted(starts), timeout)
@@ -140,18 +140,11 @@ def read_until_end(consumer: Any, starts: Mapping[tuple[str, int], int],
             deadline = time.monotonic() + timeout
             for msg in msgs:
                 tp = (msg.topic(), msg.partition())
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        if tp in pending and tp in stops and msg.offset() < stops[tp]:
-                            _check_end(consumer, tp, stops[tp], timeout)
-                            continue  # a new leader's watermark catching up: more will come
+                if msg.error() is not None:
+                    if _read_error(consumer, msg, tp, stops.get(tp) if tp in pending else None,
+                                   timeout):
                         pending.discard(tp)
-                        continue
-                    if transient(err):
-                        log.debug("reading %s: %s (the client recovers)", sorted(pending), err)
-                        continue
-                    raise KafkaReadError(f"reading {tp[0]}[{tp[1]}]: {err}")
+                    continue
                 if tp not in pending:
                     continue
                 if tp in stops and msg.offset() >= stops[tp]:
@@ -216,20 +209,23 @@ def read_range(consumer: Any, topic: str, partition: int, start: int, stop: int,
         consumer.unassign()
 
 
-def _read_error(consumer: Any, msg: Any, tp: tuple[str, int], stop: int,
-                timeout: float) -> None:
-    """A message carrying an error while reading `tp` up to `stop`: an end before the stop
-    is checked (`_check_end`), a transient error passes, anything else raises."""
+def _read_error(consumer: Any, msg: Any, tp: tuple[str, int], stop: int | None,
+                timeout: float) -> bool:
+    """A message carrying an error while reading `tp` up to `stop` (None: to its end); True
+    when the partition is read to its end.  An end before the stop is checked (`_check_end`:
+    a new leader's watermark catching up, more will come), a transient error passes,
+    anything else raises."""
     from confluent_kafka import KafkaError
 
     err = msg.error()
     if err.code() == KafkaError._PARTITION_EOF:
-        if msg.offset() < stop:
+        if stop is not None and msg.offset() < stop:
             _check_end(consumer, tp, stop, timeout)
-        return
+            return False
+        return True
     if transient(err):
         log.debug("reading %s[%d]: %s (the client recovers)", tp[0], tp[1], err)
-        return
+        return False
     raise KafkaReadError(f"reading {tp[0]}[{tp[1]}]: {err}")
 
 
