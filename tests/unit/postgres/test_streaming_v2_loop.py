@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import psycopg2
 import pytest
 
 from headwater.config.connector_common import NameFilter
@@ -29,7 +30,7 @@ from headwater.connectors.postgres.tables import IncomingColumn, TableCodec, bui
 from headwater.convert import TypeModes
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import Batch
-from headwater.engine.source import SourceRunContext
+from headwater.engine.source import RetriableError, SourceRunContext
 from headwater.model.record import ChangeRecord, SourceContext, TransactionEvent
 
 CTX = SourceContext("postgresql", "srv", "test")
@@ -168,6 +169,8 @@ class FakeCursor:
         item = self.script.popleft()
         if item is None:
             return None
+        if isinstance(item, BaseException):  # the connection ends (e.g. a fast shutdown)
+            raise item
         if isinstance(item, Keepalive):
             self.wal_end = item.wal_end
             if (self.explicit >= self.last_start and item.wal_end > self.explicit
@@ -683,3 +686,50 @@ def test_offsets_follow_a_still_server_position(
     assert stored == [2010, 5000, 6000, 7010]
     assert r.cur.feedback == stored  # each confirmed once stored (durable), never before
     assert [rec.after[0] for rec in r.records] == [1, 2]
+
+
+def _storing_ack(stored: list[int]) -> Callable[[PostgresStreamingSource, Batch], None]:
+    def ack(source: PostgresStreamingSource, batch: Batch) -> None:
+        if batch.offset:
+            stored.append(int(batch.offset["lsn"]))
+        if batch.ack is not None:
+            source.acknowledge(batch.ack)
+
+    return ack
+
+
+def test_a_position_forwarded_as_the_connection_ends_is_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fast shutdown's walsender exits once psycopg2 answers its last keepalive by
+    forwarding: the reader never sees that position in `follow`, so it is stored when the
+    connection is found lost (else the slot's restart_lsn can pass the stored offset and the
+    next start takes the slot for a re-created one)."""
+    monkeypatch.setattr(streaming, "FOLLOW_STILL_S", 0.0)
+    stored: list[int] = []
+    lost = psycopg2.OperationalError("no COPY in progress")
+    with pytest.raises(RetriableError, match="no COPY in progress"):
+        run([*y_tx(2000, 2010, 801, "1"), IDLE, Keepalive(5000), lost], tmp_path,
+            ack=_storing_ack(stored))
+    assert stored == [2010, 5000]
+
+
+def test_a_connection_lost_inside_a_transaction_stores_nothing_more(tmp_path: Path) -> None:
+    stored: list[int] = []
+    lost = psycopg2.OperationalError("server closed the connection unexpectedly")
+    script = [*y_tx(2000, 2010, 801, "1"), IDLE, *y_tx(3000, 3010, 802, "2")[:3],
+              Keepalive(5000), lost]
+    with pytest.raises(RetriableError):
+        run(script, tmp_path, ack=_storing_ack(stored))
+    assert set(stored) == {2010}  # 802 is open: the end of 801 stays where a restart resumes
+
+
+def test_before_the_first_message_a_keepalive_position_is_stored_at_once(
+    tmp_path: Path
+) -> None:
+    """psycopg2 forwards every keepalive before a session's first message (its last message
+    start is 0), so the offsets follow each at once, without waiting for a still position."""
+    stored: list[int] = []
+    r = run([Keepalive(5000), IDLE, IDLE], tmp_path, ack=_storing_ack(stored))
+    assert r.cur.forwarded == [5000]
+    assert stored == [5000]

@@ -344,16 +344,16 @@ class PostgresStreamingSource:
         except psycopg2.errors.ObjectInUse as exc:  # a dead predecessor's walsender lingers
             raise RetriableError(str(exc).strip()) from exc
         self.metrics.connected = True
+        loop = _Loop(self, ctx, cur, offset, spill)
         try:
             if spill is not None:
                 spill.open()  # the slot is ours now: no other process uses these files
-            _Loop(self, ctx, cur, offset, spill).run()
-        except psycopg2.DatabaseError as exc:
+            loop.run()
+        except (psycopg2.DatabaseError, psycopg2.InterfaceError) as exc:
             # Once streaming, any error of the replication connection (server shutdown, lost
             # socket, COPY ended) is worth a reconnect; what cannot be fixed by one (a lost
             # slot) is caught by the checks at start-up.
-            raise RetriableError(f"replication connection lost: {exc}".strip()) from exc
-        except psycopg2.InterfaceError as exc:
+            loop.store_last_position()
             raise RetriableError(f"replication connection lost: {exc}".strip()) from exc
         finally:
             if spill is not None:
@@ -926,7 +926,8 @@ class _Loop:
         if wal_end != self.still_at:
             self.still_at = wal_end
             self.still_since = now
-        exposed = source.last_start > 0 and source._confirmed >= source.last_start
+        # Before a session's first message psycopg2 forwards whatever is confirmed.
+        exposed = source._confirmed >= source.last_start
         if not exposed and now - self.still_since < FOLLOW_STILL_S:
             return
         if wal_end > self.resume_lsn:
@@ -934,6 +935,41 @@ class _Loop:
             self.emit()
         else:  # the resume position itself (durable): only the cap below it is lifted
             source.quiet_lsn = wal_end
+
+    def store_last_position(self) -> None:
+        """On a lost connection: store the server's last position if nothing of ours was in
+        flight, once what was received is durable.
+
+        Why: psycopg2 may have confirmed that position already, on the keepalive the
+        connection ended with, without the reader ever seeing it: its automatic flush forwards
+        a keepalive's WAL end whenever what we confirmed reaches the last message's start (a
+        quiet position followed, or no message yet in the session), and a fast shutdown's
+        walsender exits as soon as its last keepalive is answered so.  The slot's
+        ``restart_lsn`` can then pass the stored offset (PostgreSQL moves it at the next
+        ``xl_running_xacts`` record below the confirmed position), and the start check would
+        take that for a re-created slot.  Storing the position is safe whenever
+        `quiet_position` allows it, forwarded or not: no commit of ours lies before it that
+        is not durable.  What remains is a kill -9 between psycopg2's answer and this store
+        (docs/postgres.md)."""
+        source = self.source
+        if self.in_tx or source.guard.open_streams:
+            return  # a transaction of ours is open: the stored offset stays as it is
+        try:
+            if self.dispatcher.pending or self.ack is not None:
+                self.emit()
+            stopping = self.ctx.stopping
+            deadline = time.monotonic() + 60
+            while (source._durable < self.emitted_ack and not stopping.is_set()
+                   and time.monotonic() < deadline):
+                time.sleep(0.002)
+            wal_end = self.quiet_position()
+            if wal_end is not None and wal_end > self.resume_lsn:
+                log.info("streaming step: connection lost with nothing in flight: storing the "
+                         "server's last position %s", pgoutput.format_lsn(wal_end))
+                self._move_to_quiet(wal_end)
+                self.emit()
+        except Exception as exc:  # the reconnect goes on from what is stored
+            log.warning("the server's last position was not stored: %s", exc)
 
     def heartbeat(self) -> None:
         """Heartbeat record plus, when nothing of ours is in flight, the server's position."""
