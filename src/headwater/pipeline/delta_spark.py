@@ -84,6 +84,7 @@ class SparkDeltaTarget(DeltaTarget):
     # SCD2 batch as a DataFrame of the events (`executor_net.history_frame`,
     # `merge_history`), not as the driver's Arrow rows.
     frame_modes = frozenset({"scd1", "changelog", "scd2"})
+    columnar_modes = frozenset({"scd1", "changelog", "scd2"})
 
     def __init__(self, spark: Any, root: Path, app_id: str, schema_evolution: str = "evolve",
                  compact_interval_batches: int = 0) -> None:

@@ -143,6 +143,9 @@ class DeltaTarget:
     # `merge_net`, `append_changelog_net`, `merge_history`) rather than as the driver's Arrow
     # rows (`apply_scd1_net`, `append_changelog_rows`); none for delta-rs.
     frame_modes: frozenset[str] = frozenset()
+    # The modes whose batches this target takes as the driver's column-wise rows, or as
+    # DataFrames where `frame_modes` says (runner.columnar_path); the rest go event by event.
+    columnar_modes: frozenset[str] = frozenset({"scd1", "changelog"})
 
     def __init__(self, root: Path, app_id: str, schema_evolution: str = "evolve",
                  compact_interval_batches: int = 0) -> None:

@@ -100,6 +100,9 @@ class IcebergTarget:
     # (`executor_net.history_frame`, `merge_history`); SCD1 and the changelog take the
     # driver's Arrow rows.
     frame_modes = frozenset({"scd2"})
+    # SCD1 and the changelog as the driver's column-wise rows, SCD2 as a DataFrame of them
+    # (runner.columnar_path).
+    columnar_modes = frozenset({"scd1", "changelog", "scd2"})
 
     def __init__(self, spark: Any, warehouse: Path, catalog: str, app_id: str,
                  schema_evolution: str = "evolve", compact_interval_batches: int = 0) -> None:

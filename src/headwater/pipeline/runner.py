@@ -92,6 +92,34 @@ class FrameTarget(Protocol):
                         tracked: frozenset[str] | None = None) -> None: ...
 
 
+class ColumnarTarget(Protocol):
+    """A target that takes the driver's column-wise rows (`columnar.ColumnarChanges`) in the
+    modes its `columnar_modes` names; other targets get the batch event by event."""
+
+    columnar_modes: frozenset[str]
+
+    def apply_scd1_net(self, changes: columnar.ColumnarChanges, batch_id: int) -> None: ...
+
+    def append_changelog_rows(self, changes: columnar.ColumnarChanges, batch_id: int
+                              ) -> None: ...
+
+    def changelog_since(self, changes: Any, since: str, keys: Sequence[str]) -> Any: ...
+
+
+def columnar_modes(target: Any) -> frozenset[str]:
+    """The modes in which `target` takes column-wise rows (none: events only)."""
+    modes: frozenset[str] = getattr(target, "columnar_modes", frozenset())
+    return modes
+
+
+def maintain_target(target: Any, batch_id: int) -> None:
+    """The target's table maintenance after a batch (compaction, checkpoints, snapshot expiry:
+    the Delta and Iceberg targets' `maintain`); a JDBC database maintains its own tables."""
+    maintain: Callable[[int], None] | None = getattr(target, "maintain", None)
+    if maintain is not None:
+        maintain(batch_id)
+
+
 def frame_modes(target: Any) -> frozenset[str]:
     """The modes whose batches `target` takes as DataFrames (none: the driver's Arrow rows)."""
     modes: frozenset[str] = getattr(target, "frame_modes", frozenset())
@@ -148,19 +176,21 @@ ColumnarPath = tuple[Callable[[str, columnar.Lines], columnar.ColumnarChanges | 
 
 def columnar_path(mode: str, target: Target, cfg: PipelineConfig | None = None
                   ) -> ColumnarPath | None:
-    """(decode, write) of the modes and targets that have a column-wise path, else None: SCD1
-    and the changelog into Delta and Iceberg, SCD2 into a target that builds its history
-    from DataFrames (`frame_modes`: `merge_history`)."""
-    if not isinstance(target, DeltaTarget | IcebergTarget) or not columnar_enabled():
+    """(decode, write) of the mode when the target has a column-wise path for it (its
+    `columnar_modes`), else None: SCD1 and the changelog into Delta and Iceberg, SCD2 into a
+    target that builds its history from DataFrames (`merge_history`)."""
+    if mode not in columnar_modes(target) or not columnar_enabled():
         return None
+    rows = cast(ColumnarTarget, target)
     if mode == "scd1":
-        return columnar.decode_net, target.apply_scd1_net
+        return columnar.decode_net, rows.apply_scd1_net
     if mode == "changelog":
-        return columnar.decode_changelog, functools.partial(append_changelog_once, target)
-    if mode == "scd2" and mode in frame_modes(target):
+        return columnar.decode_changelog, functools.partial(append_changelog_once, rows)
+    if mode == "scd2":
         return (functools.partial(columnar.decode_changelog, flags=True),
                 functools.partial(apply_history_rows, target, cfg))
-    return None
+    raise ValueError(f"columnar_modes of {type(target).__name__} names an unknown mode "
+                     f"{mode!r}")
 
 
 def history_tracked(cfg: PipelineConfig | None, columns: Sequence[Column]
@@ -173,7 +203,7 @@ def history_tracked(cfg: PipelineConfig | None, columns: Sequence[Column]
                            cfg.track_history_except_column_list)
 
 
-def apply_history_rows(target: DeltaTarget | IcebergTarget, cfg: PipelineConfig | None,
+def apply_history_rows(target: Any, cfg: PipelineConfig | None,
                        changes: columnar.ColumnarChanges, batch_id: int) -> None:
     """The column-wise SCD2 write of a batch the driver decoded: the target's history MERGE
     (`merge_history`) of the DataFrame of its rows."""
@@ -181,7 +211,7 @@ def apply_history_rows(target: DeltaTarget | IcebergTarget, cfg: PipelineConfig 
                                               history_tracked(cfg, changes.columns))
 
 
-def append_changelog_once(target: DeltaTarget | IcebergTarget,
+def append_changelog_once(target: ColumnarTarget,
                           changes: columnar.ColumnarChanges, batch_id: int) -> None:
     """The column-wise changelog write: the batch's rows without re-deliveries
     (`changelog_once`)."""
@@ -412,8 +442,7 @@ def start(spark: Any, cfg: PipelineConfig, once: bool = False,
         started = time.monotonic()
         counts: dict[str, int] = {}
         apply_batch(cfg.topics_dir, ranges, batch_id, cfg, target, counts, spark)
-        if isinstance(target, DeltaTarget | IcebergTarget):
-            target.maintain(batch_id)
+        maintain_target(target, batch_id)
         if monitor is not None:
             read_to = _checkpointed_offsets(cfg.checkpoint_dir / "offsets" / str(batch_id))
             monitor.batch(batch_id, counts, newest_source_ts(cfg.topics_dir, ranges),
@@ -455,8 +484,7 @@ def _start_kafka(spark: Any, cfg: PipelineConfig, target: Target, once: bool) ->
 
     def apply(ranges: Ranges, batch_id: int) -> None:
         apply_kafka_batch(topics, ranges, batch_id, cfg, target, decode, spark)
-        if isinstance(target, DeltaTarget | IcebergTarget):
-            target.maintain(batch_id)
+        maintain_target(target, batch_id)
 
     options = {"consumer": orjson.dumps(consumer).decode(), "topics": cfg.topics_glob,
                "checkpoint": str(cfg.checkpoint_dir), "once": "true" if once else "false"}
@@ -505,8 +533,7 @@ def _start_files_query(spark: Any, cfg: PipelineConfig, target: Target, once: bo
         for start, end in ranges.values():
             apply_files(root, log_path, start, end, batch_id, cfg.mode, target,
                         cfg.track_history_column_list, cfg.track_history_except_column_list)
-        if isinstance(target, DeltaTarget | IcebergTarget):
-            target.maintain(batch_id)
+        maintain_target(target, batch_id)
 
     return _start_query(spark, root, "", cfg.checkpoint_dir, f"headwater-{cfg.topic_prefix}",
                         apply, once, cfg.trigger_interval_ms, None, load)
