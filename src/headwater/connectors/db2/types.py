@@ -24,32 +24,37 @@ configured `time.precision.mode`, `decimal.handling.mode` and `binary.handling.m
 Db2 stores TIME without fractions; JdbcValueConverters takes a TIME column's precision from
 its scale (Db2ValueConverters.getTimePrecision), so TIME is `io.debezium.time.Time`.
 
-The temporal, decimal, binary, string and XML mappings are the change-table connectors'
-shared ones (relational.changetables.types).
+The mappings (`plain_mapping` of the `_NAMES` table below, and the temporal, decimal,
+binary, string and XML ones) are the change-table connectors' shared ones
+(relational.changetables.types).
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from headwater.model.schema import BOOLEAN, FLOAT32, FLOAT64, INT16, INT32, INT64, ConnectSchema
+from headwater.model.schema import INT16, INT32, INT64
 from headwater.relational.changetables.codecs import ColumnMapping, configured_mapping
 from headwater.relational.changetables.types import (
     Mapping,
-    binary_mapping,
-    date_mapping,
+    TypeNames,
     decimal_value_mapping,
-    string_mapping,
+    plain_mapping,
     time_mapping,
     timestamp_mapping,
-    xml_mapping,
 )
 
-_STRINGS: Final = frozenset({"CHARACTER", "CHAR", "VARCHAR", "LONG VARCHAR", "CLOB", "GRAPHIC",
-                             "VARGRAPHIC", "LONG VARGRAPHIC", "DBCLOB", "NCHAR", "NVARCHAR",
-                             "NCLOB"})
-_BINARIES: Final = frozenset({"BINARY", "VARBINARY", "BLOB"})
-_INTS: Final = {"SMALLINT": INT16, "INTEGER": INT32, "INT": INT32, "BIGINT": INT64}
+_NAMES: Final = TypeNames(
+    booleans=frozenset({"BOOLEAN"}),
+    ints={"SMALLINT": INT16, "INTEGER": INT32, "INT": INT32, "BIGINT": INT64},
+    float32=frozenset({"REAL"}),
+    float64=frozenset({"DOUBLE", "FLOAT"}),
+    strings=frozenset({"CHARACTER", "CHAR", "VARCHAR", "LONG VARCHAR", "CLOB", "GRAPHIC",
+                       "VARGRAPHIC", "LONG VARGRAPHIC", "DBCLOB", "NCHAR", "NVARCHAR", "NCLOB"}),
+    xml=frozenset({"XML"}),
+    binaries=frozenset({"BINARY", "VARBINARY", "BLOB"}),
+    dates=frozenset({"DATE"}),
+)
 
 
 def column_mapping(type_name: str, length: int | None, scale: int | None, optional: bool,
@@ -57,26 +62,13 @@ def column_mapping(type_name: str, length: int | None, scale: int | None, option
                    binary_mode: str = "bytes", column: str = "?") -> Mapping | None:
     """(schema, convert, NOT NULL fallback) of a Db2 column; None: not mapped."""
     name = " ".join(type_name.upper().split())
-    if name == "BOOLEAN":
-        return ConnectSchema(BOOLEAN, optional), bool, False
-    if name in _INTS:
-        return ConnectSchema(_INTS[name], optional), int, 0
-    if name == "REAL":
-        return ConnectSchema(FLOAT32, optional), float, 0.0
-    if name in ("DOUBLE", "FLOAT"):
-        return ConnectSchema(FLOAT64, optional), float, 0.0
+    plain = plain_mapping(_NAMES, name, optional, time_mode=time_mode, binary_mode=binary_mode)
+    if plain is not None:
+        return plain
     if name in ("DECIMAL", "NUMERIC"):
         return decimal_value_mapping(decimal_mode, length or 5, scale or 0, optional, column)
     if name == "DECFLOAT":
         return decimal_value_mapping(decimal_mode, None, None, optional, column)
-    if name in _STRINGS:
-        return string_mapping(optional)
-    if name == "XML":
-        return xml_mapping(optional)
-    if name in _BINARIES:
-        return binary_mapping(binary_mode, optional)
-    if name == "DATE":
-        return date_mapping(time_mode, optional)
     if name == "TIME":
         return time_mapping(scale or 0, time_mode, optional)
     if name == "TIMESTAMP":

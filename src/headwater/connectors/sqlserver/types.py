@@ -23,8 +23,9 @@ and a converter chosen once, by type name, precision, scale and the configured
 |  | (4-6), NanoTimestamp (7); connect: Kafka Timestamp |
 | datetimeoffset | io.debezium.time.ZonedTimestamp |
 
-The temporal, decimal, binary, string and XML mappings are the change-table connectors'
-shared ones (relational.changetables.types).
+The mappings (`plain_mapping` of the `_NAMES` table below, and the temporal, decimal,
+binary, string and XML ones) are the change-table connectors' shared ones
+(relational.changetables.types).
 """
 
 from __future__ import annotations
@@ -33,33 +34,30 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from headwater.convert.temporal import ZONED_TIMESTAMP
-from headwater.model.schema import (
-    BOOLEAN,
-    FLOAT32,
-    FLOAT64,
-    INT16,
-    INT32,
-    INT64,
-    STRING,
-    ConnectSchema,
-)
+from headwater.model.schema import FLOAT32, FLOAT64, INT16, INT32, INT64, STRING, ConnectSchema
 from headwater.relational.changetables.codecs import ColumnMapping, configured_mapping
 from headwater.relational.changetables.types import (
     Mapping,
-    binary_mapping,
-    date_mapping,
+    TypeNames,
     decimal_value_mapping,
-    string_mapping,
+    plain_mapping,
     time_mapping,
     timestamp_mapping,
-    xml_mapping,
 )
 from headwater.relational.table_definition import ColumnDefinition
 
-_STRINGS: Final = frozenset({"char", "varchar", "text", "nchar", "nvarchar", "ntext", "sysname",
-                             "hierarchyid"})
-_BINARIES: Final = frozenset({"binary", "varbinary", "image", "timestamp", "rowversion"})
-_INTS: Final = {"tinyint": INT16, "smallint": INT16, "int": INT32, "bigint": INT64}
+# float(n) is FLOAT32 up to n = 24 (column_mapping)
+_NAMES: Final = TypeNames(
+    booleans=frozenset({"bit"}),
+    ints={"tinyint": INT16, "smallint": INT16, "int": INT32, "bigint": INT64},
+    float32=frozenset({"real"}),
+    float64=frozenset(),
+    strings=frozenset({"char", "varchar", "text", "nchar", "nvarchar", "ntext", "sysname",
+                       "hierarchyid"}),
+    xml=frozenset({"xml"}),
+    binaries=frozenset({"binary", "varbinary", "image", "timestamp", "rowversion"}),
+    dates=frozenset({"date"}),
+)
 _MONEY: Final = {"money": (19, 4), "smallmoney": (10, 4)}
 
 
@@ -76,29 +74,19 @@ def column_mapping(type_name: str, precision: int | None, scale: int | None, opt
                    binary_mode: str = "bytes", column: str = "?") -> Mapping | None:
     """(schema, convert, NOT NULL fallback) of an SQL Server column; None: not mapped."""
     name = type_name.lower()
-    if name == "bit":
-        return ConnectSchema(BOOLEAN, optional), bool, False
-    if name in _INTS:
-        return ConnectSchema(_INTS[name], optional), int, 0
-    if name == "real" or (name == "float" and precision is not None and precision <= 24):
-        return ConnectSchema(FLOAT32, optional), float, 0.0
+    plain = plain_mapping(_NAMES, name, optional, time_mode=time_mode, binary_mode=binary_mode)
+    if plain is not None:
+        return plain
     if name == "float":
-        return ConnectSchema(FLOAT64, optional), float, 0.0
+        return ConnectSchema(FLOAT32 if precision is not None and precision <= 24 else FLOAT64,
+                             optional), float, 0.0
     if name in ("decimal", "numeric"):
         return decimal_value_mapping(decimal_mode, precision or 18, scale or 0, optional, column)
     if name in _MONEY:
         money_precision, money_scale = _MONEY[name]
         return decimal_value_mapping(decimal_mode, money_precision, money_scale, optional, column)
-    if name in _STRINGS:
-        return string_mapping(optional)
-    if name == "xml":
-        return xml_mapping(optional)
     if name == "uniqueidentifier":
         return ConnectSchema(STRING, optional), lambda v: str(v).upper(), ""
-    if name in _BINARIES:
-        return binary_mapping(binary_mode, optional)
-    if name == "date":
-        return date_mapping(time_mode, optional)
     if name == "time":
         return time_mapping(7 if precision is None else precision, time_mode, optional,
                             nano=True)

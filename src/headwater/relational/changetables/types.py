@@ -5,12 +5,14 @@ XML and date columns.
 Why here: both Debezium connectors map these through the same JdbcValueConverters rules and
 both drivers hand over the same Python values (Decimal, str, bytes, date, time, datetime), so
 one implementation keeps the two byte-identical.  The type tables (which type name is which)
-stay in each connector's types.py.
+stay in each connector's types.py: a `TypeNames` of the kinds whose mapping takes no precision
+or scale (`plain_mapping`), and the connector's own code for the rest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import Any, Final
@@ -23,7 +25,7 @@ from headwater.convert.decimal import (
     fixed_scale_decimal,
 )
 from headwater.convert.temporal import CONNECT, date_schema, time_schema, timestamp_schema
-from headwater.model.schema import INT64, STRING, ConnectSchema
+from headwater.model.schema import BOOLEAN, FLOAT32, FLOAT64, INT64, STRING, ConnectSchema
 
 NANO_TIME: Final = "io.debezium.time.NanoTime"
 NANO_TIMESTAMP: Final = "io.debezium.time.NanoTimestamp"
@@ -121,3 +123,41 @@ def binary_mapping(mode: str, optional: bool) -> Mapping:
     """`binary.handling.mode`; a NOT NULL column's fallback is the mode's empty value."""
     encode = binary_encoder(mode)
     return binary_schema(mode, optional), lambda v: encode(bytes(v)), binary_fallback(mode)
+
+
+@dataclass(frozen=True, slots=True)
+class TypeNames:
+    """A connector's type names (as its `column_mapping` spells them) of the kinds that map
+    alike in both connectors and take no precision or scale."""
+
+    booleans: frozenset[str]
+    ints: dict[str, str]  # name -> INT16 / INT32 / INT64
+    float32: frozenset[str]
+    float64: frozenset[str]
+    strings: frozenset[str]
+    xml: frozenset[str]
+    binaries: frozenset[str]
+    dates: frozenset[str]
+
+
+def plain_mapping(names: TypeNames, name: str, optional: bool, *, time_mode: str,
+                  binary_mode: str) -> Mapping | None:
+    """(schema, convert, NOT NULL fallback) of a column whose type is one of `names`' kinds;
+    None: the type is none of them (the connector maps it, or it is not mapped)."""
+    if name in names.booleans:
+        return ConnectSchema(BOOLEAN, optional), bool, False
+    if name in names.ints:
+        return ConnectSchema(names.ints[name], optional), int, 0
+    if name in names.float32:
+        return ConnectSchema(FLOAT32, optional), float, 0.0
+    if name in names.float64:
+        return ConnectSchema(FLOAT64, optional), float, 0.0
+    if name in names.strings:
+        return string_mapping(optional)
+    if name in names.xml:
+        return xml_mapping(optional)
+    if name in names.binaries:
+        return binary_mapping(binary_mode, optional)
+    if name in names.dates:
+        return date_mapping(time_mode, optional)
+    return None

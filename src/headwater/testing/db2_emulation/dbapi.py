@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import psycopg2
 
+from headwater.relational.changetables.paramstyle import to_paramstyle
 from headwater.testing.changetable_emulation.dbapi import (
     EmulatedConnection,
     EmulatedCursor,
@@ -48,22 +49,6 @@ _REWRITES: Final = (
 )
 
 
-def _markers(sql: str) -> str:
-    """`?` outside string literals -> `%s`; a literal `%` -> `%%` (psycopg2's format style)."""
-    out: list[str] = []
-    in_string = False
-    for char in sql:
-        if char == "'":
-            in_string = not in_string
-        if char == "?" and not in_string:
-            out.append("%s")
-        elif char == "%":
-            out.append("%%")
-        else:
-            out.append(char)
-    return "".join(out)
-
-
 @lru_cache(maxsize=256)
 def translate(db2: str) -> str:
     """PostgreSQL text (with `%s` parameters) of one Db2 statement."""
@@ -73,7 +58,9 @@ def translate(db2: str) -> str:
     sql = db2
     for pattern, replacement in _REWRITES:
         sql = pattern.sub(replacement, sql)
-    return _markers(fold(sql))
+    # `?` markers outside quotes -> `%s`, a literal `%` -> `%%`: psycopg2's format style, as
+    # the change-table connectors convert them for a `format` driver.
+    return to_paramstyle(fold(sql), "format")
 
 
 class Cursor(EmulatedCursor):
