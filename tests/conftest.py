@@ -133,6 +133,8 @@ HEAVY_FILES: dict[str, float] = {
     "tests/pipeline/test_spark_cluster.py": 400,  # (delta-spark for SCD1 since session 18)
     "tests/integration/mysql/test_parallel_snapshot.py": 188,
     "tests/faults/test_faults_mongodb.py": 188,
+    "tests/faults/test_faults_sqlserver.py": 278,  # (session 21, beside a long-form run)
+    "tests/faults/test_faults_db2.py": 238,
     "tests/pipeline/test_datastream_pipeline.py": 185,
     "tests/kafka/test_pipeline_kills.py": 176,
     "tests/conformance/test_handover.py": 175,
