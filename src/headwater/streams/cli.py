@@ -191,6 +191,14 @@ def _render(cat: Catalog, rec: StreamRecord, *, full: bool = False) -> dict[str,
         } if spec.backfill_exclude else {},
         "errors": [e.as_json() for e in cat.errors(spec.name)][-5:],
     }
+    if kind.name == "mongodb":  # MongodbSourceConfig's settings, kept as properties
+        config = doc["sourceConfig"][f"{prefix}SourceConfig"]
+        threads = spec.properties.get("snapshot.max.threads", "")
+        if threads.isdigit():
+            config["maxConcurrentBackfillTasks"] = int(threads)
+        mode = spec.properties.get("headwater.datastream.mongodb.json.mode")
+        if mode in ("strict", "canonical"):
+            config["jsonMode"] = mode.upper()
     if full:
         from headwater.streams.translate import connector_properties
 

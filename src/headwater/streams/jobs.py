@@ -24,9 +24,10 @@ from typing import Any, Final
 
 import orjson
 
+from headwater.config.connector_common import NameFilter
 from headwater.streams.backfill import start_backfill, stop_backfill
 from headwater.streams.catalog import Catalog, CatalogError, now_ms
-from headwater.streams.model import ObjectRef
+from headwater.streams.model import ObjectRef, StreamSpec
 from headwater.streams.profiles import Profile, source_kind
 
 _SCHEMA: Final = """
@@ -150,11 +151,29 @@ class BackfillJobs:
         then queues the backfill (PENDING until the capture runs it)."""
         rec = self.catalog.stream(stream)
         name = obj.table_name()
-        if name in {r.table_name() for r in rec.spec.exclude if r.column is None} or (
-                ObjectRef(obj.container) in rec.spec.exclude):
+        source = self.catalog.profile(rec.spec.source_profile, "source")
+        kind = source_kind(source.kind).name
+        try:
+            admitted = captures(rec.spec, kind).admits(name)
+        except ValueError as exc:  # lists the connector would refuse (the stream cannot run)
+            raise BackfillError(f"backfill of {name}: stream {stream!r}: {exc}") from None
+        if not admitted:
+            # Datastream refuses an object that is not part of the stream (the PostgreSQL
+            # capture would backfill it into a topic of its own; MySQL's and MongoDB's fail
+            # the job as not captured).
+            if rec.spec.include and not _listed(rec.spec.include, obj):
+                raise BackfillError(
+                    f"backfill of {name}: the object is not part of stream {stream!r} (its "
+                    "include list: " + ", ".join(str(r) for r in rec.spec.include) + ")")
             raise BackfillError(f"backfill of {name}: the object is excluded from stream "
                                 f"{stream!r}")
-        source = self.catalog.profile(rec.spec.source_profile, "source")
+        signal_collection = (rec.spec.properties.get("signal.data.collection")
+                             or source.properties.get("signal.data.collection"))
+        if kind in _WATERMARK_TABLES and not signal_collection:  # said before connecting
+            label, form, where_kept = _WATERMARK_TABLES[kind]
+            raise BackfillError(
+                f"backfill of {name}: a {label} stream's backfill needs "
+                f"signal.data.collection={form} (streams create -p ...), {where_kept}")
         from headwater.streams.sources import connect
 
         try:
@@ -163,15 +182,6 @@ class BackfillJobs:
             raise BackfillError(f"backfill of {name}: cannot check the object on the source "
                                 f"({type(exc).__name__}: {' '.join(str(exc).split())})"
                                 ) from None
-        kind = source_kind(source.kind).name
-        signal_collection = (rec.spec.properties.get("signal.data.collection")
-                             or source.properties.get("signal.data.collection"))
-        if kind in _WATERMARK_TABLES and not signal_collection:
-            conn.close()
-            label, form, where_kept = _WATERMARK_TABLES[kind]
-            raise BackfillError(
-                f"backfill of {name}: a {label} stream's backfill needs "
-                f"signal.data.collection={form} (streams create -p ...), {where_kept}")
         try:
             database = source.properties.get("database.names", "").split(",")[0].strip()
             unsupported = check_object(conn, kind, obj, where, database)
@@ -237,28 +247,40 @@ def _signal_database(source: Profile) -> str | None:
 def stream_tables(catalog: Catalog, stream: str) -> list[str]:
     """The source's tables the stream carries (its include/exclude lists, as the connector
     applies them: translate.object_filters' regular expressions)."""
-    import re
-
     from headwater.streams.discover import discover
-    from headwater.streams.translate import collection_filters, object_filters
 
     rec = catalog.stream(stream)
-    doc = discover(catalog.profile(rec.spec.source_profile, "source"), 2)
+    source = catalog.profile(rec.spec.source_profile, "source")
+    doc = discover(source, 2)
     if "mongodbCluster" in doc:
         names = [f"{d['database']}.{c['collection']}"
                  for d in doc["mongodbCluster"]["databases"] for c in d.get("collections", [])]
-        props = collection_filters(rec.spec)
-        prefix = "collection"
     else:
         names = [f"{c.get('schema', c.get('database'))}.{t['table']}"
                  for rdbms in doc.values() for cs in rdbms.values() for c in cs
                  for k, ts in c.items() if k.lower().endswith("tables") for t in ts]
-        props = object_filters(rec.spec)
-        prefix = "table"
-    inc = [re.compile(x) for x in props.get(f"{prefix}.include.list", "").split(",") if x]
-    exc = [re.compile(x) for x in props.get(f"{prefix}.exclude.list", "").split(",") if x]
-    return [n for n in names if (not inc or any(r.fullmatch(n) for r in inc))
-            and not any(r.fullmatch(n) for r in exc)]
+    admitted = captures(rec.spec, source_kind(source.kind).name)
+    return [n for n in names if admitted.admits(n)]
+
+
+def _listed(refs: tuple[ObjectRef, ...], obj: ObjectRef) -> bool:
+    """Whether an include list names the table or its schema/database (case-insensitive,
+    as the connector's filters)."""
+    assert obj.table is not None
+    return any(r.container.lower() == obj.container.lower()
+               and (r.table is None or r.table.lower() == obj.table.lower()) for r in refs)
+
+
+def captures(spec: StreamSpec, kind: str) -> NameFilter:
+    """Which `<schema|database>.<table|collection>` names the stream captures: its
+    include/exclude lists as translated for the connector, read by the connector's own
+    filter (whole names, case-insensitive)."""
+    from headwater.streams.translate import collection_filters, object_filters
+
+    props = collection_filters(spec) if kind == "mongodb" else object_filters(spec)
+    prefix = "collection" if kind == "mongodb" else "table"
+    return NameFilter([x for x in props.get(f"{prefix}.include.list", "").split(",") if x],
+                      [x for x in props.get(f"{prefix}.exclude.list", "").split(",") if x])
 
 
 # Sources whose incremental snapshots write watermarks (no read-only variant): the property

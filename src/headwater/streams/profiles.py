@@ -29,6 +29,9 @@ MASK: Final = "********"
 _SECRET = re.compile(r"password|secret|token|credential|\.key$|keystore|truststore\.password",
                      re.IGNORECASE)
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
+# The password of a URI's user information (`mongodb://user:pw@host/`): a connection string
+# is not a secret by its name, but may hold one.
+_URI_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*):[^/?#@]*@")
 
 
 class ProfileError(ValueError):
@@ -47,9 +50,17 @@ def is_secret(key: str) -> bool:
     return bool(_SECRET.search(key))
 
 
-def masked(properties: Mapping[str, str]) -> dict[str, str]:
+def masked_value(key: str, value: str, mask: str = MASK) -> str:
+    """The value as printed: a secret's masked, and so is the password inside a URI (a
+    `mongodb.connection.string` with `user:password@`)."""
+    if is_secret(key):
+        return mask if value else value
+    return _URI_PASSWORD.sub(lambda m: f"{m.group(1)}:{mask}@", value, count=1)
+
+
+def masked(properties: Mapping[str, str], mask: str = MASK) -> dict[str, str]:
     """The properties with every secret value replaced by a mask (for printing)."""
-    return {k: (MASK if is_secret(k) and v else v) for k, v in properties.items()}
+    return {k: masked_value(k, v, mask) for k, v in properties.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +135,9 @@ class Profile:
     created_ms: int = 0
     updated_ms: int = 0
 
-    def rendered(self) -> dict[str, object]:
-        """Datastream's ConnectionProfile shape, with secrets masked."""
-        props = masked(self.properties)
+    def rendered(self, mask: str = MASK) -> dict[str, object]:
+        """Datastream's ConnectionProfile shape, with secrets masked (by `mask`)."""
+        props = masked(self.properties, mask)
         doc: dict[str, object] = {"name": self.name, "role": self.role, "kind": self.kind,
                                   "createTime": self.created_ms, "updateTime": self.updated_ms}
         if self.role == "source":

@@ -92,3 +92,61 @@ def test_stream_into_files(env: MongoEnv, tmp_path: Path) -> None:
     assert [e["payload"]["payload"] for e in events] == [
         {"_id": {"$numberInt": "2"}, "a": {"$numberInt": "2"}}]
     assert {e["stream_name"] for e in every} == {"s"}
+
+
+def test_rest_profile_discover_stream_and_backfill_refusals(env: MongoEnv, tmp_path: Path
+                                                            ) -> None:
+    """The service's Datastream routes on the replica set, in process: a `mongodbProfile`
+    in Datastream's fields (hostAddresses, replicaSet), discover's `mongodbCluster`, a stream
+    with `mongodbSourceConfig`, its objects, and startBackfillJob refused for a collection
+    outside the include list (naming it and the stream) and, for an included one, refused
+    without `signal.data.collection`, then queued with it."""
+    from fastapi.testclient import TestClient
+
+    from headwater.server.app import build_app
+    from headwater.server.service import Service
+
+    env.db.keep.insert_one({"_id": 1})
+    env.db.skip.insert_one({"_id": 1})
+    svc = Service.open(tmp_path / "svc", "127.0.0.1:0")
+    try:
+        c = TestClient(build_app(svc))
+        r = c.post("/connectionProfiles", params={"connectionProfileId": "mg"}, json={
+            "mongodbProfile": {"hostAddresses": [{"hostname": "127.0.0.1",
+                                                  "port": env.server.port}],
+                               "replicaSet": env.server.replica_set,
+                               "standardConnectionFormat": {"directConnection": False}}})
+        assert r.status_code == 201, r.text
+        r = c.post("/connectionProfiles", params={"connectionProfileId": "out"}, json={
+            "destinationProfile": {"kind": "files", "directory": str(tmp_path / "out")}})
+        assert r.status_code == 201, r.text
+        found = c.post("/connectionProfiles:discover", json={
+            "connectionProfileName": "mg", "hierarchyDepth": 2})
+        assert found.status_code == 200, found.text
+        (database,) = [d for d in found.json()["mongodbCluster"]["databases"]
+                       if d["database"] == env.db_name]
+        assert sorted(x["collection"] for x in database["collections"]) == ["keep", "skip"]
+        include = {"databases": [{"database": env.db_name,
+                                  "collections": [{"collection": "keep"}]}]}
+        for name, props in (("s", {}), ("w", {"signal.data.collection":
+                                               f"{env.db_name}.signals"})):
+            r = c.post("/streams", params={"streamId": name}, json={
+                "sourceConfig": {"sourceConnectionProfile": "mg",
+                                 "mongodbSourceConfig": {"includeObjects": include}},
+                "destinationConfig": {"destinationConnectionProfile": "out"},
+                "backfillNone": {}, "properties": props})
+            assert r.status_code == 201, r.text
+        objects = c.get("/streams/s/objects").json()["streamObjects"]
+        assert [o["displayName"] for o in objects] == [f"{env.db_name}.keep"]
+        r = c.post(f"/streams/w/objects/{env.db_name}.skip:startBackfillJob")
+        assert r.status_code == 400, r.text
+        assert r.json()["message"] == (
+            f"backfill of {env.db_name}.skip: the object is not part of stream 'w' (its "
+            f"include list: {env.db_name}.keep)")
+        r = c.post(f"/streams/s/objects/{env.db_name}.keep:startBackfillJob")
+        assert r.status_code == 400 and "signal.data.collection" in r.text, r.text
+        r = c.post(f"/streams/w/objects/{env.db_name}.keep:startBackfillJob",
+                   json={"filter": '{"_id": 1}'})
+        assert r.json()["object"]["backfillJob"]["state"] == "PENDING", r.text
+    finally:
+        svc.close()

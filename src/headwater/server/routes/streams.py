@@ -9,7 +9,7 @@ decides what is allowed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
@@ -18,7 +18,7 @@ from headwater.server.errors import ApiError, responses
 from headwater.server.models import Strict
 from headwater.server.routes.profiles import catalog_error
 from headwater.server.service import Service
-from headwater.streams.catalog import CatalogError
+from headwater.streams.catalog import Catalog, CatalogError
 from headwater.streams.cli import render_stream
 from headwater.streams.model import (
     BACKFILL_AUTOMATIC,
@@ -26,8 +26,9 @@ from headwater.streams.model import (
     ObjectRef,
     StreamSpec,
     StreamSpecError,
+    source_prefix,
 )
-from headwater.streams.profiles import ProfileError, check_name
+from headwater.streams.profiles import ProfileError, check_name, source_kind
 from headwater.streams.states import State, TransitionError
 from headwater.streams.supervisor import StreamBusy
 
@@ -39,6 +40,19 @@ class SourceConfig(Strict):
     postgresqlSourceConfig: dict[str, Any] | None = None  # noqa: N815
     mysqlSourceConfig: dict[str, Any] | None = None  # noqa: N815
     sqlServerSourceConfig: dict[str, Any] | None = None  # noqa: N815
+    mongodbSourceConfig: dict[str, Any] | None = None  # noqa: N815
+
+    def given(self) -> tuple[str, dict[str, Any]] | None:
+        """The one `<prefix>SourceConfig` given (its prefix and body), or None."""
+        found = [(prefix, doc) for prefix, doc in (
+            ("postgresql", self.postgresqlSourceConfig), ("mysql", self.mysqlSourceConfig),
+            ("sqlServer", self.sqlServerSourceConfig), ("mongodb", self.mongodbSourceConfig))
+            if doc is not None]
+        if len(found) > 1:
+            raise StreamSpecError("sourceConfig: give one of postgresqlSourceConfig, "
+                                  "mysqlSourceConfig, sqlServerSourceConfig, "
+                                  "mongodbSourceConfig")
+        return found[0] if found else None
 
 
 class DestinationConfig(Strict):
@@ -48,21 +62,24 @@ class DestinationConfig(Strict):
 
 class BackfillAll(Strict):
     """Datastream's BackfillAllStrategy: its excluded objects under the source's name
-    (`postgresqlExcludedObjects`, `mysqlExcludedObjects`) or Headwater's `excludedObjects`."""
+    (`postgresqlExcludedObjects`, `mysqlExcludedObjects`, ...) or Headwater's
+    `excludedObjects`."""
 
     excludedObjects: dict[str, Any] | None = None  # noqa: N815
     postgresqlExcludedObjects: dict[str, Any] | None = None  # noqa: N815
     mysqlExcludedObjects: dict[str, Any] | None = None  # noqa: N815
     sqlServerExcludedObjects: dict[str, Any] | None = None  # noqa: N815
+    mongodbExcludedObjects: dict[str, Any] | None = None  # noqa: N815
 
     def excluded(self) -> dict[str, Any] | None:
         given = [v for v in (self.excludedObjects, self.postgresqlExcludedObjects,
-                             self.mysqlExcludedObjects, self.sqlServerExcludedObjects)
+                             self.mysqlExcludedObjects, self.sqlServerExcludedObjects,
+                             self.mongodbExcludedObjects)
                  if v is not None]
         if len(given) > 1:
             raise StreamSpecError("backfillAll: give one of excludedObjects, "
                                   "postgresqlExcludedObjects, mysqlExcludedObjects, "
-                                  "sqlServerExcludedObjects")
+                                  "sqlServerExcludedObjects, mongodbExcludedObjects")
         return given[0] if given else None
 
 
@@ -113,34 +130,81 @@ class ErrorList(BaseModel):
     errors: list[dict[str, Any]]
 
 
+def _named(entry: Any, keys: tuple[str, ...], where: str) -> str:
+    name = next((entry[k] for k in keys if k in entry), None) if isinstance(
+        entry, dict) else None
+    if not isinstance(name, str):
+        raise StreamSpecError(f"{where}: each entry needs a {' or '.join(keys)} name")
+    return name
+
+
 def parse_objects(doc: dict[str, Any] | None) -> tuple[ObjectRef, ...]:
     """Datastream's nested include/exclude lists (`postgresqlSchemas[].postgresqlTables[]
-    .postgresqlColumns[]`, `mysqlDatabases[]...`) as object references."""
+    .postgresqlColumns[]`, `mysqlDatabases[]...`, SQL Server's `schemas[].tables[]
+    .columns[]`, MongoDB's `databases[].collections[].fields[]`) as object references."""
     refs: list[ObjectRef] = []
     for key, containers in (doc or {}).items():
         if not isinstance(containers, list):
             raise StreamSpecError(f"{key}: expected a list")
         for c in containers:
-            name = c.get("schema", c.get("database")) if isinstance(c, dict) else None
-            if not isinstance(name, str):
-                raise StreamSpecError(f"{key}: each entry needs a schema or database name")
-            # postgresqlTables, mysqlTables; SQL Server's are `tables`, `columns`
-            tables = [v for k, v in c.items() if k.lower().endswith("tables")]
+            name = _named(c, ("schema", "database"), key)
+            tables = [v for k, v in c.items()
+                      if k.lower().endswith("tables") or k == "collections"]
             if not tables:
                 refs.append(ObjectRef(name))
             for t in (t for ts in tables for t in ts):
-                cols = [v for k, v in t.items() if k.lower().endswith("columns")]
+                table = _named(t, ("table", "collection"), f"{key}[{name}]")
+                cols = [v for k, v in t.items()
+                        if k.lower().endswith("columns") or k == "fields"]
                 if not cols:
-                    refs.append(ObjectRef(name, str(t["table"])))
-                refs.extend(ObjectRef(name, str(t["table"]), str(col["column"]))
+                    refs.append(ObjectRef(name, table))
+                refs.extend(ObjectRef(name, table, _named(col, ("column", "field"),
+                                                          f"{key}[{name}.{table}]"))
                             for cs in cols for col in cs)
     return tuple(refs)
 
 
+# MongodbSourceConfig's fields beyond the object lists, as the connector's properties.
+_MONGODB_JSON_MODES: Final = {"STRICT": "strict", "CANONICAL": "canonical"}
+
+
+def _mongodb_settings(doc: dict[str, Any]) -> dict[str, str]:
+    """`maxConcurrentBackfillTasks` -> `snapshot.max.threads` (0: the default), `jsonMode`
+    (STRICT, CANONICAL) -> `headwater.datastream.mongodb.json.mode`; any other field is
+    refused."""
+    props: dict[str, str] = {}
+    for key, value in doc.items():
+        if key in ("includeObjects", "excludeObjects"):
+            continue
+        if key == "maxConcurrentBackfillTasks":
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 50:
+                raise StreamSpecError(f"mongodbSourceConfig.maxConcurrentBackfillTasks: "
+                                      f"{value!r} is not 0 to 50")
+            if value:
+                props["snapshot.max.threads"] = str(value)
+        elif key == "jsonMode":
+            if value != "MONGODB_JSON_MODE_UNSPECIFIED":
+                if value not in _MONGODB_JSON_MODES:
+                    raise StreamSpecError(f"mongodbSourceConfig.jsonMode: {value!r} is not "
+                                          "STRICT or CANONICAL")
+                props["headwater.datastream.mongodb.json.mode"] = _MONGODB_JSON_MODES[value]
+        else:
+            raise StreamSpecError(f"mongodbSourceConfig.{key}: unknown field "
+                                  "(MongodbSourceConfig has includeObjects, excludeObjects, "
+                                  "maxConcurrentBackfillTasks, jsonMode)")
+    return props
+
+
 def spec_of(name: str, body: StreamBody) -> StreamSpec:
     src = body.sourceConfig
-    objects = (src.postgresqlSourceConfig or src.mysqlSourceConfig
-               or src.sqlServerSourceConfig or {})
+    prefix, objects = src.given() or ("", {})
+    properties = dict(body.properties)
+    if prefix == "mongodb":
+        for key, value in _mongodb_settings(objects).items():
+            if key in properties and properties[key] != value:
+                raise StreamSpecError(f"properties.{key}={properties[key]} contradicts "
+                                      f"mongodbSourceConfig ({value})")
+            properties[key] = value
     try:
         return StreamSpec(
             name, src.sourceConnectionProfile, body.destinationConfig.destinationConnectionProfile,
@@ -148,9 +212,23 @@ def spec_of(name: str, body: StreamBody) -> StreamSpec:
             parse_objects(objects.get("excludeObjects")),
             BACKFILL_NONE if body.backfillNone is not None else BACKFILL_AUTOMATIC,
             parse_objects(body.backfillAll.excluded()) if body.backfillAll else (),
-            body.destinationConfig.path, body.properties)
+            body.destinationConfig.path, properties)
     except (KeyError, TypeError, AttributeError) as exc:
         raise StreamSpecError(f"malformed object list: {exc}") from None
+
+
+def check_source_config(cat: Catalog, body: StreamBody) -> None:
+    """A `<prefix>SourceConfig` must be the source profile's kind's (a mongodbSourceConfig
+    with a PostgreSQL profile would otherwise be read as PostgreSQL's objects)."""
+    given = body.sourceConfig.given()
+    if given is None:
+        return
+    profile = cat.profile(body.sourceConfig.sourceConnectionProfile, "source")
+    wanted = source_prefix(source_kind(profile.kind).name)
+    if given[0] != wanted:
+        raise StreamSpecError(f"sourceConfig.{given[0]}SourceConfig: profile "
+                              f"{profile.name!r} is a {profile.kind} source: give "
+                              f"{wanted}SourceConfig")
 
 
 def router(svc: Service) -> APIRouter:
@@ -183,7 +261,9 @@ def router(svc: Service) -> APIRouter:
     def create_stream(body: StreamBody, streamId: str = Query()) -> Stream:  # noqa: N803
         try:
             check_name("stream", streamId)
-            cat.create_stream(spec_of(streamId, body))
+            spec = spec_of(streamId, body)
+            check_source_config(cat, body)
+            cat.create_stream(spec)
         except (StreamSpecError, ProfileError) as exc:
             raise ApiError(400, str(exc)) from None
         except CatalogError as exc:
