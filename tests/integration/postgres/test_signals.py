@@ -71,3 +71,24 @@ def test_file_channel_and_a_quoted_table_name(env: Env) -> None:
     assert sorted(v["after"]["n"] for v in reads) == list(range(2, 31, 2))
     assert {v["source"]["snapshot"] for v in reads} == {"incremental"}
     assert offset(env)["signal_file_position"] == signals.stat().st_size
+
+
+def test_incremental_snapshot_of_a_table_not_captured_is_refused(env: Env) -> None:
+    """A signal naming a table outside the include list reads nothing of it (the MySQL and
+    MongoDB connectors refuse it too); the next table of the signal is read."""
+    setup_tables(env, 40)
+    env.sql("CREATE TABLE other (id int PRIMARY KEY, v text)")
+    env.sql("INSERT INTO other SELECT g, 'x' FROM generate_series(1, 10) g")
+    capture = env.capture({"snapshot.mode": "no_data", "signal.data.collection": SIGNALS,
+                           "table.include.list": f"public.t,{SIGNALS}"})
+    try:
+        _streaming(env)
+        send(env, "i-1", "execute-snapshot", {"data-collections": ["public.other", "public.t"]})
+        wait_for(lambda: len([v for v in _values(env) if v["op"] == "r"]) >= 40, timeout=60,
+                 what="the incremental reads of t")
+        time.sleep(0.5)
+    finally:
+        capture.stop()
+    assert not list(events(env.topics, f"{env.prefix}.public.other"))
+    assert sorted(v["after"]["id"] for v in _values(env)  # type: ignore[index]
+                  if v["op"] == "r") == list(range(1, 41))

@@ -423,6 +423,7 @@ class PostgresConnector(RelationalConnector):
             dsn=self._dsn, database=self.database, context=self._context, signals=signals,
             codec_for=lambda info: self._codec_for(info, incoming_from_catalog(info)),
             key_override=self.config.key_columns, batch_size=self.config.max_batch_size,
+            captured=self.config.table_filter,
         )
         return PostgresIncrementalHook(source, self._context, self.metrics)
 

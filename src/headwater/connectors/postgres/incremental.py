@@ -127,8 +127,12 @@ class PostgresChunkSource(ChunkConnections):
         signals: SignalConfig, codec_for: CodecFor,
         key_override: Callable[[str, str], tuple[str, ...] | None],
         batch_size: int = 2048,
+        captured: Callable[[str, str], bool] = lambda schema, table: True,
     ) -> None:
         self.dsn = dsn
+        # the connector's table filter (include and exclude lists): a table outside it is
+        # refused, as the MySQL and MongoDB connectors refuse it (Debezium warns and skips it)
+        self.captured = captured
         self.database = database
         self.context = context
         self.signals = signals
@@ -163,6 +167,10 @@ class PostgresChunkSource(ChunkConnections):
         row = cur.fetchone()
         if row is None:
             raise IncrementalSnapshotError(f"table {schema}.{name} does not exist")
+        if not self.captured(schema, name):
+            raise IncrementalSnapshotError(
+                f"table {schema}.{name} is not captured (table and schema include and exclude "
+                "lists)")
         info = describe_tables(cur, [int(row[0])])[int(row[0])]
         resolved = SnapshotTable((schema, name), table.condition, table.surrogate_key)
         self._describe(resolved, info)
