@@ -25,8 +25,8 @@ from typing import Any, Final
 import orjson
 
 from headwater.state_format import open_catalog
-from headwater.streams.model import StreamSpec
-from headwater.streams.profiles import Profile, ProfileError
+from headwater.streams.model import StreamSpec, StreamSpecError
+from headwater.streams.profiles import Profile, ProfileError, source_kind
 from headwater.streams.states import Action, State, next_state
 
 ENV_DATA_DIR: Final = "HEADWATER_DATA_DIR"
@@ -64,6 +64,21 @@ def connect(path: Path) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def _check_filters(spec: StreamSpec, source: Profile) -> None:
+    """The stream's include/exclude lists as its connector will get them, translated now: a
+    list the source kind cannot take (a MongoDB stream including a field) is refused at
+    creation, not when the stream starts or its objects are listed."""
+    from headwater.streams.translate import collection_filters, object_filters
+
+    try:
+        if source_kind(source.kind).name == "mongodb":
+            collection_filters(spec)
+        else:
+            object_filters(spec)
+    except ValueError as exc:
+        raise StreamSpecError(f"stream {spec.name!r}: {exc}") from None
 
 
 class CatalogError(ValueError):
@@ -199,8 +214,9 @@ class Catalog(CatalogConnection):
 
     # -- streams -------------------------------------------------------------------------
     def create_stream(self, spec: StreamSpec) -> StreamRecord:
-        self.profile(spec.source_profile, "source")
+        source = self.profile(spec.source_profile, "source")
         self.profile(spec.destination_profile, "destination")
+        _check_filters(spec, source)
         t = now_ms()
         with self._tx() as db:
             if db.execute("SELECT 1 FROM streams WHERE name=?", (spec.name,)).fetchone():

@@ -17,7 +17,7 @@ from pymongo.uri_parser import parse_uri
 from headwater.server.app import build_app
 from headwater.server.service import Service
 from headwater.streams.jobs import BackfillJobs
-from headwater.streams.model import ObjectRef, StreamSpec
+from headwater.streams.model import ObjectRef, StreamSpec, StreamSpecError
 from headwater.streams.profiles import source_profile
 from headwater.streams.translate import SIGNAL_FILE, stream_dir
 
@@ -233,9 +233,27 @@ def test_backfill_of_an_object_the_stream_does_not_capture(
                 else "cannot check the object on the source") in r.json()["message"], r.text
     assert not (stream_dir(svc.catalog.root, "s") / SIGNAL_FILE).exists()
     assert BackfillJobs(svc.catalog).jobs("s") == []
-    if kind == "mongodb":  # lists the connector refuses: a 400 saying why, not a 500
-        svc.catalog.create_stream(StreamSpec("f", "src", "out", include=(
-            ObjectRef("shop", "orders", "total"),)))
-        r = c.post("/streams/f/objects/shop.orders:startBackfillJob")
-        assert r.status_code == 400 and "backfill of shop.orders: stream 'f': a MongoDB " \
-            "stream includes databases and collections, not fields" in r.text, r.text
+    if kind == "mongodb":  # lists the connector refuses: refused when the stream is created
+        with pytest.raises(StreamSpecError, match="stream 'f': a MongoDB stream includes "
+                           "databases and collections, not fields"):
+            svc.catalog.create_stream(StreamSpec("f", "src", "out", include=(
+                ObjectRef("shop", "orders", "total"),)))
+
+
+def test_a_mongodb_stream_including_a_field_is_refused_at_creation(
+    api: tuple[TestClient, Service], tmp_path: Path
+) -> None:
+    """Datastream's MongoDB source excludes fields only: a stream including one is refused
+    when created (it used to be stored, then fail with a 500 when its objects were listed)."""
+    c, svc = api
+    assert _create(c, "m", {"mongodbProfile": {"hostAddresses": [{"hostname": "h"}]}}
+                   ).status_code == 201
+    assert _create(c, "out", {"destinationProfile": {"directory": str(tmp_path / "o")}}
+                   ).status_code == 201
+    include = {"databases": [{"database": "crm", "collections": [
+        {"collection": "people", "fields": [{"field": "name"}]}]}]}
+    r = _stream(c, "s", {"mongodbSourceConfig": {"includeObjects": include}})
+    assert r.status_code == 400, r.text
+    assert "stream 's': a MongoDB stream includes databases and collections, not fields" in \
+        r.json()["message"]
+    assert svc.catalog.streams() == []
