@@ -191,14 +191,21 @@ def _render(cat: Catalog, rec: StreamRecord, *, full: bool = False) -> dict[str,
         } if spec.backfill_exclude else {},
         "errors": [e.as_json() for e in cat.errors(spec.name)][-5:],
     }
-    if kind.name == "mongodb":  # MongodbSourceConfig's settings, kept as properties
-        config = doc["sourceConfig"][f"{prefix}SourceConfig"]
-        threads = spec.properties.get("snapshot.max.threads", "")
-        if threads.isdigit():
-            config["maxConcurrentBackfillTasks"] = int(threads)
+    # The source config's settings, kept as the connector's properties
+    # (server/routes/source_settings.py), shown in Datastream's fields.
+    config = doc["sourceConfig"][f"{prefix}SourceConfig"]
+    threads = spec.properties.get("snapshot.max.threads", "")
+    if threads.isdigit():
+        config["maxConcurrentBackfillTasks"] = int(threads)
+    if kind.name == "mongodb":
         mode = spec.properties.get("headwater.datastream.mongodb.json.mode")
         if mode in ("strict", "canonical"):
             config["jsonMode"] = mode.upper()
+    elif kind.name == "postgresql":
+        for field, prop in (("replicationSlot", "slot.name"),
+                            ("publication", "publication.name")):
+            if prop in spec.properties:
+                config[field] = spec.properties[prop]
     if full:
         from headwater.streams.translate import connector_properties
 

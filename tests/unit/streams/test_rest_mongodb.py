@@ -257,3 +257,52 @@ def test_a_mongodb_stream_including_a_field_is_refused_at_creation(
     assert "stream 's': a MongoDB stream includes databases and collections, not fields" in \
         r.json()["message"]
     assert svc.catalog.streams() == []
+
+
+def test_relational_source_config_fields_take_effect_or_are_refused(
+    api: tuple[TestClient, Service], tmp_path: Path
+) -> None:
+    """Datastream's PostgresqlSourceConfig, MysqlSourceConfig and SqlServerSourceConfig
+    fields beyond the object lists become the connector's properties, or are refused naming
+    the field (they used to be dropped without a word)."""
+    c, svc = api
+    assert _create(c, "pg", {"postgresqlProfile": {"hostname": "h", "username": "u",
+                                                   "database": "d"}}).status_code == 201
+    assert _create(c, "my", {"mysqlProfile": {"hostname": "h", "username": "u"}}
+                   ).status_code == 201
+    assert _create(c, "out", {"destinationProfile": {"directory": str(tmp_path / "o")}}
+                   ).status_code == 201
+    config = {"includeObjects": {"postgresqlSchemas": [{"schema": "public"}]},
+              "replicationSlot": "ds_slot", "publication": "ds_pub",
+              "maxConcurrentBackfillTasks": 3}
+    r = _stream(c, "p", {"postgresqlSourceConfig": config}, profile="pg")
+    assert r.status_code == 201, r.text
+    assert r.json()["sourceConfig"]["postgresqlSourceConfig"] == {
+        **config, "excludeObjects": {"postgresqlSchemas": []}}
+    assert svc.catalog.stream("p").spec.properties == {
+        "slot.name": "ds_slot", "publication.name": "ds_pub",
+        "publication.autocreate.mode": "disabled", "snapshot.max.threads": "3"}
+    r = _stream(c, "m", {"mysqlSourceConfig": {"maxConcurrentCdcTasks": 5, "gtid": {}}},
+                profile="my")
+    assert r.status_code == 201, r.text
+    assert svc.catalog.stream("m").spec.properties == {}
+
+    refused: list[tuple[str, dict[str, Any], str]] = [
+        ("pg", {"postgresqlSourceConfig": {"replicationSlot": ""}},
+         "postgresqlSourceConfig.replicationSlot: '' is not a name"),
+        ("pg", {"postgresqlSourceConfig": {"slot": "x"}},
+         "postgresqlSourceConfig.slot: unknown field (postgresqlSourceConfig has "
+         "includeObjects, excludeObjects, replicationSlot, publication, "
+         "maxConcurrentBackfillTasks)"),
+        ("my", {"mysqlSourceConfig": {"maxConcurrentCdcTasks": 99}},
+         "mysqlSourceConfig.maxConcurrentCdcTasks: 99 is not 0 to 50"),
+        ("my", {"mysqlSourceConfig": {"gtid": {"x": 1}}},
+         "mysqlSourceConfig.gtid: expected an empty object"),
+    ]
+    for profile, source_config, message in refused:
+        r = _stream(c, "bad", source_config, profile=profile)
+        assert r.status_code == 400 and message in r.json()["message"], r.text
+    r = _stream(c, "bad", {"postgresqlSourceConfig": {"replicationSlot": "a"}}, profile="pg",
+                properties={"slot.name": "b"})
+    assert r.status_code == 400 and "properties.slot.name=b contradicts" in r.text, r.text
+    assert sorted(x.spec.name for x in svc.catalog.streams()) == ["m", "p"]

@@ -9,7 +9,7 @@ decides what is allowed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, Field
@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from headwater.server.errors import ApiError, responses
 from headwater.server.models import Strict
 from headwater.server.routes.profiles import catalog_error
+from headwater.server.routes.source_settings import source_settings
 from headwater.server.service import Service
 from headwater.streams.catalog import Catalog, CatalogError
 from headwater.streams.cli import render_stream
@@ -164,47 +165,15 @@ def parse_objects(doc: dict[str, Any] | None) -> tuple[ObjectRef, ...]:
     return tuple(refs)
 
 
-# MongodbSourceConfig's fields beyond the object lists, as the connector's properties.
-_MONGODB_JSON_MODES: Final = {"STRICT": "strict", "CANONICAL": "canonical"}
-
-
-def _mongodb_settings(doc: dict[str, Any]) -> dict[str, str]:
-    """`maxConcurrentBackfillTasks` -> `snapshot.max.threads` (0: the default), `jsonMode`
-    (STRICT, CANONICAL) -> `headwater.datastream.mongodb.json.mode`; any other field is
-    refused."""
-    props: dict[str, str] = {}
-    for key, value in doc.items():
-        if key in ("includeObjects", "excludeObjects"):
-            continue
-        if key == "maxConcurrentBackfillTasks":
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 50:
-                raise StreamSpecError(f"mongodbSourceConfig.maxConcurrentBackfillTasks: "
-                                      f"{value!r} is not 0 to 50")
-            if value:
-                props["snapshot.max.threads"] = str(value)
-        elif key == "jsonMode":
-            if value != "MONGODB_JSON_MODE_UNSPECIFIED":
-                if value not in _MONGODB_JSON_MODES:
-                    raise StreamSpecError(f"mongodbSourceConfig.jsonMode: {value!r} is not "
-                                          "STRICT or CANONICAL")
-                props["headwater.datastream.mongodb.json.mode"] = _MONGODB_JSON_MODES[value]
-        else:
-            raise StreamSpecError(f"mongodbSourceConfig.{key}: unknown field "
-                                  "(MongodbSourceConfig has includeObjects, excludeObjects, "
-                                  "maxConcurrentBackfillTasks, jsonMode)")
-    return props
-
-
 def spec_of(name: str, body: StreamBody) -> StreamSpec:
     src = body.sourceConfig
     prefix, objects = src.given() or ("", {})
     properties = dict(body.properties)
-    if prefix == "mongodb":
-        for key, value in _mongodb_settings(objects).items():
-            if key in properties and properties[key] != value:
-                raise StreamSpecError(f"properties.{key}={properties[key]} contradicts "
-                                      f"mongodbSourceConfig ({value})")
-            properties[key] = value
+    for key, value in source_settings(prefix, objects).items():
+        if key in properties and properties[key] != value:
+            raise StreamSpecError(f"properties.{key}={properties[key]} contradicts "
+                                  f"{prefix}SourceConfig ({value})")
+        properties[key] = value
     try:
         return StreamSpec(
             name, src.sourceConnectionProfile, body.destinationConfig.destinationConnectionProfile,
