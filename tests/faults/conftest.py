@@ -120,7 +120,7 @@ def harness_for(fault_servers: Servers, fault_spark: Any,
                 tmp_path: Path) -> Callable[..., Harness]:
     """A harness on the named source's server (started when first asked for)."""
     from headwater.pipeline.config import load_pipeline_config
-    from headwater.pipeline.runner import start
+    from headwater.pipeline.runner import close_query, start
 
     def pipeline_once(config: Path) -> None:
         # Spark waits a fixed 10 s for the topic source's Python worker to connect back; on a
@@ -131,6 +131,9 @@ def harness_for(fault_servers: Servers, fault_spark: Any,
             query = start(fault_spark, load_pipeline_config(config), once=True)
             with contextlib.suppress(Exception):
                 query.awaitTermination()
+            # (the Kafka store's batch consumer: left open, it retried a stopped broker for
+            # the rest of the module, filling the log)
+            close_query(query)
             error = query.exception()
             if error is None:
                 return

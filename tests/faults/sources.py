@@ -572,7 +572,8 @@ class EmulatedSource(PostgresSource):
     are compared with the emulated table.  The server's life cycle is PostgresSource's."""
 
     faults = COMMON_FAULTS
-    ci_faults = COMMON_FAULTS  # 10-40 s a trial (test_faults_sqlserver.py, test_faults_db2.py)
+    # 10-40 s a trial (test_faults_sqlserver.py, test_faults_db2.py)
+    ci_faults: tuple[str, ...] = COMMON_FAULTS
     validates = False
     initial_rows = 5_000
     trial_type: Any
