@@ -78,7 +78,7 @@ from headwater.connectors.postgres.spill import SpillBuffer, SpillError, default
 from headwater.connectors.postgres.tables import IncomingColumn, TableCodec
 from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.queue import Batch
+from headwater.engine.queue import Batch, QueueClosed
 from headwater.engine.source import RetriableError, SourceRunContext
 from headwater.model.record import (
     ABSENT,
@@ -968,6 +968,8 @@ class _Loop:
                          "server's last position %s", pgoutput.format_lsn(wal_end))
                 self._move_to_quiet(wal_end)
                 self.emit()
+        except QueueClosed:
+            log.debug("the server's last position was not stored: the capture stops")
         except Exception as exc:  # the reconnect goes on from what is stored
             log.warning("the server's last position was not stored: %s", exc)
 
