@@ -299,7 +299,7 @@ class PostgresTrial(SourceTrial):
 class MariaDBSource(KillableServerSource):
     name = "mariadb"
     faults = (*COMMON_FAULTS, "binlog-kill", "topic-damage")
-    ci_faults = (*COMMON_FAULTS, "binlog-kill")
+    ci_faults = faults
     validates = True
     initial_rows = 5_000
     server_type = LocalMariaDB
@@ -441,7 +441,7 @@ class MariaDBTrial(SourceTrial):
 class MongoSource(KillableServerSource):
     name = "mongodb"
     faults = (*COMMON_FAULTS, "change-stream-kill", "topic-damage")
-    ci_faults = (*COMMON_FAULTS, "change-stream-kill")
+    ci_faults = faults
     validates = True
     initial_rows = 5_000
     server_type = LocalMongo
