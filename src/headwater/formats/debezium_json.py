@@ -246,10 +246,7 @@ class _DocumentPlan:
             "source": source,
             "op": record.op,
             "ts_ms": ts,
-            "transaction": (
-                {"id": tx.id, "total_order": tx.total_order,
-                 "data_collection_order": tx.data_collection_order}
-                if with_tx and tx is not None else None),
+            "transaction": tx.block() if with_tx and tx is not None else None,
         })
         value = self.value_prefix + body + b"}" if self.value_prefix else body
         image = after if after is not None else before
@@ -275,10 +272,7 @@ class _DocumentPlan:
             "source": source,
             "op": record.op.value,
             "ts_ms": ts,
-            "transaction": (
-                {"id": tx.id, "total_order": tx.total_order,
-                 "data_collection_order": tx.data_collection_order}
-                if with_tx and tx is not None else None),
+            "transaction": tx.block() if with_tx and tx is not None else None,
         }
         image = after if after is not None else before
         key = {"id": image[0]} if image is not None else None
@@ -528,12 +522,7 @@ class DebeziumJsonFormat:
                     "before": before_row,
                     "after": after_row,
                     "source": source_payload(record),
-                    "transaction": (
-                        {"id": tx.id, "total_order": tx.total_order,
-                         "data_collection_order": tx.data_collection_order}
-                        if with_tx and tx is not None
-                        else None
-                    ),
+                    "transaction": tx.block() if with_tx and tx is not None else None,
                     "op": op,  # orjson writes an Enum as its value, without a Python call
                     "ts_ms": ts,
                     "ts_us": ts * 1000,
@@ -653,11 +642,7 @@ class DebeziumJsonFormat:
                 "after": after_row,
                 "source": {k: v.value if isinstance(v, enum.Enum) else v
                            for k, v in source_payload(record).items()},
-                "transaction": (
-                    {"id": tx.id, "total_order": tx.total_order,
-                     "data_collection_order": tx.data_collection_order}
-                    if with_tx and tx is not None else None
-                ),
+                "transaction": tx.block() if with_tx and tx is not None else None,
                 "op": op.value,
                 "ts_ms": ts,
                 "ts_us": ts * 1000,

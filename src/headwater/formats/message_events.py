@@ -91,10 +91,7 @@ class MessagePlan:
             "op": "m",
             "ts_ms": record.processed_ts_ms,
             "source": source,
-            "transaction": (
-                {"id": tx.id, "total_order": tx.total_order,
-                 "data_collection_order": tx.data_collection_order}
-                if with_tx and tx is not None else None),
+            "transaction": tx.block() if with_tx and tx is not None else None,
             "message": {"prefix": prefix, "content": content},
         }
 

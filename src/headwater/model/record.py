@@ -87,6 +87,11 @@ class TxInfo(NamedTuple):
     total_order: int
     data_collection_order: int
 
+    def block(self) -> dict[str, Any]:
+        """The event's `transaction` block (Debezium's field order)."""
+        return {"id": self.id, "total_order": self.total_order,
+                "data_collection_order": self.data_collection_order}
+
 
 class SourceContext(NamedTuple):
     """What is constant for every event of one connector instance."""

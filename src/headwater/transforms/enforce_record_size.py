@@ -102,9 +102,7 @@ def _utf16_prefix(text: str, units: int) -> str:
 
 class EnforceRecordSize:
     def __init__(self, p: PluginProps) -> None:
-        raw = p.get_str("max.bytes")
-        if raw is None:
-            raise PluginConfigError(f"{p.key('max.bytes')}: missing, required by {p.label}")
+        raw = p.required("max.bytes")
         self.max_bytes = p.get_int("max.bytes", 0)
         if self.max_bytes <= 0:
             raise PluginConfigError(f"{p.key('max.bytes')}: '{raw}' must be a positive integer")

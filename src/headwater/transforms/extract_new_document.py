@@ -32,11 +32,10 @@ from typing import Any
 from headwater.connect.props import PluginConfigError, PluginProps
 from headwater.connect.record import (
     ConnectRecord,
-    Header,
     TransformError,
     require_struct,
 )
-from headwater.model.schema import STRING, STRUCT, ConnectField, ConnectSchema
+from headwater.model.schema import STRUCT, ConnectField, ConnectSchema
 from headwater.transforms import mongo_bson as b
 from headwater.transforms.extract_new_state import (
     DELETE_DROP,
@@ -44,14 +43,13 @@ from headwater.transforms.extract_new_state import (
     delete_handling,
     is_envelope,
     parse_references,
+    reference_headers,
 )
 from headwater.transforms.mongo_bson import Bson, parse_document
 from headwater.transforms.mongo_converter import MongoDataConverter
 from headwater.transforms.names import field_name_adjuster, read_mode, schema_name_adjuster
 
 log = logging.getLogger("headwater.transforms")
-
-_HEADER_STRING = ConnectSchema(STRING, optional=False)
 
 
 def flatten(schema: ConnectSchema, value: dict[str, Any], delimiter: str
@@ -115,20 +113,6 @@ class ExtractNewDocumentState:
                                           False)
 
     # -- pieces -----------------------------------------------------------------------------
-    def _headers(self, record: ConnectRecord) -> tuple[Header, ...]:
-        out: list[Header] = []
-        for ref in self.add_headers:
-            if record.value is None:
-                if ref.field == "op":
-                    out.append(Header(ref.new_field, _HEADER_STRING, "d"))
-                continue
-            assert record.value_schema is not None
-            schema = ref.schema(record.value_schema)
-            if schema is not None:
-                out.append(Header(ref.new_field, schema,
-                                  ref.value(record.value_schema, record.value)))
-        return tuple(out)
-
     def _patch(self, update: dict[str, Any], key_doc: dict[str, Bson]) -> dict[str, Bson]:
         """The document of an update without a full document: updated minus removed fields,
         with `_id`."""
@@ -188,7 +172,8 @@ class ExtractNewDocumentState:
         if not _is_key(record.key_schema):
             return record
         if self.add_headers:
-            record = record.replace(headers=record.headers + self._headers(record))
+            record = record.replace(
+                headers=record.headers + reference_headers(self.add_headers, record))
         key_struct = require_struct(record.key, "ExtractNewDocumentState key")
         key_doc = parse_document('{"id": ' + str(key_struct.get("id")) + "}")
         if record.value is None:

@@ -89,6 +89,24 @@ def parse_references(prefix: str, specs: tuple[str, ...]) -> list[FieldReference
     return [FieldReference(prefix, spec) for spec in specs]
 
 
+def reference_headers(refs: list[FieldReference], record: ConnectRecord) -> tuple[Header, ...]:
+    """The `add.headers` of `record` (ExtractNewRecordState and ExtractNewDocumentState alike):
+    each reference's value with its schema, made optional; a reference the envelope lacks adds
+    none; a tombstone (null value) gets only `op`, as "d"."""
+    envelope = record.value
+    out: list[Header] = []
+    for ref in refs:
+        if envelope is None:
+            if ref.field == "op":
+                out.append(Header(ref.new_field, _HEADER_STRING, "d"))
+            continue
+        assert record.value_schema is not None
+        schema = ref.schema(record.value_schema)
+        if schema is not None:
+            out.append(Header(ref.new_field, schema, ref.value(record.value_schema, envelope)))
+    return tuple(out)
+
+
 def delete_handling(p: PluginProps) -> tuple[int, bool]:
     """What a delete becomes (DELETE_*) and whether tombstones stay, from
     `delete.tombstone.handling.mode` or the 2.x `delete.handling.mode`/`drop.tombstones`
@@ -132,21 +150,6 @@ class ExtractNewRecordState:
         self._schemas: dict[tuple[int, int, str], tuple[Any, ConnectSchema]] = {}
 
     # -- pieces -----------------------------------------------------------------------------
-    def _headers(self, record: ConnectRecord) -> tuple[Header, ...]:
-        envelope = record.value
-        out: list[Header] = []
-        for ref in self.add_headers:
-            if envelope is None:
-                if ref.field == "op":
-                    out.append(Header(ref.new_field, _HEADER_STRING, "d"))
-                continue
-            assert record.value_schema is not None
-            schema = ref.schema(record.value_schema)
-            if schema is not None:
-                out.append(Header(ref.new_field, schema, ref.value(record.value_schema,
-                                                                   envelope)))
-        return tuple(out)
-
     def _with_metadata(self, original: ConnectRecord, row_schema: ConnectSchema,
                        row: dict[str, Any], deleted: str | None) -> tuple[ConnectSchema,
                                                                           dict[str, Any]]:
@@ -215,7 +218,8 @@ class ExtractNewRecordState:
         tombstone = record.value is None
         valid = is_envelope(record.value_schema)
         if (valid or tombstone) and self.add_headers:
-            record = record.replace(headers=record.headers + self._headers(record))
+            record = record.replace(
+                headers=record.headers + reference_headers(self.add_headers, record))
         if tombstone:
             return record if self.keep_tombstones else None
         if not valid:

@@ -42,10 +42,7 @@ class PartitionRouting:
                        for f in debezium_list(
                            p, "partition.payload.fields", p.get_str("partition.payload.fields"),
                            required=True)]
-        num = p.get_str("partition.topic.num")
-        if num is None:
-            raise PluginConfigError(f"{p.key('partition.topic.num')}: missing, required by "
-                                    f"{p.label}")
+        num = p.required("partition.topic.num")
         try:
             self.partitions = int(num)
         except ValueError:

@@ -129,10 +129,7 @@ def _civil(days: int) -> tuple[int, int, int]:
 
 class TimezoneConverter:
     def __init__(self, p: PluginProps) -> None:
-        zone = p.get_str("converted.timezone")
-        if zone is None:
-            raise PluginConfigError(f"{p.key('converted.timezone')}: missing, required by "
-                                    f"{p.label}")
+        zone = p.required("converted.timezone")
         try:
             self.zone = _Zone(zone)
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):

@@ -10,7 +10,7 @@ from typing import Any
 
 from headwater.connectors.mysql.ddl import SchemaChange
 from headwater.connectors.mysql.schema_catalog import MySqlSchema
-from headwater.connectors.mysql.schema_history import checked_ddl, history_record, replay
+from headwater.connectors.mysql.schema_history import history_record, recover_ddl
 from headwater.relational.history_kafka import KafkaHistoryTopic, last_snapshot_start
 
 log = logging.getLogger("headwater.connectors.mysql.kafka_history")
@@ -24,17 +24,13 @@ class KafkaSchemaHistory(KafkaHistoryTopic):
         self.append(history_record(source, position, database, ddl, changes), ddl)
 
     def recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
-        self.recovering()
-        try:
-            records = [(label, checked_ddl(record, f"{self}: {label}"))
-                       for label, record in self.records()]
-            start = last_snapshot_start([record for _label, record in records])
-            if start:
-                log.info("%s: %d records before the last snapshot are not replayed", self,
-                         start)
-            return replay(records[start:], schema, include, str(self), self.metrics.recovered)
-        finally:
-            self.metrics.status = "RUNNING"
+        return recover_ddl(self, schema, include, self._last_snapshot_start)
+
+    def _last_snapshot_start(self, records: list[dict[str, Any]]) -> int:
+        start = last_snapshot_start(records)
+        if start:
+            log.info("%s: %d records before the last snapshot are not replayed", self, start)
+        return start
 
     def last_position(self) -> dict[str, Any] | None:
         records = self.records()

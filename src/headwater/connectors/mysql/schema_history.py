@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
 from headwater.connectors.mysql.ddl import DdlParseError, SchemaChange
 from headwater.connectors.mysql.schema_catalog import MySqlSchema
 from headwater.connectors.mysql.table_changes import table_changes
+from headwater.engine.metrics import SchemaHistoryMetrics
 from headwater.relational import history_file
 from headwater.relational.history_file import HistoryFile, SchemaHistoryError
 
 __all__ = ["FileSchemaHistory", "SchemaHistoryError", "checked_ddl", "history_record",
-           "parse_record", "replay"]
+           "parse_record", "recover_ddl", "replay"]
 
 
 def history_record(source: dict[str, Any], position: dict[str, Any], database: str | None,
@@ -71,6 +72,31 @@ def replay(records: Iterable[tuple[str, dict[str, Any]]], schema: MySqlSchema,
     return count
 
 
+class RecordedDdl(Protocol):
+    """A store of MySQL history records (this file, or the Kafka topic of kafka_history)."""
+
+    metrics: SchemaHistoryMetrics
+
+    def records(self) -> list[tuple[str, dict[str, Any]]]: ...
+
+    def recovering(self) -> None: ...
+
+
+def recover_ddl(store: RecordedDdl, schema: MySqlSchema,
+                include: Callable[[dict[str, Any]], bool],
+                start: Callable[[list[dict[str, Any]]], int] | None = None) -> int:
+    """Replays the store's DDL records in order, from the `start(records)`-th (None: the
+    first), while `include(position)` holds; the metrics say RECOVERING meanwhile."""
+    store.recovering()
+    try:
+        records = [(label, checked_ddl(record, f"{store}: {label}"))
+                   for label, record in store.records()]
+        first = start([record for _label, record in records]) if start is not None else 0
+        return replay(records[first:], schema, include, str(store), store.metrics.recovered)
+    finally:
+        store.metrics.status = "RUNNING"
+
+
 class FileSchemaHistory(HistoryFile):
     """MySQL's schema history file (relational.history_file): DDL records, replayed in file
     order to rebuild the catalog."""
@@ -84,13 +110,7 @@ class FileSchemaHistory(HistoryFile):
 
     def recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
         """Replays the recorded DDL, in file order, while `include(position)` holds."""
-        self.recovering()
-        try:
-            records = [(label, checked_ddl(record, f"{self}: {label}"))
-                       for label, record in self.records()]
-            return replay(records, schema, include, str(self), self.metrics.recovered)
-        finally:
-            self.metrics.status = "RUNNING"
+        return recover_ddl(self, schema, include)
 
     def last_position(self) -> dict[str, Any] | None:
         """Position of the last complete record: DDL up to there is recorded already, and a
