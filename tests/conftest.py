@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from headwater.testing.timeouts import timeout_scale
 from tests.spark_cds import java_options
 
 # The Spark drivers the tests start (sessions in this process and `headwater pipeline` runs it
@@ -110,6 +111,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             config.hook.pytest_deselected(items=long_variants)
             items[:] = [item for item in items if item.get_closest_marker("long") is None]
     heavy_first(items)
+    scale_timeouts(config, items)
+
+
+def scale_timeouts(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """pytest-timeout's limits (a test's own `timeout` mark, else the ini's) times
+    HEADWATER_TEST_TIMEOUT_SCALE, as the tests' waits (headwater.testing.timeouts)."""
+    scale = timeout_scale()
+    if scale == 1.0:
+        return
+    default = float(config.getini("timeout") or 0)
+    for item in items:
+        mark = item.get_closest_marker("timeout")
+        seconds = float(mark.args[0]) if mark is not None and mark.args else default
+        if seconds > 0:
+            item.add_marker(pytest.mark.timeout(seconds * scale), append=False)
 
 
 # Seconds per file (the sum of its tests' set-up, call and teardown, as the summary above

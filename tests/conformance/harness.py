@@ -13,6 +13,7 @@ from typing import Any
 
 from headwater.testing.capture_thread import Capture
 from headwater.testing.replay import events
+from headwater.testing.timeouts import scaled
 from headwater.topics import reader
 
 from .driver import SourceDriver, properties_text
@@ -98,7 +99,7 @@ class Harness:
     def converge(self, table: str, timeout: float = 120,
                  capture: Capture | None = None) -> None:
         """Waits for the replayed topic to equal the source table; says how they differ."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while True:
             if capture is not None and capture.error is not None:
                 raise AssertionError(f"capture failed: {capture.error!r}")
@@ -116,7 +117,7 @@ class Harness:
 def wait(predicate: Callable[[], Any], what: str, timeout: float = 60,
          capture: Capture | None = None, interval: float = 0.1) -> Any:
     """Polls `predicate` until truthy; fails at once if the capture thread died."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         if capture is not None and capture.error is not None:
             raise AssertionError(f"capture failed while waiting for {what}: {capture.error!r}")

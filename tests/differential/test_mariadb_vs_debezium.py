@@ -42,6 +42,7 @@ from headwater.testing.debezium_oracle import OracleRecord
 from headwater.testing.kafka_cluster import KafkaCluster
 from headwater.testing.localmariadb import LocalMariaDB
 from headwater.testing.localpg import wait_for
+from headwater.testing.timeouts import scaled
 from tests.integration.mysql.conftest import MariaEnv, maria  # noqa: F401 (fixture)
 from tests.integration.mysql.test_mysql_all_types import (
     Col,
@@ -215,7 +216,7 @@ def wait_streamed(fetch: Callable[[], dict[str, list[OracleRecord]]], prefix: st
                   timeout: float = 180.0) -> None:
     """Waits until `done`'s row has arrived and its transaction has ended (the END follows
     the transaction's last event)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         check()
         found = fetch()

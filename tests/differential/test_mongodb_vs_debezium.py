@@ -52,6 +52,7 @@ from headwater.testing.debezium_oracle import (
     capture_mongodb,
 )
 from headwater.testing.localmongo import LocalMongo, LocalMongoError, find_mongod
+from headwater.testing.timeouts import scaled
 
 from .compat import Difference, Rule, diff, load_rules
 from .test_postgres_vs_debezium import (
@@ -168,7 +169,7 @@ def run_headwater(props: dict[str, str], work: Path) -> Capture:
 
 def _wait(predicate: Callable[[], bool], what: str, capture: Capture,
           timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while not predicate():
         if capture.error is not None:
             raise AssertionError(f"Headwater failed waiting for {what}: {capture.error!r}")

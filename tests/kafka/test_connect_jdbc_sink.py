@@ -38,6 +38,7 @@ import pytest
 from headwater.testing.connect_worker import ConnectWorker, ConnectWorkerError
 from headwater.testing.kafka_cluster import KafkaCluster
 from headwater.testing.localpg import LocalPostgres
+from headwater.testing.timeouts import scaled
 from tests.integration.postgres.conftest import Env, wait_for
 from tests.kafka.conftest import kafka_props, unique
 
@@ -218,7 +219,7 @@ def first_difference(source: list[tuple[Any, ...]], sink: list[tuple[Any, ...]])
 def wait_equal(worker: ConnectWorker, name: str, src: Any, sink: Any,
                timeout: float = 120.0) -> None:
     """Polls until every sink table equals its source table; a FAILED sink ends it at once."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         worker.raise_if_failed(name)
         pending = []

@@ -20,6 +20,7 @@ import pytest
 
 from headwater.pipeline.kafka_source import virtual_offset
 from headwater.testing.kafka_cluster import KafkaCluster
+from headwater.testing.timeouts import scaled
 from tests.integration.postgres.conftest import Env, wait_for
 from tests.kafka.conftest import kafka_props, read_topic, unique
 from tests.kafka.test_capture_postgres import current_lsn, stored_lsn
@@ -144,7 +145,7 @@ def test_pipeline_killed_mid_batch_is_exactly_once(env: Env, kafka: KafkaCluster
         proc = start_pipeline(config)
         wait_for(lambda: alive(proc) and (in_flight(checkpoint) or 0) > first, timeout=300,
                  interval=0.02, what="a new batch in flight")
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while time.monotonic() < deadline and alive(proc):
             flying = in_flight(checkpoint)
             if flying is not None and delta_txn(table) >= flying:

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from headwater.testing.timeouts import scaled
+
 CONNECT_BACK = "Python worker failed to connect back"
 ATTEMPTS = 10
 
@@ -40,7 +42,7 @@ def main() -> None:
         "spark.executor.memory": "768m", "spark.driver.memory": "1g",
     })
     sc = spark.sparkContext
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + scaled(180)
     while sc._jsc.sc().getExecutorMemoryStatus().size() < int(executors) + 1:
         if time.monotonic() > deadline:
             raise SystemExit("executors did not register")

@@ -30,6 +30,7 @@ from headwater.pipeline.config import load_pipeline_config
 from headwater.pipeline.delta_target import read_table
 from headwater.pipeline.runner import start
 from headwater.pipeline.source import read_range
+from headwater.testing.timeouts import scaled
 from headwater.topics import reader
 from tests.integration.postgres.conftest import Env, wait_for
 
@@ -79,7 +80,7 @@ def files_state(events: list[dict[str, Any]]) -> dict[int, int]:
 
 
 def workload(env: Env, rng: random.Random, seconds: float, ver: int) -> int:
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + scaled(seconds)
     while time.monotonic() < deadline:
         ver += 1
         key = rng.randint(1, 150)

@@ -41,6 +41,7 @@ from headwater.pipeline import capabilities as caps
 from headwater.pipeline.capabilities import Cell
 from headwater.pipeline.config import load_pipeline_config
 from headwater.pipeline.runner import start
+from headwater.testing.timeouts import scaled
 from tests.kafka.conftest import kafka  # noqa: F401 (fixtures)
 from tests.pipeline.conftest import _spark_sessions, spark  # noqa: F401 (fixtures)
 from tests.pipeline_jdbc.conftest import _jdbc_sessions, jdbc_spark  # noqa: F401 (fixtures)
@@ -440,7 +441,7 @@ def kill_after_first_batch(run: Run) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "headwater.cli", "pipeline", str(run.config)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + scaled(90)
         commits = run.tmp / "checkpoint" / "commits"
         while time.monotonic() < deadline and proc.poll() is None:
             if commits.is_dir() and any(p.name.isdigit() for p in commits.iterdir()):

@@ -15,6 +15,7 @@ import pytest
 
 from headwater.pipeline.delta_target import read_table
 from headwater.pipeline.source import read_range
+from headwater.testing.timeouts import scaled
 from headwater.topics.reader import list_topics
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -60,7 +61,7 @@ def test_plugin_connector_is_captured_and_materialized_in_order(tmp_path: Path) 
     run = subprocess.Popen([sys.executable, "-m", "headwater.cli", "run", str(config)],
                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while records(tmp_path) < 6:
             assert run.poll() is None, run.stderr.read().decode() if run.stderr else ""
             assert time.monotonic() < deadline, "capture did not write 6 records"

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from headwater.testing.localpg import free_port
+from headwater.testing.timeouts import scaled
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -54,7 +55,7 @@ class Served:
         env = {**os.environ, "PYTHONPATH": SRC}
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, self.log.read_text()
             try:
@@ -95,7 +96,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
 def wait_state(client: httpx.Client, name: str, state: str, timeout: float = 120) -> Any:
     """The connector's status once its connector state is `state` (AssertionError after
     `timeout`, with the last status)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     doc: Any = None
     while time.monotonic() < deadline:
         doc = client.get(f"/connectors/{name}/status").json()

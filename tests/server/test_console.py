@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from headwater.testing.localpg import LocalPostgres
+from headwater.testing.timeouts import scaled
 
 from .conftest import Served, wait_state
 
@@ -49,7 +50,7 @@ def browser() -> Iterator[Any]:
 
 
 def wait_for(what: str, check: Any, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while time.monotonic() < deadline:
         try:
             got = check()

@@ -17,6 +17,7 @@ from headwater.ops.status import pid_alive
 from headwater.testing.localmariadb import LocalMariaDB
 from headwater.testing.localpg import LocalPostgres
 from headwater.testing.replay import replay
+from headwater.testing.timeouts import scaled
 
 from .conftest import Served, wait_state
 
@@ -134,7 +135,7 @@ def test_three_connectors_survive_kill9_of_the_service(
         db.close()
         assert len(pids) == 3
         served.kill9()  # the workers die with it (PR_SET_PDEATHSIG)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not any(pid_alive(p) for p in pids), "workers outlived the service"
@@ -154,7 +155,7 @@ def test_three_connectors_survive_kill9_of_the_service(
             want = source_rows(conn)
             conn.close()
             root = served.data_dir / "connectors" / name / "topics"
-            deadline = time.monotonic() + 180
+            deadline = time.monotonic() + scaled(180)
             got = replayed(root, topics[name])
             while got != want and time.monotonic() < deadline:
                 time.sleep(1)

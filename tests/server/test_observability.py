@@ -15,6 +15,7 @@ import pytest
 from headwater.ops.prometheus import parse
 from headwater.testing.localpg import LocalPostgres
 from headwater.testing.replay import events
+from headwater.testing.timeouts import scaled
 
 from .conftest import Served, wait_state
 
@@ -60,7 +61,7 @@ def topic_events(root: Path) -> int:
 
 def wait_metrics(c: httpx.Client, ok: object, timeout: float = 60) -> dict[tuple[str, str],
                                                                             float]:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     m = scrape(c)
     while not ok(m) and time.monotonic() < deadline:  # type: ignore[operator]
         time.sleep(0.3)
@@ -134,7 +135,7 @@ def test_metrics_idle_and_under_load(pg: LocalPostgres, served: Served) -> None:
         total = 25 + written[0]
         m = wait_metrics(c, lambda m: seen(m) >= total, 120)
         assert seen(m) == total
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while topic_events(root) < total and time.monotonic() < deadline:
             time.sleep(0.3)
         assert topic_events(root) == seen(m) == total
@@ -193,7 +194,7 @@ def test_json_logs_with_mdc_and_admin_loggers(pg: LocalPostgres, served: Served)
         assert changed.status_code == 200 and "headwater.server" in changed.json()
         assert c.get("/admin/loggers/headwater.server").json()["level"] == "DEBUG"
         worker_log = served.data_dir / "connectors" / "pgl" / "worker.log"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while "heartbeat:" not in worker_log.read_text() and time.monotonic() < deadline:
             time.sleep(0.3)
         assert c.put("/admin/loggers/headwater.server", json={"level": "INFO"},
@@ -238,7 +239,7 @@ def test_incremental_snapshot_notifications_on_rest(pg: LocalPostgres, served: S
         assert m[("Connected", "streaming")] == 1  # (scrape: the connector named pgm)
         pg.psql("INSERT INTO debezium_signal VALUES ('go', 'execute-snapshot', "
                 "'{\"data-collections\": [\"public.t\"]}')", dbname="notes_db")
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + scaled(120)
         while time.monotonic() < deadline:
             found = c.get("/connectors/pgm/notifications").json()["notifications"]
             if found and found[-1]["type"] == "COMPLETED":

@@ -16,6 +16,7 @@ import pytest
 
 from headwater.ops.status import pid_alive
 from headwater.testing.localpg import LocalPostgres
+from headwater.testing.timeouts import scaled
 
 from .conftest import Served, wait_state
 
@@ -32,7 +33,7 @@ def pg() -> Iterator[LocalPostgres]:
 
 
 def wait_pipeline(c: httpx.Client, name: str, state: str, timeout: float = 120) -> Any:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     doc: Any = None
     while time.monotonic() < deadline:
         doc = c.get(f"/pipelines/{name}/status").json()
@@ -68,7 +69,7 @@ def insert(pg: LocalPostgres, db: str, ids: range) -> None:
 
 def wait_equal(pg: LocalPostgres, db: str, table: Path, timeout: float = 120) -> dict[int, str]:
     want = source_rows(pg, db)
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     got = delta_rows(table)
     while got != want and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -121,7 +122,7 @@ def test_pipeline_in_the_service_survives_kill9(
             wait_pipeline(c, "p1", "RUNNING", 120)
             insert(pg, db, range(51, 101))
             want = wait_equal(pg, db, table)
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + scaled(30)
             while time.monotonic() < deadline:  # the worker reports once a second
                 text = c.get("/metrics").text
                 if metric(text, "headwater_pipeline_changes_applied_total", "p1") == len(want):
@@ -137,7 +138,7 @@ def test_pipeline_in_the_service_survives_kill9(
         db_file.close()
         assert len(pids) == 1
         served.kill9()  # the pipeline's worker dies with it
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not any(pid_alive(p) for p in pids), "the pipeline outlived the service"
@@ -148,7 +149,7 @@ def test_pipeline_in_the_service_survives_kill9(
             insert(pg, db, range(151, 201))
             want = wait_equal(pg, db, table)
             assert len(want) == 200
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + scaled(30)
             applied = -1
             while time.monotonic() < deadline and applied != len(want):
                 applied = c.get("/pipelines/p1/status").json()["metrics"]["changes_applied"]

@@ -17,6 +17,7 @@ from headwater.engine.source import SourceRunContext, StartPlan, StreamState
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
 from headwater.model.schema import INT32, Column, ConnectSchema, TableId, TableSchema
 from headwater.model.topic import TopicBatch, TopicRecord
+from headwater.testing.timeouts import scaled
 
 CTX = SourceContext("test", "srv", "0")
 TABLE = TableSchema(TableId("db", "s", "t"), (Column("id", 0, "int", ConnectSchema(INT32)),),
@@ -175,7 +176,7 @@ def test_runtime_acknowledges_only_after_write_and_offset(tmp_path: Path) -> Non
     rt, _ = runtime(tmp_path, j, batches=3)
     t = threading.Thread(target=rt.run)
     t.start()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + scaled(5)
     while ("ack", 3) not in j.steps and time.monotonic() < deadline:
         time.sleep(0.01)
     rt.stop()
@@ -345,7 +346,7 @@ def test_a_stop_does_not_wait_for_a_reader_stuck_in_a_call(tmp_path: Path) -> No
     rt.stop_grace_s = 0.5
     t = threading.Thread(target=rt.run)
     t.start()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + scaled(5)
     while ("offset", 1) not in j.steps and time.monotonic() < deadline:
         time.sleep(0.01)
     started = time.monotonic()

@@ -18,6 +18,7 @@ from headwater.engine.metrics import CaptureMetrics
 from headwater.model.topic import TopicRecord
 from headwater.ops.progress import read_status, status_document, status_path, write_status
 from headwater.ops.status import liveness
+from headwater.testing.timeouts import scaled
 from headwater.topics.log import TopicLog
 
 runner = CliRunner()
@@ -54,7 +55,7 @@ def test_a_killed_capture_is_reported_dead(tmp_path: Path) -> None:
                             stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "started\n"
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + scaled(10)
         while read_status(status) is None and time.monotonic() < deadline:
             time.sleep(0.05)
         alive = runner.invoke(app, ["status", str(cfg)])

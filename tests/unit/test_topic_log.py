@@ -17,6 +17,7 @@ import orjson
 import pytest
 
 from headwater.converters.headers import header_value
+from headwater.testing.timeouts import scaled
 from headwater.topics.checksum import with_checksum
 from headwater.topics.log import (
     InvalidTopicNameError,
@@ -654,7 +655,7 @@ def run_child(root: Path, side: Path, mode: str, seed: int, kill_after: float | 
         if kill_after is None:
             p.wait(timeout=60)
         else:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + scaled(30)
             # wait until the child has made at least one append durable in this round
             while (not side.exists() or side.stat().st_mtime_ns == before) and p.poll() is None:
                 assert time.monotonic() < deadline

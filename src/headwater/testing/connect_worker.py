@@ -44,6 +44,7 @@ from typing import Any
 
 from headwater.jvm import artifacts
 from headwater.testing.localpg import free_port
+from headwater.testing.timeouts import scaled
 
 MAIN_CLASS = "org.apache.kafka.connect.cli.ConnectStandalone"
 DEFAULT_PLUGINS = ("debezium-jdbc-sink", "debezium-mariadb")
@@ -205,7 +206,7 @@ class ConnectWorker:
     def wait_running(self, name: str, timeout: float = 60.0) -> dict[str, Any]:
         """Waits until the connector and all its tasks are RUNNING; a FAILED one raises at once
         with its trace (a connector that fails does not recover by waiting)."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while True:
             status: dict[str, Any] | None = None
             with contextlib.suppress(ConnectWorkerError):

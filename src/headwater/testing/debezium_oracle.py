@@ -38,6 +38,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
+from headwater.testing.timeouts import scaled
+
 __all__ = ["DebeziumOracle", "OracleError", "OracleRecord", "available", "capture_mongodb"]
 
 _RECORDS = "records.jsonl"
@@ -274,7 +276,7 @@ class DebeziumOracle:
         what: str = "records",
     ) -> list[OracleRecord]:
         """Polls the records until `predicate` holds; fails early if the child died."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while True:
             recs = self.records()
             if predicate(recs):
@@ -372,7 +374,7 @@ def capture_mongodb(
 
     oracle = DebeziumOracle(props, workdir).start()
     try:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         n = 0
         while True:  # Debezium may open its change stream after any given insert: retry
             label = f"start-{n}"

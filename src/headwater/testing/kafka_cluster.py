@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from headwater.testing.localpg import free_port
+from headwater.testing.timeouts import scaled
 
 KAFKA_SET = "kafka"
 
@@ -310,7 +311,7 @@ class KafkaCluster:
         """Until every running node listens and answers metadata listing every running
         broker (the port first: a metadata request to a closed port only makes noise)."""
         want = set(self.running())
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         last = ""
         admins: dict[int, Any] = {}
         while True:
@@ -353,7 +354,7 @@ class KafkaCluster:
         """The node id leading `topic`/`partition`, waiting while it has none or while the
         leader is one of `exclude` (after a kill: until the cluster has moved leadership)."""
         admin = self.admin()
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while True:
             meta = admin.list_topics(topic, timeout=5).topics.get(topic)
             part = meta.partitions.get(partition) if meta is not None and meta.error is None \
@@ -375,7 +376,7 @@ class KafkaCluster:
         """Until every partition of every topic has all its replicas in sync: after a node
         comes back, before the next failure, so `min.insync.replicas` still holds then."""
         admin = self.admin()
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while True:
             lagging = [f"{name}[{p}]"
                        for name, meta in admin.list_topics(timeout=10).topics.items()

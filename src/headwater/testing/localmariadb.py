@@ -25,6 +25,7 @@ from typing import Any
 
 from headwater.testing.localpg import free_port
 from headwater.testing.server_process import ServerProcess
+from headwater.testing.timeouts import scaled
 
 
 class LocalMariaDBError(RuntimeError):
@@ -134,7 +135,7 @@ class LocalMariaDB(ServerProcess):
         self._proc = subprocess.Popen(
             [str(self.server_bin), f"--defaults-file={self.config_file}", *user_args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while True:
             if self._proc.poll() is not None:
                 raise LocalMariaDBError(f"mariadbd exited ({self._proc.returncode}):\n"

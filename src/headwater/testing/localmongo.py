@@ -25,6 +25,7 @@ from typing import Any
 
 from headwater.testing.localpg import free_port
 from headwater.testing.server_process import ServerProcess
+from headwater.testing.timeouts import scaled
 
 
 class LocalMongoError(RuntimeError):
@@ -109,7 +110,7 @@ class LocalMongo(ServerProcess):
         self._proc = subprocess.Popen(self._args(), stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL, start_new_session=True)
         pymongo = _pymongo()
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         direct = pymongo.MongoClient("127.0.0.1", self.port, directConnection=True,
                                      serverSelectionTimeoutMS=1000)
         try:

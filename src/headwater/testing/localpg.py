@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from headwater.testing import pg_binaries
+from headwater.testing.timeouts import scaled
 
 
 class LocalPostgresError(RuntimeError):
@@ -246,11 +247,12 @@ def local_postgres(**kw: Any) -> Iterator[LocalPostgres]:
 
 def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.1, what: str = "") -> Any:
     """Poll `predicate` until it returns a truthy value; raise with `what` on timeout."""
+    timeout = scaled(timeout)
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout}s waiting for {what or predicate}")
+            raise TimeoutError(f"timed out after {timeout:g}s waiting for {what or predicate}")
         time.sleep(interval)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from headwater.testing.localpg import free_port
+from headwater.testing.timeouts import scaled
 
 
 class SparkClusterError(RuntimeError):
@@ -83,7 +84,7 @@ class SparkCluster:
                 f"worker-{i}", "org.apache.spark.deploy.worker.Worker", self.master_url,
                 "--host", "127.0.0.1", "--cores", "1", "--memory", self.worker_memory,
                 "--webui-port", str(free_port()), "--work-dir", str(self.base / f"work-{i}")))
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + scaled(timeout)
         while time.monotonic() < deadline:
             self._check_alive()
             state = self.state()

@@ -18,6 +18,7 @@ import pytest
 from headwater.testing.capture_thread import Capture
 from headwater.testing.localmongo import LocalMongo
 from headwater.testing.replay import events
+from headwater.testing.timeouts import scaled
 
 _counter = itertools.count()
 
@@ -126,7 +127,7 @@ def env(mongo: LocalMongo, tmp_path: Path) -> Iterator[MongoEnv]:
 def wait(predicate: Callable[[], Any], what: str, timeout: float = 60,
          capture: Capture | None = None, interval: float = 0.1) -> Any:
     """Polls `predicate` until truthy; fails at once if the capture thread died."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         if capture is not None and capture.error is not None:
             raise AssertionError(f"capture failed while waiting for {what}: {capture.error!r}")

@@ -27,6 +27,7 @@ from headwater.connectors.mysql.binlog.events import (
 )
 from headwater.connectors.mysql.binlog.rows import row_decoder
 from headwater.testing.localmariadb import LocalMariaDB, _pymysql
+from headwater.testing.timeouts import scaled
 
 pytestmark = pytest.mark.integration
 _ids = itertools.count(100)
@@ -70,7 +71,7 @@ def client(db: LocalMariaDB, **kw: Any) -> BinlogClient:
 def read_until(c: BinlogClient, stop: Any, timeout: float = 30) -> list[BinlogEvent]:
     """Events until `stop(event)` is true (inclusive)."""
     out = []
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         event = c.read_event(timeout=max(0.1, deadline - time.monotonic()))
         assert event is not None, f"no event within {timeout}s; got {out[-5:]}"
@@ -183,7 +184,7 @@ def test_purged_binlog_is_a_server_error(server: LocalMariaDB) -> None:
     execute(server, "FLUSH BINARY LOGS")
     current = master_status(server)[0]
     # The server skips files a (lingering) dump thread still reads: retry until it is gone.
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + scaled(30)
     while any(row[0] == old for row in execute(server, "SHOW BINARY LOGS")):
         assert time.monotonic() < deadline, "PURGE BINARY LOGS kept the old file"
         execute(server, f"PURGE BINARY LOGS TO '{current}'")

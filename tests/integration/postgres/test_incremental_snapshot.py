@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from headwater.testing.replay import events, replay
+from headwater.testing.timeouts import scaled
 
 from .conftest import Env, wait_for
 
@@ -101,7 +102,7 @@ class Load(threading.Thread):
 
 def converge(env: Env, timeout: float = 60) -> None:
     """Waits for the replayed topic to equal the source; on failure says how they differ."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         got, want = replayed(env), source_table(env)
         if got == want:

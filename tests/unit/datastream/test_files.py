@@ -22,6 +22,7 @@ from headwater.formats.datastream.renderer import DatastreamFormat
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
 from headwater.model.schema import INT32, STRING, Column, ConnectSchema, TableId, TableSchema
 from headwater.model.topic import TopicBatch
+from headwater.testing.timeouts import scaled
 
 CTX = SourceContext("postgresql", "srv", "x")
 STREAM = "projects/p/locations/l/streams/orders-stream"
@@ -283,11 +284,11 @@ def test_runtime_stores_offsets_and_acknowledges_only_after_publication(tmp_path
                         max_queue_size=100, max_batch_size=1, poll_interval_ms=20)
     t = threading.Thread(target=rt.run)
     t.start()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + scaled(5)
     while not writer.published and time.monotonic() < deadline:
         assert log == []  # nothing acknowledged while the file is open
         time.sleep(0.01)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + scaled(5)
     while ("ack", 5) not in log and time.monotonic() < deadline:
         time.sleep(0.01)
     rt.stop()

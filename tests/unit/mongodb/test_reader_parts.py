@@ -14,6 +14,7 @@ from bson.raw_bson import RawBSONDocument
 from headwater.connectors.mongodb.extended_json import document_json, document_json_raw
 from headwater.connectors.mongodb.prefetch import ChangeStreamReader, Idle
 from headwater.connectors.mongodb.rawdoc import FAST_RAW_OPTIONS, FastRawDocument, fields_of
+from headwater.testing.timeouts import scaled
 
 
 def test_fast_raw_document_behaves_as_raw_bson_document() -> None:
@@ -55,7 +56,7 @@ class _Stream:
 
 def _drain(reader: ChangeStreamReader, n: int) -> list[Any]:
     out: list[Any] = []
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + scaled(5)
     while len(out) < n and time.monotonic() < deadline:
         item = reader.next(0.05)
         if item is not None:
