@@ -18,8 +18,9 @@ if [ "${1:-}" = "--unit" ]; then
   .venv/bin/mypy
   exec .venv/bin/python -m pytest -q -p no:cacheprovider "${parallel[@]}" tests/unit tests/cli "$@"
 fi
-# The type check (cold on a fresh clone: 1-5 min of one core) runs beside the set-up's later
-# steps (downloads, compilers), once the virtual environment has its packages.
+# The type check of src/headwater and tests (cold on a fresh clone: 1-5 min of one core) runs
+# beside the set-up's later steps (downloads, compilers), once the virtual environment has its
+# packages.
 mypy_log=$(mktemp)
 .venv/bin/mypy > "$mypy_log" 2>&1 &
 mypy_pid=$!

@@ -17,8 +17,9 @@ from headwater.engine.offsets import FileOffsetStore
 from headwater.model.topic import TopicRecord
 from headwater.state_format import KINDS, STAMP_FILE
 from headwater.streams.catalog import CATALOG_FILE, Catalog
+from headwater.testing.localpg import free_port
 from headwater.topics.log import TopicLog
-from tests.unit.test_cli import free_port, write_config
+from tests.unit.test_cli import write_config
 
 runner = CliRunner()
 NEWER = "headwater 9.0.0"

@@ -55,9 +55,8 @@ def _pattern(text: str) -> re.Pattern[str]:
 
 
 def _label(item: Any, index: int) -> str:
-    if isinstance(item, dict) and isinstance(item.get("field"), str):
-        return item["field"]
-    return str(index)
+    field = item.get("field") if isinstance(item, dict) else None
+    return field if isinstance(field, str) else str(index)
 
 
 def diff(topic: str, path: str, dbz: Any, hw: Any, out: list[Difference]) -> None:

@@ -102,8 +102,9 @@ def differential_columns(env: MariaEnv) -> list[Col]:
     for c in columns_for(env):
         if c.name in NOT_IN_DEBEZIUM:
             continue
-        literals = tuple(REPLACED_LITERALS.get((c.name, lit), lit) for lit in c.literals)
-        out.append(dataclasses.replace(c, literals=literals))
+        typical, low, high, special = (REPLACED_LITERALS.get((c.name, lit), lit)
+                                       for lit in c.literals)
+        out.append(dataclasses.replace(c, literals=(typical, low, high, special)))
     return out
 
 
@@ -241,9 +242,11 @@ def capture_both(env: MariaEnv, broker: KafkaCluster, worker: ConnectWorker, pre
     topics = env.topics
     try:
         worker.wait_running(name, timeout=120)
-        wait_for(lambda: worker.raise_if_failed(name) or snapshot_done(
-            kafka_records(broker, prefix), prefix, env.db), timeout=180, interval=1.0,
-            what="Debezium's snapshot")
+
+        def debezium_snapshot_done() -> bool:
+            worker.raise_if_failed(name)
+            return snapshot_done(kafka_records(broker, prefix), prefix, env.db)
+        wait_for(debezium_snapshot_done, timeout=180, interval=1.0, what="Debezium's snapshot")
         hw = env.capture({**common_properties(env, prefix)})
         wait_for(lambda: snapshot_done(headwater_records(topics), prefix, env.db),
                  timeout=120, what="Headwater's snapshot")

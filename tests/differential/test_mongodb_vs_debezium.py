@@ -66,7 +66,7 @@ from .test_postgres_vs_debezium import (
     unexplained,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark: list[pytest.MarkDecorator] = [pytest.mark.integration]
 
 REPO = Path(__file__).resolve().parents[2]
 COMPAT_DOC = REPO / "docs" / "compatibility.md"
@@ -315,7 +315,8 @@ def differences(captured: Captured) -> list[Difference]:
                 key = docs[0]["key"]["payload"]["id"] if docs[0]["key"] else None
                 if kind is None and lookup and x.path.endswith(".after") and all(
                         p.get("op") == "u" for p in payloads) and {
-                        x.debezium, x.headwater} <= versions.get(key, set()):
+                        x.debezium, x.headwater} <= (
+                        versions.get(key, set()) if key is not None else set()):
                     kind = "<update lookup>"
                 if kind is not None:
                     found[j] = x._replace(path=x.path + kind)

@@ -36,7 +36,7 @@ from .test_postgres_vs_debezium import (
     unexplained,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark: list[pytest.MarkDecorator] = [pytest.mark.integration]
 _skip = available()
 if _skip is not None:
     pytestmark = [pytest.mark.integration, pytest.mark.skip(reason=_skip)]

@@ -45,7 +45,7 @@ from tests.integration.postgres.test_all_types import COLUMNS, POSTGIS_COLUMNS, 
 
 from .compat import Difference, Rule, diff, load_rules
 
-pytestmark = pytest.mark.integration
+pytestmark: list[pytest.MarkDecorator] = [pytest.mark.integration]
 
 REPO = Path(__file__).resolve().parents[2]
 COMPAT_DOC = REPO / "docs" / "compatibility.md"
@@ -209,7 +209,7 @@ def headwater_records(topics: Path) -> dict[str, list[OracleRecord]]:
                 r.topic,
                 None if r.key is None else r.key.decode(),
                 None if r.value is None else r.value.decode(),
-                tuple((k, v.decode()) for k, v in r.headers),
+                tuple((k, _header_text(k, v)) for k, v in r.headers),
             )
             for r in reader.read(topics, info.name)
         ]
@@ -225,6 +225,11 @@ def by_topic(records: list[OracleRecord]) -> dict[str, list[OracleRecord]]:
 
 def has_done(records: dict[str, list[OracleRecord]]) -> bool:
     return any(r.value for r in records.get(f"{PREFIX}.public.done", []))
+
+
+def _header_text(name: str, value: bytes | None) -> str:
+    assert value is not None, f"header {name!r} is null; the comparison holds header text"
+    return value.decode()
 
 
 def snapshot_done(records: dict[str, list[OracleRecord]], tables: list[str]) -> bool:

@@ -478,6 +478,15 @@ class _Trial:
             raise AssertionError(f"capture exited {self.capture.returncode}: "
                                  f"{self.capture_err.text()[-2000:]}")
 
+    def capture_until(self, done: Callable[[], object]) -> Callable[[], object]:
+        """A wait predicate: done()'s result, failing at once when the capture has exited."""
+        def check() -> object:
+            if result := done():
+                return result
+            self.capture_alive()
+            return False
+        return check
+
     def signal_capture(self, sig: signal.Signals, timeout: float = 60) -> int:
         assert self.capture is not None
         self.capture.send_signal(sig)
@@ -495,7 +504,7 @@ class _Trial:
         return code
 
     def wait_snapshot(self) -> None:
-        wait_for(lambda: self.snapshot_done() or self.capture_alive(), timeout=300,
+        wait_for(self.capture_until(self.snapshot_done), timeout=300,
                  interval=0.1, what="the initial snapshot")
 
     # ---- the trial -------------------------------------------------------------------------
@@ -635,7 +644,13 @@ class _Trial:
 
             def progressed() -> bool:
                 return self._topic_bytes() >= threshold
-        wait_for(lambda: self.snapshot_done() or self.capture_alive() or progressed(),
+
+        def snapshot_or_progress() -> bool:
+            if self.snapshot_done():
+                return True
+            self.capture_alive()
+            return progressed()
+        wait_for(snapshot_or_progress,
                  timeout=120, interval=interval, what="the snapshot's progress")
         done = self.snapshot_done()
         self.signal_capture(signal.SIGKILL)
@@ -656,7 +671,7 @@ class _Trial:
     def _fault_capture_sigterm(self) -> None:
         during = self.rng.random() < 0.3
         if during:  # once the capture runs (its first record), before its snapshot ends
-            wait_for(lambda: self._topic_started() or self.capture_alive(), timeout=120,
+            wait_for(self.capture_until(self._topic_started), timeout=120,
                      interval=0.05, what="the first snapshot record")
             time.sleep(self.rng.uniform(0.0, 1.0))
         else:

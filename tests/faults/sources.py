@@ -172,8 +172,8 @@ class KillableServerSource(Source):
 
 class PostgresSource(Source):
     name = "postgres"
-    faults = (*COMMON_FAULTS, "walsender-terminate", "topic-damage")
-    ci_faults = faults
+    faults: tuple[str, ...] = (*COMMON_FAULTS, "walsender-terminate", "topic-damage")
+    ci_faults: tuple[str, ...] = faults
     validates = True
     initial_rows = 20_000
 
@@ -370,7 +370,7 @@ class MariaDBTrial(SourceTrial):
         return conn
 
     def transient(self, exc: BaseException) -> bool:
-        import pymysql
+        import pymysql  # type: ignore[import-untyped]
 
         return isinstance(exc, pymysql.err.OperationalError | pymysql.err.InterfaceError)
 

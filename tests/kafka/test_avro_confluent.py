@@ -128,7 +128,8 @@ def test_confluent_deserializer_decodes_avro_records_into_the_json_records(
             cur.connection.commit()
 
     def topic(run: str) -> str:
-        return runs[run]["transforms.route.replacement"].replace("$1", f"{PREFIX}.public.w")
+        replacement: str = runs[run]["transforms.route.replacement"]
+        return replacement.replace("$1", f"{PREFIX}.public.w")
 
     json_recs = read_topic(kafka.bootstrap, topic("json"))
     expected = [(json_record(r.key), normalised(json_record(r.value)), headers_of(r))

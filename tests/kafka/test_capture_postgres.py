@@ -20,6 +20,7 @@ from headwater.kafka.murmur2 import partition_for
 from headwater.testing.kafka_cluster import KafkaCluster
 from tests.integration.postgres.conftest import Env, wait_for
 from tests.kafka.conftest import kafka_props, read_topic, unique
+from tests.record_json import json_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -134,7 +135,7 @@ def test_capture_into_kafka_survives_kills_and_broker_restart(env: Env,
     offsets = read_topic(kafka.bootstrap, props["offset.storage.topic"])
     assert offsets, "no offsets stored"
     assert {r.key for r in offsets} == {offset_key(env)}
-    last = orjson.loads(offsets[-1].value)
+    last = json_of(offsets[-1].value)
     assert int(last["lsn"]) >= target
     assert offsets[-1].value == orjson.dumps(last), "not compact JSON as JsonConverter writes"
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from headwater.model.topic import TopicRecord
 from headwater.pipeline import columnar, kafka_source, kafka_tasks
 from headwater.pipeline.source import read_range
 from headwater.testing.kafka_cluster import KafkaCluster
@@ -56,7 +57,7 @@ def into_kafka(kafka: KafkaCluster, records: list[tuple[int, bytes | None, bytes
         "topic.creation.default.partitions": "3",
         "topic.creation.default.replication.factor": str(kafka.replication_factor)},
         "kafka-tasks-test"))
-    writer.append({topic: [(k, v, 0, (), None) for _o, k, v in records]})
+    writer.append({topic: [TopicRecord(k, v, 0) for _o, k, v in records]})
     writer.flush(120)
     writer.close()
 

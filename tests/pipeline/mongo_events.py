@@ -4,6 +4,7 @@ documentation: key {"id": <_id as Extended JSON>}, documents as Extended JSON te
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,8 @@ def tombstone(doc_id: Any) -> tuple[bytes, None]:
     return orjson.dumps(key), None
 
 
-def write(root: Path, records: list[tuple[bytes, bytes | None]], topic: str = TOPIC) -> None:
+def write(root: Path, records: Sequence[tuple[bytes | None, bytes | None]],
+          topic: str = TOPIC) -> None:
     with TopicLog(root) as log:
         log.append({topic: [TopicRecord(k, v, 0) for k, v in records]})
 

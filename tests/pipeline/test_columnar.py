@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import itertools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -172,7 +172,7 @@ def scd2_workload(rng: random.Random) -> list[tuple[bytes | None, bytes | None]]
     return [*records[:third], *key_change, *key_change[:1], truncate, *records[third:]]
 
 
-def write(root: Path, records: list[tuple[bytes | None, bytes | None]],
+def write(root: Path, records: Sequence[tuple[bytes | None, bytes | None]],
           segment_bytes: int = 1 << 20) -> None:
     with TopicLog(root, segment_bytes=segment_bytes) as log:
         for i in range(0, len(records), 37):

@@ -28,7 +28,7 @@ def run_batches(root: Path, target: DeltaTarget, bounds: list[int]) -> None:
 def growing(rng: random.Random, batches: int, per_batch: int) -> list[tuple[bytes, bytes]]:
     """Each batch inserts new keys: a MERGE leaves a new file every time (the case that piles
     up small files; a MERGE that updates rewrites the files it touches)."""
-    out = []
+    out: list[tuple[bytes, bytes]] = []
     for b in range(batches):
         for i in range(per_batch):
             key = b * per_batch + i

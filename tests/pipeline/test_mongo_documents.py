@@ -50,7 +50,8 @@ def test_position_tells_redeliveries_from_changes() -> None:
 
 
 # -- patches -----------------------------------------------------------------------------------
-DOC = {"_id": 1, "a": {"b": 1, "c": [1, 2, 3, 4]}, "name": "x", "arr": [{"k": 1}, {"k": 2}]}
+DOC: dict[str, Any] = {"_id": 1, "a": {"b": 1, "c": [1, 2, 3, 4]}, "name": "x",
+                       "arr": [{"k": 1}, {"k": 2}]}
 
 
 def test_patch_sets_dotted_paths_creates_parents_and_array_elements() -> None:
@@ -106,8 +107,9 @@ def test_nested_documents_and_arrays_as_structs_or_json() -> None:
 
 
 def test_shape_conflicts_fall_back_to_extended_json_text() -> None:
-    docs = [{"v": 1}, {"v": "one"}, {"v": {"$oid": "65f0c0ffee00000000000001"}},
-            {"v": {"x": 1}}, {"v": {"$date": "2024-01-01T00:00:00Z"}}]
+    docs: list[dict[str, Any]] = [
+        {"v": 1}, {"v": "one"}, {"v": {"$oid": "65f0c0ffee00000000000001"}},
+        {"v": {"x": 1}}, {"v": {"$date": "2024-01-01T00:00:00Z"}}]
     typ = shapes.columns(docs, STRUCT)["v"]
     assert typ == pa.string()
     assert [ejson.conform(d["v"], typ) for d in docs] == [

@@ -34,7 +34,8 @@ def run_once(spark: Any, cfg: PipelineConfig) -> None:
 
 
 def table(tmp: Path) -> list[dict[str, Any]]:
-    return read_table(tmp / "delta" / "shop" / "people").to_pylist()
+    rows: list[dict[str, Any]] = read_table(tmp / "delta" / "shop" / "people").to_pylist()
+    return rows
 
 
 def by_id(rows: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
@@ -73,7 +74,7 @@ def test_scd1_documents_patches_deletes_late_events_and_schema_evolution(
     columns = list(rows[0])
     assert sorted(columns) == ["_id", "addr", "age", "at", "name", "tags"]
     assert by_id(rows) == as_rows({
-        one.get("$oid"): {"_id": one["$oid"], "age": 31, "tags": ["a"],
+        one["$oid"]: {"_id": one["$oid"], "age": 31, "tags": ["a"],
                           "addr": {"city": "Bergen", "zip": "0150"}, "at": at},
         two["$oid"]: {"_id": two["$oid"], "name": "Bob", "age": 40},
         five["$oid"]: {"_id": five["$oid"], "age": 50, "tags": []},

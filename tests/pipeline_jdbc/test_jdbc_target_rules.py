@@ -142,7 +142,7 @@ ROW: dict[str, Any] = {
 def test_every_type_round_trips(target: TargetDb, jdbc_spark: Any, tmp_path: Path) -> None:
     t = JdbcTarget(config(target, tmp_path), jdbc_spark)
     ch = make_changes(TYPES, table="typed")
-    nulls = dict.fromkeys(ROW)
+    nulls: dict[str, Any] = dict.fromkeys(ROW)
     t.apply_scd1(ch, [up(1, 1, **ROW), up(2, 1, **nulls)], None, 0)
     # A second batch into the table: the declared types are recognized as unchanged.
     t.apply_scd1(ch, [up(3, 2, **ROW)], None, 1)
@@ -212,7 +212,8 @@ def test_schema_evolution_modes_and_type_changes(
                          "at": pa.timestamp("us", tz="UTC")})
     wider = make_changes({"id": pa.int32(), "v": pa.string(), "d": pa.decimal128(10, 2),
                           "at": pa.timestamp("us", tz="UTC"), "w": pa.int64()})
-    row = {"v": "a", "d": Decimal("1.25"), "at": dt.datetime(2024, 1, 1, tzinfo=dt.UTC)}
+    row: dict[str, Any] = {"v": "a", "d": Decimal("1.25"),
+                           "at": dt.datetime(2024, 1, 1, tzinfo=dt.UTC)}
     JdbcTarget(config(target, tmp_path), jdbc_spark).apply_scd1(base, [up(1, 1, **row)],
                                                                  None, 0)
     # fail: a new source column stops the pipeline, nothing of the batch is applied.

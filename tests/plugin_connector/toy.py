@@ -8,6 +8,7 @@ proves a connector needs no change to Headwater to be captured and materialized.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -20,6 +21,7 @@ from headwater.connectors.registry import (
     ConnectorRegistration,
     EventOrder,
 )
+from headwater.converters.factory import JSON, SIMPLE_HEADER
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import Batch
 from headwater.engine.source import SourceRunContext, StartPlan
@@ -114,6 +116,11 @@ class ToyConfig:
     poll_interval_ms: int = 50
     errors_max_retries: int = 0
     retriable_restart_connector_wait_ms: int = 100
+    # (the runtime's defaults, spelled out: CaptureConfig asks for them)
+    key_converter: str = JSON
+    value_converter: str = JSON
+    header_converter: str = SIMPLE_HEADER
+    passthrough: Mapping[str, str] = field(default_factory=dict)
     key_converter_schemas_enable: bool = True
     value_converter_schemas_enable: bool = True
     tombstones_on_delete: bool = True

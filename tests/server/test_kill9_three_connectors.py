@@ -4,6 +4,7 @@ offsets, and replaying each topic gives back each source table."""
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
 import time
@@ -103,7 +104,7 @@ def test_three_connectors_survive_kill9_of_the_service(
             "topic.prefix": f"pg{i}", "plugin.name": "pgoutput", "slot.name": f"srv_slot{i}",
             "publication.name": f"srv_pub{i}", "poll.interval.ms": 100,
             "headwater.topics.segment.ms": 200}
-        connects[f"pg{i}"] = (lambda db=db: pg.connect(db, autocommit=False))
+        connects[f"pg{i}"] = functools.partial(pg.connect, db, autocommit=False)
     maria.create_database("srv_m")
     mconn = maria.connect("srv_m")
     mconn.cursor().execute(ddl)
@@ -130,9 +131,9 @@ def test_three_connectors_survive_kill9_of_the_service(
         for load in loads:
             load.start()
         time.sleep(4)
-        db = sqlite3.connect(served.data_dir / "catalog.sqlite")
-        pids = [p for (p,) in db.execute("SELECT pid FROM connectors") if p]
-        db.close()
+        catalog = sqlite3.connect(served.data_dir / "catalog.sqlite")
+        pids = [p for (p,) in catalog.execute("SELECT pid FROM connectors") if p]
+        catalog.close()
         assert len(pids) == 3
         served.kill9()  # the workers die with it (PR_SET_PDEATHSIG)
         deadline = time.monotonic() + scaled(30)

@@ -128,16 +128,17 @@ def test_every_type_of_googles_sqlserver_table(sqlserver_db: dict[str, Any],
         f = fields[column]
         if discovered[column]["dataType"] != row.split("(")[0]:
             renamed[row] = discovered[column]["dataType"]
-        found = ref.compare(f["unifiedType"], f["type"], event["payload"][column],
-                            discovered[column]["unifiedType"], rows[row], None, forms)
+        disagreements = ref.compare(f["unifiedType"], f["type"], event["payload"][column],
+                                    discovered[column]["unifiedType"], rows[row], None,
+                                    forms)
         note = UNSETTLED.get(row)
         if note is not None:
             assert note in rows[row] and "⚠" in rows[row]
-            print(f"{row}: {f['unifiedType']} ({'differs' if found else 'agrees'}) — "
+            print(f"{row}: {f['unifiedType']} ({'differs' if disagreements else 'agrees'}) — "
                   f"unsettled in the reference: {note}")
         else:
-            print(f"{row}: {f['unifiedType']} ({'differs' if found else 'agrees'})")
-        differences += [f"{row} ({column}): {d}" for d in found]
+            print(f"{row}: {f['unifiedType']} ({'differs' if disagreements else 'agrees'})")
+        differences += [f"{row} ({column}): {d}" for d in disagreements]
     assert differences == [], "\n".join(differences)
     # discover's dataType is the declared type, except where the emulation's recording of
     # declared types loses the name (EMULATION_RENAMES)

@@ -22,6 +22,7 @@ from headwater.testing.localpg import wait_for
 from headwater.testing.replay import events
 from headwater.testing.stored_offsets import snapshot_completed
 from tests.conformance.driver import properties_text
+from tests.record_json import json_of
 from tests.sqlserver.conftest import enable_cdc, tsql
 
 pytestmark = pytest.mark.integration
@@ -84,7 +85,7 @@ def test_kill9_then_pending_old_instance_rows_decode_with_the_recorded_schema(
     assert data[3]["after"] == {"id": 3, "a": 30, "note": "n3"}
     assert data[4]["after"] == {"id": 4, "a": 40, "note": None}
     assert data[5]["after"] == {"id": 5, "a": 50, "b": 8}
-    raw = {orjson.loads(r.key)["payload"]["id"]: orjson.loads(r.value)
+    raw = {json_of(r.key)["payload"]["id"]: json_of(r.value)
            for r, _k, v in events(topics, "ss.dbo.t") if v is not None}
     after = next(f for f in raw[3]["schema"]["fields"] if f["field"] == "after")
     assert [f["field"] for f in after["fields"]] == ["id", "a", "note"]

@@ -23,9 +23,11 @@ def envelope_schema(row: ConnectSchema, source: ConnectSchema,
 
 
 def envelope_record(schema: ConnectSchema, op: str, row: dict[str, Any] | None,
-                    source: dict[str, Any] | None, topic: str = "db.server1.table1",
+                    source: Any, topic: str = "db.server1.table1",
                     headers: tuple[Header, ...] = ()) -> ConnectRecord:
-    """`Envelope.create` (op c: the row is `after`), `delete` (op d: `before`) or `truncate`."""
+    """`Envelope.create` (op c: the row is `after`), `delete` (op d: `before`) or `truncate`.
+    `source` is the value of the schema's source field: a struct's dict, or a string where
+    the schema says so (Debezium's HeaderToValueTest)."""
     value = {"before": row if op == "d" else None, "after": row if op in "cru" else None,
              "source": source, "op": op, "ts_ms": 1_700_000_000_000}
     return ConnectRecord(topic, None, None, None, schema, value, 1_700_000_000_000, headers)

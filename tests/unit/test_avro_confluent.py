@@ -127,10 +127,13 @@ def test_confluent_deserializer_reads_the_json_records(strategy: str) -> None:
                     # The subject confluent-kafka's serializer would use for this record.
                     schema_id = int.from_bytes(a[1:5], "big")
                     written = confluent.client.get_schema(schema_id)
+                    assert written.schema_str is not None
                     record_name = _full_name(written.schema_str)
                     ctx = SerializationContext(topic, MessageField.KEY if is_key
                                                else MessageField.VALUE)
-                    subjects.add(naming(ctx, record_name))
+                    subject = naming(ctx, record_name)
+                    assert subject is not None
+                    subjects.add(subject)
         assert compared == sum((r.key is not None) + (r.value is not None)
                                for rs in json_batch.values() for r in rs) > 30
         assert set(registry.subjects) == subjects

@@ -12,6 +12,7 @@ import pyarrow as pa
 from headwater.pipeline import changelog_once
 from headwater.pipeline.changelog_once import CHANGELOG_OP, first_mask
 from headwater.pipeline.columnar import SEQ
+from headwater.pipeline.decode import TableChanges
 
 
 def seq(position: str, offset: int) -> str:
@@ -43,7 +44,7 @@ def batch(rows: list[tuple[str, str, Any]], keys: Sequence[str] = ("id",)) -> pa
 
 def kept(rows: list[tuple[str, str, Any]], target: Seen, keys: Sequence[str] = ("id",)
          ) -> list[int]:
-    mask = first_mask(batch(rows, keys), keys, None, target)
+    mask = first_mask(batch(rows, keys), keys, TableChanges("t"), target)
     return list(range(len(rows))) if mask is None else [
         i for i, k in enumerate(mask.to_pylist()) if k]
 

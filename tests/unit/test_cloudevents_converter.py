@@ -130,9 +130,9 @@ def test_mysql_and_unknown_connectors() -> None:
                           ("pos", ConnectSchema(INT64)), ("row", ConnectSchema(INT32)))
     env = struct("s.d.t.Envelope", ("before", ROW), ("after", ROW), ("source", mysql_source),
                  ("op", ConnectSchema(STRING)), optional=False)
-    value = {"before": None, "after": {"pk": 1, "name": "x"}, "op": "c",
-             "source": {"connector": "mysql", "name": "s", "ts_ms": 0, "file": "bin.000003",
-                        "pos": 154, "row": 0}}
+    value: dict[str, Any] = {"before": None, "after": {"pk": 1, "name": "x"}, "op": "c",
+                             "source": {"connector": "mysql", "name": "s", "ts_ms": 0,
+                                        "file": "bin.000003", "pos": 154, "row": 0}}
     doc = orjson.loads(converter().from_connect("t", env, value) or b"")
     assert doc["id"] == "name:s;file:bin.000003;pos:154"
     assert doc["time"] == "1970-01-01T00:00:00.000Z"
@@ -179,10 +179,10 @@ def test_the_local_topic_log_takes_cloudevents_json() -> None:
     from headwater.config.loader import ConfigError
 
     ok = SimpleNamespace(value_converter=CLOUDEVENTS)
-    refuse_binary_records_on_the_local_log(ok, "local")  # type: ignore[arg-type]
+    refuse_binary_records_on_the_local_log(ok, "local")
     avro = SimpleNamespace(value_converter="io.confluent.connect.avro.AvroConverter")
     with pytest.raises(ConfigError):
-        refuse_binary_records_on_the_local_log(avro, "local")  # type: ignore[arg-type]
+        refuse_binary_records_on_the_local_log(avro, "local")
 
 
 def test_real_postgres_events_through_the_structured_path() -> None:

@@ -597,7 +597,7 @@ def test_all_problems_are_reported_together() -> None:
         validate_postgres_config({**BASE, "column.truncate.to.x.chars": "a",
                                   "column.mask.hash.nope.with.salt.s": "b",
                                   "column.mask.with.3.chars": "(("})
-    assert len(info.value.problems) == 3  # type: ignore[attr-defined]
+    assert len(info.value.problems) == 3
 
 
 @pytest.mark.parametrize(

@@ -727,7 +727,7 @@ def test_type_modes_defaults_and_validation() -> None:
         {"money_fraction_digits": -1},
     ):
         with pytest.raises(ValueError):
-            TypeModes(**kwargs)  # type: ignore[arg-type]
+            TypeModes(**kwargs)
     assert hash(TypeModes()) == hash(TypeModes())
 
 

@@ -25,6 +25,7 @@ from headwater.model.record import (
     TxInfo,
 )
 from headwater.model.schema import INT32, STRING, Column, ConnectSchema, TableId, TableSchema
+from tests.record_json import json_of
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 CTX = SourceContext("postgresql", "PostgreSQL_server", "headwater-0.1.0")
@@ -61,8 +62,8 @@ def fmt(**kw: Any) -> DebeziumJsonFormat:
 def test_golden_customers_create_matches_reference_field_by_field() -> None:
     ((topic, out),) = fmt().render(record(Op.CREATE, None, ANNE))
     assert topic == "PostgreSQL_server.public.customers"
-    assert orjson.loads(out.key) == orjson.loads((GOLDEN / "customers_key.json").read_bytes())
-    got = orjson.loads(out.value)
+    assert json_of(out.key) == json_of((GOLDEN / "customers_key.json").read_bytes())
+    got = json_of(out.value)
     want = orjson.loads((GOLDEN / "customers_create_value.json").read_bytes())
     assert got["schema"] == want["schema"]
     assert got["payload"] == want["payload"]
@@ -76,8 +77,8 @@ def test_golden_customers_create_matches_reference_field_by_field() -> None:
 
 def test_delete_is_followed_by_tombstone_with_same_key() -> None:
     (_, d), (_, t) = fmt().render(record(Op.DELETE, ANNE, None))
-    assert orjson.loads(d.value)["payload"]["op"] == "d"
-    assert orjson.loads(d.value)["payload"]["after"] is None
+    assert json_of(d.value)["payload"]["op"] == "d"
+    assert json_of(d.value)["payload"]["after"] is None
     assert t.key == d.key and t.value is None
 
 
@@ -91,11 +92,11 @@ def test_absent_values_render_as_null_or_fallback_and_toast_as_placeholder() -> 
     cols[3] = Column("email", 3, "text", ConnectSchema(STRING, optional=True))
     table = TableSchema(table.id, tuple(cols), ("id",))
     ((_, d), _) = fmt().render(record(Op.DELETE, (7, ABSENT, ABSENT, ABSENT), None, table=table))
-    assert orjson.loads(d.value)["payload"]["before"] == {
+    assert json_of(d.value)["payload"]["before"] == {
         "id": 7, "first_name": "", "last_name": "", "email": None}
     ((_, u),) = fmt(toasted_value_placeholder="__x").render(
         record(Op.UPDATE, None, (7, "a", UNCHANGED_TOAST, "e"), table=table))
-    assert orjson.loads(u.value)["payload"]["after"]["last_name"] == "__x"
+    assert json_of(u.value)["payload"]["after"]["last_name"] == "__x"
 
 
 def test_key_change_headers() -> None:
@@ -107,7 +108,7 @@ def test_key_change_headers() -> None:
     ((_, (d, t, c)),) = fmt().render_batch(batch).items()
     assert dict(d.headers)["__debezium.newkey"] == b'{"id":2}'
     assert dict(c.headers)["__debezium.oldkey"] == b'{"id":1}'
-    assert t.value is None and orjson.loads(t.key)["payload"] == {"id": 1}
+    assert t.value is None and json_of(t.key)["payload"] == {"id": 1}
     json_fmt = fmt(header_converter=JsonConverter(True))
     ((_, (jd, _, jc)),) = json_fmt.render_batch(batch).items()
     envelope = orjson.loads(dict(jd.headers)["__debezium.newkey"] or b"")
@@ -147,15 +148,15 @@ def test_context_headers_on_data_events_only() -> None:
 def test_schemas_disabled_gives_bare_payloads() -> None:
     ((_, out),) = fmt(key_schemas=False, value_schemas=False).render(
         record(Op.CREATE, None, ANNE))
-    assert orjson.loads(out.key) == {"id": 1}
-    assert orjson.loads(out.value)["after"]["email"] == "annek@noanswer.org"
+    assert json_of(out.key) == {"id": 1}
+    assert json_of(out.value)["after"]["email"] == "annek@noanswer.org"
 
 
 def test_snapshot_markers_and_transaction_block() -> None:
     r = record(Op.READ, None, ANNE, snapshot=SnapshotMarker.LAST, tx=TxInfo("555", 3, 2))
-    plain = orjson.loads(fmt().render(r)[0][1].value)["payload"]
+    plain = json_of(fmt().render(r)[0][1].value)["payload"]
     assert plain["source"]["snapshot"] == "last" and plain["transaction"] is None
-    withtx = orjson.loads(
+    withtx = json_of(
         fmt(provide_transaction_metadata=True).render(r)[0][1].value)["payload"]
     assert withtx["transaction"] == {"id": "555", "total_order": 3, "data_collection_order": 2}
 

@@ -115,7 +115,7 @@ def test_transaction_metadata_counts_emitted_events_per_collection() -> None:
     d.commit(1000, "end-pos")
     assert ops(d) == ["BEGIN", "c", "d", "c", "c", "END"]
     records = [e for e in d.pending if isinstance(e, ChangeRecord)]
-    assert [(r.tx.id, r.tx.total_order, r.tx.data_collection_order) for r in records] == [
+    assert [r.tx for r in records] == [  # (TxInfo: id, total_order, data_collection_order)
         ("42", 1, 1), ("42", 2, 1), ("42", 3, 2), ("42", 4, 2)]
     begin, end = d.pending[0], d.pending[-1]
     assert isinstance(begin, TransactionEvent) and begin.position == "begin-pos"

@@ -170,7 +170,8 @@ def plugin_properties() -> tuple[frozenset[str], tuple[re.Pattern[str], ...]]:
                     elif isinstance(arg, ast.JoinedStr):
                         forms.append(re.compile("".join(
                             re.escape(part.value) if isinstance(part, ast.Constant)
-                            else "[a-z]+" for part in arg.values)))
+                            and isinstance(part.value, str) else "[a-z]+"
+                            for part in arg.values)))
     return frozenset(names), tuple(forms)
 
 

@@ -204,6 +204,7 @@ def test_a_table_gone_after_queueing_fails_its_scan_and_the_snapshot_goes_on() -
     read = ctl.close(1)
     assert [r.after for r in read] == [(k,) for k in range(1, 6)]
     ctl.boundary(lambda _r: None, lambda: None)
+    assert metrics.notifier is not None
     notes = list(metrics.notifier.recent)
     scans = [(n["additionalData"]["scanned_collection"], n["additionalData"]["status"])
              for n in notes if n["type"] == "TABLE_SCAN_COMPLETED"]

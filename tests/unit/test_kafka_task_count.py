@@ -7,7 +7,8 @@ from __future__ import annotations
 import itertools
 import math
 
-from headwater.pipeline.kafka_tasks import MIN_TASK_RECORDS, task_count
+from headwater.pipeline.kafka_tasks import task_count
+from headwater.pipeline.tasks import MIN_TASK_RECORDS
 
 
 def spark_split(sizes: list[int], min_partitions: int) -> list[int]:

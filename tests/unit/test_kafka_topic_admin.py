@@ -14,7 +14,12 @@ import pytest
 
 pytest.importorskip("confluent_kafka")
 
-from confluent_kafka.admin import ClusterMetadata, PartitionMetadata, TopicMetadata
+# (confluent-kafka re-exports these by plain imports, no `as` or __all__, as src/ meets too)
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    ClusterMetadata,
+    PartitionMetadata,
+    TopicMetadata,
+)
 
 from headwater.config.kafka import TopicCreation
 from headwater.kafka.admin import TopicAdmin, TopicMetadataTimeout

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 
 import bson
-import orjson
 import pytest
 
 from headwater.config.loader import ConfigError
@@ -25,6 +24,7 @@ from headwater.connectors.mongodb.position import (
 from headwater.connectors.registry import registration_for_class
 from headwater.formats.debezium_json import DebeziumJsonFormat
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
+from tests.record_json import json_of
 
 URI = "mongodb://user:pa55word@127.0.0.1:27017/?replicaSet=rs0"
 
@@ -142,9 +142,9 @@ def test_document_envelope_rendering() -> None:
     out = fmt.render_batch([rec, rec._replace(op=Op.DELETE, before=after, after=None)])
     records = out["p.db.c"]
     assert len(records) == 3 and records[2].value is None  # delete, then its tombstone
-    key = orjson.loads(records[0].key)
+    key = json_of(records[0].key)
     assert key["payload"] == {"id": "7"} and key["schema"]["name"] == "p.db.c.Key"
-    value = orjson.loads(records[0].value)["payload"]
+    value = json_of(records[0].value)["payload"]
     assert list(value) == ["before", "after", "updateDescription", "source", "op", "ts_ms",
                            "transaction"]
     assert (value["before"], value["after"], value["op"]) == (None, '{"_id": 7,"a": 2}', "u")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from headwater.engine import offsets as offsets_module
 from headwater.engine.offsets import FileOffsetStore
 
 
@@ -26,7 +25,7 @@ def test_a_short_write_keeps_the_last_offsets_and_names_the_file(
             return real_write(fd, bytes(data[: len(data) // 2]))  # a short count first
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(offsets_module.os, "write", full)
+    monkeypatch.setattr(os, "write", full)  # (the os module the offsets module writes with)
     with pytest.raises(OSError) as caught:
         store.save({"lsn": 2})
     monkeypatch.undo()

@@ -53,7 +53,8 @@ def decode(events: list[tuple[bytes | None, bytes]]) -> Any:
 
 def final_state(events: list[tuple[bytes | None, bytes]]) -> dict[Any, Any]:
     net, _ = net_changes(decode(events).events, "public.t")
-    return {n.key[0]: (None if n.delete else n.row["v"]) for n in net}
+    assert all(n.delete or n.row is not None for n in net)
+    return {n.key[0]: (None if n.delete or n.row is None else n.row["v"]) for n in net}
 
 
 def test_decodes_types_key_and_table_shape() -> None:
@@ -111,7 +112,7 @@ def test_truncate_clears_older_events_in_the_batch() -> None:
 def test_unchanged_toast_is_filled_from_the_previous_event_in_the_batch() -> None:
     evs = [event("c", 1, "full", 100, 50), event("u", 1, "__debezium_unavailable_value", 200, 150)]
     (n,), _ = net_changes(decode(evs).events, "public.t")
-    assert n.row["v"] == "full" and not n.unavailable
+    assert n.row is not None and n.row["v"] == "full" and not n.unavailable
     (m,), _ = net_changes(decode(evs[1:]).events, "public.t")
     assert m.unavailable == frozenset({"v"})  # the target keeps its value
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+# (the module: the package's own `spark_session` attribute is the runner's function)
+import headwater.pipeline.spark_session as session
 from headwater.config import ConfigError
 from headwater.jvm import artifacts
-from headwater.pipeline import spark_session as session
 from headwater.pipeline.config import load_pipeline_config
 
 

@@ -9,6 +9,7 @@ they write the same layout plus the stamp, nothing else.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -230,10 +231,11 @@ def test_a_newer_schema_history_is_refused_before_it_is_touched(tmp_path: Path) 
     stamp.write_bytes(orjson.dumps({"kind": "schema-history", "format": 3,
                                     "written_by": NEWER}))
     message = newer("schema history file", stamp)
-    for touch in (lambda h: h.last_position(), lambda h: h.records(),
-                  lambda h: h.record({}, {"file": "bin.000001", "pos": 300}, "db",
-                                     "DROP TABLE t", []),
-                  lambda h: h.clear()):
+    touches: tuple[Callable[[FileSchemaHistory], object], ...] = (
+        lambda h: h.last_position(), lambda h: h.records(),
+        lambda h: h.record({}, {"file": "bin.000001", "pos": 300}, "db", "DROP TABLE t", []),
+        lambda h: h.clear())
+    for touch in touches:
         with pytest.raises(StateFormatError) as info:
             touch(FileSchemaHistory(path))
         assert str(info.value) == message and info.value.path == stamp

@@ -149,11 +149,11 @@ def test_every_reader_stops_at_a_changed_byte(tmp_path: Path) -> None:
         assert str(got).startswith(
             f"topic log damaged: topic {T}, segment {seg}, offset {offset}, byte {byte}: ")
     # the records before it are read
-    got: list[int] = []
+    offsets_read: list[int] = []
     with pytest.raises(TopicLogDamaged):
         for r in read(tmp_path, T):
-            got.append(r.offset)
-    assert got == list(range(offset))
+            offsets_read.append(r.offset)
+    assert offsets_read == list(range(offset))
     assert [r[0] for r in read_range(tmp_path, T, 0, offset - 1)] == list(range(offset - 1))
     tail = runner.invoke(app, ["topics", "tail", T, "--dir", str(tmp_path), "--from-beginning"])
     assert tail.exit_code == 1

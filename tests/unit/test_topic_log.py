@@ -255,6 +255,7 @@ def test_in_progress_segment_is_hidden_until_sealed(tmp_path: Path) -> None:
 
 def test_segments_roll_by_size(tmp_path: Path) -> None:
     r0 = rec(0, pad=100)
+    assert r0.key is not None and r0.value is not None
     line = len(
         b'{"offset":0,"timestamp":%d,"key":%b,"value":%b}\n' % (r0.timestamp, r0.key, r0.value)
     )
@@ -552,15 +553,12 @@ def test_follow_sees_new_records_across_segment_rolls(tmp_path: Path) -> None:
     ]
     assert 0.25 < time.monotonic() - t0 < 5
     # and by the stop callable
-    calls = []
-    assert (
-        list(
-            follow(
-                tmp_path, T, 40, poll_interval=0.01, stop=lambda: calls.append(1) or len(calls) > 3
-            )
-        )
-        == []
-    )
+    calls: list[int] = []
+
+    def stop() -> bool:
+        calls.append(1)
+        return len(calls) > 3
+    assert list(follow(tmp_path, T, 40, poll_interval=0.01, stop=stop)) == []
     assert len(calls) == 4
 
 

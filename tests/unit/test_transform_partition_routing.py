@@ -154,12 +154,12 @@ def test_start_refuses_partitions_on_the_local_log() -> None:
     cfg = SimpleNamespace(passthrough=props)
     with pytest.raises(ConfigError,
                        match=r"transforms\.p\.partition\.topic\.num=3: PartitionRouting"):
-        refuse_partitions_on_the_local_log(cfg, "local")  # type: ignore[arg-type]
-    refuse_partitions_on_the_local_log(cfg, "kafka")  # type: ignore[arg-type]
+        refuse_partitions_on_the_local_log(cfg, "local")
+    refuse_partitions_on_the_local_log(cfg, "kafka")
     from headwater.config.output import FILES, OutputConfig
 
     files = SimpleNamespace(passthrough=props, output=OutputConfig(destination=FILES))
     with pytest.raises(ConfigError, match="files destination"):
-        refuse_partitions_on_the_local_log(files, "kafka")  # type: ignore[arg-type]
+        refuse_partitions_on_the_local_log(files, "kafka")
     cfg.passthrough = {**props, "transforms.p.partition.topic.num": "1"}
-    refuse_partitions_on_the_local_log(cfg, "local")  # type: ignore[arg-type]
+    refuse_partitions_on_the_local_log(cfg, "local")

@@ -62,7 +62,8 @@ def test_default_mode_tombstone_keeps_a_null_value_and_drops_the_tombstone() -> 
     out = customers(run({}))
     assert [r.value["id"] if r.value else None for r in out] == [1, 2, 2, None, None, 4]
     delete = out[3]
-    assert delete.value_schema is not None and delete.value_schema.name.endswith(".Value")
+    assert delete.value_schema is not None and delete.value_schema.name is not None
+    assert delete.value_schema.name.endswith(".Value")
     assert JsonConverter().from_connect(delete.topic, delete.value_schema, None) is not None
     assert orjson.loads(JsonConverter().from_connect(
         delete.topic, delete.value_schema, None) or b"")["payload"] is None

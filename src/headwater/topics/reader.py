@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -211,7 +211,7 @@ def follow(
     poll_interval: float = 0.2,
     timeout: float | None = None,
     stop: Callable[[], bool] | None = None,
-) -> Iterator[Record]:
+) -> Generator[Record, None, None]:
     """Like `read`, then keep polling for new records (`headwater topics tail -f`).
 
     Stops when `stop()` returns true or `timeout` seconds after the call, whichever first (both

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from headwater.testing.localmongo import LocalMongo, local_mongo
@@ -31,7 +33,7 @@ def test_auth_refuses_anonymous_and_survives_restart() -> None:
     server = LocalMongo(auth=True).start()
     try:
         import pymongo
-        anonymous = pymongo.MongoClient(
+        anonymous: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(
             f"mongodb://127.0.0.1:{server.port}/?replicaSet=rs0", serverSelectionTimeoutMS=3000)
         try:
             with pytest.raises(pymongo.errors.OperationFailure):

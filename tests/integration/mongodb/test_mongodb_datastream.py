@@ -143,7 +143,7 @@ def test_kill9_capture_and_pipeline_end_with_the_collection_in_delta(env: MongoE
     delta = env.tmp / "delta" / env.db_name / "c"
     try:
         procs.start_capture()
-        wait(lambda: env.offset().get("snapshot_completed") or procs.alive(), "the snapshot",
+        wait(procs.until(lambda: env.offset().get("snapshot_completed")), "the snapshot",
              120, interval=0.05)
         workload.start()
         procs.start_pipeline()
@@ -157,7 +157,7 @@ def test_kill9_capture_and_pipeline_end_with_the_collection_in_delta(env: MongoE
             procs.kill(procs.capture)
             procs.start_capture()
         # the pipeline: once its first batch is in the table, inside or between batches
-        wait(lambda: (delta / "_delta_log").is_dir() or procs.alive(), "the first batch",
+        wait(procs.until((delta / "_delta_log").is_dir), "the first batch",
              600, interval=0.05)  # a Spark session starts slowly on a loaded machine
         time.sleep(rng.uniform(0.0, 4.0))
         procs.alive()
@@ -168,7 +168,7 @@ def test_kill9_capture_and_pipeline_end_with_the_collection_in_delta(env: MongoE
         workload.join()
         assert workload.error is None, workload.error
         env.db.c.insert_one(_doc(random.Random(0), SENTINEL))  # after every other write
-        wait(lambda: procs.alive() or _has_sentinel(root), "the capture to catch up", 120,
+        wait(procs.until(lambda: _has_sentinel(root)), "the capture to catch up", 120,
              interval=0.2)
         procs.kill(procs.capture, signal.SIGTERM)
         procs.kill(procs.pipeline)

@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
-import orjson
 import pytest
 
 from headwater.testing.replay import events
 from headwater.topics import reader
+from tests.record_json import json_of
 
 from .conftest import MongoEnv, wait
 
 pytestmark = pytest.mark.integration
 
 
-def _stream_changes(env: MongoEnv, mode: str) -> list[dict[str, object]]:
+def _stream_changes(env: MongoEnv, mode: str) -> list[dict[str, Any]]:
     env.db.create_collection("c", changeStreamPreAndPostImages={"enabled": True})
     env.db.c.insert_one({"_id": 1, "name": "a", "gone": True})
     cap = env.capture({"capture.mode": mode})
@@ -72,7 +73,7 @@ def test_envelope_and_key_schemas(env: MongoEnv) -> None:
     finally:
         cap.stop()
     rec = next(iter(reader.read(env.topics, env.topic("c"))))
-    key, value = orjson.loads(rec.key), orjson.loads(rec.value)
+    key, value = json_of(rec.key), json_of(rec.value)
     topic = env.topic("c")
     assert key["schema"]["name"] == f"{topic}.Key"
     assert key["schema"]["fields"] == [{"type": "string", "optional": False, "field": "id"}]

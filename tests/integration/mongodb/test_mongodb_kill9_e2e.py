@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,10 @@ class Workload(threading.Thread):
         self.ops = 0
         self.error: BaseException | None = None
 
+    def _several(self, session: Any, n: int) -> None:
+        for _ in range(n):
+            self._one(session)
+
     def _one(self, session: Any = None) -> None:
         rng, coll = self.rng, self.env.db.c
         k = rng.randrange(self.next_key)
@@ -104,7 +109,7 @@ class Workload(threading.Thread):
                 if self.rng.random() < 0.15:
                     n = self.rng.randint(2, 4)
                     with self.env.client.start_session() as s:
-                        s.with_transaction(lambda s, n=n: [self._one(s) for _ in range(n)])
+                        s.with_transaction(lambda s, n=n: self._several(s, n))
                 else:
                     self._one()
                 time.sleep(0.002)
@@ -144,7 +149,16 @@ class Procs:
     def alive(self) -> None:
         for proc in (self.capture, self.pipeline):
             if proc is not None and proc.poll() is not None:
-                raise AssertionError(f"{proc.args} exited {proc.returncode}: see {self.logs}")
+                raise AssertionError(f"{proc.args!r} exited {proc.returncode}: see {self.logs}")
+
+    def until(self, done: Callable[[], object]) -> Callable[[], object]:
+        """A wait predicate: done()'s result, failing at once when a process has exited."""
+        def check() -> object:
+            if result := done():
+                return result
+            self.alive()
+            return False
+        return check
 
     @staticmethod
     def kill(proc: subprocess.Popen[bytes] | None, sig: int = signal.SIGKILL) -> None:
@@ -235,7 +249,7 @@ def run_scenario(env: MongoEnv, mode: str, rounds: int, seed: int) -> None:
     delta = env.tmp / "delta" / env.db_name / "c"
     try:
         procs.start_capture()
-        wait(lambda: env.offset().get("snapshot_completed") or procs.alive(), "the snapshot",
+        wait(procs.until(lambda: env.offset().get("snapshot_completed")), "the snapshot",
              120, interval=0.05)
         workload.start()
         procs.start_pipeline()
@@ -251,7 +265,7 @@ def run_scenario(env: MongoEnv, mode: str, rounds: int, seed: int) -> None:
                 procs.start_capture()
             # the pipeline: killed once its first batch is in the table, inside or between
             # batches
-            wait(lambda: (delta / "_delta_log").is_dir() or procs.alive(), "the first batch",
+            wait(procs.until((delta / "_delta_log").is_dir), "the first batch",
                  120, interval=0.05)
             time.sleep(rng.uniform(0.0, 4.0))
             procs.alive()
@@ -262,7 +276,7 @@ def run_scenario(env: MongoEnv, mode: str, rounds: int, seed: int) -> None:
         workload.join()
         assert workload.error is None, workload.error
         env.db.c.insert_one(_doc(random.Random(0), SENTINEL))  # after every other write
-        wait(lambda: procs.alive() or _topic_has(env, SENTINEL), "the capture to catch up",
+        wait(procs.until(lambda: _topic_has(env, SENTINEL)), "the capture to catch up",
              120, interval=0.2)
         procs.kill(procs.capture, signal.SIGTERM)
         procs.kill(procs.pipeline)

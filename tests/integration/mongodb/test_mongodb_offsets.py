@@ -189,7 +189,7 @@ def test_restart_inside_a_transaction_continues_its_counts(env: MongoEnv) -> Non
 
 def _tokens(env: MongoEnv, n: int) -> list[str]:
     """The resume tokens (offset form) of the first `n` events of collection c."""
-    out = []
+    out: list[str] = []
     with env.db.c.watch(start_at_operation_time=bson.Timestamp(1, 1)) as stream:
         while len(out) < n:
             event = stream.next()

@@ -70,7 +70,7 @@ def client(db: LocalMariaDB, **kw: Any) -> BinlogClient:
 
 def read_until(c: BinlogClient, stop: Any, timeout: float = 30) -> list[BinlogEvent]:
     """Events until `stop(event)` is true (inclusive)."""
-    out = []
+    out: list[BinlogEvent] = []
     deadline = time.monotonic() + scaled(timeout)
     while True:
         event = c.read_event(timeout=max(0.1, deadline - time.monotonic()))

@@ -72,7 +72,7 @@ def test_file_position_skips_to_it(menv: MariaEnv) -> None:
 
 def test_gtid_set_skips_to_it_and_bad_positions_are_rejected(menv: MariaEnv) -> None:
     setup_tables(menv, 0)
-    extra = {"signal.data.collection": signal_table(menv)}
+    extra: dict[str, object] = {"signal.data.collection": signal_table(menv)}
     _started(menv, extra)
     # Written while stopped, in this order: two rejected signals, the good one, rows 2 and 3.
     send(menv, "bad-file", "set-binlog-position",

@@ -12,6 +12,7 @@ import pytest
 
 from headwater.testing.replay import events, replay
 from headwater.topics import reader
+from tests.record_json import json_of
 
 from .conftest import MariaEnv, wait_for
 
@@ -102,7 +103,7 @@ def test_snapshot_then_stream(menv: MariaEnv) -> None:
                "email": "annek@noanswer.org"},
     }
     # The key schema is Debezium's <prefix>.<db>.<table>.Key.
-    raw_key = orjson.loads(evs[0][0].key)
+    raw_key = json_of(evs[0][0].key)
     assert raw_key["schema"]["name"] == f"{menv.prefix}.{menv.db}.customers.Key"
 
 

@@ -124,6 +124,7 @@ def validate(cfg: Path) -> tuple[int, dict[str, Any], str]:
 def assert_equal(cfg: Path, env: MariaEnv) -> dict[str, Any]:
     code, doc, text = validate(cfg)
     assert code == 0, text
+    t: dict[str, Any]
     [t] = doc["tables"]
     assert (t["table"], t["source_rows"], t["target_rows"]) == (f"{env.db}.things", 305, 305)
     assert t["chunks"] == 4, t

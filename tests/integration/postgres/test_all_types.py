@@ -562,7 +562,7 @@ def numeric_specials(m: Modes) -> Col:
     else:
         literals = ("NULL", "NULL", "NULL", "1e-130")
         values = (None, None, None, by_decimal(vsd(130, 1), 1e-130, "1E-130"))
-    return Col("nsp", "numeric", literals, values,  # type: ignore[arg-type]
+    return Col("nsp", "numeric", literals, values,
                lambda mm: (sch("struct", DBZ + "VariableScaleDecimal")
                            if mm.decimal == "precise" else decimal_schema(0, None)(mm)))
 

@@ -10,6 +10,7 @@ import pytest
 
 from headwater.testing.replay import events
 from headwater.topics import reader
+from tests.record_json import json_of
 
 from .conftest import Env, wait_for
 
@@ -161,9 +162,7 @@ def test_schema_changes_mid_stream(env: Env) -> None:
         cap.stop()
     values = []
     for rec in reader.read(env.topics, f"{env.prefix}.public.t"):
-        import orjson
-
-        doc = orjson.loads(rec.value)
+        doc = json_of(rec.value)
         after_schema = next(f for f in doc["schema"]["fields"] if f["field"] == "after")
         values.append(([f["field"] for f in after_schema["fields"]], doc["payload"]["after"]))
     assert [v[0] for v in values] == [

@@ -133,7 +133,7 @@ def test_kill_minus_nine_under_load_loses_nothing(env: Env) -> None:
                          timeout=120, interval=0.1, what="the first run's snapshot")
             time.sleep(rng.uniform(0.3, 2.5))
             if proc.poll() is not None:
-                raise AssertionError(f"capture exited early: {proc.stderr.read().decode()[-3000:]}")
+                raise AssertionError(f"capture exited early: {_stderr_tail(proc)}")
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             kills += 1
@@ -175,7 +175,7 @@ def test_kill_minus_nine_under_load_loses_nothing(env: Env) -> None:
         finally:
             if proc.poll() is None:  # (a timeout above already stopped it, for its log)
                 proc.send_signal(signal.SIGTERM)
-                assert proc.wait(60) == 0, proc.stderr.read().decode()[-3000:]
+                assert proc.wait(60) == 0, _stderr_tail(proc)
     finally:
         load.stop.set()
     assert kills == 6 and len(load.committed) > 200

@@ -68,6 +68,7 @@ def test_timezone_header_to_value_and_record_size_on_a_real_capture(env: Env) ->
     values = [v["payload"] if v is not None else None for _, v in records]
     assert [v["op"] if v else None for v in values] == ["r", "d", None, "c", "c"]
     snap, delete, _, moved, big = values
+    assert snap and delete and moved and big
     # TimezoneConverter: ZonedTimestamp (UTC from the connector) in Asia/Kolkata
     assert snap["after"]["at"] == "2024-01-02T08:34:05.25+05:30"
     assert moved["after"]["at"] == "2024-01-02T08:34:05.25+05:30"
@@ -77,7 +78,9 @@ def test_timezone_header_to_value_and_record_size_on_a_real_capture(env: Env) ->
     assert "__debezium.oldkey" in records[3][0]
     assert moved["old_key"] == {"id": 1}
     assert "old_key" not in snap and "old_key" not in delete and "old_key" not in big
-    schema = records[3][1]["schema"]
+    moved_doc = records[3][1]
+    assert moved_doc is not None
+    schema = moved_doc["schema"]
     assert [f["field"] for f in schema["fields"]][-1] == "old_key"
     # EnforceRecordSize: the big row's only column above min.field.size (25000) is cut to
     # fit max.bytes, from the start; the small one and the other records are whole

@@ -38,8 +38,8 @@ def confirmed_is_durable(env: Env, load: Load, files: Path | None) -> int:
         checked = 0
         for txid, _before, after, changes in list(load.committed):
             if after <= confirmed:
-                want = {(k, v) for k, op, v in changes if op != "d"}
-                assert want <= written, (
+                want_rows = {(k, v) for k, op, v in changes if op != "d"}
+                assert want_rows <= written, (
                     f"slot confirmed {rows[0][0]} but tx {txid} is not (fully) in the files")
                 checked += 1
         return checked

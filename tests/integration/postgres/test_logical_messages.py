@@ -19,6 +19,7 @@ import pytest
 
 from headwater.testing.replay import events
 from headwater.topics import reader
+from tests.record_json import json_of
 
 from .conftest import Env, wait_for
 
@@ -206,7 +207,7 @@ DECODE = {
 
 
 def _raw(env: Env) -> list[tuple[Any, Any]]:
-    return [(orjson.loads(r.key) if r.key is not None else None, orjson.loads(r.value))
+    return [(json_of(r.key) if r.key is not None else None, json_of(r.value))
             for r in reader.read(env.topics, f"{env.prefix}.message", from_offset=0)]
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from headwater.testing.replay import events, replay
 from headwater.topics import reader
+from tests.record_json import json_of
 
 from .conftest import Capture, Env, wait_for
 
@@ -82,7 +83,7 @@ def _normalized(root: Path, prefix: str) -> tuple[collections.Counter[bytes], li
     for name in TOPICS:
         last_marker = None
         for rec in reader.read(root, f"{prefix}.{name}", from_offset=0):
-            value = orjson.loads(rec.value)
+            value = json_of(rec.value)
             payload = value["payload"]
             assert payload["op"] == "r"
             last_marker = payload["source"]["snapshot"]

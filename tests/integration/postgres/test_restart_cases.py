@@ -508,7 +508,7 @@ def _standby_slot_active(standby: LocalPostgres, slot: str) -> bool:
     try:
         with conn.cursor() as cur:
             cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,))
-            return cur.fetchall() == [(True,)]
+            return bool(cur.fetchall() == [(True,)])
     finally:
         conn.close()
 

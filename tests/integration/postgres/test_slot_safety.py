@@ -70,7 +70,7 @@ def test_slot_invalidated_for_idleness_on_postgresql_18_names_the_reason(tmp_pat
             env.sql("CHECKPOINT")
             rows = env.sql("SELECT invalidation_reason FROM pg_replication_slots "
                            "WHERE slot_name = %s", (env.slot,))
-            return rows[0][0] == "idle_timeout"
+            return bool(rows[0][0] == "idle_timeout")
 
         wait_for(invalidated, timeout=30, interval=0.5, what="the slot invalidated as idle")
         with pytest.raises(Exception, match="invalidated by the server \\(reason idle_timeout"):

@@ -4,6 +4,7 @@ capture, into the topic log; and a configuration error naming an unknown transfo
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import orjson
 import pytest
@@ -12,6 +13,7 @@ from headwater.capture import build_runtime, load_connector_config
 from headwater.config import ConfigError
 from headwater.converters.headers import header_value
 from headwater.topics import reader
+from tests.record_json import json_of
 
 from .conftest import Env, wait_for
 
@@ -45,9 +47,9 @@ def test_tutorial_unwrap_gives_flattened_events(env: Env) -> None:
     finally:
         cap.stop()
     records = list(reader.read(env.topics, topic, from_offset=0))
-    values = [orjson.loads(r.value) if r.value is not None else None for r in records]
-    keys = [orjson.loads(r.key)["payload"] for r in records]
-    payloads = [v["payload"] if v is not None else None for v in values]
+    values: list[Any] = [orjson.loads(r.value) if r.value is not None else None for r in records]
+    keys = [json_of(r.key)["payload"] for r in records]
+    payloads: list[Any] = [v["payload"] if v is not None else None for v in values]
     assert [p["__op"] if p else None for p in payloads] == ["r", "r", "c", "u", "d", None]
     first = payloads[0]
     assert list(first) == ["id", "name", "score", "__deleted", "__op", "__table", "__lsn",
@@ -103,8 +105,8 @@ def test_outbox_event_router_on_a_real_outbox_table(env: Env) -> None:
     finally:
         cap.stop()
     records = list(reader.read(env.topics, topic, from_offset=0))
-    assert [orjson.loads(r.key)["payload"] for r in records] == ["o-1", "o-2", "o-3"]
-    values = [orjson.loads(r.value) for r in records]
+    assert [json_of(r.key)["payload"] for r in records] == ["o-1", "o-2", "o-3"]
+    values = [json_of(r.value) for r in records]
     assert [v["payload"] for v in values] == [{"id": 1, "total": 2.5}, {"id": 2, "total": 3.0},
                                               {"id": 3, "total": 1.0}]
     assert values[0]["schema"]["name"] == "payload"

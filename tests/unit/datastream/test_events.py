@@ -41,6 +41,7 @@ from headwater.model.schema import (
     TableId,
     TableSchema,
 )
+from tests.record_json import json_of
 
 STREAM = "projects/myProj/locations/myLoc/streams/pg-stream"
 PG = SourceContext("postgresql", "srv", "headwater-test")
@@ -230,7 +231,7 @@ def test_avro_datum_round_trips_through_fastavro_with_unified_types() -> None:
     ((record,),) = out.values()
     headers = dict(record.headers)
     assert headers[OBJECT_HEADER] == b"public_orders"
-    schema = orjson.loads(headers[AVRO_SCHEMA_HEADER])
+    schema = json_of(headers[AVRO_SCHEMA_HEADER])
     payload = next(f for f in schema["fields"] if f["name"] == "payload")["type"]
     assert [(f["name"], f["unifiedType"], f["sourceType"]) for f in payload["fields"]] == [
         ("id", "INTEGER", "int4"), ("note", "STRING", "text"),

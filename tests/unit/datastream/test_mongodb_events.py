@@ -34,6 +34,7 @@ from headwater.connectors.mongodb.position import (
 from headwater.formats.datastream.renderer import AVRO_SCHEMA_HEADER, DatastreamFormat
 from headwater.formats.datastream.sources import MONGODB, source_spec
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
+from tests.record_json import json_of
 
 STREAM = "projects/p/locations/l/streams/mongo"
 CTX = SourceContext("mongodb", "srv", "headwater-test")
@@ -211,13 +212,14 @@ def test_avro_event_types_the_two_columns() -> None:
     record = _record(Op.CREATE, None, c.read(raw(DOC)), MongoPosition(5, 1, token(5, 1, 0)))
     batch = fmt.render_batch([record])
     (out,) = [r for rs in batch.values() for r in rs]
-    schema = orjson.loads(dict(out.headers)[AVRO_SCHEMA_HEADER])
+    schema = json_of(dict(out.headers)[AVRO_SCHEMA_HEADER])
     payload = next(f for f in schema["fields"] if f["name"] == "payload")["type"]
     assert [(f["name"], f["sourceName"], f["unifiedType"]) for f in payload["fields"]] == [
         ("_id", "_id", "STRING"), ("payload", "payload", "JSON")]
     meta = next(f for f in schema["fields"] if f["name"] == "source_metadata")["type"]
     assert [f["name"] for f in meta["fields"]] == [
         "database", "collection", "is_deleted", "change_type", "primary_keys"]
+    assert out.value is not None
     event = schemaless_reader(io.BytesIO(out.value), parse_schema(schema), None)
     assert isinstance(event, dict)
     assert orjson.loads(event["payload"]["payload"])["l"] == {"$numberLong": "7"}

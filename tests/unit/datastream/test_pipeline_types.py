@@ -8,7 +8,6 @@ import datetime as dt
 import io
 from decimal import Decimal
 
-import orjson
 import pyarrow as pa
 from fastavro import parse_schema, schemaless_reader
 
@@ -16,6 +15,7 @@ from headwater.formats.datastream.renderer import AVRO_SCHEMA_HEADER, Datastream
 from headwater.model.record import Op
 from headwater.model.schema import INT32, INT64, STRING, Column, ConnectSchema, TableId, TableSchema
 from headwater.pipeline.datastream.types import payload_columns
+from tests.record_json import json_of
 from tests.unit.datastream.test_events import MY, MY_POS, PG, PG_POS, STREAM, rec
 
 
@@ -24,7 +24,7 @@ def _decoded(table: TableSchema, ctx: object, row: tuple[object, ...], pos: obje
     fmt = DatastreamFormat(STREAM, encoding="avro", file_headers=True)
     out = fmt.render_batch([rec(ctx, table, Op.CREATE, None, row, pos)])  # type: ignore[arg-type]
     ((record,),) = out.values()
-    schema = orjson.loads(dict(record.headers)[AVRO_SCHEMA_HEADER])
+    schema = json_of(dict(record.headers)[AVRO_SCHEMA_HEADER])
     datum = schemaless_reader(io.BytesIO(record.value or b""), parse_schema(schema), None)
     assert isinstance(datum, dict)
     return {c.name: (c.type.arrow, None if datum["payload"][c.avro_name] is None

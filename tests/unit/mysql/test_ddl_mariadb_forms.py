@@ -60,8 +60,8 @@ def test_engine_options_of_columns_and_keys() -> None:
     table = _table(_schema(
         "CREATE TABLE t (a INT `FOO`='1' COMMENT 'c' NOT NULL, b INT, "
         "UNIQUE KEY u (a) `CLUSTERING`='YES', KEY j (b) CLUSTERING=YES COMMENT 'k')"))
-    assert table.column("a") is not None and table.column("a").comment == "c"  # type: ignore
-    assert not table.column("a").nullable  # type: ignore[union-attr]
+    assert table.column("a").comment == "c"
+    assert not table.column("a").nullable
     assert table.unique_keys == (("a",),)
 
 

@@ -72,7 +72,7 @@ def test_kafka_history_settings_are_read() -> None:
         "schema.history.internal.producer.linger.ms": "3"})
     assert cfg.history_in_kafka and cfg.schema_history.schema_history_internal_kafka_topic == "h"
     assert cfg.schema_history.schema_history_internal_kafka_recovery_attempts == 7
-    from headwater.connectors.mysql.history_store import kafka_history_settings
+    from headwater.relational.history_kafka import kafka_history_settings
 
     settings = kafka_history_settings(cfg.schema_history)
     assert settings.bootstrap_servers == "b:9092" and settings.producer == {"linger.ms": "3"}

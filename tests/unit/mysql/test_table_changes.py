@@ -83,7 +83,7 @@ def test_alter_rename_drop_and_filtering() -> None:
 def test_nullable_unique_key_is_not_a_key() -> None:
     schema = MySqlSchema()
     [change] = schema.apply("CREATE TABLE a (x INT, UNIQUE KEY (x))", "db")
-    assert table_change(change)["table"]["primaryKeyColumnNames"] == []  # type: ignore[index]
+    assert table_change(change)["table"]["primaryKeyColumnNames"] == []
 
 
 def test_connect_schema_matches_debezium_names() -> None:

@@ -552,7 +552,8 @@ def test_unknown_type_names_column_and_type() -> None:
 )
 def test_invalid_modes_are_rejected(option: str, value: str) -> None:
     with pytest.raises(ValueError, match=value):
-        MySqlTypeModes(**{option: value})
+        bad: dict[str, Any] = {option: value}
+        MySqlTypeModes(**bad)
 
 
 def test_decimal_json_rendering_matches_debezium() -> None:

@@ -6,6 +6,8 @@ the comments (PostgreSQL 15).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from headwater.connectors.postgres.catalog import ColumnInfo, TableInfo
@@ -73,7 +75,8 @@ def test_serial_type_names() -> None:
     assert jdbc_type_name("int4", "7") == "int4"
 
 
-def _codec(rows: list[tuple[str, int, str, int, bool, str | None]]) -> dict[str, object]:
+def _codec(rows: list[tuple[str, int, str, int, bool, str | None]]
+           ) -> dict[str, tuple[Any, Any]]:
     columns = tuple(
         ColumnInfo(name, i + 1, oid, tname, tname, typmod, not_null, oid, tname,
                    PgType(oid, tname, typmod), default)

@@ -225,7 +225,7 @@ class Run(NamedTuple):
     @property
     def changes(self) -> list[tuple[Any, ...]]:
         """Everything of each event except the processing time."""
-        out = []
+        out: list[tuple[Any, ...]] = []
         for r in self.records:
             if isinstance(r, ChangeRecord):
                 out.append((r.op, r.table.id.table, r.before, r.after, r.source_ts_ms,
@@ -372,7 +372,8 @@ def test_restart_in_the_middle_of_a_replayed_transaction_skips_what_is_out(
     changes = [r for r in full_tx.records if isinstance(r, ChangeRecord)]
     resumed_changes = [r for r in resumed_tx.records if isinstance(r, ChangeRecord)]
     assert [r.tx for r in resumed_changes] == [r.tx for r in changes[6:]]
-    assert [r.tx.total_order for r in resumed_changes] == list(range(7, len(changes) + 1))
+    assert [r.tx and r.tx.total_order for r in resumed_changes] == list(
+        range(7, len(changes) + 1))
     ends = [r for r in resumed_tx.records if isinstance(r, TransactionEvent)]
     assert [e.status for e in ends] == ["END"]
     assert ends[0].event_count == len(changes)
@@ -400,7 +401,8 @@ def test_interleaved_transactions_come_out_in_commit_order(tmp_path: Path) -> No
     assert values[-1] == "y2"
     # Before Stream Commit was read, only y1 had been emitted.
     assert emitted_at_commit and all(
-        rec.after[1] == "y1" for b in r.batches[:emitted_at_commit[0]] for rec in b.records)
+        isinstance(rec, ChangeRecord) and rec.after is not None and rec.after[1] == "y1"
+        for b in r.batches[:emitted_at_commit[0]] for rec in b.records)
     commits = [rec.position.commit_lsn for rec in r.records]
     assert commits == sorted(commits)
     # the end LSN of the Commit before the streamed one (Debezium's lastCommitLsn)
@@ -444,7 +446,8 @@ def test_aborted_subtransaction_drops_only_its_changes(tmp_path: Path) -> None:
     r = run(script, tmp_path, metadata=True)
     changes = [rec for rec in r.records if isinstance(rec, ChangeRecord)]
     assert [rec.after for rec in changes] == [(1, "a"), (5, "e")]
-    assert [rec.tx.total_order for rec in changes] == [1, 2]  # as protocol 1 numbers them
+    # as protocol 1 numbers them
+    assert [rec.tx and rec.tx.total_order for rec in changes] == [1, 2]
 
 
 def test_messages_follow_their_subtransaction(tmp_path: Path) -> None:

@@ -24,9 +24,9 @@ from headwater.topics.retention_config import refuse_elsewhere, retention_rules
 from headwater.topics.segment import list_segments
 from headwater.topics.sink import TopicLogSink
 
-from .helpers import HOUR_MS, UNMERGED, T, age, compact, key, now_ms, value, write_segments
+from .helpers import HOUR_MS, UNMERGED, Spec, T, age, compact, key, now_ms, value, write_segments
 
-SEGMENTS = [[(1, "a"), (2, "a"), (2, None)], [(1, "b"), (3, "a")], [(3, "b")]]
+SEGMENTS: list[list[Spec]] = [[(1, "a"), (2, "a"), (2, None)], [(1, "b"), (3, "a")], [(3, "b")]]
 
 
 def offsets(root: Path) -> list[int]:

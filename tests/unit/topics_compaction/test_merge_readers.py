@@ -23,16 +23,16 @@ from headwater.topics.log import TopicLog
 from headwater.topics.reader import Record
 from headwater.topics.segment import Segment, compacted_name, list_segments, live_segments
 
-from .helpers import MERGED, UNMERGED, T, age, compact, key, now_ms, value, write_segments
+from .helpers import MERGED, UNMERGED, Spec, T, age, compact, key, now_ms, value, write_segments
 
-SEGMENTS = [
+SEGMENTS: list[list[Spec]] = [
     [(1, "a"), (2, "a"), (3, "a")],  # 0..2
     [(1, "b"), (4, "a")],  # 3..4
     [(2, None), (5, "a")],  # 5..6: a tombstone
     [(3, "b"), (1, "c")],  # 7..8
     [(6, "a"), (4, "b")],  # 9..10
 ]
-IN_PROGRESS = [(1, "d"), (7, "a")]  # 11..12
+IN_PROGRESS: list[Spec] = [(1, "d"), (7, "a")]  # 11..12
 END = 13
 
 

@@ -25,17 +25,17 @@ from headwater.topics.repair import repair_topic
 from headwater.topics.retention import write_consumer
 from headwater.topics.segment import compacted_name, list_segments, sealed_name
 
-from .helpers import UNMERGED, T, age, compact, key, now_ms, value, write_segments
+from .helpers import UNMERGED, Spec, T, age, compact, key, now_ms, value, write_segments
 
 # offset: (key, value)                        compacted away?
-SEGMENTS = [
+SEGMENTS: list[list[Spec]] = [
     [(1, "a"), (2, "a"), (3, "a"), (4, "a")],  # 0..3: all but 3 (key 4)
     [(2, None), (1, "b"), (5, "a")],  # 4..6: all but the tombstone 4: the range ends at 7
     [(3, "b"), (6, "a")],  # 7..8: nothing left (an empty file)
     [(1, "c"), (5, "b"), (6, "b"), (3, "c")],  # 9..12: all kept (only renamed)
     [(7, "a"), (8, "x")],  # 13..14: past the consumer's marker, not compacted
 ]
-IN_PROGRESS = [(1, "d"), (8, "a")]  # 15..16
+IN_PROGRESS: list[Spec] = [(1, "d"), (8, "a")]  # 15..16
 LEFT = [3, 4, 9, 10, 11, 12, 13, 14, 15, 16]
 END = 17
 

@@ -139,7 +139,7 @@ def test_a_pass_keeps_the_state_the_markers_and_the_offsets(tmp_path: Path, seed
     segments, in_progress = random_topic(rng)
     write_segments(root, segments, in_progress=in_progress)
     age(root, hours=1)
-    ends = []
+    ends: list[int] = []
     for specs in segments:
         ends.append((ends[-1] if ends else 0) + len(specs))
     floor = rng.choice([None, *range(ends[-1] + len(in_progress) + 1)])
