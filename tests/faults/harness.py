@@ -51,7 +51,7 @@ from typing import Any
 import orjson
 from typer.testing import CliRunner
 
-from headwater.testing.localpg import wait_for
+from headwater.testing.localpg import failing_fast, wait_for
 from headwater.testing.replay import replay
 from headwater.testing.stored_offsets import snapshot_completed, stored_offset
 from headwater.topics.segment import list_segments
@@ -480,12 +480,7 @@ class _Trial:
 
     def capture_until(self, done: Callable[[], object]) -> Callable[[], object]:
         """A wait predicate: done()'s result, failing at once when the capture has exited."""
-        def check() -> object:
-            if result := done():
-                return result
-            self.capture_alive()
-            return False
-        return check
+        return failing_fast(done, self.capture_alive)
 
     def signal_capture(self, sig: signal.Signals, timeout: float = 60) -> int:
         assert self.capture is not None

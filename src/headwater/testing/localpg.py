@@ -18,7 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +243,19 @@ def local_postgres(**kw: Any) -> Iterator[LocalPostgres]:
         yield pg
     finally:
         pg.cleanup()
+
+
+def failing_fast(done: Callable[[], object], alive: Callable[[], None]) -> Callable[[], object]:
+    """A `wait_for` predicate: done()'s result, else `alive()` (which raises when a process the
+    wait depends on has exited), so that a dead process fails the wait at once rather than at
+    its timeout.  The condition is checked first: a process that ends right after doing what
+    was waited for does not fail it."""
+    def check() -> object:
+        if result := done():
+            return result
+        alive()
+        return False
+    return check
 
 
 def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.1, what: str = "") -> Any:

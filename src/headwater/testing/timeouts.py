@@ -5,6 +5,7 @@ editing numbers in a hundred places.  The default is 1: the limits as written.""
 
 from __future__ import annotations
 
+import math
 import os
 
 ENV = "HEADWATER_TEST_TIMEOUT_SCALE"
@@ -19,8 +20,8 @@ def timeout_scale() -> float:
     try:
         value = float(text)
     except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
+        value = 0.0
+    if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{ENV}={text!r}: expected a positive number (1 = the limits as written)")
     return value
 

@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 
 from headwater.connectors.mongodb.extended_json import id_json
+from headwater.testing.localpg import failing_fast
 from headwater.testing.replay import events
 
 from .conftest import MongoEnv, wait
@@ -153,12 +154,7 @@ class Procs:
 
     def until(self, done: Callable[[], object]) -> Callable[[], object]:
         """A wait predicate: done()'s result, failing at once when a process has exited."""
-        def check() -> object:
-            if result := done():
-                return result
-            self.alive()
-            return False
-        return check
+        return failing_fast(done, self.alive)
 
     @staticmethod
     def kill(proc: subprocess.Popen[bytes] | None, sig: int = signal.SIGKILL) -> None:
