@@ -254,7 +254,7 @@ def _batch_checksummer() -> Callable[[bytearray, int], None] | None:
     C by `pip install -e .`, i.e. scripts/setup.sh, or ``python setup.py build_ext
     --inplace``), set up on the first append with google-crc32c's `crc32c_extend`; None when
     the module was not built or that function is not found: the per-record encoder then
-    writes the same bytes, about 5% slower for the capture, and a WARNING says why, once."""
+    writes the same bytes, slower (the capture by about 6%), and a WARNING says why, once."""
     try:
         from headwater.topics import _crcfill
     except ImportError as exc:
