@@ -45,6 +45,14 @@ need_apt=()
 # the Python headers come with the interpreter, python3-dev on Debian).
 need_cc=0
 command -v cc >/dev/null 2>&1 || { need_apt+=(gcc); need_cc=1; }
+PY=${PYTHON:-python3}
+headers_of=$PY
+if [ -x .venv/bin/python ]; then headers_of=.venv/bin/python; fi
+if ! "$headers_of" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+  need_apt+=(python3-dev)  # (Debian's python3 comes without its headers)
+  need_cc=1
+fi
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql postgresql-contrib)
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
 # Maven fetches the JVM parts (Delta, Iceberg and Kafka for Spark; Kafka brokers and a Connect
@@ -80,7 +88,6 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 if [ "$need_cc" -eq 1 ]; then steps_done; fi  # (the package's build needs the compiler)
-PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
@@ -102,10 +109,11 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -n
   touch "$stamp"
 elif [ -z "$crcfill_so" ] || [ "$crcfill_c" -nt "$crcfill_so" ]; then
   echo "building headwater.topics._crcfill (log: .venv/build_ext.log) ..."
-  if ! .venv/bin/python setup.py build_ext --inplace > .venv/build_ext.log 2>&1; then
+  if ! .venv/bin/python setup.py build_ext --inplace --force > .venv/build_ext.log 2>&1; then
     tail -n 40 .venv/build_ext.log >&2
     exit 1
   fi
+  touch src/headwater/topics/_crcfill*.so  # (its copy keeps a whole-second time: older than .c)
 fi
 
 steps_done  # (Debian's packages)
