@@ -60,7 +60,7 @@ from headwater.topics.log import _headers_json as headers_json
 class PlainTopicLog(TopicLog):
     """The writer as it was before checksums (format 1 lines): the comparison's baseline."""
 
-    def _encode_batch(self, first: int, records: Sequence[OutRecord]) -> list[bytes]:
+    def _encode_batch(self, first: int, records: Sequence[OutRecord]) -> bytes:
         parts: list[bytes] = []
         add = parts.extend
         prefix = _PREFIX
@@ -83,7 +83,7 @@ class PlainTopicLog(TopicLog):
                 add((prefix % (off, ts, key), value, headers_suffix))
             off += 1
         assert len(parts) == _PARTS * len(records)
-        return parts
+        return b"".join(parts)
 
 
 class Timed:

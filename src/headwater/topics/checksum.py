@@ -18,8 +18,9 @@ accident: in the older layout the record closes right after its value or headers
 never after a JSON string that follows ``,"crc":``.
 
 CRC-32C is computed by google-crc32c (the C library; SSE 4.2 or ARMv8 instructions), also
-from the column-wise scanner's compiled code (`headwater.pipeline.scan_kernel`), which calls
-the same library's `crc32c_extend`.
+from the writer's batch checksummer (`headwater.topics._crcfill`, C) and the column-wise
+scanner's compiled code (`headwater.pipeline.scan_kernel`), which call the same library's
+`crc32c_extend`.
 """
 
 from __future__ import annotations

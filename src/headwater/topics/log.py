@@ -98,10 +98,11 @@ seals the in-progress segment, so every segment written after the upgrade is che
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -113,7 +114,7 @@ from headwater.model.topic import HeaderBytes, TopicRecord
 from headwater.state_format import TOPIC_LOG, open_state_dir, write_stamp
 from headwater.topics.check import segment_end
 from headwater.topics.checksum import TAIL_FORMAT as _TAIL
-from headwater.topics.checksum import crc32c, extend
+from headwater.topics.checksum import crc32c, extend, library_path
 from headwater.topics.compaction_files import remove_leftovers
 from headwater.topics.damage import TopicLogDamaged
 from headwater.topics.segment import (
@@ -152,6 +153,11 @@ DEFAULT_SEGMENT_MS = 1000
 # cheapest way to build the segment bytes in CPython (about half the cost of formatting the
 # whole line with %b, which copies the value twice).
 # The suffix is the headers member (if any) and the checksum member (`checksum.tail`).
+# The batch encoder ends each line with the same bytes, the checksum member with a placeholder
+# for its digits (`_PLACEHOLDER`), joins the batch once and has the compiled
+# `_crcfill.checksum_lines` write the digits in place (one C call per batch instead of two or
+# three C calls and a formatting per record); where that module was not built, the per-record
+# encoder writes the same bytes (`_batch_checksummer`).
 _PREFIX = b'{"offset":%d,"timestamp":%d,"key":%b,"value":'
 _HEADERS = b',"headers":{%b}'
 _PARTS = 3  # parts per record in an encoded batch
@@ -183,7 +189,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | bytearray) -> None:
     n = os.write(fd, data)
     if n != len(data):
         view = memoryview(data)
@@ -235,6 +241,64 @@ def _encode_slow(
     v = _clean(value) if value else _json_field(value, "value")
     member = _HEADERS % _clean(_headers_json(headers)) if headers else b""
     return _PREFIX % (offset, ts, k), v, member
+
+
+# What the batch encoder ends each line with: the checksum member, 8 placeholder bytes for its
+# digits (written by `_crcfill.checksum_lines`), `"}` and the newline.
+_PLACEHOLDER = _TAIL % 0
+
+
+@functools.cache
+def _batch_checksummer() -> Callable[[bytearray, int], None] | None:
+    """The compiled batch checksummer (`headwater.topics._crcfill.checksum_lines`, built from
+    C by `pip install -e .`, i.e. scripts/setup.sh, or ``python setup.py build_ext
+    --inplace``), set up on the first append with google-crc32c's `crc32c_extend`; None when
+    the module was not built or that function is not found: the per-record encoder then
+    writes the same bytes, slower (the capture by about 6%), and a WARNING says why, once."""
+    try:
+        from headwater.topics import _crcfill
+    except ImportError as exc:
+        log.warning("topic log: per-record checksums, the slower encoder: the compiled batch "
+                    "checksummer headwater.topics._crcfill is not built (%s); build it with "
+                    "`pip install -e .` (scripts/setup.sh) or `python setup.py build_ext "
+                    "--inplace` in the repository", exc)
+        return None
+    try:
+        address = _crc32c_extend_address()
+    except (OSError, AttributeError) as exc:
+        log.warning("topic log: per-record checksums, the slower encoder: google-crc32c's "
+                    "crc32c_extend was not found for the compiled batch checksummer (%s)", exc)
+        return None
+    _crcfill.set_crc32c_extend(address)
+    return _crcfill.checksum_lines
+
+
+def _crc32c_extend_address() -> int:
+    """The address of google-crc32c's C function `crc32c_extend`, from the shared library its
+    Python module loaded (`checksum.library_path`; or the process's symbols, for a build
+    linked against a system library)."""
+    import ctypes
+
+    path = library_path()
+    lib = ctypes.CDLL(path) if path is not None else ctypes.CDLL(None)
+    address = ctypes.cast(lib.crc32c_extend, ctypes.c_void_p).value
+    if not address:
+        raise OSError("crc32c_extend has a null address")
+    return int(address)
+
+
+def _encode_error(exc: Exception, index: int) -> Exception:
+    """The error `append` raises for record #`index` of a batch that cannot be encoded."""
+    cls = TypeError if isinstance(exc, TypeError) else ValueError
+    return cls(f"cannot encode record #{index} of the batch: {exc} (key and value must "
+               "be bytes holding a JSON document or None, timestamp an int)")
+
+
+def _partition_refused(partition: int) -> PartitionRefused:
+    return PartitionRefused(
+        f"partition {partition} chosen by a transform (PartitionRouting): the "
+        "local topic log has one partition per topic (use the Kafka topic "
+        "store, or partition.topic.num=1)")
 
 
 def lock_root(root: Path) -> int:
@@ -320,14 +384,15 @@ class TopicLog:
         """
         self._check_usable()
         # Encode everything first: an unencodable record must not leave half a batch on disk.
-        encoded: list[tuple[_Topic, list[bytes]]] = []
+        encoded: list[tuple[_Topic, bytes | bytearray, int]] = []
         for name, records in batch.items():
             if not records:
                 continue
             topic = self._topics.get(name)
             if topic is None:
                 topic = self._new_topic(name)
-            encoded.append((topic, self._encode_batch(topic.next_offset, records)))
+            encoded.append((topic, self._encode_batch(topic.next_offset, records),
+                            len(records)))
         if not encoded:
             return {}
         where = self.root
@@ -337,13 +402,13 @@ class TopicLog:
                 self._roll_due(now)
             result: dict[str, tuple[int, int]] = {}
             created_dirs: list[Path] = []
-            for topic, parts in encoded:
+            for topic, data, count in encoded:
                 where = topic.dir
                 first = topic.next_offset
-                if self._write(topic, parts, now):
+                if self._write(topic, data, count, now):
                     created_dirs.append(topic.dir)
                 result[topic.name] = (first, topic.next_offset - 1)
-            for topic, _ in encoded:
+            for topic, _, _ in encoded:
                 where = topic.dir
                 if topic.fd >= 0:
                     os.fsync(topic.fd)
@@ -408,10 +473,71 @@ class TopicLog:
 
     # ------------------------------------------------------------------ encoding
 
-    def _encode_batch(self, first: int, records: Sequence[OutRecord]) -> list[bytes]:
-        """Encode records as a flat list of parts, `_PARTS` per record (one line), each line
-        ending with its CRC-32C (`headwater.topics.checksum`): of the prefix, the value and
-        the headers member, computed on the parts as they are (no line is joined twice)."""
+    def _encode_batch(self, first: int, records: Sequence[OutRecord]) -> bytes | bytearray:
+        """The batch's checksummed record lines (`headwater.topics.checksum`), offsets from
+        `first`: built by the batch encoder, or by the per-record encoder where the compiled
+        checksummer was not built (the same bytes)."""
+        checksummer = _batch_checksummer()
+        if checksummer is None:
+            data: bytes | bytearray = b"".join(self._encode_per_record(first, records))
+        else:
+            data = self._encode_lines(first, records, checksummer)
+        if self.validate_json:
+            self._validate(records)
+        return data
+
+    def _encode_lines(self, first: int, records: Sequence[OutRecord],
+                      checksummer: Callable[[bytearray, int], None]) -> bytearray:
+        """The batch encoder: each record's line with a placeholder for its checksum's digits
+        (the per-record Python work of a writer without checksums), joined once; then one
+        compiled call writes the digits in place."""
+        parts: list[bytes] = []
+        add = parts.extend
+        prefix = _PREFIX
+        end = _PLACEHOLDER
+        off = first
+        # Most records carry the same headers object (the format's per-run context headers):
+        # their encoded member is computed once per distinct object, not once per record.
+        headers_seen: HeaderBytes = ()
+        headers_end = end
+        try:
+            for key, value, ts, headers, partition in records:
+                if partition:
+                    raise _partition_refused(partition)
+                # Fast path: non-empty key and value, no raw CR/LF (int `in` bytes is a memchr,
+                # ~30 ns per KB).  Anything else takes the checked slow path.  No line may
+                # hold a newline but its last byte: the checksummer cuts the lines there.
+                if (
+                    not key
+                    or not value
+                    or 10 in value
+                    or 13 in value
+                    or 10 in key
+                    or 13 in key
+                ):
+                    head, v, member = _encode_slow(off, key, value, ts, headers)
+                    add((head, v, member + end))
+                elif not headers:
+                    add((prefix % (off, ts, key), value, end))
+                else:
+                    if headers is not headers_seen:
+                        headers_end = _HEADERS % _clean(_headers_json(headers)) + end
+                        headers_seen = headers
+                    add((prefix % (off, ts, key), value, headers_end))
+                off += 1
+        except PartitionRefused:
+            raise
+        except (TypeError, ValueError) as exc:
+            raise _encode_error(exc, off - first) from exc
+        data = bytearray().join(parts)
+        checksummer(data, len(records))
+        return data
+
+    def _encode_per_record(self, first: int, records: Sequence[OutRecord]) -> list[bytes]:
+        """The per-record encoder (where the compiled checksummer was not built): records as a
+        flat list of parts, `_PARTS` per record (one line), each line ending with its CRC-32C,
+        of the prefix, the value and the headers member, computed on the parts as they are (no
+        line is joined twice)."""
         parts: list[bytes] = []
         add = parts.extend
         prefix = _PREFIX
@@ -419,19 +545,12 @@ class TopicLog:
         crc = crc32c
         ext = extend
         off = first
-        # Most records carry the same headers object (the format's per-run context headers):
-        # their encoded member is computed once per distinct object, not once per record.
         headers_seen: HeaderBytes = ()
         headers_member = b""
         try:
             for key, value, ts, headers, partition in records:
                 if partition:
-                    raise PartitionRefused(
-                        f"partition {partition} chosen by a transform (PartitionRouting): the "
-                        "local topic log has one partition per topic (use the Kafka topic "
-                        "store, or partition.topic.num=1)")
-                # Fast path: non-empty key and value, no raw CR/LF (int `in` bytes is a memchr,
-                # ~30 ns per KB).  Anything else takes the checked slow path.
+                    raise _partition_refused(partition)
                 if (
                     not key
                     or not value
@@ -456,13 +575,8 @@ class TopicLog:
         except PartitionRefused:
             raise
         except (TypeError, ValueError) as exc:
-            cls = TypeError if isinstance(exc, TypeError) else ValueError
-            raise cls(
-                f"cannot encode record #{off - first} of the batch: {exc} (key and value must "
-                "be bytes holding a JSON document or None, timestamp an int)"
-            ) from exc
-        if self.validate_json:
-            self._validate(records)
+            raise _encode_error(exc, off - first) from exc
+        assert len(parts) == _PARTS * len(records)
         return parts
 
     @staticmethod
@@ -479,32 +593,31 @@ class TopicLog:
 
     # ------------------------------------------------------------------ writing
 
-    def _write(self, topic: _Topic, parts: list[bytes], now: int) -> bool:
-        """Write encoded parts, rolling by size; True if a segment file was created."""
-        data = b"".join(parts)
-        count = len(parts) // _PARTS
+    def _write(self, topic: _Topic, data: bytes | bytearray, count: int, now: int) -> bool:
+        """Write `count` encoded lines, rolling by size; True if a segment file was created."""
         if topic.size + len(data) < self.segment_bytes:
             return self._write_chunk(topic, data, count, now)
-        # Rare path: the batch fills the open segment; split it at segment boundaries.
+        # Rare path: the batch fills the open segment; split it at segment boundaries, after
+        # the line that brings the segment to `segment_bytes` or more (the line holding the
+        # segment's byte `segment_bytes - 1`).
         created = False
-        limit = self.segment_bytes
-        start = 0  # index of the first part not written yet
+        start = 0
         size = topic.size
-        for i in range(0, len(parts), _PARTS):
-            end = i + _PARTS
-            size += len(parts[i]) + len(parts[i + 1]) + len(parts[i + 2])
-            if size >= limit:
-                chunk = b"".join(parts[start:end])
-                created |= self._write_chunk(topic, chunk, (end - start) // _PARTS, now)
-                self._seal(topic)
-                start = end
-                size = 0
-        if start < len(parts):
-            chunk = b"".join(parts[start:])
-            created |= self._write_chunk(topic, chunk, (len(parts) - start) // _PARTS, now)
+        while start < len(data):
+            cut = data.find(b"\n", max(start, start + self.segment_bytes - size - 1)) + 1
+            if cut <= 0:
+                break
+            created |= self._write_chunk(topic, data[start:cut], data.count(b"\n", start, cut),
+                                         now)
+            self._seal(topic)
+            start = cut
+            size = 0
+        if start < len(data):
+            created |= self._write_chunk(topic, data[start:], data.count(b"\n", start), now)
         return created
 
-    def _write_chunk(self, topic: _Topic, data: bytes, count: int, now: int) -> bool:
+    def _write_chunk(self, topic: _Topic, data: bytes | bytearray, count: int,
+                     now: int) -> bool:
         created = False
         if topic.fd < 0:
             self._create_segment(topic, now)
