@@ -21,7 +21,13 @@ from .workload import create_t
 
 pytestmark = pytest.mark.integration
 
-ROWS = 20_000
+# 5,000 rows: each stop lands 1,000-1,200 records into the snapshot (the stop follows the wait
+# within one poll), far from its end; 20,000 cost four times the final snapshot and replays.
+# (The second stop of `sigkill-twice` finds the first run's records already there, so it kills
+# the second run before that writes any READ.  Waiting for 1,000 READs of the second run
+# instead leaves the first run's READs of rows deleted in between as phantom rows, on every
+# relational connector: issue 31's session-23 report.)
+ROWS = 5_000
 
 
 def _stop_mid_snapshot(cdc: Harness, proc: subprocess.Popen[bytes], sig: int,
@@ -58,7 +64,7 @@ def test_stopped_initial_snapshot_leaves_no_phantom_rows(cdc: Harness, sig: int,
     q = cdc.driver.quote("t")
     cdc.driver.execute(*(f"DELETE FROM {q} WHERE id = {k}" for k in (2, 3, 5, 7)))
     # The last run is not stopped: it snapshots in the default batch sizes (the small ones
-    # made its 20,000 rows over a thousand fsynced steps).
+    # would make its snapshot hundreds of fsynced steps).
     proc = cdc.process(cdc.config())
     try:
         wait(lambda: cdc.offset().get("snapshot_completed"), "the snapshot to complete",
