@@ -314,6 +314,30 @@ def test_snapshot_start_is_stored_before_the_first_read_with_a_deferred_writer(
     assert steps == [("offset", {"t": {"0": 5, "1": 7}}), ("write", 2), ("offset", None)]
 
 
+def test_an_earlier_attempts_mark_is_kept_even_when_no_topic_existed(tmp_path: Path) -> None:
+    """A snapshot interrupted before any topic existed stored `snapshot_started: {}` (every
+    topic from its start).  The next attempt keeps that mark, not its own start (an empty
+    mark is falsy): else a third run supersedes only the second attempt's READs and the first
+    one's READs of rows deleted since stay as phantom rows (found with
+    tests/conformance/test_snapshot_restart.py, a second stop after READs of its own)."""
+    from headwater.engine.supersede import SnapshotRestarts
+
+    j = Journal()
+    store = MarkStore(tmp_path / "o.json", j)
+    store.save({"snapshot_completed": False, "snapshot_started": {}})
+    j.steps.clear()
+    restarts = SnapshotRestarts(PartitionedRanges(), tombstones_on_delete=False, batch_size=10)
+    rt = CaptureRuntime(SnapshotConnector(FakeStreaming(j, 0)), FakeRenderer(),
+                        DeferredWriter(j), store, max_queue_size=100, max_batch_size=10,
+                        poll_interval_ms=20, restarts=restarts)
+    t = threading.Thread(target=rt.run)
+    t.start()
+    t.join(10)
+    assert not t.is_alive()
+    steps = [s for s in j.steps if s[0] != "close"]
+    assert steps == [("offset", {}), ("write", 2), ("offset", None)]
+
+
 class StuckSnapshot:
     """Hands one batch over, then sits in a call that does not look at the stop request (a
     numba kernel compiling, a call waiting out its timeout)."""

@@ -259,7 +259,9 @@ class CaptureRuntime:
         if self.stopping.is_set():
             return None
         aborted = self.restarts.started(offset)
-        if not self._put_stored(Batch([], offset=self.restarts.marked(offset, aborted or ends))):
+        # (an earlier attempt's mark is kept even when empty: it began before any topic existed)
+        mark = ends if aborted is None else aborted
+        if not self._put_stored(Batch([], offset=self.restarts.marked(offset, mark))):
             return None
         supersede = None
         if aborted is not None:
