@@ -38,6 +38,7 @@ __all__ = [
     "ChecksumError",
     "body_end",
     "crc32c",
+    "crc32c_extend_address",
     "extend",
     "library_path",
     "tail",
@@ -112,3 +113,17 @@ def library_path() -> str | None:
     found = sorted(glob.glob(os.path.join(pkg + ".libs", "libcrc32c*.so*"))
                    + glob.glob(os.path.join(pkg, "libcrc32c*.so*")))
     return found[0] if found else None
+
+
+def crc32c_extend_address() -> int:
+    """The address of google-crc32c's C function `crc32c_extend`, from the shared library its
+    Python module loaded (`library_path`; or the process's symbols, for a build
+    linked against a system library)."""
+    import ctypes
+
+    path = library_path()
+    lib = ctypes.CDLL(path) if path is not None else ctypes.CDLL(None)
+    address = ctypes.cast(lib.crc32c_extend, ctypes.c_void_p).value
+    if not address:
+        raise OSError("crc32c_extend has a null address")
+    return int(address)

@@ -114,7 +114,7 @@ from headwater.model.topic import HeaderBytes, TopicRecord
 from headwater.state_format import TOPIC_LOG, open_state_dir, write_stamp
 from headwater.topics.check import segment_end
 from headwater.topics.checksum import TAIL_FORMAT as _TAIL
-from headwater.topics.checksum import crc32c, extend, library_path
+from headwater.topics.checksum import crc32c, crc32c_extend_address, extend
 from headwater.topics.compaction_files import remove_leftovers
 from headwater.topics.damage import TopicLogDamaged
 from headwater.topics.segment import (
@@ -264,27 +264,13 @@ def _batch_checksummer() -> Callable[[bytearray, int], None] | None:
                     "--inplace` in the repository", exc)
         return None
     try:
-        address = _crc32c_extend_address()
+        address = crc32c_extend_address()
     except (OSError, AttributeError) as exc:
         log.warning("topic log: per-record checksums, the slower encoder: google-crc32c's "
                     "crc32c_extend was not found for the compiled batch checksummer (%s)", exc)
         return None
     _crcfill.set_crc32c_extend(address)
     return _crcfill.checksum_lines
-
-
-def _crc32c_extend_address() -> int:
-    """The address of google-crc32c's C function `crc32c_extend`, from the shared library its
-    Python module loaded (`checksum.library_path`; or the process's symbols, for a build
-    linked against a system library)."""
-    import ctypes
-
-    path = library_path()
-    lib = ctypes.CDLL(path) if path is not None else ctypes.CDLL(None)
-    address = ctypes.cast(lib.crc32c_extend, ctypes.c_void_p).value
-    if not address:
-        raise OSError("crc32c_extend has a null address")
-    return int(address)
 
 
 def _encode_error(exc: Exception, index: int) -> Exception:
