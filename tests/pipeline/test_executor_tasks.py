@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -293,3 +294,27 @@ def test_changelog_on_the_executors_equals_the_drivers(spark: Any, tmp_path: Pat
     assert 0 < ref.num_rows < events  # re-deliveries were dropped
     assert got.schema == ref.schema
     assert got.to_pylist() == ref.to_pylist()
+
+
+def _worker_imports(_: Any) -> Iterator[tuple[str, list[str]]]:
+    import sys
+    import zipimport
+
+    import pyspark
+
+    archives = [entry for entry, finder in sys.path_importer_cache.items()
+                if isinstance(finder, zipimport.zipimporter)]
+    yield str(pyspark.__file__), archives
+
+
+def test_the_python_workers_import_the_installed_pyspark_not_its_zip(spark: Any) -> None:
+    """`pipeline.spark_daemon`: no importer over pyspark's zip or jars, whose directories each
+    task's cache invalidation would re-read (0.13 s a task with them)."""
+    import pyspark
+
+    assert spark.conf.get("spark.python.daemon.module") == "headwater.pipeline.spark_daemon"
+    got = spark.sparkContext.parallelize(range(2), 2).mapPartitions(_worker_imports).collect()
+    package = str(Path(pyspark.__file__).parent)
+    for origin, archives in got:
+        assert origin.startswith(package) and ".zip" not in origin, origin
+        assert not [a for a in archives if a.startswith(package)], archives

@@ -105,6 +105,9 @@ def session_conf(spark_props: Mapping[str, str], logs: Path | None = None,
         # told not to, against sources that could change between its two passes; the
         # pipeline's sources (a batch's Arrow rows, or Parquet the batch staged) cannot.
         "spark.databricks.delta.merge.materializeSource": "none",
+        # Python workers that import the installed pyspark rather than its zip, whose
+        # directory every task would re-read (`spark_daemon`)
+        "spark.python.daemon.module": "headwater.pipeline.spark_daemon",
     }
     if os.environ.get("PYTHONPATH"):
         # The executors' Python workers run `pipeline.tasks`: Headwater must import there.
