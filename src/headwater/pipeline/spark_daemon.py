@@ -45,7 +45,7 @@ def main() -> None:
     sys.path[:] = kept
     from pyspark import daemon
 
-    daemon.manager()  # type: ignore[no-untyped-call]  (pyspark's daemon is untyped)
+    daemon.manager()  # type: ignore[no-untyped-call]
 
 
 if __name__ == "__main__":
