@@ -96,10 +96,15 @@ def columns(fields: list[str], existing: Mapping[str, pa.DataType]) -> list[Colu
 def conform(rows: pa.Table, batch: list[Column]) -> pa.Table:
     """A part's staged rows with the batch's column types: a column the part typed otherwise
     (a long that other parts make double, a number the target keeps as text) is decoded again
-    from its values by the batch type's decoder, as the driver's decode would have."""
+    from its values by the batch type's decoder, as the driver's decode would have; a column
+    the part left out (only nulls in it) is there, null, when the batch has it (the target's
+    type)."""
     for c in batch:
         at = rows.schema.get_field_index(c.name)
-        if at < 0 or rows.schema.field(at).type == c.type.arrow:
+        if at < 0:
+            rows = rows.append_column(c.name, pa.nulls(rows.num_rows, c.type.arrow))
+            continue
+        if rows.schema.field(at).type == c.type.arrow:
             continue
         decode = c.type.decode
         values = [None if v is None else decode(v) for v in rows.column(at).to_pylist()]
