@@ -53,8 +53,9 @@ def workload(rng: random.Random, n: int, added_at: int | None = None
             values = row(rng, obj, i, old)
             if added:
                 values["extra"] = f"x{i}"
-            unsent = values.get("note") == PLACEHOLDER and old is not None
-            live[(obj, key)] = {**values, "note": old["note"]} if unsent else values
+            live[(obj, key)] = values
+            if old is not None and values.get("note") == PLACEHOLDER:  # unchanged: the old
+                live[(obj, key)] = {**values, "note": old["note"]}
         events.append(event(obj, key, i, op, values, backfill))
     # local reordering (across keys and within a key), then re-deliveries
     for i in range(0, len(events) - 1, 2):
