@@ -2,12 +2,12 @@
 `datastream.staged`) against the driver's event path (`datastream.apply.apply_events`): a
 topic holding two objects (tables), its batches cut into random parts, gives exactly the
 driver path's Delta tables, `__hw_sequence` and column types included: re-deliveries (same
-`uuid`) inside and across parts and batches, reordering, deletes, backfill rows,
-unchanged-TOAST placeholders, JSON columns whose kinds differ between parts (long in one part,
-double in another; text and numbers) and columns the target table already types.  A column
-added at the source inside a batch is refused by the stage and that batch goes the driver's
-way, still to the same table.  Through `apply_batch` with a Spark session, the parts run as
-Spark tasks and the topic is applied from the staged parts (no event-by-event line)."""
+`uuid`) inside and across parts and batches, reordering, deletes, backfill rows, primary-key
+changes, unchanged-TOAST placeholders, JSON columns whose kinds differ between parts (long in
+one part, double in another; text and numbers) and columns the target table already types.
+A column added at the source inside a batch is refused by the stage and that batch goes the
+driver's way, still to the same table.  Through `apply_batch` with a Spark session, the parts
+run as Spark tasks and the topic is applied from the staged parts (no event-by-event line)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,17 @@ def workload(rng: random.Random, n: int, added_at: int | None = None
         old = live.get((obj, key))
         backfill = i < 15
         added = added_at is not None and obj == "public_t" and i >= added_at
-        if old is not None and rng.random() < 0.15:
+        roll = rng.random()
+        if old is not None and roll < 0.05 and (obj, key + 25) not in live:
+            # a primary-key change: its two halves at one position (the same sort_keys)
+            gone = {**old, **({"extra": old.get("extra")} if added else {})}
+            halves = [event(obj, key, i, "UPDATE-DELETE", gone, False),
+                      event(obj, key + 25, i, "UPDATE-INSERT", gone, False)]
+            halves[1]["uuid"] += "-insert"
+            events += halves
+            live[(obj, key + 25)] = live.pop((obj, key))
+            continue
+        if old is not None and roll < 0.2:
             op, values = "DELETE", {**old, **({"extra": old.get("extra")} if added else {})}
             del live[(obj, key)]
         else:
@@ -92,7 +102,8 @@ def event(obj: str, key: int, i: int, change: str, values: dict[str, Any],
         "read_method": "postgresql-backfill" if backfill else "postgres-cdc-wal",
         "read_timestamp": "2024-01-02T03:04:05.678Z",
         "source_timestamp": "2024-01-02T03:04:05.001Z", "sort_keys": [1000 + i, 7, i],
-        "source_metadata": {"schema": schema, "table": table, "is_deleted": change == "DELETE",
+        "source_metadata": {"schema": schema, "table": table,
+                            "is_deleted": change.endswith("DELETE"),
                             "change_type": change, "tx_id": str(i), "lsn": f"0/{i:X}",
                             "primary_keys": ["id"]},
         "payload": {**values, "id": key},
