@@ -18,6 +18,11 @@ does; an unchanged-TOAST column takes the newest value sent after the key's newe
 the batch, in any part, else stays flagged.  The result has `ColumnarChanges.rows`' layout, so
 the targets' column-wise writes take it as is.
 
+The part's decoder is chosen by the topic's event model, which the driver passes with each
+task (`Task.model`): Datastream events (SCD1) are decoded by `datastream.staged` into the same
+fragments as the event-by-event decoder's (`fragments`), one staged table per `object`, and
+typed and deduplicated by `uuid` in the driver's net across parts.
+
 Batches this path does not take go to the driver's event path with a log line, never
 silently: a truncate or a null key in a part (the event path clears the target and names a
 keyless table), two schemas in one batch, column types Spark cannot hold, and a changelog part
