@@ -320,7 +320,8 @@ def apply_staged(spark: Any, topic: str, parts: list[tasks.PartResult], batch_id
     if batches:
         log.info("batch %d: %s: %d events of %d tables in %d parts on executors (%s); net "
                  "across parts %.2fs, write %.2fs", batch_id, topic, events, len(batches),
-                 len(parts), f"{cfg.mode}, on the executors" if on_executors else cfg.mode,
+                 len({p.part for p in parts}),
+                 f"{cfg.mode}, on the executors" if on_executors else cfg.mode,
                  t1 - t0, time.monotonic() - t1)
     return events
 
