@@ -245,6 +245,6 @@ def test_apply_batch_stages_datastream_on_spark_tasks(
         assert all(p.file is not None and p.refused is None for p in parts)
         assert {p.table for p in parts} == set(OBJECTS)
     lines = [r.getMessage() for r in caplog.records]
-    assert sum(f"{TOPIC}: {b - a} events of 2 tables" in m
-               for m in lines for a, b in itertools.pairwise(bounds)) == 2
+    for batch, (a, b) in enumerate(itertools.pairwise(bounds)):
+        assert [m for m in lines if f"batch {batch}: {TOPIC}: {b - a} events of 2 tables" in m]
     assert not [m for m in lines if "event by event" in m]
