@@ -44,7 +44,7 @@ def main() -> None:
         results = []
         for task in tasks.plan(root, {topic: (0, args.changes)}, args.parts):
             c0 = time.process_time()
-            results.append(tasks.run_task(root, work / "staging", "scd1", task))
+            results += tasks.run_task(root, work / "staging", "scd1", task)
             print(f"task {task.part} [{task.start}, {task.end}): CPU "
                   f"{time.process_time() - c0:.2f} s", flush=True)
         rows = sum(pq.read_metadata(r.file).num_rows for r in results if r.file)

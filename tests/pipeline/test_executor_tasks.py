@@ -38,7 +38,7 @@ def by_parts(root: Path, staging: Path, parts: list[tasks.Task], mode: str,
                            else tasks.PartResult(TOPIC, t.part, None, 0, None, "[]", (), None,
                                                  None, ()))
         else:
-            results.append(tasks.run_task(root, staging, mode, t))
+            results += tasks.run_task(root, staging, mode, t)
     assert all(r.refused is None for r in results), [r.refused for r in results]
     staged = tasks.net_across_parts(results, mode)
     return None if staged is None else staged.to_columnar()
@@ -146,8 +146,8 @@ def test_a_schema_change_between_parts_is_refused(tmp_path: Path) -> None:
     records = [document("c", 1, row(rng, 1), pg_source(100, 95)),
                document("c", 2, {**row(rng, 2), "extra": 5}, pg_source(200, 195), wider)]
     write(tmp_path / "topics", records)
-    results = [tasks.run_task(tmp_path / "topics", tmp_path / "s", "scd1",
-                              tasks.Task(TOPIC, i, i + 1, i)) for i in range(2)]
+    results = [r for i in range(2) for r in tasks.run_task(
+        tmp_path / "topics", tmp_path / "s", "scd1", tasks.Task(TOPIC, i, i + 1, i))]
     with pytest.raises(tasks.Refused, match="schema changes inside the batch"):
         tasks.net_across_parts(results, "scd1")
 
@@ -159,8 +159,8 @@ def test_a_truncate_is_left_to_the_event_path(tmp_path: Path) -> None:
     records = [document("c", 1, row(random.Random(1), 1), pg_source(100, 95)),
                (None, trunc[1])]
     write(tmp_path / "topics", records)
-    result = tasks.run_task(tmp_path / "topics", tmp_path / "s", "scd1",
-                            tasks.Task(TOPIC, 0, 2, 0))
+    [result] = tasks.run_task(tmp_path / "topics", tmp_path / "s", "scd1",
+                              tasks.Task(TOPIC, 0, 2, 0))
     assert result.refused == "a truncate" and result.file is None
 
 
@@ -189,11 +189,11 @@ def test_a_late_task_of_a_killed_driver_cannot_replace_a_replayed_part(
     write(root, records, segment_bytes=32 << 10)
     end = len(records)
     replay = [tasks.Task(TOPIC, 0, end // 2, 0), tasks.Task(TOPIC, end // 2, end, 1)]
-    results = [tasks.run_task(root, staging, "scd1", t) for t in replay]
+    results = [r for t in replay for r in tasks.run_task(root, staging, "scd1", t)]
     assert results[0].file is not None
     before = pq.read_table(results[0].file)
     # the killed driver's plan: four parts, its part 0 finishing late
-    late = tasks.run_task(root, staging, "scd1", tasks.Task(TOPIC, 0, end // 4, 0))
+    [late] = tasks.run_task(root, staging, "scd1", tasks.Task(TOPIC, 0, end // 4, 0))
     assert late.file is not None and late.file not in {r.file for r in results}
     assert pq.read_table(results[0].file).equals(before)
     staged = tasks.net_across_parts(results, "scd1")
@@ -213,7 +213,7 @@ def staged_results(root: Path, staging: Path, parts: list[tasks.Task], mode: str
             assert decoded is not None
             results.append(tasks._stage(staging, part, decoded, fields))
         else:
-            results.append(tasks.run_task(root, staging, mode, t))
+            results += tasks.run_task(root, staging, mode, t)
     return results
 
 

@@ -237,6 +237,21 @@ class DeltaTarget:
         self._tables[key] = dt
         return dt
 
+    def column_types(self, changes: Changes) -> dict[str, pa.DataType]:
+        """The target table's column types (empty: no table yet): what a batch whose events
+        carry no types (Datastream's JSON events) keeps where its values fit."""
+        dt = self._open(self.table_path(changes))
+        return {} if dt is None else {f.name: f.type for f in pa.schema(dt.schema().to_arrow())}
+
+    def column_values(self, changes: Changes, name: str) -> list[Any]:
+        """Every value of the target table's column `name` (none: no table, or no such
+        column), e.g. the event ids a changelog holds already."""
+        dt = self._open(self.table_path(changes))
+        if dt is None or name not in dt.schema().to_arrow().names:
+            return []
+        values: list[Any] = dt.to_pyarrow_table(columns=[name]).column(name).to_pylist()
+        return values
+
     def already_applied(self, path: Path, batch_id: int) -> bool:
         dt = self._open(path)
         if dt is None:

@@ -61,11 +61,12 @@ RESULT = pa.schema([
     ("topic", pa.string()), ("part", pa.int32()), ("file", pa.string()),
     ("events", pa.int64()), ("refused", pa.string()), ("fields", pa.string()),
     ("key_columns", pa.list_(pa.string())), ("schema_name", pa.string()),
-    ("table_name", pa.string()), ("toast", pa.list_(pa.string())),
+    ("table_name", pa.string()), ("toast", pa.list_(pa.string())), ("model", pa.string()),
+    ("table", pa.string()),
 ])
 RESULT_DDL = ("topic string, part int, file string, events long, refused string, "
               "fields string, key_columns array<string>, schema_name string, "
-              "table_name string, toast array<string>")
+              "table_name string, toast array<string>, model string, table string")
 
 
 def task_count(sizes: list[int], parallelism: int) -> int:
@@ -221,8 +222,8 @@ def _task(slices: list[tuple[str, int, int, int]], consumer: dict[str, str], sta
                 part = read_slice(consumer, number, topic, partition, start, end, decode)
                 if not len(part.offsets):
                     continue
-                result = run_part(part, Path(staging), mode)
-                yield pa.RecordBatch.from_pylist([result._asdict()], schema=RESULT)
+                results = run_part(part, Path(staging), mode)
+                yield pa.RecordBatch.from_pylist([r._asdict() for r in results], schema=RESULT)
 
     return work
 
@@ -259,4 +260,4 @@ def run_stage(spark: Any, consumer: Mapping[str, str], checkpoint: Path, batch_i
         sc.setJobDescription(None)
     return by_topic(PartResult(
         r.topic, r.part, r.file, r.events, r.refused, r.fields, tuple(r.key_columns or ()),
-        r.schema_name, r.table_name, tuple(r.toast or ())) for r in rows)
+        r.schema_name, r.table_name, tuple(r.toast or ()), r.model, r.table) for r in rows)

@@ -29,6 +29,17 @@ from headwater.pipeline.decode import Column
 _OFFSET_DIGITS = 16  # every sequence ends with the event's offset as 16 hex digits
 
 
+def first_deliveries(rows: pa.Table, identity: str) -> pa.Table:
+    """`rows` (fragments in offset order) without the re-deliveries of an event found in an
+    earlier row, by its `identity` column (dropped): what `net.dedup` keeps, for fragments
+    whose sequences do not tell re-deliveries apart (Datastream's: the `uuid`)."""
+    ids = rows.column(identity)
+    first = pa.table({"__id": ids, "__j": pa.array(np.arange(rows.num_rows, dtype=np.int64))}
+                     ).group_by(["__id"], use_threads=False).aggregate([("__j", "min")])
+    keep = np.sort(first.column("__j_min").to_numpy())
+    return rows.drop_columns([identity]).take(pa.array(keep))
+
+
 def net_fragments(rows: pa.Table, columns: list[Column], keys: tuple[str, ...],
                   toast: list[str]) -> pa.Table:
     """The net rows of a batch from its parts' fragments, in `ColumnarChanges.rows`' layout

@@ -250,19 +250,21 @@ def apply_batch(
 
     With a Spark session, the column-wise modes read, decode and net on the executors
     (`tasks`: one Spark job for all the batch's topics) every topic range of at least
-    `headwater.pipeline.executors.min.records`; without one (direct calls, the Kafka batch),
-    and for shorter ranges, the driver does it."""
+    `headwater.pipeline.executors.min.records` whose event model the stage takes in the mode
+    (`tasks.STAGED_MODES`: Debezium rows, Datastream's SCD1); without one (direct calls,
+    the Kafka batch), and for shorter ranges, the driver does it."""
     total = 0
     path = columnar_path(cfg.mode, target, cfg)
     staged: dict[str, list[tasks.PartResult]] = {}
     if spark is not None and path is not None:
         # (a short range costs the driver milliseconds, a Spark job seconds)
-        rows = {t: r for t, r in ranges.items()
-                if r[1] - r[0] >= max(cfg.executors_min_records, 1)
-                and topic_model(cfg, topics_dir, t, *r) == capabilities.ROWS}
-        if rows:
+        models = {t: topic_model(cfg, topics_dir, t, *r) for t, r in ranges.items()
+                  if r[1] - r[0] >= max(cfg.executors_min_records, 1)}
+        chosen = {t: ranges[t] for t, m in models.items()
+                  if cfg.mode in tasks.STAGED_MODES.get(m, frozenset())}
+        if chosen:
             staged = tasks.run_stage(spark, topics_dir, cfg.checkpoint_dir, batch_id,
-                                     cfg.mode, rows)
+                                     cfg.mode, chosen, models=models)
     for topic, (first, end) in sorted(ranges.items()):
         n = None
         if topic in staged and path is not None:
@@ -285,38 +287,47 @@ def apply_staged(spark: Any, topic: str, parts: list[tasks.PartResult], batch_id
     the event path.  A target that takes DataFrames in the mode (`frame_modes`) gets an SCD1
     batch netted across parts on the executors (`executor_net.net_frame`), a changelog
     batch as the staged parts read by Spark (`executor_net.changelog_frame`) and an SCD2
-    batch as its events read by Spark (`executor_net.history_frame`); the others get
-    the rows netted (SCD1) or put in offset order (changelog) in the driver, in Arrow."""
+    batch as its events read by Spark (`executor_net.history_frame`); the others, and
+    Datastream's tables (typed and deduplicated by `uuid` in the driver's net), get the rows
+    netted (SCD1) or put in offset order (changelog) in the driver, in Arrow.  Each table of
+    the topic (Datastream: each `object`) is netted before any is written: a refusal sends
+    the whole topic to the event path."""
     t0 = time.monotonic()
-    on_executors = cfg.mode in frame_modes(target)
+    datastream = any(p.model == capabilities.DATASTREAM for p in parts)
+    on_executors = cfg.mode in frame_modes(target) and not datastream
+    # (Datastream is refused at start for targets other than Delta: `capabilities`)
+    types = cast(DeltaTarget, target).column_types if datastream else None
+    batches: list[tasks.StagedChanges | ChangeFrame] = []
     try:
-        if not on_executors:
-            staged: tasks.StagedChanges | ChangeFrame | None = tasks.net_across_parts(
-                parts, cfg.mode)
-        else:
-            staged = FRAMES[cfg.mode](spark, parts)
+        for table in tasks.tables(parts):
+            one = (FRAMES[cfg.mode](spark, table) if on_executors
+                   else tasks.net_across_parts(table, cfg.mode, types))
+            if one is not None:
+                batches.append(one)
     except tasks.Refused as exc:
         log.info("batch %d: %s: event by event (%s)", batch_id, topic, exc)
         return None
-    if staged is None:
-        return 0
     t1 = time.monotonic()
-    if isinstance(staged, ChangeFrame):
-        frames = cast(FrameTarget, target)
-        if cfg.mode == "scd1":
-            frames.merge_net(staged, batch_id)
-        elif cfg.mode == "scd2":
-            frames.merge_history(staged, batch_id, history_tracked(cfg, staged.columns))
+    events = 0
+    for staged in batches:
+        if isinstance(staged, ChangeFrame):
+            frames = cast(FrameTarget, target)
+            if cfg.mode == "scd1":
+                frames.merge_net(staged, batch_id)
+            elif cfg.mode == "scd2":
+                frames.merge_history(staged, batch_id, history_tracked(cfg, staged.columns))
+            else:
+                frames.append_changelog_net(staged, batch_id)
+            events += staged.events
         else:
-            frames.append_changelog_net(staged, batch_id)
-        events = staged.events
-    else:
-        hand_over(staged, write, batch_id)
-        events = staged.changes.events
-    log.info("batch %d: %s: %d events in %d parts on executors (%s); net across parts "
-             "%.2fs, write %.2fs", batch_id, topic, events, len(parts),
-             f"{cfg.mode}, on the executors" if on_executors else cfg.mode,
-             t1 - t0, time.monotonic() - t1)
+            hand_over(staged, write, batch_id)
+            events += staged.changes.events
+    if batches:
+        log.info("batch %d: %s: %d events of %d tables in %d parts on executors (%s); net "
+                 "across parts %.2fs, write %.2fs", batch_id, topic, events, len(batches),
+                 len({p.part for p in parts}),
+                 f"{cfg.mode}, on the executors" if on_executors else cfg.mode,
+                 t1 - t0, time.monotonic() - t1)
     return events
 
 

@@ -18,6 +18,11 @@ does; an unchanged-TOAST column takes the newest value sent after the key's newe
 the batch, in any part, else stays flagged.  The result has `ColumnarChanges.rows`' layout, so
 the targets' column-wise writes take it as is.
 
+The part's decoder is chosen by the topic's event model, which the driver passes with each
+task (`Task.model`): Datastream events (SCD1) are decoded by `datastream.staged` into the same
+fragments as the event-by-event decoder's (`fragments`), one staged table per `object`, and
+typed and deduplicated by `uuid` in the driver's net across parts.
+
 Batches this path does not take go to the driver's event path with a log line, never
 silently: a truncate or a null key in a part (the event path clears the target and names a
 keyless table), two schemas in one batch, column types Spark cannot hold, and a changelog part
@@ -31,10 +36,11 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
+from urllib.parse import quote
 
 import orjson
 import pyarrow as pa
@@ -42,9 +48,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from headwater.pipeline import columnar
+from headwater.pipeline.capabilities import DATASTREAM, ROWS
 from headwater.pipeline.columnar import (
-    CARRY_SEQ,
-    DELETED,
     OP,
     SEQ,
     TOAST_FLAG,
@@ -52,9 +57,12 @@ from headwater.pipeline.columnar import (
     NotColumnar,
 )
 from headwater.pipeline.connect_types import field_type
+from headwater.pipeline.datastream import staged as datastream
 from headwater.pipeline.decode import Column, decode_topic
+from headwater.pipeline.fragments import Refused as Refused  # noqa: PLC0414 (re-exported)
+from headwater.pipeline.fragments import event_fragments
 from headwater.pipeline.net import dedup
-from headwater.pipeline.part_net import net_fragments
+from headwater.pipeline.part_net import first_deliveries, net_fragments
 from headwater.pipeline.source import read_range
 from headwater.topics.segment import live_segments
 
@@ -69,17 +77,28 @@ MAX_TASK_RECORDS = 250_000
 
 
 class Task(NamedTuple):
-    """One part of one topic's range: records start <= offset < end."""
+    """One part of one topic's range: records start <= offset < end, of the topic's event
+    model (the driver's, never judged from the records on the executor)."""
 
     topic: str
     start: int
     end: int
     part: int
+    model: str = ROWS
+
+
+# The modes whose batches the stage takes, per event model: Datastream's SCD1 only (its
+# changelog drops re-deliveries by `uuid` against the target, its SCD2 keeps every event:
+# both stay the driver's event path, `datastream.apply`).
+STAGED_MODES: dict[str, frozenset[str]] = {
+    ROWS: frozenset({"scd1", "scd2", "changelog"}),
+    DATASTREAM: frozenset({"scd1"}),
+}
 
 
 def plan(root: Path, ranges: dict[str, tuple[int, int]], parallelism: int,
          min_records: int = MIN_TASK_RECORDS, max_records: int = MAX_TASK_RECORDS,
-         ) -> list[Task]:
+         models: Mapping[str, str] | None = None) -> list[Task]:
     """Each topic's range cut into `parallelism` parts of at least `min_records` offsets (fewer
     for a small range), or more parts when a part would exceed `max_records`.  A cut moves to
     a segment's first offset when one lies within a quarter part of it, so that most tasks map
@@ -100,7 +119,9 @@ def plan(root: Path, ranges: dict[str, tuple[int, int]], parallelism: int,
             if cut > cuts[-1]:
                 cuts.append(cut)
         cuts.append(end)
-        tasks += [Task(topic, a, b, i) for i, (a, b) in enumerate(itertools.pairwise(cuts))]
+        model = (models or {}).get(topic, ROWS)
+        tasks += [Task(topic, a, b, i, model)
+                  for i, (a, b) in enumerate(itertools.pairwise(cuts))]
     return tasks
 
 
@@ -112,11 +133,16 @@ class PartResult(NamedTuple):
     file: str | None  # the staged Parquet file (None: no events, or refused)
     events: int
     refused: str | None  # why the part is left to the driver's event path
-    fields: str  # the row's Connect fields (JSON), which the driver turns into `Column`s
+    # what the driver rebuilds the columns from: the row's Connect fields (JSON) for Debezium
+    # rows, each payload column's value kinds for Datastream (`datastream.staged.columns`)
+    fields: str
     key_columns: tuple[str, ...]
     schema_name: str | None
     table_name: str | None
     toast: tuple[str, ...]  # columns with unchanged-TOAST flags in this part
+    model: str = ROWS
+    table: str = ""  # the table's name in the topic: "" (a Debezium topic is one table), or
+    # the Datastream `object` (a topic may hold several)
 
     @property
     def shape(self) -> tuple[str, tuple[str, ...]]:
@@ -125,10 +151,6 @@ class PartResult(NamedTuple):
 
 def staging_dir(checkpoint: Path, batch_id: int) -> Path:
     return checkpoint / "staging" / str(batch_id)
-
-
-class Refused(Exception):
-    """A part this path leaves to the driver's event path (the message says why)."""
 
 
 Record = tuple[int, bytes | None, bytes | None]
@@ -189,26 +211,35 @@ class LogPart:
         return f"part-{self.task.start}-{self.task.end}.parquet"
 
 
-def run_task(root: Path, staging: Path, mode: str, task: Task) -> PartResult:
+def run_task(root: Path, staging: Path, mode: str, task: Task) -> list[PartResult]:
     """A part of the local log through `run_part`."""
-    return run_part(LogPart(root, task), staging, mode)
+    return run_part(LogPart(root, task), staging, mode, task.model)
 
 
-def run_part(part: Part, staging: Path, mode: str) -> PartResult:
-    """Reads, decodes and nets one part (on an executor) and stages it as Parquet.
+def run_part(part: Part, staging: Path, mode: str, model: str = ROWS) -> list[PartResult]:
+    """Reads, decodes and nets one part (on an executor) and stages it as Parquet: a result
+    per table (Datastream: per `object`), or one saying the part is empty or refused.
 
     A part the task cannot read or decode (a damaged log, an undecodable value) is refused
     with the error's text: the driver's event path then meets the same error and reports it
     as it always has (`TopicLogDamaged` stops the pipeline with its own message)."""
     try:
-        decoded, fields = _decode(part, mode)
+        if mode not in STAGED_MODES[model]:
+            raise Refused(f"{model} events in {mode}: the driver's event path")
+        if model == DATASTREAM:
+            tables = datastream.decode_part(part.topic, part.records())
+        else:
+            decoded, fields = _decode(part, mode)
+            tables = [] if decoded is None else [("", decoded, fields)]
     except Refused as exc:
-        return _refused(part, str(exc))
+        return [_refused(part, str(exc), model)]
     except Exception as exc:  # (the driver's path meets it again and raises it)
-        return _refused(part, f"{type(exc).__name__}: {exc}")
-    if decoded is None:
-        return PartResult(part.topic, part.part, None, 0, None, "[]", (), None, None, ())
-    return _stage(staging, part, decoded, fields)
+        return [_refused(part, f"{type(exc).__name__}: {exc}", model)]
+    if not tables:
+        return [PartResult(part.topic, part.part, None, 0, None, "[]", (), None, None, (),
+                           model)]
+    return [_stage(staging, part, decoded, fields, model, table)
+            for table, decoded, fields in tables]
 
 
 def _decode(part: Part, mode: str) -> tuple[ColumnarChanges | None, str]:
@@ -232,70 +263,38 @@ def _after_fields(value_head: bytes) -> list[dict[str, Any]]:
     return _row_fields(orjson.loads(value_head[len(b'},"value":{"schema":'):-len(_PAYLOAD)]))
 
 
-def _refused(task: Part, why: str) -> PartResult:
-    return PartResult(task.topic, task.part, None, 0, why, "[]", (), None, None, ())
+def _refused(task: Part, why: str, model: str = ROWS) -> PartResult:
+    return PartResult(task.topic, task.part, None, 0, why, "[]", (), None, None, (), model)
 
 
-def _stage(staging: Path, task: Part, decoded: ColumnarChanges, fields: str) -> PartResult:
-    """Writes the part's rows (through a temporary name: a retried task rewrites it whole)."""
+def _stage(staging: Path, task: Part, decoded: ColumnarChanges, fields: str,
+           model: str = ROWS, table: str = "") -> PartResult:
+    """Writes the part's rows (through a temporary name: a retried task rewrites it whole);
+    a table of a topic of several beside the topic's others, named by its quoted name."""
     folder = staging / task.topic
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / task.staged_name()
+    name = task.staged_name()
+    path = folder / (f"{quote(table, safe='')}.{name}" if table else name)
     tmp = folder / f".{path.name}.{uuid.uuid4().hex}.tmp"
     pq.write_table(decoded.rows, tmp)
     os.replace(tmp, path)
     return PartResult(task.topic, task.part, str(path), decoded.events, None, fields,
                       decoded.key_columns, decoded.schema_name, decoded.table_name,
-                      tuple(decoded.toast))
+                      tuple(decoded.toast), model, table)
 
 
 def _by_events(task: Part) -> tuple[ColumnarChanges | None, str]:
     """A part outside the column-wise shape, by the event-by-event decoder: each event left
-    after `net.dedup` is a fragment (its own values and flags; the cross-part net treats it as
-    a part's net row of one event)."""
+    after `net.dedup` is a fragment (`fragments.event_fragments`)."""
     records = task.records()
     if len({_value_head(v) for _o, _k, v in records if v is not None}) > 1:
         raise Refused("two value schemas in one part")
     changes = decode_topic(task.topic, records)
-    events = dedup(changes.events)
-    if not events:
+    decoded = event_fragments(changes, dedup(changes.events))
+    if decoded is None:
         return None, "[]"
-    if any(e.op == "t" for e in events):
-        raise Refused("a truncate")
-    if any(e.key is None for e in events):
-        raise Refused("an event without a key")
     value = next(v for _o, _k, v in records if v is not None)
-    fields = orjson.dumps(_row_fields(orjson.loads(value)["schema"])).decode()
-    columns = changes.column_list
-    keys = changes.key_columns
-    toast = [c.name for c in columns if any(c.name in e.unavailable for e in events)]
-    data: dict[str, list[Any]] = {c.name: [] for c in columns}
-    flags: dict[str, list[bool]] = {c: [] for c in toast}
-    for e in events:
-        delete = e.op == "d"
-        row = {} if delete else (e.row or {})
-        for c in columns:
-            data[c.name].append(row.get(c.name))
-        if delete:
-            assert e.key is not None
-            for k, v in zip(keys, e.key, strict=True):
-                data[k][-1] = v
-        for name in toast:
-            flags[name].append(not delete and name in e.unavailable)
-    seqs = [e.sequence for e in events]
-    ops = ["d" if e.op == "d" else "u" for e in events]
-    arrays = [pa.array(data[c.name], c.type.arrow) for c in columns]
-    arrays += [pa.array(seqs, pa.string()), pa.array(ops, pa.string())]
-    arrays += [pa.array(flags[n], pa.bool_()) for n in toast]
-    arrays += [pa.array([None if f or o == "d" else s
-                         for f, s, o in zip(flags[n], seqs, ops, strict=True)], pa.string())
-               for n in toast]
-    arrays.append(pa.nulls(len(events), pa.string()))
-    rows = pa.Table.from_arrays(arrays, names=[
-        *(c.name for c in columns), SEQ, OP, *(TOAST_FLAG + n for n in toast),
-        *(CARRY_SEQ + n for n in toast), DELETED])
-    return ColumnarChanges(task.topic, changes.schema_name, changes.table_name, keys, columns,
-                           len(changes.events), rows, toast=toast), fields
+    return decoded, orjson.dumps(_row_fields(orjson.loads(value)["schema"])).decode()
 
 
 _PAYLOAD = b',"payload":'
@@ -319,19 +318,21 @@ def _row_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
 
 def run_stage(spark: Any, root: Path, checkpoint: Path, batch_id: int, mode: str,
               ranges: dict[str, tuple[int, int]], min_records: int = MIN_TASK_RECORDS,
-              ) -> dict[str, list[PartResult]]:
-    """Runs the batch's tasks (one Spark job) and returns their results per topic.  The
-    batch's staging folder is emptied first: a replayed batch stages its parts again."""
+              models: Mapping[str, str] | None = None) -> dict[str, list[PartResult]]:
+    """Runs the batch's tasks (one Spark job) and returns their results per topic (`models`:
+    each topic's event model, Debezium rows when not named).  The batch's staging folder is
+    emptied first: a replayed batch stages its parts again."""
     staging = staging_dir(checkpoint, batch_id)
     clear_staging(checkpoint, upto=batch_id)
-    tasks = plan(root, ranges, int(spark.sparkContext.defaultParallelism), min_records)
+    tasks = plan(root, ranges, int(spark.sparkContext.defaultParallelism), min_records,
+                 models=models)
     if not tasks:
         return {}
     root_text, staging_text = str(root), str(staging)
 
-    def work(rows: Iterable[tuple[str, int, int, int]]) -> Iterator[PartResult]:
+    def work(rows: Iterable[tuple[str, int, int, int, str]]) -> Iterator[PartResult]:
         for row in rows:
-            yield run_task(Path(root_text), Path(staging_text), mode, Task(*row))
+            yield from run_task(Path(root_text), Path(staging_text), mode, Task(*row))
 
     sc = spark.sparkContext
     sc.setJobDescription(f"headwater batch {batch_id}: read, decode, net {len(tasks)} parts")
@@ -395,45 +396,84 @@ def rows_schema(changes: ColumnarChanges, mode: str) -> pa.Schema:
                       *((TOAST_FLAG + c, pa.bool_()) for c in changes.toast)])
 
 
-def staged_batch(parts: list[PartResult]) -> tuple[ColumnarChanges, list[str]] | None:
-    """The topic's batch as its staged parts describe it: `ColumnarChanges`' metadata (its
-    `rows` left empty) and the staged files, in part order (None: no events); raises
-    `Refused` for a batch this path leaves to the driver's event path."""
+# The target's column types of a table (`DeltaTarget.column_types`), which Datastream's JSON
+# columns keep where their values fit.
+TargetTypes = Callable[[ColumnarChanges], Mapping[str, pa.DataType]]
+
+
+def tables(parts: list[PartResult]) -> list[list[PartResult]]:
+    """A topic's staged parts per table, in part order (one table for Debezium rows, one per
+    `object` for Datastream); raises `Refused` when a part was refused: the whole topic goes
+    to the driver's event path, never some of its tables."""
     refused = [p for p in parts if p.refused is not None]
     if refused:
         raise Refused(f"part {refused[0].part}: {refused[0].refused}")
-    staged = [p for p in parts if p.file is not None]
+    out: dict[str, list[PartResult]] = {}
+    for p in parts:
+        if p.file is not None:
+            out.setdefault(p.table, []).append(p)
+    return [out[t] for t in sorted(out)]
+
+
+def staged_batch(parts: list[PartResult], target_types: TargetTypes | None = None
+                 ) -> tuple[ColumnarChanges, list[str]] | None:
+    """One table's batch as its staged parts describe it: `ColumnarChanges`' metadata (its
+    `rows` left empty) and the staged files, in part order (None: no events); raises
+    `Refused` for a batch this path leaves to the driver's event path.  A Datastream table's
+    columns are typed as the driver's decode types the batch (`datastream.columns`), with
+    the target's column types (`target_types`)."""
+    staged = [p for table in tables(parts) for p in table]
     if not staged:
         return None
-    if len({p.shape for p in staged}) > 1:
-        raise Refused("the table's schema changes inside the batch")
     first = staged[0]
-    columns = [Column(f["field"], field_type(f), bool(f.get("optional", True)))
-               for f in orjson.loads(first.fields)]
-    toast = [c.name for c in columns if any(c.name in p.toast for p in staged)]
-    events = sum(p.events for p in parts)
+    if len({p.table for p in staged}) > 1:
+        raise ValueError("staged_batch takes one table's parts (`tables`)")
+    events = sum(p.events for p in staged)
     changes = ColumnarChanges(first.topic, first.schema_name, first.table_name,
-                              first.key_columns, columns, events, pa.table({}), toast=toast)
+                              first.key_columns, [], events, pa.table({}))
+    if len({p.key_columns for p in staged}) > 1:
+        raise Refused("the table's key changes inside the batch")
+    if first.model == DATASTREAM:
+        changes.columns = datastream.columns([p.fields for p in staged],
+                                             target_types(changes) if target_types else {})
+    elif len({p.shape for p in staged}) > 1:
+        raise Refused("the table's schema changes inside the batch")
+    else:
+        changes.columns = [Column(f["field"], field_type(f), bool(f.get("optional", True)))
+                           for f in orjson.loads(first.fields)]
+    changes.toast = [c.name for c in changes.columns if any(c.name in p.toast for p in staged)]
     return changes, [str(p.file) for p in staged]
 
 
-def net_across_parts(parts: list[PartResult], mode: str) -> StagedChanges | None:
-    """The topic's batch from its staged parts (None: no events), netted in the driver;
+def net_across_parts(parts: list[PartResult], mode: str,
+                     target_types: TargetTypes | None = None) -> StagedChanges | None:
+    """One table's batch from its staged parts (None: no events), netted in the driver;
     raises `Refused` for a batch this path leaves to the driver's event path.
 
     The driver reads the staged parts and nets them in Arrow (`part_net`): the parts are
     already netted, so this is a fraction of a second where a Spark SQL job over them cost
     seconds of executor time that more executors did not shorten.  A target that takes
-    DataFrames has them netted on the executors instead (`executor_net`)."""
-    batch = staged_batch(parts)
+    DataFrames has Debezium rows netted on the executors instead (`executor_net`).
+    Datastream's parts are typed as the batch (`datastream.conform`), re-deliveries across
+    parts dropped by `uuid`, and the offsets cut off the net's sequences
+    (`datastream.staged`)."""
+    batch = staged_batch(parts, target_types)
     if batch is None:
         return None
     changes, files = batch
+    read = [pq.read_table(f) for f in files]
+    if parts[0].model == DATASTREAM:
+        read = [datastream.conform(r, changes.columns) for r in read]
     # (a column only some parts have, a part's TOAST flags, comes back null in the others)
-    rows = pa.concat_tables([pq.read_table(f) for f in files], promote_options="permissive")
+    rows = pa.concat_tables(read, promote_options="permissive")
+    if datastream.ID in rows.column_names:
+        rows = first_deliveries(rows, datastream.ID)
     if mode == "scd1":
         rows = net_fragments(rows, list(changes.columns), changes.key_columns,
                              list(changes.toast))
     else:
         rows = rows.take(pc.sort_indices(rows.column("__offset")))
+    if parts[0].model == DATASTREAM:
+        rows = rows.set_column(rows.schema.get_field_index(SEQ), SEQ, pc.utf8_slice_codeunits(
+            rows.column(SEQ), 0, -datastream.SEQ_SUFFIX))
     return StagedChanges(changes, rows, mode)

@@ -25,6 +25,7 @@ from headwater.pipeline.datastream.events import (
     decode_object,
     group_by_object,
     is_datastream_event,
+    raw_events,
 )
 from headwater.pipeline.datastream.files import EVENTS_PER_FILE, read_file, read_log
 from headwater.pipeline.decode import TableChanges
@@ -55,14 +56,7 @@ def is_datastream_topic(root: Path, topic: str, first: int, end: int) -> bool:
 
 
 def topic_events(root: Path, topic: str, first: int, end: int) -> list[RawEvent]:
-    out: list[RawEvent] = []
-    for offset, key, value in read_range(root, topic, first, end):
-        if value is None:
-            continue
-        key_doc = orjson.loads(key) if key is not None else None
-        out.append(RawEvent(offset, orjson.loads(value), None,
-                            key_doc if isinstance(key_doc, dict) else None))
-    return out
+    return raw_events(read_range(root, topic, first, end))
 
 
 def file_events(root: Path, log_path: Path, start: int, end: int) -> list[RawEvent]:
@@ -103,11 +97,8 @@ def _target_types(target: Any, name: str, items: list[RawEvent]) -> dict[str, pa
     """The target table's column types, which JSON columns keep where their values fit."""
     if all(i.columns is not None for i in items):
         return {}  # Avro: the schema types every column
-    probe = decode_object(name, items[:1])  # names the table
-    dt = target._open(target.table_path(probe))
-    if dt is None:
-        return {}
-    return {f.name: f.type for f in pa.schema(dt.schema().to_arrow())}
+    types: dict[str, pa.DataType] = target.column_types(decode_object(name, items[:1]))
+    return types
 
 
 def append_changelog(target: Any, changes: TableChanges, uuids: Iterable[str],
@@ -116,10 +107,8 @@ def append_changelog(target: Any, changes: TableChanges, uuids: Iterable[str],
     columns plus `__hw_uuid`."""
     by_ordinal = dict(zip((e.offset for e in changes.events), uuids, strict=True))
     events = dedup(changes.events)  # re-deliveries inside the batch
-    path = target.table_path(changes)
-    dt = target._open(path)
-    if dt is not None and UUID in dt.schema().to_arrow().names and events:
-        done = set(dt.to_pyarrow_table(columns=[UUID]).column(UUID).to_pylist())
+    if events:
+        done = set(target.column_values(changes, UUID))
         events = [e for e in events if by_ordinal[e.offset] not in done]
     if not events:
         return

@@ -16,10 +16,11 @@ apply Debezium events, with the same rules:
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import pyarrow as pa
 
 from headwater.pipeline.connect_types import FieldType, UndecodableValueError
@@ -55,6 +56,38 @@ def group_by_object(events: Sequence[RawEvent]) -> dict[str, list[RawEvent]]:
     return out
 
 
+def raw_events(records: Iterable[tuple[int, bytes | None, bytes | None]]) -> list[RawEvent]:
+    """The Datastream events of topic records (offset, key, value); tombstones skipped."""
+    out: list[RawEvent] = []
+    for offset, key, value in records:
+        if value is None:
+            continue
+        key_doc = orjson.loads(key) if key is not None else None
+        out.append(RawEvent(offset, orjson.loads(value), None,
+                            key_doc if isinstance(key_doc, dict) else None))
+    return out
+
+
+def payload_kinds(events: Iterable[RawEvent]) -> dict[str, tuple[str | None, str | None]]:
+    """Per payload column of JSON events, in the order first seen: (its kind, as the column is
+    typed: None for nulls only, a placeholder counting as text when nothing came before it;
+    the join of its values' kinds alone, placeholders not counted).  The second is what a
+    later part of a batch adds to an earlier part's kind (`datastream.staged`)."""
+    kinds: dict[str, str | None] = {}
+    values: dict[str, str] = {}
+    for e in events:
+        for name, value in (e.event.get("payload") or {}).items():
+            if value is None:
+                kinds.setdefault(name, None)
+            elif isinstance(value, str) and value in _UNAVAILABLE:
+                kinds[name] = kinds.get(name) or "string"  # only text, JSON, bytes columns
+            else:
+                kind = types.json_kind(value)
+                kinds[name] = types.join_kinds(kinds.get(name), kind)
+                values[name] = types.join_kinds(values.get(name), kind)
+    return {name: (kind, values.get(name)) for name, kind in kinds.items()}
+
+
 def _columns(events: Sequence[RawEvent], existing: Mapping[str, pa.DataType]
              ) -> tuple[dict[str, Column], dict[str, str]]:
     """(columns by source name, Avro field name -> source name) of a batch of one object:
@@ -63,25 +96,15 @@ def _columns(events: Sequence[RawEvent], existing: Mapping[str, pa.DataType]
     columns: dict[str, Column] = {}
     renames: dict[str, str] = {}
     seen_schemas: set[int] = set()
-    kinds: dict[str, str | None] = {}
     for e in events:
-        if e.columns is not None:
-            if id(e.columns) in seen_schemas:
-                continue
+        if e.columns is not None and id(e.columns) not in seen_schemas:
             seen_schemas.add(id(e.columns))
             for c in e.columns:
                 columns.pop(c.name, None)
                 columns[c.name] = Column(c.name, c.type, True)
                 renames[c.avro_name] = c.name
-            continue
-        for name, value in (e.event.get("payload") or {}).items():
-            if value is None:
-                kinds.setdefault(name, None)
-            elif isinstance(value, str) and value in _UNAVAILABLE:
-                kinds[name] = kinds.get(name) or "string"  # only text, JSON, bytes columns
-            else:
-                kinds[name] = types.join_kinds(kinds.get(name), types.json_kind(value))
-    for name, kind in kinds.items():
+    kinds = payload_kinds(e for e in events if e.columns is None)
+    for name, (kind, _values) in kinds.items():
         if name in columns:
             continue  # also in an Avro event of the batch: its schema types it
         ftype = types.json_field(kind, existing.get(name))
