@@ -1,9 +1,11 @@
-"""The pipeline's streaming source over Kafka: Spark tracks per-partition offsets.
+"""Kafka as the pipeline reads it: its positions for the pipeline's Spark source
+(`KafkaPositions`, the `kafka` store of `positions`) and the driver's reader of a batch's
+ranges (`KafkaTopics`).
 
-This source follows `pipeline.source` (the local log's): Spark's offsets are
-`{"<topic>#<partition>": next offset}` (checkpointed by Spark like any source's, a flat map so
-that `runner.checkpointed_ranges` reads them from the offset log), a micro-batch is one row per
-partition `(topic#partition, start, end)`, and `foreachBatch` reads those ranges: a big batch
+Spark's offsets are `{"<topic>#<partition>": next offset}` (a flat map, so that
+`runner.checkpointed_ranges` reads them from the offset log, as for the local log), a
+micro-batch is one row per partition `(topic#partition, start, end)`, and `foreachBatch` reads
+those ranges: a big batch
 with Spark's own Kafka source on the executors (`kafka_tasks`), a small one with a
 confluent-kafka consumer in the driver (`fetch`), both into the same decoders as the local log:
 column-wise (`kafka_batch.arrow_lines`, `columnar.Lines`) or event by event.  The offsets stay
@@ -34,14 +36,11 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
 
 import orjson
 
 from headwater.pipeline.source import is_table_topic, plan
 
-NAME = "headwater_kafka"
-SCHEMA = "topic STRING, start_offset LONG, end_offset LONG"
 PARTITION_BITS = 16
 
 # (topic, key bytes, value bytes) -> (key JSON, value JSON): the converter seam.
@@ -199,83 +198,40 @@ def group_ranges(ranges: Mapping[str, tuple[int, int]]) -> dict[str, dict[int, t
     return out
 
 
-def register(spark: Any) -> None:
-    """Registers the `headwater_kafka` streaming source with a Spark session."""
-    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+class KafkaPositions:
+    """Kafka's positions for the pipeline's Spark source (`positions`): `{"<topic>#<partition>":
+    next offset}` of the table topics matching the option `topics`, read with the consumer
+    settings of the option `consumer` (JSON)."""
 
-    from headwater.pipeline.read_limits import (
-        ReadAllAvailable,
-        ReadMaxRows,
-        Starts,
-        SupportsTriggerAvailableNow,
-    )
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.config = orjson.loads(options["consumer"])
+        self.pattern = options.get("topics", "*")
+        self._topics: KafkaTopics | None = None
 
-    class Range(InputPartition):
-        def __init__(self, name: str, start: int, end: int) -> None:
-            self.name, self.start, self.end = name, start, end
+    def topics(self) -> KafkaTopics:
+        if self._topics is None:
+            self._topics = KafkaTopics(self.config, self.pattern)
+        return self._topics
 
-    class Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-        def __init__(self, options: Mapping[str, str]) -> None:
-            self.config = orjson.loads(options["consumer"])
-            self.pattern = options.get("topics", "*")
-            rows = options.get("max_records")
-            self.max_rows = int(rows) if rows else None
-            self.starts = Starts(options.get("checkpoint"), self.max_rows,
-                                 options.get("once") == "true")
-            self.frozen: dict[str, int] | None = None
-            self._topics: KafkaTopics | None = None
+    def initial(self) -> dict[str, int]:
+        return {}
 
-        def topics(self) -> KafkaTopics:
-            if self._topics is None:
-                self._topics = KafkaTopics(self.config, self.pattern)
-            return self._topics
+    def latest(self) -> dict[str, int]:
+        return self.topics().end_offsets()
 
-        def initialOffset(self) -> dict[str, int]:  # noqa: N802 (Spark's name)
-            return {}
+    def plan(self, start: dict[str, int], latest: dict[str, int], rows: int | None
+             ) -> dict[str, int]:
+        for name, read in sorted(start.items()):
+            if latest.get(name, read) < read:
+                raise RuntimeError(
+                    f"Kafka partition {name} ends at offset {latest[name]} but this "
+                    f"pipeline's checkpoint has read up to {read}: the topic was recreated "
+                    "or truncated; start with a new checkpoint and target")
+        return plan(start, latest, rows)
 
-        def getDefaultReadLimit(self) -> Any:  # noqa: N802
-            return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
+    def committed(self, end: dict[str, int]) -> None:
+        pass  # (the pipeline keeps its offsets in Spark's checkpoint, not in a group)
 
-        def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
-            self.frozen = self.topics().end_offsets()
-
-        def latestOffset(self, start: dict[str, int] | None = None,  # noqa: N802
-                         limit: Any = None) -> dict[str, int]:
-            start = self.starts.start(start, self.initialOffset,
-                                      self.prepareForTriggerAvailableNow)
-            latest = self.frozen if self.frozen is not None else self.topics().end_offsets()
-            for name, read in sorted(start.items()):
-                if latest.get(name, read) < read:
-                    raise RuntimeError(
-                        f"Kafka partition {name} ends at offset {latest[name]} but this "
-                        f"pipeline's checkpoint has read up to {read}: the topic was recreated "
-                        "or truncated; start with a new checkpoint and target")
-            return self.starts.planned(plan(start, latest, self.starts.rows(limit)))
-
-        def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Range]:
-            return [Range(t, (start or {}).get(t, 0), o) for t, o in sorted(end.items())
-                    if o > (start or {}).get(t, 0)]
-
-        def read(self, partition: InputPartition) -> Iterator[tuple[str, int, int]]:
-            assert isinstance(partition, Range)
-            yield (partition.name, partition.start, partition.end)
-
-        def commit(self, end: dict[str, int]) -> None:
-            pass
-
-        def stop(self) -> None:
-            if self._topics is not None:
-                self._topics.close()
-
-    class Source(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return NAME
-
-        def schema(self) -> str:
-            return SCHEMA
-
-        def streamReader(self, schema: Any) -> Reader:  # noqa: N802
-            return Reader(self.options)
-
-    spark.dataSource.register(Source)
+    def close(self) -> None:
+        if self._topics is not None:
+            self._topics.close()

@@ -1,13 +1,13 @@
 """The Spark Structured Streaming query that materializes change topics into Delta tables.
 
-The `headwater_topics` source gives each micro-batch as offset ranges per topic; `foreachBatch`
-hands them to `apply_batch`, which reads the records from the segment files, decodes them by
-their embedded schemas, computes the net change per key and applies it, marking the commit with
-the batch id, so a batch replayed after a crash is applied exactly once.  SCD1 into Delta, the
-bulk of the work, goes column-wise (`columnar`) whenever a batch has the common shape, else
-event by event (`decode`, `net`), which every other mode and target uses.  MongoDB topics,
-whose events carry documents rather than rows, take the document path (`documents`), and
-Datastream events theirs (`datastream`): the configuration's event model chooses
+The pipeline's source (`positions`) gives each micro-batch as offset ranges per topic;
+`foreachBatch` hands them to `apply_batch`, which reads the records from the segment files,
+decodes them by their embedded schemas, computes the net change per key and applies it, marking
+the commit with the batch id, so a batch replayed after a crash is applied exactly once. SCD1
+into Delta, the bulk of the work, goes column-wise (`columnar`) whenever a batch has the common
+shape, else event by event (`decode`, `net`), which every other mode and target uses. MongoDB
+topics, whose events carry documents rather than rows, take the document path (`documents`),
+and Datastream events theirs (`datastream`): the configuration's event model chooses
 (`PipelineConfig.event_model`); `start` refuses a combination the capabilities table does not
 support (`capabilities`) before any batch.
 
@@ -26,15 +26,21 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from headwater.pipeline import capabilities, changelog_once, columnar, executor_net, tasks
+from headwater.pipeline import (
+    capabilities,
+    changelog_once,
+    columnar,
+    executor_net,
+    positions,
+    tasks,
+)
 from headwater.pipeline.change_frame import ChangeFrame
 from headwater.pipeline.checkpoint import open_checkpoint
 from headwater.pipeline.config import PipelineConfig, capability_cell, require_supported
-from headwater.pipeline.datastream import file_source
 from headwater.pipeline.datastream.apply import (
     apply_events,
     apply_files,
@@ -50,8 +56,7 @@ from headwater.pipeline.flows import AutoCdcFlow, transform
 from headwater.pipeline.iceberg_target import IcebergTarget
 from headwater.pipeline.net import NetChange, dedup, net_changes
 from headwater.pipeline.scd2 import tracked_columns
-from headwater.pipeline.source import NAME as SOURCE_NAME
-from headwater.pipeline.source import is_table_topic, read_range, register
+from headwater.pipeline.source import is_table_topic, read_range
 from headwater.pipeline.spark_session import spark_session as spark_session  # noqa: PLC0414 (re-exported)
 from headwater.pipeline.status import PipelineMonitor
 from headwater.topics.damage import TopicLogDamaged
@@ -421,8 +426,9 @@ def start_flows(
                               flow.track_history_except_column_list)
         target.maintain(batch_id)
 
-    return _start_query(spark, Path(topics_dir), ",".join(by_source), Path(checkpoint_dir),
-                        "headwater-flows", apply, once, trigger_interval_ms, None)
+    options = _topic_log_options(Path(topics_dir), ",".join(by_source), Path(checkpoint_dir))
+    return _start_query(spark, "topics", options, Path(checkpoint_dir), "headwater-flows",
+                        apply, once, trigger_interval_ms, None)
 
 
 def start(spark: Any, cfg: PipelineConfig, once: bool = False,
@@ -449,7 +455,8 @@ def start(spark: Any, cfg: PipelineConfig, once: bool = False,
                           time.monotonic() - started,
                           read_to or {t: e for t, (_f, e) in ranges.items()})
 
-    return _start_query(spark, cfg.topics_dir, cfg.topics_glob, cfg.checkpoint_dir,
+    options = _topic_log_options(cfg.topics_dir, cfg.topics_glob, cfg.checkpoint_dir)
+    return _start_query(spark, "topics", options, cfg.checkpoint_dir,
                         f"headwater-{cfg.topic_prefix}", apply, once, cfg.trigger_interval_ms,
                         cfg.max_records_per_trigger)
 
@@ -486,18 +493,10 @@ def _start_kafka(spark: Any, cfg: PipelineConfig, target: Target, once: bool) ->
         apply_kafka_batch(topics, ranges, batch_id, cfg, target, decode, spark)
         maintain_target(target, batch_id)
 
-    options = {"consumer": orjson.dumps(consumer).decode(), "topics": cfg.topics_glob,
-               "checkpoint": str(cfg.checkpoint_dir), "once": "true" if once else "false"}
-    if cfg.max_records_per_trigger:
-        options["max_records"] = str(cfg.max_records_per_trigger)
-
-    def load(spark: Any) -> Any:
-        kafka_source.register(spark)
-        return spark.readStream.format(kafka_source.NAME).options(**options).load()
-
-    query = _start_query(spark, cfg.topics_dir, cfg.topics_glob, cfg.checkpoint_dir,
+    options = {"consumer": orjson.dumps(consumer).decode(), "topics": cfg.topics_glob}
+    query = _start_query(spark, "kafka", options, cfg.checkpoint_dir,
                          f"headwater-{cfg.topic_prefix}", apply, once, cfg.trigger_interval_ms,
-                         cfg.max_records_per_trigger, load, table_topic=_kafka_table_slot)
+                         cfg.max_records_per_trigger, table_topic=_kafka_table_slot)
     query.headwater_close = topics.close  # the batches' consumer: `close_query` closes it
     return query
 
@@ -520,23 +519,16 @@ def _start_files_query(spark: Any, cfg: PipelineConfig, target: Target, once: bo
     root = cfg.files_dir or cfg.topics_dir
     log_path = cfg.checkpoint_dir / LOG_NAME
 
-    def load(spark: Any) -> Any:
-        file_source.register(spark)
-        return (spark.readStream.format(file_source.NAME)
-                .option("path", str(root)).option("log", str(log_path))
-                .option("format", cfg.files_format)
-                .option("max_files", str(cfg.max_files_per_trigger))
-                .option("checkpoint", str(cfg.checkpoint_dir))
-                .option("once", "true" if once else "false").load())
-
     def apply(ranges: Ranges, batch_id: int) -> None:
         for start, end in ranges.values():
             apply_files(root, log_path, start, end, batch_id, cfg.mode, target,
                         cfg.track_history_column_list, cfg.track_history_except_column_list)
         maintain_target(target, batch_id)
 
-    return _start_query(spark, root, "", cfg.checkpoint_dir, f"headwater-{cfg.topic_prefix}",
-                        apply, once, cfg.trigger_interval_ms, None, load)
+    options = {"path": str(root), "log": str(log_path), "format": cfg.files_format}
+    return _start_query(spark, "files", options, cfg.checkpoint_dir,
+                        f"headwater-{cfg.topic_prefix}", apply, once, cfg.trigger_interval_ms,
+                        cfg.max_files_per_trigger)
 
 
 def _checkpointed_offsets(path: Path) -> dict[str, int] | None:
@@ -602,37 +594,37 @@ def consumer_id(checkpoint: Path) -> str:
     return f"pipeline-{digest}"
 
 
+def _topic_log_options(topics_dir: Path, topics: str, checkpoint: Path) -> dict[str, str]:
+    """The `topics` store's options (`source.TopicLogPositions`)."""
+    from headwater.state_format import TOPIC_LOG, open_state_dir
+
+    topics_dir.mkdir(parents=True, exist_ok=True)
+    open_state_dir(topics_dir, TOPIC_LOG, stamp=False)  # read, never written, here
+    return {"path": str(topics_dir), "topics": topics, "consumer_id": consumer_id(checkpoint)}
+
+
 def _start_query(
-    spark: Any, topics_dir: Path, topics: str, checkpoint: Path, name: str,
+    spark: Any, store: str, options: Mapping[str, str], checkpoint: Path, name: str,
     apply: Callable[[Ranges, int], None], once: bool,
     trigger_interval_ms: int, max_records: int | None,
-    load: Callable[[Any], Any] | None = None,
     table_topic: Callable[[str], bool] = is_table_topic,
 ) -> Any:
-    """`load` builds the streaming source (default: the topic log's `headwater_topics`)."""
+    """The query of the pipeline's Spark source (`positions`) over `store` (its `options`),
+    `apply` given each micro-batch's ranges."""
     from headwater.pipeline.read_limits import finish_when_caught_up, once_trigger
-    from headwater.state_format import TOPIC_LOG, open_state_dir
 
     open_checkpoint(checkpoint)  # (again for `start_flows`, which has no `run`)
     clear_unstarted_checkpoint(checkpoint)
-    if load is not None:
-        source = load(spark)
-    else:
-        topics_dir.mkdir(parents=True, exist_ok=True)
-        open_state_dir(topics_dir, TOPIC_LOG, stamp=False)  # read, never written, here
-        register(spark)
-        reader = (
-            spark.readStream.format(SOURCE_NAME)
-            .option("path", str(topics_dir))
-            .option("topics", topics)
-            .option("consumer_id", consumer_id(checkpoint))
-            # (pyspark 4.1 hands the source no start: it reads it here, see read_limits)
-            .option("checkpoint", str(checkpoint))
-            .option("once", "true" if once else "false")
-        )
-        if max_records:
-            reader = reader.option("max_records", str(max_records))
-        source = reader.load()
+    positions.register(spark)
+    reader = (
+        spark.readStream.format(positions.NAME).option("store", store).options(**options)
+        # (pyspark 4.1 hands the source no start: it reads it here, see read_limits)
+        .option("checkpoint", str(checkpoint))
+        .option("once", "true" if once else "false")
+    )
+    if max_records:
+        reader = reader.option("max_records", str(max_records))
+    source = reader.load()
     # What stopped the query, for `run` to raise as is (not Spark's wrapping of it).
     damaged: list[Exception] = []
 

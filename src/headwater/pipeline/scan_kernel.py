@@ -27,7 +27,7 @@ stops the scan (CHECKSUM: damage).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numba
 import numpy as np
@@ -66,6 +66,14 @@ _BRACE = 125
 
 # Columns of the position matrix the scanner fills, one row per data record.
 OFFSET, KEY_BEGIN, KEY_END, VALUE_BEGIN, VALUE_END = range(5)
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _jit(function: _F) -> _F:
+    """numba.njit with the kernel's options, typed: njit's result is untyped, so without the
+    cast every compiled function would lose its signature to mypy."""
+    return cast(_F, numba.njit(cache=True, nogil=True, boundscheck=False)(function))
 
 
 def _libc_call(name: str, ret: ir.Type, params: list[ir.Type], builder: Any,
@@ -151,6 +159,7 @@ _memeq = cast(Callable[[Any, int, Any], bool], _memeq_ir)
 _crc32c = cast(Callable[[Any, int, int], int], _crc32c_ir)
 
 
+@_jit
 def _same(data: Any, at: int, pattern: Any) -> bool:
     """data[at:at + len(pattern)] == pattern, byte for byte (a schema text of the same length
     with another column type must not slip through)."""
@@ -160,6 +169,7 @@ def _same(data: Any, at: int, pattern: Any) -> bool:
     return m == 0 or _memeq(data, at, pattern)
 
 
+@_jit
 def _find_before(data: Any, pattern: Any, lo: int, stop: int) -> int:
     """Index of `pattern` (which starts with a closing brace) in data[lo:stop], or -1.  Braces
     are rare in a payload, so jumping from one to the next is faster than a byte loop."""
@@ -171,10 +181,12 @@ def _find_before(data: Any, pattern: Any, lo: int, stop: int) -> int:
     return -1
 
 
+@_jit
 def _newline(data: Any, lo: int, n: int) -> int:
     return _memchr(data, lo, n, _NL) if lo < n else -1
 
 
+@_jit
 def _digits(data: Any, i: int, n: int) -> tuple[int, int]:
     """(value, index after) of the decimal digits at i; index -1 if none or the data ends."""
     value = 0
@@ -187,6 +199,7 @@ def _digits(data: Any, i: int, n: int) -> tuple[int, int]:
     return value, i
 
 
+@_jit
 def _close(data: Any, pos: int, stop: int) -> int:
     """Where the record of the line data[pos:stop] (`stop` its newline) closes: the index of
     its closing brace, or of its checksum member (which replaces the brace, the checked part
@@ -210,6 +223,7 @@ _END = -3  # the range ends here
 _TORN = -4  # no complete line: the end of an in-progress segment
 
 
+@_jit
 def _line(data: Any, pos: int, start: int, end: int, key_head: Any,
           value_head: Any) -> tuple[int, int, int, int, int, int]:
     """Reads the line at `pos`: (what, offset, key document start, `},"value":` position,
@@ -237,6 +251,7 @@ def _line(data: Any, pos: int, start: int, end: int, key_head: Any,
     return what, offset, k, v, stop + 1, value_end
 
 
+@_jit
 def _line_checked(data: Any, pos: int, stop: int, start: int, end: int, key_head: Any,
                   value_head: Any) -> tuple[int, int, int, int]:
     """`_line`'s reading of the record data[pos:stop], `stop` where the record closes (its
@@ -273,7 +288,8 @@ def _line_checked(data: Any, pos: int, stop: int, start: int, end: int, key_head
     return _DATA, offset, k, v
 
 
-def _first_record(data: Any, pos: int, start: int, end: int) -> tuple[int, int, int]:
+@_jit
+def first_record(data: Any, pos: int, start: int, end: int) -> tuple[int, int, int]:
     """(status, line start, key document start) of the first data record with offset in
     [start, end) from `pos`; line start -1 when there is none (or only a torn line)."""
     n = data.shape[0]
@@ -290,7 +306,8 @@ def _first_record(data: Any, pos: int, start: int, end: int) -> tuple[int, int, 
     return OK, -1, -1
 
 
-def _scan(data: Any, pos: int, start: int, end: int, expect: int, limit: int, key_head: Any,
+@_jit
+def scan_records(data: Any, pos: int, start: int, end: int, expect: int, limit: int, key_head: Any,
           value_head: Any, out: Any) -> tuple[int, int, int, int, int]:
     """Fills `out` (OFFSET, KEY_BEGIN, KEY_END, VALUE_BEGIN, VALUE_END per record) from `pos`,
     where the line of offset `expect` must start (in a compacted segment, whose range ends at
@@ -340,6 +357,7 @@ def _scan(data: Any, pos: int, start: int, end: int, expect: int, limit: int, ke
     return OK, count, pos, last, expect
 
 
+@_jit
 def _gather(data: Any, begin: Any, end: Any, out: Any) -> int:
     """Copies data[begin[i]:end[i]] followed by a newline, for every i, to `out`."""
     p = 0
@@ -351,6 +369,7 @@ def _gather(data: Any, begin: Any, end: Any, out: Any) -> int:
     return p
 
 
+@_jit
 def _gather_lines(data: Any, begin: Any, end: Any, out: Any) -> int:
     """As `_gather`, with each newline inside a range written as a space."""
     p = 0
@@ -364,24 +383,10 @@ def _gather_lines(data: Any, begin: Any, end: Any, out: Any) -> int:
     return p
 
 
-_jit = numba.njit(cache=True, nogil=True, boundscheck=False)
-_same = _jit(_same)
-_find_before = _jit(_find_before)
-_newline = _jit(_newline)
-_digits = _jit(_digits)
-_line_checked = _jit(_line_checked)
-_close = _jit(_close)
-_line = _jit(_line)
-first_record = cast(Callable[..., tuple[int, int, int]], _jit(_first_record))
-scan_records = cast(Callable[..., tuple[int, int, int, int, int]], _jit(_scan))
-_gather_jit = cast(Callable[..., int], _jit(_gather))
-_gather_lines_jit = cast(Callable[..., int], _jit(_gather_lines))
-
-
 def gather_into(data: np.ndarray, begin: np.ndarray, end: np.ndarray, out: np.ndarray) -> int:
     """Copies the byte ranges [begin, end) of `data`, each followed by a newline, to the front
     of `out` (large enough); returns the number of bytes written."""
-    return _gather_jit(data, begin, end, out)
+    return _gather(data, begin, end, out)
 
 
 def gather_lines_into(data: np.ndarray, begin: np.ndarray, end: np.ndarray,
@@ -390,4 +395,4 @@ def gather_lines_into(data: np.ndarray, begin: np.ndarray, end: np.ndarray,
     pretty-printing producer writes it), each written as a space so that every document stays
     one line: the check rides on the copy (a separate pass over a batch's buffers to look for
     a newline cost more than the copy itself)."""
-    return _gather_lines_jit(data, begin, end, out)
+    return _gather_lines(data, begin, end, out)

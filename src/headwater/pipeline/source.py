@@ -1,16 +1,12 @@
-"""A Spark streaming source over the topic log: Spark tracks offsets, Python reads the records.
+"""The topic log as the pipeline reads it: its positions for the pipeline's Spark source
+(`TopicLogPositions`, the `topics` store of `positions`) and its records for a batch's ranges
+(`read_range`; `columnar.scan` for the column-wise path).
 
 Spark's file source would parse every JSON line in the JVM and ship each event, schema and all,
-to Python.  This source instead gives Spark only *offset ranges*: its offsets are
-`{topic: next offset}` (checkpointed by Spark like any source's), a micro-batch is one row per
-topic `(topic, start_offset, end_offset)`, and `foreachBatch` reads those ranges straight from
-the segment files (`read_range` here, `columnar.scan` for the column-wise path).  The runner
-usually takes a batch's ranges from the query's offset log rather than collecting these rows,
-which would cost a Spark job per micro-batch.  Records are visible as soon as the capture has
-written them (in-progress segments included), so freshness does not wait for segments to seal.
-
-Rate limiting: `headwater.pipeline.max.records.per.trigger` (Spark's `ReadMaxRows`);
-`Trigger.AvailableNow` is supported (the batch set is fixed when the query starts).
+to Python; the pipeline's source gives Spark only offset ranges, `{topic: next offset}`, and
+the batch reads them straight from the segment files.  Records are visible as soon as the
+capture has written them (in-progress segments included), so freshness does not wait for
+segments to seal.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from headwater.topics import check, reader
 from headwater.topics.damage import TopicLogDamaged
@@ -26,8 +22,6 @@ from headwater.topics.record import BadLineError, parse_line, split_line
 from headwater.topics.retention import log_start, write_consumer
 from headwater.topics.segment import compacted_end, covers, live_segments, open_segment
 
-SCHEMA = "topic STRING, start_offset LONG, end_offset LONG"
-NAME = "headwater_topics"
 NON_TABLE_SUFFIXES = (".transaction",)
 NON_TABLE_PREFIXES = ("__debezium-heartbeat",)
 
@@ -187,91 +181,49 @@ def _read_segment(topic: str, path: Path, base: int, first: int, f: BinaryIO, st
     return expect if limit is None else limit
 
 
-def register(spark: Any) -> None:
-    """Registers the `headwater_topics` streaming source with a Spark session."""
-    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+class TopicLogPositions:
+    """The local topic log's positions for the pipeline's Spark source (`positions`):
+    `{topic: next offset}` of the table topics matching the option `topics` (globs, comma
+    separated) under `path`."""
 
-    from headwater.pipeline.read_limits import (
-        ReadAllAvailable,
-        ReadMaxRows,
-        Starts,
-        SupportsTriggerAvailableNow,
-    )
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.root = Path(options["path"])
+        self.pattern = options.get("topics", "*")
+        self.consumer_id = options.get("consumer_id")
+        self.registered: dict[str, int] | None = None
 
-    class Range(InputPartition):
-        def __init__(self, topic: str, start: int, end: int) -> None:
-            self.topic, self.start, self.end = topic, start, end
+    def initial(self) -> dict[str, int]:
+        # A new pipeline starts at each topic's log start (retention may have moved it).
+        return {t.name: t.start_offset for t in reader.list_topics(self.root)
+                if t.start_offset and is_table_topic(t.name)
+                and any(fnmatch.fnmatchcase(t.name, g.strip())
+                        for g in self.pattern.split(",") if g.strip())}
 
-    class Reader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-        def __init__(self, options: Mapping[str, str]) -> None:
-            self.root = Path(options["path"])
-            self.pattern = options.get("topics", "*")
-            rows = options.get("max_records")
-            self.max_rows = int(rows) if rows else None
-            self.starts = Starts(options.get("checkpoint"), self.max_rows,
-                                 options.get("once") == "true")
-            self.frozen: dict[str, int] | None = None
-            self.consumer_id = options.get("consumer_id")
-            self.registered: dict[str, int] | None = None
+    def latest(self) -> dict[str, int]:
+        return end_offsets(self.root, self.pattern)
 
-        def initialOffset(self) -> dict[str, int]:  # noqa: N802 (Spark's name)
-            # A new pipeline starts at each topic's log start (retention may have moved it).
-            return {t.name: t.start_offset for t in reader.list_topics(self.root)
-                    if t.start_offset and is_table_topic(t.name)
-                    and any(fnmatch.fnmatchcase(t.name, g.strip())
-                            for g in self.pattern.split(",") if g.strip())}
+    def plan(self, start: dict[str, int], latest: dict[str, int], rows: int | None
+             ) -> dict[str, int]:
+        damage = rewound(self.root, start, latest)
+        if damage is not None:
+            raise damage
+        # Spark plans a batch only once the one before is committed, so `start` is read for
+        # good: registered now, retention and compaction hold back from a pipeline's first
+        # batch on (Spark calls `commit` only when it plans the next batch, which a run with
+        # Trigger.AvailableNow never does).  A topic not in `start` starts at 0.
+        self._register({t: start.get(t, 0) for t in {*latest, *start}})
+        return plan(start, latest, rows)
 
-        def getDefaultReadLimit(self) -> Any:  # noqa: N802
-            return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
+    def committed(self, end: dict[str, int]) -> None:
+        # Spark committed the batch up to `end`: retention may remove what is before it.
+        self._register(end)
 
-        def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
-            self.frozen = end_offsets(self.root, self.pattern)
+    def close(self) -> None:
+        pass
 
-        def latestOffset(self, start: dict[str, int] | None = None,  # noqa: N802
-                         limit: Any = None) -> dict[str, int]:
-            start = self.starts.start(start, self.initialOffset,
-                                      self.prepareForTriggerAvailableNow)
-            latest = self.frozen if self.frozen is not None else end_offsets(
-                self.root, self.pattern)
-            rows = self.starts.rows(limit)
-            damage = rewound(self.root, start or {}, latest)
-            if damage is not None:
-                raise damage
-            # Spark plans a batch only once the one before is committed, so `start` is read
-            # for good: registered now, retention and compaction hold back from a pipeline's
-            # first batch on (Spark calls `commit` only when it plans the next batch, which a
-            # run with Trigger.AvailableNow never does).  A topic not in `start` starts at 0.
-            self.register({t: (start or {}).get(t, 0) for t in {*latest, *(start or {})}})
-            return self.starts.planned(plan(start or {}, latest, rows))
-
-        def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Range]:
-            return [Range(t, (start or {}).get(t, 0), o) for t, o in sorted(end.items())
-                    if o > (start or {}).get(t, 0)]
-
-        def read(self, partition: InputPartition) -> Iterator[tuple[str, int, int]]:
-            assert isinstance(partition, Range)
-            yield (partition.topic, partition.start, partition.end)
-
-        def commit(self, end: dict[str, int]) -> None:
-            # Spark committed the batch up to `end`: retention may remove what is before it.
-            self.register(end)
-
-        def register(self, offsets: dict[str, int]) -> None:
-            """This pipeline's marker (`topics.retention.write_consumer`): everything before
-            `offsets` is applied and committed."""
-            if self.consumer_id and offsets != self.registered:
-                write_consumer(self.root, self.consumer_id, offsets)
-                self.registered = dict(offsets)
-
-    class Source(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return NAME
-
-        def schema(self) -> str:
-            return SCHEMA
-
-        def streamReader(self, schema: Any) -> Reader:  # noqa: N802
-            return Reader(self.options)
-
-    spark.dataSource.register(Source)
+    def _register(self, offsets: dict[str, int]) -> None:
+        """This pipeline's marker (`topics.retention.write_consumer`): everything before
+        `offsets` is applied and committed."""
+        if self.consumer_id and offsets != self.registered:
+            write_consumer(self.root, self.consumer_id, offsets)
+            self.registered = dict(offsets)

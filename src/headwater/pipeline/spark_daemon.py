@@ -45,7 +45,7 @@ def main() -> None:
     sys.path[:] = kept
     from pyspark import daemon
 
-    daemon.manager()
+    daemon.manager()  # type: ignore[no-untyped-call]
 
 
 if __name__ == "__main__":

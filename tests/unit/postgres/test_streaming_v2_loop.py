@@ -28,6 +28,7 @@ from headwater.connectors.postgres.position import PostgresPosition
 from headwater.connectors.postgres.streaming import PostgresStreamingSource, StreamingOptions
 from headwater.connectors.postgres.tables import IncomingColumn, TableCodec, build_codec
 from headwater.convert import TypeModes
+from headwater.engine.dispatcher import DispatchOptions
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import Batch
 from headwater.engine.source import RetriableError, SourceRunContext
@@ -262,8 +263,9 @@ def run(
         publication_name="pub",
         codec_factory=codec_factory(calls),
         options=StreamingOptions(
-            max_batch_size=max_batch, status_interval_s=60, skipped_operations=skipped,
-            transaction_metadata=metadata, pgoutput_streaming=streaming_on,
+            dispatch=DispatchOptions(max_batch_size=max_batch, skipped_operations=skipped,
+                                     transaction_metadata=metadata),
+            status_interval_s=60, pgoutput_streaming=streaming_on,
             spill_dir=tmp_path / "spill", messages=messages, confirm_flush=confirm_flush),
         metrics=CaptureMetrics(),
     )

@@ -92,36 +92,32 @@ class _Database:
     collation: str | None
 
 
+@dataclass(eq=False, slots=True)
 class _Draft:
     """A table being edited by one statement; turned back into an immutable `_Entry`."""
 
-    def __init__(self, database: str, name: str, charset: str | None, collation: str | None,
-                 comment: str | None) -> None:
-        self.database = database
-        self.name = name
-        self.charset = charset
-        self.collation = collation
-        self.comment = comment
-        self.columns: list[MySqlColumn] = []
-        # The name each column had before the ALTER (None: added by it).  The server resolves
-        # the column names of CHANGE/MODIFY/DROP/RENAME/ALTER COLUMN against the table as it
-        # was, so `CHANGE a b INT, CHANGE b a INT` swaps two columns.
-        self.origins: list[str | None] = []
-        self.indexes: list[_Index] = []
-        self.row_end: str | None = None
-        self.periods: dict[str, tuple[str, str, str]] = {}
+    database: str
+    name: str
+    charset: str | None
+    collation: str | None
+    comment: str | None
+    columns: list[MySqlColumn] = field(default_factory=list)
+    # The name each column had before the ALTER (None: added by it).  The server resolves
+    # the column names of CHANGE/MODIFY/DROP/RENAME/ALTER COLUMN against the table as it
+    # was, so `CHANGE a b INT, CHANGE b a INT` swaps two columns.
+    origins: list[str | None] = field(default_factory=list)
+    indexes: list[_Index] = field(default_factory=list)
+    row_end: str | None = None
+    periods: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, entry: _Entry) -> _Draft:
         table = entry.table
-        draft = cls(table.database, table.name, table.default_charset, entry.collation,
-                    table.comment)
-        draft.columns = list(table.columns)
-        draft.origins = [c.name for c in table.columns]
-        draft.indexes = [replace(i, original=True) for i in entry.indexes]
-        draft.row_end = entry.row_end
-        draft.periods = {p[0].lower(): p for p in entry.periods}
-        return draft
+        return cls(table.database, table.name, table.default_charset, entry.collation,
+                   table.comment, columns=list(table.columns),
+                   origins=[c.name for c in table.columns],
+                   indexes=[replace(i, original=True) for i in entry.indexes],
+                   row_end=entry.row_end, periods={p[0].lower(): p for p in entry.periods})
 
     def find_original(self, name: str) -> int:
         """A column by its name before the ALTER, else one the ALTER added by its name."""

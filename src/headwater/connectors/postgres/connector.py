@@ -48,6 +48,7 @@ from headwater.connectors.postgres.tables import (
     incoming_from_catalog,
 )
 from headwater.connectors.postgres.types import TypeModes
+from headwater.engine.dispatcher import DispatchOptions
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.source import StartPlan
 from headwater.model.collection import split_collection
@@ -395,16 +396,11 @@ class PostgresConnector(RelationalConnector):
             publication_name=cfg.publication_name,
             codec_factory=self._streaming_codec,
             options=StreamingOptions(
-                max_batch_size=cfg.max_batch_size,
+                dispatch=DispatchOptions.from_config(cfg),
                 status_interval_s=cfg.status_update_interval_ms / 1000.0,
-                skipped_operations=cfg.skipped_operations,
-                transaction_metadata=cfg.provide_transaction_metadata,
-                heartbeat_interval_s=cfg.heartbeat_interval_ms / 1000.0,
                 heartbeat_action=self._heartbeat_action if cfg.heartbeat_action_query else None,
                 pgoutput_streaming=cfg.headwater_pgoutput_streaming,
                 spill_dir=Path(cfg.headwater_topics_dir).parent / "spill",
-                processing_failure_mode=cfg.event_processing_failure_handling_mode,
-                converting_failure_mode=cfg.event_converting_failure_handling_mode,
                 messages=MessageCapture(self.database, cfg.binary_handling_mode,
                                         cfg.message_filter()),
                 confirm_flush=cfg.lsn_flush_mode != "manual",

@@ -192,34 +192,21 @@ class StreamingOptions:
     def __init__(
         self,
         *,
-        max_batch_size: int,
+        dispatch: DispatchOptions,
         status_interval_s: float,
-        skipped_operations: frozenset[str] = frozenset({"t"}),
-        transaction_metadata: bool = False,
-        heartbeat_interval_s: float = 0.0,
         heartbeat_action: Callable[[], None] | None = None,
         pgoutput_streaming: bool = True,
         spill_dir: Path | None = None,
-        processing_failure_mode: str = "fail",
-        converting_failure_mode: str = "fail",
         messages: MessageCapture | None = None,
         confirm_flush: bool = True,
     ) -> None:
-        self.max_batch_size = max_batch_size
+        # What the engine's dispatcher does with the decoded changes.
+        self.dispatch = dispatch
         # lsn.flush.mode=manual: the slot's confirmed position is never moved by us.
         self.confirm_flush = confirm_flush
         # Logical decoding messages (op m); None: the slot is read without them.
         self.messages = messages
         self.status_interval_s = max(0.5, status_interval_s)
-        # What the engine's dispatcher does with the decoded changes.
-        self.dispatch = DispatchOptions(
-            max_batch_size=max_batch_size,
-            skipped_operations=skipped_operations,
-            transaction_metadata=transaction_metadata,
-            heartbeat_interval_s=heartbeat_interval_s,
-            processing_failure_mode=processing_failure_mode,
-            converting_failure_mode=converting_failure_mode,
-        )
         self.heartbeat_action = heartbeat_action
         # headwater.pgoutput.streaming: protocol 2 with streaming 'on' where the server has it.
         self.pgoutput_streaming = pgoutput_streaming
