@@ -11,7 +11,12 @@ work the wall-clock ratio says little, the CPU split says where the work ran.  W
 `--writer spark` the batches are netted across parts and merged by delta-spark on the executors
 (`executor_net`); with the default, delta-rs merges in the driver.
 
-    PYTHONPATH=src:. .venv/bin/python bench/pipeline_scale_out.py [--changes N] [--writer spark]
+    PYTHONPATH=$PWD/src:$PWD .venv/bin/python bench/pipeline_scale_out.py [--changes N] \
+        [--writer spark]
+
+(absolute paths: the bench changes directory, and the executors and the Python workers of the
+driver's JVM run elsewhere; with `src:.` they import the installed package, which in a git
+worktree is another checkout's code.)
 """
 
 from __future__ import annotations

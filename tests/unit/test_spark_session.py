@@ -136,3 +136,16 @@ def test_the_driver_is_bound_to_loopback_only_for_a_loopback_master(master: str,
                                                                      loopback: bool) -> None:
     """A driver bound to 127.0.0.1 cannot be reached by a cluster's workers."""
     assert session.loopback_master(master) is loopback
+
+
+def test_the_checkpoint_file_manager_is_a_class_of_the_installed_spark() -> None:
+    """Spark fails every query at its start on a checkpoint file manager it cannot load (the
+    class moved between Spark lines), so the name must be one the installed Spark ships."""
+    import zipfile
+
+    import pyspark
+
+    name = session.session_conf({})["spark.sql.streaming.checkpointFileManagerClass"]
+    entry = name.replace(".", "/") + ".class"
+    jars = (Path(pyspark.__file__).parent / "jars").glob("spark-sql_*.jar")
+    assert any(entry in zipfile.ZipFile(j).namelist() for j in jars), name
