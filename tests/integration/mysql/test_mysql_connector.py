@@ -428,3 +428,57 @@ def test_skipped_updates_still_emit_a_key_change_as_delete_and_create(menv: Mari
     vals = [v for v in values(menv, "t") if v is not None]
     assert [v["op"] for v in vals] == ["c", "d", "c", "c"]
     assert vals[1]["before"] == {"id": 1, "v": 11} and vals[2]["after"] == {"id": 2, "v": 11}
+
+
+def test_ddl_under_ansi_quotes_is_read_as_the_server_ran_it(menv: MariaEnv) -> None:
+    """A session with sql_mode ANSI_QUOTES writes `CREATE TABLE "q" ("id" ...)` to the binlog;
+    its QUERY event carries the mode, and the statement must be parsed with it (double
+    quotes as identifiers), both while streaming and when the schema history is replayed
+    after a restart."""
+    menv.sql("CREATE TABLE seed (id INT PRIMARY KEY)")
+    cap = menv.capture()
+    try:
+        wait_for(menv.snapshot_completed, what="snapshot")
+        with menv.server.connect(menv.db) as conn, conn.cursor() as cur:
+            cur.execute("SET SESSION sql_mode = 'ANSI_QUOTES'")
+            cur.execute('CREATE TABLE "q" ("id" INT PRIMARY KEY, "v" VARCHAR(10) '
+                        "DEFAULT 'd')")
+            cur.execute("SET SESSION sql_mode = 'ANSI'")
+            cur.execute('ALTER TABLE "q" ADD COLUMN "w" INT')
+        menv.sql("INSERT INTO q VALUES (1, 'one', 10)")
+        wait_for(lambda: count(menv, "q") >= 1, what="the row of the ANSI-quoted table")
+    finally:
+        cap.stop()
+    menv.sql("INSERT INTO q VALUES (2, 'two', 20)")
+    cap = menv.capture()  # recovers the history: the ANSI statements replayed as such
+    try:
+        wait_for(lambda: count(menv, "q") >= 2, what="the row after the restart")
+    finally:
+        cap.stop()
+    assert [v["after"] for v in values(menv, "q")] == [
+        {"id": 1, "v": "one", "w": 10}, {"id": 2, "v": "two", "w": 20}]
+    recorded = [orjson.loads(line) for line in menv.history.read_bytes().splitlines()]
+    ansi = [r for r in recorded if r.get("ansiQuotes")]
+    assert [r["ddl"].split()[0] for r in ansi] == ["CREATE", "ALTER"], recorded
+    assert all("ansiQuotes" not in r for r in recorded if '"q"' not in r["ddl"])
+
+
+def test_snapshot_of_a_server_whose_global_sql_mode_has_ansi_quotes(menv: MariaEnv) -> None:
+    """Such a server prints SHOW CREATE TABLE with double-quoted names; the snapshot reads
+    them as names (the session's mode says how), and the stream after it goes on."""
+    menv.sql("CREATE TABLE a (id INT PRIMARY KEY, `select` VARCHAR(5) DEFAULT 'x')")
+    menv.sql("INSERT INTO a VALUES (1, 'one')")
+    (mode,), = menv.sql("SELECT @@GLOBAL.sql_mode")
+    menv.sql("SET GLOBAL sql_mode = 'ANSI_QUOTES,STRICT_TRANS_TABLES'")
+    try:
+        cap = menv.capture()
+        try:
+            wait_for(lambda: count(menv, "a") >= 1, what="the snapshot's row")
+            menv.sql("INSERT INTO a VALUES (2, 'two')")
+            wait_for(lambda: count(menv, "a") >= 2, what="the streamed row")
+        finally:
+            cap.stop()
+    finally:
+        menv.sql("SET GLOBAL sql_mode = %s", (mode,))
+    assert [(v["op"], v["after"]) for v in values(menv, "a")] == [
+        ("r", {"id": 1, "select": "one"}), ("c", {"id": 2, "select": "two"})]

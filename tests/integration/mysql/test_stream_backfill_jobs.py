@@ -7,10 +7,14 @@ asked (a binary log the server does not have is refused, naming the position).""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
+from headwater.testing.localmariadb import LocalMariaDB
 from headwater.testing.localpg import wait_for
 from tests.integration.postgres.test_streams import Cli, _rows, cli  # noqa: F401 (fixture)
 
@@ -101,12 +105,23 @@ def test_backfill_jobs(menv: MariaEnv, cli: Cli) -> None:  # noqa: F811
     assert cli.json("streams", "pause", "s", "--wait", "60")["state"] == "PAUSED"
 
 
-def test_start_positions(menv: MariaEnv, cli: Cli) -> None:  # noqa: F811
+@pytest.fixture()
+def own_server(tmp_path: Path) -> Iterator[MariaEnv]:
+    """A MariaDB server of this test's own: "the oldest binary log" of the session's server
+    holds whatever earlier tests wrote (a fresh-clone run met another file's DDL there, and
+    PURGE BINARY LOGS keeps any log a lingering binlog reader still has open)."""
+    server = LocalMariaDB().start()
+    env = MariaEnv(server, tmp_path)
+    try:
+        yield env
+    finally:
+        env.close()
+        server.cleanup()
+
+
+def test_start_positions(own_server: MariaEnv, cli: Cli) -> None:  # noqa: F811
+    menv = own_server
     db = menv.db
-    # The server is the test session's: without this, "the oldest binary log" holds every
-    # earlier test's traffic (in a full run, minutes of it to read through).
-    run_sql(menv, "FLUSH BINARY LOGS")
-    run_sql(menv, f"PURGE BINARY LOGS TO '{run_sql(menv, 'SHOW MASTER STATUS')[0][0]}'")
     run_sql(menv, "CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1), (2)")
     create_profiles(cli, menv)
     cli("streams", "create", "s", "--source", "maria", "--destination", "out",

@@ -31,6 +31,17 @@ def qualified(database: str, table: str) -> str:
     return f"{quote_ident(database)}.{quote_ident(table)}"
 
 
+def show_create_table(cur: Any, database: str, table: str) -> tuple[str, bool]:
+    """The table's `SHOW CREATE TABLE` and whether it quotes names with double quotes: the
+    server quotes as the session's sql_mode says (ANSI_QUOTES, alone or in a combination
+    such as ANSI, which @@sql_mode lists expanded), so a server whose global mode has it
+    prints `CREATE TABLE "t"`."""
+    cur.execute("SELECT @@SESSION.sql_mode")
+    modes = str(cur.fetchone()[0] or "").upper().split(",")
+    cur.execute(f"SHOW CREATE TABLE {qualified(database, table)}")
+    return str(cur.fetchone()[1]), "ANSI_QUOTES" in modes
+
+
 def is_mariadb(conn: Any) -> bool:
     with conn.cursor() as cur:
         cur.execute("SELECT VERSION()")

@@ -50,6 +50,7 @@ from headwater.connectors.mysql.connection import (
     connect,
     qualified,
     quote_ident,
+    show_create_table,
 )
 from headwater.connectors.mysql.ddl import SchemaChange
 from headwater.connectors.mysql.position import MySqlPosition, binlog_order
@@ -494,10 +495,9 @@ class MySqlIncrementalHook(IncrementalHookBase):
         """The signal table of a database the connector does not capture: SHOW CREATE TABLE."""
         try:
             with self.source._conn().cursor() as cur:
-                cur.execute(f"SHOW CREATE TABLE {qualified(database, table)}")
-                ddl = str(cur.fetchone()[1])
+                ddl, ansi_quotes = show_create_table(cur, database, table)
             schema = MySqlSchema()
-            schema.apply(ddl, database)
+            schema.apply(ddl, database, ansi_quotes)
             return schema.table(database, table)
         except Exception as exc:
             log.warning("signal table %s.%s: definition not read (%s); decoding without it",

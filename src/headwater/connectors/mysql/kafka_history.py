@@ -20,8 +20,9 @@ class KafkaSchemaHistory(KafkaHistoryTopic):
     """MySQL's history topic: DDL records, replayed from the last snapshot's first record."""
 
     def record(self, source: dict[str, Any], position: dict[str, Any], database: str | None,
-               ddl: str, changes: list[SchemaChange]) -> None:
-        self.append(history_record(source, position, database, ddl, changes), ddl)
+               ddl: str, changes: list[SchemaChange], ansi_quotes: bool = False) -> None:
+        self.append(history_record(source, position, database, ddl, changes, ansi_quotes),
+                    ddl)
 
     def recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
         return recover_ddl(self, schema, include, self._last_snapshot_start)

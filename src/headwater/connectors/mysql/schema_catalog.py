@@ -299,8 +299,12 @@ class MySqlSchema:
         return other
 
     # -- applying DDL --------------------------------------------------------------------------
-    def apply(self, sql: str, default_database: str | None) -> list[SchemaChange]:
+    def apply(self, sql: str, default_database: str | None,
+              ansi_quotes: bool | None = None) -> list[SchemaChange]:
         """Applies every statement of `sql`; returns their effects in order.
+
+        `ansi_quotes` is the sql_mode the statement ran under (a binlog QUERY event carries
+        it), which decides whether "x" is an identifier or a string; None: the catalog's own.
 
         Statements of no interest (DML, transaction control, routines, grants, temporary
         tables, ...) yield nothing.  USE changes the default database for the statements
@@ -310,7 +314,8 @@ class MySqlSchema:
         changes: list[SchemaChange] = []
         database = default_database
         try:
-            for text, tokens in split_statements(sql, self.ansi_quotes):
+            quotes = self.ansi_quotes if ansi_quotes is None else ansi_quotes
+            for text, tokens in split_statements(sql, quotes):
                 statement = Parser(text, tokens).statement()
                 if statement is None:
                     continue

@@ -26,18 +26,26 @@ __all__ = ["FileSchemaHistory", "SchemaHistoryError", "checked_ddl", "history_re
            "parse_record", "recover_ddl", "replay"]
 
 
+ANSI_QUOTES_MEMBER = "ansiQuotes"
+
+
 def history_record(source: dict[str, Any], position: dict[str, Any], database: str | None,
-                   ddl: str, changes: list[SchemaChange]) -> bytes:
+                   ddl: str, changes: list[SchemaChange], ansi_quotes: bool = False) -> bytes:
     """One history record as Debezium's HistoryRecord writes it (file and Kafka alike), so
-    either store can be read by Debezium and the other way round."""
-    return orjson.dumps({
+    either store can be read by Debezium and the other way round.  A statement that ran
+    under sql_mode ANSI_QUOTES says so (`"ansiQuotes": true`, a member Debezium's reader
+    passes over): replayed without it, its "quoted" names would read as strings."""
+    record: dict[str, Any] = {
         "source": source,
         "position": position,
         "ts_ms": int(time.time() * 1000),
         "databaseName": database or "",
         "ddl": ddl,
         "tableChanges": table_changes(changes),
-    })
+    }
+    if ansi_quotes:
+        record[ANSI_QUOTES_MEMBER] = True
+    return orjson.dumps(record)
 
 
 def parse_record(raw: bytes, where: str) -> dict[str, Any]:
@@ -63,7 +71,8 @@ def replay(records: Iterable[tuple[str, dict[str, Any]]], schema: MySqlSchema,
         if not include(record["position"]):
             break
         try:
-            schema.apply(record["ddl"], record.get("databaseName") or None)
+            schema.apply(record["ddl"], record.get("databaseName") or None,
+                         record.get(ANSI_QUOTES_MEMBER) is True)
         except DdlParseError as exc:
             raise SchemaHistoryError(f"{store}: {label} cannot be replayed: {exc}") from exc
         count += 1
@@ -105,8 +114,9 @@ class FileSchemaHistory(HistoryFile):
         return f"schema history {self.path}"
 
     def record(self, source: dict[str, Any], position: dict[str, Any], database: str | None,
-               ddl: str, changes: list[SchemaChange]) -> None:
-        self.append(history_record(source, position, database, ddl, changes), ddl)
+               ddl: str, changes: list[SchemaChange], ansi_quotes: bool = False) -> None:
+        self.append(history_record(source, position, database, ddl, changes, ansi_quotes),
+                    ddl)
 
     def recover(self, schema: MySqlSchema, include: Callable[[dict[str, Any]], bool]) -> int:
         """Replays the recorded DDL, in file order, while `include(position)` holds."""

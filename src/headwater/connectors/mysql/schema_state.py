@@ -151,11 +151,13 @@ class SchemaState:
         position: MySqlPosition,
         ts_ms: int,
         snapshot: SnapshotMarker = SnapshotMarker.FALSE,
+        ansi_quotes: bool = False,
     ) -> list[SchemaChangeEvent]:
-        """Applies DDL at `position`, records it, and returns the schema change events."""
+        """Applies DDL at `position`, records it, and returns the schema change events.
+        `ansi_quotes`: the statement ran under sql_mode ANSI_QUOTES (its QUERY event says)."""
         self.last_changes = []
         try:
-            changes = self.schema.apply(sql, database)
+            changes = self.schema.apply(sql, database, ansi_quotes)
         except DdlParseError as exc:
             self._unparseable(exc, sql, database, position, snapshot)
             return []
@@ -175,7 +177,7 @@ class SchemaState:
         text = statement_text(sql) if is_single_statement(sql) else None
         if kept:
             self._record(text or statement_text(sql), database, kept, position, ts_ms,
-                         snapshot)
+                         snapshot, ansi_quotes)
         if not self.cfg.include_schema_changes:
             return []
         return self._events(kept, position, ts_ms, snapshot, text)
@@ -265,6 +267,7 @@ class SchemaState:
         position: MySqlPosition,
         ts_ms: int,
         snapshot: SnapshotMarker,
+        ansi_quotes: bool = False,
     ) -> None:
         order = binlog_order(position.file, position.pos)
         is_snapshot = snapshot is not SnapshotMarker.FALSE
@@ -276,7 +279,8 @@ class SchemaState:
         if is_snapshot:
             entry_position["snapshot"] = True
         self.history.record(
-            {"server": self.context.server_name}, entry_position, database, sql, changes
+            {"server": self.context.server_name}, entry_position, database, sql, changes,
+            ansi_quotes,
         )  # `sql`: the statement text (ddl_text.py)
         if not is_snapshot:
             self._last_recorded = order

@@ -42,6 +42,7 @@ from headwater.connectors.mysql.connection import (
     connect,
     qualified,
     quote_ident,
+    show_create_table,
 )
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
 from headwater.connectors.mysql.schema_state import SchemaHistoryError, SchemaState
@@ -249,9 +250,9 @@ class MySqlSnapshotSource:
         for db, table in tables:
             if not store_all and not state.captured(db, table):
                 continue
-            cur.execute(f"SHOW CREATE TABLE {qualified(db, table)}")
-            ddl = cur.fetchone()[1]
-            events.extend(state.apply(ddl, db, position, now, SnapshotMarker.TRUE))
+            ddl, ansi_quotes = show_create_table(cur, db, table)
+            events.extend(state.apply(ddl, db, position, now, SnapshotMarker.TRUE,
+                                      ansi_quotes))
             if state.captured(db, table) and state.codec(db, table) is None:
                 # Skipped as unparseable: the snapshot has no other definition to read the
                 # rows with (the binlog's table metadata only comes with streamed rows).

@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
+from headwater.connectors.mysql.binlog.events import MODE_ANSI_QUOTES
 from headwater.connectors.mysql.binlog.rows import RowDecoder, row_decoder
 from headwater.connectors.mysql.binlog_schema import table_map_mismatch
 from headwater.connectors.mysql.connection import connect
@@ -403,7 +404,8 @@ class _Loop:
         position = MySqlPosition(self.file, event.position, 0, event.server_id, self.gtid,
                                  None, None, event.timestamp)
         events = self.state.apply(sql, body.database or None, position,
-                                  event.timestamp * 1000)
+                                  event.timestamp * 1000,
+                                  ansi_quotes=bool((body.sql_mode or 0) & MODE_ANSI_QUOTES))
         self.tables.clear()  # codecs may have changed
         if self.hook is not None:
             self.hook.ddl(self.state.last_changes)

@@ -159,6 +159,9 @@ class Rotate(NamedTuple):
     next_file: str
 
 
+MODE_ANSI_QUOTES: Final = 4  # sql_mode's ANSI_QUOTES bit (also set by the ANSI combination)
+
+
 class Query(NamedTuple):
     thread_id: int
     exec_time: int
