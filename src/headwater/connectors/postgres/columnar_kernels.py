@@ -10,7 +10,7 @@ converter instead (snapshot_columnar.py), so a kernel only ever has to be exact 
 accepts.  What each kind renders, and which column gets which kind: columnar_kinds.py.
 
 The renderers reproduce, byte for byte, what the row-wise path writes: the converter in
-types.py / convert/decimal.py, then orjson (``json_default`` for bytes).  Kernels never raise:
+types/ and convert/decimal.py, then orjson (``json_default`` for bytes).  Kernels never raise:
 -1 means "not handled here".
 """
 

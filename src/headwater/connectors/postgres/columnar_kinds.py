@@ -1,6 +1,6 @@
 """Which compiled kernel (columnar_kernels.py) renders a PostgreSQL column's snapshot values.
 
-Chosen once per column from its type and the connector's modes, next to the converter types.py
+Chosen once per column from its type and the connector's modes, next to the converter types/
 picked (tables.build_codec): a column gets a kernel only where the kernel's output is, value
 for value, the converter's output through orjson.  Every other column (floats, arrays, money,
 interval, hstore, bits, geometry, timetz, extension and unknown types, columns whose
