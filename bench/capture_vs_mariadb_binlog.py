@@ -12,12 +12,19 @@ same files to /dev/null, in the same run.
 3. the reference, then `headwater run` in a subprocess, timed until its topic holds N events
    (tombstones off, so one record per row change).
 
-    .venv/bin/python bench/capture_vs_mariadb_binlog.py [--rows 1000000]
+Prints rows/s of both and the ratio, and the capture's CPU seconds (user + sys, start-up
+included) per row change, its peak RSS and the load average: on a shared machine the
+wall-clock ratio swings with the neighbours' load, CPU time much less.  `--profile FILE` runs
+the capture under `py-spy record` (raw collapsed stacks; the rates then include its overhead).
+
+    .venv/bin/python bench/capture_vs_mariadb_binlog.py [--rows 1000000] [--profile stacks.txt]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import signal
 import subprocess
 import sys
@@ -28,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from binlog_decode import GEN, TABLE
+from snapshot_vs_copy import _children, _peak_rss_mb
 
 from headwater.testing.localmariadb import LocalMariaDB
 from headwater.topics import reader
@@ -54,9 +62,11 @@ def _config(db: LocalMariaDB, work: Path, mode: str) -> Path:
     return path
 
 
-def _run(config: Path) -> subprocess.Popen[bytes]:
+def _run(config: Path, profile: str | None = None) -> subprocess.Popen[bytes]:
+    spy = ["py-spy", "record", "-r", "100", "-f", "raw", "-o", profile, "--"] if profile else []
     return subprocess.Popen(
-        [sys.executable, "-m", "headwater.cli", "run", str(config), "--log-level", "WARNING"],
+        [*spy, sys.executable, "-m", "headwater.cli", "run", str(config),
+         "--log-level", "WARNING"],
         stdout=subprocess.DEVNULL,
     )
 
@@ -68,6 +78,7 @@ def _events(topics: Path) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--profile", metavar="FILE", help="run the capture under py-spy")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="hw-bench-maria-"))
     db = LocalMariaDB(settings={"innodb_buffer_pool_size": "512M", "max_binlog_size": "256M"})
@@ -105,22 +116,32 @@ def main() -> None:
                 check=True, stdout=sink)
         ref_s = time.monotonic() - t0
 
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
-        proc = _run(_config(db, work, "initial"))
+        proc = _run(_config(db, work, "initial"), args.profile)
+        rss_mb = 0.0
         try:
             while _events(work / "topics") < args.rows:
                 if proc.poll() is not None:
                     raise SystemExit("headwater run exited early")
+                # py-spy's child when profiling: the capture is the process it started.
+                for pid in (proc.pid, *_children(proc.pid)):
+                    rss_mb = max(rss_mb, _peak_rss_mb(pid))
                 time.sleep(0.2)
             hw_s = time.monotonic() - t0
         finally:
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(signal.SIGINT if args.profile else signal.SIGTERM)
             proc.wait(120)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         ref_rate, hw_rate = args.rows / ref_s, args.rows / hw_s
         print(f"mariadb-binlog --verbose to /dev/null: {ref_s:.2f}s, {ref_rate:,.0f} rows/s")
         print(f"headwater run (binlog -> Debezium JSON -> durable topic log): {hw_s:.2f}s, "
               f"{hw_rate:,.0f} rows/s (incl. process start-up)")
         print(f"ratio headwater / mariadb-binlog: {hw_rate / ref_rate:.2f} (goal >= 0.5)")
+        print(f"capture CPU {cpu:.1f} s = {cpu / args.rows * 1e6:.1f} µs/row (incl. start-up"
+              f"{' and py-spy' if args.profile else ''}), peak RSS {rss_mb:.0f} MiB, "
+              f"load average {os.getloadavg()[0]:.1f}")
     finally:
         db.cleanup()
 
