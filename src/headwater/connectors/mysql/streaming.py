@@ -485,7 +485,7 @@ class _Loop:
             self._inconsistent(event, "its schema history definition is out of date "
                                       f"({mismatch})")
             return
-        self.tables[body.table_id] = (body, codec, row_decoder(body, codec.table))
+        self.tables[body.table_id] = (body, codec.binlog(), row_decoder(body, codec.table))
 
     def _inconsistent(self, event: Any, reason: str) -> None:
         """Rows of a captured table the history cannot decode (unknown, or a TABLE_MAP that
@@ -496,7 +496,7 @@ class _Loop:
         where = f"{self.file}:{event.position}"
         if self.cfg.schema_history_internal_skip_unparseable_ddl:
             codec = self.state.derived_codec(body, reason, where)
-            self.tables[body.table_id] = (body, codec, row_decoder(body, codec.table))
+            self.tables[body.table_id] = (body, codec.binlog(), row_decoder(body, codec.table))
             return
         mode = self.cfg.inconsistent_schema_handling_mode
         message = f"row event for table {body.database}.{body.table} at {where}: {reason}"
