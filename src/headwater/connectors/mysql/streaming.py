@@ -51,6 +51,8 @@ MYSQL_ANONYMOUS_GTID = 34
 ANNOTATE_ROWS = 160
 MARIADB_GTID = 162
 
+_new = tuple.__new__
+
 # Server error "Could not find first log file name in binary log index file" and relatives:
 # the requested position is not (or no longer) in the binlog.
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
@@ -577,10 +579,11 @@ class _Loop:
         file, pos, server, gtid, thread, query = (
             self.file, event.position, event.server_id, self.gtid, self.thread, self.query)
         last = skip_rows + len(rows) - 1
+        ts_sec = event.timestamp
         for index, before, after in zip(range(skip_rows, last + 1), befores, afters,
                                         strict=True):
-            change(schema, op, before, after, ts,
-                   MySqlPosition(file, pos, index, server, gtid, thread, query, event.timestamp))
+            change(schema, op, before, after, ts,  # tuple.__new__: half a NamedTuple's call
+                   _new(MySqlPosition, (file, pos, index, server, gtid, thread, query, ts_sec)))
             if mid_flush is not None and index < last and dispatcher.full:
                 mid_flush(index + 1)
 
