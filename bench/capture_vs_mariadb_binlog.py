@@ -18,6 +18,7 @@ wall-clock ratio swings with the neighbours' load, CPU time much less.  `--profi
 the capture under `py-spy record` (raw collapsed stacks; the rates then include its overhead).
 
     .venv/bin/python bench/capture_vs_mariadb_binlog.py [--rows 1000000] [--profile stacks.txt]
+        [--topics-dir /dev/shm]
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -41,7 +43,7 @@ from headwater.testing.localmariadb import LocalMariaDB
 from headwater.topics import reader
 
 
-def _config(db: LocalMariaDB, work: Path, mode: str) -> Path:
+def _config(db: LocalMariaDB, work: Path, mode: str, topics: Path) -> Path:
     props = {
         "connector.class": "io.debezium.connector.mysql.MySqlConnector",
         "database.hostname": "127.0.0.1",
@@ -55,7 +57,7 @@ def _config(db: LocalMariaDB, work: Path, mode: str) -> Path:
         "tombstones.on.delete": "false",
         "offset.storage.file.filename": str(work / "offsets.json"),
         "schema.history.internal.file.filename": str(work / "history.jsonl"),
-        "headwater.topics.dir": str(work / "topics"),
+        "headwater.topics.dir": str(topics),
     }
     path = work / f"{mode}.properties"
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -63,7 +65,8 @@ def _config(db: LocalMariaDB, work: Path, mode: str) -> Path:
 
 
 def _run(config: Path, profile: str | None = None) -> subprocess.Popen[bytes]:
-    spy = ["py-spy", "record", "-r", "100", "-f", "raw", "-o", profile, "--"] if profile else []
+    spy = (["py-spy", "record", "-r", "100", "--gil", "-f", "raw", "-o", profile, "--"]
+           if profile else [])
     return subprocess.Popen(
         [*spy, sys.executable, "-m", "headwater.cli", "run", str(config),
          "--log-level", "WARNING"],
@@ -78,9 +81,14 @@ def _events(topics: Path) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--profile", metavar="FILE", help="run the capture under py-spy")
+    ap.add_argument("--profile", metavar="FILE",
+                    help="run the capture under py-spy (samples holding the GIL only)")
+    ap.add_argument("--topics-dir", type=Path,
+                    help="write the topic log under this directory (e.g. /dev/shm: no disk)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="hw-bench-maria-"))
+    topics = (Path(tempfile.mkdtemp(prefix="hw-bench-maria-", dir=args.topics_dir))
+              if args.topics_dir else work) / "topics"
     db = LocalMariaDB(settings={"innodb_buffer_pool_size": "512M", "max_binlog_size": "256M"})
     db.start()
     try:
@@ -89,7 +97,7 @@ def main() -> None:
         cur = conn.cursor()
         cur.execute(TABLE)
         cur.execute(GEN)
-        proc = _run(_config(db, work, "no_data"))
+        proc = _run(_config(db, work, "no_data", topics))
         deadline = time.monotonic() + 60
         while not (work / "offsets.json").exists():
             if time.monotonic() > deadline or proc.poll() is not None:
@@ -118,10 +126,10 @@ def main() -> None:
 
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
-        proc = _run(_config(db, work, "initial"), args.profile)
+        proc = _run(_config(db, work, "initial", topics), args.profile)
         rss_mb = 0.0
         try:
-            while _events(work / "topics") < args.rows:
+            while _events(topics) < args.rows:
                 if proc.poll() is not None:
                     raise SystemExit("headwater run exited early")
                 # py-spy's child when profiling: the capture is the process it started.
@@ -144,6 +152,9 @@ def main() -> None:
               f"load average {os.getloadavg()[0]:.1f}")
     finally:
         db.cleanup()
+        shutil.rmtree(work, ignore_errors=True)  # the topic log: ~3.5 KB per row change
+        if args.topics_dir:
+            shutil.rmtree(topics.parent, ignore_errors=True)
 
 
 if __name__ == "__main__":
