@@ -12,12 +12,21 @@ same files to /dev/null, in the same run.
 3. the reference, then `headwater run` in a subprocess, timed until its topic holds N events
    (tombstones off, so one record per row change).
 
-    .venv/bin/python bench/capture_vs_mariadb_binlog.py [--rows 1000000]
+Prints rows/s of both and the ratio, and the capture's CPU seconds (user + sys, start-up
+included) per row change, its peak RSS and the load average: on a shared machine the
+wall-clock ratio swings with the neighbours' load, CPU time much less.  `--profile FILE` runs
+the capture under `py-spy record` (raw collapsed stacks; the rates then include its overhead).
+
+    .venv/bin/python bench/capture_vs_mariadb_binlog.py [--rows 1000000] [--profile stacks.txt]
+        [--topics-dir /dev/shm]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,12 +37,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from binlog_decode import GEN, TABLE
+from snapshot_vs_copy import _children, _peak_rss_mb
 
 from headwater.testing.localmariadb import LocalMariaDB
 from headwater.topics import reader
 
 
-def _config(db: LocalMariaDB, work: Path, mode: str) -> Path:
+def _config(db: LocalMariaDB, work: Path, mode: str, topics: Path) -> Path:
     props = {
         "connector.class": "io.debezium.connector.mysql.MySqlConnector",
         "database.hostname": "127.0.0.1",
@@ -47,16 +57,19 @@ def _config(db: LocalMariaDB, work: Path, mode: str) -> Path:
         "tombstones.on.delete": "false",
         "offset.storage.file.filename": str(work / "offsets.json"),
         "schema.history.internal.file.filename": str(work / "history.jsonl"),
-        "headwater.topics.dir": str(work / "topics"),
+        "headwater.topics.dir": str(topics),
     }
     path = work / f"{mode}.properties"
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     return path
 
 
-def _run(config: Path) -> subprocess.Popen[bytes]:
+def _run(config: Path, profile: str | None = None) -> subprocess.Popen[bytes]:
+    spy = (["py-spy", "record", "-r", "100", "--gil", "-f", "raw", "-o", profile, "--"]
+           if profile else [])
     return subprocess.Popen(
-        [sys.executable, "-m", "headwater.cli", "run", str(config), "--log-level", "WARNING"],
+        [*spy, sys.executable, "-m", "headwater.cli", "run", str(config),
+         "--log-level", "WARNING"],
         stdout=subprocess.DEVNULL,
     )
 
@@ -68,8 +81,14 @@ def _events(topics: Path) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--profile", metavar="FILE",
+                    help="run the capture under py-spy (samples holding the GIL only)")
+    ap.add_argument("--topics-dir", type=Path,
+                    help="write the topic log under this directory (e.g. /dev/shm: no disk)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="hw-bench-maria-"))
+    topics = (Path(tempfile.mkdtemp(prefix="hw-bench-maria-", dir=args.topics_dir))
+              if args.topics_dir else work) / "topics"
     db = LocalMariaDB(settings={"innodb_buffer_pool_size": "512M", "max_binlog_size": "256M"})
     db.start()
     try:
@@ -78,7 +97,7 @@ def main() -> None:
         cur = conn.cursor()
         cur.execute(TABLE)
         cur.execute(GEN)
-        proc = _run(_config(db, work, "no_data"))
+        proc = _run(_config(db, work, "no_data", topics))
         deadline = time.monotonic() + 60
         while not (work / "offsets.json").exists():
             if time.monotonic() > deadline or proc.poll() is not None:
@@ -105,24 +124,37 @@ def main() -> None:
                 check=True, stdout=sink)
         ref_s = time.monotonic() - t0
 
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
-        proc = _run(_config(db, work, "initial"))
+        proc = _run(_config(db, work, "initial", topics), args.profile)
+        rss_mb = 0.0
         try:
-            while _events(work / "topics") < args.rows:
+            while _events(topics) < args.rows:
                 if proc.poll() is not None:
                     raise SystemExit("headwater run exited early")
+                # py-spy's child when profiling: the capture is the process it started.
+                for pid in (proc.pid, *_children(proc.pid)):
+                    rss_mb = max(rss_mb, _peak_rss_mb(pid))
                 time.sleep(0.2)
             hw_s = time.monotonic() - t0
         finally:
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(signal.SIGINT if args.profile else signal.SIGTERM)
             proc.wait(120)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         ref_rate, hw_rate = args.rows / ref_s, args.rows / hw_s
         print(f"mariadb-binlog --verbose to /dev/null: {ref_s:.2f}s, {ref_rate:,.0f} rows/s")
         print(f"headwater run (binlog -> Debezium JSON -> durable topic log): {hw_s:.2f}s, "
               f"{hw_rate:,.0f} rows/s (incl. process start-up)")
         print(f"ratio headwater / mariadb-binlog: {hw_rate / ref_rate:.2f} (goal >= 0.5)")
+        print(f"capture CPU {cpu:.1f} s = {cpu / args.rows * 1e6:.1f} µs/row (incl. start-up"
+              f"{' and py-spy' if args.profile else ''}), peak RSS {rss_mb:.0f} MiB, "
+              f"load average {os.getloadavg()[0]:.1f}")
     finally:
         db.cleanup()
+        shutil.rmtree(work, ignore_errors=True)  # the topic log: ~3.5 KB per row change
+        if args.topics_dir:
+            shutil.rmtree(topics.parent, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -100,31 +100,59 @@ class MySqlSourceBlock:
     for a record with a MySqlPosition."""
 
     def __init__(self, kind: str = "mysql") -> None:
+        self.kind = kind
         self.schema = binlog_source_schema(kind)
+        # id(table) -> (table, context, the block with its table's and context's values set):
+        # those are rendered once per table version; per record only the position's values
+        # are set into a copy (the key order is the template's, so the JSON is the same).
+        self._templates: dict[int, tuple[Any, Any, dict[str, Any]]] = {}
 
-    def payload(self, record: ChangeRecord) -> dict[str, Any]:
-        pos: MySqlPosition = record.position
-        table = record.table.id
-        return {
-            "version": record.context.connector_version,
-            "connector": record.context.kind,  # "mysql", or "mariadb" for the MariaDB class
-            "name": record.context.server_name,
-            "ts_ms": record.source_ts_ms,
-            "snapshot": record.snapshot,
-            "db": table.database,
+    def __reduce__(self) -> tuple[Any, ...]:  # to snapshot workers: without the templates
+        return (MySqlSourceBlock, (self.kind,))
+
+    def _template(self, record: ChangeRecord) -> dict[str, Any]:
+        table, context = record.table, record.context
+        cached = self._templates.get(id(table))
+        if cached is not None and cached[0] is table and cached[1] is context:
+            return cached[2]
+        tid = table.id
+        template: dict[str, Any] = {
+            "version": context.connector_version,
+            "connector": context.kind,  # "mysql", or "mariadb" for the MariaDB class
+            "name": context.server_name,
+            "ts_ms": None,
+            "snapshot": None,
+            "db": tid.database,
             "sequence": None,
             # Debezium 3.x: the binlog event's time (whole seconds) in µs and ns
-            "ts_us": record.source_ts_ms * 1000,
-            "ts_ns": record.source_ts_ms * 1_000_000,
-            "table": table.table,
-            "server_id": pos.server_id,
-            "gtid": pos.gtid,
-            "file": pos.file,
-            "pos": pos.pos,
-            "row": pos.row,
-            "thread": pos.thread,
-            "query": pos.query,
+            "ts_us": None,
+            "ts_ns": None,
+            "table": tid.table,
+            "server_id": None,
+            "gtid": None,
+            "file": None,
+            "pos": None,
+            "row": None,
+            "thread": None,
+            "query": None,
         }
+        if len(self._templates) >= 1024:  # table versions come and go (DDL)
+            self._templates.clear()
+        self._templates[id(table)] = (table, context, template)
+        return template
+
+    def payload(self, record: ChangeRecord) -> dict[str, Any]:
+        block = self._template(record).copy()
+        pos: MySqlPosition = record.position
+        ts = record.source_ts_ms
+        block["ts_ms"] = ts
+        block["snapshot"] = record.snapshot
+        block["ts_us"] = ts * 1000
+        block["ts_ns"] = ts * 1_000_000
+        (block["server_id"], block["gtid"], block["file"], block["pos"], block["row"],
+         block["thread"], block["query"]) = (
+            pos.server_id, pos.gtid, pos.file, pos.pos, pos.row, pos.thread, pos.query)
+        return block
 
     def schema_change_payload(
         self, context: Any, database: str, position: MySqlPosition, ts_ms: int, snapshot: Any

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
@@ -49,6 +50,8 @@ MYSQL_GTID = 33
 MYSQL_ANONYMOUS_GTID = 34
 ANNOTATE_ROWS = 160
 MARIADB_GTID = 162
+
+_new = tuple.__new__
 
 # Server error "Could not find first log file name in binary log index file" and relatives:
 # the requested position is not (or no longer) in the binlog.
@@ -484,7 +487,7 @@ class _Loop:
             self._inconsistent(event, "its schema history definition is out of date "
                                       f"({mismatch})")
             return
-        self.tables[body.table_id] = (body, codec, row_decoder(body, codec.table))
+        self.tables[body.table_id] = (body, codec.binlog(), row_decoder(body, codec.table))
 
     def _inconsistent(self, event: Any, reason: str) -> None:
         """Rows of a captured table the history cannot decode (unknown, or a TABLE_MAP that
@@ -495,7 +498,7 @@ class _Loop:
         where = f"{self.file}:{event.position}"
         if self.cfg.schema_history_internal_skip_unparseable_ddl:
             codec = self.state.derived_codec(body, reason, where)
-            self.tables[body.table_id] = (body, codec, row_decoder(body, codec.table))
+            self.tables[body.table_id] = (body, codec.binlog(), row_decoder(body, codec.table))
             return
         mode = self.cfg.inconsistent_schema_handling_mode
         message = f"row event for table {body.database}.{body.table} at {where}: {reason}"
@@ -556,24 +559,31 @@ class _Loop:
         op = Op.CREATE if code in WRITE_ROWS else Op.UPDATE if code in UPDATE_ROWS else Op.DELETE
         dispatcher = self.dispatcher
         rows = decoder.decode(event.body)
+        if skip_rows:
+            rows = rows[skip_rows:]
+        # The whole event's images column by column (codec.convert_rows), not row by row.
+        befores: Sequence[tuple[Any, ...] | None]
+        afters: Sequence[tuple[Any, ...] | None]
+        if op is Op.UPDATE:
+            befores = _convert_images(dispatcher, codec, [r[0] for r in rows])
+            afters = _convert_images(dispatcher, codec, [r[1] for r in rows])
+        elif op is Op.CREATE:
+            afters = _convert_images(dispatcher, codec, rows)
+            befores = [None] * len(rows)
+        else:
+            befores = _convert_images(dispatcher, codec, rows)
+            afters = [None] * len(rows)
         schema = codec.schema
-        convert = dispatcher.convert
         change = dispatcher.change
         ts = event.timestamp * 1000
         file, pos, server, gtid, thread, query = (
             self.file, event.position, event.server_id, self.gtid, self.thread, self.query)
-        last = len(rows) - 1
-        for index in range(skip_rows, len(rows)):
-            row = rows[index]
-            position = MySqlPosition(file, pos, index, server, gtid, thread, query,
-                                     event.timestamp)
-            if op is Op.CREATE:
-                change(schema, op, None, convert(codec, row), ts, position)
-            elif op is Op.DELETE:
-                change(schema, op, convert(codec, row), None, ts, position)
-            else:
-                change(schema, op, convert(codec, row[0]), convert(codec, row[1]), ts,
-                       position)
+        last = skip_rows + len(rows) - 1
+        ts_sec = event.timestamp
+        for index, before, after in zip(range(skip_rows, last + 1), befores, afters,
+                                        strict=True):
+            change(schema, op, before, after, ts,  # tuple.__new__: half a NamedTuple's call
+                   _new(MySqlPosition, (file, pos, index, server, gtid, thread, query, ts_sec)))
             if mid_flush is not None and index < last and dispatcher.full:
                 mid_flush(index + 1)
 
@@ -582,3 +592,14 @@ class _Loop:
             self.tx_file, self.tx_pos, self.tx_gtids_before, event=events, row=rows,
             server_id=self.server_id,
         )
+
+
+def _convert_images(
+    dispatcher: EventDispatcher, codec: MySqlTableCodec, images: list[Any]
+) -> list[tuple[Any, ...]]:
+    """A row event's images converted column by column; if any value fails, row by row through
+    the dispatcher, which names the column and applies the converting failure mode."""
+    try:
+        return codec.convert_rows(images)
+    except Exception:
+        return [dispatcher.convert(codec, image) for image in images]

@@ -302,7 +302,7 @@ def make_bytes_pad(n: int) -> Callable[[bytes], bytes]:
 
 # Per column; a full memo is cleared.  With at most _CACHE_SIZE cached decoders this bounds
 # the memory (a few hundred bytes per entry) even for wide tables of distinct values.
-_MEMO_SIZE: Final = 4096
+MEMO_SIZE: Final = 4096
 
 
 class _Memo(dict[bytes, Any]):
@@ -316,7 +316,7 @@ class _Memo(dict[bytes, Any]):
 
     def __missing__(self, raw: bytes) -> Any:
         value = self.fn(raw)
-        if len(self) >= _MEMO_SIZE:
+        if len(self) >= MEMO_SIZE:
             self.clear()
         self[raw] = value
         return value
