@@ -502,6 +502,8 @@ class DebeziumJsonFormat:
         message_op = Op.MESSAGE
         op_json = _OP_JSON
         null = b"null"
+        # tuple.__new__ skips the NamedTuple's Python-level __new__ (~0.2 µs an event).
+        new = tuple.__new__
         context_headers = self._context_headers(records[0].context) if records else ()
         last_table: TableSchema | None = None
         plan: _TablePlan | None = None
@@ -563,12 +565,12 @@ class DebeziumJsonFormat:
             headers = context_headers
             if record.other_key is not None:
                 headers = (self._key_header(plan, record), *context_headers)
-            topic_list.append(TopicRecord(key, value, ts, headers))
+            topic_list.append(new(TopicRecord, (key, value, ts, headers, None)))
             if op is delete and tombstones:
                 # Debezium sends the tombstone of a keyless table's delete too (null key), with
                 # the delete's headers (EventDispatcher copies `record.headers()`): a key
                 # change's tombstone carries `__debezium.newkey` as well.
-                topic_list.append(TopicRecord(key, None, ts, headers))
+                topic_list.append(new(TopicRecord, (key, None, ts, headers, None)))
         return out
 
     # -- the structured path (transforms and non-JSON converters) ------------------------------
