@@ -86,8 +86,10 @@ def lsn(text: str) -> int:
 def run_headwater(
     pg: LocalPostgres, work: Path, end_lsn: int, schemas: bool, profile: str | None,
     extended_headers: bool = True,
-) -> tuple[float, float, int]:
-    """Runs `headwater run` until its stored offset reaches `end_lsn`: (seconds, RSS MB, bytes)."""
+) -> tuple[float, float, int, float, float]:
+    """Runs `headwater run` until its stored offset reaches `end_lsn`: (seconds, RSS MB, bytes,
+    CPU seconds (user + sys) of the child, including its start and shutdown, and of them user).
+    Under --profile the child is py-spy, whose child headwater's time is not in them."""
     work.mkdir(parents=True)
     config = work / "bench.properties"
     offsets = work / "offsets.json"
@@ -107,6 +109,7 @@ def run_headwater(
         spy = Path(sys.executable).with_name("py-spy")
         cmd = [str(spy), "record", "-r", "250", "--format", "raw", "-o",
                f"{profile}.{slot}", "--", *cmd]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd)
     while True:
@@ -122,9 +125,12 @@ def run_headwater(
     seconds = time.monotonic() - t0
     proc.send_signal(2 if profile else 15)
     proc.wait(60)
-    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rss_mb = after.ru_maxrss / 1024
+    user = after.ru_utime - before.ru_utime
+    cpu = user + after.ru_stime - before.ru_stime
     size = sum(f.stat().st_size for f in (work / "topics").rglob("*") if f.is_file())
-    return seconds, rss_mb, size
+    return seconds, rss_mb, size, cpu, user
 
 
 def count_changes(pg: LocalPostgres, at_least: int) -> int:
@@ -223,7 +229,7 @@ def main() -> None:
         print(f"pg_recvlogical : {ref_s:7.2f} s  {args.changes / ref_s:10,.0f} events/s")
         hw_with: tuple[float, float] | None = None  # seconds, RSS MB (schemas on)
         for schemas in (True, False):
-            hw_s, rss_mb, size = run_headwater(
+            hw_s, rss_mb, size, cpu, user = run_headwater(
                 pg, work / ("with" if schemas else "without"), end_lsn, schemas, args.profile,
                 extended_headers=not args.no_extended_headers)
             ratio = ref_s / hw_s
@@ -231,7 +237,9 @@ def main() -> None:
             print(f"headwater      : {hw_s:7.2f} s  {args.changes / hw_s:10,.0f} events/s  "
                   f"ratio {ratio:.2f} (goal >= 0.80)  [{label}; topic log "
                   f"{size / 2**20:,.0f} MiB, {size / args.changes:,.0f} B/event, "
-                  f"peak RSS {rss_mb:,.0f} MB]")
+                  f"CPU {cpu:.1f} s ({cpu / args.changes * 1e6:.1f} us/event, "
+                  f"{user:.1f} s user), "
+                  f"peak RSS {rss_mb:,.0f} MB; load {os.getloadavg()[0]:.2f}]")
             if schemas:
                 hw_with = (hw_s, rss_mb)
         if not args.skip_debezium and hw_with is not None:

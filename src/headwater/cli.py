@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import sys
@@ -163,6 +164,15 @@ def run(
     # The capture's reader and writer threads are both CPU-bound and share the GIL: switching
     # every 5 ms (the default) costs more than it buys (measured: ~5-10% throughput).
     sys.setswitchinterval(0.02)
+    # The cyclic GC, tuned for the capture: thousands of events wait in the queue, so they
+    # survive young collections and older ones come often, each walking every object of the
+    # process, the start-up's modules and classes too.  Those are frozen out of its reach, and
+    # collections come after 50,000 allocations (700 by default): events hold no cycles.
+    # Measured with bench/capture_vs_pg_recvlogical.py (200k changes, schemas on): the
+    # capture's user CPU 6.5 s before, 4.2 s after.
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
 
     def _stop(signum: int, _frame: Any) -> None:
         log.info("received %s", signal.Signals(signum).name)

@@ -219,3 +219,37 @@ def test_a_key_change_tombstone_carries_the_newkey_header_on_both_paths() -> Non
     (newkey,) = [h for h in tombstone.headers if h.key == "__debezium.newkey"]
     assert newkey.value["id"] == 2
     assert "__debezium.newkey" not in {h.key for h in create.headers}
+
+
+@pytest.mark.parametrize("position", [
+    POS,
+    PostgresPosition(24023128, 24023128, None, None),  # before any commit, no xid
+    PostgresPosition(7, 9, 5, 4, xmin=3, commit_ts_us=1559033904863123),
+])
+@pytest.mark.parametrize("snapshot", list(SnapshotMarker))
+def test_the_postgres_source_json_is_its_payload_serialized(
+        position: PostgresPosition, snapshot: SnapshotMarker) -> None:
+    """The hot path's per-table template of the `source` block writes what serializing the
+    payload dict writes, also for null positions and a `%` in the names."""
+    table = TableSchema(TableId("db%d", "s%s", "t%%"), customers().columns, ("id",))
+    ctx = SourceContext("postgresql", "server%s", "3.6%")
+    block = PostgresSourceBlock()
+    rec = record(Op.UPDATE, None, ANNE, position=position, snapshot=snapshot, table=table,
+                 context=ctx)
+    assert block.json_renderer(table, ctx)(rec) == orjson.dumps(block.payload(rec))
+
+
+def test_the_value_template_keeps_a_percent_in_the_schema_and_the_absent_fallbacks() -> None:
+    """The value is a `%` template with the schema JSON as an argument: a `%` in a column name
+    stays as it is; a key-only before image shows null or the NOT NULL column's fallback."""
+    cols = (*customers().columns[:3],
+            Column("e%smail", 3, "varchar", ConnectSchema(STRING, optional=True), 255))
+    table = TableSchema(TableId("postgres", "public", "customers"), cols, ("id",))
+    ((_, (delete, _)),) = fmt().render_batch(
+        [record(Op.DELETE, (1, ABSENT, UNCHANGED_TOAST, ABSENT), None, table=table)]).items()
+    assert delete.value is not None
+    doc = orjson.loads(delete.value)
+    assert doc["payload"]["before"] == {"id": 1, "first_name": "",
+                                        "last_name": "__debezium_unavailable_value",
+                                        "e%smail": None}
+    assert [f["field"] for f in doc["schema"]["fields"][0]["fields"]][-1] == "e%smail"
