@@ -31,12 +31,15 @@ def test_rules_and_cells() -> None:
         assert any(rule.matches(c) for c in cells)
         assert rule.reader in (None, *caps.READERS) and rule.model in (None, *caps.MODELS)
         assert rule.target in (None, *caps.TARGETS) and rule.mode in (None, *caps.MODES)
-    cell = caps.Cell(caps.KAFKA, caps.DOCUMENTS, caps.DELTA_RS, "scd1")
+    cell = caps.Cell(caps.KAFKA, caps.DOCUMENTS, caps.ICEBERG, "scd1")
     with pytest.raises(caps.UnsupportedCombination) as caught:
         caps.require(cell)
     assert str(caught.value).startswith(
         "unsupported combination: reader Kafka (headwater.topics.store=kafka), event model "
-        "MongoDB documents, target Delta (headwater.pipeline.delta.writer=delta-rs), mode scd1")
+        "MongoDB documents, target Iceberg")
+    assert "MongoDB documents are materialized into Delta only" in str(caught.value)
+    caps.require(caps.Cell(caps.KAFKA, caps.DOCUMENTS, caps.DELTA_RS, "scd1"))  # supported
+    caps.require(caps.Cell(caps.KAFKA, caps.DATASTREAM, caps.DELTA_SPARK, "changelog"))
     caps.require(caps.Cell(caps.TOPICS, caps.ROWS, caps.JDBC, "scd2"))  # supported
     with pytest.raises(caps.UnsupportedCombination, match="AUTO CDC flows take Debezium rows"):
         caps.require_flow(caps.DATASTREAM, "inv.public.t")

@@ -99,11 +99,6 @@ REFUSALS: Final = (
     Refusal(_FILES_ONLY_DATASTREAM, reader=FILES, model=ROWS),
     Refusal(_FILES_ONLY_DATASTREAM + "; MongoDB's Datastream events (rows of _id and "
             "payload) are Datastream events, not documents", reader=FILES, model=DOCUMENTS),
-    Refusal("MongoDB topics are not read from Kafka yet (headwater.topics.store=local reads "
-            "them)", reader=KAFKA, model=DOCUMENTS),
-    Refusal("Datastream events are not read from Kafka yet (headwater.topics.store=local or "
-            "headwater.destination=files with headwater.pipeline.source=datastream-files "
-            "reads them)", reader=KAFKA, model=DATASTREAM),
     Refusal(_DATASTREAM_DELTA, model=DATASTREAM, target=ICEBERG),
     Refusal(_DATASTREAM_DELTA, model=DATASTREAM, target=JDBC),
     Refusal(_DOCUMENTS_DELTA, model=DOCUMENTS, target=ICEBERG),

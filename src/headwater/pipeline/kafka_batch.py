@@ -6,9 +6,9 @@ driver fetches the ranges of all its partitions together (one net change per key
 a topic's events of the batch; a key's events are all in one partition, so their order is
 kept), and they go column-wise when the batch has the common shape, else event by event.
 Either way the records reach the column-wise decoder as Arrow binary arrays cut into lines by
-their buffers (`arrow_lines`).  MongoDB's document topics and Datastream events are not
-read from Kafka yet: refused at start from the configuration's event model, or, when it
-declares none, at the first batch, by the same capabilities table (`capabilities`).
+their buffers (`arrow_lines`).  MongoDB's document topics and Datastream events go through
+the appliers the local log's topics use (`documents.route`, `datastream.apply`), read by the
+driver; their model is the configuration's, or learnt from a topic's first value.
 """
 
 from __future__ import annotations
@@ -217,10 +217,21 @@ def is_document_value(value: bytes) -> bool:
     return bool(is_document_event(value))
 
 
-def refuse_other_models(cfg: PipelineConfig, value: bytes) -> None:
-    """A configuration that declares no event model is checked at start as Debezium rows; a
-    topic whose first record shows MongoDB documents or Datastream events is refused with the
-    capabilities table's error (`capabilities`: neither is read from Kafka yet)."""
+# Event models learnt from a topic's records, per (brokers, topic), for configurations that
+# declare none: a topic pays one look at its first value per run, not per batch.
+_LEARNT: dict[tuple[str, str], str] = {}
+
+
+def known_model(topics: KafkaTopics, cfg: PipelineConfig, topic: str) -> str | None:
+    """The topic's event model when the configuration declares it or a batch learnt it."""
+    return cfg.event_model or _LEARNT.get((topics.config.get("bootstrap.servers", ""), topic))
+
+
+def topic_model(topics: KafkaTopics, cfg: PipelineConfig, topic: str,
+                value: bytes | None) -> str:
+    """The event model of a Kafka topic: the configuration's; when it declares none (a
+    pipeline-only file over mixed topics), learnt from the topic's first value (`value`)
+    and checked against the capabilities table as a declared one is at start."""
     import dataclasses
 
     import orjson
@@ -229,7 +240,12 @@ def refuse_other_models(cfg: PipelineConfig, value: bytes) -> None:
     from headwater.pipeline.config import capability_cell
     from headwater.pipeline.datastream.events import is_datastream_event
 
-    model = None
+    known = known_model(topics, cfg, topic)
+    if known is not None:
+        return known
+    if value is None:  # only tombstones so far: nothing to apply either way
+        return capabilities.ROWS
+    model = capabilities.ROWS
     if is_document_value(value):
         model = capabilities.DOCUMENTS
     else:
@@ -238,8 +254,10 @@ def refuse_other_models(cfg: PipelineConfig, value: bytes) -> None:
                 model = capabilities.DATASTREAM
         except orjson.JSONDecodeError:
             pass
-    if model is not None:
+    if model != capabilities.ROWS:
         capabilities.require(dataclasses.replace(capability_cell(cfg), model=model))
+    _LEARNT[(topics.config.get("bootstrap.servers", ""), topic)] = model
+    return model
 
 
 def apply_kafka_batch(topics: KafkaTopics, ranges: Mapping[str, tuple[int, int]],
@@ -271,6 +289,24 @@ def apply_kafka_batch(topics: KafkaTopics, ranges: Mapping[str, tuple[int, int]]
     return total
 
 
+def _apply_other_model(model: str, topic: str, records: _Fetched, batch_id: int,
+                       cfg: PipelineConfig, target: Any) -> int:
+    """A topic of MongoDB documents or Datastream events: its records, every partition's
+    in offset order, through the appliers the local log's topics use."""
+    from headwater.pipeline import capabilities
+    from headwater.pipeline.datastream.apply import apply_events
+    from headwater.pipeline.datastream.events import raw_events
+    from headwater.pipeline.documents.route import apply_documents
+
+    fetched = list(zip(*records.columns(), strict=True))
+    track, track_except = cfg.track_history_column_list, cfg.track_history_except_column_list
+    if model == capabilities.DATASTREAM:
+        return apply_events(raw_events(fetched), topic, batch_id, cfg.mode, target, track,
+                            track_except)
+    return apply_documents(topic, fetched, batch_id, cfg.mode, target, cfg.documents, track,
+                           track_except)
+
+
 def _run_stage(spark: Any, topics: KafkaTopics,
                grouped: Mapping[str, Mapping[int, tuple[int, int]]], batch_id: int,
                cfg: PipelineConfig) -> dict[str, list[Any]]:
@@ -279,9 +315,14 @@ def _run_stage(spark: Any, topics: KafkaTopics,
 
     if spark is None:
         return {}
+    from headwater.pipeline import capabilities
+
     floor = max(cfg.executors_min_records, 1)
+    # Debezium rows only (documents and Datastream events are applied by the driver)
     chosen = {slot(t, p): r for t, parts in grouped.items()
-              if sum(e - s for s, e in parts.values()) >= floor for p, r in parts.items()}
+              if sum(e - s for s, e in parts.values()) >= floor
+              and known_model(topics, cfg, t) in (None, capabilities.ROWS)
+              for p, r in parts.items()}
     if not chosen:
         return {}
     try:
@@ -295,17 +336,20 @@ def _run_stage(spark: Any, topics: KafkaTopics,
 
 def _apply_topic(topics: KafkaTopics, topic: str, parts: Mapping[int, tuple[int, int]],
                  batch_id: int, cfg: PipelineConfig, target: Any, decode: ValueDecoder) -> int:
-    """One topic's ranges read by the driver: column-wise or event by event."""
+    """One topic's ranges read by the driver: Debezium rows column-wise or event by event,
+    MongoDB documents and Datastream events by their own appliers (as from the local log)."""
+    from headwater.pipeline import capabilities
     from headwater.pipeline.runner import apply_changes, columnar_path
 
     t0 = time.monotonic()
     path = columnar_path(cfg.mode, target, cfg)
-    records = _Fetched(path is not None)
+    rows = known_model(topics, cfg, topic) in (None, capabilities.ROWS)
+    records = _Fetched(path is not None and rows)
     for partition, chunk in topics.fetch_chunks(topic, parts, decode):
         records.add(partition, chunk)
-    first = records.first_value()
-    if first is not None:
-        refuse_other_models(cfg, first)
+    model = topic_model(topics, cfg, topic, records.first_value())
+    if model != capabilities.ROWS:
+        return _apply_other_model(model, topic, records, batch_id, cfg, target)
     if path is not None:
         decoder, write = path
         try:

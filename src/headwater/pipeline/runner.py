@@ -357,8 +357,8 @@ def _apply_topic(topics_dir: Path, topic: str, first: int, end: int, batch_id: i
                             cfg.mode, target, cfg.track_history_column_list,
                             cfg.track_history_except_column_list)
     if model == capabilities.DOCUMENTS:  # MongoDB: documents, no schema
-        return apply_documents(topics_dir, topic, first, end, batch_id, cfg.mode, target,
-                               cfg.documents, cfg.track_history_column_list,
+        return apply_documents(topic, read_range(topics_dir, topic, first, end), batch_id,
+                               cfg.mode, target, cfg.documents, cfg.track_history_column_list,
                                cfg.track_history_except_column_list)
     if path is not None:
         decode, write = path

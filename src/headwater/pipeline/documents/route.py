@@ -10,11 +10,12 @@ and run, not per batch (`runner.topic_model`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from headwater.pipeline.documents.delta import DocumentTarget
-from headwater.pipeline.documents.events import decode_documents, is_document_event
+from headwater.pipeline.documents.events import Record, decode_documents, is_document_event
 from headwater.pipeline.documents.options import DocumentOptions
 from headwater.pipeline.source import read_range
 
@@ -36,13 +37,14 @@ def is_document_topic(root: Path, topic: str, first: int, end: int) -> bool:
 
 
 def apply_documents(
-    root: Path, topic: str, first: int, end: int, batch_id: int, mode: str, target: Any,
+    topic: str, records: Iterable[Record], batch_id: int, mode: str, target: Any,
     options: DocumentOptions, track: tuple[str, ...] | None = None,
     track_except: tuple[str, ...] | None = None,
 ) -> int:
-    """Applies one MongoDB topic's range in `mode` into a Delta target (the other targets
-    are refused at start: `capabilities`); returns the number of events."""
-    batch = decode_documents(topic, read_range(root, topic, first, end))
+    """Applies one MongoDB topic's records of a batch (offset, key, value: the local log's
+    range or Kafka's partitions, each in offset order) in `mode` into a Delta target (the
+    other targets are refused at start: `capabilities`); returns the number of events."""
+    batch = decode_documents(topic, records)
     if not batch.events:
         return 0
     writer = DocumentTarget(target, options)
