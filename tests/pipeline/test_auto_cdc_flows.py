@@ -3,6 +3,7 @@ rule, SCD2 keyed and sequenced by columns), from a real capture, with a real Spa
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -59,3 +60,45 @@ def test_sortable_orders_like_the_values() -> None:
     with pytest.raises(ValueError, match="either"):
         create_auto_cdc_flow(target="x", source="y", column_list=["a"],
                              except_column_list=["b"])
+
+
+def test_flows_over_datastream_events(tmp_path: Path, spark: Any) -> None:
+    """Datastream events in the topic log through two flows: the rules apply to the object's
+    decoded changes, each typed as its own target table's columns; events arrive out of
+    order and twice, as Datastream may deliver them."""
+    import orjson
+
+    from headwater.model.topic import TopicRecord
+    from headwater.topics.log import TopicLog
+    from tests.unit.datastream.test_pipeline_order import event
+
+    def ev(key: int, seq: int, ver: int, plan: str, deleted: bool = False) -> bytes:
+        change = "INSERT" if ver == 1 else "UPDATE"
+        return orjson.dumps(event(key, [seq, seq, 1, 0], ver=ver, deleted=deleted,
+                                  change=change, extra={"plan": plan}))
+
+    values = [ev(1, 100, 1, "free"), ev(2, 110, 1, "free"), ev(1, 130, 3, "team"),
+              ev(1, 120, 2, "pro"), ev(2, 140, 2, "gone", deleted=True), ev(1, 120, 2, "pro"),
+              ev(3, 150, 1, "free")]
+    topic = "ds.public.t"
+    with TopicLog(tmp_path / "topics") as log:
+        log.append({topic: [TopicRecord(None, v, 0) for v in values]})
+    flows = [
+        create_auto_cdc_flow(target="plans", source=topic, keys=["id"],
+                             except_column_list=["ver"], stored_as_scd_type=1),
+        create_auto_cdc_flow(target="plans_history", source=topic, keys=["id"],
+                             column_list=["id", "plan"], stored_as_scd_type=2),
+    ]
+    query = start_flows(spark, flows, topics_dir=tmp_path / "topics",
+                        delta_path=tmp_path / "delta", checkpoint_dir=tmp_path / "ckpt",
+                        once=True)
+    query.awaitTermination()
+    assert query.exception() is None
+    current = sorted(read_table(tmp_path / "delta" / "plans").to_pylist(), key=str)
+    assert [(r["id"], r["plan"]) for r in current] == [(1, "team"), (3, "free")]
+    assert "ver" not in current[0]
+    history = sorted(read_table(tmp_path / "delta" / "plans_history").to_pylist(),
+                     key=lambda r: (r["id"], r["__START_AT"]))
+    assert [(r["id"], r["plan"], r["__END_AT"] is None) for r in history] == [
+        (1, "free", False), (1, "pro", False), (1, "team", True), (2, "free", False),
+        (3, "free", True)]

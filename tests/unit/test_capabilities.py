@@ -42,7 +42,8 @@ def test_rules_and_cells() -> None:
     caps.require(caps.Cell(caps.KAFKA, caps.DATASTREAM, caps.DELTA_SPARK, "changelog"))
     caps.require(caps.Cell(caps.TOPICS, caps.ROWS, caps.JDBC, "scd2"))  # supported
     with pytest.raises(caps.UnsupportedCombination, match="AUTO CDC flows take Debezium rows"):
-        caps.require_flow(caps.DATASTREAM, "inv.public.t")
+        caps.require_flow(caps.DOCUMENTS, "m.shop.people")
+    caps.require_flow(caps.DATASTREAM, "inv.public.t")  # supported
 
 
 def test_a_mongodb_configuration_into_jdbc_is_refused_at_load(tmp_path: Path) -> None:

@@ -108,10 +108,8 @@ REFUSALS: Final = (
 # AUTO CDC flows (`create_auto_cdc_flow`, `start_flows`): the topic log into Delta (delta-rs),
 # SCD1 or SCD2; by event model.
 FLOW_REFUSALS: Final = {
-    DATASTREAM: "AUTO CDC flows take Debezium rows only; Datastream events go through "
-                "headwater pipeline",
-    DOCUMENTS: "AUTO CDC flows take Debezium rows only; MongoDB topics go through headwater "
-               "pipeline (the document path)",
+    DOCUMENTS: "AUTO CDC flows take Debezium rows and Datastream events; MongoDB topics go "
+               "through headwater pipeline (the document path)",
 }
 
 

@@ -148,8 +148,10 @@ def transform(flow: AutoCdcFlow, changes: TableChanges) -> TableChanges:
                 raise ValueError(f"flow {flow.target}: sequence_by column {flow.sequence_by!r} "
                                  f"is missing at offset {e.offset} of {changes.topic}")
             sequence = _sortable((e.row or {})[flow.sequence_by]) + "|" + e.sequence
+        # The event's own dedup id: re-deliveries of it are still equal under the flow's keys,
+        # and it is the model's (Debezium's topic key, position and op; Datastream's uuid)
         out.events.append(ChangeEvent(
-            op, key, row, sequence, (key, *e.dedup[1:]), e.offset,
+            op, key, row, sequence, e.dedup, e.offset,
             e.unavailable & set(names), e.source_ts_ms, e.ts_ms, e.lsn, e.tx_id, e.snapshot,
         ))
     return out

@@ -45,7 +45,9 @@ from headwater.pipeline.datastream.apply import (
     apply_events,
     apply_files,
     is_datastream_topic,
+    objects,
     topic_events,
+    typed_changes,
 )
 from headwater.pipeline.datastream.files import LOG_NAME
 from headwater.pipeline.decode import ChangeEvent, Column, TableChanges, decode_topic
@@ -420,21 +422,30 @@ def start_flows(
     target = DeltaTarget(Path(delta_path), pipeline_id,
                          compact_interval_batches=compact_interval_batches)
 
+    def apply_flows(changes: TableChanges, flows: Sequence[AutoCdcFlow], batch_id: int
+                    ) -> None:
+        for flow in flows:
+            mode = "scd1" if flow.stored_as_scd_type == 1 else "scd2"
+            apply_changes(transform(flow, changes), batch_id, target, mode,
+                          flow.track_history_column_list, flow.track_history_except_column_list)
+
     def apply(ranges: Ranges, batch_id: int) -> None:
         for topic, (first, end) in sorted(ranges.items()):
             # (flows have no configuration: the model is learnt, the table refuses)
             if is_document_topic(Path(topics_dir), topic, first, end):
                 capabilities.require_flow(capabilities.DOCUMENTS, topic)
+            flows = by_source.get(topic, ())
             if is_datastream_topic(Path(topics_dir), topic, first, end):
-                capabilities.require_flow(capabilities.DATASTREAM, topic)
-            changes = decode_topic(topic, list(read_range(Path(topics_dir), topic, first, end)))
-            if not changes.events:
+                # each flow's changes typed as its own table's columns
+                for name, items in objects(topic_events(Path(topics_dir), topic, first, end),
+                                           topic):
+                    for flow in flows:
+                        apply_flows(typed_changes(target, name, items, flow.target), [flow],
+                                    batch_id)
                 continue
-            for flow in by_source.get(topic, ()):
-                mode = "scd1" if flow.stored_as_scd_type == 1 else "scd2"
-                apply_changes(transform(flow, changes), batch_id, target, mode,
-                              flow.track_history_column_list,
-                              flow.track_history_except_column_list)
+            changes = decode_topic(topic, list(read_range(Path(topics_dir), topic, first, end)))
+            if changes.events:
+                apply_flows(changes, flows, batch_id)
         target.maintain(batch_id)
 
     options = _topic_log_options(Path(topics_dir), ",".join(by_source), Path(checkpoint_dir))

@@ -81,9 +81,8 @@ def apply_events(events: list[RawEvent], topic: str | None, batch_id: int, mode:
     from headwater.pipeline.runner import apply_changes
 
     total = 0
-    for obj, items in sorted(group_by_object(events).items()):
-        name = topic or obj
-        changes = decode_object(name, items, _target_types(target, name, items))
+    for name, items in objects(events, topic):
+        changes = typed_changes(target, name, items)
         if mode == "changelog":
             append_changelog(target, changes, [str(i.event.get("uuid")) for i in items],
                              batch_id)
@@ -93,12 +92,22 @@ def apply_events(events: list[RawEvent], topic: str | None, batch_id: int, mode:
     return total
 
 
-def _target_types(target: Any, name: str, items: list[RawEvent]) -> dict[str, pa.DataType]:
-    """The target table's column types, which JSON columns keep where their values fit."""
+def objects(events: list[RawEvent], topic: str | None) -> list[tuple[str, list[RawEvent]]]:
+    """The batch's events per source object, in name order, each named by its topic (the
+    topic log's, one object a topic) or, in the files, by the object itself."""
+    return [(topic or obj, items) for obj, items in sorted(group_by_object(events).items())]
+
+
+def typed_changes(target: Any, name: str, items: list[RawEvent],
+                  table: str | None = None) -> TableChanges:
+    """One object's events decoded with the target table's column types, which JSON columns
+    keep where their values fit (`table`: the table when it is not the object's own, as an
+    AUTO CDC flow's)."""
     if all(i.columns is not None for i in items):
-        return {}  # Avro: the schema types every column
-    types: dict[str, pa.DataType] = target.column_types(decode_object(name, items[:1]))
-    return types
+        return decode_object(name, items)  # Avro: the schema types every column
+    probe = decode_object(name, items[:1])
+    probe.target = table if table is not None else probe.target
+    return decode_object(name, items, target.column_types(probe))
 
 
 def append_changelog(target: Any, changes: TableChanges, uuids: Iterable[str],
