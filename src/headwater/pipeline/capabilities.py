@@ -90,8 +90,8 @@ class Refusal:
 
 _FILES_ONLY_DATASTREAM = ("the files destination holds Datastream events only (the capture "
                           "writes files with headwater.event.format=datastream)")
-_DATASTREAM_DELTA = ("Datastream events are materialized into Delta only "
-                     "(headwater.pipeline.target=delta)")
+_DATASTREAM_DELTA = ("Datastream events are materialized into Delta and Iceberg, not JDBC "
+                     "yet (headwater.pipeline.target=delta or iceberg)")
 _DOCUMENTS_DELTA = ("MongoDB documents are materialized into Delta only "
                     "(headwater.pipeline.target=delta)")
 
@@ -99,7 +99,6 @@ REFUSALS: Final = (
     Refusal(_FILES_ONLY_DATASTREAM, reader=FILES, model=ROWS),
     Refusal(_FILES_ONLY_DATASTREAM + "; MongoDB's Datastream events (rows of _id and "
             "payload) are Datastream events, not documents", reader=FILES, model=DOCUMENTS),
-    Refusal(_DATASTREAM_DELTA, model=DATASTREAM, target=ICEBERG),
     Refusal(_DATASTREAM_DELTA, model=DATASTREAM, target=JDBC),
     Refusal(_DOCUMENTS_DELTA, model=DOCUMENTS, target=ICEBERG),
     Refusal(_DOCUMENTS_DELTA, model=DOCUMENTS, target=JDBC),

@@ -446,9 +446,36 @@ class IcebergTarget:
                          for ident in catalog.listTables(ns))
         return sorted(found)
 
+    # -- what a batch without types (Datastream's JSON events) reads of the table ----------
+    def column_types(self, changes: Changes) -> dict[str, pa.DataType]:
+        """The table's column types (empty: no table yet), which JSON columns keep where
+        their values fit, as `DeltaTarget.column_types`."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        if self._load(self.table_parts(changes)) is None:
+            return {}
+        schema = to_arrow_schema(self.spark.table(self.table_name(changes)).schema)
+        return {f.name: f.type for f in schema}
+
+    def column_values(self, changes: Changes, name: str) -> list[Any]:
+        """Every value of the table's column `name` (none: no table, or no such column),
+        e.g. the event ids a changelog holds already."""
+        if self._load(self.table_parts(changes)) is None:
+            return []
+        frame = self.spark.table(self.table_name(changes))
+        if name not in frame.columns:
+            return []
+        values: list[Any] = frame.select(q(name)).toArrow().column(0).to_pylist()
+        return values
+
     # -- changelog -------------------------------------------------------------------------
     def append_changelog(self, changes: TableChanges, batch_id: int) -> None:
         self._append(changes, changelog_table(changes), batch_id)
+
+    def append_changelog_table(self, changes: TableChanges, table: pa.Table,
+                               batch_id: int) -> None:
+        """A changelog batch built elsewhere (Datastream's, with its event ids)."""
+        self._append(changes, table, batch_id)
 
     def append_changelog_rows(self, changes: ColumnarChanges, batch_id: int) -> None:
         self._append(changes, changes.rows, batch_id)
