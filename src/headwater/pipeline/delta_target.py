@@ -439,16 +439,23 @@ class DeltaTarget:
         """Events decoded one by one (`runner.apply_changes`: re-deliveries already dropped):
         the same history, by the same write, as the column-wise events' (`apply_scd2_rows`)."""
         del truncate  # (the events hold it; `apply_scd2_rows` finds it there)
-        self.apply_scd2_rows(history_rows(changes, events), batch_id, tracked)
+        batch = history_rows(changes, events)
+        self._write_history(batch, batch.rows, batch_id, tracked)
 
     def apply_scd2_rows(self, changes: ColumnarChanges, batch_id: int,
                         tracked: frozenset[str] | None = None) -> None:
+        """SCD2 events decoded column-wise (`decode_changelog(flags=True)`, by the driver or
+        the executors): their re-deliveries inside the batch dropped as `net.dedup` drops
+        them (`changelog_once`'s identity), then `_write_history`."""
+        self._write_history(changes, _first_deliveries(changes), batch_id, tracked)
+
+    def _write_history(self, changes: ColumnarChanges, rows: pa.Table, batch_id: int,
+                       tracked: frozenset[str] | None) -> None:
         """A batch's SCD2 history: the table holds the source's columns plus `__START_AT` and
         `__END_AT` (null while current), one row per version.  From the batch's events
-        (`decode_changelog(flags=True)`'s rows, re-deliveries inside the batch dropped as
-        `net.dedup` drops them), the stored versions and remembered delete points of its keys,
-        each touched key's history is rebuilt (`scd2.changed_versions`: `scd2.rebuild`'s
-        rules).  Commits: the open versions closed at the batch's truncate (an UPDATE,
+        (`rows`: `decode_changelog(flags=True)`'s columns, without re-deliveries), the stored
+        versions and remembered delete points of its keys, each touched key's history is
+        rebuilt (`scd2.changed_versions`: `scd2.rebuild`'s rules).  Commits: the open versions closed at the batch's truncate (an UPDATE,
         idempotent), the batch's delete points and truncate remembered (the state's MERGE),
         then the table's MERGE of the versions that changed, marked with the batch (module
         docstring)."""
@@ -457,7 +464,6 @@ class DeltaTarget:
             log.info("batch %d already applied to %s: skipped", batch_id, path)
             return
         keys = changes.key_columns
-        rows = _first_deliveries(changes)
         ops = rows.column("__op")
         truncates = rows.filter(pc.equal(ops, "t")).column(SEQ)
         truncate = pc.max(truncates).as_py() if len(truncates) else None
