@@ -455,10 +455,10 @@ class DeltaTarget:
         `__END_AT` (null while current), one row per version.  From the batch's events
         (`rows`: `decode_changelog(flags=True)`'s columns, without re-deliveries), the stored
         versions and remembered delete points of its keys, each touched key's history is
-        rebuilt (`scd2.changed_versions`: `scd2.rebuild`'s rules).  Commits: the open versions closed at the batch's truncate (an UPDATE,
-        idempotent), the batch's delete points and truncate remembered (the state's MERGE),
-        then the table's MERGE of the versions that changed, marked with the batch (module
-        docstring)."""
+        rebuilt (`scd2.changed_versions`: `scd2.rebuild`'s rules).  Commits: the open
+        versions closed at the batch's truncate (an UPDATE, idempotent), the batch's delete
+        points and truncate remembered (the state's MERGE), then the table's MERGE of the
+        versions that changed, marked with the batch (module docstring)."""
         path = self.table_path(changes)
         if self.already_applied(path, batch_id):
             log.info("batch %d already applied to %s: skipped", batch_id, path)

@@ -133,9 +133,9 @@ def changed_versions(points: pa.Table, keys: Sequence[str], names: Sequence[str]
     seq = upserts.column(SEQ)
     end = (pa.nulls(len(seq), pa.string()) if floor is None else
            pc.if_else(pc.less(seq, floor), pa.scalar(floor), pa.scalar(None, pa.string())))
-    opened = pa.Table.from_arrays(
+    opened = pa.Table.from_arrays(  # (cast: Spark's Arrow types may differ in detail)
         [*(upserts.column(c) for c in taken), seq, end,
-         pa.array(["u"] * upserts.num_rows, pa.string())], schema=schema)
+         pa.array(["u"] * upserts.num_rows, pa.string())], names=schema.names).cast(schema)
     rest = points.filter(pa.array(~simple))
     bounds = [*np.flatnonzero(first[~simple]).tolist(), rest.num_rows]
     rows = rest.to_pylist()
