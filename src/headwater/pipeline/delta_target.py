@@ -475,11 +475,10 @@ class DeltaTarget:
         columns = changes.columns
         dt = self._ensure_table(path, _history_schema(columns))
         taken = [c.name for c in self._evolve(dt, path, columns)]
-        state = self._state_arrow(changes, ("truncate", "scd2_delete"))
+        state = self._state_arrow(changes, ("truncate",))
         stored_floor = None
-        if state is not None:
-            floors = state.filter(pc.equal(state.column("kind"), "truncate")).column(SEQ)
-            stored_floor = pc.max(floors).as_py() if len(floors) else None
+        if state is not None and state.num_rows:
+            stored_floor = pc.max(state.column(SEQ)).as_py()
         floor = max((f for f in (stored_floor, truncate) if f is not None), default=None)
         if truncate is not None:
             dt.update(updates={q(END): f"'{truncate}'"},
@@ -494,7 +493,7 @@ class DeltaTarget:
                 self._merge_state(changes, remember, batch_id)
             return
         t0 = time.monotonic()
-        history = self._changed_history(dt, changes, events, state, floor, taken, tracked)
+        history = self._changed_history(dt, changes, events, floor, taken, tracked)
         t1 = time.monotonic()
         if remember.num_rows:  # state first, the table's commit last (module docstring)
             self._merge_state(changes, remember, batch_id)
@@ -516,7 +515,7 @@ class DeltaTarget:
                  pc.sum(pc.equal(actions, "d")).as_py() or 0, t1 - t0, time.monotonic() - t1)
 
     def _changed_history(self, dt: DeltaTable, changes: ColumnarChanges, events: pa.Table,
-                         state: pa.Table | None, floor: str | None, taken: list[str],
+                         floor: str | None, taken: list[str],
                          tracked: frozenset[str] | None) -> pa.Table:
         """`scd2.changed_versions` of the batch's keys: their events, stored versions and
         remembered delete points, gathered in Arrow."""
@@ -545,10 +544,9 @@ class DeltaTarget:
             parts.append(_points(stored, names, types, changes.toast, "v",
                                  start=stored.column(START).cast(pa.string()),
                                  end=stored.column(END).cast(pa.string())))
-        tombs = None if state is None else state.filter(
-            pc.equal(state.column("kind"), "scd2_delete"))
+        named = batch_keys.append_column("key", key_json_array(batch_keys, keys))
+        tombs = self._state_arrow(changes, ("scd2_delete",), named.column("key"))
         if tombs is not None and tombs.num_rows:
-            named = batch_keys.append_column("key", key_json_array(batch_keys, keys))
             tombs = named.join(tombs.select(["key", SEQ]), "key", join_type="inner",
                                use_threads=False)
             parts.append(_points(tombs, names, types, changes.toast, "x",
@@ -560,13 +558,12 @@ class DeltaTarget:
                                 tracked, floor, schema)
 
     # -- state: remembered deletes and truncates ----------------------------------------------
-    def _load_state(self, changes: TableChanges, scd2: bool = False) -> dict[str | None, str]:
+    def _load_state(self, changes: TableChanges) -> dict[str | None, str]:
         """Remembered delete per key (SCD1) and the last truncate (key None)."""
         dt = self._open(self.state_path(changes))
         if dt is None:
             return {}
-        kinds = "('truncate')" if scd2 else "('truncate', 'delete')"
-        table = _query(dt, f"SELECT * FROM t WHERE kind IN {kinds}")
+        table = _query(dt, "SELECT * FROM t WHERE kind IN ('truncate', 'delete')")
         out: dict[str | None, str] = {}
         for key, kind, seq in zip(table.column("key").to_pylist(),
                                   table.column("kind").to_pylist(),
@@ -574,20 +571,23 @@ class DeltaTarget:
             out[None if kind == "truncate" else key] = seq
         return out
 
-    def _state_arrow(self, changes: Changes, kinds: tuple[str, ...]) -> pa.Table | None:
+    def _state_arrow(self, changes: Changes, kinds: tuple[str, ...],
+                     keys: pa.ChunkedArray | None = None) -> pa.Table | None:
+        """The state's rows of `kinds` (of the keys `keys` names, by their text, if given)."""
         dt = self._open(self.state_path(changes))
         if dt is None:
             return None
         wanted = ", ".join(f"'{k}'" for k in kinds)
-        table = _query(dt, f"SELECT key, kind, {q(SEQ)} FROM t WHERE kind IN ({wanted})")
+        of_keys = "" if keys is None else (
+            f" AND key IN ({', '.join(_sql_literal(k) for k in keys.to_pylist())})")
+        table = _query(dt, f"SELECT key, kind, {q(SEQ)} FROM t WHERE kind IN ({wanted})"
+                           + of_keys)
         return table.cast(STATE_SCHEMA)  # (DataFusion answers with string views)
 
     def _save_state(
         self, changes: TableChanges, net: list[NetChange], truncate: str | None, batch_id: int,
-        scd2: bool = False,
     ) -> None:
-        kind = "scd2_delete" if scd2 else "delete"
-        rows = [(_key_json(n.key), kind, n.sequence) for n in net if n.delete]
+        rows = [(_key_json(n.key), "delete", n.sequence) for n in net if n.delete]
         if truncate is not None:
             rows.append(("", "truncate", truncate))
         if not rows:
