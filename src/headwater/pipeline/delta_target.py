@@ -554,7 +554,7 @@ class DeltaTarget:
                                  op=pa.array(["d"] * tombs.num_rows, pa.string())))
         schema = _history_schema([c for c in columns if c.name in set(taken)]).append(
             pa.field(ACTION, pa.string()))
-        return changed_versions(pa.concat_tables(parts), keys, names, taken, changes.toast,
+        return changed_versions(pa.concat_tables(parts), keys, taken, changes.toast,
                                 tracked, floor, schema)
 
     # -- state: remembered deletes and truncates ----------------------------------------------

@@ -100,12 +100,12 @@ KIND = "__hw_kind"  # a point's origin: 'v' stored version, 'x' remembered delet
 OP = "__op"  # a changelog row's op (`columnar.CHANGELOG_META`)
 
 
-def changed_versions(points: pa.Table, keys: Sequence[str], names: Sequence[str],
-                     taken: Sequence[str], toast: Sequence[str], tracked: frozenset[str],
-                     floor: str | None, schema: pa.Schema) -> pa.Table:
+def changed_versions(points: pa.Table, keys: Sequence[str], taken: Sequence[str],
+                     toast: Sequence[str], tracked: frozenset[str], floor: str | None,
+                     schema: pa.Schema) -> pa.Table:
     """The history rows a batch changes, for the keys of `points`: per key, its stored
-    versions (KIND 'v': `names`, `__START_AT`, `__END_AT`), its remembered deletes ('x':
-    `__hw_sequence`) and the batch's events ('e': `names`, `__hw_sequence`, `__op`, a
+    versions (KIND 'v': the columns, `__START_AT`, `__END_AT`), its remembered deletes ('x':
+    `__hw_sequence`) and the batch's events ('e': the columns, `__hw_sequence`, `__op`, a
     TOAST flag per name in `toast`), rebuilt by `rebuild` with the truncate `floor`.  The
     result (`schema`: `taken` plus `__START_AT`, `__END_AT`, `__hw_action`): the rebuilt
     versions that differ from the stored ones ('u') and the stored versions the rebuild
@@ -141,27 +141,26 @@ def changed_versions(points: pa.Table, keys: Sequence[str], names: Sequence[str]
     rows = rest.to_pylist()
     out: list[dict[str, Any]] = []
     for a, b in itertools.pairwise(bounds):
-        out += _key_versions(rows[a:b], keys, names, taken, toast, tracked, floor)
+        out += _key_versions(rows[a:b], keys, taken, toast, tracked, floor)
     return pa.concat_tables([opened, pa.Table.from_pylist(out, schema=schema)])
 
 
-def _key_versions(group: list[dict[str, Any]], keys: Sequence[str], names: Sequence[str],
-                  taken: Sequence[str], toast: Sequence[str], tracked: frozenset[str],
-                  floor: str | None) -> list[dict[str, Any]]:
+def _key_versions(group: list[dict[str, Any]], keys: Sequence[str], taken: Sequence[str],
+                  toast: Sequence[str], tracked: frozenset[str], floor: str | None
+                  ) -> list[dict[str, Any]]:
     """`changed_versions` of one key's points, by `rebuild`."""
     versions: list[Version] = []
     remembered: list[Point] = []
     events: list[Point] = []
-    for r in group:
+    for r in group:  # (a point's row is its whole record: only the columns are read)
         kind = r[KIND]
-        row = {c: r[c] for c in names}
         if kind == "v":
-            versions.append(Version(r[START], r[END], row))
+            versions.append(Version(r[START], r[END], r))
         elif kind == "x":
             remembered.append(Point(r[SEQ], True, None))
         else:
-            unsent = frozenset(c for c in toast if r[TOAST_FLAG + c])
-            events.append(Point(r[SEQ], r[OP] == "d", row, unsent))
+            unsent = frozenset(c for c in toast if r[TOAST_FLAG + c]) if toast else frozenset()
+            events.append(Point(r[SEQ], r[OP] == "d", r, unsent))
     stored = {v.start: v for v in versions}
     # (remembered deletes first: an event of the same sequence replaces them)
     rebuilt = rebuild(versions, [*remembered, *events], tracked, floor)

@@ -229,7 +229,7 @@ def scd2_history(events: Any, table: Any | None, remembered: Any | None, floor: 
     out_arrow = to_arrow_schema(out_schema, timestamp_utc=True)
 
     def build(group: pa.Table) -> pa.Table:
-        return changed_versions(group, keys, names, taken, toast, tracked, floor, out_arrow)
+        return changed_versions(group, keys, taken, toast, tracked, floor, out_arrow)
 
     return grouped.groupBy(*(q(k) for k in keys)).applyInArrow(build, out_schema)
 
