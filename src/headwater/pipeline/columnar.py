@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import binascii
 import contextlib
+import copy
 import functools
 import mmap
 import os
@@ -38,7 +39,13 @@ from headwater.connectors.registry import EventOrder, event_order
 from headwater.connectors.sequence_columns import NotColumnar as NotColumnar  # noqa: PLC0414 (re-exported)
 from headwater.pipeline import scan_kernel as kernel
 from headwater.pipeline.connect_types import field_type
-from headwater.pipeline.decode import PLACEHOLDERS, Column, TableChanges, source_order
+from headwater.pipeline.decode import (
+    PLACEHOLDERS,
+    ChangeEvent,
+    Column,
+    TableChanges,
+    source_order,
+)
 from headwater.topics import check
 from headwater.topics.damage import TopicLogDamaged
 from headwater.topics.retention import log_start
@@ -722,6 +729,22 @@ def changelog_table(changes: TableChanges) -> pa.Table:
         + [pa.array(data[c.name], c.type.arrow) for c in columns],
         names=CHANGELOG_META.names + [c.name for c in columns],
     )
+
+
+def history_rows(changes: TableChanges, events: list[ChangeEvent]) -> ColumnarChanges:
+    """SCD2 events decoded one by one (`events`, of `changes`) as `decode_changelog(flags=True)`
+    gives them column-wise: the rows every target's history is built from, for batches and
+    event families outside the column-wise decoders' shape."""
+    deduped = copy.copy(changes)
+    deduped.events = list(events)
+    rows = changelog_table(deduped)
+    toast = sorted({c for e in events for c in e.unavailable})
+    for c in toast:
+        rows = rows.append_column(TOAST_FLAG + c,
+                                  pa.array([c in e.unavailable for e in events], pa.bool_()))
+    return ColumnarChanges(changes.topic, changes.schema_name, changes.table_name,
+                           changes.key_columns, list(changes.column_list), len(changes.events),
+                           rows, toast, changes.target)
 
 
 def decode_changelog(topic: str, lines: Lines, flags: bool = False) -> ColumnarChanges | None:

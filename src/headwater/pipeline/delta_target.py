@@ -18,8 +18,10 @@ arriving later would bring a deleted row back.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,21 +33,23 @@ from deltalake import CommitProperties, DeltaTable, QueryBuilder, Transaction, w
 from deltalake.exceptions import TableNotFoundError
 
 from headwater.pipeline.change_frame import ChangeFrame
+from headwater.pipeline.changelog_once import first_mask
 from headwater.pipeline.columnar import (
     OP,
     SEQ,
     TOAST_FLAG,
     ColumnarChanges,
     changelog_table,
+    history_rows,
 )
 from headwater.pipeline.decode import ChangeEvent, Column, TableChanges
 from headwater.pipeline.net import KeylessTableError, NetChange
-from headwater.pipeline.scd2 import Point, Version, rebuild
+from headwater.pipeline.scd2 import ACTION, KIND, changed_versions
+from headwater.pipeline.scd2 import END as END  # noqa: PLC0414 (re-exported)
+from headwater.pipeline.scd2 import START as START  # noqa: PLC0414 (re-exported)
 
 log = logging.getLogger("headwater.pipeline.delta")
 
-START = "__START_AT"
-END = "__END_AT"
 STATE_SCHEMA = pa.schema([("key", pa.string()), ("kind", pa.string()), (SEQ, pa.string())])
 
 
@@ -84,11 +88,63 @@ def key_json_array(table: pa.Table, keys: tuple[str, ...]) -> pa.Array:
     return pa.array([_key_json(k) for k in zip(*columns, strict=True)], pa.string())
 
 
-def state_deletes(deletes: pa.Table, keys: tuple[str, ...]) -> pa.Table:
-    """The state table's rows remembering net deletes (their key and sequence)."""
+def state_deletes(deletes: pa.Table, keys: tuple[str, ...], kind: str = "delete") -> pa.Table:
+    """The state table's rows remembering deletes (their key and sequence): SCD1's net
+    deletes, or SCD2's delete points (`kind` scd2_delete)."""
     n = deletes.num_rows
-    return pa.table([key_json_array(deletes, keys), pa.array(["delete"] * n, pa.string()),
+    return pa.table([key_json_array(deletes, keys), pa.array([kind] * n, pa.string()),
                      deletes.column(SEQ)], schema=STATE_SCHEMA)
+
+
+def _history_schema(columns: Sequence[Column]) -> pa.Schema:
+    """An SCD2 history table's columns: the source's, then the version's validity."""
+    return pa.schema([*(pa.field(c.name, c.type.arrow) for c in columns),
+                      pa.field(START, pa.string()), pa.field(END, pa.string())])
+
+
+def _points(table: pa.Table, names: list[str], types: dict[str, pa.DataType],
+            toast: list[str], kind: str, seq: Any = None, op: Any = None, start: Any = None,
+            end: Any = None) -> pa.Table:
+    """Rows of `table` as `scd2.changed_versions` takes them (KIND `kind`): the batch's
+    columns (null where `table` has none), validity, sequence and op, TOAST flags (false but
+    for events)."""
+    n = table.num_rows
+
+    def text(values: Any) -> Any:
+        return pa.nulls(n, pa.string()) if values is None else values
+
+    arrays = [table.column(c) if c in table.column_names else pa.nulls(n, types[c])
+              for c in names]
+    arrays += [text(start), text(end), text(seq), text(op)]
+    arrays += [table.column(TOAST_FLAG + c) if kind == "e" else pa.array([False] * n)
+               for c in toast]
+    arrays.append(pa.array([kind] * n, pa.string()))
+    return pa.Table.from_arrays(arrays, names=[*names, START, END, SEQ, "__op",
+                                               *(TOAST_FLAG + c for c in toast), KIND])
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    """A type without views (DataFusion's string and binary views as their plain types)."""
+    if t == pa.string_view():
+        return pa.string()
+    return pa.binary() if t == pa.binary_view() else t
+
+
+class _NoChangelog:
+    """No rows seen before the batch: an SCD2 batch drops the re-deliveries inside it, as
+    `net.dedup` does; later ones lose to their own earlier copy in `scd2.rebuild`."""
+
+    def changelog_since(self, changes: Any, since: str, keys: Sequence[str]) -> None:
+        return None
+
+
+def _first_deliveries(changes: ColumnarChanges) -> pa.Table:
+    """The batch's rows (in delivery order) without re-deliveries (`changelog_once`'s
+    identity: position, op, key)."""
+    rows = changes.rows
+    keys = changes.key_columns
+    keep = first_mask(rows.select([SEQ, "__op", *keys]), keys, changes, _NoChangelog())
+    return rows if keep is None else rows.filter(keep)
 
 
 class SchemaEvolutionError(ValueError):
@@ -145,7 +201,7 @@ class DeltaTarget:
     frame_modes: frozenset[str] = frozenset()
     # The modes whose batches this target takes as the driver's column-wise rows, or as
     # DataFrames where `frame_modes` says (runner.columnar_path); the rest go event by event.
-    columnar_modes: frozenset[str] = frozenset({"scd1", "changelog"})
+    columnar_modes: frozenset[str] = frozenset({"scd1", "changelog", "scd2"})
 
     def __init__(self, root: Path, app_id: str, schema_evolution: str = "evolve",
                  compact_interval_batches: int = 0) -> None:
@@ -380,113 +436,134 @@ class DeltaTarget:
         self, changes: TableChanges, events: list[ChangeEvent], truncate: str | None,
         batch_id: int, tracked: frozenset[str] | None = None,
     ) -> None:
+        """Events decoded one by one (`runner.apply_changes`: re-deliveries already dropped):
+        the same history, by the same write, as the column-wise events' (`apply_scd2_rows`)."""
+        del truncate  # (the events hold it; `apply_scd2_rows` finds it there)
+        batch = history_rows(changes, events)
+        self._write_history(batch, batch.rows, batch_id, tracked)
+
+    def apply_scd2_rows(self, changes: ColumnarChanges, batch_id: int,
+                        tracked: frozenset[str] | None = None) -> None:
+        """SCD2 events decoded column-wise (`decode_changelog(flags=True)`, by the driver or
+        the executors): their re-deliveries inside the batch dropped as `net.dedup` drops
+        them (`changelog_once`'s identity), then `_write_history`."""
+        self._write_history(changes, _first_deliveries(changes), batch_id, tracked)
+
+    def _write_history(self, changes: ColumnarChanges, rows: pa.Table, batch_id: int,
+                       tracked: frozenset[str] | None) -> None:
+        """A batch's SCD2 history: the table holds the source's columns plus `__START_AT` and
+        `__END_AT` (null while current), one row per version.  From the batch's events
+        (`rows`: `decode_changelog(flags=True)`'s columns, without re-deliveries), the stored
+        versions and remembered delete points of its keys, each touched key's history is
+        rebuilt (`scd2.changed_versions`: `scd2.rebuild`'s rules).  Commits: the open
+        versions closed at the batch's truncate (an UPDATE, idempotent), the batch's delete
+        points and truncate remembered (the state's MERGE), then the table's MERGE of the
+        versions that changed, marked with the batch (module docstring)."""
         path = self.table_path(changes)
         if self.already_applied(path, batch_id):
             log.info("batch %d already applied to %s: skipped", batch_id, path)
             return
-        columns = changes.column_list
         keys = changes.key_columns
-        tracked = tracked if tracked is not None else frozenset(c.name for c in columns)
-        arrow_schema = pa.schema(
-            [pa.field(c.name, c.type.arrow) for c in columns]
-            + [pa.field(START, pa.string()), pa.field(END, pa.string())]
-        )
-        dt = self._ensure_table(path, arrow_schema)
-        columns = self._evolve(dt, path, columns)
-        arrow_schema = pa.schema(
-            [pa.field(c.name, c.type.arrow) for c in columns]
-            + [pa.field(START, pa.string()), pa.field(END, pa.string())]
-        )
-        state = self._load_state(changes, scd2=True)
-        floor = state.get(None)
+        ops = rows.column("__op")
+        truncates = rows.filter(pc.equal(ops, "t")).column(SEQ)
+        truncate = pc.max(truncates).as_py() if len(truncates) else None
+        events = rows.filter(pc.not_equal(ops, "t"))
+        if events.num_rows and not keys:  # (its events used to be skipped here, silently)
+            raise KeylessTableError(
+                f"table {changes.schema_name}.{changes.table_name} has no key: SCD2 needs "
+                "one (set message.key.columns on the connector, or use the changelog mode)")
+        columns = changes.columns
+        dt = self._ensure_table(path, _history_schema(columns))
+        taken = [c.name for c in self._evolve(dt, path, columns)]
+        state = self._state_arrow(changes, ("truncate",))
+        stored_floor = None
+        if state is not None and state.num_rows:
+            stored_floor = pc.max(state.column(SEQ)).as_py()
+        floor = max((f for f in (stored_floor, truncate) if f is not None), default=None)
         if truncate is not None:
-            floor = max(floor or "", truncate)
             dt.update(updates={q(END): f"'{truncate}'"},
                       predicate=f"{q(END)} IS NULL AND {q(START)} < '{truncate}'")
-        points: dict[tuple[Any, ...], list[Point]] = {}
-        for e in events:
-            if e.op == "t":
-                continue
-            if e.key is None:  # (its events used to be skipped here, silently)
-                raise KeylessTableError(
-                    f"table {changes.schema_name}.{changes.table_name} has no key: SCD2 needs "
-                    "one (set message.key.columns on the connector, or use the changelog mode)")
-            points.setdefault(e.key, []).append(
-                Point(e.sequence, e.op == "d", e.row, e.unavailable))
-        if not points:
-            self._save_state(changes, [], truncate, batch_id)
+        remember = state_deletes(events.filter(pc.equal(events.column("__op"), "d")), keys,
+                                 "scd2_delete")
+        if truncate is not None:
+            remember = pa.concat_tables([remember, pa.table(
+                [[""], ["truncate"], [truncate]], schema=STATE_SCHEMA)])
+        if not events.num_rows:
+            if remember.num_rows:
+                self._merge_state(changes, remember, batch_id)
             return
-        remembered = self._scd2_deletes(changes, list(points))
-        existing = self._history(dt, keys, list(points))
-        rebuilt: list[dict[str, Any]] = []
-        for key, pts in points.items():
-            versions = existing.get(key, [])
-            all_points = [*(Point(s, True, None) for s in remembered.get(key, ())), *pts]
-            for v in rebuild(versions, all_points, tracked, floor):
-                rebuilt.append({**v.row, **dict(zip(keys, key, strict=True)),
-                                START: v.start, END: v.end})
-        source = pa.Table.from_pylist(rebuilt, schema=arrow_schema)
-        # State first, the table's commit last (module docstring); a replay finds these
-        # deletes remembered and among its points too, and `rebuild` keeps one per sequence.
-        deletes = [NetChange(e.key, True, e.sequence, None, frozenset())
-                   for e in events if e.op == "d" and e.key is not None]
-        self._save_state(changes, deletes, truncate, batch_id, scd2=True)
-        match = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in keys)
-        affected = " OR ".join(
-            "(" + " AND ".join(f"t.{q(k)} = {_sql_literal(v)}" for k, v in zip(keys, key,
-                                                                             strict=True)) + ")"
-            for key in points
-        )
+        t0 = time.monotonic()
+        history = self._changed_history(dt, changes, events, floor, taken, tracked)
+        t1 = time.monotonic()
+        if remember.num_rows:  # state first, the table's commit last (module docstring)
+            self._merge_state(changes, remember, batch_id)
+        match = " AND ".join([*(f"t.{q(k)} = s.{q(k)}" for k in keys),
+                              f"t.{q(START)} = s.{q(START)}"])
         (
-            dt.merge(source, predicate=f"{match} AND t.{q(START)} = s.{q(START)}",
-                     source_alias="s", target_alias="t", merge_schema=True,
-                     commit_properties=self._commit(batch_id))
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .when_not_matched_by_source_delete(predicate=affected)
+            dt.merge(history, predicate=match, source_alias="s", target_alias="t",
+                     merge_schema=True, commit_properties=self._commit(batch_id))
+            .when_matched_delete(predicate=f"s.{q(ACTION)} = 'd'")
+            .when_matched_update(updates={q(c): f"s.{q(c)}" for c in [*taken, END]})
+            .when_not_matched_insert(updates={q(c): f"s.{q(c)}" for c in [*taken, START, END]},
+                                     predicate=f"s.{q(ACTION)} = 'u'")
             .execute()
         )
+        actions = history.column(ACTION)
+        log.info("batch %d: %s: %d events, %d versions written, %d removed (SCD2, column-wise); "
+                 "rebuild %.2fs, write %.2fs", batch_id, path, events.num_rows,
+                 pc.sum(pc.equal(actions, "u")).as_py() or 0,
+                 pc.sum(pc.equal(actions, "d")).as_py() or 0, t1 - t0, time.monotonic() - t1)
 
-    @staticmethod
-    def _history(
-        dt: DeltaTable, keys: tuple[str, ...], wanted: list[tuple[Any, ...]]
-    ) -> dict[tuple[Any, ...], list[Version]]:
-        first = sorted({k[0] for k in wanted}, key=repr)
-        table = _query(dt, f"SELECT * FROM t WHERE {q(keys[0])} IN "
-                           f"({', '.join(_sql_literal(v) for v in first)})")
-        want = set(wanted)
-        out: dict[tuple[Any, ...], list[Version]] = {}
-        for row in table.to_pylist():
-            key = tuple(row[k] for k in keys)
-            if key not in want:
-                continue
-            start, end = row.pop(START), row.pop(END)
-            out.setdefault(key, []).append(Version(start, end, row))
-        return out
-
-    def _scd2_deletes(
-        self, changes: TableChanges, wanted: list[tuple[Any, ...]]
-    ) -> dict[tuple[Any, ...], list[str]]:
-        dt = self._open(self.state_path(changes))
-        if dt is None:
-            return {}
-        by_json = {_key_json(k): k for k in wanted}
-        table = _query(dt, "SELECT * FROM t WHERE kind = 'scd2_delete' AND key IN "
-                           f"({', '.join(_sql_literal(k) for k in by_json)})")
-        out: dict[tuple[Any, ...], list[str]] = {}
-        for k, seq in zip(table.column("key").to_pylist(), table.column(SEQ).to_pylist(),
-                          strict=True):
-            out.setdefault(by_json[k], []).append(seq)
-        return out
+    def _changed_history(self, dt: DeltaTable, changes: ColumnarChanges, events: pa.Table,
+                         floor: str | None, taken: list[str],
+                         tracked: frozenset[str] | None) -> pa.Table:
+        """`scd2.changed_versions` of the batch's keys: their events, stored versions and
+        remembered delete points, gathered in Arrow."""
+        keys = changes.key_columns
+        columns = changes.columns
+        names = [c.name for c in columns]
+        types = {c.name: c.type.arrow for c in columns}
+        tracked = tracked if tracked is not None else frozenset(names)
+        events = events.filter(functools.reduce(
+            pc.and_, [pc.is_valid(events.column(k)) for k in keys]))
+        batch_keys = events.select(list(keys)).group_by(list(keys), use_threads=False
+                                                        ).aggregate([])
+        parts = [_points(events, names, types, changes.toast, "e",
+                         seq=events.column(SEQ), op=events.column("__op"))]
+        first = pc.unique(batch_keys.column(keys[0]))
+        stored = _query(dt, f"SELECT * FROM t WHERE {q(keys[0])} IN "
+                            f"({', '.join(_sql_literal(v) for v in first.to_pylist())})")
+        if stored.num_rows:
+            # (the batch's types, so that values compare as the events'; DataFusion answers
+            # with string views, which Arrow's joins do not take)
+            stored = pa.table({name: stored.column(name).cast(types.get(name, _plain(f.type)))
+                               for name, f in zip(stored.column_names, stored.schema,
+                                                  strict=True)})
+            stored = stored.join(batch_keys, list(keys), join_type="left semi",
+                                 use_threads=False)
+            parts.append(_points(stored, names, types, changes.toast, "v",
+                                 start=stored.column(START).cast(pa.string()),
+                                 end=stored.column(END).cast(pa.string())))
+        named = batch_keys.append_column("key", key_json_array(batch_keys, keys))
+        tombs = self._state_arrow(changes, ("scd2_delete",), named.column("key"))
+        if tombs is not None and tombs.num_rows:
+            tombs = named.join(tombs.select(["key", SEQ]), "key", join_type="inner",
+                               use_threads=False)
+            parts.append(_points(tombs, names, types, changes.toast, "x",
+                                 seq=tombs.column(SEQ),
+                                 op=pa.array(["d"] * tombs.num_rows, pa.string())))
+        schema = _history_schema([c for c in columns if c.name in set(taken)]).append(
+            pa.field(ACTION, pa.string()))
+        return changed_versions(pa.concat_tables(parts), keys, taken, changes.toast,
+                                tracked, floor, schema)
 
     # -- state: remembered deletes and truncates ----------------------------------------------
-    def _load_state(self, changes: TableChanges, scd2: bool = False) -> dict[str | None, str]:
+    def _load_state(self, changes: TableChanges) -> dict[str | None, str]:
         """Remembered delete per key (SCD1) and the last truncate (key None)."""
         dt = self._open(self.state_path(changes))
         if dt is None:
             return {}
-        kinds = "('truncate')" if scd2 else "('truncate', 'delete')"
-        table = _query(dt, f"SELECT * FROM t WHERE kind IN {kinds}")
+        table = _query(dt, "SELECT * FROM t WHERE kind IN ('truncate', 'delete')")
         out: dict[str | None, str] = {}
         for key, kind, seq in zip(table.column("key").to_pylist(),
                                   table.column("kind").to_pylist(),
@@ -494,20 +571,23 @@ class DeltaTarget:
             out[None if kind == "truncate" else key] = seq
         return out
 
-    def _state_arrow(self, changes: Changes, kinds: tuple[str, ...]) -> pa.Table | None:
+    def _state_arrow(self, changes: Changes, kinds: tuple[str, ...],
+                     keys: pa.ChunkedArray | None = None) -> pa.Table | None:
+        """The state's rows of `kinds` (of the keys `keys` names, by their text, if given)."""
         dt = self._open(self.state_path(changes))
         if dt is None:
             return None
         wanted = ", ".join(f"'{k}'" for k in kinds)
-        table = _query(dt, f"SELECT key, kind, {q(SEQ)} FROM t WHERE kind IN ({wanted})")
+        of_keys = "" if keys is None else (
+            f" AND key IN ({', '.join(_sql_literal(k) for k in keys.to_pylist())})")
+        table = _query(dt, f"SELECT key, kind, {q(SEQ)} FROM t WHERE kind IN ({wanted})"
+                           + of_keys)
         return table.cast(STATE_SCHEMA)  # (DataFusion answers with string views)
 
     def _save_state(
         self, changes: TableChanges, net: list[NetChange], truncate: str | None, batch_id: int,
-        scd2: bool = False,
     ) -> None:
-        kind = "scd2_delete" if scd2 else "delete"
-        rows = [(_key_json(n.key), kind, n.sequence) for n in net if n.delete]
+        rows = [(_key_json(n.key), "delete", n.sequence) for n in net if n.delete]
         if truncate is not None:
             rows.append(("", "truncate", truncate))
         if not rows:

@@ -34,7 +34,6 @@ repeats them, then commits the table.  The state's commit comes first for the re
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import logging
 import re
@@ -48,7 +47,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from headwater.pipeline.change_frame import ChangeFrame, from_columnar
-from headwater.pipeline.columnar import OP, SEQ, TOAST_FLAG, ColumnarChanges, changelog_table
+from headwater.pipeline.columnar import (
+    OP,
+    SEQ,
+    TOAST_FLAG,
+    ColumnarChanges,
+    changelog_table,
+    history_rows,
+)
 from headwater.pipeline.decode import ChangeEvent, Column, TableChanges
 from headwater.pipeline.delta_target import (
     EVOLUTION_MODES,
@@ -326,18 +332,7 @@ class IcebergTarget:
         """Events decoded one by one (`runner.apply_changes`: re-deliveries already dropped):
         the same history as the column-wise events' (`merge_history`)."""
         del truncate  # (the events hold it; `merge_history` finds it there)
-        deduped = copy.copy(changes)
-        deduped.events = list(events)
-        rows = changelog_table(deduped)
-        toast = sorted({c for e in events for c in e.unavailable})
-        flags = {TOAST_FLAG + c: pa.array([c in e.unavailable for e in events], pa.bool_())
-                 for c in toast}
-        for name, flag in flags.items():
-            rows = rows.append_column(name, flag)
-        batch = ColumnarChanges(changes.topic, changes.schema_name, changes.table_name,
-                                changes.key_columns, list(changes.column_list),
-                                len(changes.events), rows, toast, changes.target)
-        self.apply_scd2_rows(batch, batch_id, tracked)
+        self.apply_scd2_rows(history_rows(changes, events), batch_id, tracked)
 
     def apply_scd2_rows(self, changes: ColumnarChanges, batch_id: int,
                         tracked: frozenset[str] | None = None) -> None:

@@ -95,9 +95,6 @@ class FrameTarget(Protocol):
     def merge_history(self, frame: ChangeFrame, batch_id: int,
                       tracked: frozenset[str] | None = None) -> None: ...
 
-    def apply_scd2_rows(self, changes: columnar.ColumnarChanges, batch_id: int,
-                        tracked: frozenset[str] | None = None) -> None: ...
-
 
 class ColumnarTarget(Protocol):
     """A target that takes the driver's column-wise rows (`columnar.ColumnarChanges`) in the
@@ -109,6 +106,9 @@ class ColumnarTarget(Protocol):
 
     def append_changelog_rows(self, changes: columnar.ColumnarChanges, batch_id: int
                               ) -> None: ...
+
+    def apply_scd2_rows(self, changes: columnar.ColumnarChanges, batch_id: int,
+                        tracked: frozenset[str] | None = None) -> None: ...
 
     def changelog_since(self, changes: Any, since: str, keys: Sequence[str]) -> Any: ...
 
@@ -184,8 +184,7 @@ ColumnarPath = tuple[Callable[[str, columnar.Lines], columnar.ColumnarChanges | 
 def columnar_path(mode: str, target: Target, cfg: PipelineConfig | None = None
                   ) -> ColumnarPath | None:
     """(decode, write) of the mode when the target has a column-wise path for it (its
-    `columnar_modes`), else None: SCD1 and the changelog into Delta and Iceberg, SCD2 into a
-    target that builds its history from DataFrames (`merge_history`)."""
+    `columnar_modes`), else None: SCD1, SCD2 and the changelog into Delta and Iceberg."""
     if mode not in columnar_modes(target) or not columnar_enabled():
         return None
     rows = cast(ColumnarTarget, target)
@@ -212,10 +211,10 @@ def history_tracked(cfg: PipelineConfig | None, columns: Sequence[Column]
 
 def apply_history_rows(target: Any, cfg: PipelineConfig | None,
                        changes: columnar.ColumnarChanges, batch_id: int) -> None:
-    """The column-wise SCD2 write of a batch the driver decoded: the target's history MERGE
-    (`merge_history`) of the DataFrame of its rows."""
-    cast(FrameTarget, target).apply_scd2_rows(changes, batch_id,
-                                              history_tracked(cfg, changes.columns))
+    """The column-wise SCD2 write of a batch the driver decoded or netted in Arrow: the
+    target's history MERGE of its events (`apply_scd2_rows`)."""
+    cast(ColumnarTarget, target).apply_scd2_rows(changes, batch_id,
+                                                 history_tracked(cfg, changes.columns))
 
 
 def append_changelog_once(target: ColumnarTarget,

@@ -25,6 +25,10 @@ from headwater.pipeline.change_frame import ChangeFrame
 from headwater.pipeline.changelog_once import OFFSET_DIGITS
 from headwater.pipeline.columnar import OP, SEQ, TOAST_FLAG
 from headwater.pipeline.decode import Column
+from headwater.pipeline.scd2 import ACTION as ACTION  # noqa: PLC0414 (re-exported)
+from headwater.pipeline.scd2 import END as END  # noqa: PLC0414 (re-exported)
+from headwater.pipeline.scd2 import KIND
+from headwater.pipeline.scd2 import START as START  # noqa: PLC0414 (re-exported)
 
 KEY = "__hw_key"  # a row's key as the state table names it (`delta_target.key_json_array`)
 TOMB = "__hw_tomb"
@@ -157,10 +161,6 @@ def first_deliveries(rows: Any, seen: Any | None, keys: tuple[str, ...]) -> Any:
 
 # -- SCD type 2 ---------------------------------------------------------------------------------
 
-START = "__START_AT"  # a version's validity, as `delta_target` names it: [start, end)
-END = "__END_AT"  # null while the version is current
-ACTION = "__hw_action"  # a history row's part in the MERGE: 'u' write it, 'd' remove it
-KIND = "__hw_kind"  # in `scd2_history`'s grouping: 'v' version, 'x' remembered delete, 'e' event
 
 
 def batch_points(rows: Any, keys: tuple[str, ...]) -> tuple[Any, str | None, int]:
@@ -182,17 +182,17 @@ def scd2_history(events: Any, table: Any | None, remembered: Any | None, floor: 
     """The SCD2 rows a batch changes, built on the executors: per key of the batch's events
     (`batch_points`), its stored versions (`table`: the history table, None when there is
     none), its remembered deletes (`remembered`: the state's `scd2_delete` rows) and its
-    events are grouped by key (one task holds a key) and rebuilt by `scd2.rebuild`, the
-    driver's history code itself, with the truncate `floor`.  The result: the rebuilt
-    versions that differ from the stored ones (`__hw_action` 'u') and the stored versions the
-    rebuild dropped ('d', key and start only), in the columns `taken` plus `__START_AT`,
-    `__END_AT` and `__hw_action`.  `columns` are the batch's, `taken` those the table takes
-    (`schema.evolution`).  Lazy: no Spark job of its own."""
+    events are grouped by key (one task holds a key) and rebuilt by `scd2.changed_versions`
+    (`scd2.rebuild`), the delta-rs target's history code itself, with the truncate `floor`.
+    The result: the rebuilt versions that differ from the stored ones (`__hw_action` 'u')
+    and the stored versions the rebuild dropped ('d', key and start only), in the columns
+    `taken` plus `__START_AT`, `__END_AT` and `__hw_action`.  `columns` are the batch's,
+    `taken` those the table takes (`schema.evolution`).  Lazy: no Spark job of its own."""
     from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StringType, StructField, StructType
 
-    from headwater.pipeline.scd2 import Point, Version, rebuild
+    from headwater.pipeline.scd2 import changed_versions
 
     names = [c.name for c in columns]
     keyed = events.where(" AND ".join(["`__op` <> 't'",
@@ -227,41 +227,9 @@ def scd2_history(events: Any, table: Any | None, remembered: Any | None, floor: 
     out_schema = StructType([*(StructField(n, types[n]) for n in taken),
                              *(StructField(c, StringType()) for c in (START, END, ACTION))])
     out_arrow = to_arrow_schema(out_schema, timestamp_utc=True)
-    rank = {"x": 0, "e": 1}
 
     def build(group: pa.Table) -> pa.Table:
-        versions: list[Version] = []
-        points: list[tuple[int, Point]] = []
-        for r in group.to_pylist():
-            kind = r[KIND]
-            row = {n: r[n] for n in names}
-            if kind == "v":
-                versions.append(Version(r[START], r[END], row))
-            elif kind == "x":
-                points.append((rank[kind], Point(r[SEQ], True, None)))
-            else:
-                unsent = frozenset(c for c in toast if r[TOAST_FLAG + c])
-                points.append((rank[kind], Point(r[SEQ], r["__op"] == "d", row, unsent)))
-        # (remembered deletes first: an event of the same sequence replaces them, as in
-        # `DeltaTarget.apply_scd2`)
-        ordered = [p for _r, p in sorted(points, key=lambda rp: rp[0])]
-        stored = {v.start: v for v in versions}
-        out: list[dict[str, Any]] = []
-        rebuilt = rebuild(versions, ordered, tracked, floor)
-        for v in rebuilt:
-            old = stored.get(v.start)
-            row = {n: v.row.get(n) for n in taken}
-            if old is not None and old.end == v.end and all(
-                    old.row.get(n) == row[n] for n in taken):
-                continue  # unchanged: not rewritten
-            out.append({**row, START: v.start, END: v.end, ACTION: "u"})
-        kept = {v.start for v in rebuilt}
-        first = group.slice(0, 1).to_pylist()[0] if group.num_rows else {}
-        for start in stored:
-            if start not in kept:
-                out.append({**{n: None for n in taken}, **{k: first[k] for k in keys},
-                            START: start, END: None, ACTION: "d"})
-        return pa.Table.from_pylist(out, schema=out_arrow)
+        return changed_versions(group, keys, taken, toast, tracked, floor, out_arrow)
 
     return grouped.groupBy(*(q(k) for k in keys)).applyInArrow(build, out_schema)
 
