@@ -35,7 +35,6 @@ import itertools
 import logging
 import os
 import shutil
-import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -509,17 +508,16 @@ def net_buckets(spark: Any, changes: ColumnarChanges, files: list[str], buckets:
     sc = spark.sparkContext
     sc.setJobDescription(f"headwater: net {len(files)} parts of {changes.topic} across "
                          f"{buckets} buckets of keys")
-    t0 = time.monotonic()
     try:
         staged = sc.parallelize(range(buckets), buckets).mapPartitions(work).collect()
     finally:
         sc.setJobDescription(None)
-    t1 = time.monotonic()
-    # (a part is staged only with rows, so some bucket has keys)
-    rows = pa.concat_tables([pq.read_table(f) for f in staged if f is not None],
-                            promote_options="permissive")
-    log.info("%s: net of %d parts in %d buckets of keys on the executors %.2fs, read back "
-             "%.2fs", changes.topic, len(files), buckets, t1 - t0, time.monotonic() - t1)
+    nets = [pq.read_table(f) for f in staged if f is not None]
+    if not nets:
+        return net_fragments(pa.concat_tables([pq.read_table(f) for f in files],
+                                              promote_options="permissive"),
+                             list(changes.columns), changes.key_columns, list(changes.toast))
+    rows = pa.concat_tables(nets, promote_options="permissive")
     return rows.take(pc.sort_indices(rows.column(SEQ)))
 
 
@@ -537,7 +535,7 @@ def net_bucket(files: list[str], columns: list[Column], keys: tuple[str, ...],
     net = net_fragments(rows, columns, keys, toast)
     folder = Path(files[0]).parent
     path = folder / f"{name}-{bucket}.parquet"
-    tmp = folder / f".{path.name}.{uuid.uuid4().hex}.tmp"
+    tmp = folder / f".{path.name}.tmp"
     pq.write_table(net, tmp)
     os.replace(tmp, path)
     return str(path)
