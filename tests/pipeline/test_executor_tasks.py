@@ -321,35 +321,3 @@ def test_the_python_workers_import_the_installed_pyspark_not_its_zip(spark: Any)
     for origin, archives in got:
         assert origin.startswith(package) and ".zip" not in origin, origin
         assert not [a for a in archives if a.startswith(package)], archives
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_net_by_buckets_of_keys_equals_the_drivers_net(spark: Any, tmp_path: Path,
-                                                       seed: int) -> None:
-    """`tasks.net_buckets` (a Spark task per bucket of keys nets the parts' fragments of its
-    keys) gives the rows of the driver's net across the same parts, in the same order: TOAST
-    carries and re-deliveries across parts, event-by-event parts, deletes; with more buckets
-    than keys some buckets are empty."""
-    rng = random.Random(90 + seed)
-    records = workload(rng, mysql=seed == 2, toast=seed != 2, n=500, keys=25)
-    write(tmp_path / "topics", records, segment_bytes=64 << 10)
-    parts = cuts(rng, len(records), 4)
-    results = staged_results(tmp_path / "topics", tmp_path / "staging", parts, "scd1",
-                             {parts[1].part} if seed else set())
-    want = tasks.net_across_parts(results, "scd1")
-    batch = tasks.staged_batch(results)
-    assert want is not None and batch is not None
-    changes, files = batch
-    for buckets in (3, 40):
-        got = tasks.StagedChanges(changes, tasks.net_buckets(spark, changes, files, buckets),
-                                  "scd1")
-        assert_same(got.to_columnar(), want.to_columnar())
-        nets = list((tmp_path / "staging" / TOPIC).glob("net-*.parquet"))
-        assert 1 < len(nets) <= buckets  # staged by the tasks, one file per bucket with keys
-        for f in nets:
-            f.unlink()
-    # a session runs an SCD1 batch of several parts this way (local[2]: two buckets)
-    staged = tasks.net_across_parts(results, "scd1", spark=spark)
-    assert staged is not None
-    assert_same(staged.to_columnar(), want.to_columnar())
-    assert len(list((tmp_path / "staging" / TOPIC).glob("net-*.parquet"))) == 2

@@ -301,7 +301,7 @@ def apply_staged(spark: Any, topic: str, parts: list[tasks.PartResult], batch_id
     try:
         for table in tasks.tables(parts):
             one = (FRAMES[cfg.mode](spark, table) if on_executors
-                   else tasks.net_across_parts(table, cfg.mode, types, spark))
+                   else tasks.net_across_parts(table, cfg.mode, types))
             if one is not None:
                 batches.append(one)
     except tasks.Refused as exc:

@@ -451,28 +451,21 @@ def staged_batch(parts: list[PartResult], target_types: TargetTypes | None = Non
 
 
 def net_across_parts(parts: list[PartResult], mode: str,
-                     target_types: TargetTypes | None = None,
-                     spark: Any = None) -> StagedChanges | None:
-    """One table's batch from its staged parts (None: no events), netted in Arrow
-    (`part_net`); raises `Refused` for a batch this path leaves to the driver's event path.
+                     target_types: TargetTypes | None = None) -> StagedChanges | None:
+    """One table's batch from its staged parts (None: no events), netted in the driver;
+    raises `Refused` for a batch this path leaves to the driver's event path.
 
-    With a Spark session, an SCD1 batch of Debezium rows in several parts is netted on the
-    executors, one task per bucket of keys (`net_buckets`), and the driver only reads the
-    buckets' net rows: the net is O(fragments), about a million at a million events in six
-    parts (2-4 s of the driver's CPU, while the executors waited), the net rows O(keys).
-    Otherwise the driver reads the staged parts and nets them.  (A Spark SQL job over the
-    parts, a window and a group-by, cost seconds of executor time per batch that more
-    executors did not shorten.)  A target that takes DataFrames has Debezium rows netted on
-    the executors by Spark instead (`executor_net`).  Datastream's parts are typed as the
-    batch (`datastream.conform`), re-deliveries across parts dropped by `uuid`, and the
-    offsets cut off the net's sequences (`datastream.staged`)."""
+    The driver reads the staged parts and nets them in Arrow (`part_net`): the parts are
+    already netted, so this is a fraction of a second where a Spark SQL job over them cost
+    seconds of executor time that more executors did not shorten.  A target that takes
+    DataFrames has Debezium rows netted on the executors instead (`executor_net`).
+    Datastream's parts are typed as the batch (`datastream.conform`), re-deliveries across
+    parts dropped by `uuid`, and the offsets cut off the net's sequences
+    (`datastream.staged`)."""
     batch = staged_batch(parts, target_types)
     if batch is None:
         return None
     changes, files = batch
-    buckets = int(spark.sparkContext.defaultParallelism) if spark is not None else 1
-    if mode == "scd1" and parts[0].model != DATASTREAM and len(files) > 1 and buckets > 1:
-        return StagedChanges(changes, net_buckets(spark, changes, files, buckets), mode)
     read = [pq.read_table(f) for f in files]
     if parts[0].model == DATASTREAM:
         read = [datastream.conform(r, changes.columns) for r in read]
@@ -489,63 +482,3 @@ def net_across_parts(parts: list[PartResult], mode: str,
         rows = rows.set_column(rows.schema.get_field_index(SEQ), SEQ, pc.utf8_slice_codeunits(
             rows.column(SEQ), 0, -datastream.SEQ_SUFFIX))
     return StagedChanges(changes, rows, mode)
-
-
-def net_buckets(spark: Any, changes: ColumnarChanges, files: list[str], buckets: int
-                ) -> pa.Table:
-    """The net rows of one table's staged SCD1 parts (`files`), netted on the executors: a
-    task per bucket of keys reads the parts' fragments of its keys, nets them
-    (`net_fragments`: the net is per key, so the buckets' nets together are the batch's)
-    and stages them beside the parts under a name of this call's own (a late task of a
-    killed driver never replaces them); the driver reads them back, in sequence order."""
-    spec = (files, list(changes.columns), changes.key_columns, list(changes.toast), buckets,
-            f"net-{uuid.uuid4().hex}")
-
-    def work(numbers: Iterable[int]) -> Iterator[str | None]:
-        for b in numbers:
-            yield net_bucket(*spec, b)
-
-    sc = spark.sparkContext
-    sc.setJobDescription(f"headwater: net {len(files)} parts of {changes.topic} across "
-                         f"{buckets} buckets of keys")
-    try:
-        staged = sc.parallelize(range(buckets), buckets).mapPartitions(work).collect()
-    finally:
-        sc.setJobDescription(None)
-    nets = [pq.read_table(f) for f in staged if f is not None]
-    if not nets:
-        return net_fragments(pa.concat_tables([pq.read_table(f) for f in files],
-                                              promote_options="permissive"),
-                             list(changes.columns), changes.key_columns, list(changes.toast))
-    rows = pa.concat_tables(nets, promote_options="permissive")
-    return rows.take(pc.sort_indices(rows.column(SEQ)))
-
-
-def net_bucket(files: list[str], columns: list[Column], keys: tuple[str, ...],
-               toast: list[str], buckets: int, name: str, bucket: int) -> str | None:
-    """A task of `net_buckets`: the net of bucket `bucket`'s keys, staged as Parquet beside
-    the parts; None when no fragment has a key of the bucket."""
-    read = []
-    for f in files:
-        part = pq.read_table(f)
-        read.append(part.filter(pa.array(key_buckets(part, keys, buckets) == bucket)))
-    rows = pa.concat_tables(read, promote_options="permissive")
-    if not rows.num_rows:
-        return None
-    net = net_fragments(rows, columns, keys, toast)
-    folder = Path(files[0]).parent
-    path = folder / f"{name}-{bucket}.parquet"
-    tmp = folder / f".{path.name}.tmp"
-    pq.write_table(net, tmp)
-    os.replace(tmp, path)
-    return str(path)
-
-
-def key_buckets(rows: pa.Table, keys: tuple[str, ...], buckets: int) -> Any:
-    """Each row's bucket of its key: a hash of the key's values that every process computes
-    alike (pandas' `hash_pandas_object`, a fixed-key SipHash; Python's `hash` is salted per
-    process)."""
-    from pandas.util import hash_pandas_object  # type: ignore[import-untyped]
-
-    hashed = hash_pandas_object(rows.select(list(keys)).to_pandas(), index=False)
-    return hashed.to_numpy() % buckets
