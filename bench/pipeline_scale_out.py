@@ -3,9 +3,11 @@ then of two single-core workers, in one run; prints each run's seconds and chang
 throughput ratio (issue 25 asks >= 1.6 on a 2-core machine).
 
 Each run gets a cluster of its own (`headwater.testing.spark_cluster`), a session on it, a
-first query of 100 events (the session's and executors' start-up, not timed), then the timed
-`--once` run of the N events into a fresh table and checkpoint; the table's row count is
-checked against the generator's final state.  Each run also prints the CPU seconds of the
+first query of 50,000 events through the executors (the session's and executors' start-up,
+not timed), then the timed `--once` run of the N events into a fresh table and checkpoint,
+with the pipeline's default settings; the table's row count is checked against the
+generator's final state, and the run's micro-batches are counted from its checkpoint's
+commit log.  Each run also prints the CPU seconds of the
 driver and of the executors during the timed run (from /proc): on a machine shared with other
 work the wall-clock ratio says little, the CPU split says where the work ran.  With
 `--writer spark` the batches are netted across parts and merged by delta-spark on the executors
@@ -67,8 +69,10 @@ def timed_run(work: Path, workers: int, changes: int,
             check(work, f"delta-{workers}", state)
         finally:
             spark.stop()
+    commits = work / f"delta-{workers}-checkpoint" / "commits"
+    batches = sum(1 for p in commits.iterdir() if p.name.isdigit())
     print(f"{workers} worker(s), Delta writer {writer}: {seconds:6.2f} s, "
-          f"{changes / seconds:,.0f} changes/s; CPU: "
+          f"{changes / seconds:,.0f} changes/s, {batches} micro-batches; CPU: "
           f"driver {driver:.1f} s, executors {executors:.1f} s; load average "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     return seconds

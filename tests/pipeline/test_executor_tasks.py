@@ -120,6 +120,9 @@ def test_the_stage_runs_as_spark_tasks_and_plans_by_segments(spark: Any, tmp_pat
     # a big range: more parts than cores, none above the cap; a small one: a single part
     big = tasks.plan(root, {TOPIC: (0, 600)}, parallelism=2, min_records=10, max_records=150)
     assert len(big) == 4 and all(t.end - t.start <= 150 * 1.5 for t in big)
+    # more parts than cores: whole rounds of them (700 / 150 makes 5 parts, 3 rounds on 2)
+    assert len(tasks.plan(root, {TOPIC: (0, 700)}, parallelism=2, min_records=10,
+                          max_records=150)) == 6
     assert len(tasks.plan(root, {TOPIC: (0, 600)}, parallelism=2)) == 1
     results = tasks.run_stage(spark, root, tmp_path / "ckpt", 4, "scd1",
                               {TOPIC: (0, len(records))}, min_records=100)

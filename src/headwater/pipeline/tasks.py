@@ -72,7 +72,8 @@ log = logging.getLogger("headwater.pipeline.tasks")
 # worker, the segment's mapping) costs more than the decode it spares the others.
 MIN_TASK_RECORDS = 10_000
 # ... and at most this many: a task's payload buffers stay a few hundred MB, and a big batch
-# makes more tasks than cores, which Spark hands out as cores free up.
+# makes more tasks than cores, which Spark hands out as cores free up (a whole number of
+# rounds of them: `plan`).
 MAX_TASK_RECORDS = 250_000
 
 
@@ -100,16 +101,20 @@ def plan(root: Path, ranges: dict[str, tuple[int, int]], parallelism: int,
          min_records: int = MIN_TASK_RECORDS, max_records: int = MAX_TASK_RECORDS,
          models: Mapping[str, str] | None = None) -> list[Task]:
     """Each topic's range cut into `parallelism` parts of at least `min_records` offsets (fewer
-    for a small range), or more parts when a part would exceed `max_records`.  A cut moves to
-    a segment's first offset when one lies within a quarter part of it, so that most tasks map
-    whole segments (a task starting inside a segment skims the lines before its first
-    offset)."""
+    for a small range), or, when a part would exceed `max_records`, into a multiple of
+    `parallelism` parts: five parts on two cores would run in three rounds, the last with a
+    core idle, where six run in two.  A cut moves to a segment's first offset when one lies
+    within a quarter part of it, so that most tasks map whole segments (a task starting inside
+    a segment skims the lines before its first offset)."""
     tasks: list[Task] = []
     for topic, (start, end) in sorted(ranges.items()):
         size = end - start
         if size <= 0:
             continue
-        n = max(1, min(parallelism, size // max(1, min_records)), -(-size // max_records))
+        n = max(1, min(parallelism, size // max(1, min_records)))
+        if size > n * max_records:
+            rounds = -(-size // (max(1, parallelism) * max_records))
+            n = rounds * max(1, parallelism)
         bases = [s.base for s in live_segments(root / topic) if start < s.base < end]
         cuts = [start]
         for i in range(1, n):
