@@ -32,10 +32,11 @@ SKIP = {"schema.history.internal.skip.unparseable.ddl": "true", "decimal.handlin
 def refuse_marked_statements(monkeypatch: pytest.MonkeyPatch) -> None:
     original = schema_catalog.MySqlSchema.apply
 
-    def apply(self: schema_catalog.MySqlSchema, sql: str, database: str | None) -> Any:
+    def apply(self: schema_catalog.MySqlSchema, sql: str, database: str | None,
+              ansi_quotes: bool | None = None) -> Any:
         if MARKER in sql:
             raise DdlParseError("refused by the test", sql, 0, sql.split(maxsplit=1)[0])
-        return original(self, sql, database)
+        return original(self, sql, database, ansi_quotes)
 
     monkeypatch.setattr(schema_catalog.MySqlSchema, "apply", apply)
 
