@@ -104,11 +104,24 @@ class KafkaPart:
         self.decode = decode
 
     def _check_events(self) -> None:
+        """Debezium rows only: a topic of another model (learnt by the driver at its first
+        batch, for a configuration that declares none) goes to the driver's appliers."""
+        import orjson
+
+        from headwater.pipeline.datastream.events import is_datastream_event
         from headwater.pipeline.kafka_batch import is_document_value
 
         first = _first_valid(self.values)  # (drop_null copied every value to read one)
-        if first is not None and is_document_value(first):
+        if first is None:
+            return
+        if is_document_value(first):
             raise Refused(f"topic {self.topic}: MongoDB document events")
+        try:
+            datastream = is_datastream_event(orjson.loads(first))
+        except orjson.JSONDecodeError:
+            return  # the decoder says what is wrong with it
+        if datastream:
+            raise Refused(f"topic {self.topic}: Datastream events")
 
     def lines(self) -> columnar.Lines:
         from headwater.pipeline.kafka_batch import arrow_lines, lines
