@@ -217,6 +217,25 @@ def is_document_value(value: bytes) -> bool:
     return bool(is_document_event(value))
 
 
+def value_model(value: bytes) -> str:
+    """The event model one record value shows: MongoDB documents, Datastream events, else
+    Debezium rows (a value that is no JSON at all is left to the rows decoder, which says
+    what is wrong with it)."""
+    import orjson
+
+    from headwater.pipeline import capabilities
+    from headwater.pipeline.datastream.events import is_datastream_event
+
+    if is_document_value(value):
+        return capabilities.DOCUMENTS
+    try:
+        if is_datastream_event(orjson.loads(value)):
+            return capabilities.DATASTREAM
+    except orjson.JSONDecodeError:
+        pass
+    return capabilities.ROWS
+
+
 # Event models learnt from a topic's records, per (brokers, topic), for configurations that
 # declare none: a topic pays one look at its first value per run, not per batch.
 _LEARNT: dict[tuple[str, str], str] = {}
@@ -234,26 +253,15 @@ def topic_model(topics: KafkaTopics, cfg: PipelineConfig, topic: str,
     and checked against the capabilities table as a declared one is at start."""
     import dataclasses
 
-    import orjson
-
     from headwater.pipeline import capabilities
     from headwater.pipeline.config import capability_cell
-    from headwater.pipeline.datastream.events import is_datastream_event
 
     known = known_model(topics, cfg, topic)
     if known is not None:
         return known
     if value is None:  # only tombstones so far: nothing to apply either way
         return capabilities.ROWS
-    model = capabilities.ROWS
-    if is_document_value(value):
-        model = capabilities.DOCUMENTS
-    else:
-        try:
-            if is_datastream_event(orjson.loads(value)):
-                model = capabilities.DATASTREAM
-        except orjson.JSONDecodeError:
-            pass
+    model = value_model(value)
     if model != capabilities.ROWS:
         capabilities.require(dataclasses.replace(capability_cell(cfg), model=model))
     _LEARNT[(topics.config.get("bootstrap.servers", ""), topic)] = model

@@ -106,22 +106,13 @@ class KafkaPart:
     def _check_events(self) -> None:
         """Debezium rows only: a topic of another model (learnt by the driver at its first
         batch, for a configuration that declares none) goes to the driver's appliers."""
-        import orjson
-
-        from headwater.pipeline.datastream.events import is_datastream_event
-        from headwater.pipeline.kafka_batch import is_document_value
+        from headwater.pipeline import capabilities
+        from headwater.pipeline.kafka_batch import value_model
 
         first = _first_valid(self.values)  # (drop_null copied every value to read one)
-        if first is None:
-            return
-        if is_document_value(first):
-            raise Refused(f"topic {self.topic}: MongoDB document events")
-        try:
-            datastream = is_datastream_event(orjson.loads(first))
-        except orjson.JSONDecodeError:
-            return  # the decoder says what is wrong with it
-        if datastream:
-            raise Refused(f"topic {self.topic}: Datastream events")
+        model = capabilities.ROWS if first is None else value_model(first)
+        if model != capabilities.ROWS:
+            raise Refused(f"topic {self.topic}: {capabilities.MODEL_NAMES[model]}")
 
     def lines(self) -> columnar.Lines:
         from headwater.pipeline.kafka_batch import arrow_lines, lines
