@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from headwater import __version__
 from headwater.model.schema import INT64, STRING, STRUCT, ConnectField, ConnectSchema
 
@@ -83,3 +85,19 @@ def common_source_values(
         "ts_us": ts_us,
         "ts_ns": ts_us * 1000,
     }
+
+
+# For the blocks' `json_renderer` (formats.debezium_json.SourceBlock): `%` templates of the
+# payload's JSON with what depends only on the table version and the context rendered once.
+def json_constant(value: Any) -> bytes:
+    """`value`'s JSON for a `%` template: a `%` in it doubled."""
+    return orjson.dumps(value).replace(b"%", b"%%")
+
+
+def snapshot_json() -> dict[str, bytes]:
+    """Each SnapshotMarker's JSON by the member's `_value_` (an Enum's own hash and `.value`
+    are Python calls, one per event otherwise)."""
+    from headwater.model.record import SnapshotMarker
+
+    return {m._value_: orjson.dumps(m.value) for m in SnapshotMarker}
+

@@ -1,6 +1,6 @@
 """What the cheaper MySQL streaming path must keep: a binlog codec's memoised converters answer
-by object, never by equality; the source block's per-table template never leaks between
-tables, contexts or records; a rows event converted column by column gives the row-by-row
+by object, never by equality; the source block's per-table JSON template writes the
+payload's bytes; a rows event converted column by column gives the row-by-row
 values, and a failing value still goes through the dispatcher's converting failure mode."""
 
 from __future__ import annotations
@@ -89,6 +89,23 @@ def test_the_source_block_is_the_full_block_of_each_record() -> None:
     payloads[0]["row"] = 99  # a record's block is its own
     assert block.payload(_record(orders, 3))["row"] == 3
 
+
+
+@pytest.mark.parametrize("position", [
+    MySqlPosition("mysql-bin.000003", 400, 2, 7, "0-7-9", 11, "INSERT INTO t VALUES ('%d \"x\"')"),
+    MySqlPosition("mysql-bin.000004", 4, 0, 1, None, None, None),
+])
+@pytest.mark.parametrize("snapshot", list(SnapshotMarker))
+def test_the_source_json_is_its_payload_serialized(position: MySqlPosition,
+                                                   snapshot: SnapshotMarker) -> None:
+    """The hot path's per-table template of the `source` block writes what serializing the
+    payload dict writes, also for null positions and `%` or quotes in names and the query."""
+    block = MySqlSourceBlock("mariadb")
+    table = _codec("or%sders").schema
+    ctx = SourceContext("mariadb", "sh%dop", "3.5%")
+    record = ChangeRecord(ctx, table, Op.CREATE, None, (1, None, None, None), 5, 5, snapshot,
+                          position)
+    assert block.json_renderer(table, ctx)(record) == orjson.dumps(block.payload(record))
 
 def _dispatcher(mode: str) -> EventDispatcher:
     return EventDispatcher(CONTEXT, DispatchOptions(converting_failure_mode=mode),

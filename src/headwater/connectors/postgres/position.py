@@ -11,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import orjson
-
-from headwater.model.record import ChangeRecord, SnapshotMarker, SourceContext
+from headwater.model.record import ChangeRecord, SourceContext
 from headwater.model.schema import INT64, STRING, TableSchema
-from headwater.model.source_block import source_field, source_schema
+from headwater.model.source_block import (
+    json_constant,
+    snapshot_json,
+    source_field,
+    source_schema,
+)
 
 
 class PostgresPosition(NamedTuple):
@@ -106,9 +109,7 @@ class PostgresSourceBlock:
         them (version, connector, name, db, schema, table) rendered once: per event, one `%`
         of the numbers into the template (the capture's hot path; the same bytes as
         `orjson.dumps(payload(record))`, tests/unit/test_debezium_format.py)."""
-        def const(value: Any) -> bytes:
-            return orjson.dumps(value).replace(b"%", b"%%")
-
+        const = json_constant
         tid = table.id
         template = (
             b'{"version":' + const(context.connector_version) + b',"connector":'
@@ -118,8 +119,7 @@ class PostgresSourceBlock:
             + b',"sequence":"[%s,\\"%d\\"]","ts_us":%d,"ts_ns":%d,"schema":'
             + const(tid.schema) + b',"table":' + const(tid.table)
             + b',"txId":%s,"lsn":%d,"xmin":%s,"origin":null,"origin_lsn":null}')
-        # By the member's `_value_`: an Enum's own hash and `.value` are Python calls.
-        snapshots = {m._value_: orjson.dumps(m.value) for m in SnapshotMarker}
+        snapshots = snapshot_json()
         null = b"null"
 
         def render(record: ChangeRecord) -> bytes:
