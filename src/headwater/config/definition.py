@@ -109,6 +109,16 @@ class PropertyType(StrEnum):
     PATH = "path"  # pathlib.Path, relative paths resolved against the config file's directory
 
 
+# What a value of each type must be (Property.expectation); the number types add their range.
+_EXPECTED: Final = MappingProxyType({
+    PropertyType.STRING: "a string", PropertyType.PASSWORD: "a string",
+    PropertyType.INT: "an integer", PropertyType.LONG: "an integer",
+    PropertyType.DOUBLE: "a number", PropertyType.BOOLEAN: "true or false",
+    PropertyType.LIST: "a comma-separated list", PropertyType.PATH: "a file system path",
+})
+_RANGED: Final = frozenset({PropertyType.INT, PropertyType.LONG, PropertyType.DOUBLE})
+
+
 @dataclass(frozen=True, slots=True)
 class Property:
     """One configuration property.
@@ -157,17 +167,10 @@ class Property:
         """Human description of acceptable values (used in error messages and docs)."""
         if self.type is PropertyType.ENUM:
             return "one of " + ", ".join(self.allowed)
-        if self.type in (PropertyType.INT, PropertyType.LONG):
-            return "an integer" + _range_text(self.min_value, self.max_value)
-        if self.type is PropertyType.DOUBLE:
-            return "a number" + _range_text(self.min_value, self.max_value)
-        if self.type is PropertyType.BOOLEAN:
-            return "true or false"
-        if self.type is PropertyType.LIST:
-            return "a comma-separated list"
-        if self.type is PropertyType.PATH:
-            return "a file system path"
-        return "a string"
+        text = _EXPECTED[self.type]
+        if self.type in _RANGED:
+            return text + _range_text(self.min_value, self.max_value)
+        return text
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,23 +35,23 @@ SEP: Final = "\x1f"
 _EPOCH: Final = dt.datetime(1970, 1, 1)
 
 
+# The module docstring's table as data: (is this Arrow type, its kind); the type groups are
+# disjoint, so the order does not matter.
+_KINDS: Final[tuple[tuple[Callable[[pa.DataType], bool], str], ...]] = (
+    (pa.types.is_integer, "int"),
+    (pa.types.is_string, "text"),
+    (pa.types.is_large_string, "text"),
+    (pa.types.is_boolean, "bool"),
+    (pa.types.is_decimal, "decimal"),
+    (pa.types.is_floating, "float"),
+    (pa.types.is_date32, "date"),
+    (pa.types.is_timestamp, "timestamp"),
+)
+
+
 def kind(arrow: pa.DataType) -> str | None:
     """The canonical kind of a target column, or None when it is not compared."""
-    if pa.types.is_integer(arrow):
-        return "int"
-    if pa.types.is_string(arrow) or pa.types.is_large_string(arrow):
-        return "text"
-    if pa.types.is_boolean(arrow):
-        return "bool"
-    if pa.types.is_decimal(arrow):
-        return "decimal"
-    if pa.types.is_floating(arrow):
-        return "float"
-    if pa.types.is_date32(arrow):
-        return "date"
-    if pa.types.is_timestamp(arrow):
-        return "timestamp"
-    return None
+    return next((name for is_kind, name in _KINDS if is_kind(arrow)), None)
 
 
 def _decimal(v: decimal.Decimal) -> str:
