@@ -94,6 +94,15 @@ def json_constant(value: Any) -> bytes:
     return orjson.dumps(value).replace(b"%", b"%%")
 
 
+def json_head(context: Any, db: str | None) -> bytes:
+    """A template's common fields up to `db`, as `common_source_values` orders them (`ts_ms`
+    and `snapshot` left as `%d` and `%s`); the connector's template goes on at `,"sequence":`."""
+    const = json_constant
+    return (b'{"version":' + const(context.connector_version) + b',"connector":'
+            + const(context.kind) + b',"name":' + const(context.server_name)
+            + b',"ts_ms":%d,"snapshot":%s,"db":' + const(db))
+
+
 def snapshot_json() -> dict[str, bytes]:
     """Each SnapshotMarker's JSON by the member's `_value_` (an Enum's own hash and `.value`
     are Python calls, one per event otherwise)."""

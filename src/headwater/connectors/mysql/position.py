@@ -25,6 +25,7 @@ from headwater.model.schema import INT32, INT64, STRING, ConnectSchema, TableSch
 from headwater.model.source_block import (
     common_source_values,
     json_constant,
+    json_head,
     snapshot_json,
     source_field,
     source_schema,
@@ -114,26 +115,12 @@ class MySqlSourceBlock:
     def payload(self, record: ChangeRecord) -> dict[str, Any]:
         pos: MySqlPosition = record.position
         table = record.table.id
-        return {
-            "version": record.context.connector_version,
-            "connector": record.context.kind,  # "mysql", or "mariadb" for the MariaDB class
-            "name": record.context.server_name,
-            "ts_ms": record.source_ts_ms,
-            "snapshot": record.snapshot,
-            "db": table.database,
-            "sequence": None,
-            # Debezium 3.x: the binlog event's time (whole seconds) in µs and ns
-            "ts_us": record.source_ts_ms * 1000,
-            "ts_ns": record.source_ts_ms * 1_000_000,
-            "table": table.table,
-            "server_id": pos.server_id,
-            "gtid": pos.gtid,
-            "file": pos.file,
-            "pos": pos.pos,
-            "row": pos.row,
-            "thread": pos.thread,
-            "query": pos.query,
-        }
+        # Debezium 3.x's ts_us/ts_ns: the binlog event's time (whole seconds) in µs and ns
+        block = common_source_values(record.context, record.source_ts_ms, record.snapshot,
+                                     table.database)
+        block.update(table=table.table, server_id=pos.server_id, gtid=pos.gtid, file=pos.file,
+                     pos=pos.pos, row=pos.row, thread=pos.thread, query=pos.query)
+        return block
 
     def json_renderer(self, table: TableSchema, context: SourceContext
                       ) -> Callable[[ChangeRecord], bytes]:
@@ -144,9 +131,7 @@ class MySqlSourceBlock:
         const = json_constant
         tid = table.id
         template = (
-            b'{"version":' + const(context.connector_version) + b',"connector":'
-            + const(context.kind) + b',"name":' + const(context.server_name)
-            + b',"ts_ms":%d,"snapshot":%s,"db":' + const(tid.database)
+            json_head(context, tid.database)
             + b',"sequence":null,"ts_us":%d,"ts_ns":%d,"table":' + const(tid.table)
             + b',"server_id":%d,"gtid":%s,"file":%s,"pos":%d,"row":%d,"thread":%s,'
             b'"query":%s}')

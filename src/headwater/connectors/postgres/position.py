@@ -14,7 +14,9 @@ from typing import Any, NamedTuple
 from headwater.model.record import ChangeRecord, SourceContext
 from headwater.model.schema import INT64, STRING, TableSchema
 from headwater.model.source_block import (
+    common_source_values,
     json_constant,
+    json_head,
     snapshot_json,
     source_field,
     source_schema,
@@ -38,12 +40,15 @@ class PostgresPosition(NamedTuple):
     def order_key(self) -> tuple[int, int]:
         return (self.commit_lsn, self.lsn)
 
+    @property
+    def sequence(self) -> str:
+        """`source.sequence`: the stringified JSON array ["<last commit lsn>", "<lsn>"]."""
+        last = self.last_commit_lsn
+        return f'["{last}","{self.lsn}"]' if last is not None else f'[null,"{self.lsn}"]'
+
     def source_fields(self) -> dict[str, Any]:
         """The `source` fields the position makes (headwater.model.position.Position)."""
-        last = self.last_commit_lsn
-        return {"sequence": f'["{last}","{self.lsn}"]' if last is not None
-                else f'[null,"{self.lsn}"]',
-                "txId": self.tx_id, "lsn": self.lsn, "xmin": self.xmin}
+        return {"sequence": self.sequence, "txId": self.tx_id, "lsn": self.lsn, "xmin": self.xmin}
 
 
 POSTGRES_SOURCE_SCHEMA = source_schema(
@@ -74,34 +79,14 @@ class PostgresSourceBlock:
     def payload(self, record: ChangeRecord) -> dict[str, Any]:
         pos: PostgresPosition = record.position
         table = record.table.id
-        last = pos.last_commit_lsn
-        # The stringified JSON array ["<last commit lsn>", "<lsn>"] (an f-string: hot path).
-        sequence = (
-            f'["{last}","{pos.lsn}"]' if last is not None else f'[null,"{pos.lsn}"]'
-        )
         # Debezium 3.x's source.ts_us/ts_ns: the commit time's microseconds (pgoutput sends
-        # them); snapshot reads and non-transactional messages have milliseconds only.
-        ts_us = pos.commit_ts_us
-        if ts_us is None:
-            ts_us = record.source_ts_ms * 1000
-        return {
-            "version": record.context.connector_version,
-            "connector": record.context.kind,  # "postgresql"
-            "name": record.context.server_name,
-            "ts_ms": record.source_ts_ms,
-            "snapshot": record.snapshot,  # an Enum: orjson writes its value
-            "db": table.database,
-            "sequence": sequence,
-            "ts_us": ts_us,
-            "ts_ns": ts_us * 1000,
-            "schema": table.schema,
-            "table": table.table,
-            "txId": pos.tx_id,
-            "lsn": pos.lsn,
-            "xmin": pos.xmin,
-            "origin": None,
-            "origin_lsn": None,
-        }
+        # them); snapshot reads and non-transactional messages have milliseconds only (None).
+        block = common_source_values(record.context, record.source_ts_ms, record.snapshot,
+                                     table.database, pos.commit_ts_us)
+        block["sequence"] = pos.sequence
+        block.update(schema=table.schema, table=table.table, txId=pos.tx_id, lsn=pos.lsn,
+                     xmin=pos.xmin, origin=None, origin_lsn=None)
+        return block
 
     def json_renderer(self, table: TableSchema, context: SourceContext
                       ) -> Callable[[ChangeRecord], bytes]:
@@ -112,9 +97,7 @@ class PostgresSourceBlock:
         const = json_constant
         tid = table.id
         template = (
-            b'{"version":' + const(context.connector_version) + b',"connector":'
-            + const(context.kind) + b',"name":' + const(context.server_name)
-            + b',"ts_ms":%d,"snapshot":%s,"db":' + const(tid.database)
+            json_head(context, tid.database)
             # the stringified array ["<last commit lsn>","<lsn>"], inside a JSON string
             + b',"sequence":"[%s,\\"%d\\"]","ts_us":%d,"ts_ns":%d,"schema":'
             + const(tid.schema) + b',"table":' + const(tid.table)
