@@ -331,8 +331,6 @@ def build_runtime(cfg: CaptureConfig) -> CaptureRuntime:
             tombstones_on_delete=cfg.tombstones_on_delete,
             toasted_value_placeholder=parts.unavailable_value_placeholder,
             provide_transaction_metadata=cfg.provide_transaction_metadata,
-            transaction_topic=cfg.topic_transaction,
-            heartbeat_topic_prefix=cfg.topic_heartbeat_prefix,
             topic_naming=naming,
             context_headers=cfg.extended_headers_enabled,
             header_converter=headers,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from headwater.capture import topic_naming
+from headwater.capture import build_runtime, topic_naming
 from headwater.config import ConfigError
 from headwater.connectors.mysql.config import validate_mysql_config
 from headwater.connectors.postgres.config import validate_postgres_config
@@ -141,6 +141,10 @@ def test_properties_are_declared_and_validated_for_both_connectors(tmp_path: Pat
     pg, _ = validate_postgres_config({**PG_BASE, "topic.delimiter": "_"}, base_dir=tmp_path)
     assert (pg.topic_naming_strategy, pg.topic_delimiter) == (None, "_")
     assert topic_naming(pg).data_change_topic(PG) == "inv_public_orders"  # PostgreSQL default
+    pg, _ = validate_postgres_config(
+        {**PG_BASE, "topic.transaction": "tx", "topic.heartbeat.prefix": "hb"}, base_dir=tmp_path)
+    assert (topic_naming(pg).transaction_topic(), topic_naming(pg).heartbeat_topic()) == (
+        "inv.tx", "hb.inv")
     my, _ = validate_mysql_config(MY_BASE, base_dir=tmp_path)
     assert topic_naming(my).data_change_topic(MY) == "inv.shop.orders"  # MySQL default
     my, _ = validate_mysql_config({**MY_BASE, "topic.naming.strategy": SCHEMA_STRATEGY},
@@ -150,6 +154,22 @@ def test_properties_are_declared_and_validated_for_both_connectors(tmp_path: Pat
         validate_postgres_config({**PG_BASE, "topic.naming.strategy": "nope"}, base_dir=tmp_path)
     with pytest.raises(ConfigError, match=r"topic.delimiter"):
         validate_mysql_config({**MY_BASE, "topic.delimiter": "a b"}, base_dir=tmp_path)
+
+
+def test_the_capture_writes_transactions_and_heartbeats_on_the_configured_topics(
+        tmp_path: Path) -> None:
+    cfg, _ = validate_postgres_config({
+        **PG_BASE, "topic.transaction": "tx", "topic.heartbeat.prefix": "hb",
+        "provide.transaction.metadata": "true",
+        "offset.storage.file.filename": str(tmp_path / "o.json"),
+        "headwater.topics.dir": str(tmp_path / "topics")}, base_dir=tmp_path)
+    runtime = build_runtime(cfg)
+    runtime.writer.close()
+    fmt = runtime.renderer
+    assert isinstance(fmt, DebeziumJsonFormat)
+    tx = fmt.render(TransactionEvent(CTX, "BEGIN", "1", 0, None, None, None))
+    hb = fmt.render(HeartbeatEvent(CTX, 0, None))
+    assert [t for t, _ in tx + hb] == ["inv.tx", "hb.inv"]
 
 
 def test_format_takes_every_topic_name_from_the_naming() -> None:
@@ -162,9 +182,14 @@ def test_format_takes_every_topic_name_from_the_naming() -> None:
     hb = fmt.render(HeartbeatEvent(CTX, 0, None))
     assert [t for t, _ in tx + hb] == ["inv-tx", "__debezium-heartbeat-inv"]
     # without a naming: each connector's Debezium default, from the context's server name
-    plain = DebeziumJsonFormat(PostgresSourceBlock())
+    plain = DebeziumJsonFormat(PostgresSourceBlock(), provide_transaction_metadata=True)
     assert plain.render(record(Op.CREATE, None, ANNE, table=customers()))[0][0] == (
         "PostgreSQL_server.public.customers")
+    # ... and the default transaction topic and heartbeat prefix
+    tx = plain.render(TransactionEvent(CTX, "BEGIN", "1", 0, None, None, None))
+    hb = plain.render(HeartbeatEvent(CTX, 0, None))
+    assert [t for t, _ in tx + hb] == [
+        "PostgreSQL_server.transaction", "__debezium-heartbeat.PostgreSQL_server"]
 
 
 @pytest.mark.parametrize("strategy", [SCHEMA_STRATEGY, DEFAULT_STRATEGY, SCHEMA_UNICODE_STRATEGY,

@@ -335,15 +335,14 @@ class DebeziumJsonFormat:
         tombstones_on_delete: bool = True,
         toasted_value_placeholder: str = "__debezium_unavailable_value",
         provide_transaction_metadata: bool = False,
-        transaction_topic: str = "transaction",
-        heartbeat_topic_prefix: str = "__debezium-heartbeat",
         topic_naming: TopicNaming | None = None,
         context_headers: bool = True,
         run_id: str | None = None,
         header_converter: Converter | None = None,
     ) -> None:
-        # The connector's topic names (`topic.naming.strategy`); without one (tools and tests
-        # rendering without a configuration) each connector's Debezium default, per table.
+        # The connector's topic names (`topic.*`, capture.topic_naming); without one (tools and
+        # tests rendering without a configuration) Debezium's defaults: each connector's
+        # strategy, per table, and the default transaction topic and heartbeat prefix.
         self.topic_naming = topic_naming
         self._namings: dict[tuple[str, str], TopicNaming] = {}
         # Debezium 3.x puts `__debezium.context.*` headers (logical name, task, connector,
@@ -354,8 +353,6 @@ class DebeziumJsonFormat:
         self.header_converter: Converter = header_converter or SimpleHeaderConverter()
         self._context_cache: dict[SourceContext, HeaderBytes] = {}
         self._connect_headers: dict[SourceContext, tuple[Header, ...]] = {}
-        self.transaction_topic = transaction_topic
-        self.heartbeat_topic_prefix = heartbeat_topic_prefix
         self.source_block = source_block
         self.key_schemas = key_schemas
         self.value_schemas = value_schemas
@@ -374,8 +371,7 @@ class DebeziumJsonFormat:
         naming = self._namings.get((context.server_name, strategy))
         if naming is None:
             naming = self._namings[(context.server_name, strategy)] = TopicNaming(
-                context.server_name, strategy, transaction=self.transaction_topic,
-                heartbeat_prefix=self.heartbeat_topic_prefix)
+                context.server_name, strategy)
         return naming
 
     def _context_headers(self, context: SourceContext) -> HeaderBytes:
