@@ -27,18 +27,17 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from headwater.config.kafka import TopicCreation, client_config
 from headwater.config.loader import ConfigError
 from headwater.engine.metrics import SchemaHistoryMetrics
 from headwater.kafka.consume import KafkaReadError, read_until_end
+from headwater.relational.history_config import SchemaHistoryConfig
 from headwater.relational.history_file import SchemaHistoryError, parse_record
 
 log = logging.getLogger("headwater.relational.history_kafka")
 
-KAFKA_HISTORY_CLASS: Final = "io.debezium.storage.kafka.history.KafkaSchemaHistory"
-FILE_HISTORY_CLASS: Final = "io.debezium.storage.file.history.FileSchemaHistory"
 # Debezium's topic settings for the history (KafkaSchemaHistory.initializeStorage).
 TOPIC_CONFIGS: Final = {"cleanup.policy": "delete", "retention.ms": str((1 << 63) - 1),
                         "retention.bytes": "-1"}
@@ -63,44 +62,16 @@ class KafkaHistorySettings:
         return max(1.0, self.recovery_attempts * self.recovery_poll_interval_ms / 1000.0)
 
 
-class HistoryKafkaConfig(Protocol):
-    """The configuration a Kafka history is opened from (MySQL's, the change-table
-    connectors' history block): `schema.history.internal.kafka.*` and the passthrough."""
-
-    @property
-    def passthrough(self) -> Mapping[str, str]: ...
-
-    @property
-    def history_in_kafka(self) -> bool: ...
-
-    @property
-    def schema_history_internal_kafka_topic(self) -> str | None: ...
-
-    @property
-    def schema_history_internal_kafka_bootstrap_servers(self) -> str | None: ...
-
-    @property
-    def schema_history_internal_kafka_recovery_poll_interval_ms(self) -> int: ...
-
-    @property
-    def schema_history_internal_kafka_recovery_attempts(self) -> int: ...
-
-    @property
-    def schema_history_internal_kafka_query_timeout_ms(self) -> int: ...
-
-    @property
-    def schema_history_internal_kafka_create_timeout_ms(self) -> int: ...
-
-
 _PRODUCER = "schema.history.internal.producer."
 _CONSUMER = "schema.history.internal.consumer."
 _OLD = {"database.history.producer.": _PRODUCER, "database.history.consumer.": _CONSUMER}
 
 
-def kafka_history_settings(cfg: HistoryKafkaConfig) -> KafkaHistorySettings:
-    """The KafkaHistorySettings of a configuration; the `producer.*`/`consumer.*` overrides
-    are translated to librdkafka names (ConfigError for one that has no equivalent)."""
-    passthrough = dict(getattr(cfg, "passthrough", {}) or {})
+def kafka_history_settings(cfg: SchemaHistoryConfig) -> KafkaHistorySettings:
+    """The KafkaHistorySettings of a history block (MySQL's, the change-table connectors'); the
+    `producer.*`/`consumer.*` overrides are translated to librdkafka names (ConfigError for one
+    that has no equivalent)."""
+    passthrough = dict(cfg.passthrough)
     for old, new in _OLD.items():
         for key in [k for k in passthrough if k.startswith(old)]:
             passthrough.setdefault(new + key[len(old):], passthrough.pop(key))
