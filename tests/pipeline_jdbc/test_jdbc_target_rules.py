@@ -285,3 +285,43 @@ def test_scd2_late_events_rewrite_stored_history(
     t.apply_scd2(h, [event("u", 2, 7, city="Nice", visits=0)], None, 6, tracked)  # redelivered
     assert [v for v in history() if v[0] == 2] == [(2, "Nice", 0, 7, 8)]
     assert len(history()) == 5
+
+
+@pytest.mark.parametrize("mode", ["scd1", "changelog"])
+def test_datastream_json_columns_keep_the_tables_types(
+        target: TargetDb, jdbc_spark: Any, tmp_path: Path, mode: str) -> None:
+    """JSON Datastream events carry no types: a later batch's values are read with the
+    table's column types (`JdbcTarget.column_types`, the dialect's reverse map), where they
+    fit, as into Delta; a changelog drops a re-delivery of an event it holds (by uuid)."""
+    from headwater.pipeline.datastream.apply import apply_events
+    from headwater.pipeline.datastream.events import raw_events
+    from tests.unit.datastream.test_pipeline_order import event as ds_event
+
+    def batch(*events: dict[str, Any]) -> list[Any]:
+        return raw_events((i, None, json.dumps(e).encode()) for i, e in enumerate(events))
+
+    t = JdbcTarget(config(target, tmp_path, mode=mode), jdbc_spark)
+    first = ds_event(1, [1, 0], extra={"price": 1.5, "note": "a", "flag": True,
+                                       "tags": {"k": [1]}, "at": "2024-01-02T03:04:05Z"})
+    bare = ds_event(3, [1, 1])  # no other columns: re-delivered, it types none of them
+    assert apply_events(batch(first, bare), "p.public.t", 0, mode, t) == 2
+    types = {n: t for n, t in t.column_types(make_changes({}, table="t")).items()
+             if not n.startswith("__")}
+    assert types == {"id": pa.int64(), "ver": pa.int64(), "price": pa.float64(),
+                     "note": pa.string(), "flag": pa.bool_(), "tags": pa.string(),
+                     "at": pa.string()}
+    # An integral price, a number into the text column, a null-only flag, a new column: the
+    # table's types hold (without them the batch would be bigint where the table is double
+    # precision and text, and refused as a changed type).
+    second = ds_event(2, [2, 0], extra={"price": 2, "note": 7, "flag": None,
+                                        "tags": [2], "at": None, "qty": 3})
+    assert apply_events(batch(second, bare), "p.public.t", 1, mode, t) == 2
+    rows = sorted(target.rows("t"), key=lambda r: r["id"])
+    got = [(r["id"], r["price"], r["note"], r["flag"], r["tags"], r["qty"]) for r in rows]
+    flag = True if target.kind == "postgres" else 1  # MariaDB's BOOLEAN is TINYINT(1)
+    assert got == [(1, 1.5, "a", flag, '{"k":[1]}', None), (2, 2.0, "7", None, "[2]", 3),
+                   (3, None, None, None, None, None)]
+    assert isinstance(rows[1]["price"], float)
+    if mode == "changelog":
+        assert sorted(r["__hw_uuid"] for r in target.rows("t", bookkeeping=True)) == sorted(
+            e["uuid"] for e in (first, bare, second))

@@ -115,6 +115,31 @@ def test_a_jdbc_target_needs_a_url(tmp_path: Path) -> None:
 def test_types(arrow: pa.DataType, pg: str, maria: str) -> None:
     assert PG.column_type(arrow) == pg
     assert MARIA.column_type(arrow) == maria
+    # Back (`arrow_type`, what Datastream's JSON columns keep): a type giving the same SQL.
+    assert PG.column_type(PG.arrow_type(pg)) == pg
+    assert MARIA.column_type(MARIA.arrow_type(maria)) == maria
+
+
+@pytest.mark.parametrize(("dialect", "reported", "arrow"), [
+    (PG, "timestamp with time zone", pa.timestamp("us", tz="UTC")),
+    (PG, "timestamp without time zone", pa.timestamp("us")),
+    (PG, "double precision", pa.float64()),
+    (PG, "numeric(12,3)", pa.decimal128(12, 3)),
+    (PG, "numeric(50,2)", pa.decimal256(50, 2)),
+    (PG, "character varying(10)", None),  # not a type the target writes
+    (MARIA, "bigint(20)", pa.int64()),
+    (MARIA, "bigint(20) unsigned", pa.uint64()),
+    (MARIA, "tinyint(1)", pa.bool_()),
+    (MARIA, "tinyint(4)", pa.int8()),
+    (MARIA, "varchar(700)", pa.string()),
+    (MARIA, "varbinary(350)", pa.binary()),
+    (MARIA, "decimal(12,3)", pa.decimal128(12, 3)),
+    (MARIA, "datetime(6)", pa.timestamp("us")),  # zoned or not: the UTC wall time
+    (MARIA, "datetime(3)", None),
+])
+def test_declared_types_as_the_database_reports_them(dialect: Any, reported: str,
+                                                     arrow: pa.DataType | None) -> None:
+    assert dialect.arrow_type(reported) == arrow
 
 
 def test_mariadb_keys_fit_innodb() -> None:

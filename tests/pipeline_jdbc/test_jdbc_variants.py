@@ -1,7 +1,8 @@
 """Random workloads captured from a real PostgreSQL, materialized by a real Spark into a JDBC
 PostgreSQL database and a real MariaDB, compared in full with the source: clean, duplicated,
 reordered; with the pipeline crashing between the staging write and the merge (and at the other
-steps), and killed with kill -9 mid-run."""
+steps), and killed with kill -9 mid-run; and as Datastream files (JSON, Avro), the Delta
+scenario's shuffled, copied and late files (`test_datastream_pipeline`), in every mode."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from headwater.pipeline.runner import start
 from headwater.testing.replay import replay
 from headwater.topics import reader
 from tests.integration.postgres.conftest import Env, wait_for
+from tests.pipeline import test_datastream_pipeline as datastream
 from tests.pipeline.test_delta_variants import capture_workload, scramble, source_table
 from tests.pipeline_jdbc.conftest import TargetDb
 
@@ -185,3 +188,53 @@ def test_pipeline_killed_mid_run_applies_exactly_once(env: Env, target: TargetDb
     run_once(jdbc_spark, config)
     # Every event exactly once: no batch applied twice, none lost.
     assert sorted(r["__offset"] for r in target.rows("t")) == topic_offsets(env)
+
+
+# The Datastream files scenario of tests/pipeline/test_datastream_pipeline.py (a capture killed
+# once, its files shuffled into rounds, some copied again) into each database, in every mode.
+# JSON types columns by their values (`amount` a double, kept a double in batches of integral
+# amounts by the table's type read back); Avro by the schema (`amount` numeric(10,2)).
+@pytest.mark.parametrize("fmt", ["json", pytest.param("avro", marks=pytest.mark.long)])
+def test_datastream_files_equal_the_source(env: Env, target: TargetDb, jdbc_spark: Any,
+                                           fmt: str) -> None:
+    root = datastream.capture_with_one_kill(env, fmt)
+    presented = env.tmp / "presented"
+    presented.mkdir()
+    rounds = datastream.present(datastream.event_files(root), random.Random(13))
+    want = datastream.source_rows(env)
+    q = '"' if target.kind == "postgres" else "`"
+
+    def schema(mode: str) -> str:  # (MariaDB: a database of the server, shared by the tests)
+        return f"{target.database}_{mode}"
+
+    def rows(mode: str) -> list[dict[str, Any]]:
+        names, found = target.query(f"SELECT * FROM {q}{schema(mode)}{q}.{q}t{q}")
+        return [dict(zip(names, r, strict=True)) for r in found]
+
+    def state(found: list[dict[str, Any]]) -> dict[int, tuple[Any, ...]]:
+        out: dict[int, tuple[Any, ...]] = {}
+        for r in found:
+            assert r["id"] not in out, f"two rows for key {r['id']}"
+            amount = r["amount"]
+            if fmt == "json":  # JSON events carry no types: numbers are doubles
+                assert amount is None or isinstance(amount, float)
+                amount = None if amount is None else Decimal(str(amount)).quantize(
+                    Decimal("0.01"))
+            out[r["id"]] = (r["ver"], r["note"], amount)
+        return out
+
+    for mode in ("scd1", "scd2", "changelog"):
+        config = datastream.pipeline_config(env, mode, presented)
+        config.write_text(config.read_text() + "".join(
+            f"{k}={v}\n" for k, v in target.props(**{
+                "headwater.pipeline.jdbc.schema": schema(mode)}).items()))
+        if mode == "scd1":  # each round applied before the next lands (late files)
+            for files in rounds:
+                datastream.copy_round(files, root, presented)
+                run_once(jdbc_spark, config)
+        else:
+            run_once(jdbc_spark, config)
+    assert state(rows("scd1")) == want
+    assert state([r for r in rows("scd2") if r["__END_AT"] is None]) == want
+    uuids = [r["__hw_uuid"] for r in rows("changelog")]
+    assert sorted(uuids) == sorted({e["uuid"] for e in datastream.read_events(root)})

@@ -90,16 +90,15 @@ class Refusal:
 
 _FILES_ONLY_DATASTREAM = ("the files destination holds Datastream events only (the capture "
                           "writes files with headwater.event.format=datastream)")
-_DATASTREAM_DELTA = ("Datastream events are materialized into Delta and Iceberg, not JDBC "
-                     "yet (headwater.pipeline.target=delta or iceberg)")
 _DOCUMENTS_DELTA = ("MongoDB documents are materialized into Delta only "
-                    "(headwater.pipeline.target=delta)")
+                    "(headwater.pipeline.target=delta); for Iceberg or JDBC, capture with "
+                    "headwater.event.format=datastream (Datastream events: a row of _id and "
+                    "the document as JSON text)")
 
 REFUSALS: Final = (
     Refusal(_FILES_ONLY_DATASTREAM, reader=FILES, model=ROWS),
     Refusal(_FILES_ONLY_DATASTREAM + "; MongoDB's Datastream events (rows of _id and "
             "payload) are Datastream events, not documents", reader=FILES, model=DOCUMENTS),
-    Refusal(_DATASTREAM_DELTA, model=DATASTREAM, target=JDBC),
     Refusal(_DOCUMENTS_DELTA, model=DOCUMENTS, target=ICEBERG),
     Refusal(_DOCUMENTS_DELTA, model=DOCUMENTS, target=JDBC),
 )

@@ -19,6 +19,10 @@ Types (Arrow type of the decoded column -> SQL):
 | timestamp (UTC)             | timestamptz           | DATETIME(6), the UTC wall time            |
 | list / map / struct         | text (JSON)           | LONGTEXT (JSON)                           |
 
+Read back (`Dialect.arrow_type`, for Datastream's JSON events, which carry no types), each SQL
+type gives the Arrow type of its row here (int8 comes back as PostgreSQL's int16, a MariaDB
+zoned timestamp without its zone, nested values as strings).
+
 Lists, maps and structs are stored as JSON text: a list as an array, a struct as an object, a
 map as an object when its keys are strings (else an array of [key, value] pairs); decimals and
 dates inside are strings, bytes base64.  MariaDB text is compared byte-wise
@@ -159,6 +163,13 @@ def repr_value(v: Any, t: pa.DataType) -> Any:
     return to_json(v, t) if is_nested(t) else v
 
 
+def repr_column(column: pa.ChunkedArray, t: pa.DataType) -> pa.ChunkedArray | pa.Array:
+    """A column of `t` in the form the target stores it (`repr_type`, `repr_value`)."""
+    if is_nested(t):
+        return pa.array([to_json(v, t) for v in column.to_pylist()], pa.string())
+    return column.cast(repr_type(t))
+
+
 # -- dialects ----------------------------------------------------------------------------------
 class Dialect:
     """What differs between the JDBC databases; statements take quoted table names."""
@@ -243,6 +254,22 @@ class Dialect:
     def canonical_type(self, sql: str) -> str:
         """A column type as the database reports it, comparable with `column_type`'s."""
         raise NotImplementedError
+
+    # The Arrow type of each type `column_type` writes, as `canonical_type` gives it back.
+    arrow_types: ClassVar[dict[str, pa.DataType]]
+    _DECIMAL = re.compile(r"(?:numeric|decimal)\((\d+),(\d+)\)")
+
+    def arrow_type(self, sql: str) -> pa.DataType | None:
+        """The Arrow type `column_type` maps to a column's declared type `sql` (None: not a
+        type the target writes): what a batch without types (Datastream's JSON events) keeps
+        where its values fit.  Lists, maps and structs come back as text, their JSON."""
+        t = self.canonical_type(sql)
+        decimal = self._DECIMAL.fullmatch(t)
+        if decimal is not None:
+            precision, scale = int(decimal[1]), int(decimal[2])
+            return (pa.decimal128 if precision <= 38 else pa.decimal256)(precision, scale)
+        found = self.arrow_types.get(t)
+        return found if found is not None else self.arrow_types.get(re.sub(r"\(\d+\)$", "", t))
 
     def same_type(self, existing: str, wanted: str) -> bool:
         a, b = self.canonical_type(existing), self.canonical_type(wanted)
@@ -371,6 +398,13 @@ class PostgresDialect(Dialect):
                 or pa.types.is_fixed_size_binary(t)):
             return "bytea"
         return "text"  # strings, times of day, JSON
+
+    arrow_types = {
+        "smallint": pa.int16(), "integer": pa.int32(), "bigint": pa.int64(),
+        "real": pa.float32(), "doubleprecision": pa.float64(), "boolean": pa.bool_(),
+        "date": pa.date32(), "timestamp": pa.timestamp("us"),
+        "timestamptz": pa.timestamp("us", tz="UTC"), "bytea": pa.binary(), "text": pa.string(),
+    }
 
     columns_query = (
         "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
@@ -521,6 +555,15 @@ class MariaDBDialect(Dialect):
         if key_length:
             return f"VARCHAR({key_length}) {self._TEXT}"
         return f"LONGTEXT {self._TEXT}"
+
+    # (a zoned timestamp is stored as its UTC wall time: it comes back without its zone)
+    arrow_types = {
+        "tinyint(1)": pa.bool_(), "tinyint": pa.int8(), "smallint": pa.int16(),
+        "int": pa.int32(), "bigint": pa.int64(), "bigintunsigned": pa.uint64(),
+        "float": pa.float32(), "double": pa.float64(), "date": pa.date32(),
+        "datetime(6)": pa.timestamp("us"), "longblob": pa.binary(), "varbinary": pa.binary(),
+        "longtext": pa.string(), "varchar": pa.string(),
+    }
 
     def key_lengths(self, key_types: Sequence[pa.DataType]) -> int | None:
         # InnoDB keys hold 3072 bytes; utf8mb4 takes up to 4 per character, and SCD2 adds

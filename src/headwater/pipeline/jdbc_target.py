@@ -46,6 +46,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from headwater.pipeline.columnar import CHANGELOG_META, changelog_table
 from headwater.pipeline.config import PipelineConfig
 from headwater.pipeline.decode import ChangeEvent, TableChanges
 from headwater.pipeline.delta_target import EVOLUTION_MODES, SchemaEvolutionError
@@ -62,6 +63,7 @@ from headwater.pipeline.jdbc_dialect import (
     STATE,
     Dialect,
     parse_jdbc_url,
+    repr_column,
     repr_type,
     repr_value,
 )
@@ -72,11 +74,6 @@ log = logging.getLogger("headwater.pipeline.jdbc")
 
 JARS = (("libpostgresql-jdbc-java", "postgresql.jar"),
         ("libmariadb-java", "mariadb-java-client.jar"))
-CHANGELOG_META: tuple[tuple[str, pa.DataType], ...] = (
-    ("__op", pa.string()), (SEQ, pa.string()), ("__source_ts_ms", pa.int64()),
-    ("__ts_ms", pa.int64()), ("__lsn", pa.int64()), ("__tx_id", pa.string()),
-    ("__snapshot", pa.string()), ("__offset", pa.int64()),
-)
 _CHUNK = 500  # keys per lookup query
 
 Columns = list[tuple[str, pa.DataType]]
@@ -608,8 +605,36 @@ class JdbcTarget:
                     out.setdefault(by_hash[h], []).append(str(seq))
         return out
 
+    # -- what a batch without types (Datastream's JSON events) reads of the table ----------
+    def column_types(self, changes: TableChanges) -> dict[str, pa.DataType]:
+        """The table's column types (empty: no table yet) as the Arrow types the target
+        writes them from (`Dialect.arrow_type`), which JSON columns keep where their values
+        fit, as `DeltaTarget.column_types`."""
+        name = self.table_name(changes)
+        with self._connection() as conn, conn.cursor() as cur:
+            declared = self._columns(cur, name)
+        found = {n: self.dialect.arrow_type(sql) for n, sql in declared.items()}
+        return {n: t for n, t in found.items() if t is not None}
+
+    def column_values(self, changes: TableChanges, name: str) -> list[Any]:
+        """Every value of the table's column `name` (none: no table, or no such column),
+        e.g. the event ids a changelog holds already."""
+        table = self.table_name(changes)
+        with self._connection() as conn, conn.cursor() as cur:
+            if name not in self._columns(cur, table):
+                return []
+            cur.execute(f"SELECT {self.dialect.q(name)} FROM {self._t(table)}")
+            generic = pa.null()
+            return [self.dialect.from_db(r[0], generic) for r in cur.fetchall()]
+
     # -- changelog -----------------------------------------------------------------------------
     def append_changelog(self, changes: TableChanges, batch_id: int) -> None:
+        self.append_changelog_table(changes, changelog_table(changes), batch_id)
+
+    def append_changelog_table(self, changes: TableChanges, table: pa.Table,
+                               batch_id: int) -> None:
+        """Appends a batch's changelog rows (`columnar.changelog_table`'s layout; Datastream's
+        adds its `__hw_uuid`, a column of the table like the others)."""
         name = self.table_name(changes)
         d = self.dialect
         with self._connection() as conn:
@@ -617,13 +642,17 @@ class JdbcTarget:
                 return
             data_cols = self._evolve(conn, name, [(c.name, c.type.arrow)
                                                   for c in changes.column_list], ())
-            columns: Columns = [*CHANGELOG_META, *data_cols]
+            source = {c.name for c in changes.column_list}
+            extra = [(f.name, f.type) for f in table.schema
+                     if f.name not in source and f.name not in CHANGELOG_META.names]
+            columns: Columns = [*((f.name, f.type) for f in CHANGELOG_META), *data_cols, *extra]
             defs = [(n, d.seq_type if n == SEQ else d.column_type(t), False)
                     for n, t in columns]
             self._prepare(conn, name, defs, ())
             staging = self.staging_name(name, batch_id)
-            self._stage(conn, staging, self._changelog_table(changes, columns),
-                        self._defs(columns, (), staging=True))
+            rows = pa.Table.from_arrays([repr_column(table.column(n), t) for n, t in columns],
+                                        names=[n for n, _ in columns])
+            self._stage(conn, staging, rows, self._defs(columns, (), staging=True))
             self._fault("staged")
             if not self._begin(conn, name, batch_id, staging, defs, ()):
                 return
@@ -648,24 +677,6 @@ class JdbcTarget:
                          "__op": pa.array([str(v) for v in columns[1]], pa.string()),
                          **{k: pa.array([d.from_db(v, generic) for v in columns[2 + i]])
                             for i, k in enumerate(keys)}})
-
-    @staticmethod
-    def _changelog_table(changes: TableChanges, columns: Columns) -> pa.Table:
-        data: dict[str, list[Any]] = {n: [] for n, _ in columns}
-        types = dict(columns)
-        data_names = [n for n, _ in columns[len(CHANGELOG_META):]]
-        for e in changes.events:
-            for n, v in (("__op", e.op), (SEQ, e.sequence), ("__source_ts_ms", e.source_ts_ms),
-                         ("__ts_ms", e.ts_ms), ("__lsn", e.lsn),
-                         ("__tx_id", None if e.tx_id is None else str(e.tx_id)),
-                         ("__snapshot", None if e.snapshot is None else str(e.snapshot)),
-                         ("__offset", e.offset)):
-                data[n].append(v)
-            row = e.row or {}
-            for n in data_names:
-                data[n].append(repr_value(row.get(n), types[n]))
-        return pa.Table.from_arrays([pa.array(data[n], repr_type(t)) for n, t in columns],
-                                    names=[n for n, _ in columns])
 
     # -- reading -------------------------------------------------------------------------------
     def read_rows(self, table: str, bookkeeping: bool = False) -> list[dict[str, Any]]:

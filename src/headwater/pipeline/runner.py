@@ -296,7 +296,7 @@ def apply_staged(spark: Any, topic: str, parts: list[tasks.PartResult], batch_id
     t0 = time.monotonic()
     datastream = any(p.model == capabilities.DATASTREAM for p in parts)
     on_executors = cfg.mode in frame_modes(target) and not datastream
-    # (Datastream is refused at start for targets other than Delta: `capabilities`)
+    # (every target has `column_types`; only Delta and Iceberg have the column-wise path)
     types = cast(DeltaTarget, target).column_types if datastream else None
     batches: list[tasks.StagedChanges | ChangeFrame] = []
     try:

@@ -1,2 +1,2 @@
-"""Datastream events (docs/datastream.md) into the pipeline's Delta modes: from the topic log
-or from the files destination's directory."""
+"""Datastream events (docs/datastream.md) into the pipeline's modes and targets (Delta,
+Iceberg, JDBC): from the topic log, Kafka or the files destination's directory."""

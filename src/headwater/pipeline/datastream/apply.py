@@ -3,7 +3,7 @@ topics and for the files source.
 
 Events are grouped by `object` (one table each), decoded into `TableChanges`
 (`events.decode_object`) and applied by the relational path's modes, so SCD1, SCD2 and the
-exactly-once Delta commits are the same code.  The changelog is the exception: it appends
+targets' exactly-once commits are the same code.  The changelog is the exception: it appends
 every event, so a re-delivery arriving in a later batch (a file written again after a
 capture's crash, a copied file) is dropped here by its `uuid`, kept in the hidden column
 `__hw_uuid`.
@@ -76,8 +76,9 @@ def file_events(root: Path, log_path: Path, start: int, end: int) -> list[RawEve
 def apply_events(events: list[RawEvent], topic: str | None, batch_id: int, mode: str,
                  target: Any, track: tuple[str, ...] | None = None,
                  track_except: tuple[str, ...] | None = None) -> int:
-    """Applies a batch of Datastream events in `mode` into a Delta target (the other targets
-    are refused at start: `capabilities`); returns the number of events."""
+    """Applies a batch of Datastream events in `mode` into the target (Delta, Iceberg or
+    JDBC: each reads its column types back for JSON events, `column_types`); returns the
+    number of events."""
     from headwater.pipeline.runner import apply_changes
 
     total = 0
