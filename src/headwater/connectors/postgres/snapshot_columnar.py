@@ -12,7 +12,7 @@ the values, of the value and of the key (so the format stays the one place that 
 envelope; a format whose output is not values spliced between constant bytes does not offer
 `splices_values` and the snapshot reads row-wise).  A chunk of COPY lines is then
 scanned once into field boundaries, each column's values are rendered from the COPY bytes by
-its kernel (columnar_kinds.py, columnar_kernels.py), and every row's key and value are
+its kernel (columnar_kinds.py, _copykernels.c), and every row's key and value are
 assembled from pieces and values, all compiled.  Values no kernel handles go through the
 column's own converter and orjson, exactly as the row-wise path does, and are spliced in the
 same way: the output is byte for byte the row-wise path's
@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import orjson
 
-from headwater.connectors.postgres import columnar_kernels as kernels
+from headwater.connectors.postgres import _copykernels as kernels
 from headwater.connectors.postgres.columnar_kinds import FALLBACK
 from headwater.connectors.postgres.tables import TableCodec
 from headwater.converters.connect_json import json_default
@@ -163,7 +163,8 @@ class ColumnarTable:
         rows = kernels.scan(buf, self.width, starts, ends)
         if rows < 0:
             raise ValueError(f"COPY line {-rows} of the chunk does not have {self.width} fields")
-        slow = kernels.check(self.kinds, self.params, self.fields, buf, starts, ends, rows)
+        slow = np.empty((rows, len(self.kinds)), dtype=np.bool_)
+        kernels.check(self.kinds, self.params, self.fields, buf, starts, ends, rows, slow)
         over, over_off = self._converted(data, slow, starts, ends)
         key = template.key or _EMPTY_KEY
         nkeys = len(key.order)
