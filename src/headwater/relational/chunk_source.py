@@ -9,20 +9,23 @@ dialects do.  A connector subclasses `RelationalChunkSource` and supplies its pi
   autocommit one (catalog, maximum key, watermarks) and one for chunk reads in REPEATABLE READ;
 * `_canonical`: the (namespace, table) a signal's name means (existence, capture filters);
   `_lookup`: a table as its chunks read it (`ChunkTable`);
-* `_chunk_begin` / `_chunk_end`: what a chunk read takes around its query (the snapshot it
-  saw; read-only, the high watermark) and its commit; `_blocking_begin`: a blocking
+* `_chunk_begin` / `_chunk_end`: what a chunk read takes around its query, in its transaction
+  (the snapshot it saw; read-only, the high watermark); `_blocking_begin`: a blocking
   snapshot's transaction and the position of its READ records;
 * `_rows`: a query's rows (PostgreSQL: COPY text, the format its stream sends);
 * `_refusal`: whether a driver error is the server refusing the table (Debezium's
   SQL_EXCEPTION: the table is skipped) rather than a lost connection (the capture ends);
 * `_first_column`: the signal table's first column (the ``insert_delete`` close);
-* as data: `quote`, `qualified`, `same_name` (names compared as the server folds them),
-  `column_prefix` (a table alias) and `key_output` (how the maximum key is selected).
+* as data: `quote`, `same_name` (names compared as the server folds them), `column_prefix`
+  (a table alias), `key_output` (how the maximum key is selected), `row_comparison` and
+  `cache_tables`.
 
 Everything else is here once: resolving a table, choosing its chunk key (primary key,
 `message.key.columns`, or the signal's surrogate key), the keyset WHERE with the signal's
 condition, the maximum key, the chunk read and its keys in offsets (`encode_key_value`), the
-watermark rows, and a blocking snapshot's reading.
+watermark rows, and a blocking snapshot's reading.  The change-table connectors' source
+(relational.changetables.chunks: a connection per database, `?` markers, committed watermark
+rows with Debezium's window metadata) shares the key choice and `transaction`.
 """
 
 from __future__ import annotations
@@ -171,9 +174,6 @@ class RelationalChunkSource:
     def quote(self, name: str) -> str:
         raise NotImplementedError
 
-    def qualified(self, parts: tuple[str, ...]) -> str:
-        raise NotImplementedError
-
     def same_name(self, a: str, b: str) -> bool:
         """Whether two column names name the same column (exact by default)."""
         return a == b
@@ -293,7 +293,7 @@ class RelationalChunkSource:
         if self.signal_table is None:
             raise IncrementalSnapshotError(
                 "incremental snapshots need signal.data.collection (or read.only=true)")
-        target = self.qualified(self.signal_table)
+        target = ".".join(self.quote(p) for p in self.signal_table)
         with self._conn().cursor() as cur:
             if not opening and self.signals.watermarking_strategy == "insert_delete":
                 cur.execute(f"DELETE FROM {target} WHERE {self._first_column(cur, target)} = %s",

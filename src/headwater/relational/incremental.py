@@ -197,6 +197,15 @@ class IncrementalHookBase:
         high = self._ctl().read_only_high
         return self._close(position()) if high is not None and passed(high) else []
 
+    def _keys_changed(self, images: Sequence[Sequence[Any]], index: tuple[int, ...] | None
+                      ) -> None:
+        """A change of the chunked table: its row images, and where its key sits in them
+        (None: a key column is not there, so every row of the chunk may be the one changed)."""
+        if index is None:
+            self._ctl().truncated()
+        else:
+            self._ctl().key_changed(*(tuple([image[i] for i in index]) for image in images))
+
     def _signal_row(self, values: Sequence[Any] | None, inserted: bool,
                     position: Callable[[], Any]) -> list[ChangeRecord]:
         """A row inserted into (or deleted from) the signal table: a watermark of this

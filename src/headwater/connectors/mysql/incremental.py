@@ -31,12 +31,14 @@ from typing import Any, Final, NamedTuple
 import pymysql  # type: ignore[import-untyped]
 
 from headwater.connectors.mysql import position_signal
+from headwater.connectors.mysql.binlog.gtid import MariadbGtid, MariaGtidPosition
 from headwater.connectors.mysql.binlog.rows import row_decoder
 from headwater.connectors.mysql.columns import MySqlTable
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.connection import (
     binlog_status_statement,
     connect,
+    is_mariadb,
     qualified,
     quote_ident,
     show_create_table,
@@ -76,27 +78,18 @@ class ReadOnlyHigh(NamedTuple):
     """Read-only high watermark: the binlog position and GTID position after the chunk read."""
 
     order: Order
-    gtids: dict[int, int]  # MariaDB domain -> sequence number; empty on MySQL
+    gtids: MariaGtidPosition  # MariaDB's @@gtid_binlog_pos; empty on MySQL
     low: str | None  # @@gtid_binlog_pos before the read, for the logs
 
     def passed_by(self, gtid: str | None, start: Order) -> bool:
         """True if a transaction starting at `start` with `gtid` was written after the read."""
         if start >= self.order:
             return True
-        if gtid is None or not self.gtids or ":" in gtid:
+        if gtid is None or not self.gtids.gtids or ":" in gtid:
             return False
-        domain, _, seq = gtid.split("-", 2)
-        high = self.gtids.get(int(domain))
-        return high is None or int(seq) > high
-
-
-def _parse_gtids(text: str | None) -> dict[int, int]:
-    out: dict[int, int] = {}
-    for part in (text or "").split(","):
-        bits = part.strip().split("-")
-        if len(bits) == 3:
-            out[int(bits[0])] = int(bits[2])
-    return out
+        seen = MariadbGtid.parse(gtid)
+        high = self.gtids.get(seen.domain_id)
+        return high is None or seen.seq_no > high.seq_no
 
 
 class MySqlChunkSource(RelationalChunkSource):
@@ -105,6 +98,7 @@ class MySqlChunkSource(RelationalChunkSource):
     follows the binlog's DDL)."""
 
     cache_tables = False
+    quote = staticmethod(quote_ident)
 
     def __init__(
         self, cfg: MySqlConnectorConfig, state: SchemaState, context: SourceContext
@@ -132,15 +126,8 @@ class MySqlChunkSource(RelationalChunkSource):
         conn = connect(self.cfg, conv=snapshot_conversions())
         with conn.cursor() as cur:
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            cur.execute("SELECT VERSION()")
-            self._mariadb = "mariadb" in str(cur.fetchone()[0]).lower()
+        self._mariadb = is_mariadb(conn)
         return conn
-
-    def quote(self, name: str) -> str:
-        return quote_ident(name)
-
-    def qualified(self, parts: tuple[str, ...]) -> str:
-        return qualified(*parts)
 
     def same_name(self, a: str, b: str) -> bool:
         return a.lower() == b.lower()
@@ -192,7 +179,8 @@ class MySqlChunkSource(RelationalChunkSource):
             cur.execute("SELECT @@gtid_binlog_pos")
             low = str(cur.fetchone()[0] or "")
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-        return low, self._snapshot_position(cur)
+        point = self._snapshot_point(cur)
+        return low, binlog_order(*point) if point is not None else None
 
     def _chunk_end(self, cur: Any, begun: tuple[str | None, Order | None]
                    ) -> tuple[Any, StaleIf]:
@@ -231,10 +219,6 @@ class MySqlChunkSource(RelationalChunkSource):
             return None
         return str(file), int(status.get("binlog_snapshot_position") or 0)
 
-    def _snapshot_position(self, cur: Any) -> Order | None:
-        point = self._snapshot_point(cur)
-        return binlog_order(*point) if point is not None else None
-
     def _binlog_end(self, cur: Any) -> tuple[str, int] | None:
         cur.execute("SELECT VERSION()")
         cur.execute(binlog_status_statement(str(cur.fetchone()[0])))
@@ -246,10 +230,10 @@ class MySqlChunkSource(RelationalChunkSource):
         if end is None:
             raise IncrementalSnapshotError("the server has no binary log")
         order = binlog_order(*end)
-        gtids: dict[int, int] = {}
+        gtids = MariaGtidPosition()
         if self._mariadb:
             cur.execute("SELECT @@gtid_binlog_pos")
-            gtids = _parse_gtids(str(cur.fetchone()[0] or ""))
+            gtids = MariaGtidPosition.parse(str(cur.fetchone()[0] or ""))
         return ReadOnlyHigh(order, gtids, low)
 
 
@@ -359,13 +343,8 @@ class MySqlIncrementalHook(LogIncrementalHook):
         if chunk is None or definition is None:
             return
         index = self.source.key_index(chunk.table, [c.name for c in definition.columns])
-        rows = row_decoder(table_map, definition).decode(body)
-        if index is None:  # a key column is gone: every row of the chunk may be changed
-            ctl.truncated()
-            return
-        for row in rows:
-            images = row if code in UPDATE_ROWS else (row,)
-            ctl.key_changed(*(tuple([image[i] for i in index]) for image in images))
+        for row in row_decoder(table_map, definition).decode(body):
+            self._keys_changed(row if code in UPDATE_ROWS else (row,), index)
 
     def ddl(self, changes: Sequence[SchemaChange]) -> None:
         """DDL read from the binlog: a change of the chunked table inside its window."""

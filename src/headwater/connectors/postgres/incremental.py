@@ -96,6 +96,7 @@ class PostgresChunkSource(RelationalChunkSource):
     column_prefix = "_hw."
     key_output = "{}::text"
     row_comparison = True
+    quote = staticmethod(quote_ident)
 
     def __init__(
         self, *, dsn: dict[str, Any], database: str, context: SourceContext,
@@ -130,21 +131,10 @@ class PostgresChunkSource(RelationalChunkSource):
         conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
         return conn
 
-    def quote(self, name: str) -> str:
-        return quote_ident(name)
-
-    def qualified(self, parts: tuple[str, ...]) -> str:
-        return qualified(*parts)
-
     def _canonical(self, collection: tuple[str, ...]) -> tuple[str, ...]:
         schema, name = _schema_table(collection, self.database)
         with self._conn().cursor() as cur:
-            cur.execute(
-                "SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('r', 'p')",
-                (schema, name))
-            if cur.fetchone() is None:
-                raise IncrementalSnapshotError(f"table {schema}.{name} does not exist")
+            _oid(cur, schema, name)
         if not self.captured(schema, name):
             raise IncrementalSnapshotError(
                 f"table {schema}.{name} is not captured (table and schema include and exclude "
@@ -154,13 +144,8 @@ class PostgresChunkSource(RelationalChunkSource):
     def _lookup(self, table: SnapshotTable) -> ChunkTable:
         schema, name = table.collection
         with self._conn().cursor() as cur:
-            cur.execute(
-                "SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND c.relname = %s", (schema, name))
-            row = cur.fetchone()
-            if row is None:
-                raise IncrementalSnapshotError(f"table {schema}.{name} does not exist")
-            info = describe_tables(cur, [int(row[0])])[int(row[0])]
+            oid = _oid(cur, schema, name)
+            info = describe_tables(cur, [oid])[oid]
         codec = self.codec_for(info)
         columns = tuple(c.name for c in codec.incoming)
         return ChunkTable(
@@ -217,6 +202,16 @@ class _Lines:
         *complete, self.partial = text.split("\n")
         self.out.extend(parse_copy_line(line) for line in complete)
         return len(data)
+
+
+def _oid(cur: Any, schema: str, name: str) -> int:
+    cur.execute(
+        "SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('r', 'p')", (schema, name))
+    row = cur.fetchone()
+    if row is None:
+        raise IncrementalSnapshotError(f"table {schema}.{name} does not exist")
+    return int(row[0])
 
 
 def _schema_table(parts: tuple[str, ...], database: str) -> tuple[str, str]:

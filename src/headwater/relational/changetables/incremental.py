@@ -109,12 +109,8 @@ class ChangeTableIncrementalHook(IncrementalHookBase):
                 return
         if columns not in self._positions:
             self._positions[columns] = self.source.key_index(chunk.table, columns)
-        index = self._positions[columns]
-        if index is None:  # the key is not in this change table: any chunk row may be it
-            ctl.truncated()
-            return
-        images = [i for i in (change.before, change.after) if i is not None]
-        ctl.key_changed(*(tuple([image[i] for i in index]) for image in images))
+        self._keys_changed([i for i in (change.before, change.after) if i is not None],
+                           self._positions[columns])
 
     def _close(self, position: Any) -> list[ChangeRecord]:
         chunk = self._ctl().chunk
