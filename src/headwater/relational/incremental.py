@@ -5,15 +5,19 @@ The engine (`headwater.engine.incremental`) runs the watermark algorithm against
 `ChunkSource`; a relational connector implements it with SQL.  The parts that are the same SQL
 and the same bookkeeping for every database live here:
 
-- `ChunkConnections`: a read-write connection (watermark and signal writes) and a read
-  connection (chunk reads in REPEATABLE READ), each opened on first use, closed together;
 - `encode_key_value` / `decode_key_value`: a key value as JSON in the offsets and back, tagged
   where JSON has no such type (the drivers' natural values: Decimal, bytes, dates, times, UUIDs);
 - `keyset_where`: "the rows after this key, up to that one" for a composite key, either as
   a row comparison ``(a, b) > (%s, %s)`` (PostgreSQL) or spelled out lexicographically
   ``a >= %s AND (a > %s OR (a = %s AND b > %s))`` (what MariaDB plans well);
 - `IncrementalHookBase`: the streaming side's session - the controller built from the signal
-  configuration and the stored offset, and the close / actions steps every hook repeats.
+  configuration and the stored offset, the close / actions / boundary steps every hook repeats,
+  and a signal table row (a signal, or a watermark that opens or closes the window);
+- `LogIncrementalHook`: a log that names tables by ids it announces before their rows
+  (pgoutput's relations, the binlog's table maps): which ids the hook must be shown.
+
+The chunk source itself is `headwater.relational.chunk_source` (PostgreSQL, MySQL) and
+`headwater.relational.changetables.chunks` (SQL Server, Db2).
 """
 
 from __future__ import annotations
@@ -28,52 +32,13 @@ from typing import Any
 from headwater.config.signals import SignalConfig
 from headwater.engine.incremental import IncrementalSnapshotController, IncrementalSnapshotError
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.signals import Signal
+from headwater.engine.signals import WINDOW_CLOSE, WINDOW_OPEN, Signal, signal_from_row
+from headwater.model.collection import same_collection
 from headwater.model.record import ChangeRecord, SourceContext
 
 log = logging.getLogger("headwater.relational.incremental")
 
 EmitBlocking = Callable[[list[ChangeRecord]], None]
-
-
-class ChunkConnections:
-    """A chunk source's connections; subclasses say how to open each."""
-
-    signals: SignalConfig
-
-    def __init__(self) -> None:
-        self._rw: Any = None
-        self._ro: Any = None
-
-    @property
-    def read_only(self) -> bool:
-        """``read.only``: no watermark writes (the read-only watermarking variant)."""
-        return self.signals.read_only
-
-    def _open_rw(self) -> Any:
-        raise NotImplementedError
-
-    def _open_ro(self) -> Any:
-        raise NotImplementedError
-
-    def _conn(self) -> Any:
-        if self._rw is None:
-            self._rw = self._open_rw()
-        return self._rw
-
-    def _read_conn(self) -> Any:
-        if self._ro is None:
-            self._ro = self._open_ro()
-        return self._ro
-
-    def close(self) -> None:
-        for c in (self._rw, self._ro):
-            if c is not None:
-                try:
-                    c.close()
-                except Exception as exc:  # already gone
-                    log.debug("close: %s", exc)
-        self._rw = self._ro = None
 
 
 def encode_key_value(value: Any) -> Any:
@@ -213,10 +178,106 @@ class IncrementalHookBase:
         self._ctl().boundary(emit_blocking, before_blocking, start_chunk=False)
         self._refresh()
 
+    def _next_chunk(self, emit_blocking: EmitBlocking, before_blocking: Callable[[], None]
+                    ) -> None:
+        """Between transactions: actions, file channel, next chunk."""
+        ctl = self._ctl()
+        if not ctl.idle:
+            ctl.boundary(emit_blocking, before_blocking)
+            self._refresh()
+
     def _close(self, position: Any) -> list[ChangeRecord]:
         records = self._ctl().close(position)
         self._refresh()
         return records
 
+    def _close_past(self, passed: Callable[[Any], bool], position: Callable[[], Any]
+                    ) -> list[ChangeRecord]:
+        """Read-only: the window closes here if the stream `passed` its high watermark."""
+        high = self._ctl().read_only_high
+        return self._close(position()) if high is not None and passed(high) else []
+
+    def _keys_changed(self, images: Sequence[Sequence[Any]], index: tuple[int, ...] | None
+                      ) -> None:
+        """A change of the chunked table: its row images, and where its key sits in them
+        (None: a key column is not there, so every row of the chunk may be the one changed)."""
+        if index is None:
+            self._ctl().truncated()
+        else:
+            self._ctl().key_changed(*(tuple([image[i] for i in index]) for image in images))
+
+    def _signal_row(self, values: Sequence[Any] | None, inserted: bool,
+                    position: Callable[[], Any]) -> list[ChangeRecord]:
+        """A row inserted into (or deleted from) the signal table: a watermark of this
+        connector's (the open row's delete closes with ``insert_delete``), else a signal, whose
+        action runs at the transaction's commit - only with the `source` channel enabled, the
+        table also holds the watermarks of snapshots other channels ask for.  Returns the
+        window's READ records when it closes."""
+        ctl = self._ctl()
+        if not values:
+            return []
+        if not inserted:
+            ident = _text(values[0])
+            if isinstance(ident, str) and ctl.watermark(ident, False):
+                return self._close(position())
+            return []
+        sig = signal_from_row([_text(v) for v in values])
+        if sig.type not in (WINDOW_OPEN, WINDOW_CLOSE):
+            if self.source.signals.source_channel:
+                ctl.signal(sig)
+        elif ctl.watermark(sig.id, sig.type == WINDOW_OPEN):
+            return self._close(position())
+        elif sig.type == WINDOW_OPEN:
+            log.debug("incremental snapshot step: window %s open", sig.id)
+        return []
+
     def close(self) -> None:
         self.source.close()
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    return value
+
+
+class LogIncrementalHook(IncrementalHookBase):
+    """A log that names a table by an id it announces (a pgoutput Relation, a binlog
+    TABLE_MAP) before the table's rows.
+
+    The streaming loop asks `watched` (the ids whose rows it must show the hook: the signal
+    table's and the chunked table's) on every row, so it is a plain set, updated when a table
+    is announced and recomputed when a window starts or ends.
+    """
+
+    def __init__(self, source: Any, context: SourceContext,
+                 metrics: CaptureMetrics | None = None) -> None:
+        super().__init__(source, context, metrics)
+        self._names: dict[int, tuple[str, ...]] = {}
+        self._signal_ids: set[int] = set()
+        self._window_ids: set[int] = set()
+
+    def _start(self, offset: dict[str, Any] | None) -> None:
+        self._start_controller(offset)
+        self._names.clear()
+        self._signal_ids.clear()
+        self._refresh()
+
+    def _announce(self, table_id: int, name: tuple[str, ...]) -> None:
+        self._names[table_id] = name
+        signal = self.source.signal_table
+        for ids, hit in (
+            (self._signal_ids, signal is not None and self.source.signals.source_channel
+             and same_collection(signal, name)),
+            (self._window_ids, name == self._ctl().window_table),
+        ):
+            if hit:
+                ids.add(table_id)
+            else:
+                ids.discard(table_id)
+        self.watched = frozenset(self._signal_ids | self._window_ids)
+
+    def _refresh(self) -> None:
+        window = self._ctl().window_table
+        self._window_ids = {i for i, name in self._names.items() if name == window}
+        self.watched = frozenset(self._signal_ids | self._window_ids)

@@ -1,18 +1,12 @@
-"""PostgreSQL's side of signals and incremental snapshots: chunk queries, watermarks, stream hook.
+"""PostgreSQL's side of signals and incremental snapshots: its dialect of the relational chunk
+source (headwater.relational.chunk_source) and the pgoutput streaming loop's hook.
 
-Why this module: the engine's controller (`headwater.engine.incremental`) knows no SQL and no
-WAL; here is everything PostgreSQL-specific about it.
-
-* Chunks are read by keyset pagination, ``WHERE (k1, k2) > (last) AND (k1, k2) <= (max)
-  [AND (filter)] ORDER BY k1, k2 LIMIT n``, with PostgreSQL's row comparison (the index order),
-  inside a REPEATABLE READ READ ONLY transaction on a connection of its own, with ``COPY ... TO
-  STDOUT`` text output, the format pgoutput sends (one set of converters).  Keys travel in
-  offsets as their text output and come back as ``'text'::type`` literals.
+* Chunks compare keys as row values, ``(k1, k2) > (%s::t1, %s::t2)`` (the index order), and
+  are read inside a REPEATABLE READ READ ONLY transaction with ``COPY ... TO STDOUT`` text
+  output, the format pgoutput sends (one set of converters).  Keys travel in offsets as their
+  text output and come back as ``'text'::type`` literals.
 * The window compares keys as the text the server prints, in the chunk and in the stream alike,
   so the comparison does not depend on value conversion, and a surrogate key needs no codec.
-* Watermarks (default): ``INSERT`` of ``<chunk>-open`` / ``<chunk>-close`` rows into the signal
-  table on an autocommit connection, seen back in the stream (``insert_delete``: the close is
-  the ``DELETE`` of the open row).
 * Read-only (``read.only=true``): nothing is written.  The window opens at the stream position
   where the chunk is read; the chunk transaction also returns its snapshot (xmin, xmax,
   in-progress xids) and afterwards ``pg_current_wal_insert_lsn()`` (on a hot standby
@@ -27,10 +21,9 @@ WAL; here is everything PostgreSQL-specific about it.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import psycopg2
@@ -47,17 +40,12 @@ from headwater.connectors.postgres.connection import (
 from headwater.connectors.postgres.position import PostgresPosition
 from headwater.connectors.postgres.snapshot import parse_copy_line
 from headwater.connectors.postgres.tables import TableCodec
-from headwater.engine.incremental import (
-    ChunkRead,
-    IncrementalSnapshotError,
-    RawKey,
-    SnapshotTable,
-)
+from headwater.engine.incremental import IncrementalSnapshotError, SnapshotTable
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.signals import WINDOW_CLOSE, WINDOW_OPEN, signal_from_row
 from headwater.model.collection import split_collection
-from headwater.model.record import UNCHANGED_TOAST, ChangeRecord, Op, SnapshotMarker, SourceContext
-from headwater.relational.incremental import ChunkConnections, IncrementalHookBase, keyset_where
+from headwater.model.record import UNCHANGED_TOAST, ChangeRecord, SourceContext
+from headwater.relational.chunk_source import ChunkTable, RelationalChunkSource, StaleIf
+from headwater.relational.incremental import LogIncrementalHook
 
 log = logging.getLogger("headwater.connectors.postgres.incremental")
 
@@ -65,27 +53,9 @@ CodecFor = Callable[[TableInfo], TableCodec]
 _XID_MASK = 0xFFFFFFFF
 _WAL_PAGE = 8192
 
-
-
 # The server's answers that concern the table, not the connection: undefined table (42P01),
 # undefined column (42703), insufficient privilege (42501).
 _TABLE_ERRORS: Final = frozenset({"42P01", "42703", "42501"})
-
-
-@contextlib.contextmanager
-def _table_refused(table: SnapshotTable, conn: Any) -> Iterator[None]:
-    """The engine skips such a table (Debezium's SQL_EXCEPTION) and goes on streaming;
-    connection errors still end the capture, which restarts from its offsets."""
-    try:
-        yield
-    except psycopg2.Error as exc:
-        if exc.pgcode not in _TABLE_ERRORS:
-            raise
-        conn.rollback()
-        detail = " ".join(str(exc).split())
-        raise IncrementalSnapshotError(
-            f"table {table.name}: the server refused the chunk query: {detail}",
-            "SQL_EXCEPTION") from exc
 
 
 class XidSnapshot:
@@ -119,8 +89,14 @@ def high_watermark(insert_lsn: int) -> int:
     return insert_lsn - offset if offset in (24, 40) else insert_lsn
 
 
-class PostgresChunkSource(ChunkConnections):
-    """Chunk, max-key and watermark queries (`headwater.engine.incremental.ChunkSource`)."""
+class PostgresChunkSource(RelationalChunkSource):
+    """PostgreSQL's dialect of `RelationalChunkSource`: keys compared as row values, with
+    typed placeholders, and read as their text output (COPY's, pgoutput's)."""
+
+    column_prefix = "_hw."
+    key_output = "{}::text"
+    row_comparison = True
+    quote = staticmethod(quote_ident)
 
     def __init__(
         self, *, dsn: dict[str, Any], database: str, context: SourceContext,
@@ -129,6 +105,7 @@ class PostgresChunkSource(ChunkConnections):
         batch_size: int = 2048,
         captured: Callable[[str, str], bool] = lambda schema, table: True,
     ) -> None:
+        super().__init__()
         self.dsn = dsn
         # the connector's table filter (include and exclude lists): a table outside it is
         # refused, as the MySQL and MongoDB connectors refuse it (Debezium warns and skips it)
@@ -139,8 +116,6 @@ class PostgresChunkSource(ChunkConnections):
         self.codec_for = codec_for
         self.key_override = key_override
         self.batch_size = batch_size
-        super().__init__()
-        self._tables: dict[SnapshotTable, tuple[TableInfo, TableCodec, tuple[str, ...]]] = {}
         self.signal_table = (
             _schema_table(split_collection(signals.data_collection), database)
             if signals.data_collection else None
@@ -156,183 +131,63 @@ class PostgresChunkSource(ChunkConnections):
         conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
         return conn
 
-    # -- tables --------------------------------------------------------------------------------
-    def resolve(self, table: SnapshotTable) -> SnapshotTable:
-        schema, name = _schema_table(table.collection, self.database)
-        cur = self._conn().cursor()
-        cur.execute(
-            "SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('r', 'p')",
-            (schema, name))
-        row = cur.fetchone()
-        if row is None:
-            raise IncrementalSnapshotError(f"table {schema}.{name} does not exist")
+    def _canonical(self, collection: tuple[str, ...]) -> tuple[str, ...]:
+        schema, name = _schema_table(collection, self.database)
+        with self._conn().cursor() as cur:
+            _oid(cur, schema, name)
         if not self.captured(schema, name):
             raise IncrementalSnapshotError(
                 f"table {schema}.{name} is not captured (table and schema include and exclude "
                 "lists)")
-        info = describe_tables(cur, [int(row[0])])[int(row[0])]
-        resolved = SnapshotTable((schema, name), table.condition, table.surrogate_key)
-        self._describe(resolved, info)
-        return resolved
+        return schema, name
 
-    def _describe(
-        self, table: SnapshotTable, info: TableInfo | None = None
-    ) -> tuple[TableInfo, TableCodec, tuple[str, ...]]:
-        known = self._tables.get(table)
-        if known is not None and info is None:
-            return known
+    def _lookup(self, table: SnapshotTable) -> ChunkTable:
         schema, name = table.collection
-        if info is None:
-            cur = self._conn().cursor()
-            cur.execute(
-                "SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND c.relname = %s", (schema, name))
-            row = cur.fetchone()
-            if row is None:
-                raise IncrementalSnapshotError(f"table {schema}.{name} does not exist")
-            info = describe_tables(cur, [int(row[0])])[int(row[0])]
-        columns = {c.name for c in info.columns}
-        if table.surrogate_key:
-            if table.surrogate_key not in columns:
-                raise IncrementalSnapshotError(
-                    f"surrogate key {table.surrogate_key!r} is not a column of {schema}.{name}")
-            keys: tuple[str, ...] = (table.surrogate_key,)
-        else:
-            keys = self.key_override(schema, name) or info.primary_key
-            if not keys:
-                raise IncrementalSnapshotError(
-                    f"table {schema}.{name} has no primary key: name a unique, non-null column "
-                    "in the signal's surrogate-key (or set message.key.columns)",
-                    "NO_PRIMARY_KEY")
+        with self._conn().cursor() as cur:
+            oid = _oid(cur, schema, name)
+            info = describe_tables(cur, [oid])[oid]
         codec = self.codec_for(info)
-        self._tables[table] = (info, codec, keys)
-        return info, codec, keys
+        columns = tuple(c.name for c in codec.incoming)
+        return ChunkTable(
+            f"{qualified(schema, name)} _hw", columns,
+            ", ".join(f"_hw.{quote_ident(c)}" for c in columns), codec.schema, codec.convert,
+            self.key_override(schema, name) or info.primary_key,
+            {c.name: f"::{c.formatted_type}" for c in info.columns})
 
-    def key_columns(self, table: SnapshotTable) -> tuple[str, ...]:
-        return self._describe(table)[2]
+    def _refusal(self, exc: Exception) -> str | None:
+        if isinstance(exc, psycopg2.Error) and exc.pgcode in _TABLE_ERRORS:
+            return " ".join(str(exc).split())
+        return None
 
-    def _where(self, table: SnapshotTable, info: TableInfo, keys: tuple[str, ...],
-               after: RawKey | None, maximum: RawKey | None) -> tuple[str, list[Any]]:
-        types = {c.name: c.formatted_type for c in info.columns}
-        return keyset_where(
-            [f"_hw.{quote_ident(k)}" for k in keys], [f"%s::{types[k]}" for k in keys],
-            after, maximum, table.condition, row_comparison=True)
+    def _rows(self, cur: Any, sql: str, params: Sequence[Any]) -> list[list[str | None]]:
+        lines: list[list[str | None]] = []
+        cur.copy_expert(f"COPY ({cur.mogrify(sql, params).decode()}) TO STDOUT", _Lines(lines),
+                        size=1 << 16)
+        return lines
 
-    def max_key(self, table: SnapshotTable) -> RawKey | None:
-        info, _, keys = self._describe(table)
-        where, params = self._where(table, info, keys, None, None)
-        # Qualified names: ORDER BY must sort by the columns, not by their text output.
-        order = ", ".join(f"_hw.{quote_ident(k)} DESC" for k in keys)
-        texts = ", ".join(f"_hw.{quote_ident(k)}::text" for k in keys)
-        conn = self._conn()
-        cur = conn.cursor()
-        with _table_refused(table, conn):
-            cur.execute(f"SELECT {texts} FROM {qualified(info.schema, info.name)} _hw{where} "
-                        f"ORDER BY {order} LIMIT 1", params)
-        row = cur.fetchone()
-        return list(row) if row is not None else None
+    def _chunk_begin(self, cur: Any) -> XidSnapshot:
+        cur.execute("SELECT txid_current_snapshot()::text")
+        return XidSnapshot(cur.fetchone()[0])
 
-    def read_chunk(
-        self, table: SnapshotTable, after: RawKey | None, maximum: RawKey, limit: int
-    ) -> ChunkRead:
-        info, codec, keys = self._describe(table)
-        where, params = self._where(table, info, keys, after, maximum)
-        conn = self._read_conn()
-        cur = conn.cursor()
-        try:
-            cur.execute("SELECT txid_current_snapshot()::text")
-            snapshot = XidSnapshot(cur.fetchone()[0])
-            cols = ", ".join(f"_hw.{quote_ident(c.name)}" for c in codec.incoming)
-            key_cols = ", ".join(f"_hw.{quote_ident(k)}" for k in keys)
-            sql = cur.mogrify(
-                f"SELECT {cols}, {key_cols} FROM {qualified(info.schema, info.name)} _hw{where} "
-                f"ORDER BY {key_cols} LIMIT {int(limit)}", params).decode()
-            lines: list[list[str | None]] = []
-            sink = _Lines(lines)
-            with _table_refused(table, conn):
-                cur.copy_expert(f"COPY ({sql}) TO STDOUT", sink, size=1 << 16)
-            cur.execute(f"SELECT {VISIBLE_WAL_POSITION_SQL}")
-            insert_lsn = pgoutput.parse_lsn(cur.fetchone()[0])
-            conn.commit()
-        except BaseException:
-            conn.rollback()
-            raise
-        n = len(codec.incoming)
-        rows = [(tuple(f[n:]), codec.convert(f[:n])) for f in lines]
-        last: RawKey | None = list(lines[-1][n:]) if lines else None
-        return ChunkRead(codec.schema, rows, last, high_watermark(insert_lsn), snapshot.stale_if)
+    def _chunk_end(self, cur: Any, begun: XidSnapshot) -> tuple[Any, StaleIf]:
+        cur.execute(f"SELECT {VISIBLE_WAL_POSITION_SQL}")
+        insert_lsn = pgoutput.parse_lsn(cur.fetchone()[0])
+        return high_watermark(insert_lsn), begun.stale_if
 
-    # -- watermarks ----------------------------------------------------------------------------
-    def write_watermark(self, chunk_id: str, opening: bool) -> None:
-        if self.signal_table is None:
-            raise IncrementalSnapshotError(
-                "incremental snapshots need signal.data.collection (or read.only=true)")
-        target = qualified(*self.signal_table)
-        cur = self._conn().cursor()
-        if not opening and self.signals.watermarking_strategy == "insert_delete":
-            cur.execute(f"DELETE FROM {target} WHERE {_first_column(self)} = %s",
-                        (f"{chunk_id}-open",))
-            return
-        cur.execute(f"INSERT INTO {target} VALUES (%s, %s, NULL)",
-                    (f"{chunk_id}-{'open' if opening else 'close'}",
-                     WINDOW_OPEN if opening else WINDOW_CLOSE))
+    def _blocking_begin(self, cur: Any) -> PostgresPosition:
+        cur.execute(f"SELECT txid_snapshot_xmin(txid_current_snapshot()), "
+                    f"{VISIBLE_WAL_POSITION_SQL}")
+        xmin, lsn_text = cur.fetchone()
+        lsn = pgoutput.parse_lsn(lsn_text)
+        return PostgresPosition(lsn, lsn, None, int(xmin))
 
-    # -- blocking snapshot ---------------------------------------------------------------------
-    def blocking_snapshot(
-        self, tables: Sequence[SnapshotTable], emit: Callable[[list[ChangeRecord]], None]
-    ) -> None:
-        conn = self._read_conn()
-        cur = conn.cursor()
-        try:
-            cur.execute("SELECT txid_snapshot_xmin(txid_current_snapshot()), "
-                        f"{VISIBLE_WAL_POSITION_SQL}")
-            xmin, lsn_text = cur.fetchone()
-            lsn = pgoutput.parse_lsn(lsn_text)
-            position = PostgresPosition(lsn, lsn, None, int(xmin))
-            held: ChangeRecord | None = None
-            batch: list[ChangeRecord] = []
-            for table in tables:
-                info, codec, _ = self._describe(table)
-                where, params = self._where(table, info, (), None, None)
-                cols = ", ".join(f"_hw.{quote_ident(c.name)}" for c in codec.incoming)
-                sql = cur.mogrify(
-                    f"SELECT {cols} FROM {qualified(info.schema, info.name)} _hw{where}",
-                    params).decode()
-                lines: list[list[str | None]] = []
-                log.info("blocking snapshot step: read %s", table.name)
-                cur.copy_expert(f"COPY ({sql}) TO STDOUT", _Lines(lines), size=1 << 16)
-                now = int(time.time() * 1000)
-                for fields in lines:
-                    if held is not None:
-                        batch.append(held)
-                        if len(batch) >= self.batch_size:
-                            emit(batch)
-                            batch = []
-                    held = ChangeRecord(self.context, codec.schema, Op.READ, None,
-                                        codec.convert(fields), now, now, SnapshotMarker.TRUE,
-                                        position)
-                log.info("blocking snapshot step: read %s done, %d rows", table.name,
-                         len(lines))
-            conn.commit()
-        except BaseException:
-            conn.rollback()
-            raise
-        if held is not None:
-            batch.append(held._replace(snapshot=SnapshotMarker.LAST))
-        if batch:
-            emit(batch)
-
-
-def _first_column(source: PostgresChunkSource) -> str:
-    assert source.signal_table is not None
-    cur = source._conn().cursor()
-    cur.execute(
-        "SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s "
-        "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum LIMIT 1",
-        source.signal_table)
-    return quote_ident(cur.fetchone()[0])
+    def _first_column(self, cur: Any, target: str) -> str:
+        cur.execute(
+            "SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s "
+            "AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum "
+            "LIMIT 1", self.signal_table)
+        return quote_ident(cur.fetchone()[0])
 
 
 class _Lines:
@@ -349,6 +204,16 @@ class _Lines:
         return len(data)
 
 
+def _oid(cur: Any, schema: str, name: str) -> int:
+    cur.execute(
+        "SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('r', 'p')", (schema, name))
+    row = cur.fetchone()
+    if row is None:
+        raise IncrementalSnapshotError(f"table {schema}.{name} does not exist")
+    return int(row[0])
+
+
 def _schema_table(parts: tuple[str, ...], database: str) -> tuple[str, str]:
     if len(parts) == 1:
         return "public", parts[0]
@@ -362,87 +227,53 @@ def _schema_table(parts: tuple[str, ...], database: str) -> tuple[str, str]:
 # The streaming loop's hook
 
 
-class PostgresIncrementalHook(IncrementalHookBase):
-    """What the pgoutput streaming loop calls: signal rows, window events, boundaries.
-
-    The loop asks `watched` (relation oids whose rows must be shown to `row`) on every row,
-    so it is a plain set, recomputed when a relation arrives or a window starts or ends.
-    """
+class PostgresIncrementalHook(LogIncrementalHook):
+    """What the pgoutput streaming loop calls: relations, rows of watched ones, boundaries."""
 
     def __init__(self, source: PostgresChunkSource, context: SourceContext,
                  metrics: CaptureMetrics | None = None) -> None:
         super().__init__(source, context, metrics)
         self.source: PostgresChunkSource = source
-        self._relations: dict[int, tuple[str, str, tuple[str, ...]]] = {}
-        self._signal_oid: int | None = None
-        self._window_oid: int | None = None
-        self._window_keys: tuple[int, ...] = ()
-        self._window_shape: tuple[str, ...] | None = None
+        self._columns: dict[int, tuple[str, ...]] = {}
+        self._keys: dict[int, tuple[int, ...]] = {}  # the window's oid -> its key positions
         self._last_reply = 0.0
 
-    # -- session -------------------------------------------------------------------------------
     def start(self, offset: dict[str, Any] | None) -> None:
-        self._start_controller(offset)
-        self._relations.clear()
-        self._signal_oid = self._window_oid = None
-        self._refresh()
+        self._columns.clear()
+        self._start(offset)
 
     def relation(self, oid: int, namespace: str, name: str, columns: tuple[str, ...]) -> None:
-        old = self._relations.get(oid)
-        self._relations[oid] = (namespace, name, columns)
-        if (self.source.signal_table == (namespace, name)
-                and self.source.signals.source_channel):
-            self._signal_oid = oid
-        if old is not None and oid == self._window_oid and old[2] != columns:
+        old = self._columns.get(oid)
+        self._columns[oid] = columns
+        self._keys.pop(oid, None)
+        self._announce(oid, (namespace, name))
+        if old is not None and oid in self._window_ids and old != columns:
             self._ctl().schema_changed()
-        self._refresh()
+            self._refresh()
 
     def _refresh(self) -> None:
-        ctl = self._ctl()
-        table = ctl.window_table
-        self._window_oid = None
-        self._window_keys = ()
-        if table is not None:
-            keys = self.source.key_columns(ctl.chunk.table) if ctl.chunk else ()
-            for oid, (ns, name, columns) in self._relations.items():
-                if (ns, name) == table:
-                    self._window_oid = oid
-                    self._window_keys = tuple(columns.index(k) for k in keys if k in columns)
-                    if len(self._window_keys) != len(keys):  # key column dropped: no keys
-                        self._window_keys = ()
-        oids = {o for o in (self._signal_oid, self._window_oid) if o is not None}
-        self.watched = frozenset(oids)
+        self._keys.clear()
+        super()._refresh()
 
-    # -- rows ----------------------------------------------------------------------------------
     def row(self, m: Any, kind: type, position: Callable[[], PostgresPosition]
             ) -> list[ChangeRecord]:
         """A row of a watched relation; returns READ records when it closes a window."""
-        ctl = self._ctl()
         oid = m.relation_oid
-        if oid == self._window_oid:
+        if oid in self._window_ids:
             self._window_row(m, kind)
-        if oid != self._signal_oid:
+        if oid not in self._signal_ids or kind not in (pgoutput.Insert, pgoutput.Delete):
             return []
-        if kind is pgoutput.Delete:
-            ident = m.old[0] if m.old else None
-            if isinstance(ident, str) and ctl.watermark(ident, False):
-                return self._close(position())
-            return []
-        if kind is not pgoutput.Insert:
-            return []
-        sig = signal_from_row(m.new)
-        if sig.type in (WINDOW_OPEN, WINDOW_CLOSE):
-            if ctl.watermark(sig.id, sig.type == WINDOW_OPEN):
-                return self._close(position())
-            if sig.type == WINDOW_OPEN:
-                log.debug("incremental snapshot step: window %s open", sig.id)
-            return []
-        ctl.signal(sig)
-        return []
+        inserted = kind is pgoutput.Insert
+        return self._signal_row(m.new if inserted else m.old, inserted, position)
 
     def _window_row(self, m: Any, kind: type) -> None:
         ctl = self._ctl()
-        positions = self._window_keys
+        oid = m.relation_oid
+        positions = self._keys.get(oid)
+        if positions is None:  # () when a key column is gone: no row names its key
+            chunk = ctl.chunk
+            index = self.source.key_index(chunk.table, self._columns[oid]) if chunk else None
+            positions = self._keys[oid] = index or ()
         old = m.old if kind is not pgoutput.Insert else None
         images = [m.new] if kind is not pgoutput.Delete else []
         if old is not None:
@@ -461,30 +292,21 @@ class PostgresIncrementalHook(IncrementalHookBase):
         ctl.key_changed(*keys)
 
     def truncate(self, oids: Sequence[int]) -> None:
-        if self._window_oid is not None and self._window_oid in oids:
+        if self._window_ids.intersection(oids):
             self._ctl().truncated()
 
-    # -- boundaries ----------------------------------------------------------------------------
     def committed(self, xid: int | None) -> None:
         if xid is not None:
             self._ctl().committed(xid)
 
     def boundary(self, emit_blocking: Callable[[list[ChangeRecord]], None],
                  before_blocking: Callable[[], None]) -> None:
-        """Between transactions: actions, file channel, next chunk."""
-        ctl = self._ctl()
-        if ctl.idle:
-            return
-        ctl.boundary(emit_blocking, before_blocking)
-        self._refresh()
+        self._next_chunk(emit_blocking, before_blocking)
 
     def begin(self, final_lsn: int, position: Callable[[], PostgresPosition]
               ) -> list[ChangeRecord]:
         """Read-only: a transaction committing at or after the high watermark closes first."""
-        high = self._ctl().read_only_high
-        if high is not None and final_lsn >= high:
-            return self._close(position())
-        return []
+        return self._close_past(lambda high: final_lsn >= high, position)
 
     def idle(self, cur: Any, in_tx: bool, position: Callable[[], PostgresPosition]
              ) -> list[ChangeRecord]:

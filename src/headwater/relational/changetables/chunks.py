@@ -47,6 +47,7 @@ from headwater.model.collection import format_collection
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
 from headwater.model.schema import TableId
 from headwater.relational.changetables.adhoc_steps import step
+from headwater.relational.chunk_source import chunk_key, key_positions, transaction
 from headwater.relational.config import RelationalConnectorConfig
 from headwater.relational.incremental import (
     decode_key_value,
@@ -199,20 +200,8 @@ class ChangeTableChunkSource:
         if handle is None:
             handle = self._handle(self.table_id(table.collection))
         columns: tuple[str, ...] = handle.columns
-        if table.surrogate_key:
-            wanted: tuple[str, ...] = (table.surrogate_key,)
-        else:
-            wanted = handle.codec.schema.key_columns
-            if not wanted:
-                raise IncrementalSnapshotError(
-                    f"table {table.name} has no primary key: name a unique, non-null column in "
-                    "the signal's surrogate-key (or set message.key.columns)", "NO_PRIMARY_KEY")
-        index = self._positions(wanted, columns)
-        if index is None:
-            raise IncrementalSnapshotError(
-                f"table {table.name}: key column(s) {', '.join(wanted)} not all among the "
-                f"columns of its change table ({', '.join(columns)})")
-        chunked = Chunked(handle, tuple(columns[i] for i in index), index)
+        keys, index = chunk_key(table, columns, handle.codec.schema.key_columns, self.same_name)
+        chunked = Chunked(handle, keys, index)
         self._tables[table] = chunked
         return chunked
 
@@ -224,17 +213,7 @@ class ChangeTableChunkSource:
     def key_index(self, table: SnapshotTable, columns: Sequence[str]) -> tuple[int, ...] | None:
         """Where `table`'s chunk key sits in a change table of `columns` (None: a key column is
         not there)."""
-        return self._positions(self._describe(table).keys, columns)
-
-    def _positions(self, keys: Sequence[str], columns: Sequence[str]
-                   ) -> tuple[int, ...] | None:
-        out: list[int] = []
-        for key in keys:
-            at = [i for i, c in enumerate(columns) if self.same_name(c, key)]
-            if not at:
-                return None
-            out.append(at[0])
-        return tuple(out)
+        return key_positions(self._describe(table).keys, columns, self.same_name)
 
     def _where(self, table: SnapshotTable, keys: Sequence[str], after: RawKey | None,
                maximum: RawKey | None) -> tuple[str, list[Any]]:
@@ -316,10 +295,8 @@ class ChangeTableChunkSource:
         if database not in self._signal_handles:  # the catalog's spelling of its names
             self._signal_handles[database] = self._handle(signal)
         handle = self._signal_handles[database]
-        conn = self._conn(database)
         target = self.qualified(handle.table)
-        cur = conn.cursor()
-        try:
+        with transaction(self._conn(database)) as cur:
             if not opening and self.signals.watermarking_strategy == "insert_delete":
                 first = handle.columns[0]
                 cur.execute(f"DELETE FROM {target} WHERE {self.quote(first)} = ?",
@@ -329,12 +306,6 @@ class ChangeTableChunkSource:
                             (f"{chunk_id}-{'open' if opening else 'close'}",
                              WINDOW_OPEN if opening else WINDOW_CLOSE,
                              self._metadata(chunk_id, table, opening)))
-            conn.commit()
-        except BaseException:
-            conn.rollback()
-            raise
-        finally:
-            cur.close()
         if opening:
             step(self.log, 3, f"{table.name}, watermark {chunk_id}-open")
 

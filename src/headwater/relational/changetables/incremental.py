@@ -30,19 +30,12 @@ from collections.abc import Callable
 from typing import Any
 
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.signals import WINDOW_CLOSE, WINDOW_OPEN, signal_from_row
 from headwater.model.record import ChangeRecord, Op, SourceContext
 from headwater.model.schema import TableId
 from headwater.relational.changetables.adhoc_steps import step
 from headwater.relational.changetables.chunks import ChangeTableChunkSource
 from headwater.relational.changetables.poller import Change
 from headwater.relational.incremental import EmitBlocking, IncrementalHookBase
-
-
-def _text(value: Any) -> Any:
-    if isinstance(value, bytes | bytearray):
-        return bytes(value).decode("utf-8", "replace")
-    return value
 
 
 class ChangeTableIncrementalHook(IncrementalHookBase):
@@ -91,21 +84,11 @@ class ChangeTableIncrementalHook(IncrementalHookBase):
         table: TableId = change.table.table
         if self._window is not None and self.source.collection(table) == self._window:
             self._window_change(change)
-        if not self._is_signal(table):
+        if not self._is_signal(table) or change.op not in (Op.CREATE, Op.DELETE):
             return []
-        ctl = self._ctl()
-        if change.op is Op.CREATE and change.after is not None:
-            sig = signal_from_row([_text(v) for v in change.after[:3]])
-            if sig.type not in (WINDOW_OPEN, WINDOW_CLOSE):
-                if self.source.signals.source_channel:  # else the table holds watermarks only
-                    ctl.signal(sig)
-            elif ctl.watermark(sig.id, sig.type == WINDOW_OPEN):
-                return self._close_window(position)
-        elif change.op is Op.DELETE and change.before:  # insert_delete: the open row's delete
-            ident = _text(change.before[0])
-            if isinstance(ident, str) and ctl.watermark(ident, False):
-                return self._close_window(position)
-        return []
+        inserted = change.op is Op.CREATE
+        return self._signal_row(change.after if inserted else change.before, inserted,
+                                lambda: position)
 
     def _window_change(self, change: Change) -> None:
         ctl = self._ctl()
@@ -126,18 +109,14 @@ class ChangeTableIncrementalHook(IncrementalHookBase):
                 return
         if columns not in self._positions:
             self._positions[columns] = self.source.key_index(chunk.table, columns)
-        index = self._positions[columns]
-        if index is None:  # the key is not in this change table: any chunk row may be it
-            ctl.truncated()
-            return
-        images = [i for i in (change.before, change.after) if i is not None]
-        ctl.key_changed(*(tuple([image[i] for i in index]) for image in images))
+        self._keys_changed([i for i in (change.before, change.after) if i is not None],
+                           self._positions[columns])
 
-    def _close_window(self, position: Any) -> list[ChangeRecord]:
+    def _close(self, position: Any) -> list[ChangeRecord]:
         chunk = self._ctl().chunk
         read = len(chunk.read.rows) if chunk is not None and chunk.read is not None else 0
         seen = chunk.window.events_seen if chunk is not None else 0
-        records = self._close(position)
+        records = super()._close(position)
         if chunk is not None:
             step(self.source.log, 5, f"{chunk.table.name}: {read - len(records)} of {read} "
                                      f"rows dropped, {seen} streamed events in the window")
