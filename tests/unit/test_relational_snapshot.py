@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -31,12 +32,13 @@ def schema(name: str) -> TableSchema:
                        (Column("id", 0, "int4", ConnectSchema(INT32, optional=False)),), ("id",))
 
 
-def emitted(batches: list[Batch], tail: list[ChangeRecord]) -> list[tuple[str, Any, str]]:
+def emitted(batches: list[Batch], tail: Sequence[SourceEvent]) -> list[tuple[str, Any, str]]:
     """(table, id, marker) of every record in order; a pre-rendered record as (topic, key)."""
     out: list[tuple[str, Any, str]] = []
     for batch in [*batches, Batch(tail)]:
         for r in batch.records:
             assert isinstance(r, ChangeRecord)
+            assert r.after is not None
             out.append((r.table.id.table, r.after[0], r.snapshot.value))
         for topic, records in (batch.rendered or {}).items():
             out.extend((topic, rec.key, "rendered") for rec in records)
@@ -194,7 +196,7 @@ def test_serial_snapshot_runs_the_seven_steps_in_order(caplog: pytest.LogCapture
     assert steps_logged(caplog) == [1, 2, 3, 4, 5, 6, 6, 6, 6, 7]
     assert source.calls == ["begin", "lock", "release", "read a", "read b", "commit", "close"]
     assert batches[-1].offset == offset
-    assert emitted(batches[:-1], list(batches[-1].records))[-1] == ("b", 3, "last")
+    assert emitted(batches[:-1], batches[-1].records)[-1] == ("b", 3, "last")
     assert source.metrics.rows_scanned == {"s.a": 2, "s.b": 1}
     assert source.metrics.rows_estimated == {"s.a": 2, "s.b": 1}
     assert source.metrics.remaining_table_count == 0
