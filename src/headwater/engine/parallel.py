@@ -326,7 +326,7 @@ def read_in_workers(
     """Reads `chunks` of the tables `names` in worker processes; returns the snapshot's `last`.
 
     Every rendered batch is emitted as it arrives; RowsScanned counts per table and
-    RemainingTableCount drops as a table's last chunk is done (logged as the step "read").
+    RemainingTableCount drops as a table's last chunk is done (said through `announce`).
     `on_all_ready` runs once every worker reported its consistent snapshot open (MySQL
     releases its read lock there); `announce` logs the progress (the connector's snapshot
     step).  Raises `SnapshotStopped` when `stopping` is set."""
