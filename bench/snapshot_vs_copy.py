@@ -6,9 +6,9 @@ Loads N rows (default 5M) into a fresh local PostgreSQL, VACUUM ANALYZEs it, the
   warms the cache; the faster is kept): how fast the server can hand the table out as text;
 - `headwater run` with snapshot.mode=initial_only and snapshot.max.threads 1 and N (default 2):
   COPY, convert, render Debezium JSON with schemas, append + fsync to the topic log, store
-  offsets.  Its *snapshot phase* runs from the "import exported snapshot" log line to the
-  moment the stored offset says the snapshot is complete (durable); the whole process time
-  (interpreter start, slot creation, exit) is printed too.
+  offsets.  Its *snapshot phase* runs from the "snapshot step 1/7" log line (logged once the
+  exported snapshot is imported) to the moment the stored offset says the snapshot is complete
+  (durable); the whole process time (interpreter start, slot creation, exit) is printed too.
 
 Prints rows/s for each and the ratio Headwater / COPY (goal >= 1.0 with parallel chunks).
 
@@ -166,7 +166,7 @@ def run_headwater(pg: LocalPostgres, work: Path, threads: int, fetch: int) -> tu
         f"slot.name=hw_{threads}\npublication.name=bench_pub\nsnapshot.mode=initial_only\n"
         f"snapshot.max.threads={threads}\nsnapshot.fetch.size={fetch}\n"
         "slot.drop.on.stop=true\n"
-    ), "import exported snapshot")
+    ), "snapshot step 1/7")  # logged once the exported snapshot is imported
 
 
 def main() -> None:

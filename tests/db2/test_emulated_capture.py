@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from headwater.connectors.db2.config import validate_db2_config
-from headwater.connectors.db2.connector import SNAPSHOT_STEPS, Db2Connector
+from headwater.connectors.db2.connector import Db2Connector
 from headwater.engine.queue import Batch
 from headwater.engine.source import SourceRunContext
 from headwater.model.record import ChangeRecord
+from headwater.relational.snapshot import SNAPSHOT_STEPS
 from headwater.testing.localpg import wait_for
 from tests.changetables import emulation
 from tests.db2.conftest import add_table, sql

@@ -308,6 +308,10 @@ class ChunkOfTable(Protocol):
     def table(self) -> int: ...
 
 
+def _announce(detail: str) -> None:
+    log.info("snapshot step: read %s", detail)
+
+
 def read_in_workers(
     emit: Callable[[Batch], None],
     stopping: threading.Event,
@@ -317,13 +321,15 @@ def read_in_workers(
     processes: int,
     metrics: CaptureMetrics,
     on_all_ready: Callable[[], None] | None = None,
+    announce: Callable[[str], None] | None = None,
 ) -> TopicBatch | None:
     """Reads `chunks` of the tables `names` in worker processes; returns the snapshot's `last`.
 
     Every rendered batch is emitted as it arrives; RowsScanned counts per table and
-    RemainingTableCount drops as a table's last chunk is done (logged as the step "read").
+    RemainingTableCount drops as a table's last chunk is done (said through `announce`).
     `on_all_ready` runs once every worker reported its consistent snapshot open (MySQL
-    releases its read lock there).  Raises `SnapshotStopped` when `stopping` is set."""
+    releases its read lock there); `announce` logs the progress (the connector's snapshot
+    step).  Raises `SnapshotStopped` when `stopping` is set."""
     processes = max(1, min(processes, len(chunks)))
     chunks_left = [0] * len(names)
     for chunk in chunks:
@@ -333,8 +339,9 @@ def read_in_workers(
     announced: set[str] = set()
     ready = 0
     started = time.monotonic()
-    log.info("snapshot step: read %d tables in %d chunks with %d worker processes",
-             len(names), len(chunks), processes)
+    if announce is None:
+        announce = _announce
+    announce(f"{len(names)} tables in {len(chunks)} chunks with {processes} worker processes")
     with WorkerPool(spec, processes, chunks, 2 * processes) as pool:
         for kind, task, payload, rows in pool.messages(stopping):
             if kind == READY:
@@ -358,6 +365,6 @@ def read_in_workers(
                 chunks_left[table] -= 1
                 if chunks_left[table] == 0:
                     metrics.table_done(names[table])
-                    log.info("snapshot step: read %s done, %d rows at %.1fs", names[table],
-                             scanned[names[table]], time.monotonic() - started)
+                    announce(f"{names[table]} done, {scanned[names[table]]} rows at "
+                             f"{time.monotonic() - started:.1f} s")
     return tail.last()

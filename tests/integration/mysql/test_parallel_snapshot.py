@@ -145,7 +145,7 @@ def test_parallel_snapshot_equals_serial(menv: MariaEnv, caplog: pytest.LogCaptu
             root, _ = _snapshot(menv, threads, f"t{threads}")
         messages = [r.getMessage() for r in caplog.records]
         plan = [m for m in messages if "chunks with" in m]
-        assert plan and plan[-1].endswith(f"with {threads} worker processes")
+        assert plan and f"with {threads} worker processes" in plan[-1]
         assert int(plan[-1].split(" in ")[1].split()[0]) > len(ROWS)  # big and ubig were split
         # The lock was released only once every worker had opened its snapshot.
         opened = next(i for i, m in enumerate(messages) if "consistent snapshots open" in m)

@@ -2,7 +2,8 @@
 streaming source (streaming.py) on the change-table poller.
 
 The snapshot takes the seven steps of Debezium's Db2 documentation (seed 004, "initial
-snapshot steps"), each logged by name ("snapshot step N/7: ...") in that order:
+snapshot steps"), which every relational connector's snapshot logs by name ("snapshot step
+N/7: ...", relational/snapshot.py) in that order:
 
 1. determine the tables in capture mode (IBMSNAP_REGISTER, filtered by the configuration);
 2. lock them (`snapshot.isolation.mode` repeatable_read or exclusive with
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from importlib import import_module
-from typing import Any, Final
+from typing import Any
 
 from headwater.connectors.db2 import queries
 from headwater.connectors.db2.catalog import ChangeTable, change_tables
@@ -43,25 +44,9 @@ from headwater.engine.source import SourceRunContext
 from headwater.model.schema import TableId
 from headwater.relational.changetables.connector import ChangeTableConnector, ChangeTableSnapshot
 from headwater.relational.changetables.paramstyle import connect_qmark
+from headwater.relational.snapshot import step
 
 log = logging.getLogger("headwater.connectors.db2")
-
-SNAPSHOT_STEPS: Final = (
-    "determine the tables in capture mode",
-    "lock the captured tables",
-    "read the maximum LSN",
-    "capture the schema of the captured tables",
-    "release the locks",
-    "read the captured tables at the maximum LSN",
-    "record the completed snapshot in the offsets",
-)
-
-
-def step(number: int, detail: str = "") -> None:
-    name = SNAPSHOT_STEPS[number - 1]
-    log.info("snapshot step %d/%d: %s%s", number, len(SNAPSHOT_STEPS), name,
-             f" ({detail})" if detail else "")
-
 
 def execute(conn: Any, sql: str) -> None:
     cur = conn.cursor()
@@ -86,7 +71,7 @@ class Db2Snapshot(ChangeTableSnapshot):
             tables = self._tables(conn)
             locked = self._lock(conn, tables)
             lsn = max_lsn(conn, cfg)
-            step(3, f"LSN {lsn_text(lsn)}")
+            step(log, 3, f"LSN {lsn_text(lsn)}")
             text = lsn_text(lsn)
             self._schema(ctx, tables, text)
             self._release(conn, locked)
@@ -98,7 +83,7 @@ class Db2Snapshot(ChangeTableSnapshot):
             conn.close()
         offset = self.at or {"snapshot_completed": True, "commit_lsn": text, "change_lsn": None,
                              "event_serial_no": None}
-        step(7, f"commit_lsn {offset.get('commit_lsn')}")
+        step(log, 7, f"commit_lsn {offset.get('commit_lsn')}")
         self._finish(ctx, offset)
         return offset
 
@@ -114,41 +99,42 @@ class Db2Snapshot(ChangeTableSnapshot):
         definitions = [t.definition for t in tables if t.definition is not None]
         self._add_events(ctx, self.connector.table_schema().snapshot(
             definitions, position, last=not self.data))
-        step(4, f"{len(definitions)} tables, recorded in {history} at commit_lsn "
-                f"{position.commit_lsn}")
+        step(log, 4, f"{len(definitions)} tables, recorded in {history} at commit_lsn "
+                     f"{position.commit_lsn}")
 
     def _tables(self, conn: Any) -> list[ChangeTable]:
         tables = change_tables(conn, self.connector.cfg)
-        step(1, ", ".join(t.table.identifier for t in tables) or "none")
+        step(log, 1, ", ".join(t.table.identifier for t in tables) or "none")
         return tables
 
     def _lock(self, conn: Any, tables: list[ChangeTable]) -> bool:
         cfg = self.connector.cfg
         if (cfg.snapshot_isolation_mode not in ("repeatable_read", "exclusive")
                 or cfg.snapshot_locking_mode == "none"):
-            step(2, f"no locks: snapshot.isolation.mode={cfg.snapshot_isolation_mode}, "
-                    f"snapshot.locking.mode={cfg.snapshot_locking_mode}")
+            step(log, 2, f"no locks: snapshot.isolation.mode={cfg.snapshot_isolation_mode}, "
+                         f"snapshot.locking.mode={cfg.snapshot_locking_mode}")
             return False
         execute(conn, "SAVEPOINT db2_schema_snapshot ON ROLLBACK RETAIN CURSORS")
         for table in tables:
             execute(conn, queries.LOCK_TABLE.replace(
                 "#", queries.table_name(table.table.schema or "", table.table.table)))
-        step(2, f"{len(tables)} tables, snapshot.isolation.mode={cfg.snapshot_isolation_mode}")
+        step(log, 2, f"{len(tables)} tables, "
+                     f"snapshot.isolation.mode={cfg.snapshot_isolation_mode}")
         return True
 
     def _release(self, conn: Any, locked: bool) -> None:
         if locked and self.connector.cfg.snapshot_isolation_mode == "repeatable_read":
             execute(conn, "ROLLBACK TO SAVEPOINT db2_schema_snapshot")
-            step(5, "back to the savepoint taken before the locks")
+            step(log, 5, "back to the savepoint taken before the locks")
         else:
-            step(5, "nothing to release" if not locked else
-                 "exclusive: the locks are kept until the snapshot transaction ends")
+            step(log, 5, "nothing to release" if not locked else
+                         "exclusive: the locks are kept until the snapshot transaction ends")
 
     def _read(self, ctx: SourceRunContext, conn: Any, table: ChangeTable,
               lsn: str | None) -> bool:
         """Reads one table; False: stopped."""
         cfg = self.connector.cfg
-        step(6, f"{table.table.identifier} at LSN {lsn}")
+        step(log, 6, f"{table.table.identifier} at LSN {lsn}")
         columns = ", ".join(queries.quote(c) for c in table.columns)
         sql = (queries.SELECT_TABLE.replace("#columns", columns)
                .replace("#table", queries.table_name(table.table.schema or "",
@@ -162,7 +148,7 @@ class Db2Snapshot(ChangeTableSnapshot):
             cur.close()
         if count is None:
             return False
-        log.info("snapshot step 6/7: read %s done, %d rows", table.table.identifier, count)
+        step(log, 6, f"{table.table.identifier} done, {count} rows")
         return True
 
 

@@ -1,24 +1,25 @@
-"""The consistent initial snapshot of MySQL/MariaDB (reference 1.3), steps logged by name:
+"""The consistent initial snapshot of MySQL/MariaDB (reference 1.3): the relational base's
+seven steps (relational/snapshot.py, logged by name), with MySQL's part of each:
 
-1. *lock*: `FLUSH TABLES WITH READ LOCK` (snapshot.locking.mode minimal/extended); if the user
-   may not (RELOAD missing, managed services), `FLUSH TABLES <captured> WITH READ LOCK`;
-   nothing with mode none;
-2. *consistent snapshot*: REPEATABLE READ, `START TRANSACTION WITH CONSISTENT SNAPSHOT`;
-3. *binlog position*: file/position and GTID set at that point (MariaDB reports the snapshot's
-   own binlog position in `binlog_snapshot_file`/`binlog_snapshot_position`, exact even
-   without a lock);
-4. *schema*: `SHOW CREATE TABLE` of the tables of captured databases, parsed into the schema
-   and written to the schema history at the snapshot position;
-5. *unlock* (minimal): writes resume while the rows are read inside the snapshot transaction;
-6. *schema change events*; 7. *scan* every captured table (READ events, `last` on the very
-   last); 8. *commit* (extended: unlock only now); 9. the offset of the snapshot position is
-   returned and recorded once the events are durable.
+1. the base tables of the captured databases (all of them go into the schema history);
+2. `FLUSH TABLES WITH READ LOCK` (snapshot.locking.mode minimal/extended); if the user may
+   not (RELOAD missing, managed services), `FLUSH TABLES <captured> WITH READ LOCK`; nothing
+   with mode none;
+3. REPEATABLE READ, `START TRANSACTION WITH CONSISTENT SNAPSHOT`, and the file/position and
+   GTID set at that point (MariaDB reports the snapshot's own binlog position in
+   `binlog_snapshot_file`/`binlog_snapshot_position`, exact even without a lock);
+4. `SHOW CREATE TABLE`, parsed into the schema and written to the schema history at the
+   snapshot position (its schema change events go out before the rows);
+5. minimal: unlock, writes resume while the rows are read inside the snapshot transaction;
+6. every captured table's rows, streamed or buffered (`min.row.count.to.stream.results`);
+7. commit (extended: unlock only now); the snapshot position's offset comes with the last
+   events and is recorded once they are durable.
 
 A snapshot interrupted by a crash is not resumed: the next start takes a new one (as Debezium
 does), with the schema history started over; the runtime then deletes the rows the interrupted
 attempt read and the new one did not find (engine/supersede.py).
 
-With `snapshot.max.threads` N > 1 (and a lock), step 7 runs in N worker processes
+With `snapshot.max.threads` N > 1 (and a lock), step 6 runs in N worker processes
 (snapshot_workers.py, engine/parallel.py) over primary-key ranges and whole tables.  They are
 started while the lock is still held, each opens its own consistent snapshot and reports it,
 and only then does step 5 release the lock: the lock forbids every change to the captured
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pymysql  # type: ignore[import-untyped]
@@ -50,26 +51,22 @@ from headwater.connectors.mysql.snapshot_values import select_list, snapshot_con
 from headwater.connectors.mysql.snapshot_workers import (
     TableSize,
     plan_chunks,
-    result_cursor,
+    select_rows,
     split_key,
     streams_results,
 )
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.parallel import (
-    SnapshotStopped,
-    WorkerSpec,
-    read_in_workers,
-)
-from headwater.engine.queue import Batch
+from headwater.engine.parallel import SnapshotStopped
 from headwater.engine.source import SourceRunContext
-from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceEvent
+from headwater.model.record import SnapshotMarker, SourceEvent
+from headwater.model.schema import TableSchema
 from headwater.model.topic import TopicBatch
+from headwater.relational.snapshot import RelationalSnapshotSource, SnapshotEmitter
 
 log = logging.getLogger("headwater.connectors.mysql")
 
 _ACCESS_DENIED = (1227, 1045, 1044)
-
 
 
 class SnapshotPoint:
@@ -93,7 +90,11 @@ class SnapshotPoint:
         return offset
 
 
-class MySqlSnapshotSource:
+class MySqlSnapshotSource(RelationalSnapshotSource[tuple[str, str]]):
+    """The snapshot's steps (relational.snapshot) with MySQL's part of each."""
+
+    log = log
+
     def __init__(
         self,
         cfg: MySqlConnectorConfig,
@@ -106,99 +107,120 @@ class MySqlSnapshotSource:
         self.state = state
         self.metrics = metrics
         self.with_data = with_data
-        self._pending: list[SourceEvent] = []
+        self.batch_size = cfg.max_batch_size
+        self.max_threads = cfg.snapshot_max_threads
+        self.conn: Any = None
         self._locked = False  # this connection holds the read lock (global or tables)
         self._locked_at = 0.0
+        self.read_order: dict[tuple[str, str], int] = {}  # each table read: its `sizes` index
+        self.sizes: list[TableSize] = []
 
-    def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
+    # -- the steps' MySQL part ---------------------------------------------------------------------
+    def begin(self, ctx: SourceRunContext) -> None:
         cfg = self.cfg
         if cfg.snapshot_delay_ms:
-            log.info("snapshot step: waiting snapshot.delay.ms=%d", cfg.snapshot_delay_ms)
+            log.info("snapshot: waiting snapshot.delay.ms=%d", cfg.snapshot_delay_ms)
             if ctx.stopping.wait(cfg.snapshot_delay_ms / 1000):
-                return None
-        conn = connect(cfg, conv=snapshot_conversions())
+                raise SnapshotStopped
+        self.context = self.state.context
+        self.conn = connect(cfg, conv=snapshot_conversions())
         self._locked = False
-        try:
-            cur = conn.cursor()
-            cur.execute(f"SET SESSION lock_wait_timeout = "
-                        f"{max(1, cfg.snapshot_lock_timeout_ms // 1000)}")
-            tables = self._list_tables(cur)
-            if cfg.snapshot_locking_mode != "none":
-                self._locked = self._lock(cur, tables)
-                self._locked_at = time.monotonic()
-            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            point = self._binlog_position(cur, self._locked)
-            log.info("snapshot step: binlog position %s:%d, GTIDs %s", point.file, point.pos,
-                     point.gtids or "-")
-            schema_events = self._read_schema(cur, tables, point)
-            captured = [(db, t) for db, t in tables if self.state.captured(db, t)]
-            parallel = self._parallel(ctx, captured)
-            if not parallel:
-                self._unlock_minimal(cur)
-            if schema_events:
-                ctx.emit(Batch(schema_events))
-            m = self.metrics
-            m.snapshot_running, m.snapshot_started_monotonic = True, time.monotonic()
-            m.total_table_count = m.remaining_table_count = len(captured) if self.with_data else 0
-            last: TopicBatch | None = None
-            if self.with_data:
-                sizes = self._table_sizes(cur, captured, split=parallel)
-                if parallel:
-                    try:
-                        last = self._read_parallel(ctx, cur, captured, sizes, point)
-                    except SnapshotStopped:
-                        log.info("snapshot step: stopped; it starts over on the next run")
-                        return None
-                elif not self._scan(ctx, conn, captured, sizes, point):
-                    return None
-            # The snapshot's end is durable once its last events are: store the offset then.
-            ctx.emit(Batch(self._pending, point.offset(), rendered=last))
-            self._pending = []
-            cur = conn.cursor()
-            cur.execute("COMMIT")
-            if self._locked:
-                cur.execute("UNLOCK TABLES")
-                self._locked = False
-            m.snapshot_running, m.snapshot_completed = False, True
-            m.snapshot_duration_s = time.monotonic() - (m.snapshot_started_monotonic or 0.0)
-            return point.offset()
-        finally:
-            try:
-                if self._locked:
-                    conn.cursor().execute("UNLOCK TABLES")
-            finally:
-                conn.close()
+        self.cur = self.conn.cursor()
+        self.cur.execute(f"SET SESSION lock_wait_timeout = "
+                         f"{max(1, cfg.snapshot_lock_timeout_ms // 1000)}")
 
-    # -- steps ---------------------------------------------------------------------------------
-
-    def _list_tables(self, cur: Any) -> list[tuple[str, str]]:
+    def captured_tables(self) -> list[tuple[str, str]]:
+        """The captured tables; every table of the captured databases is kept for step 4."""
+        cur = self.cur
         cur.execute("SHOW DATABASES")
         databases = [row[0] for row in cur.fetchall() if self.cfg.database_filter(row[0])]
-        tables: list[tuple[str, str]] = []
+        self.all_tables: list[tuple[str, str]] = []
         for db in databases:
             cur.execute(f"SHOW FULL TABLES FROM {quote_ident(db)} WHERE Table_type = 'BASE TABLE'")
-            tables.extend((db, row[0]) for row in cur.fetchall())
-        log.info("snapshot step: %d tables in %d databases, captured: %s", len(tables),
-                 len(databases),
-                 ", ".join(f"{d}.{t}" for d, t in tables if self.state.captured(d, t)) or "none")
-        return tables
+            self.all_tables.extend((db, row[0]) for row in cur.fetchall())
+        return [(db, t) for db, t in self.all_tables if self.state.captured(db, t)]
 
-    def _lock(self, cur: Any, tables: list[tuple[str, str]]) -> bool:
+    def table_name(self, table: tuple[str, str]) -> str:
+        return f"{table[0]}.{table[1]}"
+
+    def schema_of(self, table: tuple[str, str]) -> TableSchema:
+        return self.codec(table).schema
+
+    def codec(self, table: tuple[str, str]) -> MySqlTableCodec:
+        codec = self.state.codec(*table)
+        assert codec is not None, f"{self.table_name(table)} has no definition"
+        return codec
+
+    def lock(self, tables: list[tuple[str, str]]) -> str:
+        """`FLUSH TABLES WITH READ LOCK`, else (RELOAD missing, managed services) `FLUSH
+        TABLES <captured> WITH READ LOCK`; nothing with snapshot.locking.mode=none."""
+        if self.cfg.snapshot_locking_mode == "none":
+            return "none: snapshot.locking.mode=none"
+        self._locked_at = time.monotonic()
         try:
-            cur.execute("FLUSH TABLES WITH READ LOCK")
-            log.info("snapshot step: global read lock acquired")
-            return True
+            self.cur.execute("FLUSH TABLES WITH READ LOCK")
+            self._locked = True
+            return "global read lock acquired"
         except pymysql.err.OperationalError as exc:
             if exc.args[0] not in _ACCESS_DENIED:
                 raise
-            log.info("snapshot step: global read lock not allowed (%s); using table locks", exc)
-        captured = [qualified(d, t) for d, t in tables if self.state.captured(d, t)]
-        if not captured:
+            log.info("snapshot: global read lock not allowed (%s); using table locks", exc)
+        if not tables:
+            return "no captured table to lock"
+        self.cur.execute(f"FLUSH TABLES {', '.join(qualified(*t) for t in tables)} "
+                         "WITH READ LOCK")
+        self._locked = True
+        return f"table locks acquired on {len(tables)} tables"
+
+    def read_position(self) -> tuple[MySqlPosition, str]:
+        """REPEATABLE READ, `START TRANSACTION WITH CONSISTENT SNAPSHOT`, and the binlog
+        position of that point (MariaDB reports the snapshot's own, exact even without a
+        lock)."""
+        self.cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        self.cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        point = self.point = self._binlog_position(self.cur, self._locked)
+        return point.position(), (f"binlog position {point.file}:{point.pos}, GTIDs "
+                                  f"{point.gtids or '-'}")
+
+    def release(self) -> str:
+        """With snapshot.locking.mode=minimal, writes resume now; extended keeps the lock."""
+        if not self._locked:
+            return "nothing to release"
+        if self.cfg.snapshot_locking_mode != "minimal":
+            return "snapshot.locking.mode=extended: kept until the snapshot transaction ends"
+        self.cur.execute("UNLOCK TABLES")
+        self._locked = False
+        return (f"unlocked (snapshot.locking.mode=minimal) after "
+                f"{time.monotonic() - self._locked_at:.2f} s")
+
+    def parallel_possible(self) -> bool:
+        if not self._locked:
+            # Configuration validation refuses this; a config built in code still gets the
+            # serial scan rather than readers at different points.
+            log.warning("snapshot: snapshot.max.threads=%d needs a read lock "
+                        "(snapshot.locking.mode minimal or extended); reading serially",
+                        self.max_threads)
             return False
-        cur.execute(f"FLUSH TABLES {', '.join(captured)} WITH READ LOCK")
-        log.info("snapshot step: table locks acquired on %d tables", len(captured))
         return True
+
+    def commit(self) -> dict[str, Any]:
+        """Commits (extended: unlocks only now); the snapshot position's offset."""
+        cur = self.conn.cursor()
+        cur.execute("COMMIT")
+        if self._locked:
+            cur.execute("UNLOCK TABLES")
+            self._locked = False
+        return self.point.offset()
+
+    def close(self) -> None:
+        if self.conn is None:
+            return
+        try:
+            if self._locked:
+                self.conn.cursor().execute("UNLOCK TABLES")
+        finally:
+            self.conn.close()
+            self.conn = None
 
     def _binlog_position(self, cur: Any, locked: bool) -> SnapshotPoint:
         cur.execute("SELECT VERSION(), @@server_id")
@@ -228,12 +250,12 @@ class MySqlSnapshotSource:
                 gtids = str(row[4]).replace("\n", "")
         return SnapshotPoint(file, pos, gtids, int(server_id))
 
-    def _read_schema(
-        self, cur: Any, tables: list[tuple[str, str]], point: SnapshotPoint
-    ) -> list[SourceEvent]:
-        state = self.state
+    def capture_schema(self, captured: list[tuple[str, str]],
+                       position: Any) -> tuple[list[SourceEvent], str]:
+        """`SHOW CREATE TABLE` of every table of the captured databases, parsed into the
+        schema and written to the schema history at the snapshot position."""
+        state, cur, tables = self.state, self.cur, self.all_tables
         state.reset()
-        position = point.position()
         now = int(time.time() * 1000)
         events: list[SourceEvent] = []
         store_all = not self.cfg.schema_history.store_only_captured_tables_ddl
@@ -261,162 +283,51 @@ class MySqlSnapshotSource:
                     "(skipped by schema.history.internal.skip.unparseable.ddl), so its rows "
                     "cannot be read; exclude the table (table.exclude.list) or report the "
                     "statement")
-        return events
+        return events, f"SHOW CREATE TABLE of {len(tables)} tables, in the schema history"
 
-    def _parallel(self, ctx: SourceRunContext, captured: Sequence[tuple[str, str]]) -> bool:
-        """Whether step 7 runs in worker processes (else the serial in-process scan)."""
-        threads = self.cfg.snapshot_max_threads
-        if threads <= 1 or not self.with_data or not captured:
-            return False
-        if not self._locked:
-            # Configuration validation refuses this; a config built in code still gets the
-            # serial scan rather than readers at different points.
-            log.warning("snapshot step: snapshot.max.threads=%d needs a read lock "
-                        "(snapshot.locking.mode minimal or extended); reading serially", threads)
-            return False
-        if ctx.renderer is None:
-            log.warning("snapshot step: the runtime offers no renderer; reading serially")
-            return False
-        return True
-
-    def _unlock_minimal(self, cur: Any) -> None:
-        """Step 5: with snapshot.locking.mode=minimal, writes resume now."""
-        if self._locked and self.cfg.snapshot_locking_mode == "minimal":
-            cur.execute("UNLOCK TABLES")
-            self._locked = False
-            log.info("snapshot step: unlocked (snapshot.locking.mode=minimal) after %.2f s",
-                     time.monotonic() - self._locked_at)
-
-    def _table_sizes(
-        self, cur: Any, tables: Sequence[tuple[str, str]], *, split: bool
-    ) -> list[TableSize]:
+    def estimates(self, tables: list[tuple[str, str]], parallel: bool) -> list[int]:
         """Row estimates (information_schema.TABLES.TABLE_ROWS, for the progress bars and the
-        chunk plan) and, with `split`, the split key's range read in the snapshot."""
+        chunk plan) and, in `parallel`, the split key's range read in the snapshot."""
+        cur = self.cur
         estimates: dict[tuple[str, str], int] = {}
         for db in sorted({db for db, _ in tables}):
             cur.execute("SELECT TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES "
                         "WHERE TABLE_SCHEMA = %s", (db,))
             for name, rows in cur.fetchall():
                 estimates[(db, str(name))] = -1 if rows is None else int(rows)
-        sizes = []
+        self.read_order = {table: n for n, table in enumerate(tables)}
+        self.sizes = []
         for db, table in tables:
-            name = f"{db}.{table}"
             estimate = estimates.get((db, table), -1)
-            self.metrics.rows_scanned[name] = 0
-            self.metrics.rows_estimated[name] = estimate
             codec = self.state.codec(db, table)
-            key = split_key(codec.table) if split and codec is not None else None
+            key = split_key(codec.table) if parallel and codec is not None else None
             low = high = None
             if key is not None:
                 cur.execute(f"SELECT MIN({quote_ident(key)}), MAX({quote_ident(key)}) "
                             f"FROM {qualified(db, table)}")
                 low, high = cur.fetchone()
-            sizes.append(TableSize(estimate, low, high))
-        return sizes
+            self.sizes.append(TableSize(estimate, low, high))
+        return [size.estimated_rows for size in self.sizes]
 
-    def _read_parallel(
-        self,
-        ctx: SourceRunContext,
-        cur: Any,
-        tables: Sequence[tuple[str, str]],
-        sizes: Sequence[TableSize],
-        point: SnapshotPoint,
-    ) -> TopicBatch | None:
-        """Step 7 in worker processes; returns the snapshot's `last` event, rendered.
+    def read_in_workers(self, ctx: SourceRunContext, tables: list[tuple[str, str]],
+                        release: Callable[[], None]) -> TopicBatch | None:
+        """Primary-key ranges and whole tables in worker processes.
 
         The lock is held until every worker reported its consistent snapshot open (READY),
         or until every chunk is read if some worker is not ready by then (it then reads
         nothing: a chunk is only taken by a ready worker, and no chunk is left)."""
         from headwater.connectors.mysql.snapshot_workers import ReaderSpec, open_reader
 
-        threads = self.cfg.snapshot_max_threads
-        codecs: list[MySqlTableCodec] = []
-        for db, table in tables:
-            codec = self.state.codec(db, table)
-            assert codec is not None, f"{db}.{table} has no definition"
-            codecs.append(codec)
-        names = [f"{db}.{table}" for db, table in tables]
-        chunks = plan_chunks(sizes, threads)
-        spec = WorkerSpec(
-            open_reader,
-            ReaderSpec(self.cfg, self.state.modes, self.state.context, point.position(),
-                       tuple(c.table for c in codecs),
-                       tuple(streams_results(size, self.cfg.min_row_count_to_stream_results)
-                             for size in sizes)),
-            ctx.renderer,
-            self.cfg.max_batch_size,
-        )
-        last = read_in_workers(ctx.emit, ctx.stopping, spec, chunks, names, threads,
-                               self.metrics, on_all_ready=lambda: self._unlock_minimal(cur))
-        self._unlock_minimal(cur)
-        return last
+        spec = ReaderSpec(self.cfg, self.state.modes, self.state.context, self.position,
+                          tuple(self.codec(t).table for t in tables),
+                          tuple(streams_results(size, self.cfg.min_row_count_to_stream_results)
+                                for size in self.sizes))
+        return self.workers(ctx, tables, open_reader, spec,
+                            plan_chunks(self.sizes, self.max_threads), on_all_ready=release)
 
-    def _scan(
-        self,
-        ctx: SourceRunContext,
-        conn: Any,
-        tables: list[tuple[str, str]],
-        sizes: Sequence[TableSize],
-        point: SnapshotPoint,
-    ) -> bool:
-        """Emits READ records for every row; False if stopped.  Each table is read with a
-        streaming or a buffered result set as `min.row.count.to.stream.results` says
-        (snapshot_workers.streams_results)."""
-        state = self.state
-        position = point.position()
-        batch_size = self.cfg.max_batch_size
-        context = state.context
-        read = Op.READ
-        true = SnapshotMarker.TRUE
-        pending: list[SourceEvent] | None = None
-        for n, ((db, table), size) in enumerate(zip(tables, sizes, strict=True), 1):
-            codec = state.codec(db, table)
-            if codec is None:
-                continue
-            log.info("snapshot step: scanning %s.%s (%d of %d)", db, table, n, len(tables))
-            self.metrics.table_started(f"{db}.{table}")
-            started = time.monotonic()
-            schema = codec.schema
-            convert_rows = codec.convert_rows  # column by column: no per-row converter loop
-            rows = 0
-            cur = conn.cursor(result_cursor(size, self.cfg.min_row_count_to_stream_results))
-            cur.execute(f"SELECT {select_list(codec.table)} FROM {qualified(db, table)}")
-            try:
-                while True:
-                    chunk = cur.fetchmany(batch_size)
-                    if not chunk:
-                        break
-                    now = int(time.time() * 1000)
-                    records: list[SourceEvent] = [
-                        ChangeRecord(context, schema, read, None, after, now, now, true,
-                                     position)
-                        for after in convert_rows(chunk)
-                    ]
-                    if rows == 0:  # Debezium 3.x marks the first record of each table
-                        first = records[0]
-                        assert isinstance(first, ChangeRecord)
-                        records[0] = first._replace(snapshot=SnapshotMarker.resolve(
-                            pending is None, False, True, False))
-                    rows += len(records)
-                    if pending is not None:
-                        ctx.emit(Batch(pending))
-                    pending = records
-                    self.metrics.rows_scanned[f"{db}.{table}"] = rows
-                    if ctx.stopping.is_set():
-                        return False
-            finally:
-                cur.close()
-            if rows and pending:  # ... and the last (unless it is also the very first)
-                last = pending[-1]
-                assert isinstance(last, ChangeRecord)
-                if last.snapshot is not SnapshotMarker.FIRST:
-                    pending[-1] = last._replace(snapshot=SnapshotMarker.LAST_IN_DATA_COLLECTION)
-            self.metrics.table_done(f"{db}.{table}")
-            log.info("snapshot step: %s.%s done, %d rows in %.1f s", db, table, rows,
-                     time.monotonic() - started)
-        if pending:
-            last = pending[-1]
-            assert isinstance(last, ChangeRecord)
-            pending[-1] = last._replace(snapshot=SnapshotMarker.LAST)
-            self._pending = pending
-        return True
+    def read_table(self, table: tuple[str, str], emitter: SnapshotEmitter) -> None:
+        codec = self.codec(table)
+        streamed = streams_results(self.sizes[self.read_order[table]],
+                                   self.cfg.min_row_count_to_stream_results)
+        select_rows(self.conn, f"SELECT {select_list(codec.table)} FROM {qualified(*table)}",
+                    streamed, codec, emitter, self.batch_size)

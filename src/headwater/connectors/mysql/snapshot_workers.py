@@ -26,7 +26,6 @@ path (`snapshot_conversions`, FLOAT read as DOUBLE).
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -41,7 +40,8 @@ from headwater.connectors.mysql.snapshot_values import snapshot_conversions
 from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
 from headwater.connectors.mysql.types import MySqlTypeModes
 from headwater.engine.parallel import ChunkEmitter
-from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
+from headwater.model.record import SourceContext
+from headwater.relational.snapshot import ChunkRows, RowSink
 
 # Aim for this many chunks per worker on a big table, so a slow chunk does not idle the rest.
 CHUNKS_PER_WORKER = 4
@@ -75,11 +75,6 @@ def streams_results(size: TableSize, min_rows: int) -> bool:
     tables); 0 streams every table.  An unknown estimate (TABLE_ROWS NULL) is buffered, as in
     Debezium, which streams only when the estimate says the table is large."""
     return min_rows == 0 or size.estimated_rows > min_rows
-
-
-def result_cursor(size: TableSize, min_rows: int) -> Any:
-    """The PyMySQL cursor class a table's snapshot read uses (`streams_results`)."""
-    return pymysql.cursors.SSCursor if streams_results(size, min_rows) else pymysql.cursors.Cursor
 
 
 class KeyChunk(NamedTuple):
@@ -150,6 +145,20 @@ def open_reader(spec: ReaderSpec) -> MySqlChunkReader:
     return MySqlChunkReader(spec)
 
 
+def select_rows(conn: Any, sql: str, streamed: bool, codec: MySqlTableCodec, rows: RowSink,
+                batch_size: int) -> None:
+    """The rows of `sql` to `rows`, `batch_size` at a time, converted column by column, from a
+    streaming or a buffered result set (`streams_results`): a table's in the serial snapshot,
+    a chunk's in a worker."""
+    cur = conn.cursor(pymysql.cursors.SSCursor if streamed else pymysql.cursors.Cursor)
+    try:
+        cur.execute(sql)
+        while chunk := cur.fetchmany(batch_size):
+            rows.add_many(codec.convert_rows(chunk))
+    finally:
+        cur.close()
+
+
 def chunk_sql(table: MySqlTable, chunk: KeyChunk) -> str:
     from headwater.connectors.mysql.snapshot_values import select_list
 
@@ -182,26 +191,11 @@ class MySqlChunkReader:
         return codec
 
     def read(self, chunk: KeyChunk, emitter: ChunkEmitter) -> None:
-        codec = self._codec(chunk.table)
-        convert_rows, schema = codec.convert_rows, codec.schema
-        context, position = self.spec.context, self.spec.position
-        read_op, true = Op.READ, SnapshotMarker.TRUE
-        add = emitter.add
-        batch = emitter.batch_size
-        cur: Any = self.conn.cursor(pymysql.cursors.SSCursor if self.spec.streamed[chunk.table]
-                                    else pymysql.cursors.Cursor)
-        try:
-            cur.execute(chunk_sql(self.spec.tables[chunk.table], chunk))
-            while True:
-                rows = cur.fetchmany(batch)
-                if not rows:
-                    break
-                now = int(time.time() * 1000)
-                for after in convert_rows(rows):
-                    add(ChangeRecord(context, schema, read_op, None, after, now, now, true,
-                                     position))
-        finally:
-            cur.close()
+        codec, spec = self._codec(chunk.table), self.spec
+        select_rows(self.conn, chunk_sql(spec.tables[chunk.table], chunk),
+                    spec.streamed[chunk.table], codec,
+                    ChunkRows(emitter, spec.context, spec.position, codec.schema),
+                    emitter.batch_size)
 
     def close(self) -> None:
         try:

@@ -138,6 +138,7 @@ class ColumnarTable:
 
     def __init__(self, codec: TableCodec, name: str) -> None:
         self.codec = codec
+        self.name = name
         self.kinds = np.array([c.kind for c in codec.columnar], dtype=np.int64)
         self.params = np.array([c.param for c in codec.columnar], dtype=np.int64)
         self.fields = np.array(codec.keep, dtype=np.int64)

@@ -1,7 +1,8 @@
 """The SQL Server connector: start step (snapshot mode, stored offset), the snapshot, and the
 streaming source (streaming.py) on the change-table poller.
 
-The snapshot follows Debezium's SQL Server snapshot: per database, under
+The snapshot follows Debezium's SQL Server snapshot, its steps logged by the names every
+relational connector's are (relational/snapshot.py): per database, under
 `snapshot.isolation.mode` (read_uncommitted, read_committed, repeatable_read, snapshot, or
 exclusive: repeatable read with TABLOCKX), read the current maximum LSN, then every captured
 table; the reads carry that LSN as `commit_lsn`, and streaming starts after it.  Signals and
@@ -30,6 +31,7 @@ from headwater.model.schema import TableId
 from headwater.model.topic_naming import TopicNaming
 from headwater.relational.changetables.connector import ChangeTableConnector, ChangeTableSnapshot
 from headwater.relational.changetables.paramstyle import connect_qmark
+from headwater.relational.snapshot import step
 
 log = logging.getLogger("headwater.connectors.sqlserver")
 
@@ -56,6 +58,7 @@ class SqlServerSnapshot(ChangeTableSnapshot):
             databases[database] = {"commit_lsn": lsn, "change_lsn": None,
                                    "event_serial_no": None}
         offset = self.at or {"snapshot_completed": True, "databases": databases}
+        step(log, 7, ", ".join(f"{d} commit_lsn {p['commit_lsn']}" for d, p in databases.items()))
         self._finish(ctx, offset)
         return offset
 
@@ -71,7 +74,12 @@ class SqlServerSnapshot(ChangeTableSnapshot):
             cur.close()
             catalog = catalog_definitions(conn, database)
             instances = capture_instances(conn, cfg, database, catalog)
+            step(log, 1, f"{database}: " + (", ".join(str(i.table) for i in instances) or "none"))
+            exclusive = cfg.snapshot_isolation_mode == "exclusive"
+            step(log, 2, f"{database}: " + ("each table's read takes TABLOCKX" if exclusive else
+                         f"none: snapshot.isolation.mode={cfg.snapshot_isolation_mode}"))
             lsn = lsn_text(bytes(scalar(conn, queries.GET_MAX_LSN, database)))
+            step(log, 3, f"{database}: LSN {lsn}")
             position = (SqlServerPosition(stored.get("commit_lsn"), stored.get("change_lsn"),
                                           stored.get("event_serial_no"))
                         if stored else SqlServerPosition(lsn, None, None))
@@ -79,6 +87,10 @@ class SqlServerSnapshot(ChangeTableSnapshot):
                                         lsn_bytes(stored.get("commit_lsn")) if stored else None)
             self._add_events(ctx, self.connector.table_schema().snapshot(
                 definitions, position, last=not self.data))
+            step(log, 4, f"{database}: {len(definitions)} tables, at commit_lsn "
+                         f"{position.commit_lsn}")
+            step(log, 5, f"{database}: " + ("the locks are kept until the snapshot "
+                                            "transaction ends" if exclusive else "no locks"))
             if self.data and not self._rows(ctx, conn, database, instances, lsn):
                 return None
             conn.commit()
@@ -99,12 +111,15 @@ class SqlServerSnapshot(ChangeTableSnapshot):
             sql = (template.replace("#columns", columns)
                    .replace("#schema", (table.schema or "").replace("]", "]]"))
                    .replace("#table", table.table.replace("]", "]]")))
+            step(log, 6, f"{database}.{table} at LSN {lsn}")
             cur = conn.cursor()
             cur.execute(queries.with_db(sql, database))
-            if self._read_rows(ctx, cur, self.connector.context, instance.codec, fetch,
-                               SqlServerPosition, lsn) is None:
-                return False
+            count = self._read_rows(ctx, cur, self.connector.context, instance.codec, fetch,
+                                    SqlServerPosition, lsn)
             cur.close()
+            if count is None:
+                return False
+            step(log, 6, f"{database}.{table} done, {count} rows")
         return True
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import logging
 from typing import Final
 
+from headwater.relational.snapshot import log_step
+
 AD_HOC_STEPS: Final = (
     "process the execute-snapshot signal",
     "read the first and last primary key values",
@@ -27,5 +29,4 @@ AD_HOC_STEPS: Final = (
 
 def step(logger: logging.Logger, number: int, detail: str = "") -> None:
     """Logs step `number` (1-based) of AD_HOC_STEPS, with `detail` in parentheses."""
-    logger.info("ad hoc snapshot step %d/%d: %s%s", number, len(AD_HOC_STEPS),
-                AD_HOC_STEPS[number - 1], f" ({detail})" if detail else "")
+    log_step(logger, AD_HOC_STEPS, number, detail, "ad hoc snapshot step")
