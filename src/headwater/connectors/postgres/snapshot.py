@@ -36,16 +36,17 @@ from headwater.model.schema import TableSchema
 from headwater.model.topic import TopicBatch
 from headwater.relational.snapshot import RelationalSnapshotSource, RowSink, SnapshotEmitter
 
-if TYPE_CHECKING:  # numba loads with snapshot_columnar, only when a snapshot reads column-wise
+if TYPE_CHECKING:  # snapshot_columnar (numpy) loads only when a snapshot reads column-wise
     from headwater.connectors.postgres.snapshot_columnar import ColumnarTable, TableTemplate
 
 log = logging.getLogger("headwater.connectors.postgres.snapshot")
 
 # Rows per column-wise chunk: ~3 KB per event with schemas, so a few MB of events in flight.
 COLUMNAR_CHUNK_ROWS = 1024
-# Tables of fewer heap blocks (8 KB each; 1 MB, a few thousand rows) are read row-wise: loading
-# numba and its compiled kernels costs a capture process about a second, more than such a
-# table's whole read row-wise, and a snapshot that small is the one a restart most often redoes.
+# Tables of fewer heap blocks (8 KB each; 1 MB, a few thousand rows) are read row-wise.  The
+# threshold was set when the kernels were numba's (loading them cost a capture process about a
+# second, more than such a table's whole read); the C kernels cost numpy's import (~0.1 s), so
+# it could come down, which has not been measured yet.
 COLUMNAR_MIN_BLOCKS = 128
 
 _COPY_ESCAPE = re.compile(r"\\(.)")
@@ -108,10 +109,7 @@ def columnar_table(renderer: Any, codec: TableCodec, context: SourceContext, pos
         log.info("snapshot step: read %s row-wise: the output format (transforms, "
                  "converters or the Datastream format) is not rendered column-wise", name)
         return None
-    if not kernels_installed():
-        log.warning("snapshot step: read %s row-wise: numba, which compiles the "
-                    "column-wise kernels, is not installed (pip install numba, or "
-                    "'headwater[spark]')", name)
+    if not kernels_installed():  # (it said why, once)
         return None
     from headwater.connectors.postgres.snapshot_columnar import ColumnarTable, table_template
 

@@ -24,7 +24,7 @@ from headwater.engine.parallel import ChunkEmitter
 from headwater.model.record import SourceContext
 from headwater.relational.snapshot import ChunkRows
 
-if TYPE_CHECKING:  # numba loads with snapshot_columnar, only when a snapshot reads column-wise
+if TYPE_CHECKING:  # snapshot_columnar (numpy) loads only when a snapshot reads column-wise
     from headwater.connectors.postgres.snapshot_columnar import ColumnarTable
 
 class ReaderSpec(NamedTuple):
