@@ -2,12 +2,13 @@
 their protocol: the shape of a streaming session, and the loop's steps at a transaction's
 begin and commit, at a heartbeat, for a blocking snapshot and for truncated tables.
 
-Why a base: both readers are one `execute(ctx, offset)` per connection (a lost connection
-becomes a retriable error, the incremental snapshot hook is closed with the session), and both
-loops hand the incremental snapshot hook the same callbacks - hand what was read over with its
-offset (`flush_offset`), emit a blocking snapshot's records without an offset
-(`emit_blocking`), say where records read between transactions sit (`boundary_position`) - and
-put its progress into every stored offset (`with_progress`).  A connector's streaming module
+Why a base: every relational reader (the change-table poller of relational.changetables too)
+is one `execute(ctx, offset)` per connection (a lost connection becomes a retriable error, the
+incremental snapshot hook is closed with the session), and both log readers' loops hand the
+incremental snapshot hook the same callbacks - hand what was read over with its offset
+(`flush_offset`), emit a blocking snapshot's records without an offset (`emit_blocking`), say
+where records read between transactions sit (`boundary_position`) - and put its progress into
+every stored offset (`with_progress`).  A connector's streaming module
 keeps its protocol, its positions and its decoding.
 
 Nothing here runs per row: the connectors' hot loops stay theirs; these methods run once per
@@ -64,7 +65,7 @@ class LogStreamingSource:
     # The offset member a session starts from (the snapshot's or a stored log position).
     START_KEY: ClassVar[str] = ""
     # Errors of the log connection that `connection_lost` turns into what the runtime sees.
-    connection_errors: ClassVar[tuple[type[BaseException], ...]] = ()
+    connection_errors: tuple[type[BaseException], ...] = ()
 
     metrics: CaptureMetrics
     # signals and incremental snapshots (None: no signal channel configured)
@@ -75,11 +76,8 @@ class LogStreamingSource:
         there is."""
 
     def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
-        if offset is None or self.START_KEY not in offset:
-            raise RuntimeError("streaming needs a start offset (the snapshot's or the log's "
-                               "position)")
         try:
-            self.stream(ctx, offset)
+            self.stream(ctx, self.start_offset(offset))
         except self.connection_errors as exc:
             # metrics.connected: the session was streaming (else it failed to start)
             lost = self.connection_lost(exc, streaming=self.metrics.connected)
@@ -91,6 +89,13 @@ class LogStreamingSource:
             self.end_session()
             if self.incremental is not None:
                 self.incremental.close()
+
+    def start_offset(self, offset: dict[str, Any] | None) -> dict[str, Any]:
+        """The offset the session starts from: the snapshot's or a stored log position."""
+        if offset is None or self.START_KEY not in offset:
+            raise RuntimeError("streaming needs a start offset (the snapshot's or the log's "
+                               "position)")
+        return offset
 
     def stream(self, ctx: SourceRunContext, offset: dict[str, Any]) -> None:
         """The session: connect, set `metrics.connected` once streaming, read until stopped."""
