@@ -277,15 +277,17 @@ class _Loop(LogSession):
                     self.hook.moved(self.file, event.log_pos)
 
     def idle(self) -> None:
+        if self.in_tx:  # inside a transaction nothing moves the offset
+            return
         dispatcher = self.dispatcher
-        if self.hook is not None and not self.in_tx:
+        if self.hook is not None:
             dispatcher.extend(self.hook.boundary(
                 self.emit_blocking, self.flush_offset, self.boundary_position))
-        if (dispatcher.pending or self.offset_pending) and not self.in_tx:
+        if dispatcher.pending or self.offset_pending:
             self.flush(self.last_offset)
-        if not self.in_tx and dispatcher.heartbeat_due():
+        if dispatcher.heartbeat_due():
             self.heartbeat()
-        if self.hook is not None and not self.in_tx:
+        if self.hook is not None:
             self._move_if_signalled()
 
     def _move_if_signalled(self) -> None:
