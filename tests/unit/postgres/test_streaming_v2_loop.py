@@ -609,18 +609,18 @@ def test_reader_settles_before_reading_when_psycopg2_would_forward(tmp_path: Pat
         if payload[:1] in (b"I", b"E", b"c") and cur.reads and cur.reads[-1][:1] in b"SIE":
             state["after_segment"].append((payload[:1], src._durable, src._confirmed))
 
-    original = streaming.PostgresStreamingSource.execute
+    original = streaming.PostgresStreamingSource.stream
 
-    def execute(self: PostgresStreamingSource, ctx: SourceRunContext,
-                offset: dict[str, Any] | None) -> None:
+    def stream(self: PostgresStreamingSource, ctx: SourceRunContext,
+               offset: dict[str, Any]) -> None:
         state["source"] = self
         original(self, ctx, offset)
 
-    streaming.PostgresStreamingSource.execute = execute  # type: ignore[method-assign]
+    streaming.PostgresStreamingSource.stream = stream  # type: ignore[method-assign]
     try:
         r = run([*y1, IDLE, *y2, *segment, *rest, IDLE], tmp_path, ack=ack, on_read=on_read)
     finally:
-        streaming.PostgresStreamingSource.execute = original  # type: ignore[method-assign]
+        streaming.PostgresStreamingSource.stream = original  # type: ignore[method-assign]
     assert 2009 in r.cur.feedback
     # every read inside and right after the segment happened with y2 (3010) durable
     assert state["after_segment"]

@@ -27,9 +27,9 @@ from headwater.connectors.mysql.incremental import MySqlIncrementalHook, boundar
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
-from headwater.engine.queue import Batch
 from headwater.engine.source import RetriableError, SourceRunContext
-from headwater.model.record import ChangeRecord, Op
+from headwater.model.record import Op
+from headwater.relational.streaming import ActionConnection, LogSession, LogStreamingSource
 
 if TYPE_CHECKING:
     from headwater.connectors.mysql.connector import MySqlConnector
@@ -94,8 +94,11 @@ def parse_gtid_state(text: str | None) -> dict[int, str]:
     return state
 
 
-class MySqlStreamingSource:
+class MySqlStreamingSource(LogStreamingSource):
     """The binlog reader's session state across reconnects; `_Loop` is one session."""
+
+    START_KEY = "file"
+    connection_errors = (ConnectionError, OSError, EOFError)
 
     def __init__(
         self, connector: MySqlConnector, incremental: MySqlIncrementalHook | None = None
@@ -105,30 +108,20 @@ class MySqlStreamingSource:
         # signals and incremental snapshots (None: no signal channel configured)
         self.incremental = incremental
         self._client: BinlogClient | None = None
-        self._action_conn: Any = None
-
-    def heartbeat_action(self) -> None:
-        """Runs heartbeat.action.query on a connection of its own (opened on first use)."""
-        if self._action_conn is None:
-            self._action_conn = connect(self.cfg)
-        with self._action_conn.cursor() as cur:
-            cur.execute(self.cfg.heartbeat_action_query)
-
-    def acknowledge(self, token: Any) -> None:
-        """MySQL keeps no reader state: the stored offset is all there is."""
+        query = self.cfg.heartbeat_action_query
+        self.heartbeat_action = (
+            ActionConnection(lambda: connect(self.cfg), query) if query else None)
 
     def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
-        if offset is None:
-            raise RuntimeError("binlog streaming needs a start position")
         while True:
             try:
-                self._session(ctx, offset)
+                super().execute(ctx, offset)
                 return
             except Repositioned as moved:  # set-binlog-position: its offset is handed over
                 offset = moved.offset
                 log.info("streaming: reconnecting at %s (set-binlog-position)", moved.describe)
 
-    def _session(self, ctx: SourceRunContext, offset: dict[str, Any]) -> None:
+    def stream(self, ctx: SourceRunContext, offset: dict[str, Any]) -> None:
         """One binlog connection, from `offset` until stopped (or moved by a signal)."""
         cfg = self.cfg
         heartbeat_s = cfg.heartbeat_interval_ms / 1000 if cfg.heartbeat_interval_ms else 30.0
@@ -145,7 +138,6 @@ class MySqlStreamingSource:
         )
         self._client = client
         gtids = self._filtered_gtids(offset.get("gtids"))
-        streaming = False
         try:
             if gtids:
                 log.info("streaming: from GTID position %s (skip %s events, %s rows)", gtids,
@@ -156,7 +148,6 @@ class MySqlStreamingSource:
                          offset["pos"], offset.get("event", 0), offset.get("row", 0))
                 client.start(file=str(offset["file"]), pos=int(offset["pos"]))
             self.metrics.connected = True
-            streaming = True
             _Loop(self, ctx, client, offset).run()
         except BinlogServerError as exc:
             if exc.code == ER_MASTER_FATAL_ERROR_READING_BINLOG:
@@ -168,30 +159,22 @@ class MySqlStreamingSource:
                     "file to start over"
                 ) from exc
             raise
-        except (ConnectionError, OSError, EOFError) as exc:
-            if streaming:
-                raise self._connection_lost(exc) from exc
-            # not connected yet: an ordinary retriable failure (errors.max.retries)
-            raise RetriableError(f"binlog connection failed: {exc}") from exc
-        finally:
-            self.metrics.connected = False
-            client.close()
+
+    def end_session(self) -> None:
+        if self._client is not None:
+            self._client.close()
             self._client = None
-            if self.incremental is not None:
-                self.incremental.close()
-            if self._action_conn is not None:
-                try:
-                    self._action_conn.close()
-                except Exception as exc:  # already gone with the server
-                    log.debug("close: %s", exc)
-                self._action_conn = None
+        if self.heartbeat_action is not None:
+            self.heartbeat_action.close()
 
-
-    def _connection_lost(self, exc: BaseException) -> Exception:
-        """`connect.keep.alive`: true reconnects from the last position (the durable offset)
-        after `connect.keep.alive.interval.ms`, as Debezium's keep-alive thread, which looks
-        at the connection once per interval, does, outside `errors.max.retries`; false stops
-        capture with this error."""
+    def connection_lost(self, exc: BaseException, *, streaming: bool) -> Exception:
+        """Not connected yet: an ordinary retriable failure (errors.max.retries).  Once
+        streaming, `connect.keep.alive`: true reconnects from the last position (the durable
+        offset) after `connect.keep.alive.interval.ms`, as Debezium's keep-alive thread, which
+        looks at the connection once per interval, does, outside `errors.max.retries`; false
+        stops capture with this error."""
+        if not streaming:
+            return RetriableError(f"binlog connection failed: {exc}")
         cfg = self.cfg
         if not cfg.connect_keep_alive:
             return BinlogConnectionLostError(
@@ -211,7 +194,7 @@ class MySqlStreamingSource:
         return ",".join(g.strip() for g in kept) or None
 
 
-class _Loop:
+class _Loop(LogSession):
     """One streaming session: the state of the transaction being read."""
 
     def __init__(
@@ -221,12 +204,12 @@ class _Loop:
         client: BinlogClient,
         offset: dict[str, Any],
     ) -> None:
-        self.src = source
         self.cfg = source.cfg
         self.state = source.state
-        self.ctx = ctx
         self.client = client
-        self.context = source.context
+        super().__init__(ctx, EventDispatcher(
+            source.context, DispatchOptions.from_config(self.cfg), source.metrics, ctx.emit,
+            source.heartbeat_action), source.incremental)
         self.file = str(offset["file"])
         self.gtid_state = parse_gtid_state(offset.get("gtids"))
         # GTIDs go into offsets only when the start position had them: a set built from the
@@ -246,15 +229,11 @@ class _Loop:
         self.query: str | None = None
         self.events_done = 0
         self.tables: dict[int, tuple[Any, MySqlTableCodec | None, RowDecoder | None]] = {}
-        self.dispatcher = EventDispatcher(
-            self.context, DispatchOptions.from_config(self.cfg), source.metrics, ctx.emit,
-            source.heartbeat_action if self.cfg.heartbeat_action_query else None)
         self.last_offset: dict[str, Any] = dict(offset)
         # last_offset (a transaction end) not yet handed to the runtime.
         self.offset_pending = False
         self.last_emit = time.monotonic()
         self.tx_metadata = self.cfg.provide_transaction_metadata
-        self.hook = source.incremental
         if self.hook is not None:
             self.hook.start(offset, self.file, self.tx_pos)
 
@@ -298,17 +277,17 @@ class _Loop:
                     self.hook.moved(self.file, event.log_pos)
 
     def idle(self) -> None:
+        if self.in_tx:  # inside a transaction nothing moves the offset
+            return
         dispatcher = self.dispatcher
-        if self.hook is not None and not self.in_tx:
+        if self.hook is not None:
             dispatcher.extend(self.hook.boundary(
-                self._emit_blocking, self._flush_before_blocking, self._boundary_position))
-        if (dispatcher.pending or self.offset_pending) and not self.in_tx:
+                self.emit_blocking, self.flush_offset, self.boundary_position))
+        if dispatcher.pending or self.offset_pending:
             self.flush(self.last_offset)
-        if not self.in_tx and dispatcher.heartbeat_due():
-            dispatcher.run_heartbeat_action()
-            dispatcher.heartbeat(None)
-            dispatcher.flush(self._offset(self.last_offset))
-        if self.hook is not None and not self.in_tx:
+        if dispatcher.heartbeat_due():
+            self.heartbeat()
+        if self.hook is not None:
             self._move_if_signalled()
 
     def _move_if_signalled(self) -> None:
@@ -319,18 +298,12 @@ class _Loop:
         if target is None:
             return
         self.flush(self.last_offset)
-        moved = self._offset(target.offset(self.last_offset))
+        moved = self.with_progress(dict(target.offset(self.last_offset)))
         self.dispatcher.flush(moved)
         raise Repositioned(moved, target.describe())
 
-    def _offset(self, offset: dict[str, Any]) -> dict[str, Any]:
-        out = dict(offset)
-        if self.hook is not None:
-            out.update(self.hook.offset_fields())  # incremental snapshot progress
-        return out
-
     def flush(self, offset: dict[str, Any] | None) -> None:
-        self.dispatcher.flush(self._offset(offset) if offset is not None else None)
+        self.dispatcher.flush(self.with_progress(dict(offset)) if offset is not None else None)
         self.last_emit = time.monotonic()
         self.offset_pending = offset is not self.last_offset
 
@@ -344,24 +317,16 @@ class _Loop:
 
     # -- signals and incremental snapshots (see incremental.py) --------------------------------
 
-    def _boundary_position(self) -> MySqlPosition:
+    def boundary_position(self) -> MySqlPosition:
         return boundary_position(self.file, int(self.last_offset["pos"]), self.server_id,
                                  int(self.last_offset.get("ts_sec") or 0))
 
-    def _emit_blocking(self, records: list[ChangeRecord]) -> None:
-        self.ctx.emit(Batch(records))  # no offset: a crash re-runs the signal's transaction
-
-    def _flush_before_blocking(self) -> None:
+    def flush_offset(self) -> None:
         self.flush(self.last_offset)
-
-    def _hook_begin(self, gtid: str | None, event: Any) -> None:
-        assert self.hook is not None
-        self.dispatcher.extend(self.hook.begin(gtid, self.file, event.position,
-                                               self._boundary_position))
 
     def on_gtid(self, event: Any) -> None:
         if self.hook is not None:
-            self._hook_begin(event.body.gtid, event)
+            self.hook_begin(event.body.gtid, self.file, event.position)
         body = event.body
         self.gtid = body.gtid
         self.begin(event)
@@ -387,7 +352,7 @@ class _Loop:
         if head.startswith("BEGIN"):
             if self.gtid is None:  # no GTID event (MySQL without GTIDs)
                 if self.hook is not None:
-                    self._hook_begin(None, event)
+                    self.hook_begin(None, self.file, event.position)
                 self.begin(event)
             self.in_tx = True
             self.thread = body.thread_id
@@ -416,18 +381,12 @@ class _Loop:
             self.dispatcher.extend(events)
         # A DDL statement commits implicitly: its truncates belong to no data transaction.
         self.dispatcher.in_tx = False
-        self._truncates(position, event.timestamp * 1000)
+        # TRUNCATE TABLE of a captured table: a truncate event (op t) on its topic.
+        self.truncates((self.state.codec(c.database, c.table) for c in self.state.last_changes
+                        if c.kind == "TRUNCATE" and c.table is not None),
+                       event.timestamp * 1000, position)
         if not self.in_tx:
             self.end_tx(event)
-
-    def _truncates(self, position: MySqlPosition, ts: int) -> None:
-        """TRUNCATE TABLE of a captured table: a truncate event (op t) on its topic."""
-        for change in self.state.last_changes:
-            if change.kind != "TRUNCATE" or change.table is None:
-                continue
-            codec = self.state.codec(change.database, change.table)
-            if codec is not None:
-                self.dispatcher.truncate(codec.schema, ts, position)
 
     def on_commit(self, event: Any) -> None:
         self.dispatcher.commit(event.timestamp * 1000, None)
@@ -436,8 +395,7 @@ class _Loop:
     def end_tx(self, event: Any) -> None:
         hook = self.hook
         if hook is not None:  # signals of the transaction take effect at its commit
-            hook.committed(self.file, event.log_pos)
-            hook.actions(self._flush_before_blocking, self._emit_blocking)
+            self.hook_committed(self.file, event.log_pos)
         if self.track_gtids and self.gtid is not None and "-" in self.gtid and ":" not in self.gtid:
             self.gtid_state[int(self.gtid.split("-", 1)[0])] = self.gtid
         self.in_tx = False
@@ -455,7 +413,7 @@ class _Loop:
         dispatcher = self.dispatcher
         if hook is not None:  # between transactions: a window may close, a chunk start
             dispatcher.extend(hook.boundary(
-                self._emit_blocking, self._flush_before_blocking, self._boundary_position))
+                self.emit_blocking, self.flush_offset, self.boundary_position))
         now = time.monotonic()
         if dispatcher.full or now - self.last_emit >= 0.05:
             self.flush(self.last_offset)

@@ -56,6 +56,7 @@ from headwater.model.schema import TableId
 from headwater.model.topic_naming import TopicNaming
 from headwater.relational.connector import RelationalConnector, modes_from_config
 from headwater.relational.snapshotter import snapshotter_for
+from headwater.relational.streaming import ActionConnection
 
 log = logging.getLogger("headwater.connectors.postgres")
 
@@ -80,7 +81,8 @@ class PostgresConnector(RelationalConnector):
         self._conn: Any = None
         self._repl: Any = None
         self._catalog_conn: Any = None
-        self._action_conn: Any = None
+        query = config.heartbeat_action_query
+        self._heartbeat = ActionConnection(self._heartbeat_conn, query) if query else None
         self._streaming: PostgresStreamingSource | None = None
         self.database = ""
 
@@ -398,7 +400,7 @@ class PostgresConnector(RelationalConnector):
             options=StreamingOptions(
                 dispatch=DispatchOptions.from_config(cfg),
                 status_interval_s=cfg.status_update_interval_ms / 1000.0,
-                heartbeat_action=self._heartbeat_action if cfg.heartbeat_action_query else None,
+                heartbeat_action=self._heartbeat,
                 pgoutput_streaming=cfg.headwater_pgoutput_streaming,
                 spill_dir=Path(cfg.headwater_topics_dir).parent / "spill",
                 messages=MessageCapture(self.database, cfg.binary_handling_mode,
@@ -423,23 +425,22 @@ class PostgresConnector(RelationalConnector):
         )
         return PostgresIncrementalHook(source, self._context, self.metrics)
 
-    def _heartbeat_action(self) -> None:
-        """Runs heartbeat.action.query, e.g. an update of a heartbeat table that makes the
-        captured database produce a change (and so a position to confirm)."""
-        if self._action_conn is None:
-            self._action_conn = connect(self._dsn, application_name="headwater-heartbeat")
-            self._action_conn.autocommit = True
-        with self._action_conn.cursor() as cur:
-            cur.execute(self.config.heartbeat_action_query)
+    def _heartbeat_conn(self) -> Any:
+        """heartbeat.action.query's connection: each action commits at once."""
+        conn = connect(self._dsn, application_name="headwater-heartbeat")
+        conn.autocommit = True
+        return conn
 
     def _close_connections(self) -> None:
-        for c in (self._repl, self._catalog_conn, self._action_conn, self._conn):
+        if self._heartbeat is not None:
+            self._heartbeat.close()
+        for c in (self._repl, self._catalog_conn, self._conn):
             if c is not None:
                 try:
                     c.close()
                 except Exception as exc:
                     log.debug("close: %s", exc)
-        self._repl = self._catalog_conn = self._action_conn = self._conn = None
+        self._repl = self._catalog_conn = self._conn = None
         self.metrics.connected = False
 
     def close(self) -> None:

@@ -78,7 +78,7 @@ from headwater.connectors.postgres.spill import SpillBuffer, SpillError, default
 from headwater.connectors.postgres.tables import IncomingColumn, TableCodec
 from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.queue import Batch, QueueClosed
+from headwater.engine.queue import QueueClosed
 from headwater.engine.source import RetriableError, SourceRunContext
 from headwater.model.record import (
     ABSENT,
@@ -87,6 +87,7 @@ from headwater.model.record import (
     Op,
     SourceContext,
 )
+from headwater.relational.streaming import LogSession, LogStreamingSource
 
 log = logging.getLogger("headwater.connectors.postgres.streaming")
 
@@ -214,7 +215,13 @@ class StreamingOptions:
         self.spill_dir = spill_dir
 
 
-class PostgresStreamingSource:
+class PostgresStreamingSource(LogStreamingSource):
+    START_KEY = "lsn"
+    # Once streaming, any error of the replication connection (server shutdown, lost socket,
+    # COPY ended) is worth a reconnect; what cannot be fixed by one (a lost slot) is caught by
+    # the checks at start-up.
+    connection_errors = (psycopg2.DatabaseError, psycopg2.InterfaceError)
+
     def __init__(
         self,
         *,
@@ -248,6 +255,8 @@ class PostgresStreamingSource:
         self._codecs: dict[int, TableCodec | None] = {}
         self.protocol = 1  # of the current (or last) replication session
         self.spill_dir: Path | None = None  # this session's spill directory (protocol 2)
+        self._spill: SpillBuffer | None = None  # this session's spill buffer (protocol 2)
+        self._loop: _Loop | None = None  # this session's reader, once streaming
 
     # -- called by the writer thread ----------------------------------------------------------
     def acknowledge(self, token: Any) -> None:
@@ -304,23 +313,22 @@ class PostgresStreamingSource:
         except Exception as exc:  # the connection may already be gone
             log.debug("final feedback not sent: %s", exc)
 
-    def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
-        if offset is None or "lsn" not in offset:
-            raise RuntimeError("streaming needs a start offset (the snapshot or slot position)")
+    def stream(self, ctx: SourceRunContext, offset: dict[str, Any]) -> None:
         start_lsn = int(offset["lsn"])
         self._durable = max(self._durable, start_lsn)
         self.last_start = 0  # a new cursor: psycopg2 has received nothing yet
         self.guard.restart()
+        self._loop = None
         if self.incremental is not None:
             self.incremental.start(offset)
         cur = self.conn.cursor()
         self._cur = cur
-        spill: SpillBuffer | None = None
+        spill = self._spill = None
         self.protocol = 1
         if self._streaming_supported():
             self.protocol = self._streaming_protocol()
             self.spill_dir = self._spill_directory(cur)
-            spill = SpillBuffer(self.spill_dir)
+            spill = self._spill = SpillBuffer(self.spill_dir)
         log.info("streaming step: START_REPLICATION SLOT %s LOGICAL %s (publication %s, "
                  "pgoutput protocol %d%s)", self.slot_name, pgoutput.format_lsn(start_lsn),
                  self.publication_name, self.protocol,
@@ -330,23 +338,22 @@ class PostgresStreamingSource:
             self._start_replication(cur, start_lsn, protocol=self.protocol)
         except psycopg2.errors.ObjectInUse as exc:  # a dead predecessor's walsender lingers
             raise RetriableError(str(exc).strip()) from exc
+        loop = self._loop = _Loop(self, ctx, cur, offset, spill)
         self.metrics.connected = True
-        loop = _Loop(self, ctx, cur, offset, spill)
-        try:
-            if spill is not None:
-                spill.open()  # the slot is ours now: no other process uses these files
-            loop.run()
-        except (psycopg2.DatabaseError, psycopg2.InterfaceError) as exc:
-            # Once streaming, any error of the replication connection (server shutdown, lost
-            # socket, COPY ended) is worth a reconnect; what cannot be fixed by one (a lost
-            # slot) is caught by the checks at start-up.
-            loop.store_last_position()
-            raise RetriableError(f"replication connection lost: {exc}".strip()) from exc
-        finally:
-            if spill is not None:
-                spill.close()
-            if self.incremental is not None:
-                self.incremental.close()
+        if spill is not None:
+            spill.open()  # the slot is ours now: no other process uses these files
+        loop.run()
+
+    def connection_lost(self, exc: BaseException, *, streaming: bool) -> Exception | None:
+        if not streaming or self._loop is None:
+            return None
+        self._loop.store_last_position()
+        return RetriableError(f"replication connection lost: {exc}".strip())
+
+    def end_session(self) -> None:
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
 
     def _streaming_supported(self) -> bool:
         if not self.options.pgoutput_streaming:
@@ -446,7 +453,7 @@ class _ReplayMessage(NamedTuple):
     data_start: int
 
 
-class _Loop:
+class _Loop(LogSession):
     """One run of the replication stream: the transaction and offset state of the reader."""
 
     def __init__(
@@ -454,13 +461,12 @@ class _Loop:
         offset: dict[str, Any], spill: SpillBuffer | None = None,
     ) -> None:
         self.source = source
-        self.ctx = ctx
         self.cur = cur
         self.options = source.options
         self.spill = spill  # protocol 2 (streaming on) only
-        self.dispatcher = EventDispatcher(
+        super().__init__(ctx, EventDispatcher(
             source.context, self.options.dispatch, source.metrics, ctx.emit,
-            self.options.heartbeat_action)
+            self.options.heartbeat_action), source.incremental)
         self.dispatcher.event_tx_id = _event_tx_id
         # transaction state
         self.commit_lsn = 0
@@ -489,7 +495,6 @@ class _Loop:
         # end LSN of the last (Stream) Commit received: while `source._durable` is below it,
         # something received is not durable yet (see `settle`)
         self.received_end = self.resume_lsn
-        self.hook = source.incremental
         # the server's quiet position `follow` last saw, and since when (monotonic seconds)
         self.still_at = 0
         self.still_since = time.monotonic()
@@ -499,44 +504,28 @@ class _Loop:
         return PostgresPosition(lsn, self.commit_lsn, self.prev_commit, self.xid, None,
                                 self.ts_us)
 
-    def _boundary_position(self) -> PostgresPosition:
+    def boundary_position(self) -> PostgresPosition:
         return PostgresPosition(self.resume_lsn, self.resume_lsn, self.prev_commit, None)
 
-    def _emit_blocking(self, records: list[ChangeRecord]) -> None:
-        self.ctx.emit(Batch(records))  # no offset: a crash re-runs the signal's transaction
+    def emit_blocking(self, records: list[ChangeRecord]) -> None:
+        super().emit_blocking(records)
         self.keepalive()
-
-    def _hook_begin(self, m: Any) -> None:
-        assert self.hook is not None
-        self.dispatcher.extend(self.hook.begin(m.final_lsn, self._boundary_position))
-
-    def _hook_commit(self, m: Any, after: bool) -> None:
-        hook = self.hook
-        assert hook is not None
-        if not after:
-            hook.committed(self.xid)
-            hook.actions(self.emit, self._emit_blocking)
-        else:
-            hook.boundary(self._emit_blocking, self.emit)
 
     def _hook_idle(self) -> None:
         hook = self.hook
-        assert hook is not None
-        self.dispatcher.extend(hook.idle(self.cur, self.in_tx, self._boundary_position))
+        self.dispatcher.extend(hook.idle(self.cur, self.in_tx, self.boundary_position))
         if not self.in_tx:
-            hook.boundary(self._emit_blocking, self.emit)
+            hook.boundary(self.emit_blocking, self.flush_offset)
 
-    def emit(self) -> None:
-        offset = {
+    def flush_offset(self) -> None:
+        offset = self.with_progress({
             "lsn": self.resume_lsn,
             "lsn_commit": self.last_commit_lsn,
             "tx_index": self.last_index,
             "txId": self.xid,
             "ts_usec": self.ts_ms * 1000,
             "snapshot_completed": True,
-        }
-        if self.hook is not None:
-            offset.update(self.hook.offset_fields())
+        })
         self.dispatcher.flush(offset, self.ack)
         if self.ack is not None:
             self.emitted_ack = self.ack
@@ -562,7 +551,7 @@ class _Loop:
         while True:
             if ctx.stopping.is_set():
                 if dispatcher.pending or self.ack is not None:
-                    self.emit()
+                    self.flush_offset()
                 return
             msg = read()
             if msg is None:
@@ -618,19 +607,19 @@ class _Loop:
                 self.last_commit_lsn = self.commit_lsn
                 self.last_index = self.tx_index
                 if dispatcher.full:
-                    self.emit()
+                    self.flush_offset()
             elif kind is pgoutput.Begin:
                 source.guard.begin(msg.data_start)
                 if self.hook is not None:
-                    self._hook_begin(m)
+                    self.hook_begin(m.final_lsn)
                 self.begin(m, msg.data_start)
             elif kind is pgoutput.Commit:
                 source.guard.commit(m.end_lsn)
-                if self.hook is not None:
-                    self._hook_commit(m, after=False)
+                if self.hook is not None:  # signals of the transaction take effect at its commit
+                    self.hook_committed(self.xid)
                 self.commit(m)
                 if self.hook is not None:
-                    self._hook_commit(m, after=True)
+                    self.hook.boundary(self.emit_blocking, self.flush_offset)
             elif kind is pgoutput.Relation:
                 source.relation(m)
             elif kind is pgoutput.Truncate:
@@ -679,21 +668,20 @@ class _Loop:
         self.ack = m.end_lsn
         self.in_tx = False
 
+    def _replayed(self) -> bool:
+        """The restart skip rule (inlined for rows): written by an earlier run."""
+        return self.skipping and (
+            self.commit_lsn < self.skip_commit  # type: ignore[operator]
+            or (self.commit_lsn == self.skip_commit and self.tx_index <= self.skip_index))
+
     def truncate(self, m: Any, lsn: int) -> None:
         self.tx_index += 1
         if self.hook is not None:  # emitted or not, the rows are gone
             self.hook.truncate(m.relation_oids)
         dispatcher = self.dispatcher
-        replay = self.skipping and (
-            self.commit_lsn < self.skip_commit  # type: ignore[operator]
-            or (self.commit_lsn == self.skip_commit and self.tx_index <= self.skip_index)
-        )
-        dispatcher.replaying = replay
+        replay = dispatcher.replaying = self._replayed()
         pos = PostgresPosition(lsn, self.commit_lsn, self.prev_commit, self.xid, None, self.ts_us)
-        for oid in m.relation_oids:
-            codec = self.source._codecs.get(oid)
-            if codec is not None:
-                dispatcher.truncate(codec.schema, self.ts_ms, pos)
+        self.truncates(map(self.source._codecs.get, m.relation_oids), self.ts_ms, pos)
         dispatcher.replaying = False
         if replay:
             return
@@ -712,11 +700,7 @@ class _Loop:
             return
         if m.transactional:
             self.tx_index += 1
-            replay = self.skipping and (
-                self.commit_lsn < self.skip_commit  # type: ignore[operator]
-                or (self.commit_lsn == self.skip_commit and self.tx_index <= self.skip_index))
-        else:
-            replay = False
+        replay = m.transactional and self._replayed()
         dispatcher = self.dispatcher
         if not capture.admits(m.prefix):
             dispatcher.filtered()
@@ -746,7 +730,7 @@ class _Loop:
                 self.received_end = max(self.received_end, m.lsn + 1)
                 self.ack = self.resume_lsn
         if dispatcher.full:
-            self.emit()
+            self.flush_offset()
 
     def update(self, codec: TableCodec, m: Any, pos: PostgresPosition) -> None:
         dispatcher = self.dispatcher
@@ -813,7 +797,7 @@ class _Loop:
         message's position is not after what we confirmed) while a received commit is not
         durable yet: once it is, forwarding confirms nothing that is not durable."""
         if self.dispatcher.pending or self.ack is not None:
-            self.emit()
+            self.flush_offset()
         source = self.source
         stopping = self.ctx.stopping
         while source._durable < self.received_end and not stopping.is_set():
@@ -862,7 +846,7 @@ class _Loop:
     def idle(self) -> None:
         source = self.source
         if self.dispatcher.pending or self.ack is not None:
-            self.emit()
+            self.flush_offset()
         now = time.monotonic()
         if self.dispatcher.heartbeat_due():
             self.heartbeat()
@@ -919,7 +903,7 @@ class _Loop:
             return
         if wal_end > self.resume_lsn:
             self._move_to_quiet(wal_end)
-            self.emit()
+            self.flush_offset()
         else:  # the resume position itself (durable): only the cap below it is lifted
             source.quiet_lsn = wal_end
 
@@ -943,7 +927,7 @@ class _Loop:
             return  # a transaction of ours is open: the stored offset stays as it is
         try:
             if self.dispatcher.pending or self.ack is not None:
-                self.emit()
+                self.flush_offset()
             stopping = self.ctx.stopping
             deadline = time.monotonic() + 60
             while (source._durable < self.emitted_ack and not stopping.is_set()
@@ -954,15 +938,14 @@ class _Loop:
                 log.info("streaming step: connection lost with nothing in flight: storing the "
                          "server's last position %s", pgoutput.format_lsn(wal_end))
                 self._move_to_quiet(wal_end)
-                self.emit()
+                self.flush_offset()
         except QueueClosed:
             log.debug("the server's last position was not stored: the capture stops")
         except Exception as exc:  # the reconnect goes on from what is stored
             log.warning("the server's last position was not stored: %s", exc)
 
-    def heartbeat(self) -> None:
-        """Heartbeat record plus, when nothing of ours is in flight, the server's position."""
-        self.dispatcher.run_heartbeat_action()
+    def heartbeat_position(self) -> PostgresPosition:
+        """The resume position; when nothing of ours is in flight, moved to the server's."""
         wal_end = self.quiet_position()
         position = self.resume_lsn
         if wal_end is not None and wal_end > position:
@@ -970,5 +953,4 @@ class _Loop:
             # other databases write is not pinned by this slot.
             self._move_to_quiet(wal_end)
             position = wal_end
-        self.dispatcher.heartbeat(PostgresPosition(position, position, self.prev_commit, None))
-        self.emit()
+        return PostgresPosition(position, position, self.prev_commit, None)

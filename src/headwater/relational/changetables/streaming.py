@@ -44,6 +44,7 @@ from headwater.relational.changetables.position import LsnPosition
 from headwater.relational.changetables.schema import ChangeTableSchema
 from headwater.relational.changetables.schema_follower import SchemaFollower
 from headwater.relational.config import RelationalConnectorConfig
+from headwater.relational.streaming import LogStreamingSource
 
 LsnText = Callable[[bytes | None], str | None]
 LsnBytes = Callable[[str | None], bytes | None]
@@ -166,7 +167,7 @@ class LsnStream:
 S = TypeVar("S", bound=LsnStream)
 
 
-class LsnStreaming(Generic[S]):
+class LsnStreaming(LogStreamingSource, Generic[S]):
     """The streaming source: the connector's streams, one dispatcher.  Subclasses set `LABEL`
     and `POSITION` and implement `open_streams`, `stored_offset` and `collection_name`."""
 
@@ -188,9 +189,6 @@ class LsnStreaming(Generic[S]):
         self.connect = connect
         self.offset = offset or {}
 
-    def acknowledge(self, token: Any) -> None:
-        pass
-
     def open_streams(self, offset: dict[str, Any]) -> list[S]:
         raise NotImplementedError
 
@@ -207,22 +205,22 @@ class LsnStreaming(Generic[S]):
         hook = self.incremental
         return {**self.stored_offset(streams), **(hook.offset_fields() if hook else {})}
 
-    def execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
-        """Streams until stopped; a lost connection is retriable (the runtime starts again
-        from the durable offset, as Debezium's task restarts on a connection error)."""
-        try:
-            self._execute(ctx, offset)
-        except self.connection_errors as exc:
-            raise RetriableError(f"{self.LABEL} connection lost: {exc}".strip()) from exc
+    def start_offset(self, offset: dict[str, Any] | None) -> dict[str, Any]:
+        return offset or self.offset
 
-    def _execute(self, ctx: SourceRunContext, offset: dict[str, Any] | None) -> None:
-        streams = self.open_streams(offset or self.offset)
+    def connection_lost(self, exc: BaseException, *, streaming: bool) -> Exception:
+        """Retriable: the runtime starts again from the durable offset, as Debezium's task
+        restarts on a connection error."""
+        return RetriableError(f"{self.LABEL} connection lost: {exc}".strip())
+
+    def stream(self, ctx: SourceRunContext, offset: dict[str, Any]) -> None:
+        streams = self.open_streams(offset)
         dispatcher = EventDispatcher(self.context, DispatchOptions.from_config(self.cfg),
                                      self.metrics, ctx.emit)
         dispatcher.collection_name = self.collection_name
         hook = self.incremental
         if hook is not None:
-            hook.start(offset or self.offset, lambda: dispatcher.flush(self._offset(streams)),
+            hook.start(offset, lambda: dispatcher.flush(self._offset(streams)),
                        lambda records: ctx.emit(Batch(records)))
         self.metrics.connected = True
         try:
@@ -240,8 +238,6 @@ class LsnStreaming(Generic[S]):
                 if not busy:
                     ctx.stopping.wait(self.cfg.poll_interval_ms / 1000)
         finally:
-            if hook is not None:
-                hook.close()
             for stream in streams:
                 with contextlib.suppress(*self.connection_errors):
                     stream.conn.close()
