@@ -9,11 +9,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
+from collections.abc import Callable
 
 import pytest
 
 from headwater.pipeline.decode import decode_topic
 from headwater.pipeline.net import net_changes
+from headwater.testing.timeouts import scaled
 from headwater.topics import reader
 
 from .harness import Harness, wait
@@ -21,25 +24,48 @@ from .workload import create_t
 
 pytestmark = pytest.mark.integration
 
-# 5,000 rows: each stop lands 1,000-1,200 records into its run's snapshot (the stop follows the
-# wait within one poll), far from its end; 20,000 cost four times the final snapshot and replays.
+# 5,000 rows: each stop lands 1,000-1,400 records into its run's snapshot, far from its end;
+# 20,000 cost four times the final snapshot and replays.
 ROWS = 5_000
+# How long the capture runs between two looks at its topic (`_run_until`).
+STEP_S = 0.05
+
+
+def _run_until(proc: subprocess.Popen[bytes], done: Callable[[], bool], what: str,
+               timeout: float) -> None:
+    """Lets the capture run STEP_S at a time (SIGCONT, then SIGSTOP) until `done()` holds while
+    it is stopped, and returns with it stopped.  Polling a running capture raced it: on a
+    loaded machine one look at the topic could take longer than the rest of the snapshot, which
+    then completed before the stop (seen in a CI run: sqlserver, sigkill-twice)."""
+    os.kill(proc.pid, signal.SIGSTOP)
+    deadline = time.monotonic() + scaled(timeout)
+    while not done():
+        if proc.poll() is not None:
+            raise AssertionError(f"the capture exited ({proc.returncode}) before {what}")
+        if time.monotonic() > deadline:
+            os.kill(proc.pid, signal.SIGCONT)
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+        os.kill(proc.pid, signal.SIGCONT)
+        time.sleep(STEP_S)
+        os.kill(proc.pid, signal.SIGSTOP)
 
 
 def _stop_mid_snapshot(cdc: Harness, proc: subprocess.Popen[bytes], sig: int,
                        deleted: list[int], step: int, start: int) -> None:
-    """Waits for part of this run's snapshot in the topic (1,000 records beyond the `start`
-    records earlier runs left), deletes rows it has read (and some it has not) while the
-    capture runs, then stops the capture with `sig` before the snapshot ends.  (A second stop
-    once waited for 1,000 records in all: it killed the second run before that wrote a READ,
-    and hid that a third run superseded the second attempt's READs only.)"""
-    wait(lambda: cdc.count("t") > start + 1000 if (cdc.topics / cdc.driver.topic("t")).exists()
-         else False, "the first READ events", timeout=120, interval=0.02)
+    """Runs the capture until part of this run's snapshot is in the topic (1,000 records beyond
+    the `start` records earlier runs left), deletes rows it has read (and some it has not)
+    while the capture is alive, then stops it with `sig` before the snapshot ends.  (A second
+    stop once waited for 1,000 records in all: it killed the second run before that wrote a
+    READ, and hid that a third run superseded the second attempt's READs only.)"""
+    topic = cdc.topics / cdc.driver.topic("t")
+    _run_until(proc, lambda: topic.exists() and cdc.count("t") > start + 1000,
+               "the first READ events", timeout=120)
     q = cdc.driver.quote("t")
     doomed = [k for k in range(step, ROWS + 1, 97) if k not in deleted][:60]
     cdc.driver.execute(f"DELETE FROM {q} WHERE id IN ({', '.join(map(str, doomed))})")
     deleted.extend(doomed)
-    os.kill(proc.pid, sig)
+    os.kill(proc.pid, sig)  # a stopped process takes SIGKILL at once, SIGTERM once continued
+    os.kill(proc.pid, signal.SIGCONT)
     proc.wait(60)
     assert not cdc.offset().get("snapshot_completed"), (
         "the snapshot completed before the stop: the test did not stop it part-way")
