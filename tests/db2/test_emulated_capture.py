@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -115,3 +116,64 @@ def test_restart_resumes_after_stored_offset(db2_db: dict[str, Any]) -> None:
         second.stop()
     assert [(r.op.value, (r.after or r.before or ())[0]) for r in second.records()] == [
         ("u", 1), ("c", 2)]
+
+
+def snapshot_of(db: dict[str, Any], *tables: tuple[str, str], **extra: str
+                ) -> tuple[list[Batch], dict[str, Any] | None]:
+    """A snapshot of the given (name, INSERT values or "") tables, read straight (no runtime)."""
+    sql(db, "CREATE SCHEMA db2inst1", *(f"CREATE TABLE db2inst1.{name} (id INTEGER NOT NULL "
+                                        "PRIMARY KEY)" for name, _ in tables),
+        *(f"INSERT INTO db2inst1.{name} VALUES {values}" for name, values in tables if values))
+    for name, _ in tables:
+        add_table(db, "DB2INST1", name.upper())
+    plan = Db2Connector(config(db, **extra)).start(None)
+    assert plan.snapshot is not None
+    batches: list[Batch] = []
+    return batches, plan.snapshot.execute(SourceRunContext(batches.append, threading.Event()))
+
+
+def test_snapshot_markers_are_debeziums_per_table_with_empty_first_and_last_tables(
+        db2_db: dict[str, Any]) -> None:
+    """Debezium 3.x's RelationalSnapshotChangeEventSource markers: `first` only on the first
+    table's first row (the first table is empty here: no `first`), a table's first and last
+    rows `first_in_data_collection` / `last_in_data_collection`, and the snapshot's last
+    record `last` although the last table is empty; batches of max.batch.size keep them."""
+    batches, offset = snapshot_of(db2_db, ("t1", ""), ("t2", "(1), (2), (3)"), ("t3", "(4)"),
+                                  ("t4", ""), **{"max.batch.size": "2"})
+    reads = [(r.table.id.table, r.after[0] if r.after else None, r.snapshot.value)
+             for b in batches for r in b.records if isinstance(r, ChangeRecord)]
+    assert reads == [("T2", 1, "first_in_data_collection"), ("T2", 2, "true"),
+                     ("T2", 3, "last_in_data_collection"), ("T3", 4, "last")]
+    assert offset is not None and batches[-1].offset == offset
+    assert all(b.offset is None for b in batches[:-1])
+
+
+def test_snapshot_delay_ms_delays_the_snapshot_and_a_stop_ends_the_wait(
+        db2_db: dict[str, Any]) -> None:
+    db = db2_db
+    sql(db, "CREATE SCHEMA db2inst1", "CREATE TABLE db2inst1.t1 (id INTEGER NOT NULL "
+        "PRIMARY KEY)", "INSERT INTO db2inst1.t1 VALUES (1)")
+    add_table(db, "DB2INST1", "T1")
+    for delay, stop_after in ((300, None), (60_000, 0.2)):
+        connector = Db2Connector(config(db, **{"snapshot.delay.ms": str(delay)}))
+        plan = connector.start(None)
+        assert plan.snapshot is not None
+        connected: list[float] = []
+        connect = connector.connect
+
+        def recording_connect(connect: Any = connect, connected: list[float] = connected) -> Any:
+            connected.append(time.monotonic())
+            return connect()
+
+        connector.connect = recording_connect  # type: ignore[method-assign]
+        stopping = threading.Event()
+        if stop_after is not None:
+            threading.Timer(stop_after, stopping.set).start()
+        batches: list[Batch] = []
+        started = time.monotonic()
+        offset = plan.snapshot.execute(SourceRunContext(batches.append, stopping))
+        if stop_after is None:  # the first read is no earlier than the delay
+            assert offset is not None and connected[0] - started >= delay / 1000
+        else:  # stopped during the delay: promptly, nothing read, no offset
+            assert offset is None and connected == [] and batches == []
+            assert time.monotonic() - started < 10

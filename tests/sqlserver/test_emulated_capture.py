@@ -3,10 +3,14 @@ snapshot, then inserts, updates, deletes in LSN order, resume from stored offset
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from headwater.connectors.sqlserver.config import validate_sqlserver_config
 from headwater.connectors.sqlserver.connector import SqlServerConnector
+from headwater.engine.queue import Batch
+from headwater.engine.source import SourceRunContext
+from headwater.model.record import ChangeRecord
 from headwater.testing.localpg import wait_for
 from tests.changetables import emulation
 from tests.sqlserver.conftest import enable_cdc, tsql
@@ -164,3 +168,23 @@ def test_a_restart_inside_a_split_update_emits_each_half_once(
 
     assert restart(mid[Op.DELETE]) == [(Op.CREATE, 5)]
     assert restart(mid[Op.CREATE]) == []
+
+
+def test_snapshot_markers_are_debeziums_per_table(sqlserver_db: dict[str, Any]) -> None:
+    """Debezium 3.x's RelationalSnapshotChangeEventSource markers, whatever max.batch.size
+    cuts: `first`, a table's last row `last_in_data_collection` (also after an empty table),
+    the next table's first `first_in_data_collection`, the snapshot's last `last`."""
+    db = sqlserver_db
+    tsql(db, *(f"CREATE TABLE dbo.{t} (id INT NOT NULL PRIMARY KEY)" for t in "abc"),
+         "INSERT INTO dbo.a VALUES (1), (2)", "INSERT INTO dbo.c VALUES (3), (4), (5)")
+    for t in "abc":
+        enable_cdc(db, "dbo", t)
+    plan = SqlServerConnector(config(db, **{"max.batch.size": "2"})).start(None)
+    assert plan.snapshot is not None
+    batches: list[Batch] = []
+    offset = plan.snapshot.execute(SourceRunContext(batches.append, threading.Event()))
+    reads = [(r.table.id.table, r.after[0] if r.after else None, r.snapshot.value)
+             for b in batches for r in b.records if isinstance(r, ChangeRecord)]
+    assert reads == [("a", 1, "first"), ("a", 2, "last_in_data_collection"),
+                     ("c", 3, "first_in_data_collection"), ("c", 4, "true"), ("c", 5, "last")]
+    assert offset is not None and batches[-1].offset == offset

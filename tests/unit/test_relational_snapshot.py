@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from headwater.connectors.postgres import snapshot as pg_snapshot
+from headwater.connectors.postgres.config import validate_postgres_config
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.parallel import SnapshotStopped
 from headwater.engine.queue import Batch
@@ -84,6 +87,17 @@ def test_a_one_row_first_table_is_first_and_a_one_row_snapshot_is_last() -> None
     batches, tail, _ = run({"a": [], "b": [7]}, "fetched together")
     assert emitted(batches, tail) == [("b", 7, "last")]
     assert run({"a": []}, "one by one")[1] == []
+
+
+@pytest.mark.parametrize("feed", ["one by one", "fetched together"])
+def test_an_empty_first_table_leaves_the_snapshot_without_first_and_an_empty_last_table_moves_last(
+        feed: str) -> None:
+    """Debezium's RelationalSnapshotChangeEventSource: `first` is the first row of the first
+    table only (an empty first table: no `first` at all); `last` is the snapshot's last record
+    even when the last table is empty (its EventDispatcher marks the buffered record)."""
+    batches, tail, _ = run({"a": [], "b": [1, 2], "c": [3], "d": []}, feed)
+    assert emitted(batches, tail) == [("b", 1, "first_in_data_collection"),
+                                      ("b", 2, "last_in_data_collection"), ("c", 3, "last")]
 
 
 def test_rendered_rows_follow_the_held_record_and_the_next_row_is_held() -> None:
@@ -174,6 +188,61 @@ class FakeSnapshot(RelationalSnapshotSource[str]):
 
     def close(self) -> None:
         self.calls.append("close")
+
+
+def test_the_snapshot_waits_snapshot_delay_ms_before_it_begins() -> None:
+    source = FakeSnapshot({"a": [1]})
+    source.snapshot_delay_ms = 300
+    began: list[float] = []
+    source.begin = lambda ctx: began.append(time.monotonic())  # type: ignore[method-assign]
+    started = time.monotonic()
+    assert source.execute(SourceRunContext([].append, threading.Event(), object())) is not None
+    assert began[0] - started >= 0.3
+
+
+def test_a_stop_request_during_snapshot_delay_ms_ends_the_snapshot_at_once() -> None:
+    source = FakeSnapshot({"a": [1]})
+    source.snapshot_delay_ms = 60_000
+    stopping = threading.Event()
+    threading.Timer(0.2, stopping.set).start()
+    started = time.monotonic()
+    batches: list[Batch] = []
+    assert source.execute(SourceRunContext(batches.append, stopping, object())) is None
+    assert time.monotonic() - started < 10
+    assert source.calls == ["close"] and batches == []  # nothing read, no offset
+
+
+def test_postgres_snapshot_honours_snapshot_delay_ms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL's snapshot takes the delay from its configuration: it connects no earlier
+    than `snapshot.delay.ms` after it starts, and not at all when stopped during it."""
+    cfg = validate_postgres_config({
+        "topic.prefix": "p", "database.hostname": "127.0.0.1", "database.user": "u",
+        "database.dbname": "d", "snapshot.delay.ms": "300"})[0]
+    connected: list[float] = []
+
+    class Refused(Exception):
+        pass
+
+    def connect(*args: Any, **kwargs: Any) -> Any:
+        connected.append(time.monotonic())
+        raise Refused
+
+    monkeypatch.setattr(pg_snapshot, "connect", connect)
+
+    def source() -> pg_snapshot.PostgresSnapshotSource:
+        return pg_snapshot.PostgresSnapshotSource(
+            dsn={}, context=CONTEXT, snapshot_name="s", consistent_lsn=0, tables=[],
+            fetch_size=10, lock_timeout_ms=1000, metrics=CaptureMetrics(), final_offset={},
+            config=cfg)
+
+    started = time.monotonic()
+    with pytest.raises(Refused):
+        source().execute(SourceRunContext([].append, threading.Event()))
+    assert connected[0] - started >= 0.3
+    stopping = threading.Event()
+    stopping.set()
+    assert source().execute(SourceRunContext([].append, stopping)) is None
+    assert len(connected) == 1
 
 
 def steps_logged(caplog: pytest.LogCaptureFixture) -> list[int]:

@@ -15,6 +15,9 @@ in the seed's words:
    the `SnapshotEmitter`, or in worker processes (engine/parallel.py) over chunks;
 7. record the completed snapshot in the offsets (the final batch carries the offset).
 
+Before step 1 the snapshot waits `snapshot.delay.ms` (`wait_snapshot_delay`, Debezium's
+delaySnapshotIfNeeded), which a stop request cuts short.
+
 A stop request ends the snapshot without an offset: the next run starts over (as Debezium's),
 and the runtime deletes the rows this one read that are gone by then (engine/supersede.py).
 """
@@ -63,6 +66,17 @@ def step(logger: logging.Logger, number: int, detail: str = "") -> None:
     log_step(logger, SNAPSHOT_STEPS, number, detail)
 
 
+def wait_snapshot_delay(ctx: SourceRunContext, delay_ms: int, logger: logging.Logger) -> None:
+    """Waits `snapshot.delay.ms` before a snapshot starts (every connector's in Debezium: time
+    for the other tasks of a cluster to start, say); a stop request during the wait ends the
+    snapshot (SnapshotStopped) at once."""
+    if delay_ms <= 0:
+        return
+    logger.info("snapshot: waiting snapshot.delay.ms=%d before it starts", delay_ms)
+    if ctx.stopping.wait(delay_ms / 1000):
+        raise SnapshotStopped
+
+
 _READ, _TRUE, _FIRST = Op.READ, SnapshotMarker.TRUE, SnapshotMarker.FIRST
 
 
@@ -71,7 +85,10 @@ class SnapshotEmitter:
 
     Why the newest record is held back: its marker is known only once the next record arrives
     or its table ends (`last_in_data_collection`) or the snapshot ends (`last`).  A table's
-    first record is `first_in_data_collection`, the snapshot's very first `first`.  Each full
+    first record is `first_in_data_collection`, the first table's `first`: as Debezium's
+    RelationalSnapshotChangeEventSource, whose `first` is the first row of the first table, so
+    a snapshot whose first table is empty has no `first`; and whose `last` is the snapshot's
+    last record (EventDispatcher's buffered record), even when the last table is empty.  Each full
     batch refreshes the events' time, updates RowsScanned (progress) and checks the stop
     request (SnapshotStopped).
     """
@@ -86,12 +103,14 @@ class SnapshotEmitter:
         self.pending: list[ChangeRecord] = []
         self.held: ChangeRecord | None = None
         self.name = ""
+        self.tables = 0  # tables begun: the first table's first record is `first`
         self.schema: Any = None  # the current table's TableSchema (begin_table)
         self.table_rows = 0  # records of the current table, the held one included
         self.now_ms = int(time.time() * 1000)
 
     def begin_table(self, name: str, schema: TableSchema) -> None:
         self.name, self.schema, self.table_rows = name, schema, 0
+        self.tables += 1
         self.now_ms = int(time.time() * 1000)
 
     def add(self, after: Any) -> None:
@@ -139,7 +158,7 @@ class SnapshotEmitter:
         self.table_rows += 1
 
     def _first_marker(self) -> SnapshotMarker:
-        return SnapshotMarker.resolve(self.held is None, False, True, False)
+        return SnapshotMarker.resolve(self.tables == 1, False, True, False)
 
     def _first(self, after: Any) -> None:
         if self.held is not None:
@@ -233,13 +252,14 @@ T = TypeVar("T")  # a connector's description of one captured table
 class RelationalSnapshotSource(Generic[T]):
     """`execute` runs the seven steps; a subclass supplies each step's database part (the
     methods that raise NotImplementedError) and sets `log`, `metrics`, `context`,
-    `batch_size` and `max_threads`."""
+    `batch_size`, `max_threads` and `snapshot_delay_ms`."""
 
     log: logging.Logger
     metrics: CaptureMetrics
     context: SourceContext
     batch_size: int
     max_threads: int = 1
+    snapshot_delay_ms: int = 0
     with_data: bool = True
     ctx: SourceRunContext  # the run's, once `execute` started
     position: Any  # the READ events', once step 3 read it
@@ -316,6 +336,7 @@ class RelationalSnapshotSource(Generic[T]):
     def _steps(self, ctx: SourceRunContext) -> dict[str, Any]:
         log = self.log
         self.ctx = ctx
+        wait_snapshot_delay(ctx, self.snapshot_delay_ms, log)
         self.begin(ctx)
         tables = self.captured_tables()
         step(log, 1, ", ".join(self.table_name(t) for t in tables) or "none")

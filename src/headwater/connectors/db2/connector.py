@@ -41,6 +41,7 @@ from headwater.connectors.db2.position import Db2Position, Db2SourceBlock
 from headwater.connectors.db2.schema_events import Db2SchemaEventShape
 from headwater.connectors.db2.streaming import Db2Streaming, max_lsn
 from headwater.engine.source import SourceRunContext
+from headwater.model.record import SchemaChangeEvent
 from headwater.model.schema import TableId
 from headwater.relational.changetables.connector import ChangeTableConnector, ChangeTableSnapshot
 from headwater.relational.changetables.paramstyle import connect_qmark
@@ -58,11 +59,11 @@ def execute(conn: Any, sql: str) -> None:
 
 class Db2Snapshot(ChangeTableSnapshot):
     """Reads every captured table once, in one transaction under `snapshot.isolation.mode`,
-    rows fetched `snapshot.fetch.size` at a time (batching: ChangeTableSnapshot)."""
+    rows fetched `snapshot.fetch.size` at a time (batching and markers: ChangeTableSnapshot)."""
 
     connector: Db2Connector
 
-    def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
+    def run(self, ctx: SourceRunContext) -> dict[str, Any]:
         cfg = self.connector.cfg
         conn = self.connector.connect()
         try:
@@ -73,22 +74,20 @@ class Db2Snapshot(ChangeTableSnapshot):
             lsn = max_lsn(conn, cfg)
             step(log, 3, f"LSN {lsn_text(lsn)}")
             text = lsn_text(lsn)
-            self._schema(ctx, tables, text)
+            self.begin_partition(ctx, self._schema(tables, text), Db2Position(text, None, None))
             self._release(conn, locked)
             for table in tables if self.data else ():
-                if not self._read(ctx, conn, table, text):
-                    return None
+                self._read(ctx, conn, table, text)
             conn.commit()
         finally:
             conn.close()
         offset = self.at or {"snapshot_completed": True, "commit_lsn": text, "change_lsn": None,
                              "event_serial_no": None}
         step(log, 7, f"commit_lsn {offset.get('commit_lsn')}")
-        self._finish(ctx, offset)
+        self.finish(ctx, offset)
         return offset
 
-    def _schema(self, ctx: SourceRunContext, tables: list[ChangeTable],
-                lsn: str | None) -> None:
+    def _schema(self, tables: list[ChangeTable], lsn: str | None) -> list[SchemaChangeEvent]:
         """Step 4: a CREATE per table, at the snapshot's LSN (or the stored offset)."""
         history = self.connector.history.store
         if history.clears:
@@ -97,10 +96,11 @@ class Db2Snapshot(ChangeTableSnapshot):
         position = (Db2Position(at.get("commit_lsn"), at.get("change_lsn"),
                                 at.get("event_serial_no")) if at else Db2Position(lsn, None, None))
         definitions = [t.definition for t in tables if t.definition is not None]
-        self._add_events(ctx, self.connector.table_schema().snapshot(
-            definitions, position, last=not self.data))
+        events = self.connector.table_schema().snapshot(definitions, position,
+                                                        last=not self.data)
         step(log, 4, f"{len(definitions)} tables, recorded in {history} at commit_lsn "
                      f"{position.commit_lsn}")
+        return events
 
     def _tables(self, conn: Any) -> list[ChangeTable]:
         tables = change_tables(conn, self.connector.cfg)
@@ -131,8 +131,8 @@ class Db2Snapshot(ChangeTableSnapshot):
                          "exclusive: the locks are kept until the snapshot transaction ends")
 
     def _read(self, ctx: SourceRunContext, conn: Any, table: ChangeTable,
-              lsn: str | None) -> bool:
-        """Reads one table; False: stopped."""
+              lsn: str | None) -> None:
+        """Reads one table."""
         cfg = self.connector.cfg
         step(log, 6, f"{table.table.identifier} at LSN {lsn}")
         columns = ", ".join(queries.quote(c) for c in table.columns)
@@ -142,14 +142,11 @@ class Db2Snapshot(ChangeTableSnapshot):
         cur = conn.cursor()
         try:
             cur.execute(sql)
-            count = self._read_rows(ctx, cur, self.connector.context, table.codec,
-                                    cfg.snapshot_fetch_size or 2000, Db2Position, lsn)
+            count = self.read_rows(ctx, table.table.identifier, cur, table.codec,
+                                   cfg.snapshot_fetch_size or 2000)
         finally:
             cur.close()
-        if count is None:
-            return False
         step(log, 6, f"{table.table.identifier} done, {count} rows")
-        return True
 
 
 class Db2Connector(ChangeTableConnector):

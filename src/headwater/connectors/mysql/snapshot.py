@@ -57,7 +57,6 @@ from headwater.connectors.mysql.snapshot_workers import (
 )
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.metrics import CaptureMetrics
-from headwater.engine.parallel import SnapshotStopped
 from headwater.engine.source import SourceRunContext
 from headwater.model.record import SnapshotMarker, SourceEvent
 from headwater.model.schema import TableSchema
@@ -109,6 +108,7 @@ class MySqlSnapshotSource(RelationalSnapshotSource[tuple[str, str]]):
         self.with_data = with_data
         self.batch_size = cfg.max_batch_size
         self.max_threads = cfg.snapshot_max_threads
+        self.snapshot_delay_ms = cfg.snapshot_delay_ms
         self.conn: Any = None
         self._locked = False  # this connection holds the read lock (global or tables)
         self._locked_at = 0.0
@@ -118,10 +118,6 @@ class MySqlSnapshotSource(RelationalSnapshotSource[tuple[str, str]]):
     # -- the steps' MySQL part ---------------------------------------------------------------------
     def begin(self, ctx: SourceRunContext) -> None:
         cfg = self.cfg
-        if cfg.snapshot_delay_ms:
-            log.info("snapshot: waiting snapshot.delay.ms=%d", cfg.snapshot_delay_ms)
-            if ctx.stopping.wait(cfg.snapshot_delay_ms / 1000):
-                raise SnapshotStopped
         self.context = self.state.context
         self.conn = connect(cfg, conv=snapshot_conversions())
         self._locked = False

@@ -201,6 +201,7 @@ class PostgresSnapshotSource(RelationalSnapshotSource[tuple[TableInfo, TableCode
         self.final_offset = final_offset
         self.max_threads = max_threads
         self.config = config  # the workers rebuild the codecs from it
+        self.snapshot_delay_ms = config.snapshot_delay_ms if config is not None else 0
         self.database = database
         # Column-wise chunks (snapshot_columnar.py) where the output format allows; False
         # keeps every row on the row-wise path (the reference the column-wise one is tested

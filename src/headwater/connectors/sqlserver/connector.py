@@ -39,12 +39,13 @@ log = logging.getLogger("headwater.connectors.sqlserver")
 class SqlServerSnapshot(ChangeTableSnapshot):
     """Per database: the schema (a CREATE per table, schema_snapshot.py), then every
     captured table's rows once (one consistent read each), fetched `snapshot.fetch.size` at
-    a time (batching: ChangeTableSnapshot).  Without `data` only the schema; with `at`
+    a time (batching and markers: ChangeTableSnapshot, each database a partition with its own
+    `first` and `last`, as Debezium's).  Without `data` only the schema; with `at`
     (snapshot.mode=recovery) the schema is recorded at the stored offset, which is kept."""
 
     connector: SqlServerConnector
 
-    def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
+    def run(self, ctx: SourceRunContext) -> dict[str, Any]:
         cfg = self.connector.cfg
         history = self.connector.history.store
         if history.clears:
@@ -53,18 +54,16 @@ class SqlServerSnapshot(ChangeTableSnapshot):
         stored = (self.at or {}).get("databases", {})
         for database in cfg.database_names:
             lsn = self._database(ctx, database, stored.get(database))
-            if lsn is None:
-                return None
             databases[database] = {"commit_lsn": lsn, "change_lsn": None,
                                    "event_serial_no": None}
         offset = self.at or {"snapshot_completed": True, "databases": databases}
         step(log, 7, ", ".join(f"{d} commit_lsn {p['commit_lsn']}" for d, p in databases.items()))
-        self._finish(ctx, offset)
+        self.finish(ctx, offset)
         return offset
 
     def _database(self, ctx: SourceRunContext, database: str,
                   stored: dict[str, Any] | None) -> str | None:
-        """Reads one database's schema and tables; its snapshot LSN (None: stopped)."""
+        """Reads one database's schema and tables; its snapshot LSN."""
         cfg = self.connector.cfg
         conn = self.connector.connect(database)
         try:
@@ -85,22 +84,23 @@ class SqlServerSnapshot(ChangeTableSnapshot):
                         if stored else SqlServerPosition(lsn, None, None))
             definitions = schema_tables(self.connector, catalog, instances,
                                         lsn_bytes(stored.get("commit_lsn")) if stored else None)
-            self._add_events(ctx, self.connector.table_schema().snapshot(
-                definitions, position, last=not self.data))
+            events = self.connector.table_schema().snapshot(definitions, position,
+                                                            last=not self.data)
             step(log, 4, f"{database}: {len(definitions)} tables, at commit_lsn "
                          f"{position.commit_lsn}")
             step(log, 5, f"{database}: " + ("the locks are kept until the snapshot "
                                             "transaction ends" if exclusive else "no locks"))
-            if self.data and not self._rows(ctx, conn, database, instances, lsn):
-                return None
+            self.begin_partition(ctx, events, SqlServerPosition(lsn, None, None))
+            if self.data:
+                self._rows(ctx, conn, database, instances, lsn)
             conn.commit()
             return lsn
         finally:
             conn.close()
 
     def _rows(self, ctx: SourceRunContext, conn: Any, database: str,
-              instances: list[CaptureInstance], lsn: str | None) -> bool:
-        """Every captured table's rows at `lsn`; False: stopped."""
+              instances: list[CaptureInstance], lsn: str | None) -> None:
+        """Every captured table's rows at `lsn`."""
         cfg = self.connector.cfg
         newest = {i.table: i for i in instances}
         template = (queries.SELECT_TABLE_LOCKED if cfg.snapshot_isolation_mode ==
@@ -114,13 +114,9 @@ class SqlServerSnapshot(ChangeTableSnapshot):
             step(log, 6, f"{database}.{table} at LSN {lsn}")
             cur = conn.cursor()
             cur.execute(queries.with_db(sql, database))
-            count = self._read_rows(ctx, cur, self.connector.context, instance.codec, fetch,
-                                    SqlServerPosition, lsn)
+            count = self.read_rows(ctx, f"{database}.{table}", cur, instance.codec, fetch)
             cur.close()
-            if count is None:
-                return False
             step(log, 6, f"{database}.{table} done, {count} rows")
-        return True
 
 
 class SqlServerConnector(ChangeTableConnector):

@@ -3,7 +3,8 @@
 Why a base: both connectors start the same way (the snapshot mode and stored offset decide
 between a snapshot and streaming, the captured tables' topics are checked first, a driver
 connection error is retriable once the connector has run) and emit their snapshots the same
-way.  Each connector keeps only how it finds its captured tables and reads them.
+way (ChangeTableSnapshot, on the relational snapshot's emitter).  Each connector keeps only
+how it finds its captured tables and reads them.
 
 The schema at start (Debezium's snapshotters and BaseSourceTask's history check):
 
@@ -31,15 +32,10 @@ from typing import Any, ClassVar
 from headwater.config.connector_common import NameFilter
 from headwater.engine.incremental import IncrementalSnapshotError
 from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.parallel import SnapshotStopped
 from headwater.engine.queue import Batch
 from headwater.engine.source import RetriableError, SourceRunContext, StartPlan
-from headwater.model.record import (
-    ChangeRecord,
-    Op,
-    SchemaChangeEvent,
-    SnapshotMarker,
-    SourceContext,
-)
+from headwater.model.record import SchemaChangeEvent
 from headwater.model.schema import TableId
 from headwater.model.topic_naming import TopicNaming
 from headwater.relational.changetables.chunks import ChangeTableChunkSource
@@ -54,19 +50,24 @@ from headwater.relational.codec import RelationalTableCodec
 from headwater.relational.connector import RelationalConnector
 from headwater.relational.history_config import SchemaHistoryConfig, open_history_store
 from headwater.relational.history_file import SchemaHistoryError
+from headwater.relational.snapshot import SnapshotEmitter, wait_snapshot_delay
 from headwater.relational.snapshotter import WhenNeededSnapshotter, snapshotter_for
 
 log = logging.getLogger("headwater.relational.changetables")
 
 
 class ChangeTableSnapshot:
-    """Collects a snapshot's READ records.
+    """A change-table connector's snapshot: after `snapshot.delay.ms`, per partition (a SQL
+    Server database, Db2's one) its schema change events, then its tables' READ records
+    through the relational snapshot's emitter (relational/snapshot.py).
 
-    Rows are emitted in batches of `max.batch.size` without an offset, the last record held
-    back so it can be marked `last`; the completing offset comes with the final batch.  Why
-    batches: a snapshot stopped part-way must have written what it read, so the runtime's
-    supersede step (which needs the aborted READs in the topic) makes its restart exact, and
-    memory stays bounded.
+    Why the shared emitter: batches of `max.batch.size` without an offset (a snapshot stopped
+    part-way has written what it read, so the runtime's supersede step makes its restart exact,
+    and memory stays bounded) and Debezium 3.x's markers, `first`, `first_in_data_collection`,
+    `last_in_data_collection`, `last`, as its RelationalSnapshotChangeEventSource gives them
+    for every relational connector: once per partition, since Debezium snapshots each SQL
+    Server database as a partition of its own.  The completing offset comes with the final
+    batch; a stop request ends the snapshot without one.
     """
 
     def __init__(self, connector: Any, data: bool = True,
@@ -74,55 +75,62 @@ class ChangeTableSnapshot:
         self.connector = connector
         self.data = data  # False: the schema only
         self.at = at  # snapshot.mode=recovery: the stored offset the schema is recorded at
-        self.max_batch_size: int = connector.cfg.max_batch_size
-        self.pending: list[ChangeRecord | SchemaChangeEvent] = []
-        self.started = False
+        self.emitter: SnapshotEmitter | None = None  # the current partition's
 
     def execute(self, ctx: SourceRunContext) -> dict[str, Any] | None:
         """The connector's snapshot (engine.source.SnapshotSource)."""
+        try:
+            wait_snapshot_delay(ctx, self.connector.cfg.snapshot_delay_ms, log)
+            return self.run(ctx)
+        except SnapshotStopped:
+            log.info("snapshot stopped by a stop request; the next run starts it over, which "
+                     "deletes the rows this one read that are gone by then")
+            return None
+
+    def run(self, ctx: SourceRunContext) -> dict[str, Any]:
+        """The connector's snapshot steps; the completing offset."""
         raise NotImplementedError
 
-    def _add(self, ctx: SourceRunContext, record: ChangeRecord) -> None:
-        if not self.started:
-            record = record._replace(snapshot=SnapshotMarker.FIRST)
-            self.started = True
-        self.pending.append(record)
-        if len(self.pending) > self.max_batch_size:
-            ctx.emit(Batch(self.pending[:-1]))
-            self.pending = self.pending[-1:]
+    def begin_partition(self, ctx: SourceRunContext, events: list[SchemaChangeEvent],
+                        position: LsnPosition) -> None:
+        """A partition's snapshot begins: the previous partition's records are emitted (its
+        last marked `last`), then this one's schema change events (a schema-only snapshot
+        marked its last event itself); its READs carry `position`."""
+        self._end_partition(ctx)
+        if events:
+            ctx.emit(Batch(events))
+        self.emitter = SnapshotEmitter(ctx, self.connector.context, position,
+                                       self.connector.cfg.max_batch_size,
+                                       self.connector.metrics.rows_scanned)
 
-    def _read_rows(self, ctx: SourceRunContext, cur: Any, context: SourceContext,
-                   codec: RelationalTableCodec, fetch_size: int,
-                   position: type[LsnPosition], lsn: str | None) -> int | None:
-        """A READ record per row of the executed cursor `cur`, fetched `fetch_size` at a time,
-        each at the snapshot's `lsn`; the number read, or None when the run is stopping (the
-        cursor is the caller's to close)."""
-        count = 0
+    def read_rows(self, ctx: SourceRunContext, name: str, cur: Any,
+                  codec: RelationalTableCodec, fetch_size: int) -> int:
+        """One table's READ records, a row of the executed cursor `cur` each, fetched
+        `fetch_size` at a time; the number read (SnapshotStopped on a stop request)."""
+        emitter = self.emitter
+        assert emitter is not None, "read_rows before begin_partition"
+        emitter.begin_table(name, codec.schema)
+        convert = codec.convert
         while rows := cur.fetchmany(fetch_size):
             if ctx.stopping.is_set():
-                return None
-            now = int(time.time() * 1000)
-            for row in rows:
-                count += 1
-                self._add(ctx, ChangeRecord(
-                    context, codec.schema, Op.READ, None, codec.convert(row), now, now,
-                    SnapshotMarker.TRUE, position(lsn, None, None, now * 1000)))
-        return count
+                raise SnapshotStopped
+            emitter.now_ms = int(time.time() * 1000)
+            emitter.add_many([convert(row) for row in rows])
+        emitter.end_table()
+        return emitter.table_rows
 
-    def _add_events(self, ctx: SourceRunContext, events: list[SchemaChangeEvent]) -> None:
-        """Schema change events of the snapshot, in order with its READs."""
-        self.pending.extend(events)
-        if len(self.pending) > self.max_batch_size:
-            ctx.emit(Batch(self.pending[:-1]))
-            self.pending = self.pending[-1:]
+    def _end_partition(self, ctx: SourceRunContext) -> None:
+        if self.emitter is not None:
+            records = self.emitter.finish()
+            if records:
+                ctx.emit(Batch(records))
 
-    def _finish(self, ctx: SourceRunContext, offset: dict[str, Any]) -> None:
-        """Marks the last record and emits the final batch with the completing offset (a
-        schema-only snapshot marked its last schema change event itself)."""
-        last = self.pending[-1] if self.pending else None
-        if isinstance(last, ChangeRecord):
-            self.pending[-1] = last._replace(snapshot=SnapshotMarker.LAST)
-        ctx.emit(Batch(self.pending, offset=offset))
+    def finish(self, ctx: SourceRunContext, offset: dict[str, Any]) -> None:
+        """The final batch: the last partition's records not emitted yet, its last marked
+        `last`, with the completing offset."""
+        records = self.emitter.finish() if self.emitter is not None else []
+        self.emitter = None
+        ctx.emit(Batch(records, offset=offset))
 
 
 class ChangeTableConnector(RelationalConnector):
