@@ -702,16 +702,36 @@ class JdbcTarget:
                     rows = [tuple(r) for r in cur.fetchall()]
                     arrow = d.arrow_type(sql) or pa.string()
                     new = compute(column, sql, rows)
-                    where = " AND ".join(f"{d.q(k)} = %s" for k in key)
-                    cur.executemany(f"UPDATE {table} SET {d.q(column)} = %s WHERE {where}",
-                                    [(d.param(v, arrow), *r[:len(key)])
-                                     for v, r in zip(new, rows, strict=True)])
+                    self._update_by_key(cur, table, column, sql, key, {
+                        r[:len(key)]: d.param(v, arrow) for v, r in zip(new, rows, strict=True)})
                     cur.execute(f"DELETE FROM {state} WHERE table_name = %s AND kind = "
                                 "'retype' AND key_hash = '' AND slot = %s",
                                 (self._qualified(name), column))
                 conn.commit()
                 log.warning("%s.%s: column %s is now %s (%d rows recomputed)", self.schema,
                             name, column, sql, len(rows))
+
+    def _update_by_key(self, cur: Any, table: str, column: str, sql: str, key: Sequence[str],
+                       values: dict[tuple[Any, ...], Any]) -> None:
+        """Sets `column` to each key's value: through a temporary table of the keys (their
+        declared types copied from the table) and one joined UPDATE, so a changelog, whose
+        rows have no index, is read once, not once per row.  (MariaDB commits at the ALTERs of
+        the temporary table: before any change of this transaction.)"""
+        d = self.dialect
+        tmp = d.temp_table(self.schema, "_hw_retype")
+        keys = ", ".join(d.q(k) for k in key)
+        cur.execute(d.drop_temp.format(tmp))
+        cur.execute(f"CREATE TEMPORARY TABLE {tmp} AS SELECT {keys} FROM {table} WHERE 1 = 0")
+        cur.execute(f"ALTER TABLE {tmp} ADD COLUMN v {sql}")
+        cur.execute(f"ALTER TABLE {tmp} ADD PRIMARY KEY ({keys})")
+        items = list(values.items())
+        one = "(" + ", ".join(["%s"] * (len(key) + 1)) + ")"
+        for i in range(0, len(items), _CHUNK):
+            chunk = items[i:i + _CHUNK]
+            cur.execute(f"INSERT INTO {tmp} VALUES {', '.join([one] * len(chunk))}",
+                        [p for k, v in chunk for p in (*k, v)])
+        cur.execute(d.update_from(table, tmp, column, key))
+        cur.execute(d.drop_temp.format(tmp))
 
     # -- what a batch without types (Datastream's JSON events) reads of the table ----------
     def column_types(self, changes: TableChanges) -> dict[str, pa.DataType]:

@@ -70,7 +70,7 @@ class JdbcDocuments:
             log.info("batch %d already applied to %s.%s: skipped", batch_id, self.jdbc.schema,
                      self.jdbc.table_name(probe))
             return True
-        self.jdbc.finish_retypes(probe, key, (DOC,), self._recompute)
+        self.jdbc.finish_retypes(probe, key, (ID, DOC), self._recompute)
         return False
 
     def _columns(self, probe: TableChanges, docs: Sequence[dict[str, Any]],
@@ -84,14 +84,14 @@ class JdbcDocuments:
         if changed:
             d = self.jdbc.dialect
             self.jdbc.retype(probe, {n: d.column_type(columns[n]) for n in changed}, key,
-                             (DOC,), self._recompute)
+                             (ID, DOC), self._recompute)
         return columns
 
     def _recompute(self, column: str, sql: str, rows: list[tuple[Any, ...]]) -> list[Any]:
-        """A retyped column's values from the stored documents (rows: key..., `__hw_doc`;
-        the key's first column `__hw_id`)."""
+        """A retyped column's values from the stored documents (rows: key..., `__hw_id`,
+        `__hw_doc`)."""
         typ = shapes.normalize(self.jdbc.dialect.arrow_type(sql) or STR)
-        docs = [shapes.fields(stored_doc(r[-1], r[0]), self.options) for r in rows]
+        docs = [shapes.fields(stored_doc(r[-1], r[-2]), self.options) for r in rows]
         values: list[Any] = ejson.column([f.get(column) for f in docs], typ).to_pylist()
         return values
 
@@ -155,7 +155,7 @@ class JdbcDocuments:
     # -- changelog -----------------------------------------------------------------------------
     def append_changelog(self, batch: DocBatch, batch_id: int) -> None:
         """Every event as a row (`flow.changelog_rows`), each once (`changelog_once`)."""
-        key = (ID, SEQ)
+        key = (SEQ,)  # (each event's own: the changelog holds it once)
         probe = self._changes(batch)
         if not batch.events or self._skipped(probe, batch_id, key):
             return
