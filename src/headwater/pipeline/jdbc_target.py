@@ -489,6 +489,7 @@ class JdbcTarget:
                                                 for c in changes.column_list], keys)
             tracked = tracked if tracked is not None else frozenset(n for n, _ in columns)
             points = self._points(events, columns)
+            self._prepare(conn, name, *self._versions_table(columns, keys))
             with conn.cursor() as cur:
                 floor = self._truncate_floor(cur, name)
             if truncate is not None:
@@ -519,8 +520,15 @@ class JdbcTarget:
             keys = changes.key_columns
             columns = self._evolve(conn, name, [(c.name, c.type.arrow)
                                                 for c in changes.column_list], keys)
-            conn.commit()
+            self._prepare(conn, name, *self._versions_table(columns, keys))
             self.write_versions(conn, name, batch_id, columns, keys, rebuilt, deletes)
+
+    def _versions_table(self, columns: Columns, keys: Sequence[str]
+                        ) -> tuple[list[tuple[str, str, bool]], list[str]]:
+        """An SCD2 table's column definitions and primary key."""
+        d = self.dialect
+        return ([*self._defs(columns, keys), (START, d.seq_type, True),
+                 (END, d.seq_type, False)], [*keys, START])
 
     def write_versions(self, conn: Any, name: str, batch_id: int, columns: Columns,
                        keys: Sequence[str], rebuilt: list[dict[str, Any]] | None,
@@ -529,11 +537,10 @@ class JdbcTarget:
         """SCD2's write: the rebuilt versions of the keys a batch touches (`rebuilt`: rows of
         `columns` plus `__START_AT`/`__END_AT`; None: no key touched) replace those keys'
         stored versions, the batch's deletes are remembered, the truncate closes the open
-        versions; steps "stage" and "merge" (see the module docstring)."""
+        versions; steps "stage" and "merge" (see the module docstring), the table's DDL
+        done by the caller (`_prepare`, `_versions_table`)."""
         d = self.dialect
-        pk = [*keys, START]
-        defs = [*self._defs(columns, keys), (START, d.seq_type, True), (END, d.seq_type, False)]
-        self._prepare(conn, name, defs, pk)
+        defs, pk = self._versions_table(columns, keys)
         staging: str | None = None
         if rebuilt is not None:
             schema = pa.schema([pa.field(n, repr_type(t)) for n, t in columns]

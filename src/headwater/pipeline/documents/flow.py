@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import orjson
 import pyarrow as pa
 
+from headwater.pipeline import changelog_once
 from headwater.pipeline.columnar import CHANGELOG_META, OP, SEQ
 from headwater.pipeline.delta_target import END, START, SchemaEvolutionError
 from headwater.pipeline.documents import ejson, shapes
@@ -210,8 +211,6 @@ def changelog_images(events: Sequence[DocEvent]) -> list[dict[str, Any]]:
 
 def changelog_order(events: Sequence[DocEvent]) -> pa.Table:
     """What `changelog_once.first_mask` compares: sequence, op and `__hw_id`."""
-    from headwater.pipeline import changelog_once
-
     return pa.table({SEQ: pa.array([e.sequence for e in events], STR),
                      changelog_once.CHANGELOG_OP: pa.array([e.op for e in events], STR),
                      ID: pa.array([e.id for e in events], STR)})
