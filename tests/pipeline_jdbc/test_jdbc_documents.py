@@ -171,3 +171,30 @@ def test_a_crash_in_the_middle_of_a_type_change_is_finished_on_restart(
 def _q(target: TargetDb, name: str) -> str:
     q = '"' if target.kind == "postgres" else "`"
     return f"{q}{target.schema}{q}.{q}{name}{q}"
+
+
+def test_schema_evolution_modes_for_documents(
+        target: TargetDb, jdbc_spark: Any, tmp_path: Path) -> None:
+    """`ignore` leaves new fields out and still widens a type; `fail` refuses both, and the
+    batch is not applied (a later run with `evolve` applies it)."""
+    from headwater.pipeline.delta_target import SchemaEvolutionError
+
+    def writer(evolution: str) -> JdbcDocuments:
+        return JdbcDocuments(JdbcTarget(config(target, tmp_path, "scd1", evolution), jdbc_spark),
+                             DocumentOptions())
+
+    first = [event("c", 1, 100, after={"v": 1})]
+    new_field = [event("c", 2, 200, after={"v": 2, "extra": "x"})]
+    wider = [event("c", 3, 300, after={"v": 3.5, "extra": "y"})]
+    _run(writer("evolve"), "scd1", [first])
+    with pytest.raises(SchemaEvolutionError, match="extra"):
+        _run(writer("fail"), "scd1", [new_field], first_batch=1)
+    assert [r["_id"] for r in target.rows("people")] == [1]
+    _run(writer("ignore"), "scd1", [new_field, wider], first_batch=1)
+    rows = {r["_id"]: r for r in target.rows("people")}
+    assert "extra" not in rows[1]
+    assert {k: r["v"] for k, r in rows.items()} == {1: 1.0, 2: 2.0, 3: 3.5}
+    with pytest.raises(SchemaEvolutionError, match="v"):
+        _run(writer("fail"), "scd1", [[event("c", 4, 400, after={"v": "four"})]], first_batch=3)
+    _run(writer("evolve"), "scd1", [[event("c", 4, 400, after={"v": "four"})]], first_batch=3)
+    assert sorted(r["v"] for r in target.rows("people")) == ["1", "2", "3.5", "four"]
