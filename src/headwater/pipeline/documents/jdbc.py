@@ -37,7 +37,6 @@ from headwater.pipeline.scd2 import Version
 log = logging.getLogger("headwater.pipeline.documents")
 
 _FIRST = (ID,)  # a document's key
-_AS_TEXT = FieldType(STR, str)
 
 
 def _identity(v: Any) -> Any:
@@ -59,13 +58,13 @@ class JdbcDocuments:
         changes.schema_name = batch.db
         changes.table_name = batch.collection
         changes.key_columns = key
-        for n in hidden:
-            changes.columns[n] = Column(n, _AS_TEXT, n not in key)
-        for n, t in (columns or {}).items():
-            changes.columns[n] = Column(n, FieldType(t, _identity), True)
+        for n, t in [*((h, STR) for h in hidden), *(columns or {}).items()]:
+            changes.columns[n] = Column(n, FieldType(t, _identity), n not in key)
         return changes
 
     def _skipped(self, probe: TableChanges, batch_id: int, key: tuple[str, ...]) -> bool:
+        """Whether the batch is applied already; if not, a retype a crash left unfinished is
+        finished first (`JdbcTarget.finish_retypes`), before anything reads the columns."""
         if self.jdbc.applied(probe, batch_id):
             log.info("batch %d already applied to %s.%s: skipped", batch_id, self.jdbc.schema,
                      self.jdbc.table_name(probe))
