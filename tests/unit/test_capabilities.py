@@ -37,21 +37,22 @@ def test_rules_and_cells() -> None:
     assert str(caught.value).startswith(
         "unsupported combination: reader Kafka (headwater.topics.store=kafka), event model "
         "MongoDB documents, target Iceberg")
-    assert "MongoDB documents are materialized into Delta only" in str(caught.value)
+    assert "MongoDB documents are materialized into Delta and JDBC only" in str(caught.value)
     caps.require(caps.Cell(caps.KAFKA, caps.DOCUMENTS, caps.DELTA_RS, "scd1"))  # supported
     caps.require(caps.Cell(caps.KAFKA, caps.DATASTREAM, caps.DELTA_SPARK, "changelog"))
     caps.require(caps.Cell(caps.TOPICS, caps.ROWS, caps.JDBC, "scd2"))  # supported
+    caps.require(caps.Cell(caps.KAFKA, caps.DOCUMENTS, caps.JDBC, "changelog"))
     with pytest.raises(caps.UnsupportedCombination, match="AUTO CDC flows take Debezium rows"):
         caps.require_flow(caps.DOCUMENTS, "m.shop.people")
     caps.require_flow(caps.DATASTREAM, "inv.public.t")  # supported
 
 
-def test_a_mongodb_configuration_into_jdbc_is_refused_at_load(tmp_path: Path) -> None:
+def test_a_mongodb_configuration_into_iceberg_is_refused_at_load(tmp_path: Path) -> None:
     path = tmp_path / "p.properties"
     path.write_text("topic.prefix=m\nconnector.class=io.debezium.connector.mongodb."
-                    "MongoDbConnector\nheadwater.pipeline.target=jdbc\n"
-                    "headwater.pipeline.jdbc.url=jdbc:postgresql://h:5432/d\n")
-    with pytest.raises(ConfigError, match="MongoDB documents are materialized into Delta only"):
+                    "MongoDbConnector\nheadwater.pipeline.target=iceberg\n")
+    with pytest.raises(ConfigError, match="MongoDB documents are materialized into Delta and "
+                       "JDBC only"):
         load_pipeline_config(path)
     path.write_text("topic.prefix=m\nconnector.class=mongodb\n")
     assert load_pipeline_config(path).event_model == caps.DOCUMENTS

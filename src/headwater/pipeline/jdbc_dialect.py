@@ -249,6 +249,21 @@ class Dialect:
     def drop_table(self, table: str) -> str:
         return f"DROP TABLE IF EXISTS {table}"
 
+    def retype_column(self, table: str, name: str, sql_type: str) -> list[str]:
+        """Statements giving a column a new type, its values NULL (the caller recomputes
+        them): no conversion of the database's can fail or differ from the caller's."""
+        raise NotImplementedError
+
+    def temp_table(self, schema: str, name: str) -> str:
+        """A session's temporary table (never a regular table of that name)."""
+        raise NotImplementedError
+
+    drop_temp: ClassVar[str]  # DROP of a temporary table, {} its name
+
+    def update_from(self, target: str, source: str, column: str, keys: Sequence[str]) -> str:
+        """Sets `column` of the target's rows to the source's `v` of the same key."""
+        raise NotImplementedError
+
     columns_query: ClassVar[str]  # (schema, table) -> rows of (column name, declared type)
 
     def canonical_type(self, sql: str) -> str:
@@ -412,6 +427,19 @@ class PostgresDialect(Dialect):
         "WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped "
         "ORDER BY a.attnum")
 
+    def retype_column(self, table: str, name: str, sql_type: str) -> list[str]:
+        return [f"ALTER TABLE {table} ALTER COLUMN {self.q(name)} TYPE {sql_type} "
+                f"USING CAST(NULL AS {sql_type})"]
+
+    def temp_table(self, schema: str, name: str) -> str:
+        return f"pg_temp.{self.q(name)}"
+
+    drop_temp = "DROP TABLE IF EXISTS {}"
+
+    def update_from(self, target: str, source: str, column: str, keys: Sequence[str]) -> str:
+        on = " AND ".join(f"t.{self.q(k)} = s.{self.q(k)}" for k in keys)
+        return f"UPDATE {target} AS t SET {self.q(column)} = s.v FROM {source} AS s WHERE {on}"
+
     def canonical_type(self, sql: str) -> str:
         t = re.sub(r"\s+collate\s+\S+", "", sql.lower())
         t = (t.replace("timestamp without time zone", "timestamp")
@@ -564,6 +592,20 @@ class MariaDBDialect(Dialect):
         "datetime(6)": pa.timestamp("us"), "longblob": pa.binary(), "varbinary": pa.binary(),
         "longtext": pa.string(), "varchar": pa.string(),
     }
+
+    def retype_column(self, table: str, name: str, sql_type: str) -> list[str]:
+        # (the ALTER commits the UPDATE with it: `jdbc_target.retype` keeps a pending row)
+        return [f"UPDATE {table} SET {self.q(name)} = NULL",
+                f"ALTER TABLE {table} MODIFY COLUMN {self.q(name)} {sql_type}"]
+
+    def temp_table(self, schema: str, name: str) -> str:
+        return self.table(schema, name)
+
+    drop_temp = "DROP TEMPORARY TABLE IF EXISTS {}"
+
+    def update_from(self, target: str, source: str, column: str, keys: Sequence[str]) -> str:
+        on = " AND ".join(f"t.{self.q(k)} = s.{self.q(k)}" for k in keys)
+        return f"UPDATE {target} AS t JOIN {source} AS s ON {on} SET t.{self.q(column)} = s.v"
 
     def key_lengths(self, key_types: Sequence[pa.DataType]) -> int | None:
         # InnoDB keys hold 3072 bytes; utf8mb4 takes up to 4 per character, and SCD2 adds

@@ -39,7 +39,7 @@ import logging
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,8 @@ JARS = (("libpostgresql-jdbc-java", "postgresql.jar"),
 _CHUNK = 500  # keys per lookup query
 
 Columns = list[tuple[str, pa.DataType]]
+# (column, its new SQL type, rows of key and source values) -> the column's new values
+Recompute = Callable[[str, str, list[tuple[Any, ...]]], list[Any]]
 
 
 class JdbcDriverMissingError(RuntimeError):
@@ -475,68 +477,98 @@ class JdbcTarget:
         batch_id: int, tracked: frozenset[str] | None = None,
     ) -> None:
         name = self.table_name(changes)
-        d = self.dialect
         keys = changes.key_columns
         if not keys and any(e.op != "t" and e.key is None for e in events):
             raise KeylessTableError(
                 f"table {changes.schema_name}.{changes.table_name} has no key: SCD2 needs one "
                 "(set message.key.columns on the connector, or use the changelog mode)")
-        pk = [*keys, START]
         with self._connection() as conn:
             if self._skip(conn, name, batch_id):
                 return
             columns = self._evolve(conn, name, [(c.name, c.type.arrow)
                                                 for c in changes.column_list], keys)
             tracked = tracked if tracked is not None else frozenset(n for n, _ in columns)
-            defs = [*self._defs(columns, keys), (START, d.seq_type, True),
-                    (END, d.seq_type, False)]
             points = self._points(events, columns)
-            self._prepare(conn, name, defs, pk)
-            staging: str | None = None
+            self._prepare(conn, name, *self._versions_table(columns, keys))
             with conn.cursor() as cur:
                 floor = self._truncate_floor(cur, name)
             if truncate is not None:
                 floor = max(floor or "", truncate)
-            conn.commit()
+            rebuilt: list[dict[str, Any]] = []
             if points:
                 existing = self._history(conn, name, columns, keys, list(points))
-                remembered = self._scd2_deletes(conn, name, list(points))
-                conn.commit()
-                rebuilt: list[dict[str, Any]] = []
+                remembered = self._remembered(conn, name, list(points), "scd2_delete")
                 for key, pts in points.items():
                     all_points = [*(Point(s, True, None) for s in remembered.get(key, ())),
                                   *pts]
                     for v in rebuild(existing.get(key, []), all_points, tracked, floor):
                         rebuilt.append({**v.row, **dict(zip(keys, key, strict=True)),
                                         START: v.start, END: v.end})
-                schema = pa.schema([pa.field(n, repr_type(t)) for n, t in columns]
-                                   + [pa.field(START, pa.string()), pa.field(END, pa.string())])
-                table = pa.Table.from_pylist(rebuilt, schema=schema)
-                staging = self.staging_name(name, batch_id)
-                self._stage(conn, staging, table, [
-                    *self._defs(columns, keys, staging=True), (START, d.seq_type, False),
-                    (END, d.seq_type, False)])
-                self._fault("staged")
-            if not self._begin(conn, name, batch_id, staging, defs, pk):
+            conn.commit()
+            deletes = [(e.key, e.sequence) for e in events if e.op == "d" and e.key is not None]
+            self.write_versions(conn, name, batch_id, columns, keys, rebuilt if points else None,
+                                deletes, truncate)
+
+    def apply_versions(self, changes: TableChanges, rebuilt: list[dict[str, Any]],
+                       deletes: Sequence[tuple[tuple[Any, ...], str]], batch_id: int) -> None:
+        """SCD2 for versions rebuilt by the caller (the document path, `documents.jdbc`):
+        the same write as `apply_scd2`'s (`write_versions`)."""
+        name = self.table_name(changes)
+        with self._connection() as conn:
+            if self._skip(conn, name, batch_id):
                 return
-            target = self._t(name)
-            keyspec = [(k, t) for k, t in columns if k in keys]
-            with conn.cursor() as cur:
-                if truncate is not None:
-                    cur.execute(d.close_open_versions(target), (truncate, truncate))
-                if staging is not None:
-                    stg = self._t(staging)
-                    cur.execute(d.upsert_versions(target, stg, columns, keys))
-                    cur.execute(d.delete_stale_versions(target, stg, keyspec))
-                rows: list[tuple[str, str, str, str | None, str]] = []
-                for e in events:
-                    if e.op == "d" and e.key is not None:
-                        kj = _key_json(e.key)
-                        rows.append(("scd2_delete", _key_hash(kj), e.sequence, kj, e.sequence))
-                if truncate is not None:
-                    rows.append(("truncate", "", "", None, truncate))
-                self._save_state_rows(cur, rows, name)
-            self._finish(conn, name, batch_id, staging)
+            keys = changes.key_columns
+            columns = self._evolve(conn, name, [(c.name, c.type.arrow)
+                                                for c in changes.column_list], keys)
+            self._prepare(conn, name, *self._versions_table(columns, keys))
+            self.write_versions(conn, name, batch_id, columns, keys, rebuilt, deletes)
+
+    def _versions_table(self, columns: Columns, keys: Sequence[str]
+                        ) -> tuple[list[tuple[str, str, bool]], list[str]]:
+        """An SCD2 table's column definitions and primary key."""
+        d = self.dialect
+        return ([*self._defs(columns, keys), (START, d.seq_type, True),
+                 (END, d.seq_type, False)], [*keys, START])
+
+    def write_versions(self, conn: Any, name: str, batch_id: int, columns: Columns,
+                       keys: Sequence[str], rebuilt: list[dict[str, Any]] | None,
+                       deletes: Sequence[tuple[tuple[Any, ...], str]],
+                       truncate: str | None = None) -> None:
+        """SCD2's write: the rebuilt versions of the keys a batch touches (`rebuilt`: rows of
+        `columns` plus `__START_AT`/`__END_AT`; None: no key touched) replace those keys'
+        stored versions, the batch's deletes are remembered, the truncate closes the open
+        versions; steps "stage" and "merge" (see the module docstring), the table's DDL
+        done by the caller (`_prepare`, `_versions_table`)."""
+        d = self.dialect
+        defs, pk = self._versions_table(columns, keys)
+        staging: str | None = None
+        if rebuilt is not None:
+            schema = pa.schema([pa.field(n, repr_type(t)) for n, t in columns]
+                               + [pa.field(START, pa.string()), pa.field(END, pa.string())])
+            staging = self.staging_name(name, batch_id)
+            self._stage(conn, staging, pa.Table.from_pylist(rebuilt, schema=schema), [
+                *self._defs(columns, keys, staging=True), (START, d.seq_type, False),
+                (END, d.seq_type, False)])
+            self._fault("staged")
+        if not self._begin(conn, name, batch_id, staging, defs, pk):
+            return
+        target = self._t(name)
+        keyspec = [(k, t) for k, t in columns if k in keys]
+        with conn.cursor() as cur:
+            if truncate is not None:
+                cur.execute(d.close_open_versions(target), (truncate, truncate))
+            if staging is not None:
+                stg = self._t(staging)
+                cur.execute(d.upsert_versions(target, stg, columns, keys))
+                cur.execute(d.delete_stale_versions(target, stg, keyspec))
+            rows: list[tuple[str, str, str, str | None, str]] = []
+            for key, seq in deletes:
+                kj = _key_json(key)
+                rows.append(("scd2_delete", _key_hash(kj), seq, kj, seq))
+            if truncate is not None:
+                rows.append(("truncate", "", "", None, truncate))
+            self._save_state_rows(cur, rows, name)
+        self._finish(conn, name, batch_id, staging)
 
     @staticmethod
     def _points(events: list[ChangeEvent], columns: Columns
@@ -588,8 +620,9 @@ class JdbcTarget:
                     Version(str(r[len(cols)]), None if end is None else str(end), row))
         return out
 
-    def _scd2_deletes(self, conn: Any, name: str, wanted: list[tuple[Any, ...]]
-                      ) -> dict[tuple[Any, ...], list[str]]:
+    def _remembered(self, conn: Any, name: str, wanted: list[tuple[Any, ...]], kind: str
+                    ) -> dict[tuple[Any, ...], list[str]]:
+        """The remembered deletes (`kind`: "delete" of SCD1, "scd2_delete") of the keys."""
         by_hash = {_key_hash(_key_json(k)): k for k in wanted}
         hashes = list(by_hash)
         out: dict[tuple[Any, ...], list[str]] = {}
@@ -598,12 +631,114 @@ class JdbcTarget:
             with conn.cursor() as cur:
                 cur.execute(
                     f"SELECT key_hash, {self.dialect.q(SEQ)} FROM {self._t(STATE)} "
-                    "WHERE table_name = %s AND kind = 'scd2_delete' AND key_hash IN ("
+                    "WHERE table_name = %s AND kind = %s AND key_hash IN ("
                     + ", ".join(["%s"] * len(chunk)) + ")",
-                    [self._qualified(name), *chunk])
+                    [self._qualified(name), kind, *chunk])
                 for h, seq in cur.fetchall():
                     out.setdefault(by_hash[h], []).append(str(seq))
         return out
+
+    # -- what the document path (`documents.jdbc`) reads and changes ----------------------------
+    def applied(self, changes: TableChanges, batch_id: int) -> bool:
+        """Whether the batch is applied to the table already."""
+        with self._connection() as conn:
+            return self._applied(conn, self.table_name(changes), batch_id)
+
+    def remembered(self, changes: TableChanges, kind: str, keys: list[tuple[Any, ...]]
+                   ) -> dict[tuple[Any, ...], list[str]]:
+        """The remembered deletes (`kind` "delete" or "scd2_delete") of `keys`."""
+        with self._connection() as conn:
+            return self._remembered(conn, self.table_name(changes), keys, kind)
+
+    def rows_where(self, changes: TableChanges, select: Sequence[str], column: str,
+                   values: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """The `select` columns of the table's rows whose text column `column` is one of
+        `values` (none: no table)."""
+        name = self.table_name(changes)
+        d = self.dialect
+        out: list[tuple[Any, ...]] = []
+        with self._connection() as conn:
+            with conn.cursor() as cur:
+                if not values or not self._columns(cur, name):
+                    return []
+            for i in range(0, len(values), _CHUNK):
+                chunk = list(values[i:i + _CHUNK])
+                with conn.cursor() as cur:
+                    cur.execute(f"SELECT {', '.join(d.q(c) for c in select)} FROM {self._t(name)}"
+                                f" WHERE {d.q(column)} IN ({', '.join(['%s'] * len(chunk))})",
+                                chunk)
+                    out += [tuple(r) for r in cur.fetchall()]
+        return out
+
+    def retype(self, changes: TableChanges, types: dict[str, str], key: Sequence[str],
+               source: Sequence[str], compute: Recompute) -> None:
+        """Changes the declared types of columns (`types`: column -> SQL type) and recomputes
+        their values from the `source` columns (`compute(column, sql type, rows of key and
+        source values)` -> the values).  Crash-safe: the retypes are first recorded as pending
+        in `_headwater_state` (kind "retype"), since MariaDB's ALTER commits implicitly, and
+        each one's pending row goes in the transaction that writes its values;
+        `finish_retypes` completes whatever a crash left."""
+        name = self.table_name(changes)
+        with self._connection() as conn:
+            with conn.cursor() as cur:
+                self._save_state_rows(cur, [("retype", "", c, sql, "")
+                                            for c, sql in types.items()], name)
+            conn.commit()
+        self.finish_retypes(changes, key, source, compute)
+
+    def finish_retypes(self, changes: TableChanges, key: Sequence[str], source: Sequence[str],
+                       compute: Recompute) -> None:
+        """The pending retypes of the table (see `retype`), each in one transaction where the
+        database allows (PostgreSQL; MariaDB: redone from its pending row after a crash)."""
+        name = self.table_name(changes)
+        d = self.dialect
+        table, state = self._t(name), self._t(STATE)
+        with self._connection() as conn:
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT slot, key_json FROM {state} WHERE table_name = %s AND "
+                            "kind = 'retype' AND key_hash = ''", (self._qualified(name),))
+                pending = [(str(c), str(sql)) for c, sql in cur.fetchall()]
+            conn.commit()
+            for column, sql in pending:
+                with conn.cursor() as cur:
+                    for statement in d.retype_column(table, column, sql):
+                        cur.execute(statement)
+                    self._fault("retyped")
+                    cur.execute(f"SELECT {', '.join(d.q(c) for c in (*key, *source))} "
+                                f"FROM {table}")
+                    rows = [tuple(r) for r in cur.fetchall()]
+                    arrow = d.arrow_type(sql) or pa.string()
+                    new = compute(column, sql, rows)
+                    self._update_by_key(cur, table, column, sql, key, {
+                        r[:len(key)]: d.param(v, arrow) for v, r in zip(new, rows, strict=True)})
+                    cur.execute(f"DELETE FROM {state} WHERE table_name = %s AND kind = "
+                                "'retype' AND key_hash = '' AND slot = %s",
+                                (self._qualified(name), column))
+                conn.commit()
+                log.warning("%s.%s: column %s is now %s (%d rows recomputed)", self.schema,
+                            name, column, sql, len(rows))
+
+    def _update_by_key(self, cur: Any, table: str, column: str, sql: str, key: Sequence[str],
+                       values: dict[tuple[Any, ...], Any]) -> None:
+        """Sets `column` to each key's value: through a temporary table of the keys (their
+        declared types copied from the table) and one joined UPDATE, so a changelog, whose
+        rows have no index, is read once, not once per row.  (MariaDB commits at the ALTERs of
+        the temporary table: before any change of this transaction.)"""
+        d = self.dialect
+        tmp = d.temp_table(self.schema, "_hw_retype")
+        keys = ", ".join(d.q(k) for k in key)
+        cur.execute(d.drop_temp.format(tmp))
+        cur.execute(f"CREATE TEMPORARY TABLE {tmp} AS SELECT {keys} FROM {table} WHERE 1 = 0")
+        cur.execute(f"ALTER TABLE {tmp} ADD COLUMN v {sql}")
+        cur.execute(f"ALTER TABLE {tmp} ADD PRIMARY KEY ({keys})")
+        items = list(values.items())
+        one = "(" + ", ".join(["%s"] * (len(key) + 1)) + ")"
+        for i in range(0, len(items), _CHUNK):
+            chunk = items[i:i + _CHUNK]
+            cur.execute(f"INSERT INTO {tmp} VALUES {', '.join([one] * len(chunk))}",
+                        [p for k, v in chunk for p in (*k, v)])
+        cur.execute(d.update_from(table, tmp, column, key))
+        cur.execute(d.drop_temp.format(tmp))
 
     # -- what a batch without types (Datastream's JSON events) reads of the table ----------
     def column_types(self, changes: TableChanges) -> dict[str, pa.DataType]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from headwater.config import ConfigError
 from headwater.pipeline.config import PipelineConfig
-from headwater.pipeline.documents.delta import DOC, ID
+from headwater.pipeline.documents.flow import DOC, ID
 from headwater.validate import catalog
 from headwater.validate.compare import Options, compare_table
 from headwater.validate.model import TablePlan, TableResult

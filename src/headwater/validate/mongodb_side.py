@@ -31,8 +31,8 @@ from bson.codec_options import DatetimeConversion
 from bson.json_util import JSONMode, JSONOptions
 from deltalake import DeltaTable
 
-from headwater.pipeline.documents.delta import DOC, ID
 from headwater.pipeline.documents.events import normalized_id
+from headwater.pipeline.documents.flow import DOC, ID
 from headwater.validate.canonical import SEP
 from headwater.validate.model import RowDiff, Signature, TablePlan
 

@@ -1,7 +1,8 @@
 """End to end under kill -9: a random document workload, `headwater run` and `headwater
 pipeline` as subprocesses each killed with SIGKILL and restarted, and at the end the Delta table
 (SCD1) equals the collection document by document, field by field, in the types the document
-path gives them (docs/pipeline.md, MongoDB section).
+path gives them (docs/pipeline.md, MongoDB section); the same into PostgreSQL and MariaDB
+over JDBC, where sub-documents and arrays are JSON text.
 
 The workload covers what the document path must fold: inserts, full replacements, ``$set`` on
 nested paths, ``$unset``, ``$push``/``$pop`` on arrays, ``$inc``, deletes and multi-document
@@ -36,6 +37,8 @@ import pytest
 from headwater.connectors.mongodb.extended_json import id_json
 from headwater.testing.localpg import failing_fast
 from headwater.testing.replay import events
+from tests.integration.postgres.conftest import pg  # noqa: F401 (fixtures)
+from tests.pipeline_jdbc.conftest import TargetDb, mariadb  # noqa: F401 (fixtures)
 
 from .conftest import MongoEnv, wait
 
@@ -225,7 +228,8 @@ def _topic_has(env: MongoEnv, key: int) -> bool:
     return any(k is not None and k.get("id") == wanted for _, k, _v in events(env.topics, topic))
 
 
-def run_scenario(env: MongoEnv, mode: str, rounds: int, seed: int) -> None:
+def run_scenario(env: MongoEnv, mode: str, rounds: int, seed: int,
+                 jdbc: TargetDb | None = None) -> None:
     rng = random.Random(seed)
     initial = 1500
     seeding = random.Random(seed + 1)
@@ -239,10 +243,13 @@ def run_scenario(env: MongoEnv, mode: str, rounds: int, seed: int) -> None:
         "headwater.pipeline.checkpoint.dir": env.tmp / "checkpoint",
         "headwater.pipeline.trigger.interval.ms": 500,
         "headwater.pipeline.max.records.per.trigger": 3000,
+        **(jdbc.props() if jdbc is not None else {}),
     })
     procs = Procs(env, config)
     workload = Workload(env, seed, initial)
     delta = env.tmp / "delta" / env.db_name / "c"
+    first_batch: Callable[[], object] = (
+        (delta / "_delta_log").is_dir if jdbc is None else lambda: "c" in jdbc.tables())
     try:
         procs.start_capture()
         wait(procs.until(lambda: env.offset().get("snapshot_completed")), "the snapshot",
@@ -261,7 +268,7 @@ def run_scenario(env: MongoEnv, mode: str, rounds: int, seed: int) -> None:
                 procs.start_capture()
             # the pipeline: killed once its first batch is in the table, inside or between
             # batches
-            wait(procs.until((delta / "_delta_log").is_dir), "the first batch",
+            wait(procs.until(first_batch), "the first batch",
                  120, interval=0.05)
             time.sleep(rng.uniform(0.0, 4.0))
             procs.alive()
@@ -285,7 +292,10 @@ def run_scenario(env: MongoEnv, mode: str, rounds: int, seed: int) -> None:
     from headwater.pipeline.delta_target import read_table
 
     source = {d["_id"]: d for d in env.db.c.find()}
-    problems = compare(source, read_table(delta).to_pylist())
+    rows = read_table(delta).to_pylist() if jdbc is None else [
+        {k: json.loads(v) if k in ("nested", "tags") and v is not None else v
+         for k, v in r.items()} for r in jdbc.rows("c")]  # (JSON text over JDBC)
+    problems = compare(source, rows)
     assert not problems, (f"{len(problems)} differences after {workload.ops} operations "
                           f"({procs.starts} process starts): " + json.dumps(problems[:20]))
     assert workload.ops > 100
@@ -304,3 +314,16 @@ def run_scenario(env: MongoEnv, mode: str, rounds: int, seed: int) -> None:
 def test_kill9_capture_and_pipeline_end_with_the_collection_in_delta(
         env: MongoEnv, mode: str, rounds: int) -> None:
     run_scenario(env, mode, rounds, seed=int(os.environ.get("HEADWATER_E2E_SEED", "11")))
+
+
+@pytest.mark.parametrize("kind", ["postgres", "mariadb"])
+@pytest.mark.parametrize("mode", [
+    "change_streams_update_full",
+    pytest.param("change_streams", marks=[pytest.mark.slow, pytest.mark.long])])
+def test_kill9_capture_and_pipeline_end_with_the_collection_over_jdbc(
+        env: MongoEnv, mode: str, kind: str, pg: Any,  # noqa: F811
+        request: pytest.FixtureRequest) -> None:
+    from tests.pipeline_jdbc.conftest import make_target
+
+    run_scenario(env, mode, 1, seed=int(os.environ.get("HEADWATER_E2E_SEED", "11")),
+                 jdbc=make_target(kind, pg, request))

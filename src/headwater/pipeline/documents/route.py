@@ -12,12 +12,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from headwater.pipeline.documents.delta import DocumentTarget
 from headwater.pipeline.documents.events import Record, decode_documents, is_document_event
 from headwater.pipeline.documents.options import DocumentOptions
 from headwater.pipeline.source import read_range
+
+if TYPE_CHECKING:
+    from headwater.pipeline.documents.jdbc import JdbcDocuments
 
 log = logging.getLogger("headwater.pipeline.documents")
 
@@ -36,18 +39,29 @@ def is_document_topic(root: Path, topic: str, first: int, end: int) -> bool:
     return False  # only tombstones so far: nothing to apply either way
 
 
+def _writer(target: Any, options: DocumentOptions) -> DocumentTarget | JdbcDocuments:
+    """The target's document storage (the rules are `flow`'s, one for both)."""
+    from headwater.pipeline.jdbc_target import JdbcTarget
+
+    if isinstance(target, JdbcTarget):
+        from headwater.pipeline.documents.jdbc import JdbcDocuments
+
+        return JdbcDocuments(target, options)
+    return DocumentTarget(target, options)
+
+
 def apply_documents(
     topic: str, records: Iterable[Record], batch_id: int, mode: str, target: Any,
     options: DocumentOptions, track: tuple[str, ...] | None = None,
     track_except: tuple[str, ...] | None = None,
 ) -> int:
     """Applies one MongoDB topic's records of a batch (offset, key, value: the local log's
-    range or Kafka's partitions, each in offset order) in `mode` into a Delta target (the
-    other targets are refused at start: `capabilities`); returns the number of events."""
+    range or Kafka's partitions, each in offset order) in `mode` into a Delta or JDBC target
+    (Iceberg is refused at start: `capabilities`); returns the number of events."""
     batch = decode_documents(topic, records)
     if not batch.events:
         return 0
-    writer = DocumentTarget(target, options)
+    writer = _writer(target, options)
     if mode == "changelog":
         writer.append_changelog(batch, batch_id)
     elif mode == "scd2":
