@@ -8,10 +8,13 @@ builds them in place, beside their sources; so does ``.venv/bin/python setup.py 
 from setuptools import Extension, setup
 
 _FLAGS = ["-O2", "-std=c99", "-Wall", "-Wextra", "-Werror=implicit-function-declaration"]
+# What both modules share (src/headwater/_cext.h): found on the include path, and a change to
+# it rebuilds them.
+_SHARED = {"include_dirs": ["src/headwater"], "depends": ["src/headwater/_cext.h"],
+           "extra_compile_args": _FLAGS}
 
 setup(ext_modules=[
-    Extension("headwater.topics._crcfill", ["src/headwater/topics/_crcfill.c"],
-              extra_compile_args=_FLAGS),
+    Extension("headwater.topics._crcfill", ["src/headwater/topics/_crcfill.c"], **_SHARED),
     Extension("headwater.connectors.postgres._copykernels",
-              ["src/headwater/connectors/postgres/_copykernels.c"], extra_compile_args=_FLAGS),
+              ["src/headwater/connectors/postgres/_copykernels.c"], **_SHARED),
 ])

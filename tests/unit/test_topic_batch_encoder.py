@@ -17,10 +17,25 @@ import headwater.topics
 from headwater.model.topic import HeaderBytes
 from headwater.topics import _crcfill
 from headwater.topics import log as topic_log
-from headwater.topics.checksum import TAIL_LEN, body_end, crc32c, with_checksum
+from headwater.topics.checksum import (
+    TAIL_LEN,
+    body_end,
+    crc32c,
+    crc32c_extend_address,
+    with_checksum,
+)
 from headwater.topics.log import OutRecord, TopicLog
 from headwater.topics.reader import read
 from headwater.topics.segment import list_segments
+
+
+@pytest.fixture(autouse=True)
+def _crc32c_extend_set() -> None:
+    """google-crc32c's `crc32c_extend` handed to `_crcfill`, as the writer does on its first
+    append: a test that calls `checksum_lines` directly may run with no append before it (an
+    xdist worker, `-k`)."""
+    _crcfill.set_crc32c_extend(crc32c_extend_address())
+
 
 TEXT = ["a", "é", "✓", "中文", "😀", '\\"', "\\n", " ", "x" * 300]
 

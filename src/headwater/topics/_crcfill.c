@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_cext.h"
+
 typedef uint32_t (*crc32c_extend_fn)(uint32_t crc, const uint8_t *data, size_t length);
 
 static crc32c_extend_fn crc32c_extend = NULL;
@@ -28,8 +30,6 @@ static const char MEMBER[] = ",\"crc\":\"";
 /* the member, 8 digits, `"}`: the bytes of a line after its checksummed part, newline not
    counted (checksum.TAIL_LEN) */
 #define TAIL_LEN (MEMBER_LEN + 8 + 2)
-/* batches from this size on are checksummed without the GIL */
-#define NOGIL_BYTES (64 * 1024)
 
 static const char HEX[] = "0123456789abcdef";
 
@@ -65,10 +65,8 @@ checksum_lines(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_buffer view;
     Py_ssize_t count, lines, end;
     (void)module;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "checksum_lines(data, count) takes 2 arguments");
+    if (!has_args(nargs, 2, "checksum_lines(data, count)"))
         return NULL;
-    }
     if (crc32c_extend == NULL) {
         PyErr_SetString(PyExc_RuntimeError,
                         "checksum_lines: set_crc32c_extend(address) was not called");
@@ -79,14 +77,7 @@ checksum_lines(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
         return NULL;
-    if (view.len >= NOGIL_BYTES) {
-        /* the buffer export keeps the bytearray from being resized meanwhile */
-        Py_BEGIN_ALLOW_THREADS
-        lines = fill((uint8_t *)view.buf, view.len, count, &end);
-        Py_END_ALLOW_THREADS
-    } else {
-        lines = fill((uint8_t *)view.buf, view.len, count, &end);
-    }
+    RUN_NOGIL_IF_LARGE(view.len, lines = fill((uint8_t *)view.buf, view.len, count, &end));
     Py_ssize_t n = view.len;
     PyBuffer_Release(&view);
     if (lines != count || end != n) {
@@ -114,22 +105,20 @@ set_crc32c_extend(PyObject *module, PyObject *address)
 }
 
 static PyMethodDef methods[] = {
-    {"checksum_lines", (PyCFunction)(void (*)(void))checksum_lines, METH_FASTCALL,
+    FASTCALL_METHOD(checksum_lines,
      "checksum_lines(data, count): writes, in place, the CRC-32C digits of each of the `count`\n"
      "record lines of `data` (a writable buffer holding these lines and nothing else, each\n"
      "ending with the checksum member, any 8 bytes in place of its digits, `\"}` and a\n"
-     "newline).  Raises ValueError when it does not hold them."},
+     "newline).  Raises ValueError when it does not hold them."),
     {"set_crc32c_extend", set_crc32c_extend, METH_O,
      "set_crc32c_extend(address): the address of google-crc32c's\n"
      "`uint32_t crc32c_extend(uint32_t, const uint8_t *, size_t)`, used by checksum_lines."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "headwater.topics._crcfill",
-    "The topic log writer's batch checksummer (C; see headwater.topics.log).", -1, methods,
-    NULL, NULL, NULL, NULL,
-};
+static struct PyModuleDef module_def = STATIC_MODULE_DEF(
+    "headwater.topics._crcfill",
+    "The topic log writer's batch checksummer (C; see headwater.topics.log).", methods);
 
 PyMODINIT_FUNC
 PyInit__crcfill(void)

@@ -1,15 +1,14 @@
 """Db2 connector properties (Debezium's Db2ConnectorConfig names and defaults) and the typed
 configuration.
 
-What both change-table connectors share (identity, connection basics, snapshot, filters,
-events, `time.precision.mode`, operations) comes from `relational.changetables.config`; this
-module adds Db2's own: the connection (`database.dbname`, port 50000), its
-`snapshot.isolation.mode` values, `snapshot.locking.mode`, `db2.platform` (LUW or ZOS, whose
-change query differs), `cdc.control.schema` and `cdc.change.tables.schema` (both ASNCDC),
-`query.fetch.size` and `z.stop.lsn.ignore`.  `headwater.db2.driver` is Headwater's: the
-DB-API module with ibm_db_dbi's `connect(dsn, user, password)` the connector opens its
-connections with (`ibm_db_dbi`, imported only when the connector starts; the tests name the
-PostgreSQL-backed emulation, headwater.testing.db2_emulation.dbapi).
+Beside the change-table connectors' shared properties (relational.changetables.config), Db2's
+own: the connection (`database.dbname`, port 50000), its `snapshot.isolation.mode` values,
+`snapshot.locking.mode`, `db2.platform` (LUW or ZOS, whose change query differs),
+`cdc.control.schema` and `cdc.change.tables.schema` (both ASNCDC), `query.fetch.size` and
+`z.stop.lsn.ignore`.  `headwater.db2.driver` is Headwater's: the DB-API module with
+ibm_db_dbi's `connect(dsn, user, password)` the connector opens its connections with
+(`ibm_db_dbi`, imported only when the connector starts; the tests name the PostgreSQL-backed
+emulation, headwater.testing.db2_emulation.dbapi).
 
 Db2 has no Datastream source: `headwater.event.format=datastream` is refused at start
 (config.output.refuse_datastream).

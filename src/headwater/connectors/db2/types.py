@@ -1,10 +1,8 @@
 """Db2 column types to Connect schemas and converters, as Debezium's Db2ValueConverters (on
-JdbcValueConverters) maps them.
-
-Values arrive as the DB-API driver returns them (ibm_db_dbi, or the emulation's psycopg2
-through its adapter): int, bool, Decimal, str, bytes, date, time, datetime.  Each column gets
-a schema and converter chosen once, by SYSCAT.COLUMNS' TYPENAME, LENGTH and SCALE and the
-configured `time.precision.mode`, `decimal.handling.mode` and `binary.handling.mode`:
+JdbcValueConverters) maps them, by SYSCAT.COLUMNS' TYPENAME, LENGTH and SCALE.  The values the
+driver hands over, and the mappings of `_NAMES` below and of the temporal, decimal, binary,
+string and XML columns, are the change-table connectors' shared ones
+(relational.changetables.types):
 
 | Db2 | Connect |
 |---|---|
@@ -23,10 +21,6 @@ configured `time.precision.mode`, `decimal.handling.mode` and `binary.handling.m
 
 Db2 stores TIME without fractions; JdbcValueConverters takes a TIME column's precision from
 its scale (Db2ValueConverters.getTimePrecision), so TIME is `io.debezium.time.Time`.
-
-The mappings (`plain_mapping` of the `_NAMES` table below, and the temporal, decimal,
-binary, string and XML ones) are the change-table connectors' shared ones
-(relational.changetables.types).
 """
 
 from __future__ import annotations

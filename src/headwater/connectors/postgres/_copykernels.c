@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_cext.h"
+
 /* Column kinds: columnar_kinds.py (tests/unit/test_copy_kernels.py checks they agree). */
 enum {
     FALLBACK = 0, INT = 1, BOOL = 2, STRING = 3, DECIMAL = 4, VSD = 5, DECIMAL_STRING = 6,
@@ -37,7 +39,6 @@ enum { BYTEA_BASE64 = 0, BYTEA_BASE64_URL = 1, BYTEA_HEX = 2 };
    characters: 6 bytes each as \u00XX). */
 #define GROWTH 6
 #define SLACK 64
-#define NOGIL_BYTES (64 * 1024)
 #define NO_DATE INT64_MIN
 #define DAY_MICROS INT64_C(86400000000)
 
@@ -668,10 +669,8 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Views vs = {.count = 0};
     Py_ssize_t n, rows_max, width, rows;
     (void)module;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "scan(buf, nfields, starts, ends) takes 4 arguments");
+    if (!has_args(nargs, 4, "scan(buf, nfields, starts, ends)"))
         return NULL;
-    }
     Py_ssize_t nfields = PyLong_AsSsize_t(args[1]);
     if (nfields == -1 && PyErr_Occurred())
         return NULL;
@@ -688,13 +687,7 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                         "least nfields wide");
         goto fail;
     }
-    if (n >= NOGIL_BYTES) {
-        Py_BEGIN_ALLOW_THREADS
-        rows = scan_lines(buf, n, nfields, starts, ends, width, rows_max);
-        Py_END_ALLOW_THREADS
-    } else {
-        rows = scan_lines(buf, n, nfields, starts, ends, width, rows_max);
-    }
+    RUN_NOGIL_IF_LARGE(n, rows = scan_lines(buf, n, nfields, starts, ends, width, rows_max));
     release(&vs);
     return PyLong_FromSsize_t(rows);
 fail:
@@ -726,11 +719,8 @@ check(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t longest = 0;
     uint8_t *scratch = NULL;
     (void)module;
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "check(kinds, params, fields, buf, starts, ends, rows, "
-                        "slow) takes 8 arguments");
+    if (!has_args(nargs, 8, "check(kinds, params, fields, buf, starts, ends, rows, slow)"))
         return NULL;
-    }
     Py_ssize_t rows = PyLong_AsSsize_t(args[6]);
     if (rows == -1 && PyErr_Occurred())
         return NULL;
@@ -767,13 +757,8 @@ check(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_NoMemory();
         goto fail;
     }
-    if (n >= NOGIL_BYTES) {
-        Py_BEGIN_ALLOW_THREADS
-        check_values(kinds, params, fields, ncols, buf, starts, ends, width, rows, slow, scratch);
-        Py_END_ALLOW_THREADS
-    } else {
-        check_values(kinds, params, fields, ncols, buf, starts, ends, width, rows, slow, scratch);
-    }
+    RUN_NOGIL_IF_LARGE(n, check_values(kinds, params, fields, ncols, buf, starts, ends, width,
+                                       rows, slow, scratch));
     PyMem_Free(scratch);
     release(&vs);
     Py_RETURN_NONE;
@@ -900,12 +885,10 @@ assemble(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t *columns = NULL;
     const char *failed;
     (void)module;
-    if (nargs != 19) {
-        PyErr_SetString(PyExc_TypeError, "assemble(kinds, params, fields, buf, starts, ends, "
-                        "rows, slow, over, over_off, pieces, piece_off, key_cols, key_pieces, "
-                        "key_piece_off, values, value_off, keys, key_off) takes 19 arguments");
+    if (!has_args(nargs, 19, "assemble(kinds, params, fields, buf, starts, ends, rows, slow, "
+                  "over, over_off, pieces, piece_off, key_cols, key_pieces, key_piece_off, "
+                  "values, value_off, keys, key_off)"))
         return NULL;
-    }
     a.rows = PyLong_AsSsize_t(args[6]);
     if (a.rows == -1 && PyErr_Occurred())
         return NULL;
@@ -958,13 +941,7 @@ assemble(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     a.vs = columns;
     a.ve = columns + a.ncols;
-    if (n_buf >= NOGIL_BYTES) {
-        Py_BEGIN_ALLOW_THREADS
-        failed = assemble_rows(&a);
-        Py_END_ALLOW_THREADS
-    } else {
-        failed = assemble_rows(&a);
-    }
+    RUN_NOGIL_IF_LARGE(n_buf, failed = assemble_rows(&a));
     PyMem_Free(columns);
     if (failed != NULL) {
         PyErr_Format(PyExc_ValueError, "assemble: %s", failed);
@@ -978,31 +955,30 @@ fail:
 }
 
 static PyMethodDef methods[] = {
-    {"scan", (PyCFunction)(void (*)(void))scan, METH_FASTCALL,
+    FASTCALL_METHOD(scan,
      "scan(buf, nfields, starts, ends): the field boundaries of every line of `buf` (whole\n"
      "lines, each ending with a newline) into starts/ends [row, field] (int64); the number of\n"
      "rows, or -(row + 1) of a line whose field count is not `nfields` (or beyond the\n"
-     "arrays' rows)."},
-    {"check", (PyCFunction)(void (*)(void))check, METH_FASTCALL,
+     "arrays' rows)."),
+    FASTCALL_METHOD(check,
      "check(kinds, params, fields, buf, starts, ends, rows, slow): sets slow[row, column]\n"
      "(bool) where a value needs the Python converter (FALLBACK columns, and values a kernel\n"
-     "does not handle); nulls never do."},
-    {"assemble", (PyCFunction)(void (*)(void))assemble, METH_FASTCALL,
+     "does not handle); nulls never do."),
+    FASTCALL_METHOD(assemble,
      "assemble(kinds, params, fields, buf, starts, ends, rows, slow, over, over_off, pieces,\n"
      "piece_off, key_cols, key_pieces, key_piece_off, values, value_off, keys, key_off):\n"
      "every row's value (pieces[0], value 0, pieces[1], ..., pieces[ncols]) and key\n"
      "(key_pieces[0], key value 0, ...) into values/keys, row r at [value_off[r],\n"
      "value_off[r + 1]).  A slow value is copied from `over` (the converter's JSON, row by row\n"
      "and column by column in `over_off` order).  ValueError when an index or offset is out\n"
-     "of its buffer or an output buffer is too small."},
+     "of its buffer or an output buffer is too small."),
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "headwater.connectors.postgres._copykernels",
+static struct PyModuleDef module_def = STATIC_MODULE_DEF(
+    "headwater.connectors.postgres._copykernels",
     "The column-wise snapshot's kernels (C; see headwater.connectors.postgres."
-    "snapshot_columnar).", -1, methods, NULL, NULL, NULL, NULL,
-};
+    "snapshot_columnar).", methods);
 
 PyMODINIT_FUNC
 PyInit__copykernels(void)

@@ -1,14 +1,13 @@
 """SQL Server connector properties (Debezium names and defaults) and the typed configuration.
 
-What both change-table connectors share (identity, connection basics, snapshot, filters,
-events, `time.precision.mode`, operations) comes from `relational.changetables.config`; this
-module adds only SQL Server's own: `snapshot.mode=when_needed_no_data` (Debezium 3.x's SQL
-Server connector alone has it), the connection (`database.names`, `database.instance`,
-`database.encrypt`, `database.trustServerCertificate`), its `snapshot.isolation.mode` values,
-`data.query.mode`, `max.iteration.transactions` and `streaming.fetch.size`.
-`headwater.sqlserver.driver` is Headwater's: the DB-API module with pymssql's `connect`
-signature the connector opens its connections with (`pymssql`; the tests name the
-PostgreSQL-backed emulation, headwater.testing.sqlserver_emulation).
+Beside the change-table connectors' shared properties (relational.changetables.config), SQL
+Server's own: `snapshot.mode=when_needed_no_data` (Debezium 3.x's SQL Server connector alone
+has it), the connection (`database.names`, `database.instance`, `database.encrypt`,
+`database.trustServerCertificate`), its `snapshot.isolation.mode` values, `data.query.mode`,
+`max.iteration.transactions` and `streaming.fetch.size`.  `headwater.sqlserver.driver` is
+Headwater's: the DB-API module with pymssql's `connect` signature the connector opens its
+connections with (`pymssql`; the tests name the PostgreSQL-backed emulation,
+headwater.testing.sqlserver_emulation).
 """
 
 from __future__ import annotations

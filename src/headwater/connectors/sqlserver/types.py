@@ -1,10 +1,8 @@
 """SQL Server column types to Connect schemas and converters, as Debezium's
-SqlServerValueConverters maps them (the reference's type table).
-
-Values arrive as the DB-API driver returns them (pymssql, or the emulation's psycopg2 through
-its adapter): int, bool, Decimal, str, bytes, date, time, datetime.  Each column gets a schema
-and a converter chosen once, by type name, precision, scale and the configured
-`time.precision.mode`, `decimal.handling.mode` and `binary.handling.mode`:
+SqlServerValueConverters maps them (the reference's type table), by type name, precision and
+scale.  The values the driver hands over, and the mappings of `_NAMES` below and of the
+temporal, decimal, binary, string and XML columns, are the change-table connectors' shared
+ones (relational.changetables.types):
 
 | SQL Server | Connect |
 |---|---|
@@ -22,10 +20,6 @@ and a converter chosen once, by type name, precision, scale and the configured
 | datetime, smalldatetime, datetime2(p) | adaptive: Timestamp (p <= 3), MicroTimestamp |
 |  | (4-6), NanoTimestamp (7); connect: Kafka Timestamp |
 | datetimeoffset | io.debezium.time.ZonedTimestamp |
-
-The mappings (`plain_mapping` of the `_NAMES` table below, and the temporal, decimal,
-binary, string and XML ones) are the change-table connectors' shared ones
-(relational.changetables.types).
 """
 
 from __future__ import annotations

@@ -3,10 +3,13 @@
 XML and date columns.
 
 Why here: both Debezium connectors map these through the same JdbcValueConverters rules and
-both drivers hand over the same Python values (Decimal, str, bytes, date, time, datetime), so
-one implementation keeps the two byte-identical.  The type tables (which type name is which)
-stay in each connector's types.py: a `TypeNames` of the kinds whose mapping takes no precision
-or scale (`plain_mapping`), and the connector's own code for the rest.
+both drivers (pymssql, ibm_db_dbi, or the emulations' psycopg2 through their adapters) hand
+over the same Python values (int, bool, Decimal, str, bytes, date, time, datetime), so one
+implementation keeps the two byte-identical.  Each column gets its schema and converter once,
+by type name, length or precision and scale under the configured modes.  The type tables
+(which type name is which) stay in each connector's types.py: a `TypeNames` of the kinds whose
+mapping takes no precision or scale (`plain_mapping`), and the connector's own code for the
+rest.
 """
 
 from __future__ import annotations
