@@ -296,10 +296,10 @@ CASES: dict[str, Case] = {
                                 "database.hostname=h\ndatabase.user=u\n"
                                 "database.names=d\ndatabase.encrypt=false\n"}),
     "validate-mongodb": Case(["validate", C], 2, "headwater.pipeline.mode: validate compares "
-                             "MongoDB collections with scd1 targets",
+                             "MongoDB collections with scd1 and scd2 targets",
                              {"c.properties": "connector.class=mongodb\ntopic.prefix=m\n"
                               "mongodb.connection.string=mongodb://127.0.0.1:9\n"
-                              "headwater.pipeline.mode=scd2\n"
+                              "headwater.pipeline.mode=changelog\n"
                               "headwater.pipeline.delta.path=delta\n",
                               "delta/.keep": ""}),
     "validate-chunk-rows": Case(["validate", C, "--chunk-rows", "0"], 2, "--chunk-rows",

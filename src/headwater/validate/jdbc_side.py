@@ -1,6 +1,7 @@
 """JDBC targets (`headwater.pipeline.target=jdbc`): their tables, columns and current rows.
 
-The pipeline writes every source table `<schema>.<table>` to `<jdbc schema>.<table>` (its own
+The pipeline writes every source table `<schema>.<table>` (MongoDB: collection
+`<database>.<collection>`) to `<jdbc schema>.<table>` (its own
 `_headwater*` bookkeeping tables and `_hw_stg_*` staging tables are left out).  The target side
 is hashed by the target database itself: a `SqlSource` in the target's dialect whose relation
 is the mode's current rows (`current.py`) as a derived table, so a big target is one grouped
@@ -23,6 +24,7 @@ from headwater.validate.source import SqlSource
 
 _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema", "mysql", "performance_schema", "sys")
 _VALIDATE_DIALECT = {"postgresql": "postgres", "mariadb": "mysql"}
+PAGE_ROWS = 10_000  # rows per query of `JdbcTargets.stream`
 
 
 class JdbcTargets:
@@ -51,6 +53,27 @@ class JdbcTargets:
         with self.conn.cursor() as cur:
             cur.execute(self.jdbc_dialect.columns_query, (self.schema, table))
             return {str(n): (sql_kind(str(t)), str(t)) for n, t in cur.fetchall()}
+
+    def stream(self, plan: TablePlan, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
+        """The plan's current rows' `columns`, for a side hashed here rather than in the
+        database (MongoDB's documents: `mongodb_side`).  Paged by the first column, unique
+        among the current rows (`__hw_id`), so a big table is neither held by the driver's
+        buffered cursor nor scanned again per page (an index range each)."""
+        q = self.side.q
+        first = q(columns[0])
+        select = f"SELECT {', '.join(q(c) for c in columns)} FROM {self._relation(plan)}"
+        after: Any = None
+        page = PAGE_ROWS
+        while True:
+            where = "" if after is None else f" WHERE {first} > %s"
+            with self.conn.cursor() as cur:
+                cur.execute(f"{select}{where} ORDER BY {first} LIMIT {page}",
+                            () if after is None else (after,))
+                rows = cur.fetchall()
+            yield from rows
+            if len(rows) < page:
+                return
+            after = rows[-1][0]
 
     def _relation(self, plan: TablePlan) -> str:
         q = self.side.q

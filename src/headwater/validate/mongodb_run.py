@@ -1,12 +1,18 @@
-"""`headwater validate` for a MongoDB connector: each document target under the Delta root
-(`<database>/<collection>`, the pipeline's layout) against its collection.
+"""`headwater validate` for a MongoDB connector: each document target against its collection.
 
-Only SCD1 Delta targets are compared (one row per current document); other modes and JDBC
-and Iceberg targets are refused by property name.
+The targets are the pipeline's: under the Delta root (`<database>/<collection>`) or in the
+JDBC target's schema (a table per collection, `<collection>`, its database found as
+`jdbc_side.source_schema` finds a relational table's schema).  Both are the same document
+table (`__hw_id`, `__hw_doc`, ...), so only how its current documents are read differs
+(`mongodb_side.DocumentSide`).  SCD1 and SCD2 (the open versions) are compared; the
+changelog (its patch rows hold no document) and Iceberg targets are refused by property name.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from headwater.config import ConfigError
@@ -17,29 +23,33 @@ from headwater.validate.compare import Options, compare_table
 from headwater.validate.model import TablePlan, TableResult
 from headwater.validate.mongodb_side import (
     DOCUMENT,
-    DocumentDeltaSide,
+    DocumentSide,
     MongoSource,
+    delta_documents,
     field_diffs,
 )
+
+# (database, collection, the target's label, its columns) per document target
+Found = list[tuple[str, str, str, Callable[[], Iterable[str]]]]
 
 
 def check_documents(pipeline: PipelineConfig) -> None:
     problems = []
-    if pipeline.target != "delta":
+    if pipeline.target not in ("delta", "jdbc"):
         problems.append(f"headwater.pipeline.target: validate compares MongoDB collections "
-                        f"with Delta targets, not {pipeline.target!r}")
-    if pipeline.mode != "scd1":
+                        f"with Delta and JDBC targets, not {pipeline.target!r}")
+    if pipeline.mode not in ("scd1", "scd2"):
         problems.append(f"headwater.pipeline.mode: validate compares MongoDB collections with "
-                        f"scd1 targets, not {pipeline.mode!r}")
+                        f"scd1 and scd2 targets, not {pipeline.mode!r}")
     if problems:
         raise ConfigError(problems)
 
 
-def plan(database: str, collection: str, path: str) -> TablePlan:
+def plan(database: str, collection: str, target: str, mode: str) -> TablePlan:
     """The `_id` is the key; the document is one compared value (its fields named on a
     difference, `mongodb_side.field_diffs`)."""
-    return TablePlan(database, collection, path, ("_id",), (("_id", "text"), (DOCUMENT, "text")),
-                     False, (), "scd1")
+    return TablePlan(database, collection, target, ("_id",),
+                     (("_id", "text"), (DOCUMENT, "text")), False, (), mode)
 
 
 def validate_documents(connector: Any, pipeline: PipelineConfig, options: Options,
@@ -51,37 +61,82 @@ def validate_documents(connector: Any, pipeline: PipelineConfig, options: Option
     from headwater.connectors.mongodb.rawdoc import FAST_RAW_OPTIONS
 
     check_documents(pipeline)
-    from headwater.validate.run import selected_targets
-
-    found = selected_targets(pipeline, tables)
     results: list[TableResult] = []
     problems: list[str] = []
     connector_ = MongoDbConnector(connector)
-    side = DocumentDeltaSide()
     client = mongo_client(connector)
     try:
-        for database, collection, path in found:
-            columns = catalog.delta_columns(path)
-            if ID not in columns or DOC not in columns:
-                problems.append(f"{database}.{collection}: {path} is not a document target "
-                                f"(no {ID}/{DOC} columns)")
-                continue
-            if collection not in client[database].list_collection_names():
-                problems.append(f"source collection {database}.{collection} not found "
-                                f"(target {path})")
-                continue
-            codec = connector_.codec(database, collection)
-            if not isinstance(codec, CollectionCodec):
-                problems.append(f"{database}.{collection}: Datastream events are not compared "
-                                "(only Debezium's document envelope)")
-                continue
-            source = MongoSource(client[database].get_collection(
-                collection, codec_options=FAST_RAW_OPTIONS), codec)
-            result = compare_table(source, side, plan(database, collection, str(path)), options)
-            result.rows = [field_diffs(r) for r in result.rows]
-            results.append(result)
+        with _targets(pipeline, client, tables, problems) as (found, side):
+            for database, collection, target, columns in found:
+                if not {ID, DOC} <= set(columns()):
+                    problems.append(f"{database}.{collection}: {target} is not a document "
+                                    f"target (no {ID}/{DOC} columns)")
+                    continue
+                if collection not in client[database].list_collection_names():
+                    problems.append(f"source collection {database}.{collection} not found "
+                                    f"(target {target})")
+                    continue
+                codec = connector_.codec(database, collection)
+                if not isinstance(codec, CollectionCodec):
+                    problems.append(f"{database}.{collection}: Datastream events are not "
+                                    "compared (only Debezium's document envelope)")
+                    continue
+                source = MongoSource(client[database].get_collection(
+                    collection, codec_options=FAST_RAW_OPTIONS), codec)
+                result = compare_table(source, side,
+                                       plan(database, collection, target, pipeline.mode),
+                                       options)
+                result.rows = [field_diffs(r) for r in result.rows]
+                results.append(result)
     finally:
         client.close()
-    if not found:
-        problems.append(f"no target tables under {pipeline.delta_path}")
     return results, problems
+
+
+@contextmanager
+def _targets(pipeline: PipelineConfig, client: Any, tables: tuple[str, ...],
+             problems: list[str]) -> Iterator[tuple[Found, DocumentSide]]:
+    """The document targets (only `tables` when named) and the side that reads them."""
+    if pipeline.target != "jdbc":
+        from headwater.validate.run import selected_targets
+
+        delta = selected_targets(pipeline, tables)
+        if not delta:
+            problems.append(f"no target tables under {pipeline.delta_path}")
+        yield ([(d, c, str(path), partial(catalog.delta_columns, path))
+                for d, c, path in delta], DocumentSide(delta_documents))
+        return
+    from headwater.validate.jdbc_side import open_targets
+
+    with open_targets(pipeline) as jdbc:
+        found: Found = []
+        for table in jdbc.tables():
+            database = _source_database(client, pipeline, table)
+            if isinstance(database, str):
+                found.append((database, table, jdbc.label(table),
+                              partial(jdbc.columns, table)))
+            elif not tables:
+                problems.append(f"{jdbc.label(table)}: source collection " + (
+                    f"ambiguous ({', '.join(f'{d}.{table}' for d in database)})" if database
+                    else f"{table} not found in any database"))
+        if tables:
+            unknown = [t for t in tables if t not in {f"{d}.{c}" for d, c, *_ in found}]
+            if unknown:
+                raise ConfigError([f"--table {t}: no target table for {t} in "
+                                   f"{jdbc.schema} ({jdbc.where})" for t in unknown])
+            found = [f for f in found if f"{f[0]}.{f[1]}" in tables]
+        if not found and not problems:
+            problems.append(f"no target tables in {jdbc.schema} ({jdbc.where})")
+        yield found, DocumentSide(lambda p: jdbc.stream(p, (ID, DOC)))
+
+
+def _source_database(client: Any, cfg: PipelineConfig, collection: str) -> str | list[str]:
+    """The database of JDBC target table `collection`, or the candidates when there is not
+    exactly one: several collections of that name are told apart by the topics the pipeline
+    reads (`<topic.prefix>.<database>.<collection>`), as `jdbc_side.source_schema` does."""
+    found = [d for d in client.list_database_names() if d not in ("admin", "config", "local")
+             and collection in client[d].list_collection_names()]
+    if len(found) > 1:
+        topics = {p.name for p in cfg.topics_dir.iterdir()} if cfg.topics_dir.is_dir() else set()
+        found = [d for d in found if f"{cfg.topic_prefix}.{d}.{collection}" in topics] or found
+    return found[0] if len(found) == 1 else found

@@ -1,10 +1,12 @@
-"""MongoDB collections against their Delta document targets (SCD1): both sides as rows of
-(`_id` text, canonical document text), compared by `compare.compare_table`.
+"""MongoDB collections against their document targets (Delta or JDBC; SCD1, or SCD2's open
+versions): both sides as rows of (`_id` text, canonical document text), compared by
+`compare.compare_table`.
 
-What the pipeline writes (`pipeline/documents/delta.py`): one row per document, keyed by
-`__hw_id` (the `_id`'s Extended JSON text, normalized) and holding the document's Extended
-JSON in `__hw_doc`; its other columns are projections of `__hw_doc`, so `__hw_doc` is what is
-compared.  The source side reads each document as the connector's snapshot does (raw BSON,
+What the pipeline writes (`pipeline/documents/flow.py`, one layout for Delta and JDBC): one
+row per current document, keyed by `__hw_id` (the `_id`'s Extended JSON text, normalized) and
+holding the document's Extended JSON in `__hw_doc`; its other columns are projections of
+`__hw_doc` (JDBC: sub-documents and arrays as JSON text), so `__hw_doc` is what is compared.
+The source side reads each document as the connector's snapshot does (raw BSON,
 the collection's codec: Debezium's Extended JSON with `field.exclude.list` and
 `field.renames` applied), streamed from a cursor: MongoDB has no server-side hash that Python
 could reproduce, so the hashing is done here, one document at a time.
@@ -21,16 +23,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 import orjson
+import pyarrow.compute as pc
 from bson import json_util
 from bson.binary import UuidRepresentation
 from bson.codec_options import DatetimeConversion
 from bson.json_util import JSONMode, JSONOptions
 from deltalake import DeltaTable
 
+from headwater.pipeline.delta_target import END
 from headwater.pipeline.documents.events import normalized_id
 from headwater.pipeline.documents.flow import DOC, ID
 from headwater.validate.canonical import SEP
@@ -128,19 +132,19 @@ class MongoSource:
         return _rows(self._documents(), buckets, chunks)
 
 
-class DocumentDeltaSide:
-    """A document target (SCD1: every row is a current document), `__hw_id` and `__hw_doc`
-    streamed batch by batch."""
+class DocumentSide:
+    """A document target's current documents (`__hw_id`, `__hw_doc`), as `documents` reads
+    them for a plan: a Delta table (`delta_documents`) or a JDBC table (`JdbcTargets.stream`).
+    Only where they are read from differs; the canonical form and hashing are one."""
+
+    def __init__(self, documents: Callable[[TablePlan], Iterable[tuple[Any, Any]]]) -> None:
+        self.documents = documents
 
     def _documents(self, plan: TablePlan) -> Iterator[tuple[str, str]]:
-        dataset = DeltaTable(plan.target).to_pyarrow_dataset()
-        for batch in dataset.to_batches(columns=[ID, DOC], batch_size=BATCH_ROWS):
-            ids = batch.column(0).to_pylist()
-            docs = batch.column(1).to_pylist()
-            for doc_id, doc in zip(ids, docs, strict=True):
-                # A row without its document (never written so by the pipeline) is `{}`:
-                # every field then shows as differing.
-                yield str(doc_id), doc if doc is not None else "{}"
+        for doc_id, doc in self.documents(plan):
+            # A row without its document (never written so by the pipeline) is `{}`: every
+            # field then shows as differing.
+            yield str(doc_id), doc if doc is not None else "{}"
 
     def signatures(self, plan: TablePlan, chunk_rows: int, buckets: int,
                    only: set[int] | None = None) -> dict[int, Signature]:
@@ -149,6 +153,15 @@ class DocumentDeltaSide:
     def rows(self, plan: TablePlan, chunk_rows: int, buckets: int,
              chunks: set[int]) -> Iterator[tuple[str, ...]]:
         return _rows(self._documents(plan), buckets, chunks)
+
+
+def delta_documents(plan: TablePlan) -> Iterator[tuple[Any, Any]]:
+    """A Delta document table's current documents, batch by batch (SCD2: the open
+    versions, as `current.py` says)."""
+    dataset = DeltaTable(plan.target).to_pyarrow_dataset()
+    where = pc.field(END).is_null() if plan.mode == "scd2" else None
+    for batch in dataset.to_batches(columns=[ID, DOC], filter=where, batch_size=BATCH_ROWS):
+        yield from zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True)
 
 
 def field_diffs(row: RowDiff) -> RowDiff:
