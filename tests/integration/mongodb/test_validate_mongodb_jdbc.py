@@ -1,6 +1,6 @@
 """`headwater validate` of MongoDB collections against JDBC document tables: the real connector
 captures a collection (snapshot, then streamed patches, an insert and a delete), the real
-pipeline (`--once`) materializes it into PostgreSQL (SCD1 and SCD2) and MariaDB (SCD1), and
+pipeline (`--once`) materializes it into PostgreSQL and MariaDB (SCD1 and SCD2), and
 validate says equal (SCD2: the open versions only, the closed ones and the deleted document's
 left out; a Delta SCD2 document table likewise); then one row's `__hw_doc` is changed with SQL
 behind the pipeline's back, and validate names exactly that collection, `_id` and field."""
@@ -99,12 +99,17 @@ def _validate(config: Path) -> tuple[int, dict[str, Any], str]:
     return out.exit_code, json.loads(out.output), text.output
 
 
+def _table(target: TargetDb) -> str:
+    q = '"' if target.kind == "postgres" else "`"
+    return f"{q}{target.schema}{q}.{q}c{q}"
+
+
 def _change_one_document(target: TargetDb, mode: str) -> None:
     """`name` of document 7 renamed in its (open) row's `__hw_doc`, with SQL."""
     q = '"' if target.kind == "postgres" else "`"
     open_only = f" AND {q}__END_AT{q} IS NULL" if mode == "scd2" else ""
     where = f"WHERE {q}__hw_id{q} = '{CHANGED}'{open_only}"
-    table = f"{q}{target.schema}{q}.{q}c{q}"
+    table = _table(target)
     _, [(doc,)] = target.query(f"SELECT {q}__hw_doc{q} FROM {table} {where}")
     changed = orjson.loads(doc)
     assert changed["name"] == "n7"
@@ -128,13 +133,14 @@ def test_validate_compares_collections_with_jdbc_document_tables(
     spark = jdbc_spark_session()
     # The Delta document table's SCD2 too: its open versions, read by the other side.
     _assert_equal(_pipeline(env, spark, "delta", "scd2", {}), env, "scd2")
-    for kind, mode in (("postgres", "scd1"), ("postgres", "scd2"), ("mariadb", "scd1")):
+    for kind, mode in (("postgres", "scd1"), ("postgres", "scd2"), ("mariadb", "scd1"),
+                       ("mariadb", "scd2")):
         target = make_target(kind, pg, request)
         config = _pipeline(env, spark, target.database, mode, target.props())
         table = _assert_equal(config, env, mode)
         assert table["target"].startswith(f"{target.schema}.c ("), table["target"]
         if mode == "scd2":  # closed versions (3, the ObjectId) and the deleted 4 are there
-            _, [(rows,)] = target.query('SELECT count(*) FROM "public"."c"')
+            _, [(rows,)] = target.query(f"SELECT count(*) FROM {_table(target)}")
             assert rows == DOCS + 3
 
         _change_one_document(target, mode)
