@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from headwater.pipeline import changelog_once
 from headwater.pipeline.columnar import CHANGELOG_META, OP, SEQ
+from headwater.pipeline.decode import TableChanges
 from headwater.pipeline.delta_target import END, START, SchemaEvolutionError
 from headwater.pipeline.documents import ejson, shapes
 from headwater.pipeline.documents.events import DocBatch, DocEvent, dedup
@@ -50,6 +51,15 @@ class Plan(NamedTuple):
 
     columns: dict[str, pa.DataType]
     changed: list[str]
+
+
+def probe(batch: DocBatch) -> TableChanges:
+    """What a target names the collection's table by: the database as schema, the
+    collection as table."""
+    changes = TableChanges(batch.topic)
+    changes.schema_name = batch.db
+    changes.table_name = batch.collection
+    return changes
 
 
 def doc_text(doc: dict[str, Any] | None) -> str | None:

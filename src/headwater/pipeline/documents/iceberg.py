@@ -74,13 +74,6 @@ class IcebergDocuments:
         """A test's crash point (`retype-added`, `retype-filled`); nothing here."""
 
     # -- shared ------------------------------------------------------------------------------
-    @staticmethod
-    def _probe(batch: DocBatch) -> TableChanges:
-        changes = TableChanges(batch.topic)
-        changes.schema_name = batch.db
-        changes.table_name = batch.collection
-        return changes
-
     def _skipped(self, probe: TableChanges, batch_id: int) -> bool:
         """Whether the batch is applied already; if not, a retype a crash left unfinished is
         finished first, before anything reads the columns."""
@@ -207,7 +200,7 @@ class IcebergDocuments:
 
     # -- SCD type 1 ----------------------------------------------------------------------------
     def apply_scd1(self, batch: DocBatch, batch_id: int) -> None:
-        probe = self._probe(batch)
+        probe = flow.probe(batch)
         if self._skipped(probe, batch_id):
             return
         ids = sorted({e.id for e in batch.events})
@@ -237,7 +230,7 @@ class IcebergDocuments:
     # -- SCD type 2 ----------------------------------------------------------------------------
     def apply_scd2(self, batch: DocBatch, batch_id: int, track: Sequence[str] | None = None,
                    track_except: Sequence[str] | None = None) -> None:
-        probe = self._probe(batch)
+        probe = flow.probe(batch)
         if self._skipped(probe, batch_id):
             return
         ids = sorted({e.id for e in batch.events})
@@ -279,7 +272,7 @@ class IcebergDocuments:
     # -- changelog -----------------------------------------------------------------------------
     def append_changelog(self, batch: DocBatch, batch_id: int) -> None:
         """Every event as a row (`flow.changelog_rows`), each once (`changelog_once`)."""
-        probe = self._probe(batch)
+        probe = flow.probe(batch)
         if not batch.events or self._skipped(probe, batch_id):
             return
         events: list[DocEvent] = sorted(batch.events, key=lambda e: e.offset)
