@@ -20,6 +20,7 @@ from headwater.pipeline.documents.delta import DocumentTarget
 from headwater.pipeline.documents.iceberg import RETYPE, IcebergDocuments
 from headwater.pipeline.documents.options import DocumentOptions
 from headwater.pipeline.iceberg_target import IcebergTarget
+from tests.pipeline.mongo_events import event
 from tests.pipeline_jdbc.test_jdbc_documents import BATCHES, KEYS, _retype_batches, _run
 
 pytestmark = pytest.mark.integration
@@ -132,3 +133,33 @@ def test_a_crash_in_the_middle_of_a_type_change_is_finished_on_restart(
     assert got.schema.field("v").type == pa.float64()
     assert sorted(got.column("v").to_pylist()) == [1.0, 2.0, 2.5]
     assert RETYPE + "v" not in got.column_names
+
+
+def test_schema_evolution_modes_for_documents(spark: Any, tmp_path: Path) -> None:
+    """`ignore` leaves new fields out and still widens a type; `fail` refuses both, and the
+    batch is not applied (a later run with `evolve` applies it)."""
+    from headwater.pipeline.delta_target import SchemaEvolutionError
+
+    catalog = _catalog()
+
+    def writer(evolution: str) -> IcebergDocuments:
+        return IcebergDocuments(IcebergTarget(spark, tmp_path / "iceberg", catalog, "p",
+                                              schema_evolution=evolution), DocumentOptions())
+
+    first = [event("c", 1, 100, after={"v": 1})]
+    new_field = [event("c", 2, 200, after={"v": 2, "extra": "x"})]
+    wider = [event("c", 3, 300, after={"v": 3.5, "extra": "y"})]
+    _run(writer("evolve"), "scd1", [first])
+    with pytest.raises(SchemaEvolutionError, match="extra"):
+        _run(writer("fail"), "scd1", [new_field], first_batch=1)
+    assert _table(spark, catalog).column("_id").to_pylist() == [1]
+    _run(writer("ignore"), "scd1", [new_field, wider], first_batch=1)
+    got = _table(spark, catalog)
+    assert "extra" not in got.column_names
+    assert dict(zip(got.column("_id").to_pylist(), got.column("v").to_pylist(),
+                    strict=True)) == {1: 1.0, 2: 2.0, 3: 3.5}
+    four = [[event("c", 4, 400, after={"v": "four"})]]
+    with pytest.raises(SchemaEvolutionError, match="v"):
+        _run(writer("fail"), "scd1", four, first_batch=3)
+    _run(writer("evolve"), "scd1", four, first_batch=3)
+    assert sorted(_table(spark, catalog).column("v").to_pylist()) == ["1", "2", "3.5", "four"]

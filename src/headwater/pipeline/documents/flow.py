@@ -1,5 +1,6 @@
 """The document path's rules, apart from where the rows are stored: one flow for the Delta
-(`documents.delta`) and JDBC (`documents.jdbc`) document tables.
+(`documents.delta`), JDBC (`documents.jdbc`) and Iceberg (`documents.iceberg`) document
+tables.
 
 Given what the target holds (the current documents, remembered deletes, the stored versions,
 its columns) these decide a batch's rows: the net document per `_id` (SCD1), every document's
