@@ -304,7 +304,7 @@ class Harness:
         self.kafka = kafka
         if target == "iceberg" and (spark is None or not source.validates):
             raise ValueError("an Iceberg target needs the tests' Spark session, and a source "
-                             "validate reads (not MongoDB: documents do not go to Iceberg)")
+                             "validate reads (not MongoDB: validated in Delta only)")
         self.target = target
         self.spark = spark
         self.source = source

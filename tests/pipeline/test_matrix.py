@@ -325,9 +325,9 @@ def test_start_refuses_a_configuration_built_in_code(tmp_path: Path) -> None:
     from headwater.pipeline.config import PipelineConfig
 
     cfg = PipelineConfig("m", tmp_path / "topics", tmp_path / "delta", tmp_path / "ck", "m.*",
-                         target="iceberg", event_model=caps.DOCUMENTS)
-    with pytest.raises(caps.UnsupportedCombination, match="MongoDB documents are "
-                       "materialized into Delta and JDBC only"):
+                         target="iceberg", source=caps.FILES, event_model=caps.DOCUMENTS)
+    with pytest.raises(caps.UnsupportedCombination, match="the files destination holds "
+                       "Datastream events only"):
         start(None, cfg, once=True)
 
 

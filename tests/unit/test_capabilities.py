@@ -31,13 +31,14 @@ def test_rules_and_cells() -> None:
         assert any(rule.matches(c) for c in cells)
         assert rule.reader in (None, *caps.READERS) and rule.model in (None, *caps.MODELS)
         assert rule.target in (None, *caps.TARGETS) and rule.mode in (None, *caps.MODES)
-    cell = caps.Cell(caps.KAFKA, caps.DOCUMENTS, caps.ICEBERG, "scd1")
+    cell = caps.Cell(caps.FILES, caps.DOCUMENTS, caps.ICEBERG, "scd1")
     with pytest.raises(caps.UnsupportedCombination) as caught:
         caps.require(cell)
     assert str(caught.value).startswith(
-        "unsupported combination: reader Kafka (headwater.topics.store=kafka), event model "
-        "MongoDB documents, target Iceberg")
-    assert "MongoDB documents are materialized into Delta and JDBC only" in str(caught.value)
+        "unsupported combination: reader Datastream files (headwater.pipeline.source="
+        "datastream-files), event model MongoDB documents, target Iceberg")
+    assert "the files destination holds Datastream events only" in str(caught.value)
+    caps.require(caps.Cell(caps.KAFKA, caps.DOCUMENTS, caps.ICEBERG, "scd2"))  # supported
     caps.require(caps.Cell(caps.KAFKA, caps.DOCUMENTS, caps.DELTA_RS, "scd1"))  # supported
     caps.require(caps.Cell(caps.KAFKA, caps.DATASTREAM, caps.DELTA_SPARK, "changelog"))
     caps.require(caps.Cell(caps.TOPICS, caps.ROWS, caps.JDBC, "scd2"))  # supported
@@ -47,12 +48,14 @@ def test_rules_and_cells() -> None:
     caps.require_flow(caps.DATASTREAM, "inv.public.t")  # supported
 
 
-def test_a_mongodb_configuration_into_iceberg_is_refused_at_load(tmp_path: Path) -> None:
+def test_a_refused_mongodb_configuration_is_refused_at_load(tmp_path: Path) -> None:
     path = tmp_path / "p.properties"
-    path.write_text("topic.prefix=m\nconnector.class=io.debezium.connector.mongodb."
-                    "MongoDbConnector\nheadwater.pipeline.target=iceberg\n")
-    with pytest.raises(ConfigError, match="MongoDB documents are materialized into Delta and "
-                       "JDBC only"):
+    mongodb = "topic.prefix=m\nconnector.class=io.debezium.connector.mongodb.MongoDbConnector\n"
+    path.write_text(mongodb + "headwater.pipeline.target=iceberg\n")  # supported
+    assert load_pipeline_config(path).event_model == caps.DOCUMENTS
+    path.write_text(mongodb + "headwater.event.format=debezium\n"
+                    "headwater.pipeline.source=datastream-files\n")
+    with pytest.raises(ConfigError, match="the files destination holds Datastream events only"):
         load_pipeline_config(path)
     path.write_text("topic.prefix=m\nconnector.class=mongodb\n")
     assert load_pipeline_config(path).event_model == caps.DOCUMENTS

@@ -90,16 +90,11 @@ class Refusal:
 
 _FILES_ONLY_DATASTREAM = ("the files destination holds Datastream events only (the capture "
                           "writes files with headwater.event.format=datastream)")
-_DOCUMENTS_ICEBERG = ("MongoDB documents are materialized into Delta and JDBC only "
-                      "(headwater.pipeline.target=delta or jdbc); for Iceberg, capture with "
-                      "headwater.event.format=datastream (Datastream events: a row of _id and "
-                      "the document as JSON text)")
 
 REFUSALS: Final = (
     Refusal(_FILES_ONLY_DATASTREAM, reader=FILES, model=ROWS),
     Refusal(_FILES_ONLY_DATASTREAM + "; MongoDB's Datastream events (rows of _id and "
             "payload) are Datastream events, not documents", reader=FILES, model=DOCUMENTS),
-    Refusal(_DOCUMENTS_ICEBERG, model=DOCUMENTS, target=ICEBERG),
 )
 
 # AUTO CDC flows (`create_auto_cdc_flow`, `start_flows`): the topic log into Delta (delta-rs),

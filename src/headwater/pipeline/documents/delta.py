@@ -55,13 +55,6 @@ class DocumentTarget:
         self.options = options
 
     # -- shared ------------------------------------------------------------------------------
-    @staticmethod
-    def _changes(batch: DocBatch) -> TableChanges:
-        changes = TableChanges(batch.topic)
-        changes.schema_name = batch.db
-        changes.table_name = batch.collection
-        return changes
-
     def _query(self, dt: DeltaTable, sql: str) -> pa.Table:
         return pa.table(QueryBuilder().register("t", dt).execute(sql).read_all())
 
@@ -126,7 +119,7 @@ class DocumentTarget:
 
     # -- SCD type 1 ----------------------------------------------------------------------------
     def apply_scd1(self, batch: DocBatch, batch_id: int) -> None:
-        changes = self._changes(batch)
+        changes = flow.probe(batch)
         path = self.delta.table_path(changes)
         if self.delta.already_applied(path, batch_id):
             log.info("batch %d already applied to %s: skipped", batch_id, path)
@@ -175,7 +168,7 @@ class DocumentTarget:
     # -- SCD type 2 ----------------------------------------------------------------------------
     def apply_scd2(self, batch: DocBatch, batch_id: int, track: Sequence[str] | None = None,
                    track_except: Sequence[str] | None = None) -> None:
-        changes = self._changes(batch)
+        changes = flow.probe(batch)
         path = self.delta.table_path(changes)
         if self.delta.already_applied(path, batch_id):
             log.info("batch %d already applied to %s: skipped", batch_id, path)
@@ -222,7 +215,7 @@ class DocumentTarget:
     # -- changelog -----------------------------------------------------------------------------
     def append_changelog(self, batch: DocBatch, batch_id: int) -> None:
         """Every event as a row (`flow.changelog_rows`), each once (`changelog_once`)."""
-        changes = self._changes(batch)
+        changes = flow.probe(batch)
         path = self.delta.table_path(changes)
         if self.delta.already_applied(path, batch_id) or not batch.events:
             return

@@ -1,5 +1,6 @@
 """The document path's rules, apart from where the rows are stored: one flow for the Delta
-(`documents.delta`) and JDBC (`documents.jdbc`) document tables.
+(`documents.delta`), JDBC (`documents.jdbc`) and Iceberg (`documents.iceberg`) document
+tables.
 
 Given what the target holds (the current documents, remembered deletes, the stored versions,
 its columns) these decide a batch's rows: the net document per `_id` (SCD1), every document's
@@ -21,6 +22,7 @@ import pyarrow as pa
 
 from headwater.pipeline import changelog_once
 from headwater.pipeline.columnar import CHANGELOG_META, OP, SEQ
+from headwater.pipeline.decode import TableChanges
 from headwater.pipeline.delta_target import END, START, SchemaEvolutionError
 from headwater.pipeline.documents import ejson, shapes
 from headwater.pipeline.documents.events import DocBatch, DocEvent, dedup
@@ -50,6 +52,15 @@ class Plan(NamedTuple):
 
     columns: dict[str, pa.DataType]
     changed: list[str]
+
+
+def probe(batch: DocBatch) -> TableChanges:
+    """What a target names the collection's table by: the database as schema, the
+    collection as table."""
+    changes = TableChanges(batch.topic)
+    changes.schema_name = batch.db
+    changes.table_name = batch.collection
+    return changes
 
 
 def doc_text(doc: dict[str, Any] | None) -> str | None:

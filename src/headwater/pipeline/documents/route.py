@@ -20,6 +20,7 @@ from headwater.pipeline.documents.options import DocumentOptions
 from headwater.pipeline.source import read_range
 
 if TYPE_CHECKING:
+    from headwater.pipeline.documents.iceberg import IcebergDocuments
     from headwater.pipeline.documents.jdbc import JdbcDocuments
 
 log = logging.getLogger("headwater.pipeline.documents")
@@ -39,10 +40,16 @@ def is_document_topic(root: Path, topic: str, first: int, end: int) -> bool:
     return False  # only tombstones so far: nothing to apply either way
 
 
-def _writer(target: Any, options: DocumentOptions) -> DocumentTarget | JdbcDocuments:
-    """The target's document storage (the rules are `flow`'s, one for both)."""
+def _writer(target: Any, options: DocumentOptions
+            ) -> DocumentTarget | JdbcDocuments | IcebergDocuments:
+    """The target's document storage (the rules are `flow`'s, one for all)."""
+    from headwater.pipeline.iceberg_target import IcebergTarget
     from headwater.pipeline.jdbc_target import JdbcTarget
 
+    if isinstance(target, IcebergTarget):
+        from headwater.pipeline.documents.iceberg import IcebergDocuments
+
+        return IcebergDocuments(target, options)
     if isinstance(target, JdbcTarget):
         from headwater.pipeline.documents.jdbc import JdbcDocuments
 
@@ -56,8 +63,8 @@ def apply_documents(
     track_except: tuple[str, ...] | None = None,
 ) -> int:
     """Applies one MongoDB topic's records of a batch (offset, key, value: the local log's
-    range or Kafka's partitions, each in offset order) in `mode` into a Delta or JDBC target
-    (Iceberg is refused at start: `capabilities`); returns the number of events."""
+    range or Kafka's partitions, each in offset order) in `mode` into a Delta, Iceberg or JDBC
+    target; returns the number of events."""
     batch = decode_documents(topic, records)
     if not batch.events:
         return 0
