@@ -16,6 +16,8 @@ import pytest
 from headwater.testing.timeouts import timeout_scale
 from tests.spark_cds import java_options
 
+pytest_plugins = ["tests.disk_usage"]
+
 # The Spark drivers the tests start (sessions in this process and `headwater pipeline` runs it
 # spawns) compile with C1 only: a test's JVM lives seconds to minutes, where C2's compiler
 # threads cost more CPU than they save (a session's start and four small MERGEs: 60 s and
