@@ -21,7 +21,7 @@ import pytest
 
 _MIB = 1 << 20
 # Free space below which every report says so at once (and again for every further 256 MiB).
-LOW_FREE = 2048 * _MIB
+LOW_FREE_MIB = 2048
 _free_before: dict[str, int] = {}
 _lowest: list[tuple[int, str]] = []
 _falls: list[tuple[int, str]] = []
@@ -48,9 +48,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, A
     if call.when == "teardown":
         before = _free_before.pop(item.nodeid, None)
         after = free_bytes()
-        item.user_properties.append(("disk_free_after", after))
+        # (in MiB: pytest-xdist's serializer refuses an int below -2**31, a fall of -2 GiB)
+        item.user_properties.append(("disk_free_after_mib", after // _MIB))
         if before is not None:
-            item.user_properties.append(("disk_fall", before - after))
+            item.user_properties.append(("disk_fall_mib", (before - after) // _MIB))
     yield
 
 
@@ -59,20 +60,20 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when != "teardown":
         return
     props = dict(report.user_properties)
-    after = props.get("disk_free_after")
-    fall = props.get("disk_fall")
-    if isinstance(fall, int) and fall > 64 * _MIB:
+    after = props.get("disk_free_after_mib")
+    fall = props.get("disk_fall_mib")
+    if isinstance(fall, int) and fall > 64:
         _falls.append((fall, report.nodeid))
     if not isinstance(after, int):
         return
     if not _lowest or after < _lowest[0][0]:
         _lowest[:] = [(after, report.nodeid)]
-    if after < LOW_FREE and (not _warned_at or after < _warned_at[-1] - 256 * _MIB):
+    if after < LOW_FREE_MIB and (not _warned_at or after < _warned_at[-1] - 256):
         _warned_at.append(after)
         reporter = _config[0].pluginmanager.get_plugin("terminalreporter") if _config else None
         if reporter is not None:
             reporter.ensure_newline()
-            reporter.write_line(f"LOW DISK: {after // _MIB} MiB free in {tempfile.gettempdir()} "
+            reporter.write_line(f"LOW DISK: {after} MiB free in {tempfile.gettempdir()} "
                                 f"after {report.nodeid}")
 
 
@@ -80,7 +81,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if not _lowest:
         return
     free, nodeid = _lowest[0]
-    terminalreporter.write_sep("=", f"disk: lowest free {free // _MIB} MiB (after {nodeid}); "
+    terminalreporter.write_sep("=", f"disk: lowest free {free} MiB (after {nodeid}); "
                                     f"{free_bytes() // _MIB} MiB free now")
     for fall, test in sorted(_falls, reverse=True)[:15]:
-        terminalreporter.write_line(f"{fall // _MIB:8d} MiB fell during {test}")
+        terminalreporter.write_line(f"{fall:8d} MiB fell during {test}")
