@@ -15,7 +15,6 @@ dialects do.  A connector subclasses `RelationalChunkSource` and supplies its pi
 * `_rows`: a query's rows (PostgreSQL: COPY text, the format its stream sends);
 * `_refusal`: whether a driver error is the server refusing the table (Debezium's
   SQL_EXCEPTION: the table is skipped) rather than a lost connection (the capture ends);
-* `_first_column`: the signal table's first column (the ``insert_delete`` close);
 * as data: `quote`, `same_name` (names compared as the server folds them), `column_prefix`
   (a table alias), `key_output` (how the maximum key is selected), `row_comparison` and
   `cache_tables`.
@@ -168,8 +167,9 @@ class RelationalChunkSource:
         raise NotImplementedError
 
     def _first_column(self, cur: Any, target: str) -> str:
-        """The signal table's first column, quoted."""
-        raise NotImplementedError
+        """The signal table's first column, quoted (the driver describes an empty result)."""
+        cur.execute(f"SELECT * FROM {target} WHERE 1 = 0")
+        return self.quote(str(cur.description[0][0]))
 
     def quote(self, name: str) -> str:
         raise NotImplementedError

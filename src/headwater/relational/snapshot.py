@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, NamedTuple, Protocol, TypeVar
 
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.parallel import (
@@ -244,6 +244,38 @@ class ChunkRows:
         self.chunk.add_rendered(rendered, rows, ChangeRecord(
             self.context, self.schema, _READ, None, after, now, now, _TRUE, self.position))
         self.now_ms = int(time.time() * 1000)
+
+
+class RangeChunk(NamedTuple):
+    """The rows of one table with `low <= cut < high`, where `cut` is what the connector cuts
+    a table on (PostgreSQL's heap block, MySQL's integer key); None is open on that side."""
+
+    table: int  # index into the snapshot's table list
+    low: int | None
+    high: int | None
+
+    def where(self, column: str, literal: Callable[[int], str] = str) -> str:
+        """The SQL condition selecting the chunk's rows ('' for the whole table)."""
+        conds = []
+        if self.low is not None:
+            conds.append(f"{column} >= {literal(int(self.low))}")
+        if self.high is not None:
+            conds.append(f"{column} < {literal(int(self.high))}")
+        return " AND ".join(conds)
+
+
+def plan_ranges(weights: Sequence[int], cuts: Callable[[int], Sequence[int]]
+                ) -> list[RangeChunk]:
+    """Chunks covering every table exactly once: table i cut at `cuts(i)` (none: read whole),
+    the first chunk open below and the last open above, so a row outside what was known at
+    planning time still falls in exactly one chunk.  Largest `weights` first keeps the workers
+    busy until the end (a big table scheduled last would be read by few workers while the
+    others idle)."""
+    chunks: list[RangeChunk] = []
+    for i in sorted(range(len(weights)), key=lambda i: -max(0, weights[i])):
+        edges: list[int | None] = [None, *cuts(i), None]
+        chunks.extend(RangeChunk(i, edges[k], edges[k + 1]) for k in range(len(edges) - 1))
+    return chunks
 
 
 T = TypeVar("T")  # a connector's description of one captured table

@@ -17,12 +17,12 @@ import pytest
 from headwater.config.loader import ConfigError
 from headwater.connectors.mysql.config import validate_mysql_config
 from headwater.connectors.mysql.snapshot_workers import (
-    KeyChunk,
     TableSize,
     chunk_sql,
     plan_chunks,
     split_key,
 )
+from headwater.relational.snapshot import RangeChunk
 from headwater.testing.replay import events, replay
 from headwater.topics import reader
 
@@ -253,7 +253,7 @@ def test_max_threads_without_a_lock_is_refused() -> None:
     assert validate_mysql_config(_BASE)[0].snapshot_max_threads == 1
 
 
-def _ranges(chunks: list[KeyChunk], table: int) -> list[tuple[int | None, int | None]]:
+def _ranges(chunks: list[RangeChunk], table: int) -> list[tuple[int | None, int | None]]:
     return [(c.low, c.high) for c in chunks if c.table == table]
 
 
@@ -285,7 +285,7 @@ def test_planner_edges() -> None:
     assert _ranges(chunks, 1) == [(None, 6), (6, 7), (7, None)]
     assert len(_ranges(chunks, 3)) == 4
     assert _ranges(chunks, 2) == [(None, None)] and _ranges(chunks, 4) == [(None, None)]
-    assert plan_chunks(sizes, 1) == [KeyChunk(i, None, None) for i in (1, 3, 0, 2, 4)]
+    assert plan_chunks(sizes, 1) == [RangeChunk(i, None, None) for i in (1, 3, 0, 2, 4)]
 
 
 def test_split_key_and_chunk_sql() -> None:
@@ -299,6 +299,6 @@ def test_split_key_and_chunk_sql() -> None:
     assert split_key(table(("k",), ("k", "VARCHAR"))) is None
     assert split_key(table(("a", "b"), ("a", "INT"), ("b", "INT"))) is None
     assert split_key(table((), ("a", "INT"))) is None
-    assert chunk_sql(int_pk, KeyChunk(0, -5, 10)) == (
+    assert chunk_sql(int_pk, RangeChunk(0, -5, 10)) == (
         "SELECT `i d`, CAST(`f` AS DOUBLE) FROM `d`.`t``x` WHERE `i d` >= -5 AND `i d` < 10")
-    assert chunk_sql(int_pk, KeyChunk(0, None, None)).endswith("FROM `d`.`t``x`")
+    assert chunk_sql(int_pk, RangeChunk(0, None, None)).endswith("FROM `d`.`t``x`")

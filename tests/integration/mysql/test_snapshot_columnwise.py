@@ -16,9 +16,9 @@ import pymysql.cursors  # type: ignore[import-untyped]
 import pytest
 
 from headwater.connectors.mysql.config import validate_mysql_config
+from headwater.connectors.mysql.connection import SESSION_STATEMENTS
 from headwater.connectors.mysql.schema_catalog import MySqlSchema
 from headwater.connectors.mysql.snapshot_values import (
-    SNAPSHOT_SESSION_SQL,
     select_list,
     snapshot_conversions,
 )
@@ -76,7 +76,7 @@ def test_column_wise_conversion_is_the_row_wise_one(menv: MariaEnv) -> None:
                            conv=snapshot_conversions())
     try:
         cur = conn.cursor(pymysql.cursors.SSCursor)
-        for statement in SNAPSHOT_SESSION_SQL:
+        for statement in SESSION_STATEMENTS:
             cur.execute(statement)
         cur.execute(f"SELECT {select_list(table)} FROM all_types ORDER BY id")
         rows = list(cur.fetchall())

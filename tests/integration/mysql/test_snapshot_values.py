@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 import pytest
 
 from headwater.connectors.mysql.columns import ZERO_TEMPORAL, JdbcTimestamp, MySqlColumn
-from headwater.connectors.mysql.snapshot_values import SNAPSHOT_SESSION_SQL, snapshot_conversions
+from headwater.connectors.mysql.connection import SESSION_STATEMENTS
+from headwater.connectors.mysql.snapshot_values import snapshot_conversions
 from headwater.connectors.mysql.types import MySqlTypeModes, mysql_column_mapping
 from headwater.testing.localmariadb import LocalMariaDB
 
@@ -141,7 +142,7 @@ def _snapshot_connection(server: LocalMariaDB, database: str) -> Any:
                            password=server.password, database=database, charset="utf8mb4",
                            conv=snapshot_conversions())
     with conn.cursor() as cur:
-        for statement in SNAPSHOT_SESSION_SQL:
+        for statement in SESSION_STATEMENTS:
             cur.execute(statement)
     return conn
 

@@ -27,11 +27,11 @@ import pytest
 import headwater.connectors.postgres
 from headwater.connectors.postgres import _copykernels, columnar_kinds
 from headwater.connectors.postgres.catalog import ColumnInfo, TableInfo
+from headwater.connectors.postgres.snapshot import unescape
 from headwater.connectors.postgres.snapshot_columnar import (
     ColumnarTable,
     TableTemplate,
     _cut,
-    _field_text,
 )
 from headwater.connectors.postgres.tables import TableCodec, build_codec, incoming_from_catalog
 from headwater.connectors.postgres.types import PgType, TypeModes
@@ -124,7 +124,7 @@ def expected(codec: TableCodec, row: Sequence[str]) -> tuple[bytes, bytes]:
     def json(j: int) -> bytes:
         if row[j] == "\\N":
             return b"null"
-        value = codec.converters[j](_field_text(row[j].encode()))
+        value = codec.converters[j](unescape(row[j]))
         return orjson.dumps(value, default=json_default)
     value = b"{" + b",".join(b'"c%d":%s' % (j, json(j)) for j in range(len(row))) + b"}"
     return b"[" + json(0) + b"," + json(5) + b"]", value

@@ -7,11 +7,12 @@ import pytest
 from headwater.connectors.postgres.snapshot_chunks import (
     MAX_CHUNK_BLOCKS,
     MIN_CHUNK_BLOCKS,
-    Chunk,
     TableSize,
     chunk_blocks,
     plan_chunks,
+    tid,
 )
+from headwater.relational.snapshot import RangeChunk as Chunk
 
 
 def covered(chunks: list[Chunk], table: int, blocks: int) -> list[int]:
@@ -20,8 +21,8 @@ def covered(chunks: list[Chunk], table: int, blocks: int) -> list[int]:
     for b in range(blocks + 10):
         hits.append(sum(
             1 for c in chunks if c.table == table
-            and (c.first_block is None or b >= c.first_block)
-            and (c.end_block is None or b < c.end_block)
+            and (c.low is None or b >= c.low)
+            and (c.high is None or b < c.high)
         ))
     return hits
 
@@ -31,9 +32,9 @@ def covered(chunks: list[Chunk], table: int, blocks: int) -> list[int]:
 def test_chunks_cover_every_block_exactly_once(blocks: int, workers: int) -> None:
     chunks = plan_chunks([TableSize(blocks, -1, True)], workers)
     assert set(covered(chunks, 0, blocks)) == {1}
-    assert chunks[0].first_block is None and chunks[-1].end_block is None
+    assert chunks[0].low is None and chunks[-1].high is None
     for c in chunks[1:]:
-        assert c.first_block is not None and c.first_block % chunk_blocks(blocks, workers) == 0
+        assert c.low is not None and c.low % chunk_blocks(blocks, workers) == 0
 
 
 def test_chunk_size_is_bounded_and_aims_at_several_chunks_per_worker() -> None:
@@ -58,7 +59,7 @@ def test_largest_tables_are_planned_first() -> None:
 
 
 def test_where_clause_uses_tid_ranges() -> None:
-    assert Chunk(0, None, None).where() == ""
-    assert Chunk(0, None, 32).where() == "ctid < '(32,0)'::tid"
-    assert Chunk(0, 32, 64).where() == "ctid >= '(32,0)'::tid AND ctid < '(64,0)'::tid"
-    assert Chunk(0, 64, None).where() == "ctid >= '(64,0)'::tid"
+    assert Chunk(0, None, None).where("ctid", tid) == ""
+    assert Chunk(0, None, 32).where("ctid", tid) == "ctid < '(32,0)'::tid"
+    assert Chunk(0, 32, 64).where("ctid", tid) == "ctid >= '(32,0)'::tid AND ctid < '(64,0)'::tid"
+    assert Chunk(0, 64, None).where("ctid", tid) == "ctid >= '(64,0)'::tid"

@@ -36,7 +36,6 @@ from headwater.connectors.mysql.binlog.rows import row_decoder
 from headwater.connectors.mysql.columns import MySqlTable
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.connection import (
-    binlog_status_statement,
     connect,
     is_mariadb,
     qualified,
@@ -48,6 +47,7 @@ from headwater.connectors.mysql.position import MySqlPosition, binlog_order
 from headwater.connectors.mysql.position_signal import BinlogReposition
 from headwater.connectors.mysql.schema_catalog import MySqlSchema
 from headwater.connectors.mysql.schema_state import SchemaState
+from headwater.connectors.mysql.snapshot import binlog_end, snapshot_binlog_point
 from headwater.connectors.mysql.snapshot_values import select_list, snapshot_conversions
 from headwater.engine.incremental import IncrementalSnapshotError, SnapshotTable
 from headwater.engine.metrics import CaptureMetrics
@@ -179,7 +179,7 @@ class MySqlChunkSource(RelationalChunkSource):
             cur.execute("SELECT @@gtid_binlog_pos")
             low = str(cur.fetchone()[0] or "")
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-        point = self._snapshot_point(cur)
+        point = snapshot_binlog_point(cur) if self._mariadb else None
         return low, binlog_order(*point) if point is not None else None
 
     def _chunk_end(self, cur: Any, begun: tuple[str | None, Order | None]
@@ -200,36 +200,15 @@ class MySqlChunkSource(RelationalChunkSource):
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         cur.execute("SELECT @@server_id")
         server_id = int(cur.fetchone()[0])
-        point = self._snapshot_point(cur) or self._binlog_end(cur) or ("", 0)
-        return MySqlPosition(point[0], point[1], 0, server_id, None, None, None, int(time.time()))
-
-    def _first_column(self, cur: Any, target: str) -> str:
-        cur.execute(f"SHOW COLUMNS FROM {target}")
-        return quote_ident(str(cur.fetchone()[0]))
-
-    def _snapshot_point(self, cur: Any) -> tuple[str, int] | None:
-        """MariaDB: the binlog (file, position) the consistent snapshot matches (None on
-        MySQL)."""
-        if not self._mariadb:
-            return None
-        cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-        status = {str(k).lower(): v for k, v in cur.fetchall()}
-        file = status.get("binlog_snapshot_file")
-        if not file:
-            return None
-        return str(file), int(status.get("binlog_snapshot_position") or 0)
-
-    def _binlog_end(self, cur: Any) -> tuple[str, int] | None:
-        cur.execute("SELECT VERSION()")
-        cur.execute(binlog_status_statement(str(cur.fetchone()[0])))
-        row = cur.fetchone()
-        return (str(row[0]), int(row[1])) if row is not None else None
+        point = (snapshot_binlog_point(cur) if self._mariadb else None) or binlog_end(cur)
+        file, pos = (str(point[0]), int(point[1])) if point else ("", 0)
+        return MySqlPosition(file, pos, 0, server_id, None, None, None, int(time.time()))
 
     def _high(self, cur: Any, low: str | None) -> ReadOnlyHigh:
-        end = self._binlog_end(cur)
+        end = binlog_end(cur)
         if end is None:
             raise IncrementalSnapshotError("the server has no binary log")
-        order = binlog_order(*end)
+        order = binlog_order(str(end[0]), int(end[1]))
         gtids = MariaGtidPosition()
         if self._mariadb:
             cur.execute("SELECT @@gtid_binlog_pos")

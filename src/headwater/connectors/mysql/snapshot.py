@@ -89,6 +89,25 @@ class SnapshotPoint:
         return offset
 
 
+def snapshot_binlog_point(cur: Any) -> tuple[str, int] | None:
+    """MariaDB's binlog (file, position) its consistent snapshot matches, exact even without a
+    lock (`binlog_snapshot_file/position`); None if it names none."""
+    cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+    status = {str(k).lower(): v for k, v in cur.fetchall()}
+    file = status.get("binlog_snapshot_file")
+    return (str(file), int(status.get("binlog_snapshot_position") or 0)) if file else None
+
+
+def binlog_end(cur: Any, version: str | None = None) -> Any:
+    """The binlog status row (file, position, ..., MySQL's GTID set): where the binlog ends
+    now; None on a server without a binary log."""
+    if version is None:
+        cur.execute("SELECT VERSION()")
+        version = str(cur.fetchone()[0])
+    cur.execute(binlog_status_statement(version))
+    return cur.fetchone()
+
+
 class MySqlSnapshotSource(RelationalSnapshotSource[tuple[str, str]]):
     """The snapshot's steps (relational.snapshot) with MySQL's part of each."""
 
@@ -222,29 +241,22 @@ class MySqlSnapshotSource(RelationalSnapshotSource[tuple[str, str]]):
         cur.execute("SELECT VERSION(), @@server_id")
         version, server_id = cur.fetchone()
         mariadb = "mariadb" in str(version).lower()
-        file: str | None = None
-        pos = 0
+        point = snapshot_binlog_point(cur) if mariadb else None
         gtids: str | None = None
-        if mariadb:
-            cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-            status = {name.lower(): value for name, value in cur.fetchall()}
-            file = status.get("binlog_snapshot_file") or None
-            pos = int(status.get("binlog_snapshot_position") or 0)
-            if locked:  # the GTID position is consistent with the snapshot only under the lock
-                cur.execute("SELECT @@gtid_binlog_pos")
-                gtids = str(cur.fetchone()[0] or "") or None
-        if not file:
-            cur.execute(binlog_status_statement(str(version)))
-            row = cur.fetchone()
+        if mariadb and locked:  # the GTID position matches the snapshot only under the lock
+            cur.execute("SELECT @@gtid_binlog_pos")
+            gtids = str(cur.fetchone()[0] or "") or None
+        if point is None:
+            row = binlog_end(cur, str(version))
             if row is None:
                 raise RuntimeError(
                     "the server has no binary log: start it with log_bin (and binlog_format=ROW,"
                     " binlog_row_image=FULL)"
                 )
-            file, pos = str(row[0]), int(row[1])
+            point = str(row[0]), int(row[1])
             if not mariadb and len(row) >= 5 and row[4]:
                 gtids = str(row[4]).replace("\n", "")
-        return SnapshotPoint(file, pos, gtids, int(server_id))
+        return SnapshotPoint(*point, gtids, int(server_id))
 
     def capture_schema(self, captured: list[tuple[str, str]],
                        position: Any) -> tuple[list[SourceEvent], str]:

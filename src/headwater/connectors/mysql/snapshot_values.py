@@ -27,7 +27,7 @@ VARCHAR / TEXT / ENUM / SET (``str``, decoded with the connection charset, to wh
 converts every column charset), JSON (``str``: MySQL's JSON type is decoded with the
 connection charset, MariaDB's JSON is a LONGTEXT).
 
-TIMESTAMP values are read as UTC: the connection must run `SNAPSHOT_SESSION_SQL` first.
+TIMESTAMP values are read as UTC: the connection runs in UTC (connection.SESSION_STATEMENTS).
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from typing import Any
 from headwater.connectors.mysql.columns import ZERO_TEMPORAL, JdbcTimestamp, MySqlTable
 
 __all__ = [
-    "SNAPSHOT_SESSION_SQL",
     "parse_date",
     "parse_datetime",
     "parse_time",
@@ -46,10 +45,6 @@ __all__ = [
     "parse_year",
     "snapshot_conversions",
 ]
-
-# Run on the snapshot connection before reading: TIMESTAMP values are converted from UTC
-# storage to the session zone, so a UTC session returns them as stored.
-SNAPSHOT_SESSION_SQL: tuple[str, ...] = ("SET time_zone = '+00:00'",)
 
 _date_fromiso = date.fromisoformat
 _datetime_fromiso = datetime.fromisoformat

@@ -41,7 +41,7 @@ from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
 from headwater.connectors.mysql.types import MySqlTypeModes
 from headwater.engine.parallel import ChunkEmitter
 from headwater.model.record import SourceContext
-from headwater.relational.snapshot import ChunkRows, RowSink
+from headwater.relational.snapshot import ChunkRows, RangeChunk, RowSink, plan_ranges
 
 # Aim for this many chunks per worker on a big table, so a slow chunk does not idle the rest.
 CHUNKS_PER_WORKER = 4
@@ -77,23 +77,6 @@ def streams_results(size: TableSize, min_rows: int) -> bool:
     return min_rows == 0 or size.estimated_rows > min_rows
 
 
-class KeyChunk(NamedTuple):
-    """Rows of one table with `low <= key < high`; None means open on that side."""
-
-    table: int  # index into the snapshot's table list
-    low: int | None
-    high: int | None
-
-    def where(self, key: str | None) -> str:
-        """The SQL condition selecting the chunk's rows ('' for the whole table)."""
-        conds = []
-        if key is not None and self.low is not None:
-            conds.append(f"{quote_ident(key)} >= {int(self.low)}")
-        if key is not None and self.high is not None:
-            conds.append(f"{quote_ident(key)} < {int(self.high)}")
-        return " AND ".join(conds)
-
-
 def chunk_count(size: TableSize, workers: int) -> int:
     """How many key ranges a table is cut into (1: read whole)."""
     if workers <= 1 or size.key_min is None or size.key_max is None:
@@ -103,29 +86,20 @@ def chunk_count(size: TableSize, workers: int) -> int:
     return max(1, min(wanted, span))
 
 
-def plan_chunks(sizes: Sequence[TableSize], workers: int) -> list[KeyChunk]:
-    """Chunks covering every table exactly once, largest tables first.
+def plan_chunks(sizes: Sequence[TableSize], workers: int) -> list[RangeChunk]:
+    """Key ranges covering every table exactly once (relational.snapshot.plan_ranges), cut
+    evenly over `key_min..key_max`."""
 
-    Largest-first keeps the workers busy until the end (a big table scheduled last would be
-    read by few workers while the others idle).  Boundaries cut `key_min..key_max` evenly; the
-    first chunk is open below and the last open above, so a row outside the range read at
-    planning time (there is none in the snapshot, but the estimate may be stale) still falls
-    in exactly one chunk.
-    """
-    order = sorted(range(len(sizes)), key=lambda i: -max(0, sizes[i].estimated_rows))
-    chunks: list[KeyChunk] = []
-    for i in order:
+    def cuts(i: int) -> list[int]:
         size = sizes[i]
         n = chunk_count(size, workers)
         if n <= 1 or size.key_min is None or size.key_max is None:
-            chunks.append(KeyChunk(i, None, None))
-            continue
+            return []
         step = math.ceil((size.key_max - size.key_min + 1) / n)
         span_last = size.key_max - size.key_min  # offset of the last key from the first
-        bounds = [size.key_min + k * step for k in range(1, n) if k * step <= span_last]
-        edges: list[int | None] = [None, *bounds, None]
-        chunks.extend(KeyChunk(i, edges[k], edges[k + 1]) for k in range(len(edges) - 1))
-    return chunks
+        return [size.key_min + k * step for k in range(1, n) if k * step <= span_last]
+
+    return plan_ranges([size.estimated_rows for size in sizes], cuts)
 
 
 class ReaderSpec(NamedTuple):
@@ -159,10 +133,11 @@ def select_rows(conn: Any, sql: str, streamed: bool, codec: MySqlTableCodec, row
         cur.close()
 
 
-def chunk_sql(table: MySqlTable, chunk: KeyChunk) -> str:
+def chunk_sql(table: MySqlTable, chunk: RangeChunk) -> str:
     from headwater.connectors.mysql.snapshot_values import select_list
 
-    where = chunk.where(split_key(table))
+    key = split_key(table)
+    where = chunk.where(quote_ident(key)) if key is not None else ""
     select = f"SELECT {select_list(table)} FROM {qualified(table.database, table.name)}"
     return f"{select} WHERE {where}" if where else select
 
@@ -190,7 +165,7 @@ class MySqlChunkReader:
             self._codecs[index] = codec
         return codec
 
-    def read(self, chunk: KeyChunk, emitter: ChunkEmitter) -> None:
+    def read(self, chunk: RangeChunk, emitter: ChunkEmitter) -> None:
         codec, spec = self._codec(chunk.table), self.spec
         select_rows(self.conn, chunk_sql(spec.tables[chunk.table], chunk),
                     spec.streamed[chunk.table], codec,

@@ -38,7 +38,7 @@ from headwater.connectors.postgres.connection import (
     quote_ident,
 )
 from headwater.connectors.postgres.position import PostgresPosition
-from headwater.connectors.postgres.snapshot import parse_copy_line
+from headwater.connectors.postgres.snapshot import CopySink
 from headwater.connectors.postgres.tables import TableCodec
 from headwater.engine.incremental import IncrementalSnapshotError, SnapshotTable
 from headwater.engine.metrics import CaptureMetrics
@@ -161,8 +161,8 @@ class PostgresChunkSource(RelationalChunkSource):
 
     def _rows(self, cur: Any, sql: str, params: Sequence[Any]) -> list[list[str | None]]:
         lines: list[list[str | None]] = []
-        cur.copy_expert(f"COPY ({cur.mogrify(sql, params).decode()}) TO STDOUT", _Lines(lines),
-                        size=1 << 16)
+        cur.copy_expert(f"COPY ({cur.mogrify(sql, params).decode()}) TO STDOUT",
+                        CopySink(lines.append), size=1 << 16)
         return lines
 
     def _chunk_begin(self, cur: Any) -> XidSnapshot:
@@ -181,27 +181,6 @@ class PostgresChunkSource(RelationalChunkSource):
         lsn = pgoutput.parse_lsn(lsn_text)
         return PostgresPosition(lsn, lsn, None, int(xmin))
 
-    def _first_column(self, cur: Any, target: str) -> str:
-        cur.execute(
-            "SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s "
-            "AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum "
-            "LIMIT 1", self.signal_table)
-        return quote_ident(cur.fetchone()[0])
-
-
-class _Lines:
-    """copy_expert target collecting parsed COPY text lines."""
-
-    def __init__(self, out: list[list[str | None]]) -> None:
-        self.out = out
-        self.partial = ""
-
-    def write(self, data: str | bytes) -> int:
-        text = self.partial + (data.decode("utf-8") if isinstance(data, bytes) else data)
-        *complete, self.partial = text.split("\n")
-        self.out.extend(parse_copy_line(line) for line in complete)
-        return len(data)
 
 
 def _oid(cur: Any, schema: str, name: str) -> int:

@@ -58,17 +58,14 @@ def _unescape_match(m: re.Match[str]) -> str:
     return _COPY_UNESCAPES.get(ch, ch)
 
 
+def unescape(field: str) -> str:
+    """A COPY text field's value: its backslash escapes resolved."""
+    return _COPY_ESCAPE.sub(_unescape_match, field)
+
+
 def parse_copy_line(line: str) -> list[str | None]:
     """One line of COPY text format (without its newline) into field texts (None for \\N)."""
-    fields: list[str | None] = []
-    for f in line.split("\t"):
-        if f == "\\N":
-            fields.append(None)
-        elif "\\" in f:
-            fields.append(_COPY_ESCAPE.sub(_unescape_match, f))
-        else:
-            fields.append(f)
-    return fields
+    return [None if f == "\\N" else unescape(f) if "\\" in f else f for f in line.split("\t")]
 
 
 class CopySink:

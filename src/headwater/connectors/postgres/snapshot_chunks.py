@@ -19,6 +19,8 @@ import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from headwater.relational.snapshot import RangeChunk, plan_ranges
+
 # A chunk is between these many heap blocks (8 KiB each): small enough to balance the workers,
 # large enough that the per-chunk COPY start-up is negligible.
 MIN_CHUNK_BLOCKS = 32
@@ -33,21 +35,9 @@ class TableSize(NamedTuple):
     splittable: bool  # a plain heap table on PostgreSQL 14+
 
 
-class Chunk(NamedTuple):
-    """Blocks [first_block, end_block) of one table; None means open on that side."""
-
-    table: int  # index into the snapshot's table list
-    first_block: int | None
-    end_block: int | None
-
-    def where(self) -> str:
-        """The SQL condition selecting the chunk's rows ('' for the whole table)."""
-        conds = []
-        if self.first_block is not None:
-            conds.append(f"ctid >= '({int(self.first_block)},0)'::tid")
-        if self.end_block is not None:
-            conds.append(f"ctid < '({int(self.end_block)},0)'::tid")
-        return " AND ".join(conds)
+def tid(block: int) -> str:
+    """A chunk bound (`RangeChunk.where`): the block's first tuple."""
+    return f"'({block},0)'::tid"
 
 
 def chunk_blocks(blocks: int, workers: int) -> int:
@@ -56,27 +46,21 @@ def chunk_blocks(blocks: int, workers: int) -> int:
     return max(MIN_CHUNK_BLOCKS, min(MAX_CHUNK_BLOCKS, wanted))
 
 
-def plan_chunks(sizes: Sequence[TableSize], workers: int) -> list[Chunk]:
-    """Chunks covering every table exactly once, largest tables first.
+def plan_chunks(sizes: Sequence[TableSize], workers: int) -> list[RangeChunk]:
+    """Block ranges covering every table exactly once (relational.snapshot.plan_ranges), a
+    small remainder folded into its neighbour."""
 
-    Largest-first keeps the workers busy until the end (a big table scheduled last would be
-    read by few workers while the others idle).  The last chunk of a table is open-ended.
-    """
-    order = sorted(range(len(sizes)), key=lambda i: -max(0, sizes[i].blocks))
-    chunks: list[Chunk] = []
-    for i in order:
+    def cuts(i: int) -> list[int]:
         size = sizes[i]
         step = chunk_blocks(size.blocks, workers)
         if workers <= 1 or not size.splittable or size.blocks < 2 * step:
-            chunks.append(Chunk(i, None, None))
-            continue
+            return []
         starts = list(range(0, size.blocks, step))
-        if size.blocks - starts[-1] < step // 2:  # fold a small remainder into its neighbour
+        if size.blocks - starts[-1] < step // 2:
             starts.pop()
-        for n, first in enumerate(starts):
-            end = starts[n + 1] if n + 1 < len(starts) else None
-            chunks.append(Chunk(i, first or None, end))
-    return chunks
+        return starts[1:]
+
+    return plan_ranges([size.blocks for size in sizes], cuts)
 
 
 _SIZES_SQL = """

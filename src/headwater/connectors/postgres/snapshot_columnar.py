@@ -34,6 +34,7 @@ import orjson
 
 from headwater.connectors.postgres import _copykernels as kernels
 from headwater.connectors.postgres.columnar_kinds import FALLBACK
+from headwater.connectors.postgres.snapshot import unescape
 from headwater.connectors.postgres.tables import TableCodec
 from headwater.converters.connect_json import json_default
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
@@ -112,25 +113,6 @@ def table_template(renderer: Any, codec: TableCodec, context: SourceContext, pos
 
 
 _EMPTY_KEY = _Pieces(np.zeros(0, dtype=np.uint8), np.zeros(2, dtype=np.int64), ())
-_UNESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
-
-
-def _field_text(raw: bytes) -> str:
-    """One COPY text field's value (snapshot.parse_copy_line's rules)."""
-    text = raw.decode("utf-8")
-    if "\\" not in text:
-        return text
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if c == "\\" and i + 1 < len(text):
-            out.append(_UNESCAPES.get(text[i + 1], text[i + 1]))
-            i += 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
 
 
 class ColumnarTable:
@@ -204,7 +186,7 @@ class ColumnarTable:
         dumps = orjson.dumps
         for r, j in where.tolist():
             f = fields[j]
-            value = converters[j](_field_text(data[starts[r, f]:ends[r, f]]))
+            value = converters[j](unescape(data[starts[r, f]:ends[r, f]].decode("utf-8")))
             parts.append(dumps(value, default=json_default))
         kernel_slow = len(parts) - (int(slow[:, self.kinds == FALLBACK].sum())
                                     if self.fallbacks else 0)

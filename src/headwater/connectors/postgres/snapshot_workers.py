@@ -18,11 +18,11 @@ from headwater.connectors.postgres.config import PostgresConnectorConfig
 from headwater.connectors.postgres.connection import connect
 from headwater.connectors.postgres.position import PostgresPosition
 from headwater.connectors.postgres.snapshot import columnar_table, copy_rows, copy_sql
-from headwater.connectors.postgres.snapshot_chunks import Chunk
+from headwater.connectors.postgres.snapshot_chunks import tid
 from headwater.connectors.postgres.tables import TableCodec, incoming_from_catalog
 from headwater.engine.parallel import ChunkEmitter
 from headwater.model.record import SourceContext
-from headwater.relational.snapshot import ChunkRows
+from headwater.relational.snapshot import ChunkRows, RangeChunk
 
 if TYPE_CHECKING:  # snapshot_columnar (numpy) loads only when a snapshot reads column-wise
     from headwater.connectors.postgres.snapshot_columnar import ColumnarTable
@@ -68,7 +68,7 @@ class PostgresChunkReader:
             self._codecs[table] = codec
         return codec
 
-    def read(self, chunk: Chunk, emitter: ChunkEmitter) -> None:
+    def read(self, chunk: RangeChunk, emitter: ChunkEmitter) -> None:
         """The chunk's rows, read as the serial snapshot reads a table (snapshot.copy_rows)."""
         spec, codec = self.spec, self._codec(chunk.table)
         info = spec.tables[chunk.table]
@@ -77,7 +77,7 @@ class PostgresChunkReader:
             columns = self._tables[chunk.table] = columnar_table(
                 emitter.renderer, codec, spec.context, spec.position,
                 f"{info.schema}.{info.name}", spec.columnar)
-        copy_rows(self.cur, copy_sql(info, codec, chunk.where()), codec,
+        copy_rows(self.cur, copy_sql(info, codec, chunk.where("ctid", tid)), codec,
                   ChunkRows(emitter, spec.context, spec.position, codec.schema), columns,
                   emitter.renderer, spec.context, emitter.batch_size)
 
