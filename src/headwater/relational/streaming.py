@@ -112,17 +112,77 @@ class LogStreamingSource:
 class LogSession:
     """One session's loop: the steps every log reader takes outside its protocol's messages.
 
-    Subclasses implement `flush_offset` and `boundary_position`; `heartbeat_position` says
-    where a heartbeat record sits (None by default)."""
+    Subclasses set `read` and implement `kind`, `handlers`, `flush_offset`, `offset_unsent`
+    and `boundary_position`; `unhandled`, `quiet` and `heartbeat_position` default to doing
+    nothing (None for the position)."""
+
+    # The next message, None when none came within the poll interval (an attribute, so that a
+    # session may switch sources, e.g. to the replay of a spilled transaction).
+    read: Callable[[], Any]
 
     def __init__(self, ctx: SourceRunContext, dispatcher: EventDispatcher, hook: Any) -> None:
         self.ctx = ctx
         self.dispatcher = dispatcher
         self.hook = hook  # the incremental snapshot hook (None: no signal channel)
 
+    # -- the read loop -----------------------------------------------------------------------
+    def run(self) -> None:
+        """Until stopped: each message to the handler of its kind, `idle` when none came.
+
+        Why one loop: both log readers are a dispatch table over the message kinds of their
+        protocol, with the same idle step between; only the table differs."""
+        stopping = self.ctx.stopping
+        handlers = self.handlers()
+        kind = self.kind
+        unhandled = self.unhandled
+        idle = self.idle
+        while not stopping.is_set():
+            message = self.read()
+            if message is None:
+                idle()
+                continue
+            handler = handlers.get(kind(message))
+            if handler is None:
+                unhandled(message)
+            else:
+                handler(message)
+
+    def kind(self, message: Any) -> Any:
+        """The key of `message`'s handler in `handlers`."""
+        raise NotImplementedError
+
+    def handlers(self) -> dict[Any, Callable[[Any], None]]:
+        """The protocol's dispatch table: message kind -> handler."""
+        raise NotImplementedError
+
+    def unhandled(self, message: Any) -> None:
+        """A message of a kind without a handler."""
+
+    def idle(self) -> None:
+        """Nothing came: what was read goes out with its offset; then a heartbeat when one is
+        due, else the reader's `quiet` step."""
+        self.flush_pending()
+        if self.dispatcher.heartbeat_due():
+            self.heartbeat()
+        else:
+            self.quiet()
+
+    def quiet(self) -> None:
+        """An idle moment without a heartbeat."""
+
+    # -- offsets -----------------------------------------------------------------------------
     def flush_offset(self) -> None:
         """Hands what was dispatched to the runtime, with the offset that restarts after it."""
         raise NotImplementedError
+
+    def offset_unsent(self) -> bool:
+        """Whether the offset moved since it was last handed over."""
+        raise NotImplementedError
+
+    def flush_pending(self) -> None:
+        """Hands over what was dispatched, or an offset that moved, if any."""
+        if self.dispatcher.pending or self.offset_unsent():
+            self.flush_offset()
 
     def boundary_position(self) -> Any:
         """Where records emitted between transactions (a closed window's) sit."""
@@ -137,10 +197,14 @@ class LogSession:
     def emit_blocking(self, records: list[ChangeRecord]) -> None:
         self.ctx.emit(Batch(records))  # no offset: a crash re-runs the signal's transaction
 
-    # -- incremental snapshot hook, per transaction ------------------------------------------
-    def hook_begin(self, *where: Any) -> None:
-        """A transaction begins at `where` (read-only: may close the window first)."""
-        self.dispatcher.extend(self.hook.begin(*where, self.boundary_position))
+    # -- transactions ------------------------------------------------------------------------
+    def begin(self, where: tuple[Any, ...], tx_id: str, ts_ms: int, position: Any,
+              event_id: str | None = None) -> None:
+        """A transaction begins (at `where`, as the hook locates it): a read-only incremental
+        snapshot window it passes closes first, then its BEGIN (transaction metadata)."""
+        if self.hook is not None:
+            self.dispatcher.extend(self.hook.begin(*where, self.boundary_position))
+        self.dispatcher.begin(tx_id, ts_ms, position, event_id)
 
     def hook_committed(self, *where: Any) -> None:
         """A transaction ended at `where`: the signals it wrote take effect, before the offset

@@ -324,9 +324,8 @@ class PostgresStreamingSource(LogStreamingSource):
         cur = self.conn.cursor()
         self._cur = cur
         spill = self._spill = None
-        self.protocol = 1
-        if self._streaming_supported():
-            self.protocol = self._streaming_protocol()
+        self.protocol = self._protocol()
+        if self.protocol > 1:
             self.spill_dir = self._spill_directory(cur)
             spill = self._spill = SpillBuffer(self.spill_dir)
         log.info("streaming step: START_REPLICATION SLOT %s LOGICAL %s (publication %s, "
@@ -355,15 +354,26 @@ class PostgresStreamingSource(LogStreamingSource):
             self._spill.close()
             self._spill = None
 
-    def _streaming_supported(self) -> bool:
+    @property
+    def server_version(self) -> int:
+        return int(getattr(self.conn, "server_version", 0) or 0)
+
+    def _protocol(self) -> int:
+        """1 with ``headwater.pgoutput.streaming`` off or before PostgreSQL 14; 4 (streaming
+        'parallel') from PostgreSQL 16 on, else 2 (streaming 'on').
+
+        Protocol 4 changes one thing a reader sees: Stream Abort carries the abort's LSN and
+        time (the decoder reads both forms).  Asking for it on 16+ is what a current
+        subscriber does (PostgreSQL 18 subscriptions default to streaming = parallel), so the
+        walsender is exercised the way the newest servers are used."""
+        version = self.server_version
         if not self.options.pgoutput_streaming:
-            return False
-        version = int(getattr(self.conn, "server_version", 0) or 0)
+            return 1
         if version < 140000:
             log.info("PostgreSQL %s cannot stream in-progress transactions (14+ can): "
                      "pgoutput protocol 1", version)
-            return False
-        return True
+            return 1
+        return 4 if version >= PARALLEL_STREAMING_MIN_SERVER_VERSION else 2
 
     def _spill_directory(self, cur: Any) -> Path:
         """`<spill root>/<slot>-<system identifier>`: one per slot and server cluster, so that
@@ -376,22 +386,11 @@ class PostgresStreamingSource(LogStreamingSource):
             raise RetriableError(f"IDENTIFY_SYSTEM failed: {exc}".strip()) from exc
         return Path(root) / f"{self.slot_name}-{system_id}"
 
-    def _streaming_protocol(self) -> int:
-        """4 (streaming 'parallel') from PostgreSQL 16 on, else 2 (streaming 'on').
-
-        Protocol 4 changes one thing a reader sees: Stream Abort carries the abort's LSN and
-        time (the decoder reads both forms).  Asking for it on 16+ is what a current
-        subscriber does (PostgreSQL 18 subscriptions default to streaming = parallel), so the
-        walsender is exercised the way the newest servers are used."""
-        version = int(getattr(self.conn, "server_version", 0) or 0)
-        return 4 if version >= PARALLEL_STREAMING_MIN_SERVER_VERSION else 2
-
     def _start_replication(self, cur: Any, start_lsn: int, *, protocol: int = 1) -> None:
         options = {"proto_version": str(protocol), "publication_names": self.publication_name}
         if protocol >= 2:
             options["streaming"] = "parallel" if protocol >= 4 else "on"
-        version = int(getattr(self.conn, "server_version", 0) or 0)
-        if self.options.messages is not None and version >= MESSAGES_MIN_SERVER_VERSION:
+        if self.options.messages is not None and self.server_version >= MESSAGES_MIN_SERVER_VERSION:
             options["messages"] = "true"  # as Debezium asks from PostgreSQL 14 on
         cur.start_replication(
             slot_name=self.slot_name,
@@ -402,18 +401,6 @@ class PostgresStreamingSource(LogStreamingSource):
             # psycopg2 refuses less than 1 s; shorter intervals are kept by our own loop (idle).
             status_interval=max(1.0, self.options.status_interval_s),
         )
-
-    def relation(self, m: Any) -> None:
-        incoming = tuple(
-            IncomingColumn(c.name, c.type_oid, c.type_modifier, c.is_key) for c in m.columns
-        )
-        if self.incremental is not None:
-            self.incremental.relation(m.oid, m.namespace, m.name,
-                                      tuple(c.name for c in m.columns))
-        old = self._codecs.get(m.oid)
-        if old is not None and old.same_shape(incoming):
-            return
-        self._codecs[m.oid] = self.codec_factory(m.oid, m.namespace, m.name, incoming)
 
 
 def old_image(
@@ -498,6 +485,12 @@ class _Loop(LogSession):
         # the server's quiet position `follow` last saw, and since when (monotonic seconds)
         self.still_at = 0
         self.still_since = time.monotonic()
+        self.codecs = source._codecs
+        self.tx_metadata = self.options.dispatch.transaction_metadata
+        # `reading` is the socket, or the replay of a committed streamed transaction until it
+        # runs dry (then back to the socket: `idle`).
+        self.reading = self.live_read = cur.read_message
+        self.read = self._read
 
     # -- signals and incremental snapshots (see connectors/postgres/incremental.py) ---------------
     def _row_position(self, lsn: int) -> PostgresPosition:
@@ -531,170 +524,163 @@ class _Loop(LogSession):
             self.emitted_ack = self.ack
         self.ack = None
 
+    def offset_unsent(self) -> bool:
+        return self.ack is not None
+
     def run(self) -> None:
-        source = self.source
-        ctx = self.ctx
-        cur = self.cur
-        decode = pgoutput.decode
-        new = tuple.__new__
-        create = Op.CREATE
-        delete = Op.DELETE
-        codecs = source._codecs
+        super().run()
+        self.flush_pending()  # stopped: what was read goes out with its offset
+
+    def _read(self) -> Any:
+        msg = self.reading()
+        if msg is not None:
+            # a replayed message's start is lower: caps more, never less
+            self.source.last_start = msg.data_start
+        return msg
+
+    def kind(self, msg: Any) -> Any:
+        return msg.payload[:1]
+
+    def handlers(self) -> dict[Any, Callable[[Any], None]]:
+        on_row = self.on_row
+        return {
+            b"I": on_row, b"U": on_row, b"D": on_row, b"B": self.on_begin,
+            b"C": self.on_commit, b"R": self.on_relation, b"T": self.on_truncate,
+            b"S": self.on_stream_start, b"c": self.on_stream_commit,
+            b"A": self.on_stream_abort, b"M": self.on_message,
+        }
+
+    def unhandled(self, msg: Any) -> None:
+        pgoutput.decode(msg.payload)  # Type, Origin: checked, nothing to emit
+
+    def on_row(self, msg: Any) -> None:
+        m: Any = pgoutput.decode(msg.payload)
+        data_start = msg.data_start
+        kind = type(m)
+        codecs = self.codecs
+        codec = codecs.get(m.relation_oid)
+        self.tx_index += 1
         dispatcher = self.dispatcher
-        change = dispatcher.change
-        convert = dispatcher.convert
-        tx_metadata = self.options.dispatch.transaction_metadata
-        Insert, Update, Delete = pgoutput.Insert, pgoutput.Update, pgoutput.Delete  # noqa: N806
-        # `read` is the socket, or the replay of a committed streamed transaction until it
-        # runs dry (then back to the socket).
-        read = live_read = cur.read_message
-        while True:
-            if ctx.stopping.is_set():
-                if dispatcher.pending or self.ack is not None:
-                    self.flush_offset()
+        hook = self.hook
+        if hook is not None and m.relation_oid in hook.watched:
+            dispatcher.extend(hook.row(
+                m, kind, functools.partial(self._row_position, data_start)))
+        if codec is None:
+            if m.relation_oid not in codecs:
+                raise RuntimeError(f"row for unknown relation {m.relation_oid}")
+            dispatcher.filtered()
+            return
+        replay = self.skipping and self._replayed()
+        if replay:
+            if not self.tx_metadata:
                 return
-            msg = read()
-            if msg is None:
-                if read is not live_read:
-                    read = live_read
-                    continue
-                self.idle()
-                if self.hook is not None:
-                    self._hook_idle()
-                continue
-            source.last_start = msg.data_start  # a replayed one's is lower: caps more, never less
-            m: Any = decode(msg.payload)  # dispatched on type(m) below (fastest in CPython)
-            kind = type(m)
-            if kind is Insert or kind is Update or kind is Delete:
-                codec = codecs.get(m.relation_oid)
-                self.tx_index += 1
-                if self.hook is not None and m.relation_oid in self.hook.watched:
-                    dispatcher.extend(self.hook.row(
-                        m, kind, functools.partial(self._row_position, msg.data_start)))
-                if codec is None:
-                    if m.relation_oid not in codecs:
-                        raise RuntimeError(f"row for unknown relation {m.relation_oid}")
-                    dispatcher.filtered()
-                    continue
-                replay = self.skipping and (
-                    self.commit_lsn < self.skip_commit  # type: ignore[operator]
-                    or (self.commit_lsn == self.skip_commit and self.tx_index <= self.skip_index)
-                )
-                if replay:
-                    if not tx_metadata:
-                        continue
-                    # Written by an earlier run: counted for the transaction block, not emitted.
-                    dispatcher.replaying = True
-                # tuple.__new__ on NamedTuples skips their Python-level __new__ (hot path).
-                pos = new(PostgresPosition,
-                          (msg.data_start, self.commit_lsn, self.prev_commit, self.xid, None,
-                           self.ts_us))
-                try:
-                    if kind is Insert:
-                        change(codec.schema, create, None, convert(codec, m.new), self.ts_ms,
-                               pos)
-                    elif kind is Update:
-                        self.update(codec, m, pos)
-                    else:
-                        change(codec.schema, delete, old_image(codec, m.old, m.old_kind,
-                                                               dispatcher),
-                               None, self.ts_ms, pos)
-                except Exception as exc:
-                    dispatcher.processing_failed(exc, self._where(msg.data_start, codec))
-                if replay:
-                    dispatcher.replaying = False
-                    continue
-                self.last_commit_lsn = self.commit_lsn
-                self.last_index = self.tx_index
-                if dispatcher.full:
-                    self.flush_offset()
-            elif kind is pgoutput.Begin:
-                source.guard.begin(msg.data_start)
-                if self.hook is not None:
-                    self.hook_begin(m.final_lsn)
-                self.begin(m, msg.data_start)
-            elif kind is pgoutput.Commit:
-                source.guard.commit(m.end_lsn)
-                if self.hook is not None:  # signals of the transaction take effect at its commit
-                    self.hook_committed(self.xid)
-                self.commit(m)
-                if self.hook is not None:
-                    self.hook.boundary(self.emit_blocking, self.flush_offset)
-            elif kind is pgoutput.Relation:
-                source.relation(m)
-            elif kind is pgoutput.Truncate:
-                self.truncate(m, msg.data_start)
-            elif kind is pgoutput.StreamStart:
-                self.segment(m, msg.data_start)
-            elif kind is pgoutput.StreamCommit:
-                read = self.stream_commit(m)
-            elif kind is pgoutput.StreamAbort:
-                self.stream_abort(m)
-            elif kind is pgoutput.LogicalMessage:
-                self.message(m, msg.data_start)
-            # Type and Origin messages carry nothing to emit here.
+            # Written by an earlier run: counted for the transaction block, not emitted.
+            dispatcher.replaying = True
+        # tuple.__new__ on NamedTuples skips their Python-level __new__ (hot path).
+        pos = tuple.__new__(PostgresPosition, (data_start, self.commit_lsn, self.prev_commit,
+                                               self.xid, None, self.ts_us))
+        try:
+            if kind is pgoutput.Insert:
+                dispatcher.change(codec.schema, Op.CREATE, None,
+                                  dispatcher.convert(codec, m.new), self.ts_ms, pos)
+            elif kind is pgoutput.Update:
+                self.update(codec, m, pos)
+            else:
+                dispatcher.change(codec.schema, Op.DELETE,
+                                  old_image(codec, m.old, m.old_kind, dispatcher), None,
+                                  self.ts_ms, pos)
+        except Exception as exc:
+            dispatcher.processing_failed(exc, self._where(data_start, codec))
+        if replay:
+            dispatcher.replaying = False
+            return
+        self.last_commit_lsn = self.commit_lsn
+        self.last_index = self.tx_index
+        if dispatcher.full:
+            self.flush_offset()
+
+    def on_relation(self, msg: Any) -> None:
+        """A table's columns: its codec, kept across sessions while its shape holds."""
+        m: Any = pgoutput.decode(msg.payload)
+        incoming = tuple(
+            IncomingColumn(c.name, c.type_oid, c.type_modifier, c.is_key) for c in m.columns)
+        if self.hook is not None:
+            self.hook.relation(m.oid, m.namespace, m.name, tuple(c.name for c in m.columns))
+        old = self.codecs.get(m.oid)
+        if old is None or not old.same_shape(incoming):
+            self.codecs[m.oid] = self.source.codec_factory(m.oid, m.namespace, m.name, incoming)
 
     # -- transactions ------------------------------------------------------------------------
-    def begin(self, m: Any, data_start: int) -> None:
-        """A Begin message; `data_start` is the WAL position the server sent it at (the
-        transaction's first LSN), the LSN of the BEGIN event's id as Debezium 3.x writes it."""
+    def on_begin(self, msg: Any) -> None:
+        """A Begin message; the WAL position the server sent it at (the transaction's first
+        LSN) is the LSN of the BEGIN event's id as Debezium 3.x writes it."""
+        m: Any = pgoutput.decode(msg.payload)
+        data_start = msg.data_start
+        self.source.guard.begin(data_start)
+        ts_ms = m.commit_ts_us // 1000
+        self.begin((m.final_lsn,), str(m.xid), ts_ms, PostgresPosition(
+            m.final_lsn, m.final_lsn, self.prev_commit, m.xid), event_id=f"{m.xid}:{data_start}")
         self.commit_lsn = m.final_lsn
         self.xid = m.xid
         self.ts_us = m.commit_ts_us
-        self.ts_ms = m.commit_ts_us // 1000
+        self.ts_ms = ts_ms
         self.tx_index = 0
         self.in_tx = True
-        self.dispatcher.begin(str(m.xid), self.ts_ms, PostgresPosition(
-            self.commit_lsn, self.commit_lsn, self.prev_commit, self.xid),
-            event_id=f"{m.xid}:{data_start}")
         if self.skipping and self.skip_commit is not None and self.commit_lsn > self.skip_commit:
             self.skipping = False
 
-    def _where(self, lsn: int, codec: TableCodec) -> str:
-        return (f"LSN {pgoutput.format_lsn(lsn)} (transaction {self.xid}, commit "
-                f"{pgoutput.format_lsn(self.commit_lsn)}, table {codec.schema.id})")
-
-    def commit(self, m: Any) -> None:
+    def on_commit(self, msg: Any) -> None:
+        m: Any = pgoutput.decode(msg.payload)
+        self.source.guard.commit(m.end_lsn)
+        if self.hook is not None:  # signals of the transaction take effect at its commit
+            self.hook_committed(self.xid)
         # Debezium 3.x: the END event's id ends with the position the server sent the Commit
         # message at (its end LSN), which becomes the next events' `sequence[0]`.
         self.dispatcher.commit(self.ts_ms, PostgresPosition(
             m.commit_lsn, m.commit_lsn, self.prev_commit, self.xid),
             event_id=f"{self.xid}:{m.end_lsn}")
-        self.prev_commit = m.end_lsn
-        self.resume_lsn = m.end_lsn
+        self.prev_commit = self.resume_lsn = self.ack = m.end_lsn
         self.received_end = max(self.received_end, m.end_lsn)
         self.last_commit_lsn = m.commit_lsn
         self.last_index = self.tx_index
-        self.ack = m.end_lsn
         self.in_tx = False
+        if self.hook is not None:
+            self.hook.boundary(self.emit_blocking, self.flush_offset)
+
+    def _where(self, lsn: int, codec: TableCodec) -> str:
+        return (f"LSN {pgoutput.format_lsn(lsn)} (transaction {self.xid}, commit "
+                f"{pgoutput.format_lsn(self.commit_lsn)}, table {codec.schema.id})")
 
     def _replayed(self) -> bool:
-        """The restart skip rule (inlined for rows): written by an earlier run."""
+        """The restart skip rule: written by an earlier run."""
         return self.skipping and (
             self.commit_lsn < self.skip_commit  # type: ignore[operator]
             or (self.commit_lsn == self.skip_commit and self.tx_index <= self.skip_index))
 
-    def truncate(self, m: Any, lsn: int) -> None:
+    def on_truncate(self, msg: Any) -> None:
+        m: Any = pgoutput.decode(msg.payload)
         self.tx_index += 1
         if self.hook is not None:  # emitted or not, the rows are gone
             self.hook.truncate(m.relation_oids)
         dispatcher = self.dispatcher
         replay = dispatcher.replaying = self._replayed()
-        pos = PostgresPosition(lsn, self.commit_lsn, self.prev_commit, self.xid, None, self.ts_us)
-        self.truncates(map(self.source._codecs.get, m.relation_oids), self.ts_ms, pos)
+        self.truncates(map(self.codecs.get, m.relation_oids), self.ts_ms,
+                       self._row_position(msg.data_start))
         dispatcher.replaying = False
         if replay:
             return
         self.last_commit_lsn = self.commit_lsn
         self.last_index = self.tx_index
 
-    def message(self, m: pgoutput.LogicalMessage, data_start: int) -> None:
+    def on_message(self, msg: Any) -> None:
         """A logical decoding message: an op m event if its prefix passes the filters.
 
         A transactional one is a data message of its transaction (commit time, xid,
         ``tx_index`` and the restart skip rule of its rows).  A non-transactional one stands
         alone between transactions: no xid, the time it is read as source time, and once it
         is durable the slot may move past it (so a restart does not send it again)."""
+        m: Any = pgoutput.decode(msg.payload)
+        data_start = msg.data_start
         capture = self.options.messages
         if capture is None:  # the slot was read without `messages`: cannot happen
             return
@@ -708,9 +694,8 @@ class _Loop(LogSession):
             content = (m.prefix, capture.encode(m.content))
             if m.transactional:
                 dispatcher.replaying = replay
-                pos = PostgresPosition(data_start, self.commit_lsn, self.prev_commit, self.xid,
-                                       None, self.ts_us)
-                dispatcher.message(capture.table, content, self.ts_ms, pos, MESSAGE_COLLECTION)
+                dispatcher.message(capture.table, content, self.ts_ms,
+                                   self._row_position(data_start), MESSAGE_COLLECTION)
                 dispatcher.replaying = False
             else:
                 # Debezium 3.x commits a non-transactional message's position before it
@@ -750,9 +735,11 @@ class _Loop(LogSession):
             raise RuntimeError("streamed transaction message on a protocol 1 replication stream")
         return self.spill
 
-    def segment(self, m: Any, data_start: int) -> None:
+    def on_stream_start(self, msg: Any) -> None:
         """Stream Start: spill the segment's data messages, undecoded, until Stream Stop."""
+        m: Any = pgoutput.decode(msg.payload)
         spill = self._spill()
+        data_start = msg.data_start
         source = self.source
         source.guard.stream_start(m.xid, data_start)
         try:
@@ -773,7 +760,7 @@ class _Loop(LogSession):
                 return  # the spill buffer is closed by `execute`
             msg = read()
             if msg is None:
-                self.idle()
+                self.pause()
                 confirmed = source._confirmed
                 continue
             data = msg.payload
@@ -796,8 +783,7 @@ class _Loop(LogSession):
         Called when psycopg2 would forward the flush position on the next keepalive (the last
         message's position is not after what we confirmed) while a received commit is not
         durable yet: once it is, forwarding confirms nothing that is not durable."""
-        if self.dispatcher.pending or self.ack is not None:
-            self.flush_offset()
+        self.flush_pending()
         source = self.source
         stopping = self.ctx.stopping
         while source._durable < self.received_end and not stopping.is_set():
@@ -811,8 +797,9 @@ class _Loop(LogSession):
             self.source._send_feedback(force=True)
             self.last_feedback = now
 
-    def stream_commit(self, m: Any) -> Callable[[], _ReplayMessage | None]:
-        """Stream Commit: the reader that replays the transaction, then returns None."""
+    def on_stream_commit(self, msg: Any) -> None:
+        """Stream Commit: read next the replay of the transaction (then None: `idle`)."""
+        m: Any = pgoutput.decode(msg.payload)
         spill = self._spill()
         first = self.source.guard.stream_end(m.xid)
         self.received_end = max(self.received_end, m.end_lsn)
@@ -820,7 +807,7 @@ class _Loop(LogSession):
                   m.xid, pgoutput.format_lsn(m.commit_lsn), spill.size(m.xid))
         records = spill.replay(m.xid)
         start = m.commit_lsn if first is None else first
-        return functools.partial(next, self._replay(m, start, records), None)
+        self.reading = functools.partial(next, self._replay(m, start, records), None)
 
     def _replay(
         self, m: Any, start: int, records: Iterator[tuple[int, bytes]]
@@ -834,7 +821,8 @@ class _Loop(LogSession):
                 self.keepalive()
         yield new(_ReplayMessage, (b"C" + _COMMIT.pack(0, m.commit_lsn, m.end_lsn, ts), m.end_lsn))
 
-    def stream_abort(self, m: Any) -> None:
+    def on_stream_abort(self, msg: Any) -> None:
+        m: Any = pgoutput.decode(msg.payload)
         spill = self._spill()
         if m.subxid == m.xid:
             self.source.guard.stream_end(m.xid)
@@ -844,19 +832,28 @@ class _Loop(LogSession):
 
     # -- idle: flush, feedback, heartbeats ------------------------------------------------------
     def idle(self) -> None:
+        """Nothing came from the socket (or a replay ran dry: back to the socket)."""
+        if self.reading is not self.live_read:
+            self.reading = self.live_read
+            return
+        self.pause()
+        if self.hook is not None:
+            self._hook_idle()
+
+    def pause(self) -> None:
+        """Flush, heartbeat or follow, feedback; then wait up to 0.2 s for the socket."""
+        super().idle()
         source = self.source
-        if self.dispatcher.pending or self.ack is not None:
-            self.flush_offset()
         now = time.monotonic()
-        if self.dispatcher.heartbeat_due():
-            self.heartbeat()
-        elif self.options.confirm_flush:
-            self.follow(now)
         if (source.confirmable() > source._confirmed
                 or now - self.last_feedback > self.options.status_interval_s):
             source._send_feedback(force=True)
             self.last_feedback = now
         select.select([self.cur], [], [], 0.2)
+
+    def quiet(self) -> None:
+        if self.options.confirm_flush:
+            self.follow(time.monotonic())
 
     def quiet_position(self) -> int | None:
         """The server's WAL end (its last message or keepalive) when it may be stored and
@@ -926,8 +923,7 @@ class _Loop(LogSession):
         if self.in_tx or source.guard.open_streams:
             return  # a transaction of ours is open: the stored offset stays as it is
         try:
-            if self.dispatcher.pending or self.ack is not None:
-                self.flush_offset()
+            self.flush_pending()
             stopping = self.ctx.stopping
             deadline = time.monotonic() + 60
             while (source._durable < self.emitted_ack and not stopping.is_set()
