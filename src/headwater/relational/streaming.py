@@ -21,11 +21,11 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from headwater.engine.dispatcher import EventDispatcher
+from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import Batch
 from headwater.engine.source import SourceRunContext
-from headwater.model.record import ChangeRecord
+from headwater.model.record import ChangeRecord, SourceContext
 
 log = logging.getLogger("headwater.relational.streaming")
 
@@ -68,6 +68,7 @@ class LogStreamingSource:
     connection_errors: tuple[type[BaseException], ...] = ()
 
     metrics: CaptureMetrics
+    context: SourceContext
     # signals and incremental snapshots (None: no signal channel configured)
     incremental: Any
 
@@ -120,10 +121,14 @@ class LogSession:
     # session may switch sources, e.g. to the replay of a spilled transaction).
     read: Callable[[], Any]
 
-    def __init__(self, ctx: SourceRunContext, dispatcher: EventDispatcher, hook: Any) -> None:
+    def __init__(self, source: LogStreamingSource, ctx: SourceRunContext,
+                 options: DispatchOptions, heartbeat_action: Callable[[], None] | None) -> None:
         self.ctx = ctx
-        self.dispatcher = dispatcher
-        self.hook = hook  # the incremental snapshot hook (None: no signal channel)
+        self.dispatcher = EventDispatcher(source.context, options, source.metrics, ctx.emit,
+                                          heartbeat_action)
+        self.tx_metadata = options.transaction_metadata
+        self.hook = source.incremental  # the incremental snapshot hook (None: no signal channel)
+        self.in_tx = False  # inside a transaction of the log
 
     # -- the read loop -----------------------------------------------------------------------
     def run(self) -> None:

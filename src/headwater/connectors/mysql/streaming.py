@@ -207,9 +207,8 @@ class _Loop(LogSession):
         self.cfg = source.cfg
         self.state = source.state
         self.client = client
-        super().__init__(ctx, EventDispatcher(
-            source.context, DispatchOptions.from_config(self.cfg), source.metrics, ctx.emit,
-            source.heartbeat_action), source.incremental)
+        super().__init__(source, ctx, DispatchOptions.from_config(self.cfg),
+                         source.heartbeat_action)
         self.file = str(offset["file"])
         self.gtid_state = parse_gtid_state(offset.get("gtids"))
         # GTIDs go into offsets only when the start position had them: a set built from the
@@ -220,7 +219,6 @@ class _Loop(LogSession):
         self.skip_events = int(offset.get("event", 0))
         self.skip_rows = int(offset.get("row", 0))
         # The transaction being read.
-        self.in_tx = False
         self.tx_file = self.file
         self.tx_pos = int(offset["pos"])
         self.tx_gtids_before = gtid_set_text(self.gtid_state) or None
@@ -233,7 +231,6 @@ class _Loop(LogSession):
         # last_offset (a transaction end) not yet handed to the runtime.
         self.offset_pending = False
         self.last_emit = time.monotonic()
-        self.tx_metadata = self.cfg.provide_transaction_metadata
         if self.hook is not None:
             self.hook.start(offset, self.file, self.tx_pos)
         self.read = self._read

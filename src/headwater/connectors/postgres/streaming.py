@@ -451,9 +451,7 @@ class _Loop(LogSession):
         self.cur = cur
         self.options = source.options
         self.spill = spill  # protocol 2 (streaming on) only
-        super().__init__(ctx, EventDispatcher(
-            source.context, self.options.dispatch, source.metrics, ctx.emit,
-            self.options.heartbeat_action), source.incremental)
+        super().__init__(source, ctx, self.options.dispatch, self.options.heartbeat_action)
         self.dispatcher.event_tx_id = _event_tx_id
         # transaction state
         self.commit_lsn = 0
@@ -461,7 +459,6 @@ class _Loop(LogSession):
         self.ts_ms = 0
         self.ts_us: int | None = None  # commit time of the transaction, Unix-epoch µs
         self.tx_index = 0  # data messages of the transaction so far (restart skipping)
-        self.in_tx = False
         # `source.sequence[0]` of the first transaction, Debezium 3.x's lastCommitLsn: the
         # position we resume from, the end LSN of the last durable transaction's Commit, which
         # Debezium too restores from its offset.  After the snapshot Debezium has none (null);
@@ -486,7 +483,6 @@ class _Loop(LogSession):
         self.still_at = 0
         self.still_since = time.monotonic()
         self.codecs = source._codecs
-        self.tx_metadata = self.options.dispatch.transaction_metadata
         # `reading` is the socket, or the replay of a committed streamed transaction until it
         # runs dry (then back to the socket: `idle`).
         self.reading = self.live_read = cur.read_message
