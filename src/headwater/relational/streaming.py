@@ -1,18 +1,20 @@
 """What the log readers (PostgreSQL's pgoutput stream, MySQL's binlog) do the same way around
-their protocol: the shape of a streaming session, and the loop's steps at a transaction's
-begin and commit, at a heartbeat, for a blocking snapshot and for truncated tables.
+their protocol: the shape of a streaming session, its read loop, and the loop's steps when
+nothing came, at a transaction's begin and commit, at a heartbeat, for a blocking snapshot and
+for truncated tables.
 
 Why a base: every relational reader (the change-table poller of relational.changetables too)
 is one `execute(ctx, offset)` per connection (a lost connection becomes a retriable error, the
-incremental snapshot hook is closed with the session), and both log readers' loops hand the
-incremental snapshot hook the same callbacks - hand what was read over with its offset
-(`flush_offset`), emit a blocking snapshot's records without an offset (`emit_blocking`), say
-where records read between transactions sit (`boundary_position`) - and put its progress into
-every stored offset (`with_progress`).  A connector's streaming module
-keeps its protocol, its positions and its decoding.
+incremental snapshot hook is closed with the session).  Both log readers' loops are a dispatch
+table over their protocol's message kinds with one idle step between (hand over what is
+pending, then a heartbeat when due), and hand the incremental snapshot hook the same
+callbacks - hand what was read over with its offset (`flush_offset`), emit a blocking
+snapshot's records without an offset (`emit_blocking`), say where records read between
+transactions sit (`boundary_position`) - and put its progress into every stored offset
+(`with_progress`).  A connector's streaming module keeps its protocol's handlers, its
+positions and its decoding.
 
-Nothing here runs per row: the connectors' hot loops stay theirs; these methods run once per
-transaction, per heartbeat or per session.
+Per message the loop costs one table look-up and a call; rows are the handlers' own.
 """
 
 from __future__ import annotations

@@ -187,32 +187,24 @@ class FlushGuard:
         return low
 
 
-class StreamingOptions:
+class StreamingOptions(NamedTuple):
     """What the streaming source does beyond rows: all from the connector configuration."""
 
-    def __init__(
-        self,
-        *,
-        dispatch: DispatchOptions,
-        status_interval_s: float,
-        heartbeat_action: Callable[[], None] | None = None,
-        pgoutput_streaming: bool = True,
-        spill_dir: Path | None = None,
-        messages: MessageCapture | None = None,
-        confirm_flush: bool = True,
-    ) -> None:
-        # What the engine's dispatcher does with the decoded changes.
-        self.dispatch = dispatch
-        # lsn.flush.mode=manual: the slot's confirmed position is never moved by us.
-        self.confirm_flush = confirm_flush
-        # Logical decoding messages (op m); None: the slot is read without them.
-        self.messages = messages
-        self.status_interval_s = max(0.5, status_interval_s)
-        self.heartbeat_action = heartbeat_action
-        # headwater.pgoutput.streaming: protocol 2 with streaming 'on' where the server has it.
-        self.pgoutput_streaming = pgoutput_streaming
-        # Parent of the spill directories (one per slot and server); None: the temp directory.
-        self.spill_dir = spill_dir
+    dispatch: DispatchOptions  # what the engine's dispatcher does with the decoded changes
+    status_interval_s: float  # status.update.interval.ms (0.5 s at least: `status_s`)
+    heartbeat_action: Callable[[], None] | None = None
+    # headwater.pgoutput.streaming: protocol 2 with streaming 'on' where the server has it.
+    pgoutput_streaming: bool = True
+    # Parent of the spill directories (one per slot and server); None: the temp directory.
+    spill_dir: Path | None = None
+    # Logical decoding messages (op m); None: the slot is read without them.
+    messages: MessageCapture | None = None
+    # lsn.flush.mode=manual: the slot's confirmed position is never moved by us.
+    confirm_flush: bool = True
+
+    @property
+    def status_s(self) -> float:
+        return max(0.5, self.status_interval_s)
 
 
 class PostgresStreamingSource(LogStreamingSource):
@@ -399,7 +391,7 @@ class PostgresStreamingSource(LogStreamingSource):
             decode=False,
             options=options,
             # psycopg2 refuses less than 1 s; shorter intervals are kept by our own loop (idle).
-            status_interval=max(1.0, self.options.status_interval_s),
+            status_interval=max(1.0, self.options.status_s),
         )
 
 
@@ -789,7 +781,7 @@ class _Loop(LogSession):
     def keepalive(self) -> None:
         """Status update while not reading (replay, settle): keeps wal_sender_timeout away."""
         now = time.monotonic()
-        if now - self.last_feedback > self.options.status_interval_s:
+        if now - self.last_feedback > self.options.status_s:
             self.source._send_feedback(force=True)
             self.last_feedback = now
 
@@ -842,7 +834,7 @@ class _Loop(LogSession):
         source = self.source
         now = time.monotonic()
         if (source.confirmable() > source._confirmed
-                or now - self.last_feedback > self.options.status_interval_s):
+                or now - self.last_feedback > self.options.status_s):
             source._send_feedback(force=True)
             self.last_feedback = now
         select.select([self.cur], [], [], 0.2)
