@@ -212,6 +212,7 @@ class LogSession:
         if self.hook is not None:
             self.dispatcher.extend(self.hook.begin(*where, self.boundary_position))
         self.dispatcher.begin(tx_id, ts_ms, position, event_id)
+        self.in_tx = True
 
     def hook_committed(self, *where: Any) -> None:
         """A transaction ended at `where`: the signals it wrote take effect, before the offset

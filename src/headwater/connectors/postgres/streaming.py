@@ -527,7 +527,6 @@ class _Loop(LogSession):
         self.ts_us = m.commit_ts_us
         self.ts_ms = ts_ms
         self.tx_index = 0
-        self.in_tx = True
         if self.skipping and self.skip_commit is not None and self.commit_lsn > self.skip_commit:
             self.skipping = False
 
