@@ -155,7 +155,9 @@ class LogSession:
                 handler(message)
 
     def kind(self, message: Any) -> Any:
-        """The key of `message`'s handler in `handlers`."""
+        """The key of `message`'s handler in `handlers`; called once for each message, right
+        after it is read (a reader notes there what it keeps of every message, e.g. when or
+        where it came: no second call per message)."""
         raise NotImplementedError
 
     def handlers(self) -> dict[Any, Callable[[Any], None]]:

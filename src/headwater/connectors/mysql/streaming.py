@@ -13,6 +13,7 @@ the transaction size.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -233,8 +234,7 @@ class _Loop(LogSession):
         self.last_emit = time.monotonic()
         if self.hook is not None:
             self.hook.start(offset, self.file, self.tx_pos)
-        self.read = self._read
-        self.poll = self.cfg.poll_interval_ms / 1000
+        self.read = functools.partial(client.read_event, self.cfg.poll_interval_ms / 1000)
         # connect.keep.alive: a connection silent this long (no event, no heartbeat) is lost
         self.silence = (self.cfg.connect_keep_alive_interval_ms / 1000
                         if self.cfg.connect_keep_alive else None)
@@ -242,17 +242,8 @@ class _Loop(LogSession):
 
     # -- loop ------------------------------------------------------------------------------------
 
-    def _read(self) -> Any:
-        event = self.client.read_event(self.poll)
-        if event is not None:
-            self.seen = time.monotonic()
-        elif self.silence is not None and time.monotonic() - self.seen > self.silence:
-            raise ConnectionError(
-                "no event or heartbeat from the server for connect.keep.alive."
-                f"interval.ms={self.cfg.connect_keep_alive_interval_ms}")
-        return event
-
     def kind(self, event: Any) -> Any:
+        self.seen = time.monotonic()
         return event.type_code
 
     def handlers(self) -> dict[Any, Callable[[Any], None]]:
@@ -269,6 +260,10 @@ class _Loop(LogSession):
             self.hook.moved(self.file, event.log_pos)
 
     def idle(self) -> None:
+        if self.silence is not None and time.monotonic() - self.seen > self.silence:
+            raise ConnectionError(
+                "no event or heartbeat from the server for connect.keep.alive."
+                f"interval.ms={self.cfg.connect_keep_alive_interval_ms}")
         if self.in_tx:  # inside a transaction nothing moves the offset
             return
         self._boundary()

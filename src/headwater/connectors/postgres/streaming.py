@@ -389,10 +389,9 @@ class _Loop(LogSession):
         self.still_at = 0
         self.still_since = time.monotonic()
         self.codecs = source._codecs
-        # `reading` is the socket, or the replay of a committed streamed transaction until it
+        # `read` is the socket, or the replay of a committed streamed transaction until it
         # runs dry (then back to the socket: `idle`).
-        self.reading = self.live_read = cur.read_message
-        self.read = self._read
+        self.read = self.live_read = cur.read_message
 
     # -- signals and incremental snapshots (see connectors/postgres/incremental.py) ---------------
     def _row_position(self, lsn: int) -> PostgresPosition:
@@ -433,14 +432,10 @@ class _Loop(LogSession):
         super().run()
         self.flush_pending()  # stopped: what was read goes out with its offset
 
-    def _read(self) -> Any:
-        msg = self.reading()
-        if msg is not None:
-            # a replayed message's start is lower: caps more, never less
-            self.source.last_start = msg.data_start
-        return msg
-
     def kind(self, msg: Any) -> Any:
+        # the last message's start caps what is confirmed (a replayed one's is lower: caps
+        # more, never less)
+        self.source.last_start = msg.data_start
         return msg.payload[:1]
 
     def handlers(self) -> dict[Any, Callable[[Any], None]]:
@@ -708,7 +703,7 @@ class _Loop(LogSession):
                   m.xid, pgoutput.format_lsn(m.commit_lsn), spill.size(m.xid))
         records = spill.replay(m.xid)
         start = m.commit_lsn if first is None else first
-        self.reading = functools.partial(next, self._replay(m, start, records), None)
+        self.read = functools.partial(next, self._replay(m, start, records), None)
 
     def _replay(
         self, m: Any, start: int, records: Iterator[tuple[int, bytes]]
@@ -734,8 +729,8 @@ class _Loop(LogSession):
     # -- idle: flush, feedback, heartbeats ------------------------------------------------------
     def idle(self) -> None:
         """Nothing came from the socket (or a replay ran dry: back to the socket)."""
-        if self.reading is not self.live_read:
-            self.reading = self.live_read
+        if self.read is not self.live_read:
+            self.read = self.live_read
             return
         self.pause()
         if self.hook is not None:
