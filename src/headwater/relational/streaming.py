@@ -14,7 +14,8 @@ transactions sit (`boundary_position`) - and put its progress into every stored 
 (`with_progress`).  A connector's streaming module keeps its protocol's handlers, its
 positions and its decoding.
 
-Per message the loop costs one table look-up and a call; rows are the handlers' own.
+Per message the loop costs two calls (`kind`, the handler) and a table look-up; rows are the
+handlers' own.
 """
 
 from __future__ import annotations
