@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from headwater.engine.dispatcher import DispatchOptions
 from headwater.engine.metrics import CaptureMetrics
+from headwater.engine.queue import Batch
 from headwater.engine.source import RetriableError, SourceRunContext
-from headwater.relational.streaming import ActionConnection, LogStreamingSource
+from headwater.model.record import SourceContext
+from headwater.relational.streaming import ActionConnection, LogSession, LogStreamingSource
 
 
 class _Conn:
@@ -111,3 +115,94 @@ def test_a_session_needs_its_start_position() -> None:
         with pytest.raises(RuntimeError, match="needs a start offset"):
             source.execute(_ctx(), offset)
     assert source.lost == []
+
+
+class _Session(LogSession):
+    """A scripted log: each item a message (kind, payload), or None for 'nothing came'."""
+
+    def __init__(self, script: list[tuple[str, Any] | None], heartbeat_s: float = 0.0,
+                 hook: Any = None) -> None:
+        source = _Source(fail_after_connect=False)
+        source.context = SourceContext("postgresql", "srv", "test")
+        source.incremental = hook
+        self.batches: list[Batch] = []
+        stop = threading.Event()
+        super().__init__(source, SourceRunContext(self.batches.append, stop),
+                         DispatchOptions(heartbeat_interval_s=heartbeat_s), None)
+        self.script = list(script)
+        self.seen: list[Any] = []
+        self.flushed = 0
+        self.moved = False
+        self.quiet_steps = 0
+
+        def read() -> tuple[str, Any] | None:
+            if not self.script:
+                stop.set()
+                return None
+            return self.script.pop(0)
+
+        self.read = read
+
+    def kind(self, message: Any) -> Any:
+        return message[0]
+
+    def handlers(self) -> dict[Any, Callable[[Any], None]]:
+        return {"row": self.seen.append, "move": lambda _m: setattr(self, "moved", True)}
+
+    def unhandled(self, message: Any) -> None:
+        self.seen.append(("unhandled", message[1]))
+
+    def flush_offset(self) -> None:
+        self.flushed += 1
+        self.moved = False
+        self.dispatcher.flush({"pos": self.flushed})
+
+    def offset_unsent(self) -> bool:
+        return self.moved
+
+    def quiet(self) -> None:
+        self.quiet_steps += 1
+
+    def boundary_position(self) -> Any:
+        return "between"
+
+
+def test_the_loop_hands_each_message_to_its_kind_and_idles_when_none_came() -> None:
+    session = _Session([("row", 1), ("type", 2), None, ("move", 3), None, None])
+    session.run()
+    assert session.seen == [("row", 1), ("unhandled", 2)]
+    # idle: nothing pending and the offset unmoved -> only the quiet step; after "move" the
+    # offset goes out once, then nothing more to hand over
+    assert session.flushed == 1 and session.quiet_steps == 4
+    assert [b.offset for b in session.batches] == [{"pos": 1}]
+
+
+def test_an_idle_moment_sends_a_due_heartbeat_with_the_offset_instead_of_the_quiet_step(
+) -> None:
+    session = _Session([None], heartbeat_s=3600)
+    session.dispatcher.last_heartbeat = 0.0  # due at the first idle moment, not at the next
+    session.run()
+    assert session.quiet_steps == 1 and session.flushed == 1
+    assert [type(r).__name__ for b in session.batches for r in b.records] == ["HeartbeatEvent"]
+    assert session.batches[0].offset == {"pos": 1}
+
+
+class _BeginHook:
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def begin(self, *where: Any) -> list[Any]:
+        *args, position = where
+        self.calls.append((*args, position()))
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_transaction_begins_through_the_hook_then_opens() -> None:
+    hook = _BeginHook()
+    session = _Session([], hook=hook)
+    session.begin(("gtid-1", "binlog.000001", 4), "gtid-1", 1000, None)
+    assert hook.calls == [("gtid-1", "binlog.000001", 4, "between")]
+    assert session.in_tx and session.dispatcher.in_tx and session.dispatcher.tx_id == "gtid-1"

@@ -1,18 +1,21 @@
 """What the log readers (PostgreSQL's pgoutput stream, MySQL's binlog) do the same way around
-their protocol: the shape of a streaming session, and the loop's steps at a transaction's
-begin and commit, at a heartbeat, for a blocking snapshot and for truncated tables.
+their protocol: the shape of a streaming session, its read loop, and the loop's steps when
+nothing came, at a transaction's begin and commit, at a heartbeat, for a blocking snapshot and
+for truncated tables.
 
 Why a base: every relational reader (the change-table poller of relational.changetables too)
 is one `execute(ctx, offset)` per connection (a lost connection becomes a retriable error, the
-incremental snapshot hook is closed with the session), and both log readers' loops hand the
-incremental snapshot hook the same callbacks - hand what was read over with its offset
-(`flush_offset`), emit a blocking snapshot's records without an offset (`emit_blocking`), say
-where records read between transactions sit (`boundary_position`) - and put its progress into
-every stored offset (`with_progress`).  A connector's streaming module
-keeps its protocol, its positions and its decoding.
+incremental snapshot hook is closed with the session).  Both log readers' loops are a dispatch
+table over their protocol's message kinds with one idle step between (hand over what is
+pending, then a heartbeat when due), and hand the incremental snapshot hook the same
+callbacks - hand what was read over with its offset (`flush_offset`), emit a blocking
+snapshot's records without an offset (`emit_blocking`), say where records read between
+transactions sit (`boundary_position`) - and put its progress into every stored offset
+(`with_progress`).  A connector's streaming module keeps its protocol's handlers, its
+positions and its decoding.
 
-Nothing here runs per row: the connectors' hot loops stay theirs; these methods run once per
-transaction, per heartbeat or per session.
+Per message the loop costs two calls (`kind`, the handler) and a table look-up; rows are the
+handlers' own.
 """
 
 from __future__ import annotations
@@ -21,11 +24,11 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from headwater.engine.dispatcher import EventDispatcher
+from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import Batch
 from headwater.engine.source import SourceRunContext
-from headwater.model.record import ChangeRecord
+from headwater.model.record import ChangeRecord, SourceContext
 
 log = logging.getLogger("headwater.relational.streaming")
 
@@ -68,6 +71,7 @@ class LogStreamingSource:
     connection_errors: tuple[type[BaseException], ...] = ()
 
     metrics: CaptureMetrics
+    context: SourceContext
     # signals and incremental snapshots (None: no signal channel configured)
     incremental: Any
 
@@ -112,17 +116,83 @@ class LogStreamingSource:
 class LogSession:
     """One session's loop: the steps every log reader takes outside its protocol's messages.
 
-    Subclasses implement `flush_offset` and `boundary_position`; `heartbeat_position` says
-    where a heartbeat record sits (None by default)."""
+    Subclasses set `read` and implement `kind`, `handlers`, `flush_offset`, `offset_unsent`
+    and `boundary_position`; `unhandled`, `quiet` and `heartbeat_position` default to doing
+    nothing (None for the position)."""
 
-    def __init__(self, ctx: SourceRunContext, dispatcher: EventDispatcher, hook: Any) -> None:
+    # The next message, None when none came within the poll interval (an attribute, so that a
+    # session may switch sources, e.g. to the replay of a spilled transaction).
+    read: Callable[[], Any]
+
+    def __init__(self, source: LogStreamingSource, ctx: SourceRunContext,
+                 options: DispatchOptions, heartbeat_action: Callable[[], None] | None) -> None:
         self.ctx = ctx
-        self.dispatcher = dispatcher
-        self.hook = hook  # the incremental snapshot hook (None: no signal channel)
+        self.dispatcher = EventDispatcher(source.context, options, source.metrics, ctx.emit,
+                                          heartbeat_action)
+        self.tx_metadata = options.transaction_metadata
+        self.hook = source.incremental  # the incremental snapshot hook (None: no signal channel)
+        self.in_tx = False  # inside a transaction of the log
 
+    # -- the read loop -----------------------------------------------------------------------
+    def run(self) -> None:
+        """Until stopped: each message to the handler of its kind, `idle` when none came.
+
+        Why one loop: both log readers are a dispatch table over the message kinds of their
+        protocol, with the same idle step between; only the table differs."""
+        stopping = self.ctx.stopping
+        handlers = self.handlers()
+        kind = self.kind
+        unhandled = self.unhandled
+        idle = self.idle
+        while not stopping.is_set():
+            message = self.read()
+            if message is None:
+                idle()
+                continue
+            handler = handlers.get(kind(message))
+            if handler is None:
+                unhandled(message)
+            else:
+                handler(message)
+
+    def kind(self, message: Any) -> Any:
+        """The key of `message`'s handler in `handlers`; called once for each message, right
+        after it is read (a reader notes there what it keeps of every message, e.g. when or
+        where it came: no second call per message)."""
+        raise NotImplementedError
+
+    def handlers(self) -> dict[Any, Callable[[Any], None]]:
+        """The protocol's dispatch table: message kind -> handler."""
+        raise NotImplementedError
+
+    def unhandled(self, message: Any) -> None:
+        """A message of a kind without a handler."""
+
+    def idle(self) -> None:
+        """Nothing came: what was read goes out with its offset; then a heartbeat when one is
+        due, else the reader's `quiet` step."""
+        self.flush_pending()
+        if self.dispatcher.heartbeat_due():
+            self.heartbeat()
+        else:
+            self.quiet()
+
+    def quiet(self) -> None:
+        """An idle moment without a heartbeat."""
+
+    # -- offsets -----------------------------------------------------------------------------
     def flush_offset(self) -> None:
         """Hands what was dispatched to the runtime, with the offset that restarts after it."""
         raise NotImplementedError
+
+    def offset_unsent(self) -> bool:
+        """Whether the offset moved since it was last handed over."""
+        raise NotImplementedError
+
+    def flush_pending(self) -> None:
+        """Hands over what was dispatched, or an offset that moved, if any."""
+        if self.dispatcher.pending or self.offset_unsent():
+            self.flush_offset()
 
     def boundary_position(self) -> Any:
         """Where records emitted between transactions (a closed window's) sit."""
@@ -137,10 +207,15 @@ class LogSession:
     def emit_blocking(self, records: list[ChangeRecord]) -> None:
         self.ctx.emit(Batch(records))  # no offset: a crash re-runs the signal's transaction
 
-    # -- incremental snapshot hook, per transaction ------------------------------------------
-    def hook_begin(self, *where: Any) -> None:
-        """A transaction begins at `where` (read-only: may close the window first)."""
-        self.dispatcher.extend(self.hook.begin(*where, self.boundary_position))
+    # -- transactions ------------------------------------------------------------------------
+    def begin(self, where: tuple[Any, ...], tx_id: str, ts_ms: int, position: Any,
+              event_id: str | None = None) -> None:
+        """A transaction begins (at `where`, as the hook locates it): a read-only incremental
+        snapshot window it passes closes first, then its BEGIN (transaction metadata)."""
+        if self.hook is not None:
+            self.dispatcher.extend(self.hook.begin(*where, self.boundary_position))
+        self.dispatcher.begin(tx_id, ts_ms, position, event_id)
+        self.in_tx = True
 
     def hook_committed(self, *where: Any) -> None:
         """A transaction ended at `where`: the signals it wrote take effect, before the offset

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from headwater.connectors.postgres.streaming import FlushGuard
+from headwater.connectors.postgres.flush_guard import FlushGuard
 
 
 def test_sequential_transactions_confirm_their_end() -> None:

@@ -13,9 +13,10 @@ the transaction size.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
@@ -207,9 +208,8 @@ class _Loop(LogSession):
         self.cfg = source.cfg
         self.state = source.state
         self.client = client
-        super().__init__(ctx, EventDispatcher(
-            source.context, DispatchOptions.from_config(self.cfg), source.metrics, ctx.emit,
-            source.heartbeat_action), source.incremental)
+        super().__init__(source, ctx, DispatchOptions.from_config(self.cfg),
+                         source.heartbeat_action)
         self.file = str(offset["file"])
         self.gtid_state = parse_gtid_state(offset.get("gtids"))
         # GTIDs go into offsets only when the start position had them: a set built from the
@@ -220,7 +220,6 @@ class _Loop(LogSession):
         self.skip_events = int(offset.get("event", 0))
         self.skip_rows = int(offset.get("row", 0))
         # The transaction being read.
-        self.in_tx = False
         self.tx_file = self.file
         self.tx_pos = int(offset["pos"])
         self.tx_gtids_before = gtid_set_text(self.gtid_state) or None
@@ -233,62 +232,49 @@ class _Loop(LogSession):
         # last_offset (a transaction end) not yet handed to the runtime.
         self.offset_pending = False
         self.last_emit = time.monotonic()
-        self.tx_metadata = self.cfg.provide_transaction_metadata
         if self.hook is not None:
             self.hook.start(offset, self.file, self.tx_pos)
+        self.read = functools.partial(client.read_event, self.cfg.poll_interval_ms / 1000)
+        # connect.keep.alive: a connection silent this long (no event, no heartbeat) is lost
+        self.silence = (self.cfg.connect_keep_alive_interval_ms / 1000
+                        if self.cfg.connect_keep_alive else None)
+        self.seen = time.monotonic()
 
     # -- loop ------------------------------------------------------------------------------------
 
-    def run(self) -> None:
-        poll = self.cfg.poll_interval_ms / 1000
-        stopping = self.ctx.stopping
-        read = self.client.read_event
-        handlers = {
+    def kind(self, event: Any) -> Any:
+        self.seen = time.monotonic()
+        return event.type_code
+
+    def handlers(self) -> dict[Any, Callable[[Any], None]]:
+        table: dict[Any, Callable[[Any], None]] = dict.fromkeys(ROWS, self.on_rows)
+        table.update({
             ROTATE: self.on_rotate, QUERY: self.on_query, XID: self.on_commit,
             TABLE_MAP: self.on_table_map, MARIADB_GTID: self.on_gtid, MYSQL_GTID: self.on_gtid,
-            ANNOTATE_ROWS: self.on_annotate,
-        }
-        on_rows = self.on_rows
-        monotonic = time.monotonic
-        silence = (self.cfg.connect_keep_alive_interval_ms / 1000
-                   if self.cfg.connect_keep_alive else None)
-        seen = monotonic()
-        while not stopping.is_set():
-            event = read(poll)
-            if event is None:
-                if silence is not None and monotonic() - seen > silence:
-                    raise ConnectionError(
-                        "no event or heartbeat from the server for connect.keep.alive."
-                        f"interval.ms={self.cfg.connect_keep_alive_interval_ms}")
-                self.idle()
-                continue
-            seen = monotonic()
-            if event.type_code == HEARTBEAT:
-                self.idle()
-                continue
-            code = event.type_code
-            if code in ROWS:
-                on_rows(event)
-            else:
-                handler = handlers.get(code)
-                if handler is not None:
-                    handler(event)
-                elif self.hook is not None and not self.in_tx:
-                    self.hook.moved(self.file, event.log_pos)
+            ANNOTATE_ROWS: self.on_annotate, HEARTBEAT: lambda _event: self.idle(),
+        })
+        return table
+
+    def unhandled(self, event: Any) -> None:
+        if self.hook is not None and not self.in_tx:
+            self.hook.moved(self.file, event.log_pos)
 
     def idle(self) -> None:
+        if self.silence is not None and time.monotonic() - self.seen > self.silence:
+            raise ConnectionError(
+                "no event or heartbeat from the server for connect.keep.alive."
+                f"interval.ms={self.cfg.connect_keep_alive_interval_ms}")
         if self.in_tx:  # inside a transaction nothing moves the offset
             return
-        dispatcher = self.dispatcher
-        if self.hook is not None:
-            dispatcher.extend(self.hook.boundary(
-                self.emit_blocking, self.flush_offset, self.boundary_position))
-        if dispatcher.pending or self.offset_pending:
-            self.flush(self.last_offset)
-        if dispatcher.heartbeat_due():
-            self.heartbeat()
+        self._boundary()
+        super().idle()
         if self.hook is not None:
             self._move_if_signalled()
+
+    def _boundary(self) -> None:
+        if self.hook is not None:  # between transactions: a window may close, a chunk start
+            self.dispatcher.extend(self.hook.boundary(
+                self.emit_blocking, self.flush_offset, self.boundary_position))
 
     def _move_if_signalled(self) -> None:
         """set-binlog-position: what was read up to the signal goes out with its offset, then
@@ -307,6 +293,16 @@ class _Loop(LogSession):
         self.last_emit = time.monotonic()
         self.offset_pending = offset is not self.last_offset
 
+    def flush_offset(self) -> None:
+        self.flush(self.last_offset)
+
+    def offset_unsent(self) -> bool:
+        return self.offset_pending
+
+    def boundary_position(self) -> MySqlPosition:
+        return boundary_position(self.file, int(self.last_offset["pos"]), self.server_id,
+                                 int(self.last_offset.get("ts_sec") or 0))
+
     # -- events --------------------------------------------------------------------------------
 
     def on_rotate(self, event: Any) -> None:
@@ -315,31 +311,21 @@ class _Loop(LogSession):
         if not self.in_tx:
             self.tx_file, self.tx_pos = self.file, body.position
 
-    # -- signals and incremental snapshots (see incremental.py) --------------------------------
-
-    def boundary_position(self) -> MySqlPosition:
-        return boundary_position(self.file, int(self.last_offset["pos"]), self.server_id,
-                                 int(self.last_offset.get("ts_sec") or 0))
-
-    def flush_offset(self) -> None:
-        self.flush(self.last_offset)
-
     def on_gtid(self, event: Any) -> None:
-        if self.hook is not None:
-            self.hook_begin(event.body.gtid, self.file, event.position)
         body = event.body
-        self.gtid = body.gtid
-        self.begin(event)
+        self._begin(event, body.gtid)
         self.in_tx = not getattr(body, "standalone", False)
 
-    def begin(self, event: Any) -> None:
+    def _begin(self, event: Any, gtid: str | None) -> None:
+        self.begin((gtid, self.file, event.position), gtid or f"{self.file}:{event.position}",
+                   event.timestamp * 1000, None)
+        self.gtid = gtid
         self.tx_file = self.file
         self.tx_pos = event.position
         self.tx_gtids_before = gtid_set_text(self.gtid_state) or None
         self.events_done = 0
         self.query = None
         self.server_id = event.server_id
-        self.dispatcher.begin(self.tx_id(), event.timestamp * 1000, None)
 
     def on_annotate(self, event: Any) -> None:
         if self.cfg.include_query:
@@ -351,9 +337,7 @@ class _Loop(LogSession):
         head = sql[:9].upper()
         if head.startswith("BEGIN"):
             if self.gtid is None:  # no GTID event (MySQL without GTIDs)
-                if self.hook is not None:
-                    self.hook_begin(None, self.file, event.position)
-                self.begin(event)
+                self._begin(event, None)
             self.in_tx = True
             self.thread = body.thread_id
             return
@@ -410,10 +394,8 @@ class _Loop(LogSession):
             server_id=event.server_id, ts_sec=event.timestamp,
         )
         self.offset_pending = True
+        self._boundary()
         dispatcher = self.dispatcher
-        if hook is not None:  # between transactions: a window may close, a chunk start
-            dispatcher.extend(hook.boundary(
-                self.emit_blocking, self.flush_offset, self.boundary_position))
         now = time.monotonic()
         if dispatcher.full or now - self.last_emit >= 0.05:
             self.flush(self.last_offset)
@@ -421,9 +403,6 @@ class _Loop(LogSession):
             self.flush(self.last_offset)  # filtered traffic: move the offset now and then
         if hook is not None:
             self._move_if_signalled()
-
-    def tx_id(self) -> str:
-        return self.gtid or f"{self.tx_file}:{self.tx_pos}"
 
     def on_table_map(self, event: Any) -> None:
         body = event.body

@@ -57,7 +57,6 @@ import logging
 import select
 import struct
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -67,6 +66,7 @@ import psycopg2.errors
 from psycopg2.extras import REPLICATION_LOGICAL
 
 from headwater.connectors.postgres import pgoutput
+from headwater.connectors.postgres.flush_guard import FlushGuard
 from headwater.connectors.postgres.incremental import PostgresIncrementalHook
 from headwater.connectors.postgres.messages import (
     MESSAGE_COLLECTION,
@@ -101,118 +101,24 @@ FOLLOW_STILL_S = 1.0
 CodecFactory = Callable[[int, str, str, tuple[IncomingColumn, ...]], TableCodec | None]
 
 
-class FlushGuard:
-    """Caps the LSN we confirm below every transaction that is received but not durable yet,
-    and below every streamed transaction that is still open.
-
-    Why: psycopg2 forwards the flush position to the server's WAL end on a keepalive whenever
-    the last message it received starts at or before the LSN we last confirmed.  Forwarding
-    confirms every commit the server has sent so far; it is harmless once all of them are
-    durable, and loses the rest on a crash otherwise.  Transactions are sent in commit order,
-    but their changes interleave in the WAL, so a transaction received after another one can
-    start (its Begin's position) before that one's end LSN, even before an earlier transaction's
-    start.  Confirming at most one byte before the *smallest* start of all transactions still in
-    flight keeps psycopg2's condition false for all their messages (the stored offset, not the
-    slot, says where a restart resumes, so the lower confirmation causes no re-delivery).
-
-    Invariant: the LSN returned by `safe(durable)` is at most `durable` and lower than the
-    start of
-
-    - every transaction received and not durable: a protocol 1 transaction from its Begin until
-      `durable` reaches its end LSN, a streamed one from its Stream Commit (replayed as a Begin
-      at its first Stream Start's position) until `durable` reaches its end LSN;
-    - every streamed transaction that is open (Stream Start seen, neither committed nor
-      aborted), whatever `durable` says: its segments carry the positions of its changes,
-      which lie before later commits, and it pins the server's restart point anyway.  On Stream
-      Abort it is forgotten: nothing of it will ever be written.
-
-    Transactions first seen after we confirmed past their start cannot be helped here (a
-    confirmation is never taken back); the reader covers that case for streamed segments
-    (`_Loop.settle`).  `restart` forgets what a new replication session will send again.
-
-    In-flight transactions are kept in commit order (their end LSNs increase), minus those
-    that can never hold the minimum: an entry whose start is not below a later entry's start
-    leaves the window (becomes durable) no later than that one, so it is dropped on arrival of
-    the later one; the front is then always the smallest start, and every operation is O(1)
-    amortized.
-    """
-
-    def __init__(self) -> None:
-        self._inflight: deque[list[int]] = deque()  # [start, end_lsn or -1], starts increasing
-        self._streams: dict[int, int] = {}  # open streamed transaction xid -> smallest start
-
-    def begin(self, data_start: int) -> None:
-        inflight = self._inflight
-        while inflight and inflight[-1][0] >= data_start:
-            inflight.pop()
-        inflight.append([data_start, -1])
-
-    def commit(self, end_lsn: int) -> None:
-        if self._inflight:
-            self._inflight[-1][1] = end_lsn
-
-    def stream_start(self, xid: int, data_start: int) -> None:
-        """A segment of streamed transaction `xid` starts at `data_start`."""
-        first = self._streams.get(xid)
-        if first is None or data_start < first:
-            self._streams[xid] = data_start
-
-    def stream_end(self, xid: int) -> int | None:
-        """Stream Commit or Abort of `xid`: forget it as open; returns its smallest start.
-
-        A committed one is tracked again by the `begin`/`commit` of its replay."""
-        return self._streams.pop(xid, None)
-
-    def restart(self) -> None:
-        """A new replication session: open transactions will be sent again from their start."""
-        self._streams.clear()
-        while self._inflight and self._inflight[-1][1] < 0:
-            self._inflight.pop()
-
-    @property
-    def open_streams(self) -> int:
-        return len(self._streams)
-
-    def safe(self, durable: int) -> int:
-        """The highest LSN that may be confirmed when everything up to `durable` is durable."""
-        inflight = self._inflight
-        while inflight and 0 <= inflight[0][1] <= durable:
-            inflight.popleft()
-        low = durable
-        if inflight and inflight[0][0] <= low:
-            low = inflight[0][0] - 1
-        for first in self._streams.values():
-            if first <= low:
-                low = first - 1
-        return low
-
-
-class StreamingOptions:
+class StreamingOptions(NamedTuple):
     """What the streaming source does beyond rows: all from the connector configuration."""
 
-    def __init__(
-        self,
-        *,
-        dispatch: DispatchOptions,
-        status_interval_s: float,
-        heartbeat_action: Callable[[], None] | None = None,
-        pgoutput_streaming: bool = True,
-        spill_dir: Path | None = None,
-        messages: MessageCapture | None = None,
-        confirm_flush: bool = True,
-    ) -> None:
-        # What the engine's dispatcher does with the decoded changes.
-        self.dispatch = dispatch
-        # lsn.flush.mode=manual: the slot's confirmed position is never moved by us.
-        self.confirm_flush = confirm_flush
-        # Logical decoding messages (op m); None: the slot is read without them.
-        self.messages = messages
-        self.status_interval_s = max(0.5, status_interval_s)
-        self.heartbeat_action = heartbeat_action
-        # headwater.pgoutput.streaming: protocol 2 with streaming 'on' where the server has it.
-        self.pgoutput_streaming = pgoutput_streaming
-        # Parent of the spill directories (one per slot and server); None: the temp directory.
-        self.spill_dir = spill_dir
+    dispatch: DispatchOptions  # what the engine's dispatcher does with the decoded changes
+    status_interval_s: float  # status.update.interval.ms (0.5 s at least: `status_s`)
+    heartbeat_action: Callable[[], None] | None = None
+    # headwater.pgoutput.streaming: protocol 2 with streaming 'on' where the server has it.
+    pgoutput_streaming: bool = True
+    # Parent of the spill directories (one per slot and server); None: the temp directory.
+    spill_dir: Path | None = None
+    # Logical decoding messages (op m); None: the slot is read without them.
+    messages: MessageCapture | None = None
+    # lsn.flush.mode=manual: the slot's confirmed position is never moved by us.
+    confirm_flush: bool = True
+
+    @property
+    def status_s(self) -> float:
+        return max(0.5, self.status_interval_s)
 
 
 class PostgresStreamingSource(LogStreamingSource):
@@ -324,9 +230,8 @@ class PostgresStreamingSource(LogStreamingSource):
         cur = self.conn.cursor()
         self._cur = cur
         spill = self._spill = None
-        self.protocol = 1
-        if self._streaming_supported():
-            self.protocol = self._streaming_protocol()
+        self.protocol = self._protocol()
+        if self.protocol > 1:
             self.spill_dir = self._spill_directory(cur)
             spill = self._spill = SpillBuffer(self.spill_dir)
         log.info("streaming step: START_REPLICATION SLOT %s LOGICAL %s (publication %s, "
@@ -355,15 +260,26 @@ class PostgresStreamingSource(LogStreamingSource):
             self._spill.close()
             self._spill = None
 
-    def _streaming_supported(self) -> bool:
+    @property
+    def server_version(self) -> int:
+        return int(getattr(self.conn, "server_version", 0) or 0)
+
+    def _protocol(self) -> int:
+        """1 with ``headwater.pgoutput.streaming`` off or before PostgreSQL 14; 4 (streaming
+        'parallel') from PostgreSQL 16 on, else 2 (streaming 'on').
+
+        Protocol 4 changes one thing a reader sees: Stream Abort carries the abort's LSN and
+        time (the decoder reads both forms).  Asking for it on 16+ is what a current
+        subscriber does (PostgreSQL 18 subscriptions default to streaming = parallel), so the
+        walsender is exercised the way the newest servers are used."""
+        version = self.server_version
         if not self.options.pgoutput_streaming:
-            return False
-        version = int(getattr(self.conn, "server_version", 0) or 0)
+            return 1
         if version < 140000:
             log.info("PostgreSQL %s cannot stream in-progress transactions (14+ can): "
                      "pgoutput protocol 1", version)
-            return False
-        return True
+            return 1
+        return 4 if version >= PARALLEL_STREAMING_MIN_SERVER_VERSION else 2
 
     def _spill_directory(self, cur: Any) -> Path:
         """`<spill root>/<slot>-<system identifier>`: one per slot and server cluster, so that
@@ -376,22 +292,11 @@ class PostgresStreamingSource(LogStreamingSource):
             raise RetriableError(f"IDENTIFY_SYSTEM failed: {exc}".strip()) from exc
         return Path(root) / f"{self.slot_name}-{system_id}"
 
-    def _streaming_protocol(self) -> int:
-        """4 (streaming 'parallel') from PostgreSQL 16 on, else 2 (streaming 'on').
-
-        Protocol 4 changes one thing a reader sees: Stream Abort carries the abort's LSN and
-        time (the decoder reads both forms).  Asking for it on 16+ is what a current
-        subscriber does (PostgreSQL 18 subscriptions default to streaming = parallel), so the
-        walsender is exercised the way the newest servers are used."""
-        version = int(getattr(self.conn, "server_version", 0) or 0)
-        return 4 if version >= PARALLEL_STREAMING_MIN_SERVER_VERSION else 2
-
     def _start_replication(self, cur: Any, start_lsn: int, *, protocol: int = 1) -> None:
         options = {"proto_version": str(protocol), "publication_names": self.publication_name}
         if protocol >= 2:
             options["streaming"] = "parallel" if protocol >= 4 else "on"
-        version = int(getattr(self.conn, "server_version", 0) or 0)
-        if self.options.messages is not None and version >= MESSAGES_MIN_SERVER_VERSION:
+        if self.options.messages is not None and self.server_version >= MESSAGES_MIN_SERVER_VERSION:
             options["messages"] = "true"  # as Debezium asks from PostgreSQL 14 on
         cur.start_replication(
             slot_name=self.slot_name,
@@ -400,20 +305,8 @@ class PostgresStreamingSource(LogStreamingSource):
             decode=False,
             options=options,
             # psycopg2 refuses less than 1 s; shorter intervals are kept by our own loop (idle).
-            status_interval=max(1.0, self.options.status_interval_s),
+            status_interval=max(1.0, self.options.status_s),
         )
-
-    def relation(self, m: Any) -> None:
-        incoming = tuple(
-            IncomingColumn(c.name, c.type_oid, c.type_modifier, c.is_key) for c in m.columns
-        )
-        if self.incremental is not None:
-            self.incremental.relation(m.oid, m.namespace, m.name,
-                                      tuple(c.name for c in m.columns))
-        old = self._codecs.get(m.oid)
-        if old is not None and old.same_shape(incoming):
-            return
-        self._codecs[m.oid] = self.codec_factory(m.oid, m.namespace, m.name, incoming)
 
 
 def old_image(
@@ -464,9 +357,7 @@ class _Loop(LogSession):
         self.cur = cur
         self.options = source.options
         self.spill = spill  # protocol 2 (streaming on) only
-        super().__init__(ctx, EventDispatcher(
-            source.context, self.options.dispatch, source.metrics, ctx.emit,
-            self.options.heartbeat_action), source.incremental)
+        super().__init__(source, ctx, self.options.dispatch, self.options.heartbeat_action)
         self.dispatcher.event_tx_id = _event_tx_id
         # transaction state
         self.commit_lsn = 0
@@ -474,7 +365,6 @@ class _Loop(LogSession):
         self.ts_ms = 0
         self.ts_us: int | None = None  # commit time of the transaction, Unix-epoch µs
         self.tx_index = 0  # data messages of the transaction so far (restart skipping)
-        self.in_tx = False
         # `source.sequence[0]` of the first transaction, Debezium 3.x's lastCommitLsn: the
         # position we resume from, the end LSN of the last durable transaction's Commit, which
         # Debezium too restores from its offset.  After the snapshot Debezium has none (null);
@@ -498,6 +388,10 @@ class _Loop(LogSession):
         # the server's quiet position `follow` last saw, and since when (monotonic seconds)
         self.still_at = 0
         self.still_since = time.monotonic()
+        self.codecs = source._codecs
+        # `read` is the socket, or the replay of a committed streamed transaction until it
+        # runs dry (then back to the socket: `idle`).
+        self.read = self.live_read = cur.read_message
 
     # -- signals and incremental snapshots (see connectors/postgres/incremental.py) ---------------
     def _row_position(self, lsn: int) -> PostgresPosition:
@@ -531,170 +425,158 @@ class _Loop(LogSession):
             self.emitted_ack = self.ack
         self.ack = None
 
+    def offset_unsent(self) -> bool:
+        return self.ack is not None
+
     def run(self) -> None:
-        source = self.source
-        ctx = self.ctx
-        cur = self.cur
-        decode = pgoutput.decode
-        new = tuple.__new__
-        create = Op.CREATE
-        delete = Op.DELETE
-        codecs = source._codecs
+        super().run()
+        self.flush_pending()  # stopped: what was read goes out with its offset
+
+    def kind(self, msg: Any) -> Any:
+        # the last message's start caps what is confirmed (a replayed one's is lower: caps
+        # more, never less)
+        self.source.last_start = msg.data_start
+        return msg.payload[:1]
+
+    def handlers(self) -> dict[Any, Callable[[Any], None]]:
+        on_row = self.on_row
+        return {
+            b"I": on_row, b"U": on_row, b"D": on_row, b"B": self.on_begin,
+            b"C": self.on_commit, b"R": self.on_relation, b"T": self.on_truncate,
+            b"S": self.on_stream_start, b"c": self.on_stream_commit,
+            b"A": self.on_stream_abort, b"M": self.on_message,
+        }
+
+    def unhandled(self, msg: Any) -> None:
+        pgoutput.decode(msg.payload)  # Type, Origin: checked, nothing to emit
+
+    def on_row(self, msg: Any) -> None:
+        m: Any = pgoutput.decode(msg.payload)
+        data_start = msg.data_start
+        kind = type(m)
+        codecs = self.codecs
+        codec = codecs.get(m.relation_oid)
+        self.tx_index += 1
         dispatcher = self.dispatcher
-        change = dispatcher.change
-        convert = dispatcher.convert
-        tx_metadata = self.options.dispatch.transaction_metadata
-        Insert, Update, Delete = pgoutput.Insert, pgoutput.Update, pgoutput.Delete  # noqa: N806
-        # `read` is the socket, or the replay of a committed streamed transaction until it
-        # runs dry (then back to the socket).
-        read = live_read = cur.read_message
-        while True:
-            if ctx.stopping.is_set():
-                if dispatcher.pending or self.ack is not None:
-                    self.flush_offset()
+        hook = self.hook
+        if hook is not None and m.relation_oid in hook.watched:
+            dispatcher.extend(hook.row(
+                m, kind, functools.partial(self._row_position, data_start)))
+        if codec is None:
+            if m.relation_oid not in codecs:
+                raise RuntimeError(f"row for unknown relation {m.relation_oid}")
+            dispatcher.filtered()
+            return
+        replay = self.skipping and self._replayed()
+        if replay:
+            if not self.tx_metadata:
                 return
-            msg = read()
-            if msg is None:
-                if read is not live_read:
-                    read = live_read
-                    continue
-                self.idle()
-                if self.hook is not None:
-                    self._hook_idle()
-                continue
-            source.last_start = msg.data_start  # a replayed one's is lower: caps more, never less
-            m: Any = decode(msg.payload)  # dispatched on type(m) below (fastest in CPython)
-            kind = type(m)
-            if kind is Insert or kind is Update or kind is Delete:
-                codec = codecs.get(m.relation_oid)
-                self.tx_index += 1
-                if self.hook is not None and m.relation_oid in self.hook.watched:
-                    dispatcher.extend(self.hook.row(
-                        m, kind, functools.partial(self._row_position, msg.data_start)))
-                if codec is None:
-                    if m.relation_oid not in codecs:
-                        raise RuntimeError(f"row for unknown relation {m.relation_oid}")
-                    dispatcher.filtered()
-                    continue
-                replay = self.skipping and (
-                    self.commit_lsn < self.skip_commit  # type: ignore[operator]
-                    or (self.commit_lsn == self.skip_commit and self.tx_index <= self.skip_index)
-                )
-                if replay:
-                    if not tx_metadata:
-                        continue
-                    # Written by an earlier run: counted for the transaction block, not emitted.
-                    dispatcher.replaying = True
-                # tuple.__new__ on NamedTuples skips their Python-level __new__ (hot path).
-                pos = new(PostgresPosition,
-                          (msg.data_start, self.commit_lsn, self.prev_commit, self.xid, None,
-                           self.ts_us))
-                try:
-                    if kind is Insert:
-                        change(codec.schema, create, None, convert(codec, m.new), self.ts_ms,
-                               pos)
-                    elif kind is Update:
-                        self.update(codec, m, pos)
-                    else:
-                        change(codec.schema, delete, old_image(codec, m.old, m.old_kind,
-                                                               dispatcher),
-                               None, self.ts_ms, pos)
-                except Exception as exc:
-                    dispatcher.processing_failed(exc, self._where(msg.data_start, codec))
-                if replay:
-                    dispatcher.replaying = False
-                    continue
-                self.last_commit_lsn = self.commit_lsn
-                self.last_index = self.tx_index
-                if dispatcher.full:
-                    self.flush_offset()
-            elif kind is pgoutput.Begin:
-                source.guard.begin(msg.data_start)
-                if self.hook is not None:
-                    self.hook_begin(m.final_lsn)
-                self.begin(m, msg.data_start)
-            elif kind is pgoutput.Commit:
-                source.guard.commit(m.end_lsn)
-                if self.hook is not None:  # signals of the transaction take effect at its commit
-                    self.hook_committed(self.xid)
-                self.commit(m)
-                if self.hook is not None:
-                    self.hook.boundary(self.emit_blocking, self.flush_offset)
-            elif kind is pgoutput.Relation:
-                source.relation(m)
-            elif kind is pgoutput.Truncate:
-                self.truncate(m, msg.data_start)
-            elif kind is pgoutput.StreamStart:
-                self.segment(m, msg.data_start)
-            elif kind is pgoutput.StreamCommit:
-                read = self.stream_commit(m)
-            elif kind is pgoutput.StreamAbort:
-                self.stream_abort(m)
-            elif kind is pgoutput.LogicalMessage:
-                self.message(m, msg.data_start)
-            # Type and Origin messages carry nothing to emit here.
+            # Written by an earlier run: counted for the transaction block, not emitted.
+            dispatcher.replaying = True
+        # tuple.__new__ on NamedTuples skips their Python-level __new__ (hot path).
+        pos = tuple.__new__(PostgresPosition, (data_start, self.commit_lsn, self.prev_commit,
+                                               self.xid, None, self.ts_us))
+        try:
+            if kind is pgoutput.Insert:
+                dispatcher.change(codec.schema, Op.CREATE, None,
+                                  dispatcher.convert(codec, m.new), self.ts_ms, pos)
+            elif kind is pgoutput.Update:
+                self.update(codec, m, pos)
+            else:
+                dispatcher.change(codec.schema, Op.DELETE,
+                                  old_image(codec, m.old, m.old_kind, dispatcher), None,
+                                  self.ts_ms, pos)
+        except Exception as exc:
+            dispatcher.processing_failed(exc, self._where(data_start, codec))
+        if replay:
+            dispatcher.replaying = False
+            return
+        self.last_commit_lsn = self.commit_lsn
+        self.last_index = self.tx_index
+        if dispatcher.full:
+            self.flush_offset()
+
+    def on_relation(self, msg: Any) -> None:
+        """A table's columns: its codec, kept across sessions while its shape holds."""
+        m: Any = pgoutput.decode(msg.payload)
+        incoming = tuple(
+            IncomingColumn(c.name, c.type_oid, c.type_modifier, c.is_key) for c in m.columns)
+        if self.hook is not None:
+            self.hook.relation(m.oid, m.namespace, m.name, tuple(c.name for c in m.columns))
+        old = self.codecs.get(m.oid)
+        if old is None or not old.same_shape(incoming):
+            self.codecs[m.oid] = self.source.codec_factory(m.oid, m.namespace, m.name, incoming)
 
     # -- transactions ------------------------------------------------------------------------
-    def begin(self, m: Any, data_start: int) -> None:
-        """A Begin message; `data_start` is the WAL position the server sent it at (the
-        transaction's first LSN), the LSN of the BEGIN event's id as Debezium 3.x writes it."""
+    def on_begin(self, msg: Any) -> None:
+        """A Begin message; the WAL position the server sent it at (the transaction's first
+        LSN) is the LSN of the BEGIN event's id as Debezium 3.x writes it."""
+        m: Any = pgoutput.decode(msg.payload)
+        data_start = msg.data_start
+        self.source.guard.begin(data_start)
+        ts_ms = m.commit_ts_us // 1000
+        self.begin((m.final_lsn,), str(m.xid), ts_ms, PostgresPosition(
+            m.final_lsn, m.final_lsn, self.prev_commit, m.xid), event_id=f"{m.xid}:{data_start}")
         self.commit_lsn = m.final_lsn
         self.xid = m.xid
         self.ts_us = m.commit_ts_us
-        self.ts_ms = m.commit_ts_us // 1000
+        self.ts_ms = ts_ms
         self.tx_index = 0
-        self.in_tx = True
-        self.dispatcher.begin(str(m.xid), self.ts_ms, PostgresPosition(
-            self.commit_lsn, self.commit_lsn, self.prev_commit, self.xid),
-            event_id=f"{m.xid}:{data_start}")
         if self.skipping and self.skip_commit is not None and self.commit_lsn > self.skip_commit:
             self.skipping = False
 
-    def _where(self, lsn: int, codec: TableCodec) -> str:
-        return (f"LSN {pgoutput.format_lsn(lsn)} (transaction {self.xid}, commit "
-                f"{pgoutput.format_lsn(self.commit_lsn)}, table {codec.schema.id})")
-
-    def commit(self, m: Any) -> None:
+    def on_commit(self, msg: Any) -> None:
+        m: Any = pgoutput.decode(msg.payload)
+        self.source.guard.commit(m.end_lsn)
+        if self.hook is not None:  # signals of the transaction take effect at its commit
+            self.hook_committed(self.xid)
         # Debezium 3.x: the END event's id ends with the position the server sent the Commit
         # message at (its end LSN), which becomes the next events' `sequence[0]`.
         self.dispatcher.commit(self.ts_ms, PostgresPosition(
             m.commit_lsn, m.commit_lsn, self.prev_commit, self.xid),
             event_id=f"{self.xid}:{m.end_lsn}")
-        self.prev_commit = m.end_lsn
-        self.resume_lsn = m.end_lsn
+        self.prev_commit = self.resume_lsn = self.ack = m.end_lsn
         self.received_end = max(self.received_end, m.end_lsn)
         self.last_commit_lsn = m.commit_lsn
         self.last_index = self.tx_index
-        self.ack = m.end_lsn
         self.in_tx = False
+        if self.hook is not None:
+            self.hook.boundary(self.emit_blocking, self.flush_offset)
+
+    def _where(self, lsn: int, codec: TableCodec) -> str:
+        return (f"LSN {pgoutput.format_lsn(lsn)} (transaction {self.xid}, commit "
+                f"{pgoutput.format_lsn(self.commit_lsn)}, table {codec.schema.id})")
 
     def _replayed(self) -> bool:
-        """The restart skip rule (inlined for rows): written by an earlier run."""
+        """The restart skip rule: written by an earlier run."""
         return self.skipping and (
             self.commit_lsn < self.skip_commit  # type: ignore[operator]
             or (self.commit_lsn == self.skip_commit and self.tx_index <= self.skip_index))
 
-    def truncate(self, m: Any, lsn: int) -> None:
+    def on_truncate(self, msg: Any) -> None:
+        m: Any = pgoutput.decode(msg.payload)
         self.tx_index += 1
         if self.hook is not None:  # emitted or not, the rows are gone
             self.hook.truncate(m.relation_oids)
         dispatcher = self.dispatcher
         replay = dispatcher.replaying = self._replayed()
-        pos = PostgresPosition(lsn, self.commit_lsn, self.prev_commit, self.xid, None, self.ts_us)
-        self.truncates(map(self.source._codecs.get, m.relation_oids), self.ts_ms, pos)
+        self.truncates(map(self.codecs.get, m.relation_oids), self.ts_ms,
+                       self._row_position(msg.data_start))
         dispatcher.replaying = False
         if replay:
             return
         self.last_commit_lsn = self.commit_lsn
         self.last_index = self.tx_index
 
-    def message(self, m: pgoutput.LogicalMessage, data_start: int) -> None:
+    def on_message(self, msg: Any) -> None:
         """A logical decoding message: an op m event if its prefix passes the filters.
 
         A transactional one is a data message of its transaction (commit time, xid,
         ``tx_index`` and the restart skip rule of its rows).  A non-transactional one stands
         alone between transactions: no xid, the time it is read as source time, and once it
         is durable the slot may move past it (so a restart does not send it again)."""
+        m: Any = pgoutput.decode(msg.payload)
+        data_start = msg.data_start
         capture = self.options.messages
         if capture is None:  # the slot was read without `messages`: cannot happen
             return
@@ -708,9 +590,8 @@ class _Loop(LogSession):
             content = (m.prefix, capture.encode(m.content))
             if m.transactional:
                 dispatcher.replaying = replay
-                pos = PostgresPosition(data_start, self.commit_lsn, self.prev_commit, self.xid,
-                                       None, self.ts_us)
-                dispatcher.message(capture.table, content, self.ts_ms, pos, MESSAGE_COLLECTION)
+                dispatcher.message(capture.table, content, self.ts_ms,
+                                   self._row_position(data_start), MESSAGE_COLLECTION)
                 dispatcher.replaying = False
             else:
                 # Debezium 3.x commits a non-transactional message's position before it
@@ -750,9 +631,11 @@ class _Loop(LogSession):
             raise RuntimeError("streamed transaction message on a protocol 1 replication stream")
         return self.spill
 
-    def segment(self, m: Any, data_start: int) -> None:
+    def on_stream_start(self, msg: Any) -> None:
         """Stream Start: spill the segment's data messages, undecoded, until Stream Stop."""
+        m: Any = pgoutput.decode(msg.payload)
         spill = self._spill()
+        data_start = msg.data_start
         source = self.source
         source.guard.stream_start(m.xid, data_start)
         try:
@@ -773,7 +656,7 @@ class _Loop(LogSession):
                 return  # the spill buffer is closed by `execute`
             msg = read()
             if msg is None:
-                self.idle()
+                self.pause()
                 confirmed = source._confirmed
                 continue
             data = msg.payload
@@ -796,8 +679,7 @@ class _Loop(LogSession):
         Called when psycopg2 would forward the flush position on the next keepalive (the last
         message's position is not after what we confirmed) while a received commit is not
         durable yet: once it is, forwarding confirms nothing that is not durable."""
-        if self.dispatcher.pending or self.ack is not None:
-            self.flush_offset()
+        self.flush_pending()
         source = self.source
         stopping = self.ctx.stopping
         while source._durable < self.received_end and not stopping.is_set():
@@ -807,12 +689,13 @@ class _Loop(LogSession):
     def keepalive(self) -> None:
         """Status update while not reading (replay, settle): keeps wal_sender_timeout away."""
         now = time.monotonic()
-        if now - self.last_feedback > self.options.status_interval_s:
+        if now - self.last_feedback > self.options.status_s:
             self.source._send_feedback(force=True)
             self.last_feedback = now
 
-    def stream_commit(self, m: Any) -> Callable[[], _ReplayMessage | None]:
-        """Stream Commit: the reader that replays the transaction, then returns None."""
+    def on_stream_commit(self, msg: Any) -> None:
+        """Stream Commit: read next the replay of the transaction (then None: `idle`)."""
+        m: Any = pgoutput.decode(msg.payload)
         spill = self._spill()
         first = self.source.guard.stream_end(m.xid)
         self.received_end = max(self.received_end, m.end_lsn)
@@ -820,7 +703,7 @@ class _Loop(LogSession):
                   m.xid, pgoutput.format_lsn(m.commit_lsn), spill.size(m.xid))
         records = spill.replay(m.xid)
         start = m.commit_lsn if first is None else first
-        return functools.partial(next, self._replay(m, start, records), None)
+        self.read = functools.partial(next, self._replay(m, start, records), None)
 
     def _replay(
         self, m: Any, start: int, records: Iterator[tuple[int, bytes]]
@@ -834,7 +717,8 @@ class _Loop(LogSession):
                 self.keepalive()
         yield new(_ReplayMessage, (b"C" + _COMMIT.pack(0, m.commit_lsn, m.end_lsn, ts), m.end_lsn))
 
-    def stream_abort(self, m: Any) -> None:
+    def on_stream_abort(self, msg: Any) -> None:
+        m: Any = pgoutput.decode(msg.payload)
         spill = self._spill()
         if m.subxid == m.xid:
             self.source.guard.stream_end(m.xid)
@@ -844,19 +728,28 @@ class _Loop(LogSession):
 
     # -- idle: flush, feedback, heartbeats ------------------------------------------------------
     def idle(self) -> None:
+        """Nothing came from the socket (or a replay ran dry: back to the socket)."""
+        if self.read is not self.live_read:
+            self.read = self.live_read
+            return
+        self.pause()
+        if self.hook is not None:
+            self._hook_idle()
+
+    def pause(self) -> None:
+        """Flush, heartbeat or follow, feedback; then wait up to 0.2 s for the socket."""
+        super().idle()
         source = self.source
-        if self.dispatcher.pending or self.ack is not None:
-            self.flush_offset()
         now = time.monotonic()
-        if self.dispatcher.heartbeat_due():
-            self.heartbeat()
-        elif self.options.confirm_flush:
-            self.follow(now)
         if (source.confirmable() > source._confirmed
-                or now - self.last_feedback > self.options.status_interval_s):
+                or now - self.last_feedback > self.options.status_s):
             source._send_feedback(force=True)
             self.last_feedback = now
         select.select([self.cur], [], [], 0.2)
+
+    def quiet(self) -> None:
+        if self.options.confirm_flush:
+            self.follow(time.monotonic())
 
     def quiet_position(self) -> int | None:
         """The server's WAL end (its last message or keepalive) when it may be stored and
@@ -926,8 +819,7 @@ class _Loop(LogSession):
         if self.in_tx or source.guard.open_streams:
             return  # a transaction of ours is open: the stored offset stays as it is
         try:
-            if self.dispatcher.pending or self.ack is not None:
-                self.flush_offset()
+            self.flush_pending()
             stopping = self.ctx.stopping
             deadline = time.monotonic() + 60
             while (source._durable < self.emitted_ack and not stopping.is_set()
