@@ -21,7 +21,13 @@ from headwater.pipeline.documents.iceberg import RETYPE, IcebergDocuments
 from headwater.pipeline.documents.options import DocumentOptions
 from headwater.pipeline.iceberg_target import IcebergTarget
 from tests.pipeline.mongo_events import event
-from tests.pipeline_jdbc.test_jdbc_documents import BATCHES, KEYS, _retype_batches, _run
+from tests.pipeline_jdbc.test_jdbc_documents import (
+    BATCHES,
+    KEYS,
+    _evolution_batches,
+    _retype_batches,
+    _run,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -146,9 +152,7 @@ def test_schema_evolution_modes_for_documents(spark: Any, tmp_path: Path) -> Non
         return IcebergDocuments(IcebergTarget(spark, tmp_path / "iceberg", catalog, "p",
                                               schema_evolution=evolution), DocumentOptions())
 
-    first = [event("c", 1, 100, after={"v": 1})]
-    new_field = [event("c", 2, 200, after={"v": 2, "extra": "x"})]
-    wider = [event("c", 3, 300, after={"v": 3.5, "extra": "y"})]
+    first, new_field, wider = _evolution_batches()
     _run(writer("evolve"), "scd1", [first])
     with pytest.raises(SchemaEvolutionError, match="extra"):
         _run(writer("fail"), "scd1", [new_field], first_batch=1)

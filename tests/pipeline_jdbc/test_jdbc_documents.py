@@ -111,6 +111,13 @@ def test_documents_equal_the_delta_document_table(
     assert pa.types.is_timestamp(types["at"])
 
 
+def _evolution_batches() -> list[Records]:
+    """A first document, one with a new field, one that widens a field (long -> double)."""
+    return [[event("c", 1, 100, after={"v": 1})],
+            [event("c", 2, 200, after={"v": 2, "extra": "x"})],
+            [event("c", 3, 300, after={"v": 3.5, "extra": "y"})]]
+
+
 def _retype_batches() -> list[Records]:
     return [[event("c", 1, 100, after={"v": 1}), event("c", 2, 100, after={"v": 2})],
             [event("c", 3, 200, after={"v": 2.5})],  # long -> double
@@ -183,9 +190,7 @@ def test_schema_evolution_modes_for_documents(
         return JdbcDocuments(JdbcTarget(config(target, tmp_path, "scd1", evolution), jdbc_spark),
                              DocumentOptions())
 
-    first = [event("c", 1, 100, after={"v": 1})]
-    new_field = [event("c", 2, 200, after={"v": 2, "extra": "x"})]
-    wider = [event("c", 3, 300, after={"v": 3.5, "extra": "y"})]
+    first, new_field, wider = _evolution_batches()
     _run(writer("evolve"), "scd1", [first])
     with pytest.raises(SchemaEvolutionError, match="extra"):
         _run(writer("fail"), "scd1", [new_field], first_batch=1)
