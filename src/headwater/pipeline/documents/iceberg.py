@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -38,22 +38,12 @@ from headwater.pipeline.documents.flow import DOC, HIDDEN, ID, STR, doc_text, st
 from headwater.pipeline.documents.fold import Base
 from headwater.pipeline.documents.options import DocumentOptions
 from headwater.pipeline.iceberg_target import IcebergTarget
-from headwater.pipeline.scd2 import Version
-from headwater.pipeline.spark_merge import q
+from headwater.pipeline.scd2 import ACTION, Version
+from headwater.pipeline.spark_merge import q, scd1_merge, scd2_merge_sql
 
 log = logging.getLogger("headwater.pipeline.documents")
 
 RETYPE = "__hw_retype_"  # a column being retyped: its new values, until the swap
-_ACTION = "__hw_action"  # SCD2's source rows: "u" a version written, "d" one removed
-
-
-def _update(names: Sequence[str]) -> str:
-    return "UPDATE SET " + ", ".join(f"{q(n)} = s.{q(n)}" for n in names)
-
-
-def _insert(names: Sequence[str]) -> str:
-    return (f"INSERT ({', '.join(q(n) for n in names)}) "
-            f"VALUES ({', '.join(f's.{q(n)}' for n in names)})")
 
 
 def _spark_type(t: pa.DataType) -> str:
@@ -186,15 +176,14 @@ class IcebergDocuments:
             log.warning("%s: column %s is now %s (%d documents recomputed)", name,
                         n[len(RETYPE):], _spark_type(types[n]), len(ids))
 
-    def _merge(self, probe: TableChanges, source: pa.Table, on: str, clauses: str,
-               batch_id: int) -> None:
-        """The table's MERGE (target t, source s), the batch's last commit, marked."""
+    def _merge(self, source: pa.Table, merge_sql: Callable[[str], str], batch_id: int) -> None:
+        """The table's MERGE of `source` (the statement `merge_sql` makes for the source's
+        view), the batch's last commit, marked."""
         view = f"hw_docs_{uuid.uuid4().hex}"
         self._frame(source).createOrReplaceTempView(view)
         try:
             with self.ice._marked(batch_id):
-                self.spark.sql(f"MERGE INTO {self.ice.table_name(probe)} t USING {q(view)} s "
-                               f"ON {on} {clauses}")
+                self.spark.sql(merge_sql(q(view)))
         finally:
             self.spark.catalog.dropTempView(view)
 
@@ -213,19 +202,16 @@ class IcebergDocuments:
             return
         hidden = [pa.field(ID, STR), pa.field(DOC, STR), pa.field(SEQ, STR)]
         columns = self._table(probe, hidden, [n.doc for n in net if n.doc is not None])
-        names = [ID, DOC, SEQ, *columns]
         source = pa.Table.from_arrays([
             pa.array([n.id for n in net], STR), pa.array([doc_text(n.doc) for n in net], STR),
             pa.array([n.sequence for n in net], STR),
             *flow.values([n.doc for n in net], columns, self.options),
-            pa.array(["d" if n.doc is None else "u" for n in net], STR)], names=[*names, OP])
+            pa.array(["d" if n.doc is None else "u" for n in net], STR)],
+            names=[ID, DOC, SEQ, *columns, OP])
         # state first, the table's marked commit last (`iceberg_target`)
         self._remember(probe, "delete", [(n.id, n.sequence) for n in net if n.doc is None])
-        newer = f"s.{q(SEQ)} > t.{q(SEQ)}"
-        self._merge(probe, source, f"t.{q(ID)} = s.{q(ID)}",
-                    f"WHEN MATCHED AND s.{q(OP)} = 'u' AND {newer} THEN {_update(names)} "
-                    f"WHEN MATCHED AND s.{q(OP)} = 'd' AND {newer} THEN DELETE "
-                    f"WHEN NOT MATCHED AND s.{q(OP)} = 'u' THEN {_insert(names)}", batch_id)
+        merge = scd1_merge([ID, DOC, *columns], (ID,), [])
+        self._merge(source, lambda view: merge.sql(self.ice.table_name(probe), view), batch_id)
 
     # -- SCD type 2 ----------------------------------------------------------------------------
     def apply_scd2(self, batch: DocBatch, batch_id: int, track: Sequence[str] | None = None,
@@ -252,7 +238,6 @@ class IcebergDocuments:
         # the stored versions the rebuilt history no longer has: removed by the same MERGE
         kept = {(i, v.start) for i, v in versions}
         gone = [(i, v.start) for i, vs in stored.items() for v in vs if (i, v.start) not in kept]
-        names = [ID, DOC, START, END, *columns]
         source = pa.Table.from_arrays([
             pa.array([i for i, _ in versions] + [i for i, _ in gone], STR),
             pa.array([doc_text(d) for d in docs] + [None] * len(gone), STR),
@@ -261,12 +246,10 @@ class IcebergDocuments:
             *(pa.concat_arrays([a, pa.nulls(len(gone), a.type)])
               for a in flow.values(docs, columns, self.options)),
             pa.array(["u"] * len(versions) + ["d"] * len(gone), STR)],
-            names=[*names, _ACTION])
+            names=[ID, DOC, START, END, *columns, ACTION])
         self._remember(probe, "scd2_delete", flow.deletes(batch))  # first, as for SCD1
-        self._merge(probe, source, f"t.{q(ID)} = s.{q(ID)} AND t.{q(START)} = s.{q(START)}",
-                    f"WHEN MATCHED AND s.{q(_ACTION)} = 'd' THEN DELETE "
-                    f"WHEN MATCHED THEN {_update(names)} "
-                    f"WHEN NOT MATCHED AND s.{q(_ACTION)} = 'u' THEN {_insert(names)}",
+        name = self.ice.table_name(probe)
+        self._merge(source, lambda view: scd2_merge_sql(name, view, (ID,), [ID, DOC, *columns]),
                     batch_id)
 
     # -- changelog -----------------------------------------------------------------------------
