@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -180,7 +181,9 @@ def test_the_loop_hands_each_message_to_its_kind_and_idles_when_none_came() -> N
 def test_an_idle_moment_sends_a_due_heartbeat_with_the_offset_instead_of_the_quiet_step(
 ) -> None:
     session = _Session([None], heartbeat_s=3600)
-    session.dispatcher.last_heartbeat = 0.0  # due at the first idle moment, not at the next
+    # due at the first idle moment, not at the next; an interval before now, not 0.0: the
+    # monotonic clock may count from the machine's boot, less than an hour ago
+    session.dispatcher.last_heartbeat = time.monotonic() - 3601
     session.run()
     assert session.quiet_steps == 1 and session.flushed == 1
     assert [type(r).__name__ for b in session.batches for r in b.records] == ["HeartbeatEvent"]
