@@ -45,6 +45,8 @@ from headwater.model.schema import (
     ARRAY,
     INT32,
     INT64,
+    OPTIONAL_INT64,
+    OPTIONAL_STRING,
     STRING,
     STRUCT,
     ConnectField,
@@ -78,7 +80,7 @@ _TX_VALUE_SCHEMA = ConnectSchema(
     version=1, fields=(
         ConnectField("status", ConnectSchema(STRING, optional=False)),
         ConnectField("id", ConnectSchema(STRING, optional=False)),
-        ConnectField("event_count", ConnectSchema(INT64, optional=True)),
+        ConnectField("event_count", OPTIONAL_INT64),
         ConnectField("data_collections", ConnectSchema(
             ARRAY, optional=True,
             items=ConnectSchema(STRUCT, optional=True, name="event.collection", version=1,
@@ -177,9 +179,9 @@ class _TablePlan:
             ConnectField("source", fmt.source_block.schema),
             ConnectField("transaction", TRANSACTION_BLOCK_SCHEMA),
             ConnectField("op", ConnectSchema(STRING, optional=False)),
-            ConnectField("ts_ms", ConnectSchema(INT64, optional=True)),
-            ConnectField("ts_us", ConnectSchema(INT64, optional=True)),
-            ConnectField("ts_ns", ConnectSchema(INT64, optional=True)),
+            ConnectField("ts_ms", OPTIONAL_INT64),
+            ConnectField("ts_us", OPTIONAL_INT64),
+            ConnectField("ts_ns", OPTIONAL_INT64),
         ]
         envelope = ConnectSchema(
             STRUCT, optional=False, name=f"{base}.Envelope", version=2,
@@ -257,8 +259,8 @@ class _DocumentPlan:
             ConnectField("after", _JSON),
             ConnectField("updateDescription", _UPDATE_DESCRIPTION_SCHEMA),
             ConnectField("source", fmt.source_block.schema),
-            ConnectField("op", ConnectSchema(STRING, optional=True)),
-            ConnectField("ts_ms", ConnectSchema(INT64, optional=True)),
+            ConnectField("op", OPTIONAL_STRING),
+            ConnectField("ts_ms", OPTIONAL_INT64),
             ConnectField("transaction", TRANSACTION_BLOCK_SCHEMA),
         ))
         self.key_schema = key = ConnectSchema(

@@ -89,6 +89,15 @@ class ConnectField:
     schema: ConnectSchema
 
 
+# Kafka Connect's `Schema.OPTIONAL_*_SCHEMA`: the plain optional schemas (immutable, so shared).
+OPTIONAL_BOOLEAN = ConnectSchema(BOOLEAN, optional=True)
+OPTIONAL_INT32 = ConnectSchema(INT32, optional=True)
+OPTIONAL_INT64 = ConnectSchema(INT64, optional=True)
+OPTIONAL_FLOAT64 = ConnectSchema(FLOAT64, optional=True)
+OPTIONAL_STRING = ConnectSchema(STRING, optional=True)
+OPTIONAL_BYTES = ConnectSchema(BYTES, optional=True)
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class TableId:
     """A captured table.  `schema` is the database schema (PostgreSQL) or None (MySQL)."""

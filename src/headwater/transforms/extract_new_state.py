@@ -19,13 +19,12 @@ from typing import Any
 
 from headwater.connect.props import PluginConfigError, PluginProps
 from headwater.connect.record import ConnectRecord, Header, field_schema, require_struct
-from headwater.model.schema import STRING, ConnectSchema
+from headwater.model.schema import OPTIONAL_STRING, STRING, ConnectSchema
 from headwater.transforms.fields import append_fields
 
 log = logging.getLogger("headwater.transforms")
 
 DELETED_FIELD = "__deleted"
-_OPTIONAL_STRING = ConnectSchema(STRING, optional=True)
 _HEADER_STRING = ConnectSchema(STRING, optional=False)
 MODES = ("drop", "tombstone", "rewrite", "rewrite-with-tombstone", "delete-to-tombstone")
 # What a delete becomes: dropped, a null value with the row schema (Debezium's "tombstone"
@@ -158,7 +157,7 @@ class ExtractNewRecordState:
         assert envelope_schema is not None
         extra: list[tuple[str, ConnectSchema, Any]] = []
         if deleted is not None:
-            extra.append((DELETED_FIELD, _OPTIONAL_STRING, deleted))
+            extra.append((DELETED_FIELD, OPTIONAL_STRING, deleted))
         for ref in self.add_fields:
             schema = ref.schema(envelope_schema)
             if schema is not None:

@@ -18,23 +18,19 @@ from typing import Any
 
 from headwater.model.schema import (
     ARRAY,
-    BOOLEAN,
     BYTES,
     FLOAT64,
-    INT32,
-    INT64,
-    STRING,
+    OPTIONAL_BOOLEAN,
+    OPTIONAL_BYTES,
+    OPTIONAL_FLOAT64,
+    OPTIONAL_INT32,
+    OPTIONAL_INT64,
+    OPTIONAL_STRING,
     STRUCT,
     ConnectField,
     ConnectSchema,
 )
 
-OPTIONAL_STRING = ConnectSchema(STRING, optional=True)
-OPTIONAL_BOOLEAN = ConnectSchema(BOOLEAN, optional=True)
-OPTIONAL_INT32 = ConnectSchema(INT32, optional=True)
-OPTIONAL_INT64 = ConnectSchema(INT64, optional=True)
-OPTIONAL_FLOAT64 = ConnectSchema(FLOAT64, optional=True)
-OPTIONAL_BYTES = ConnectSchema(BYTES, optional=True)
 _INT32_RANGE = range(-(2**31), 2**31)
 _INT64_RANGE = range(-(2**63), 2**63)
 

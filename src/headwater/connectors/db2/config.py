@@ -27,10 +27,7 @@ from headwater.relational.changetables.config import (
     changetable_config_def,
     changetable_properties,
 )
-from headwater.relational.changetables.signal_config import (
-    signal_collection_property,
-    signal_collections,
-)
+from headwater.relational.changetables.signal_config import signal_collection_property
 from headwater.relational.config import ConfigLoader
 
 CONNECTOR_CLASS: Final = "io.debezium.connector.db2.Db2Connector"
@@ -94,7 +91,7 @@ class Db2ConnectorConfig(ChangeTableConnectorConfig):
         in upper case: Db2 folds unquoted names to upper case, as its catalog shows them."""
         wanted = (schema.upper(), table.upper())
         return any(tuple(p.upper() for p in parts) == wanted
-                   for parts in signal_collections(self.signals.data_collection))
+                   for parts in self.signal_names)
 
     def never_captured(self, schema: str, table: str) -> bool:
         """Like Debezium's Db2 system-table filter: the ASN control and CD tables and the

@@ -139,19 +139,13 @@ class Db2Snapshot(ChangeTableSnapshot):
         sql = (queries.SELECT_TABLE.replace("#columns", columns)
                .replace("#table", queries.table_name(table.table.schema or "",
                                                      table.table.table)))
-        cur = conn.cursor()
-        try:
-            cur.execute(sql)
-            count = self.read_rows(ctx, table.table.identifier, cur, table.codec,
-                                   cfg.snapshot_fetch_size or 2000)
-        finally:
-            cur.close()
+        count = self.read_rows(ctx, table.table.identifier, conn, sql, table.codec,
+                               cfg.snapshot_fetch_size or 2000)
         step(log, 6, f"{table.table.identifier} done, {count} rows")
 
 
 class Db2Connector(ChangeTableConnector):
     DATABASE = "Db2"
-    KIND = "db2"
     STREAMING = Db2Streaming
     SOURCE_BLOCK = Db2SourceBlock
     SNAPSHOT = Db2Snapshot

@@ -23,7 +23,6 @@ from headwater.model.collection import format_collection
 from headwater.model.record import SourceContext
 from headwater.model.schema import TableId
 from headwater.relational.changetables.chunks import ChangeTableChunkSource
-from headwater.relational.changetables.signal_config import signal_collections
 from headwater.relational.changetables.streaming import epoch_us
 
 
@@ -38,7 +37,7 @@ class Db2ChunkSource(ChangeTableChunkSource):
 
     def signal_table_ids(self) -> list[TableId]:
         return [TableId(self.cfg.database_dbname, schema, table)
-                for schema, table in signal_collections(self.cfg.signals.data_collection)]
+                for schema, table in self.cfg.signal_names]
 
     def connect(self, database: str) -> Any:
         return self._connect()

@@ -29,7 +29,6 @@ from headwater.relational.changetables.config import (
 from headwater.relational.changetables.signal_config import (
     check_signal_databases,
     signal_collection_property,
-    signal_collections,
 )
 from headwater.relational.config import ConfigLoader
 
@@ -123,8 +122,7 @@ class SqlServerConnectorConfig(ChangeTableConnectorConfig):
     @property
     def signal_tables(self) -> frozenset[TableId]:
         """The signal tables (`signal.data.collection`), at most one per database."""
-        return frozenset(TableId(*parts) for parts in signal_collections(
-            self.signals.data_collection))
+        return frozenset(TableId(*parts) for parts in self.signal_names)
 
     def is_signal_table(self, schema: str, table: str, database: str | None = None) -> bool:
         return database is not None and TableId(database, schema, table) in self.signal_tables

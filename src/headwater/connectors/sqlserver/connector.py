@@ -112,16 +112,13 @@ class SqlServerSnapshot(ChangeTableSnapshot):
                    .replace("#schema", (table.schema or "").replace("]", "]]"))
                    .replace("#table", table.table.replace("]", "]]")))
             step(log, 6, f"{database}.{table} at LSN {lsn}")
-            cur = conn.cursor()
-            cur.execute(queries.with_db(sql, database))
-            count = self.read_rows(ctx, f"{database}.{table}", cur, instance.codec, fetch)
-            cur.close()
+            count = self.read_rows(ctx, f"{database}.{table}", conn,
+                                   queries.with_db(sql, database), instance.codec, fetch)
             step(log, 6, f"{database}.{table} done, {count} rows")
 
 
 class SqlServerConnector(ChangeTableConnector):
     DATABASE = "SQL Server"
-    KIND = "sqlserver"
     STREAMING = SqlServerStreaming
     SOURCE_BLOCK = SqlServerSourceBlock
     SNAPSHOT = SqlServerSnapshot

@@ -25,7 +25,11 @@ from headwater.config.definition import (
 from headwater.config.output import check_output
 from headwater.relational import config as relational
 from headwater.relational import history_config as history
-from headwater.relational.changetables.signal_config import check_read_only, with_signal_collection
+from headwater.relational.changetables.signal_config import (
+    check_read_only,
+    signal_collections,
+    with_signal_collection,
+)
 from headwater.relational.config import RelationalConnectorConfig
 
 _S, _I, _L, _B, _E, _LIST, _PW, _P = relational.TYPE_ALIASES
@@ -144,6 +148,13 @@ class ChangeTableConnectorConfig(RelationalConnectorConfig):
         """Tables the server's own capture machinery owns, never captured whatever the
         filters say (none by default)."""
         return False
+
+    @property
+    def signal_names(self) -> tuple[tuple[str, ...], ...]:
+        """The signal tables `signal.data.collection` names, each as its name parts (the
+        server's form: `<schema>.<table>` on Db2, `<database>.<schema>.<table>` on SQL
+        Server)."""
+        return signal_collections(self.signals.data_collection)
 
     def is_signal_table(self, schema: str, table: str, database: str | None = None) -> bool:
         """Whether the table is a signal table (`signal.data.collection`, in the server's

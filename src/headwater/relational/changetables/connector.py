@@ -103,20 +103,26 @@ class ChangeTableSnapshot:
                                        self.connector.cfg.max_batch_size,
                                        self.connector.metrics.rows_scanned)
 
-    def read_rows(self, ctx: SourceRunContext, name: str, cur: Any,
+    def read_rows(self, ctx: SourceRunContext, name: str, conn: Any, sql: str,
                   codec: RelationalTableCodec, fetch_size: int) -> int:
-        """One table's READ records, a row of the executed cursor `cur` each, fetched
-        `fetch_size` at a time; the number read (SnapshotStopped on a stop request)."""
+        """One table's READ records, a row each of what `sql` selects on `conn`, fetched
+        `fetch_size` at a time; the number read (SnapshotStopped on a stop request).  The
+        cursor is closed however the read ends."""
         emitter = self.emitter
         assert emitter is not None, "read_rows before begin_partition"
-        emitter.begin_table(name, codec.schema)
-        convert = codec.convert
-        while rows := cur.fetchmany(fetch_size):
-            if ctx.stopping.is_set():
-                raise SnapshotStopped
-            emitter.now_ms = int(time.time() * 1000)
-            emitter.add_many([convert(row) for row in rows])
-        emitter.end_table()
+        cur = conn.cursor()
+        try:
+            cur.execute(sql)
+            emitter.begin_table(name, codec.schema)
+            convert = codec.convert
+            while rows := cur.fetchmany(fetch_size):
+                if ctx.stopping.is_set():
+                    raise SnapshotStopped
+                emitter.now_ms = int(time.time() * 1000)
+                emitter.add_many([convert(row) for row in rows])
+            emitter.end_table()
+        finally:
+            cur.close()
         return emitter.table_rows
 
     def _end_partition(self, ctx: SourceRunContext) -> None:
@@ -134,13 +140,12 @@ class ChangeTableSnapshot:
 
 
 class ChangeTableConnector(RelationalConnector):
-    """Subclasses set `DATABASE`, `KIND` (the connector kind), `STREAMING`, `SOURCE_BLOCK`,
-    `SNAPSHOT` and `CHUNK_SOURCE` (their streaming source's, source block's, snapshot's and
-    chunk source's classes) and `driver` (the DB-API module), implement `connect`,
-    `captured_tables` and `lsn_bytes`, and override `schema_shape` where their schema events
-    differ from SQL Server's."""
+    """Subclasses set `DATABASE`, `STREAMING`, `SOURCE_BLOCK`, `SNAPSHOT` and `CHUNK_SOURCE`
+    (their streaming source's, source block's, snapshot's and chunk source's classes; the
+    connector kind is the source block's `default_kind`, its `source.connector`) and `driver`
+    (the DB-API module), implement `connect`, `captured_tables` and `lsn_bytes`, and
+    override `schema_shape` where their schema events differ from SQL Server's."""
 
-    KIND: ClassVar[str]
     STREAMING: ClassVar[type[LsnStreaming[Any]]]
     SOURCE_BLOCK: ClassVar[type[LsnSourceBlock]]
     SNAPSHOT: ClassVar[type[ChangeTableSnapshot]]
@@ -155,7 +160,7 @@ class ChangeTableConnector(RelationalConnector):
 
     def __init__(self, cfg: ChangeTableConnectorConfig, metrics: CaptureMetrics | None = None,
                  naming: TopicNaming | None = None) -> None:
-        super().__init__(cfg, self.KIND, metrics, naming)
+        super().__init__(cfg, self.SOURCE_BLOCK.default_kind, metrics, naming)
         self.cfg = cfg
         self.history_cfg = cfg.schema_history
         self.source_block = self.SOURCE_BLOCK()
