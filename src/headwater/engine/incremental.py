@@ -286,7 +286,7 @@ class IncrementalSnapshotController:
             self.kafka = KafkaSignalChannel(kafka_channel,
                                             None if stored is None else int(stored))
         self.poll_interval_s = poll_interval_s
-        self._last_poll = 0.0
+        self._last_poll = -float("inf")  # never: the monotonic clock may start near 0 at boot
         self._actions: list[Action] = []
         self._recent: deque[Any] = deque(maxlen=RECENT_COMMITS)
         self._committed_total = 0
