@@ -20,8 +20,11 @@ from typing import Any, Final, NamedTuple
 
 from headwater.model.schema import (
     ARRAY,
-    BOOLEAN,
     INT32,
+    INT64,
+    OPTIONAL_BOOLEAN,
+    OPTIONAL_INT32,
+    OPTIONAL_STRING,
     STRING,
     STRUCT,
     ConnectField,
@@ -194,26 +197,26 @@ COLUMN_SCHEMA: Final = ConnectSchema(
     STRUCT, optional=False, name="io.debezium.connector.schema.Column", version=1, fields=(
         ConnectField("name", _schema(STRING, False)),
         ConnectField("jdbcType", _schema(INT32, False)),
-        ConnectField("nativeType", _schema(INT32, True)),
+        ConnectField("nativeType", OPTIONAL_INT32),
         ConnectField("typeName", _schema(STRING, False)),
-        ConnectField("typeExpression", _schema(STRING, True)),
-        ConnectField("charsetName", _schema(STRING, True)),
-        ConnectField("length", _schema(INT32, True)),
-        ConnectField("scale", _schema(INT32, True)),
+        ConnectField("typeExpression", OPTIONAL_STRING),
+        ConnectField("charsetName", OPTIONAL_STRING),
+        ConnectField("length", OPTIONAL_INT32),
+        ConnectField("scale", OPTIONAL_INT32),
         ConnectField("position", _schema(INT32, False)),
-        ConnectField("optional", _schema(BOOLEAN, True)),
-        ConnectField("autoIncremented", _schema(BOOLEAN, True)),
-        ConnectField("generated", _schema(BOOLEAN, True)),
-        ConnectField("comment", _schema(STRING, True)),
-        ConnectField("defaultValueExpression", _schema(STRING, True)),
+        ConnectField("optional", OPTIONAL_BOOLEAN),
+        ConnectField("autoIncremented", OPTIONAL_BOOLEAN),
+        ConnectField("generated", OPTIONAL_BOOLEAN),
+        ConnectField("comment", OPTIONAL_STRING),
+        ConnectField("defaultValueExpression", OPTIONAL_STRING),
         ConnectField("enumValues", _STRINGS),
     ))
 TABLE_SCHEMA: Final = ConnectSchema(
     STRUCT, optional=True, name="io.debezium.connector.schema.Table", version=1, fields=(
-        ConnectField("defaultCharsetName", _schema(STRING, True)),
+        ConnectField("defaultCharsetName", OPTIONAL_STRING),
         ConnectField("primaryKeyColumnNames", _STRINGS),
         ConnectField("columns", ConnectSchema(ARRAY, optional=False, items=COLUMN_SCHEMA)),
-        ConnectField("comment", _schema(STRING, True)),
+        ConnectField("comment", OPTIONAL_STRING),
     ))
 CHANGE_SCHEMA: Final = ConnectSchema(
     STRUCT, optional=False, name="io.debezium.connector.schema.Change", version=1, fields=(
@@ -222,3 +225,36 @@ CHANGE_SCHEMA: Final = ConnectSchema(
         ConnectField("table", TABLE_SCHEMA),
     ))
 TABLE_CHANGES_SCHEMA: Final = ConnectSchema(ARRAY, optional=False, items=CHANGE_SCHEMA)
+
+
+# -- the schema change topic ----------------------------------------------------------------
+# Debezium 3.x's SchemaFactory.schemaHistoryConnectorKeySchema / ...ValueSchema (the same in
+# every 3.x release), which its EventDispatcher uses for every connector's schema change
+# records: `io.debezium.connector.<connector>.SchemaChangeKey|Value`, both version 1, where
+# <connector> is CommonConnectorConfig.getConnectorName() (Module.name(): `mysql`, `mariadb`,
+# `sqlserver`, `db2`) and the value's `source` is the connector's source block schema.
+
+SCHEMA_CHANGE_VERSION: Final = 1  # SCHEMA_HISTORY_CONNECTOR_{KEY,VALUE}_SCHEMA_VERSION
+
+
+def schema_change_key_schema(connector: str) -> ConnectSchema:
+    """`io.debezium.connector.<connector>.SchemaChangeKey` {databaseName (required)}."""
+    return ConnectSchema(
+        STRUCT, optional=False, name=f"io.debezium.connector.{connector}.SchemaChangeKey",
+        version=SCHEMA_CHANGE_VERSION,
+        fields=(ConnectField("databaseName", _schema(STRING, False)),))
+
+
+def schema_change_value_schema(connector: str, source: ConnectSchema) -> ConnectSchema:
+    """`io.debezium.connector.<connector>.SchemaChangeValue` {source, ts_ms, databaseName,
+    schemaName, ddl, tableChanges}, `source` being the connector's source block schema."""
+    return ConnectSchema(
+        STRUCT, optional=False, name=f"io.debezium.connector.{connector}.SchemaChangeValue",
+        version=SCHEMA_CHANGE_VERSION, fields=(
+            ConnectField("source", source),
+            ConnectField("ts_ms", _schema(INT64, False)),
+            ConnectField("databaseName", OPTIONAL_STRING),
+            ConnectField("schemaName", OPTIONAL_STRING),
+            ConnectField("ddl", OPTIONAL_STRING),
+            ConnectField("tableChanges", TABLE_CHANGES_SCHEMA),
+        ))

@@ -48,6 +48,25 @@ def replayed(env: MariaEnv, table: str, key: str = "id") -> dict[Any, dict[str, 
     return {dict(k)[key]: row for k, row in replay(env.topics, env.topic(table)).items()}
 
 
+def schema_change_schemas(env: MariaEnv, connector: str) -> None:
+    """Every schema change record's key and value schemas are Debezium 3.x's (SchemaFactory:
+    named after the connector, version 1, the connector's source block, no `attributes`)."""
+    records = list(reader.read(env.topics, env.prefix, from_offset=0))
+    assert records
+    for rec in records:
+        assert rec.key is not None and rec.value is not None
+        key, value = orjson.loads(rec.key)["schema"], orjson.loads(rec.value)["schema"]
+        assert (key["name"], key["version"]) == (
+            f"io.debezium.connector.{connector}.SchemaChangeKey", 1)
+        assert (value["name"], value["version"]) == (
+            f"io.debezium.connector.{connector}.SchemaChangeValue", 1)
+        fields = {f["field"]: f for f in value["fields"]}
+        assert fields["source"]["name"] == f"io.debezium.connector.{connector}.Source"
+        table = fields["tableChanges"]["items"]["fields"][2]
+        assert [f["field"] for f in table["fields"]] == [
+            "defaultCharsetName", "primaryKeyColumnNames", "columns", "comment"]
+
+
 def test_snapshot_then_stream(menv: MariaEnv) -> None:
     menv.sql(CUSTOMERS)
     menv.sql("INSERT INTO customers (first_name, last_name, email) VALUES "
@@ -140,6 +159,8 @@ def test_schema_change_topic_and_ddl_mid_stream(menv: MariaEnv) -> None:
     change = alter["tableChanges"][0]
     assert change["type"] == "ALTER"
     assert [c["name"] for c in change["table"]["columns"]] == ["id", "price", "name"]
+    assert "attributes" not in change["table"]
+    schema_change_schemas(menv, "mysql")
 
 
 def test_restart_neither_loses_nor_repeats(menv: MariaEnv) -> None:
@@ -409,6 +430,7 @@ def test_mariadb_connector_class_names_itself_in_source(menv: MariaEnv) -> None:
     assert [v["source"]["connector"] for v in values(menv, "t")] == ["mariadb", "mariadb"]
     ddl = [v for _, _, v in events(menv.topics, menv.prefix)]
     assert ddl and all(v["source"]["connector"] == "mariadb" for v in ddl)
+    schema_change_schemas(menv, "mariadb")
 
 
 def test_skipped_updates_still_emit_a_key_change_as_delete_and_create(menv: MariaEnv) -> None:

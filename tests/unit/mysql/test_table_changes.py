@@ -5,11 +5,8 @@ from __future__ import annotations
 import pytest
 
 from headwater.connectors.mysql.schema_catalog import MySqlSchema
-from headwater.connectors.mysql.table_changes import (
-    TABLE_CHANGES_CONNECT_SCHEMA,
-    table_change,
-    table_changes,
-)
+from headwater.connectors.mysql.table_changes import table_change, table_changes
+from headwater.relational.table_changes import TABLE_CHANGES_SCHEMA
 
 DDL = """CREATE TABLE t (
   id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
@@ -86,21 +83,27 @@ def test_nullable_unique_key_is_not_a_key() -> None:
     assert table_change(change)["table"]["primaryKeyColumnNames"] == []
 
 
-def test_connect_schema_matches_debezium_names() -> None:
-    schema = TABLE_CHANGES_CONNECT_SCHEMA
+def test_topic_element_matches_the_connect_schema() -> None:
+    """The schema change topic's element has exactly the fields of Debezium 3.x's Connect
+    schema (SchemaFactory.schemaHistoryChangeSchema / TableSchema / ColumnSchema): no
+    `attributes`, which only the history's JSON form has."""
+    schema = TABLE_CHANGES_SCHEMA
     assert schema.type == "array" and not schema.optional
     change = schema.items
     assert change is not None and change.name == "io.debezium.connector.schema.Change"
-    assert [f.name for f in change.fields] == ["type", "id", "table"]
+    schema_change = MySqlSchema()
+    [ddl] = schema_change.apply(DDL, "db")
+    [element] = table_changes([ddl], attributes=False)
+    assert [f.name for f in change.fields] == list(element) == ["type", "id", "table"]
     table = change.fields[2].schema
     assert table.name == "io.debezium.connector.schema.Table"
-    assert [f.name for f in table.fields] == [
-        "defaultCharsetName", "primaryKeyColumnNames", "columns", "comment", "attributes"]
+    assert [f.name for f in table.fields] == list(element["table"]) == [
+        "defaultCharsetName", "primaryKeyColumnNames", "columns", "comment"]
     column = table.fields[2].schema.items
     assert column is not None and column.name == "io.debezium.connector.schema.Column"
-    element = _create()
     column_fields = [f.name for f in column.fields]
-    assert column_fields == list(element["table"]["columns"][0])  # type: ignore[index]
+    assert column_fields == list(element["table"]["columns"][0])
+    assert _create()["table"]["attributes"] == []  # type: ignore[index]  # the history's form
     required = {f.name for f in column.fields if not f.schema.optional}
     assert required == {"name", "jdbcType", "typeName", "position"}
 

@@ -25,37 +25,19 @@ from headwater.connectors.mysql.ddl import DdlParseError, SchemaChange
 from headwater.connectors.mysql.ddl_text import is_single_statement, shorten, statement_text
 from headwater.connectors.mysql.history_store import open_history
 from headwater.connectors.mysql.position import (
-    MYSQL_SOURCE_SCHEMA,
     MySqlPosition,
     MySqlSourceBlock,
     binlog_order,
 )
 from headwater.connectors.mysql.schema_catalog import MySqlSchema
-from headwater.connectors.mysql.table_changes import TABLE_CHANGES_CONNECT_SCHEMA, table_changes
+from headwater.connectors.mysql.table_changes import table_changes
 from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
 from headwater.connectors.mysql.types import MySqlTypeModes
 from headwater.model.record import SchemaChangeEvent, SnapshotMarker, SourceContext
-from headwater.model.schema import INT64, STRING, STRUCT, ConnectField, ConnectSchema
 from headwater.relational.connector import modes_from_config
+from headwater.relational.table_changes import schema_change_key_schema, schema_change_value_schema
 
 log = logging.getLogger("headwater.connectors.mysql")
-
-SCHEMA_CHANGE_KEY_SCHEMA = ConnectSchema(
-    STRUCT, optional=False, name="io.debezium.connector.mysql.SchemaChangeKey",
-    fields=(ConnectField("databaseName", ConnectSchema(STRING, optional=False)),),
-)
-SCHEMA_CHANGE_VALUE_SCHEMA = ConnectSchema(
-    STRUCT, optional=False, name="io.debezium.connector.mysql.SchemaChangeValue",
-    fields=(
-        ConnectField("source", MYSQL_SOURCE_SCHEMA),
-        ConnectField("ts_ms", ConnectSchema(INT64, optional=False)),
-        ConnectField("databaseName", ConnectSchema(STRING, optional=True)),
-        ConnectField("schemaName", ConnectSchema(STRING, optional=True)),
-        ConnectField("ddl", ConnectSchema(STRING, optional=True)),
-        ConnectField("tableChanges", TABLE_CHANGES_CONNECT_SCHEMA),
-    ),
-)
-
 
 class SchemaHistoryError(RuntimeError):
     """DDL that cannot be applied (unparseable and not configured to be skipped)."""
@@ -78,6 +60,9 @@ class SchemaState:
         self.history = open_history(cfg, context.server_name)
         self._codecs: dict[tuple[str, str], MySqlTableCodec | None] = {}
         self._source_block = MySqlSourceBlock(context.kind)
+        # Debezium names them after the connector (`mysql`, `mariadb`), as the source block.
+        self.key_schema = schema_change_key_schema(context.kind)
+        self.value_schema = schema_change_value_schema(context.kind, self._source_block.schema)
         self._last_recorded: tuple[int, int] | None = None
         self.changes_applied = 0
         self.last_changes: list[SchemaChange] = []  # of the latest `apply`
@@ -313,10 +298,10 @@ class SchemaState:
                 "databaseName": db,
                 "schemaName": None,
                 "ddl": text if text is not None else ";\n".join(c.ddl for c in group),
-                "tableChanges": table_changes(group),
+                "tableChanges": table_changes(group, attributes=False),
             }
             events.append(SchemaChangeEvent(
-                self.context, db, now, SCHEMA_CHANGE_KEY_SCHEMA, {"databaseName": db},
-                SCHEMA_CHANGE_VALUE_SCHEMA, value, position,
+                self.context, db, now, self.key_schema, {"databaseName": db},
+                self.value_schema, value, position,
             ))
         return events

@@ -2,14 +2,18 @@
 
 Consumers of the schema change topic (and the schema history records) read the full table
 after each DDL from here rather than parsing DDL themselves, so the shape and the JDBC type
-codes follow Debezium 2.x (`ConnectTableChangeSerializer` / `SchemaFactory`) field for field.
+codes follow Debezium 3.x (`JsonTableChangeSerializer` for the history,
+`ConnectTableChangeSerializer` / `SchemaFactory` for the topic, whose Connect schema is
+relational.table_changes.TABLE_CHANGES_SCHEMA) field for field.
 Type codes are the `java.sql.Types` values Debezium's MySQL DDL parser assigns (TINYINT is
 SMALLINT there, TIMESTAMP is TIMESTAMP_WITH_TIMEZONE, ENUM/SET are CHAR, JSON and spatial
 types are OTHER).
 
 A DROP element carries the dropped table's last definition; renames are ALTER elements under
 the new id (see `SchemaChange`).  `table_change` refuses database-level changes and TRUNCATE,
-which have no tableChanges element.
+which have no tableChanges element.  The history's table has `attributes` (always empty for
+MySQL); the topic's has none (`attributes=False`): 3.x's `io.debezium.connector.schema.Table`
+schema has no such field (SchemaFactory.schemaHistoryTableSchema).
 """
 
 from __future__ import annotations
@@ -19,9 +23,6 @@ from typing import Any
 from headwater.connectors.mysql.columns import MySqlColumn, MySqlTable
 from headwater.connectors.mysql.ddl import SchemaChange
 from headwater.connectors.mysql.ddl_types import NATIONAL_JDBC_TYPES
-from headwater.model.schema import ARRAY, STRING, STRUCT, ConnectField, ConnectSchema
-from headwater.relational.table_changes import CHANGE_SCHEMA as RELATIONAL_CHANGE_SCHEMA
-from headwater.relational.table_changes import TABLE_SCHEMA as RELATIONAL_TABLE_SCHEMA
 from headwater.relational.table_changes import quoted_id
 
 TABLE_CHANGE_KINDS = frozenset({"CREATE", "ALTER", "DROP"})
@@ -44,24 +45,6 @@ JDBC_TYPES: dict[str, int] = {
     "MEDIUMBLOB": _BLOB, "LONGBLOB": _BLOB,
     **NATIONAL_JDBC_TYPES,  # NCHAR -15, NVARCHAR -9 (and their spellings), as Debezium
 }  # everything else (JSON, spatial types, UUID, INET4/6, VECTOR): OTHER
-
-
-# The Column struct is the shared one; MySQL's Table keeps its `attributes` (always empty).
-ATTRIBUTE_SCHEMA = ConnectSchema(
-    STRUCT, optional=False, name="io.debezium.connector.schema.Attribute", version=1,
-    fields=(ConnectField("name", ConnectSchema(STRING, optional=False)),
-            ConnectField("value", ConnectSchema(STRING, optional=True))))
-TABLE_SCHEMA = ConnectSchema(STRUCT, optional=True, name="io.debezium.connector.schema.Table",
-                             version=1, fields=(
-    *RELATIONAL_TABLE_SCHEMA.fields,
-    ConnectField("attributes", ConnectSchema(ARRAY, optional=True, items=ATTRIBUTE_SCHEMA)),
-))
-CHANGE_SCHEMA = ConnectSchema(STRUCT, optional=False, name="io.debezium.connector.schema.Change",
-                              version=1, fields=(
-    *RELATIONAL_CHANGE_SCHEMA.fields[:2],  # type, id
-    ConnectField("table", TABLE_SCHEMA),
-))
-TABLE_CHANGES_CONNECT_SCHEMA = ConnectSchema(ARRAY, optional=False, items=CHANGE_SCHEMA)
 
 
 def key_columns(table: MySqlTable) -> tuple[str, ...]:
@@ -104,29 +87,34 @@ def column_dict(column: MySqlColumn, position: int) -> dict[str, Any]:
     }
 
 
-def table_dict(table: MySqlTable) -> dict[str, Any]:
-    return {
+def table_dict(table: MySqlTable, attributes: bool = True) -> dict[str, Any]:
+    """The table; `attributes` (always empty here) in the history's form only."""
+    table_ = {
         "defaultCharsetName": table.default_charset,
         "primaryKeyColumnNames": list(key_columns(table)),
         "columns": [column_dict(c, i) for i, c in enumerate(table.columns, start=1)],
         "comment": table.comment,
-        "attributes": [],
     }
+    if attributes:
+        table_["attributes"] = []
+    return table_
 
 
-def table_change(change: SchemaChange) -> dict[str, Any]:
-    """The tableChanges element for a CREATE, ALTER or DROP of a table."""
+def table_change(change: SchemaChange, attributes: bool = True) -> dict[str, Any]:
+    """The tableChanges element for a CREATE, ALTER or DROP of a table (`attributes=False`:
+    the schema change topic's form)."""
     if change.kind not in TABLE_CHANGE_KINDS or change.table is None:
         raise ValueError(f"a {change.kind} change has no tableChanges element")
     table = change.table_after if change.kind != "DROP" else change.previous
     return {
         "type": change.kind,
         "id": quoted_id(change.database, change.table),
-        "table": table_dict(table) if table is not None else None,
+        "table": table_dict(table, attributes) if table is not None else None,
     }
 
 
-def table_changes(changes: list[SchemaChange]) -> list[dict[str, Any]]:
-    """The tableChanges array for the changes of one DDL event (other kinds left out)."""
-    return [table_change(c) for c in changes
+def table_changes(changes: list[SchemaChange], attributes: bool = True) -> list[dict[str, Any]]:
+    """The tableChanges array for the changes of one DDL event (other kinds left out);
+    `attributes=False` for the schema change topic."""
+    return [table_change(c, attributes) for c in changes
             if c.kind in TABLE_CHANGE_KINDS and c.table is not None]

@@ -20,13 +20,14 @@ import time
 from typing import Any, ClassVar
 
 from headwater.model.record import SchemaChangeEvent, SourceContext
-from headwater.model.schema import INT64, STRING, STRUCT, ConnectField, ConnectSchema, TableId
+from headwater.model.schema import TableId
 from headwater.relational.changetables.position import LsnPosition, LsnSourceBlock
 from headwater.relational.table_changes import (
-    TABLE_CHANGES_SCHEMA,
     TableChange,
     change_struct,
     quoted_id,
+    schema_change_key_schema,
+    schema_change_value_schema,
 )
 from headwater.relational.table_definition import TableDefinition
 
@@ -44,19 +45,8 @@ class SchemaEventShape:
         self.context = context
         self.source_block = source_block
         self.database = database  # the connector's database, where its table ids lack one
-        prefix = f"io.debezium.connector.{self.CONNECTOR}"
-        self.key_schema = ConnectSchema(
-            STRUCT, optional=False, name=f"{prefix}.SchemaChangeKey", version=1,
-            fields=(ConnectField("databaseName", ConnectSchema(STRING, optional=False)),))
-        self.value_schema = ConnectSchema(
-            STRUCT, optional=False, name=f"{prefix}.SchemaChangeValue", version=1, fields=(
-                ConnectField("source", source_block.schema),
-                ConnectField("ts_ms", ConnectSchema(INT64, optional=False)),
-                ConnectField("databaseName", ConnectSchema(STRING, optional=True)),
-                ConnectField("schemaName", ConnectSchema(STRING, optional=True)),
-                ConnectField("ddl", ConnectSchema(STRING, optional=True)),
-                ConnectField("tableChanges", TABLE_CHANGES_SCHEMA),
-            ))
+        self.key_schema = schema_change_key_schema(self.CONNECTOR)
+        self.value_schema = schema_change_value_schema(self.CONNECTOR, source_block.schema)
 
     # -- what differs by connector ---------------------------------------------------------------
 
