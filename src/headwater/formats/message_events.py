@@ -26,7 +26,8 @@ from headwater.connect.record import ConnectRecord
 from headwater.converters.connect_json import json_default, schema_to_json
 from headwater.model.record import ChangeRecord, SourceContext
 from headwater.model.schema import (
-    INT64,
+    OPTIONAL_INT64,
+    OPTIONAL_STRING,
     STRING,
     STRUCT,
     Column,
@@ -50,7 +51,7 @@ def message_table(database: str, content_schema: ConnectSchema) -> TableSchema:
     """The message "table": ``prefix`` and ``content`` (``content_schema`` made optional)."""
     return TableSchema(
         TableId(database, "", ""),
-        (Column("prefix", 0, "text", ConnectSchema(STRING, optional=True)),
+        (Column("prefix", 0, "text", OPTIONAL_STRING),
          Column("content", 1, "bytea", content_schema.with_optional(True))),
         attributes={"envelope": "message"},
     )
@@ -64,15 +65,15 @@ class MessagePlan:
     def __init__(self, table: TableSchema, context: SourceContext, source_schema: ConnectSchema,
                  tx_schema: ConnectSchema, key_schemas: bool, value_schemas: bool) -> None:
         self.topic = context.server_name + MESSAGE_TOPIC_SUFFIX
-        prefix = ConnectSchema(STRING, optional=True)
-        self.key_schema = ConnectSchema(STRUCT, optional=False, name=f"{_NAMESPACE}.MessageKey",
-                                        version=1, fields=(ConnectField("prefix", prefix),))
+        self.key_schema = ConnectSchema(
+            STRUCT, optional=False, name=f"{_NAMESPACE}.MessageKey", version=1,
+            fields=(ConnectField("prefix", OPTIONAL_STRING),))
         block = ConnectSchema(STRUCT, optional=False, name=f"{_NAMESPACE}.Message", version=1,
                               fields=tuple(ConnectField(c.name, c.schema) for c in table.columns))
         self.value_schema = ConnectSchema(
             STRUCT, optional=False, name=f"{_NAMESPACE}.MessageValue", version=1, fields=(
                 ConnectField("op", ConnectSchema(STRING, optional=False)),
-                ConnectField("ts_ms", ConnectSchema(INT64, optional=True)),
+                ConnectField("ts_ms", OPTIONAL_INT64),
                 ConnectField("source", source_schema),
                 ConnectField("transaction", tx_schema),
                 ConnectField("message", block),

@@ -24,42 +24,36 @@ from headwater.model.schema import (
     ARRAY as ARRAY_TYPE,
 )
 from headwater.model.schema import (
-    BOOLEAN as BOOLEAN_TYPE,
+    INT64 as INT64_TYPE,
 )
 from headwater.model.schema import (
-    BYTES,
-    FLOAT64,
+    OPTIONAL_BOOLEAN,
+    OPTIONAL_BYTES,
+    OPTIONAL_FLOAT64,
+    OPTIONAL_INT32,
+    OPTIONAL_INT64,
+    OPTIONAL_STRING,
     STRUCT,
     ConnectField,
     ConnectSchema,
 )
-from headwater.model.schema import (
-    INT32 as INT32_TYPE,
-)
-from headwater.model.schema import (
-    INT64 as INT64_TYPE,
-)
-from headwater.model.schema import (
-    STRING as STRING_TYPE,
-)
 from headwater.transforms import mongo_bson as b
 from headwater.transforms.mongo_bson import Bson, timestamp_value
 
-OPT_STRING = ConnectSchema(STRING_TYPE, optional=True)
 _SIMPLE = {
-    b.NULL: OPT_STRING, b.STRING: OPT_STRING, b.JAVASCRIPT: OPT_STRING,
-    b.OBJECT_ID: OPT_STRING, b.DECIMAL128: OPT_STRING,
-    b.DOUBLE: ConnectSchema(FLOAT64, optional=True),
-    b.BINARY: ConnectSchema(BYTES, optional=True),
-    b.INT32: ConnectSchema(INT32_TYPE, optional=True),
-    b.INT64: ConnectSchema(INT64_TYPE, optional=True),
+    b.NULL: OPTIONAL_STRING, b.STRING: OPTIONAL_STRING, b.JAVASCRIPT: OPTIONAL_STRING,
+    b.OBJECT_ID: OPTIONAL_STRING, b.DECIMAL128: OPTIONAL_STRING,
+    b.DOUBLE: OPTIONAL_FLOAT64,
+    b.BINARY: OPTIONAL_BYTES,
+    b.INT32: OPTIONAL_INT32,
+    b.INT64: OPTIONAL_INT64,
     b.DATE_TIME: ConnectSchema(INT64_TYPE, optional=True,
                                name="org.apache.kafka.connect.data.Timestamp", version=1),
-    b.BOOLEAN: ConnectSchema(BOOLEAN_TYPE, optional=True),
+    b.BOOLEAN: OPTIONAL_BOOLEAN,
 }
 _SIMPLE[b.TIMESTAMP] = _SIMPLE[b.DATE_TIME]
 REGEX_SCHEMA = ConnectSchema(STRUCT, optional=True, name="io.debezium.mongodb.regex", fields=(
-    ConnectField("regex", OPT_STRING), ConnectField("options", OPT_STRING)))
+    ConnectField("regex", OPTIONAL_STRING), ConnectField("options", OPTIONAL_STRING)))
 _EMPTY_STRUCT = ConnectSchema(STRUCT, optional=True)
 
 
@@ -108,7 +102,7 @@ class MongoDataConverter:
         if simple is not None:
             return simple
         if value.type == b.ARRAY:
-            return _EMPTY_STRUCT if self.array_document else _array(OPT_STRING)
+            return _EMPTY_STRUCT if self.array_document else _array(OPTIONAL_STRING)
         if value.type == b.DOCUMENT:
             return _EMPTY_STRUCT
         raise _unsupported(value, "inside an array")
@@ -192,7 +186,7 @@ class MongoDataConverter:
         parent = _n(builder.name)
         if not elements:
             builder.add(key, ConnectSchema(STRUCT, optional=True, name=f"{parent}.{key}")
-                        if self.array_document else _array(OPT_STRING))
+                        if self.array_document else _array(OPTIONAL_STRING))
             return
         if self.array_document:
             name = parent if parent.endswith(key) else f"{parent}.{key}"
