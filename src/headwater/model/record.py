@@ -144,9 +144,10 @@ class HeartbeatEvent(NamedTuple):
 class SchemaChangeEvent(NamedTuple):
     """A schema change (Debezium's schema change topic `<topic.prefix>`), e.g. MySQL DDL.
 
-    The connector builds key and value (with their Connect schemas) because their structure
-    is connector-specific (`io.debezium.connector.mysql.SchemaChangeKey` / `...Value`); the
-    format only wraps them, so it stays ignorant of any database.
+    The connector builds key and value (with their Connect schemas, named after it:
+    `io.debezium.connector.<connector>.SchemaChangeKey` / `...Value`, defined once in
+    relational.table_changes); the format only wraps them, so it stays ignorant of any
+    database.
     """
 
     context: SourceContext
