@@ -13,6 +13,10 @@ made canonical and hashed in a Python task (`mapInArrow`, the same code as the D
 `target.canonical_rows`), which sends back one partial signature per chunk: only those reach
 the driver, so memory stays at one Arrow batch per task whatever the table's size.  The rows of
 differing chunks come back as their canonical texts.
+
+MongoDB's document tables (`mongodb_run`) are opened the same way; their current `__hw_id` and
+`__hw_doc` are streamed to the driver (`IcebergTargets.stream`) and hashed there by the one
+document side (`mongodb_side.DocumentSide`), as the Delta and JDBC document tables are.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from headwater.config import ConfigError
 from headwater.pipeline.config import PipelineConfig
 from headwater.pipeline.iceberg_target import STATE_NAMESPACE, IcebergTarget
 from headwater.pipeline.quiet import log_dir
@@ -54,6 +59,21 @@ class IcebergTargets:
         return [(p[0], p[1]) for p in self.target.tables()
                 if len(p) == 2 and p[0] != STATE_NAMESPACE]
 
+    def selected(self, tables: tuple[str, ...]) -> list[tuple[str, str]]:
+        """(schema, table) of the target tables, only `tables` (`schema.table`) when named
+        (ConfigError naming each that has no target)."""
+        found = self.tables()
+        if tables:
+            unknown = [t for t in tables if t not in {f"{s}.{t}" for s, t in found}]
+            if unknown:
+                raise ConfigError([f"--table {t}: no target table {self.catalog}.{t} in the "
+                                   f"Iceberg warehouse {self.where}" for t in unknown])
+            found = [f for f in found if f"{f[0]}.{f[1]}" in tables]
+        return found
+
+    def none_found(self) -> str:
+        return f"no target tables in the Iceberg warehouse {self.where} (catalog {self.catalog})"
+
     def name(self, schema: str, table: str) -> str:
         """The table in Spark SQL: `catalog`.`schema`.`table`."""
         return ".".join(q(p) for p in (self.catalog, schema, table))
@@ -68,6 +88,17 @@ class IcebergTargets:
 
     def side(self, schema: str, table: str) -> IcebergSide:
         return IcebergSide(self.spark, self.name(schema, table))
+
+    def stream(self, plan: TablePlan, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
+        """The `columns` of table `plan.schema`.`plan.table`'s current rows (SCD1: every row,
+        SCD2: the open versions, `current.py`), for a side hashed in the driver rather than in
+        Spark tasks (MongoDB's documents: `mongodb_side.DocumentSide`).  Streamed a Spark
+        partition at a time (`toLocalIterator`), so the driver never holds the table."""
+        if plan.mode not in ("scd1", "scd2"):
+            raise ValueError(f"no streamed current rows for mode {plan.mode!r}")
+        frame = self.spark.sql(current_sql(q, self.name(plan.schema, plan.table), plan))
+        for row in frame.select(*(q(c) for c in columns)).toLocalIterator():
+            yield tuple(row)
 
 
 class IcebergSide:

@@ -1,19 +1,22 @@
 """`headwater validate` for a MongoDB connector: each document target against its collection.
 
-The targets are the pipeline's: under the Delta root (`<database>/<collection>`) or in the
+The targets are the pipeline's: under the Delta root (`<database>/<collection>`), in the
 JDBC target's schema (a table per collection, `<collection>`, its database found as
-`jdbc_side.source_schema` finds a relational table's schema).  Both are the same document
-table (`__hw_id`, `__hw_doc`, ...), so only how its current documents are read differs
-(`mongodb_side.DocumentSide`).  SCD1 and SCD2 (the open versions) are compared; the
-changelog (its patch rows hold no document) and Iceberg targets are refused by property name.
+`jdbc_side.source_schema` finds a relational table's schema) or in the Iceberg warehouse
+(`<catalog>.<database>.<collection>`, opened through the pipeline's Spark session and catalog
+by `iceberg_side.open_targets`, as for relational rows).  All are the same document table
+(`__hw_id`, `__hw_doc`, ...), so only how its current documents are read differs: each
+target in `TARGETS` gives a reader of them, behind one `mongodb_side.DocumentSide` (the
+canonical form and hashing are one).  SCD1 and SCD2 (the open versions) are compared; the
+changelog is refused by property name, with its reason (`MODES`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 from headwater.config import ConfigError
 from headwater.pipeline.config import PipelineConfig
@@ -34,15 +37,26 @@ Found = list[tuple[str, str, str, Callable[[], Iterable[str]]]]
 
 
 def check_documents(pipeline: PipelineConfig) -> None:
+    """ConfigError naming the property when validate does not compare the pipeline's document
+    targets (`TARGETS`, `MODES`)."""
     problems = []
-    if pipeline.target not in ("delta", "jdbc"):
+    if pipeline.target not in TARGETS:
         problems.append(f"headwater.pipeline.target: validate compares MongoDB collections "
-                        f"with Delta and JDBC targets, not {pipeline.target!r}")
-    if pipeline.mode not in ("scd1", "scd2"):
+                        f"with {_names(TARGETS)} targets, not {pipeline.target!r}")
+    if MODES.get(pipeline.mode, "") is not None:
+        compared = [m for m, why in MODES.items() if why is None]
+        why = MODES.get(pipeline.mode)
         problems.append(f"headwater.pipeline.mode: validate compares MongoDB collections with "
-                        f"scd1 and scd2 targets, not {pipeline.mode!r}")
+                        f"{_names(compared)} targets, not {pipeline.mode!r}"
+                        + (f" ({why})" if why else ""))
     if problems:
         raise ConfigError(problems)
+
+
+def _names(names: Iterable[str]) -> str:
+    *first, last = [{"delta": "Delta", "jdbc": "JDBC", "iceberg": "Iceberg"}.get(n, n)
+                    for n in names]
+    return f"{', '.join(first)} and {last}" if first else last
 
 
 def plan(database: str, collection: str, target: str, mode: str) -> TablePlan:
@@ -66,7 +80,8 @@ def validate_documents(connector: Any, pipeline: PipelineConfig, options: Option
     connector_ = MongoDbConnector(connector)
     client = mongo_client(connector)
     try:
-        with _targets(pipeline, client, tables, problems) as (found, side):
+        targets = TARGETS[pipeline.target](pipeline, client, tables, problems)
+        with targets as (found, side):
             for database, collection, target, columns in found:
                 if not {ID, DOC} <= set(columns()):
                     problems.append(f"{database}.{collection}: {target} is not a document "
@@ -94,18 +109,38 @@ def validate_documents(connector: Any, pipeline: PipelineConfig, options: Option
 
 
 @contextmanager
-def _targets(pipeline: PipelineConfig, client: Any, tables: tuple[str, ...],
-             problems: list[str]) -> Iterator[tuple[Found, DocumentSide]]:
-    """The document targets (only `tables` when named) and the side that reads them."""
-    if pipeline.target != "jdbc":
-        from headwater.validate.run import selected_targets
+def _delta_targets(pipeline: PipelineConfig, client: Any, tables: tuple[str, ...],
+                   problems: list[str]) -> Iterator[tuple[Found, DocumentSide]]:
+    """The Delta document tables (only `tables` when named) and the side that reads them."""
+    from headwater.validate.run import selected_targets
 
-        delta = selected_targets(pipeline, tables)
-        if not delta:
-            problems.append(f"no target tables under {pipeline.delta_path}")
-        yield ([(d, c, str(path), partial(catalog.delta_columns, path))
-                for d, c, path in delta], DocumentSide(delta_documents))
-        return
+    delta = selected_targets(pipeline, tables)
+    if not delta:
+        problems.append(f"no target tables under {pipeline.delta_path}")
+    yield ([(d, c, str(path), partial(catalog.delta_columns, path)) for d, c, path in delta],
+           DocumentSide(delta_documents))
+
+
+@contextmanager
+def _iceberg_targets(pipeline: PipelineConfig, client: Any, tables: tuple[str, ...],
+                     problems: list[str]) -> Iterator[tuple[Found, DocumentSide]]:
+    """The Iceberg document tables (`<catalog>.<database>.<collection>`; only `tables` when
+    named), read through the pipeline's Spark session (`iceberg_side.open_targets`)."""
+    from headwater.validate.iceberg_side import open_targets
+
+    with open_targets(pipeline) as ice:
+        found = ice.selected(tables)
+        if not found:
+            problems.append(ice.none_found())
+        yield ([(d, c, ice.label(d, c), partial(ice.columns, d, c)) for d, c in found],
+               DocumentSide(lambda p: ice.stream(p, (ID, DOC))))
+
+
+@contextmanager
+def _jdbc_targets(pipeline: PipelineConfig, client: Any, tables: tuple[str, ...],
+                  problems: list[str]) -> Iterator[tuple[Found, DocumentSide]]:
+    """The JDBC target's document tables (only `tables` when named), each matched with its
+    collection's database (`_source_database`)."""
     from headwater.validate.jdbc_side import open_targets
 
     with open_targets(pipeline) as jdbc:
@@ -128,6 +163,23 @@ def _targets(pipeline: PipelineConfig, client: Any, tables: tuple[str, ...],
         if not found and not problems:
             problems.append(f"no target tables in {jdbc.schema} ({jdbc.where})")
         yield found, DocumentSide(lambda p: jdbc.stream(p, (ID, DOC)))
+
+
+# What validate compares MongoDB collections with, as data.  Per `headwater.pipeline.target`:
+# its document tables (database, collection, label, columns) and the `DocumentSide` reading
+# their current documents, opened for (pipeline, MongoDB client, --table names, problems).
+TARGETS: Final[dict[str, Callable[[PipelineConfig, Any, tuple[str, ...], list[str]],
+                                  AbstractContextManager[tuple[Found, DocumentSide]]]]] = {
+    "delta": _delta_targets,
+    "jdbc": _jdbc_targets,
+    "iceberg": _iceberg_targets,
+}
+# Per `headwater.pipeline.mode`: None when compared, else why not.
+MODES: Final[dict[str, str | None]] = {
+    "scd1": None,
+    "scd2": None,  # the open versions
+    "changelog": "a document changelog's patch rows hold no document to compare",
+}
 
 
 def _source_database(client: Any, cfg: PipelineConfig, collection: str) -> str | list[str]:

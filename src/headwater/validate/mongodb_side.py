@@ -1,11 +1,12 @@
-"""MongoDB collections against their document targets (Delta or JDBC; SCD1, or SCD2's open
-versions): both sides as rows of (`_id` text, canonical document text), compared by
+"""MongoDB collections against their document targets (Delta, JDBC or Iceberg; SCD1, or SCD2's
+open versions): both sides as rows of (`_id` text, canonical document text), compared by
 `compare.compare_table`.
 
-What the pipeline writes (`pipeline/documents/flow.py`, one layout for Delta and JDBC): one
-row per current document, keyed by `__hw_id` (the `_id`'s Extended JSON text, normalized) and
-holding the document's Extended JSON in `__hw_doc`; its other columns are projections of
-`__hw_doc` (JDBC: sub-documents and arrays as JSON text), so `__hw_doc` is what is compared.
+What the pipeline writes (`pipeline/documents/flow.py`, one layout for Delta, JDBC and
+Iceberg): one row per current document, keyed by `__hw_id` (the `_id`'s Extended JSON text,
+normalized) and holding the document's Extended JSON in `__hw_doc`; its other columns are
+projections of `__hw_doc` (JDBC and Iceberg: sub-documents and arrays as JSON text), so
+`__hw_doc` is what is compared.
 The source side reads each document as the connector's snapshot does (raw BSON,
 the collection's codec: Debezium's Extended JSON with `field.exclude.list` and
 `field.renames` applied), streamed from a cursor: MongoDB has no server-side hash that Python
@@ -134,7 +135,8 @@ class MongoSource:
 
 class DocumentSide:
     """A document target's current documents (`__hw_id`, `__hw_doc`), as `documents` reads
-    them for a plan: a Delta table (`delta_documents`) or a JDBC table (`JdbcTargets.stream`).
+    them for a plan: a Delta table (`delta_documents`), a JDBC table (`JdbcTargets.stream`) or
+    an Iceberg table through Spark (`IcebergTargets.stream`).
     Only where they are read from differs; the canonical form and hashing are one."""
 
     def __init__(self, documents: Callable[[TablePlan], Iterable[tuple[Any, Any]]]) -> None:

@@ -34,7 +34,6 @@ def check_pipeline(cfg: PipelineConfig, source: str) -> None:
                         f"targets, not {cfg.mode!r}")
     if cfg.target == "delta" and not cfg.delta_path.is_dir():
         problems.append(f"headwater.pipeline.delta.path: {cfg.delta_path} does not exist")
-    # (An Iceberg SCD2 pipeline is refused by the configuration's loader, `capabilities`.)
     if cfg.target == "iceberg" and not cfg.iceberg_warehouse.is_dir():
         problems.append(f"headwater.pipeline.iceberg.warehouse: {cfg.iceberg_warehouse} "
                         "does not exist")
@@ -163,13 +162,7 @@ def _validate_iceberg(connector: Any, pipeline: PipelineConfig, options: Options
     results: list[TableResult] = []
     problems: list[str] = []
     with connect(connector) as src, iceberg_side.open_targets(pipeline) as ice:
-        found = ice.tables()
-        if tables:
-            unknown = [t for t in tables if t not in {f"{s}.{t}" for s, t in found}]
-            if unknown:
-                raise ConfigError([f"--table {t}: no target table {ice.catalog}.{t} in the "
-                                   f"Iceberg warehouse {ice.where}" for t in unknown])
-            found = [f for f in found if f"{f[0]}.{f[1]}" in tables]
+        found = ice.selected(tables)
         for schema, table in found:
             plan = catalog.plan(src, schema, table, ice.label(schema, table),
                                 ice.columns(schema, table), pipeline.mode)
@@ -178,6 +171,5 @@ def _validate_iceberg(connector: Any, pipeline: PipelineConfig, options: Options
                 continue
             results.append(compare_table(src, ice.side(schema, table), plan, options))
         if not found:
-            problems.append(f"no target tables in the Iceberg warehouse {ice.where} "
-                            f"(catalog {ice.catalog})")
+            problems.append(ice.none_found())
     return results, problems
