@@ -26,7 +26,7 @@ work the wall-clock ratio says little, the CPU split says where the work ran.  W
 (`executor_net`); with the default, delta-rs merges in the driver.
 
     PYTHONPATH=$PWD/src:$PWD .venv/bin/python bench/pipeline_scale_out.py [--changes N] \
-        [--writer spark]
+        [--writer spark] [--max-records N]
 
 (absolute paths: the bench changes directory, and the executors and the Python workers of the
 driver's JVM run elsewhere; with `src:.` they import the installed package, which in a git
@@ -54,8 +54,11 @@ from headwater.testing.spark_cluster import SparkCluster, cpu_seconds, processes
 
 
 def timed_run(work: Path, workers: int, changes: int,
-              state: dict[int, tuple[object, ...] | None], writer: str = "delta-rs"
-              ) -> tuple[float, float]:
+              state: dict[int, tuple[object, ...] | None], writer: str = "delta-rs",
+              max_records: int | None = None) -> tuple[float, float]:
+    timed = {"headwater.pipeline.delta.writer": writer}
+    if max_records is not None:
+        timed["headwater.pipeline.max.records.per.trigger"] = str(max_records)
     with SparkCluster(workers=workers, base_dir=work / f"cluster-{workers}") as cluster:
         spark = spark_session(f"headwater-scale-out-{workers}", master=cluster.master_url,
                               spark_props={"spark.executor.memory": "768m"})
@@ -76,7 +79,7 @@ def timed_run(work: Path, workers: int, changes: int,
             before = _cpu(spark, cluster)
             seconds = _retried(lambda: run_pipeline(
                 spark, work, f"delta-{workers}",
-                extra={"headwater.pipeline.delta.writer": writer}))
+                extra=timed))
             driver, executors = (b - a for a, b in zip(before, _cpu(spark, cluster),
                                                        strict=True))
             check(work, f"delta-{workers}", state)
@@ -135,6 +138,9 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=200_000)
     ap.add_argument("--writer", choices=("delta-rs", "spark"), default="delta-rs",
                     help="headwater.pipeline.delta.writer: spark merges on the executors")
+    ap.add_argument("--max-records", type=int, default=None,
+                    help="headwater.pipeline.max.records.per.trigger (default: the "
+                         "pipeline's)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="headwater-scale-out-"))
     try:
@@ -144,8 +150,8 @@ def main() -> None:
         print(f"generated {args.changes:,} events over {args.keys:,} keys in "
               f"{time.monotonic() - t0:.1f}s", flush=True)
         os.chdir(work)
-        one = timed_run(work, 1, args.changes, state, args.writer)
-        two = timed_run(work, 2, args.changes, state, args.writer)
+        one = timed_run(work, 1, args.changes, state, args.writer, args.max_records)
+        two = timed_run(work, 2, args.changes, state, args.writer, args.max_records)
         print(f"throughput ratio, two workers / one: batches {one[1] / two[1]:.2f}, whole "
               f"run {one[0] / two[0]:.2f} (goal >= 1.6)")
     finally:
