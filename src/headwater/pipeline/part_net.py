@@ -59,16 +59,24 @@ def _net_one_key(rows: pa.Table, columns: list[Column], key: str) -> pa.Table | 
     key the newest fragment by sequence, with the sequence of its first delivery (None: a
     key type Arrow cannot hash, or a null key, left to `_net_general`)."""
     n = rows.num_rows
-    # fragments in sequence order (their rank); only the columns the rule reads are taken
-    order = pc.sort_indices(rows.column(SEQ))
+    # fragments in sequence order (their rank); only the columns the rule reads are taken.
+    # Parts hold their fragments in sequence order, and the parts follow each other when
+    # the source's positions rise with the offsets: then there is nothing to sort.
+    seq = rows.column(SEQ).combine_chunks()
+    order = pc.sort_indices(seq) if n > 1 and (seq.null_count or not pc.all(
+        pc.less_equal(seq.slice(0, n - 1), seq.slice(1))).as_py()) else None
+
+    def ordered(name: str) -> pa.Array:
+        values = rows.column(name).combine_chunks()
+        return values if order is None else values.take(order)
+
     try:
-        groups = pc.dictionary_encode(rows.column(key).combine_chunks().take(order))
+        groups = pc.dictionary_encode(ordered(key))
     except pa.ArrowNotImplementedError:
         return None
     if groups.indices.null_count:
         return None
-    seq = rows.column(SEQ).combine_chunks().take(order)
-    op = rows.column(OP).combine_chunks().take(order)
+    seq, op = ordered(SEQ), ordered(OP)
     group = groups.indices.to_numpy().astype(np.int64)
     rank = np.arange(n, dtype=np.int64)
     newest = np.full(len(groups.dictionary), -1, dtype=np.int64)
@@ -90,7 +98,7 @@ def _net_one_key(rows: pa.Table, columns: list[Column], key: str) -> pa.Table | 
             firsts = ranks.copy()
             np.minimum.at(firsts, np.searchsorted(ranks, winner[others][same]),
                           others[same])
-    won = rows.take(pa.array(order.to_numpy()[ranks]))
+    won = rows.take(pa.array(ranks if order is None else order.to_numpy()[ranks]))
     arrays: list[pa.Array | pa.ChunkedArray] = [won.column(c.name) for c in columns]
     arrays += [seq.take(pa.array(firsts)), op.take(pa.array(ranks))]
     net = pa.Table.from_arrays(arrays, names=[*(c.name for c in columns), SEQ, OP])
