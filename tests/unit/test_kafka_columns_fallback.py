@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,5 +46,6 @@ def test_no_librdkafka_is_said_and_nothing_is_read(fresh: None, monkeypatch: pyt
 
 
 def test_settings_that_are_not_strings_are_refused(fresh: None) -> None:
+    settings: dict[str, Any] = {"bootstrap.servers": "127.0.0.1:1", "error_cb": print}
     with pytest.raises(ValueError, match="error_cb"):
-        columns.RangeRead({"bootstrap.servers": "127.0.0.1:1", "error_cb": print}, "t", 0, 0, 1)
+        columns.RangeRead(settings, "t", 0, 0, 1)
