@@ -93,9 +93,9 @@ def join_chunks(chunks: Iterable[tuple[int, Columns]]) -> Columns:
     return out
 
 
-def fetching(config: Mapping[str, str], sizes: Mapping[str, str] = FETCH) -> dict[str, str]:
-    """A consumer's settings: the pipeline's, with `sizes` (FETCH's) where it sets none."""
-    own = {k: v for k, v in sizes.items() if k not in config
+def fetching(config: Mapping[str, str]) -> dict[str, str]:
+    """A consumer's settings: the pipeline's, with FETCH's sizes where it sets none."""
+    own = {k: v for k, v in FETCH.items() if k not in config
            and not (k == "fetch.message.max.bytes"
                     and "max.partition.fetch.bytes" in config)}  # (its alias)
     return {**own, **config}

@@ -3,9 +3,11 @@
 The batch's `{topic#partition: (start, end)}` ranges (the checkpoint's, as for the driver's
 reader, so exactly once is unchanged) are cut into slices (`slices`: a partition's range in
 even parts, as many tasks as `task_count` wants), and each Spark task reads its slice with the
-pipeline's own Kafka client, confluent-kafka with the driver reader's settings (TLS and SASL
-included), straight into Arrow columns (`read_slice`: a `consume` call's records at a time,
-no Python step per record).  It then runs the same stage as the local log's tasks
+driver reader's consumer settings (TLS and SASL included) straight into Arrow columns
+(`read_slice`: the compiled range reader over confluent-kafka's librdkafka,
+`headwater.kafka.columns`, with no Python object per record, the next slice's read opened
+before the current slice is staged; without it, confluent-kafka's `consume` a call's records
+at a time).  It then runs the same stage as the local log's tasks
 (`tasks.run_part`: decode, net within the part, stage Parquet; the event-by-event decoder for a
 part outside the column-wise shape).  The driver nets across parts in Arrow
 (`tasks.net_across_parts`).  A refused part (a MongoDB document topic, a decode error) leaves
@@ -201,20 +203,13 @@ def open_slice(consumer: Mapping[str, str], topic: str, partition: int, start: i
     return columns.RangeRead(_settings(consumer, start, end), topic, partition, start, end)
 
 
-# A slice's fetch settings, under the pipeline's own (which win): 2 MB of a partition a fetch
-# request, not the driver reader's 16 MB.  A slice mostly ends inside its partition, and
-# librdkafka has fetched (and decompressed) on past its end by then, up to a request's worth:
-# six slices of one partition, 200k records of 3.4 KB read one after the other, cost 1.5-1.6 s
-# of CPU with 16 MB requests, 0.6-0.75 s with 2 or 4 MB (0.8 s for the partition read whole,
-# 16 MB), and took less time too (session 28, load 5-7).
-SLICE_FETCH: Mapping[str, str] = {"fetch.message.max.bytes": str(2 << 20),
-                                  "queued.max.messages.kbytes": str(256 << 10)}
-
-
 def _settings(consumer: Mapping[str, str], start: int, end: int) -> dict[str, str]:
     # librdkafka prefetches until `queued.min.messages` (100,000 by default) wait in its
-    # queue: a slice's consumer would read on into the next slice's records, for nothing
-    settings = fetching(consumer, SLICE_FETCH)
+    # queue: a slice's consumer would read on into the next slice's records, for nothing.
+    # (Fetches of 2 MB a request instead of the driver reader's 16 MB cost less for slices
+    # of one partition read one after the other, but measured no better in the bench's
+    # layout, 0.61 and 0.68 against 0.74 and 0.69: docs/kafka.md, session 28.)
+    settings = fetching(consumer)
     settings.setdefault("queued.min.messages", str(max(1000, end - start)))
     return settings
 
