@@ -3,9 +3,11 @@
 The batch's `{topic#partition: (start, end)}` ranges (the checkpoint's, as for the driver's
 reader, so exactly once is unchanged) are cut into slices (`slices`: a partition's range in
 even parts, as many tasks as `task_count` wants), and each Spark task reads its slice with the
-pipeline's own Kafka client, confluent-kafka with the driver reader's settings (TLS and SASL
-included), straight into Arrow columns (`read_slice`: a `consume` call's records at a time,
-no Python step per record).  It then runs the same stage as the local log's tasks
+driver reader's consumer settings (TLS and SASL included) straight into Arrow columns
+(`read_slice`: the compiled range reader over confluent-kafka's librdkafka,
+`headwater.kafka.columns`, with no Python object per record, the next slice's read opened
+before the current slice is staged; without it, confluent-kafka's `consume` a call's records
+at a time).  It then runs the same stage as the local log's tasks
 (`tasks.run_part`: decode, net within the part, stage Parquet; the event-by-event decoder for a
 part outside the column-wise shape).  The driver nets across parts in Arrow
 (`tasks.net_across_parts`).  A refused part (a MongoDB document topic, a decode error) leaves
@@ -34,6 +36,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from headwater.kafka.columns import RangeRead
 from headwater.pipeline import columnar
 from headwater.pipeline.kafka_source import (
     CHUNK,
@@ -163,9 +166,56 @@ def slices(ranges: Mapping[str, Mapping[int, tuple[int, int]]], count: int
 
 
 def read_slice(consumer: Mapping[str, str], part: int, topic: str, partition: int,
-               start: int, end: int, decode: ValueDecoder = json_decoder) -> KafkaPart:
-    """A slice read with confluent-kafka (`consume.read_range`): each call's keys and values
-    joined into Arrow buffers (`binary_array`), no Python object kept per record."""
+               start: int, end: int, decode: ValueDecoder = json_decoder,
+               opened: RangeRead | None = None) -> KafkaPart:
+    """A slice read straight into Arrow columns by the compiled range reader
+    (`headwater.kafka.columns`, no Python object per record; `opened`: the slice's read
+    already opened by `open_slice`); where it is not available (not built, librdkafka not
+    found: a WARNING said so), with confluent-kafka (`consume.read_range`): each call's keys
+    and values joined into Arrow buffers (`binary_array`).  The same records either way."""
+    if opened is None:
+        opened = open_slice(consumer, topic, partition, start, end)
+    if opened is None:
+        return _read_slice_messages(_settings(consumer, start, end), part, topic, partition,
+                                    start, end, decode)
+    offsets: list[np.ndarray] = []
+    keys: list[pa.Array] = []
+    values: list[pa.Array] = []
+    for got, chunk_keys, chunk_values in opened.chunks(CHUNK):
+        offsets.append(got << PARTITION_BITS | partition)
+        keys.append(chunk_keys)
+        values.append(chunk_values)
+    return KafkaPart(part, topic,
+                     np.concatenate(offsets) if offsets else np.zeros(0, np.int64),
+                     pa.chunked_array(keys, pa.large_binary()),
+                     pa.chunked_array(values, pa.large_binary()), decode)
+
+
+def open_slice(consumer: Mapping[str, str], topic: str, partition: int, start: int, end: int
+               ) -> RangeRead | None:
+    """The slice's read by the compiled range reader, opened: librdkafka fetches it from now
+    on, while the task works on the slice before it; None when that reader is not available
+    (`read_slice` reads with confluent-kafka then)."""
+    from headwater.kafka import columns
+
+    if not columns.available():
+        return None
+    return columns.RangeRead(_settings(consumer, start, end), topic, partition, start, end)
+
+
+def _settings(consumer: Mapping[str, str], start: int, end: int) -> dict[str, str]:
+    # librdkafka prefetches until `queued.min.messages` (100,000 by default) wait in its
+    # queue: a slice's consumer would read on into the next slice's records, for nothing.
+    # (Fetches of 2 MB a request instead of the driver reader's 16 MB cost less for slices
+    # of one partition read one after the other, but measured no better in the bench's
+    # layout, 0.61 and 0.68 against 0.74 and 0.69: docs/kafka.md, session 28.)
+    settings = fetching(consumer)
+    settings.setdefault("queued.min.messages", str(max(1000, end - start)))
+    return settings
+
+
+def _read_slice_messages(settings: dict[str, str], part: int, topic: str, partition: int,
+                         start: int, end: int, decode: ValueDecoder) -> KafkaPart:
     from confluent_kafka import Consumer
 
     from headwater.kafka.consume import read_range
@@ -175,10 +225,6 @@ def read_slice(consumer: Mapping[str, str], part: int, topic: str, partition: in
     keys: list[pa.Array] = []
     values: list[pa.Array] = []
     pending: list[Any] = []  # messages not yet in a chunk
-    # librdkafka prefetches until `queued.min.messages` (100,000 by default) wait in its
-    # queue: a slice's consumer would read on into the next slice's records, for nothing
-    settings = fetching(consumer)
-    settings.setdefault("queued.min.messages", str(max(1000, end - start)))
     client = Consumer(settings)
 
     def chunk() -> None:
@@ -220,14 +266,22 @@ def _task(slices: list[tuple[str, int, int, int]], consumer: dict[str, str], sta
         from headwater.pipeline.kafka_decoders import decoder_for
 
         decode = decoder_for(converter_props) if converter_props else json_decoder
-        for batch in batches:
-            for number in batch.column(0).to_pylist():
+        numbers = [n for batch in batches for n in batch.column(0).to_pylist()]
+        ahead: RangeRead | None = None
+        try:
+            for i, number in enumerate(numbers):
                 topic, partition, start, end = slices[number]
-                part = read_slice(consumer, number, topic, partition, start, end, decode)
+                part = read_slice(consumer, number, topic, partition, start, end, decode, ahead)
+                # the next slice's fetch overlaps this one's decode, net and stage
+                ahead = open_slice(consumer, *slices[numbers[i + 1]]) \
+                    if i + 1 < len(numbers) else None
                 if not len(part.offsets):
                     continue
                 results = run_part(part, Path(staging), mode)
                 yield pa.RecordBatch.from_pylist([r._asdict() for r in results], schema=RESULT)
+        finally:
+            if ahead is not None:
+                ahead.close()
 
     return work
 
