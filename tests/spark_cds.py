@@ -31,8 +31,12 @@ proc.wait(600)
 
 def java_options() -> str:
     """The options every test's Spark driver gets (SPARK_SUBMIT_OPTS)."""
-    # C1 only: a test's JVM lives seconds to minutes (see tests/conftest.py).
-    base = "-XX:TieredStopAtLevel=1"
+    # C1 only: a test's JVM lives seconds to minutes (see tests/conftest.py).  C1 alone sizes
+    # the code cache at 48 MB, not tiered compilation's 240 MB: a test module's shared session
+    # compiling Spark's generated code for many queries filled it in a CI run ("Out of space in
+    # CodeCache for adapters" in an Iceberg MERGE); the reservation is address space, only what
+    # is compiled is used.
+    base = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
     return f"{base} -XX:SharedArchiveFile={ARCHIVE} {QUIET}" if ARCHIVE.exists() else base
 
 
