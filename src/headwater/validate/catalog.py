@@ -10,12 +10,14 @@ changelog's event metadata) are bookkeeping, never compared.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 import pyarrow as pa
 from deltalake import DeltaTable
 
+from headwater.config import ConfigError
 from headwater.pipeline.columnar import CHANGELOG_META
 from headwater.pipeline.delta_target import END, START, delta_tables
 from headwater.validate.canonical import SOURCE_TEXT_TYPES, kind, supported
@@ -25,6 +27,22 @@ from headwater.validate.source import SqlSource
 BOOKKEEPING: Final = "__hw_"
 MODE_COLUMNS: Final = {"scd1": frozenset[str](), "scd2": frozenset({START, END}),
                        "changelog": frozenset(CHANGELOG_META.names)}
+
+Found = TypeVar("Found", bound=tuple[object, ...])
+
+
+def named(found: Sequence[Found], tables: tuple[str, ...], missing: Callable[[str], str]
+          ) -> list[Found]:
+    """The targets found (each `(schema, table, ...)`), only `tables` (`schema.table`) when
+    named: a ConfigError with `missing(name)` for each named table that has no target."""
+    if not tables:
+        return list(found)
+    names = {f"{f[0]}.{f[1]}" for f in found}
+    unknown = [t for t in tables if t not in names]
+    if unknown:
+        raise ConfigError([missing(t) for t in unknown])
+    return [f for f in found if f"{f[0]}.{f[1]}" in tables]
+
 
 # name -> (canonical kind or None, the declared type, for the message)
 TargetColumns = dict[str, tuple[str | None, str]]

@@ -27,14 +27,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from headwater.config import ConfigError
 from headwater.pipeline.config import PipelineConfig
 from headwater.pipeline.iceberg_target import STATE_NAMESPACE, IcebergTarget
 from headwater.pipeline.quiet import log_dir
 from headwater.pipeline.spark_merge import q
 from headwater.pipeline.spark_session import session_for
 from headwater.validate.canonical import kind
-from headwater.validate.catalog import TargetColumns
+from headwater.validate.catalog import TargetColumns, named
 from headwater.validate.current import current_sql, truncate_floor_sql
 from headwater.validate.model import Signature, TablePlan
 from headwater.validate.target import canonical_rows, signatures_of
@@ -62,14 +61,9 @@ class IcebergTargets:
     def selected(self, tables: tuple[str, ...]) -> list[tuple[str, str]]:
         """(schema, table) of the target tables, only `tables` (`schema.table`) when named
         (ConfigError naming each that has no target)."""
-        found = self.tables()
-        if tables:
-            unknown = [t for t in tables if t not in {f"{s}.{t}" for s, t in found}]
-            if unknown:
-                raise ConfigError([f"--table {t}: no target table {self.catalog}.{t} in the "
-                                   f"Iceberg warehouse {self.where}" for t in unknown])
-            found = [f for f in found if f"{f[0]}.{f[1]}" in tables]
-        return found
+        return named(self.tables(), tables, lambda t: (
+            f"--table {t}: no target table {self.catalog}.{t} in the Iceberg warehouse "
+            f"{self.where}"))
 
     def none_found(self) -> str:
         return f"no target tables in the Iceberg warehouse {self.where} (catalog {self.catalog})"

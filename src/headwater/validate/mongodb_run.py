@@ -154,12 +154,8 @@ def _jdbc_targets(pipeline: PipelineConfig, client: Any, tables: tuple[str, ...]
                 problems.append(f"{jdbc.label(table)}: source collection " + (
                     f"ambiguous ({', '.join(f'{d}.{table}' for d in database)})" if database
                     else f"{table} not found in any database"))
-        if tables:
-            unknown = [t for t in tables if t not in {f"{d}.{c}" for d, c, *_ in found}]
-            if unknown:
-                raise ConfigError([f"--table {t}: no target table for {t} in "
-                                   f"{jdbc.schema} ({jdbc.where})" for t in unknown])
-            found = [f for f in found if f"{f[0]}.{f[1]}" in tables]
+        found = catalog.named(found, tables, lambda t: (
+            f"--table {t}: no target table for {t} in {jdbc.schema} ({jdbc.where})"))
         if not found and not problems:
             problems.append(f"no target tables in {jdbc.schema} ({jdbc.where})")
         yield found, DocumentSide(lambda p: jdbc.stream(p, (ID, DOC)))

@@ -45,15 +45,8 @@ def selected_targets(pipeline: PipelineConfig, tables: tuple[str, ...]
                      ) -> list[tuple[str, str, Any]]:
     """The Delta targets under the pipeline's path, only `tables` when named (ConfigError
     naming each that has no target)."""
-    found = catalog.targets(pipeline.delta_path)
-    if tables:
-        names = {f"{s}.{t}" for s, t, _ in found}
-        unknown = [t for t in tables if t not in names]
-        if unknown:
-            raise ConfigError([f"--table {t}: no target table {t} under "
-                               f"{pipeline.delta_path}" for t in unknown])
-        found = [f for f in found if f"{f[0]}.{f[1]}" in tables]
-    return found
+    return catalog.named(catalog.targets(pipeline.delta_path), tables, lambda t: (
+        f"--table {t}: no target table {t} under {pipeline.delta_path}"))
 
 
 def dialect_of(connector: Any) -> str:
@@ -137,12 +130,8 @@ def _validate_jdbc(connector: Any, pipeline: PipelineConfig, options: Options,
                 problems.append(f"{jdbc.label(table)}: source table " + (
                     f"ambiguous ({', '.join(f'{s}.{table}' for s in schema)})" if schema
                     else f"{table} not found in any schema"))
-        if tables:
-            unknown = [t for t in tables if t not in {f"{s}.{t}" for s, t in found}]
-            if unknown:
-                raise ConfigError([f"--table {t}: no target table for {t} in "
-                                   f"{jdbc.schema} ({jdbc.where})" for t in unknown])
-            found = [f for f in found if f"{f[0]}.{f[1]}" in tables]
+        found = catalog.named(found, tables, lambda t: (
+            f"--table {t}: no target table for {t} in {jdbc.schema} ({jdbc.where})"))
         for schema, table in found:
             plan = catalog.plan(src, schema, table, jdbc.label(table), jdbc.columns(table),
                                 pipeline.mode, jdbc.side.dialect)
