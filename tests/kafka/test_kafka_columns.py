@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from headwater.kafka import columns
-from headwater.kafka.consume import KafkaReadError
+from headwater.kafka.consume import KafkaReadError, read_range
 from headwater.pipeline import kafka_tasks
 from headwater.testing.kafka_cluster import KafkaCluster
 from tests.kafka.conftest import Rec, read_topic, unique
@@ -182,3 +182,14 @@ def test_a_range_ending_at_a_transactions_marker_ends(kafka: KafkaCluster) -> No
     for offsets, _k, _v in columns.read_columns(settings(kafka), name, 0, 0, end, timeout=10):
         got += offsets.tolist()
     assert got == list(range(30))
+    # and confluent-kafka's reader, where the compiled one is not available (it used to wait
+    # for offset 30 until its timeout and raise)
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(settings(kafka))
+    try:
+        slow = [int(o) for offsets, _m in read_range(consumer, name, 0, 0, end, timeout=10)
+                for o in offsets]
+    finally:
+        consumer.close()
+    assert slow == list(range(30))

@@ -187,11 +187,16 @@ def read_range(consumer: Any, topic: str, partition: int, start: int, stop: int,
                 continue
             deadline = time.monotonic() + timeout
             errors = [m for m in msgs if m.error() is not None]
+            # the partition's end at or past the stop ends the range: the records before the
+            # stop have come, and the last offsets may be a transaction's marker, never delivered
+            ended = False
             if errors:
                 for msg in errors:
-                    _read_error(consumer, msg, tp, stop, timeout)
+                    ended = _read_error(consumer, msg, tp, stop, timeout) or ended
                 msgs = [m for m in msgs if m.error() is None]
                 if not msgs:
+                    if ended:
+                        return
                     continue
             offsets = np.fromiter([m.offset() for m in msgs], np.int64, len(msgs))
             if offsets[0] < at or (len(offsets) > 1 and not (offsets[1:] > offsets[:-1]).all()):
@@ -205,6 +210,8 @@ def read_range(consumer: Any, topic: str, partition: int, start: int, stop: int,
                 at = int(offsets[-1]) + 1
             if len(msgs):
                 yield offsets, msgs
+            if ended:
+                return
     finally:
         consumer.unassign()
 

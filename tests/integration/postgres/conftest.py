@@ -67,6 +67,15 @@ class Env:
             cur.execute(statement, params)
             return cur.fetchall() if cur.description else []
 
+    def drop_slot(self, slot: str | None = None) -> None:
+        """Drop a slot (this environment's by default) once a stopped capture's walsender has
+        let it go: the server counts it active for a moment after the client disconnects."""
+        name = slot or self.slot
+        wait_for(lambda: not self.sql("SELECT active FROM pg_replication_slots "
+                                      "WHERE slot_name = %s", (name,))[0][0],
+                 what=f"slot {name} inactive")
+        self.sql("SELECT pg_drop_replication_slot(%s)", (name,))
+
     def capture(self, extra: dict[str, Any] | None = None) -> Capture:
         return Capture(self.config(extra)).start()
 

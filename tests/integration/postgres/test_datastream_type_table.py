@@ -114,7 +114,7 @@ def _capture(env: Env, fmt: str) -> list[dict[str, Any]]:
 
 def _avro_schema(env: Env) -> dict[str, Any]:
     """A second capture (fresh offsets and slot) into Avro files: the file header's schema."""
-    env.sql("SELECT pg_drop_replication_slot(%s)", (env.slot,))
+    env.drop_slot()
     env.slot += "_avro"
     env.offsets = env.tmp / "offsets-avro.json"
     extra = files_config(env, "avro")

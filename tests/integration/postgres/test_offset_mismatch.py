@@ -39,13 +39,6 @@ def _confirmed(env: Env) -> int:
     return (int(hi, 16) << 32) | int(lo, 16)
 
 
-def _drop(env: Env, slot: str) -> None:
-    """Drop a slot once the stopped capture's walsender has let it go."""
-    wait_for(lambda: not env.sql("SELECT active FROM pg_replication_slots WHERE slot_name = %s",
-                                 (slot,))[0][0], what=f"slot {slot} inactive")
-    env.sql("SELECT pg_drop_replication_slot(%s)", (slot,))
-
-
 def _run(env: Env, insert: int, extra: dict[str, Any] | None = None) -> None:
     """A capture run that streams the insert of row `insert` and stops once it is stored."""
     before = len(_ids(env))
@@ -64,7 +57,7 @@ def _recreated_slot(env: Env) -> None:
     """Row 1 captured and stored; the slot dropped, row 2 written, the slot created again."""
     env.sql("CREATE TABLE t (id int PRIMARY KEY)")
     _run(env, 1)
-    _drop(env, env.slot)
+    env.drop_slot()
     env.sql("INSERT INTO t VALUES (2)")
     env.sql("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (env.slot,))
 
@@ -120,9 +113,9 @@ def _slot_behind(env: Env) -> int:
     backup = env.slot + "_copy"
     env.sql("SELECT pg_copy_logical_replication_slot(%s, %s)", (env.slot, backup))
     _run(env, 2)
-    _drop(env, env.slot)
+    env.drop_slot()
     env.sql("SELECT pg_copy_logical_replication_slot(%s, %s)", (backup, env.slot))
-    _drop(env, backup)
+    env.drop_slot(backup)
     stored = _stored_lsn(env)
     assert _confirmed(env) < stored
     return stored
