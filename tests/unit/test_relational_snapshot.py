@@ -227,7 +227,7 @@ def test_postgres_snapshot_honours_snapshot_delay_ms(monkeypatch: pytest.MonkeyP
         connected.append(time.monotonic())
         raise Refused
 
-    monkeypatch.setattr(pg_snapshot, "connect", connect)
+    monkeypatch.setattr(pg_snapshot, "snapshot_connection", connect)
 
     def source() -> pg_snapshot.PostgresSnapshotSource:
         return pg_snapshot.PostgresSnapshotSource(

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from headwater.connectors.postgres.catalog import TableInfo
 from headwater.connectors.postgres.columnar_kinds import kernels_installed
 from headwater.connectors.postgres.config import PostgresConnectorConfig
-from headwater.connectors.postgres.connection import connect, qualified, quote_ident
+from headwater.connectors.postgres.connection import qualified, quote_ident, snapshot_connection
 from headwater.connectors.postgres.copy_text import ChunkedCopySink, CopySink, parse_copy_line
 from headwater.connectors.postgres.pgoutput import format_lsn
 from headwater.connectors.postgres.position import PostgresPosition
@@ -169,10 +169,8 @@ class PostgresSnapshotSource(RelationalSnapshotSource[tuple[TableInfo, TableCode
     # -- the steps' PostgreSQL part ----------------------------------------------------------------
     def begin(self, ctx: SourceRunContext) -> None:
         """Imports the slot's exported snapshot into a REPEATABLE READ, READ ONLY transaction."""
-        self.conn = conn = connect(self.dsn, application_name="headwater-snapshot")
-        conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
-        self.cur = cur = conn.cursor()
-        cur.execute("SET TRANSACTION SNAPSHOT %s", (self.snapshot_name,))
+        self.conn, cur = snapshot_connection(self.dsn, self.snapshot_name, "headwater-snapshot")
+        self.cur = cur
         cur.execute("SELECT txid_snapshot_xmin(txid_current_snapshot())")
         self.tx_id = int(cur.fetchone()[0])
 
