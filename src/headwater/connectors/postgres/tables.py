@@ -22,7 +22,7 @@ from headwater.connectors.postgres.types import (
     TypeModes,
     pg_column_mapping,
 )
-from headwater.model.record import UNCHANGED_TOAST
+from headwater.model.record import ABSENT, UNCHANGED_TOAST
 from headwater.model.schema import Column, TableId, TableSchema
 from headwater.relational.codec import Converter, RelationalTableCodec
 from headwater.relational.column_mappers import ColumnMappers, is_character_type
@@ -70,6 +70,20 @@ class TableCodec(RelationalTableCodec):
 
     def same_shape(self, incoming: tuple[IncomingColumn, ...]) -> bool:
         return incoming == self.incoming
+
+    def before_image(self, values: tuple[Any, ...], kind: str | None) -> tuple[Any, ...]:
+        """An old tuple's converted `values` as the before image: a key-only one (kind 'K')
+        has only the replica identity columns, the rest are unknown (ABSENT), not NULL."""
+        if kind != "K":
+            return values
+        ident = self.identity
+        return tuple(v if i in ident else ABSENT for i, v in enumerate(values))
+
+    @staticmethod
+    def with_old_toast(after: tuple[Any, ...], before: tuple[Any, ...]) -> tuple[Any, ...]:
+        """REPLICA IDENTITY FULL: the old tuple holds the TOAST values the new one leaves out."""
+        return tuple(b if a is UNCHANGED_TOAST and b is not UNCHANGED_TOAST else a
+                     for a, b in zip(after, before, strict=True))
 
 
 def build_codec(
