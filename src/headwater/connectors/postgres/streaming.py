@@ -42,7 +42,7 @@ from headwater.connectors.postgres.messages import (
 )
 from headwater.connectors.postgres.position import PostgresPosition
 from headwater.connectors.postgres.spill import SpillBuffer, SpillError, default_spill_root
-from headwater.connectors.postgres.tables import IncomingColumn, TableCodec
+from headwater.connectors.postgres.tables import CodecFactory, RelationCodecs, TableCodec
 from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import QueueClosed
@@ -58,9 +58,6 @@ PARALLEL_STREAMING_MIN_SERVER_VERSION = 160000
 # How long the server's position must stay still, with nothing of ours in flight, before the
 # offsets follow it without a heartbeat (see `_Loop.follow`).
 FOLLOW_STILL_S = 1.0
-
-CodecFactory = Callable[[int, str, str, tuple[IncomingColumn, ...]], TableCodec | None]
-
 
 class StreamingOptions(NamedTuple):
     """What the streaming source does beyond rows: all from the connector configuration."""
@@ -107,7 +104,6 @@ class PostgresStreamingSource(LogStreamingSource):
         self.context = context
         self.slot_name = slot_name
         self.publication_name = publication_name
-        self.codec_factory = codec_factory
         self.options = options
         self.metrics = metrics
         self._durable = 0  # set by the writer thread (a plain int store is atomic)
@@ -118,8 +114,7 @@ class PostgresStreamingSource(LogStreamingSource):
         self.quiet_lsn = 0
         self._cur: Any = None
         self.guard = FlushGuard()
-        # relation oid -> codec (None: table not captured)
-        self._codecs: dict[int, TableCodec | None] = {}
+        self._codecs = RelationCodecs(codec_factory)
         self.protocol = 1  # of the current (or last) replication session
         self.spill_dir: Path | None = None  # this session's spill directory (protocol 2)
         self._spill: SpillBuffer | None = None  # this session's spill buffer (protocol 2)
@@ -436,15 +431,11 @@ class _Loop(LogSession):
             self.flush_offset()
 
     def on_relation(self, msg: Any) -> None:
-        """A table's columns: its codec, kept across sessions while its shape holds."""
+        """A table's columns: its codec (`RelationCodecs`)."""
         m: Any = pgoutput.decode(msg.payload)
-        incoming = tuple(
-            IncomingColumn(c.name, c.type_oid, c.type_modifier, c.is_key) for c in m.columns)
         if self.hook is not None:
             self.hook.relation(m.oid, m.namespace, m.name, tuple(c.name for c in m.columns))
-        old = self.codecs.get(m.oid)
-        if old is None or not old.same_shape(incoming):
-            self.codecs[m.oid] = self.source.codec_factory(m.oid, m.namespace, m.name, incoming)
+        self.codecs.relation(m.oid, m.namespace, m.name, m.columns)
 
     # -- transactions ------------------------------------------------------------------------
     def on_begin(self, msg: Any) -> None:
