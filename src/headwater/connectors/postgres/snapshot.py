@@ -138,7 +138,6 @@ class PostgresSnapshotSource(RelationalSnapshotSource[tuple[TableInfo, TableCode
         fetch_size: int,
         lock_timeout_ms: int,
         metrics: CaptureMetrics,
-        final_offset: dict[str, Any],
         max_threads: int = 1,
         config: PostgresConnectorConfig | None = None,
         database: str = "",
@@ -153,7 +152,6 @@ class PostgresSnapshotSource(RelationalSnapshotSource[tuple[TableInfo, TableCode
         self.batch_size = max(1, fetch_size)
         self.lock_timeout_ms = lock_timeout_ms
         self.metrics = metrics
-        self.final_offset = final_offset
         self.max_threads = max_threads
         self.config = config  # the workers rebuild the codecs from it
         self.snapshot_delay_ms = config.snapshot_delay_ms if config is not None else 0
@@ -212,9 +210,7 @@ class PostgresSnapshotSource(RelationalSnapshotSource[tuple[TableInfo, TableCode
 
     def commit(self) -> dict[str, Any]:
         self.conn.commit()
-        offset = dict(self.final_offset)
-        offset["txId"] = self.tx_id
-        return offset
+        return {"lsn": self.consistent_lsn, "snapshot_completed": True, "txId": self.tx_id}
 
     def close(self) -> None:
         if self.conn is not None:
