@@ -227,13 +227,12 @@ def test_postgres_snapshot_honours_snapshot_delay_ms(monkeypatch: pytest.MonkeyP
         connected.append(time.monotonic())
         raise Refused
 
-    monkeypatch.setattr(pg_snapshot, "connect", connect)
+    monkeypatch.setattr(pg_snapshot, "snapshot_connection", connect)
 
     def source() -> pg_snapshot.PostgresSnapshotSource:
         return pg_snapshot.PostgresSnapshotSource(
             dsn={}, context=CONTEXT, snapshot_name="s", consistent_lsn=0, tables=[],
-            fetch_size=10, lock_timeout_ms=1000, metrics=CaptureMetrics(), final_offset={},
-            config=cfg)
+            fetch_size=10, lock_timeout_ms=1000, metrics=CaptureMetrics(), config=cfg)
 
     started = time.monotonic()
     with pytest.raises(Refused):

@@ -147,8 +147,7 @@ def snapshot_output(env: Env, modes: Modes, extra: dict[str, str], columnar: boo
             dsn=cfg.dsn_kwargs(), context=SourceContext("postgresql", env.prefix, "test"),
             snapshot_name=snapshot_name, consistent_lsn=0x16B3748, tables=tables,
             fetch_size=500, lock_timeout_ms=10_000, metrics=CaptureMetrics(),
-            final_offset={"lsn": 0x16B3748, "snapshot_completed": True}, columnar=columnar,
-            columnar_min_blocks=0)
+            columnar=columnar, columnar_min_blocks=0)
         batches: list[Batch] = []
         monkeypatch.setattr(time, "time", lambda: FROZEN_S)
         source.execute(SourceRunContext(batches.append, threading.Event(), fmt))

@@ -27,7 +27,7 @@ import pytest
 import headwater.connectors.postgres
 from headwater.connectors.postgres import _copykernels, columnar_kinds
 from headwater.connectors.postgres.catalog import ColumnInfo, TableInfo
-from headwater.connectors.postgres.snapshot import unescape
+from headwater.connectors.postgres.copy_text import unescape
 from headwater.connectors.postgres.snapshot_columnar import (
     ColumnarTable,
     TableTemplate,

@@ -34,6 +34,18 @@ def connect(dsn: dict[str, Any], *, replication: bool = False, application_name:
     return conn
 
 
+def snapshot_connection(dsn: dict[str, Any], snapshot_name: str, application_name: str
+                        ) -> tuple[Any, Any]:
+    """A connection and cursor inside a REPEATABLE READ, READ ONLY transaction that imports
+    the exported snapshot `snapshot_name`: the slot's consistent point, however many
+    processes read it (the snapshot and each of its workers)."""
+    conn = connect(dsn, application_name=application_name)
+    conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
+    cur = conn.cursor()
+    cur.execute("SET TRANSACTION SNAPSHOT %s", (snapshot_name,))
+    return conn, cur
+
+
 def server_version(conn: Any) -> int:
     return int(conn.server_version)
 

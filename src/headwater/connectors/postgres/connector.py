@@ -165,7 +165,6 @@ class PostgresConnector(RelationalConnector):
                 fetch_size=cfg.snapshot_fetch_size,
                 lock_timeout_ms=cfg.snapshot_lock_timeout_ms,
                 metrics=self.metrics,
-                final_offset={"lsn": cp, "snapshot_completed": True},
                 max_threads=cfg.snapshot_max_threads,
                 config=cfg,
                 database=self.database,

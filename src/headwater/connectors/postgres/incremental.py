@@ -37,8 +37,8 @@ from headwater.connectors.postgres.connection import (
     qualified,
     quote_ident,
 )
+from headwater.connectors.postgres.copy_text import CopySink
 from headwater.connectors.postgres.position import PostgresPosition
-from headwater.connectors.postgres.snapshot import CopySink
 from headwater.connectors.postgres.tables import TableCodec
 from headwater.engine.incremental import IncrementalSnapshotError, SnapshotTable
 from headwater.engine.metrics import CaptureMetrics

@@ -83,6 +83,8 @@ __all__ = [
     "Type",
     "Update",
     "decode",
+    "encode_begin",
+    "encode_commit",
     "format_lsn",
     "parse_lsn",
 ]
@@ -477,6 +479,17 @@ def _commit(data: bytes) -> Commit:
     if len(data) != 26:
         _check_end(data, 26)
     return _new(Commit, (flags, commit_lsn, end_lsn, ts + PG_EPOCH_OFFSET_US))
+
+
+def encode_begin(final_lsn: int, commit_ts_us: int, xid: int) -> bytes:
+    """A Begin message (`_begin`'s inverse; commit time in Unix-epoch µs): a streamed
+    transaction's replay starts with one."""
+    return b"B" + _BEGIN.pack(final_lsn, commit_ts_us - PG_EPOCH_OFFSET_US, xid)
+
+
+def encode_commit(commit_lsn: int, end_lsn: int, commit_ts_us: int) -> bytes:
+    """A Commit message without flags (`_commit`'s inverse): a replay's end."""
+    return b"C" + _COMMIT.pack(0, commit_lsn, end_lsn, commit_ts_us - PG_EPOCH_OFFSET_US)
 
 
 def _stream_xid(data: bytes, in_stream: bool) -> tuple[int | None, int]:

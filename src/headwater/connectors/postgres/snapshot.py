@@ -17,14 +17,14 @@ and keeps its transaction open until every chunk is read.  See docs/snapshots-pa
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from headwater.connectors.postgres.catalog import TableInfo
 from headwater.connectors.postgres.columnar_kinds import kernels_installed
 from headwater.connectors.postgres.config import PostgresConnectorConfig
-from headwater.connectors.postgres.connection import connect, qualified, quote_ident
+from headwater.connectors.postgres.connection import qualified, quote_ident, snapshot_connection
+from headwater.connectors.postgres.copy_text import ChunkedCopySink, CopySink, parse_copy_line
 from headwater.connectors.postgres.pgoutput import format_lsn
 from headwater.connectors.postgres.position import PostgresPosition
 from headwater.connectors.postgres.snapshot_chunks import TableSize, plan_chunks, table_sizes
@@ -48,48 +48,6 @@ COLUMNAR_CHUNK_ROWS = 1024
 # second, more than such a table's whole read); the C kernels cost numpy's import (~0.1 s), so
 # it could come down, which has not been measured yet.
 COLUMNAR_MIN_BLOCKS = 128
-
-_COPY_ESCAPE = re.compile(r"\\(.)")
-_COPY_UNESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
-
-
-def _unescape_match(m: re.Match[str]) -> str:
-    ch = m.group(1)
-    return _COPY_UNESCAPES.get(ch, ch)
-
-
-def unescape(field: str) -> str:
-    """A COPY text field's value: its backslash escapes resolved."""
-    return _COPY_ESCAPE.sub(_unescape_match, field)
-
-
-def parse_copy_line(line: str) -> list[str | None]:
-    """One line of COPY text format (without its newline) into field texts (None for \\N)."""
-    return [None if f == "\\N" else unescape(f) if "\\" in f else f for f in line.split("\t")]
-
-
-class CopySink:
-    """File-like target of psycopg2's copy_expert: parses rows and emits batches."""
-
-    def __init__(self, on_row: Callable[[list[str | None]], None]) -> None:
-        self._on_row = on_row
-        self._partial = ""
-
-    def write(self, data: str | bytes) -> int:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-        if self._partial:
-            text = self._partial + text
-            self._partial = ""
-        start = 0
-        while True:
-            nl = text.find("\n", start)
-            if nl < 0:
-                self._partial = text[start:]
-                break
-            self._on_row(parse_copy_line(text[start:nl]))
-            start = nl + 1
-        return len(data)
-
 
 def copy_sql(info: TableInfo, codec: TableCodec, where: str) -> str:
     cols = ", ".join(quote_ident(c.name) for c in codec.incoming)
@@ -130,7 +88,7 @@ def copy_rows(cur: Any, sql: str, codec: TableCodec, rows: RowSink, columns: Col
     if columns is None:
         cur.copy_expert(sql, CopySink(on_row), size=1 << 16)
         return
-    from headwater.connectors.postgres.snapshot_columnar import ChunkedCopySink, table_template
+    from headwater.connectors.postgres.snapshot_columnar import table_template
 
     templates: dict[int, TableTemplate] = {}
 
@@ -180,7 +138,6 @@ class PostgresSnapshotSource(RelationalSnapshotSource[tuple[TableInfo, TableCode
         fetch_size: int,
         lock_timeout_ms: int,
         metrics: CaptureMetrics,
-        final_offset: dict[str, Any],
         max_threads: int = 1,
         config: PostgresConnectorConfig | None = None,
         database: str = "",
@@ -195,7 +152,6 @@ class PostgresSnapshotSource(RelationalSnapshotSource[tuple[TableInfo, TableCode
         self.batch_size = max(1, fetch_size)
         self.lock_timeout_ms = lock_timeout_ms
         self.metrics = metrics
-        self.final_offset = final_offset
         self.max_threads = max_threads
         self.config = config  # the workers rebuild the codecs from it
         self.snapshot_delay_ms = config.snapshot_delay_ms if config is not None else 0
@@ -211,10 +167,8 @@ class PostgresSnapshotSource(RelationalSnapshotSource[tuple[TableInfo, TableCode
     # -- the steps' PostgreSQL part ----------------------------------------------------------------
     def begin(self, ctx: SourceRunContext) -> None:
         """Imports the slot's exported snapshot into a REPEATABLE READ, READ ONLY transaction."""
-        self.conn = conn = connect(self.dsn, application_name="headwater-snapshot")
-        conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
-        self.cur = cur = conn.cursor()
-        cur.execute("SET TRANSACTION SNAPSHOT %s", (self.snapshot_name,))
+        self.conn, cur = snapshot_connection(self.dsn, self.snapshot_name, "headwater-snapshot")
+        self.cur = cur
         cur.execute("SELECT txid_snapshot_xmin(txid_current_snapshot())")
         self.tx_id = int(cur.fetchone()[0])
 
@@ -256,9 +210,7 @@ class PostgresSnapshotSource(RelationalSnapshotSource[tuple[TableInfo, TableCode
 
     def commit(self) -> dict[str, Any]:
         self.conn.commit()
-        offset = dict(self.final_offset)
-        offset["txId"] = self.tx_id
-        return offset
+        return {"lsn": self.consistent_lsn, "snapshot_completed": True, "txId": self.tx_id}
 
     def close(self) -> None:
         if self.conn is not None:

@@ -26,7 +26,7 @@ known once the following row is.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -34,7 +34,7 @@ import orjson
 
 from headwater.connectors.postgres import _copykernels as kernels
 from headwater.connectors.postgres.columnar_kinds import FALLBACK
-from headwater.connectors.postgres.snapshot import unescape
+from headwater.connectors.postgres.copy_text import unescape
 from headwater.connectors.postgres.tables import TableCodec
 from headwater.converters.connect_json import json_default
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
@@ -195,36 +195,3 @@ class ColumnarTable:
         if parts:
             np.cumsum([len(p) for p in parts], out=offsets[1:])
         return np.frombuffer(b"".join(parts), dtype=np.uint8), offsets
-
-
-class ChunkedCopySink:
-    """File-like target of psycopg2's copy_expert: hands on whole lines, about `rows` at a
-    time (COPY text has no newline inside a field, so a chunk ends at any newline)."""
-
-    def __init__(self, on_chunk: Callable[[bytes], None], rows: int) -> None:
-        self._on_chunk = on_chunk
-        self._rows = max(1, rows)
-        self._buffer = bytearray()
-        self._lines = 0
-
-    def write(self, data: str | bytes) -> int:
-        raw = data.encode("utf-8") if isinstance(data, str) else data
-        self._buffer += raw
-        self._lines += raw.count(b"\n")
-        if self._lines >= self._rows:
-            self._flush()
-        return len(data)
-
-    def _flush(self) -> None:
-        cut = self._buffer.rfind(b"\n") + 1
-        if cut:
-            chunk = bytes(self._buffer[:cut])
-            del self._buffer[:cut]
-            self._lines = 0
-            self._on_chunk(chunk)
-
-    def close(self) -> None:
-        """Hands on the rest (called once COPY is done); a partial line is an error."""
-        self._flush()
-        if self._buffer:
-            raise ValueError("COPY output ended inside a line")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from headwater.connectors.postgres.catalog import TableInfo
 from headwater.connectors.postgres.config import PostgresConnectorConfig
-from headwater.connectors.postgres.connection import connect
+from headwater.connectors.postgres.connection import snapshot_connection
 from headwater.connectors.postgres.position import PostgresPosition
 from headwater.connectors.postgres.snapshot import columnar_table, copy_rows, copy_sql
 from headwater.connectors.postgres.snapshot_chunks import tid
@@ -55,10 +55,8 @@ class PostgresChunkReader:
         # The connector builds codecs from the configuration exactly as the parent did.
         self._connector = PostgresConnector(spec.config)
         self._connector.database = spec.database
-        self.conn = connect(spec.dsn, application_name="headwater-snapshot-worker")
-        self.conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
-        self.cur = self.conn.cursor()
-        self.cur.execute("SET TRANSACTION SNAPSHOT %s", (spec.snapshot_name,))
+        self.conn, self.cur = snapshot_connection(spec.dsn, spec.snapshot_name,
+                                                  "headwater-snapshot-worker")
 
     def _codec(self, table: int) -> TableCodec:
         codec = self._codecs.get(table)

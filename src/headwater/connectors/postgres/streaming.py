@@ -1,53 +1,21 @@
-"""Streams changes from a logical replication slot with pgoutput.
+"""Streams changes from a logical replication slot with pgoutput: the replication session
+(slot, protocol, spill directory), its read loop (`_Loop`: pgoutput messages to change records,
+in chunks of up to `max.batch.size`) and what is confirmed to the slot.
 
-The reader loop pulls messages from psycopg2's replication cursor, decodes them with the
-sans-IO pgoutput decoder and turns row messages into change records, in chunks of up to
-`max.batch.size`.  A chunk is handed to the runtime when it is full or when the server has
-nothing more to send right now, with:
+A chunk goes to the runtime when it is full or the server has nothing more to send right now,
+with the offset to store once it is durable - `lsn` (end of the last complete transaction,
+where a restart resumes) and `lsn_commit`/`tx_index` (the last event written, so a restart in
+a replayed transaction skips what is out) - and as its ack the end LSN of the last transaction
+it completes.  Only `acknowledge` (the writer, after the topic log's fsync) moves what is
+confirmed to the server, so `confirmed_flush_lsn` never passes what is durable; it stays below
+the last message's start so that psycopg2 never forwards it (`_flush_ceiling`), and with
+nothing of ours in flight the server's own position is stored and confirmed (a heartbeat,
+`_Loop.follow`).  Why, and what was measured: docs/postgres.md, "Server versions".
 
-- the offset to store once the chunk is durable: `lsn` (end of the last complete transaction,
-  where a restart asks the server to resume), and `lsn_commit`/`tx_index` (the last event
-  written, so a restart in the middle of a replayed transaction skips what is already out);
-- the ack: the end LSN of the last transaction the chunk completes.
-
-Only `acknowledge` (called by the writer after the topic log fsync) moves the LSN we confirm to
-the server, so `confirmed_flush_lsn` never passes what is durable; under
-``lsn.flush.mode=connector`` it stays one byte below the last message's start, so that psycopg2
-never forwards it (`PostgresStreamingSource._flush_ceiling`).  When every transaction we
-received is durable and none is open, the server's sent position (reported in its keepalives)
-is stored as the offset and confirmed, since no transaction of ours can commit before it
-unseen: by a heartbeat (an idle captured database does not pin WAL that other databases
-write), or without one once that position stood still (`_Loop.follow`: a walsender that shuts
-down waits for it).
-
-Streamed transactions (protocol 2)
-----------------------------------
-With ``headwater.pgoutput.streaming`` (default) and PostgreSQL 14+, the slot is read with
-``proto_version '2'`` and ``streaming 'on'``: a transaction larger than the server's
-``logical_decoding_work_mem`` arrives while it runs, in segments (Stream Start ... Stream Stop)
-interleaved with other transactions, and ends with Stream Commit or Stream Abort.  The reader
-writes each segment's data messages to that transaction's spill file (`spill.SpillBuffer`)
-without decoding them, drops an aborted subtransaction's suffix or the whole file at Stream
-Abort, and at Stream Commit replays the file through the same row path as a protocol 1
-transaction: a Begin (commit LSN, xid, commit time of the Stream Commit), the spilled messages
-in order (Relation messages update the codecs at their place), a Commit.  So positions,
-``tx_index``, per-table counts, transaction metadata, chunks of ``max.batch.size`` and the skip
-rule after a restart are exactly those of the same transaction sent by protocol 1 - which is
-also how the server may send it again after a restart.  A replayed file is deleted when read:
-if the capture stops or crashes before the transaction is durable, the server sends it again
-from its start (its commit lies after the position we resume from), so the file would never be
-read again.  Stale files of a crashed run are deleted at start, once the slot is ours.
-
-During a replay nothing is read from the socket; the reader sends a status update every
-``status.update.interval.ms`` so that the server's ``wal_sender_timeout`` does not fire.
-
-One more hazard is specific to streams: psycopg2 forwards the flush position on a keepalive when
-the last message's WAL position is at or before what we confirmed (see `FlushGuard`).  The
-messages of a streamed transaction carry the positions of its changes, which can lie long
-before commits we already confirmed, and the walsender typically idles (keepalives) right after
-a Stream Stop.  So within and right after a segment, while that condition holds and a received
-commit is not durable yet, the reader lets the writer catch up before it reads again
-(`_Loop.settle`); the forwarded position is then harmless.
+Large transactions arrive while they run (pgoutput protocol 2 and 4, PostgreSQL 14+): their
+segments are spilled undecoded (spill.py) and replayed at Stream Commit through the protocol 1
+path, so their events and offsets are those of the same transaction sent whole
+(docs/postgres.md, "Streamed transactions").
 """
 
 from __future__ import annotations
@@ -55,7 +23,6 @@ from __future__ import annotations
 import functools
 import logging
 import select
-import struct
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -75,18 +42,12 @@ from headwater.connectors.postgres.messages import (
 )
 from headwater.connectors.postgres.position import PostgresPosition
 from headwater.connectors.postgres.spill import SpillBuffer, SpillError, default_spill_root
-from headwater.connectors.postgres.tables import IncomingColumn, TableCodec
+from headwater.connectors.postgres.tables import CodecFactory, RelationCodecs, TableCodec
 from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.queue import QueueClosed
 from headwater.engine.source import RetriableError, SourceRunContext
-from headwater.model.record import (
-    ABSENT,
-    UNCHANGED_TOAST,
-    ChangeRecord,
-    Op,
-    SourceContext,
-)
+from headwater.model.record import UNCHANGED_TOAST, ChangeRecord, Op, SourceContext
 from headwater.relational.streaming import LogSession, LogStreamingSource
 
 log = logging.getLogger("headwater.connectors.postgres.streaming")
@@ -97,9 +58,6 @@ PARALLEL_STREAMING_MIN_SERVER_VERSION = 160000
 # How long the server's position must stay still, with nothing of ours in flight, before the
 # offsets follow it without a heartbeat (see `_Loop.follow`).
 FOLLOW_STILL_S = 1.0
-
-CodecFactory = Callable[[int, str, str, tuple[IncomingColumn, ...]], TableCodec | None]
-
 
 class StreamingOptions(NamedTuple):
     """What the streaming source does beyond rows: all from the connector configuration."""
@@ -146,7 +104,6 @@ class PostgresStreamingSource(LogStreamingSource):
         self.context = context
         self.slot_name = slot_name
         self.publication_name = publication_name
-        self.codec_factory = codec_factory
         self.options = options
         self.metrics = metrics
         self._durable = 0  # set by the writer thread (a plain int store is atomic)
@@ -157,8 +114,7 @@ class PostgresStreamingSource(LogStreamingSource):
         self.quiet_lsn = 0
         self._cur: Any = None
         self.guard = FlushGuard()
-        # relation oid -> codec (None: table not captured)
-        self._codecs: dict[int, TableCodec | None] = {}
+        self._codecs = RelationCodecs(codec_factory)
         self.protocol = 1  # of the current (or last) replication session
         self.spill_dir: Path | None = None  # this session's spill directory (protocol 2)
         self._spill: SpillBuffer | None = None  # this session's spill buffer (protocol 2)
@@ -171,25 +127,12 @@ class PostgresStreamingSource(LogStreamingSource):
 
     # -- reader thread -------------------------------------------------------------------------
     def _flush_ceiling(self, safe: int) -> int:
-        """The flush position to confirm: `safe`, capped so that psycopg2 never forwards it.
-
-        Why: psycopg2 moves the flush position it reports to the WAL end of a keepalive
-        whenever the flush position we set is at or after the start of the last message it
-        received (its automatic flush; Debezium's ``lsn.flush.mode=connector`` turns pgjdbc's
-        off).  The position forwarded is past what our offsets store; PostgreSQL 17+ persists it
-        at a shutdown checkpoint, and the slot's ``restart_lsn`` then passes the stored offset.
-        Confirming one byte below the last message's start keeps psycopg2's condition false (a
-        Commit message starts at its transaction's end LSN, so that byte belongs to the commit
-        record: a restart from the stored offset or from this position skips the transaction
-        alike).  One position past the last message is confirmed anyway: a stored quiet
-        position (the server's WAL end while nothing of ours was in flight, stored by a
-        heartbeat or by `_Loop.follow`), so that an idle captured database does not pin WAL and
-        a shutting-down walsender can exit; psycopg2 may forward past it until the next
-        message, over WAL without changes of ours, and `_Loop.follow` then stores each newer
-        position at once (see docs/postgres.md).
-
-        Before the first message of a session psycopg2 forwards whatever is set (its condition
-        compares with a last start of 0), so nothing is capped there."""
+        """The flush position to confirm: `safe`, capped one byte below the last message's
+        start, so that psycopg2's automatic flush (it forwards a keepalive's WAL end whenever
+        what we confirmed reaches that start) never moves the slot past the stored offset; a
+        stored quiet position (`_Loop.follow`, heartbeats) is confirmed anyway.  Before a
+        session's first message psycopg2 forwards whatever is set: nothing to cap.  Why:
+        docs/postgres.md, "Server versions"."""
         last = self.last_start
         if last <= 0:
             return safe
@@ -312,19 +255,10 @@ class PostgresStreamingSource(LogStreamingSource):
 def old_image(
     codec: TableCodec, old: Any, kind: str | None, dispatcher: EventDispatcher
 ) -> tuple[Any, ...] | None:
-    """The before image: converted old tuple, ABSENT where a key-only tuple has no value."""
-    if old is None:
-        return None
-    values = dispatcher.convert(codec, old)
-    if kind == "K":
-        # Only replica identity columns were sent; the rest are unknown, not NULL.
-        ident = codec.identity
-        values = tuple(v if i in ident else ABSENT for i, v in enumerate(values))
-    return values
+    """The before image: the converted old tuple (`TableCodec.before_image`)."""
+    return None if old is None else codec.before_image(dispatcher.convert(codec, old), kind)
 
 
-_BEGIN = struct.Struct("!QqI")  # final (commit) LSN, commit time, xid
-_COMMIT = struct.Struct("!BQQq")  # flags, commit LSN, end LSN, commit time
 # Data messages of a stream segment that reach the spill file (with their in-stream xid):
 # Insert, Update, Delete, Truncate, Relation and (transactional) logical decoding messages.
 # Type messages carry nothing we emit, and an Origin message (no xid) may follow Stream Start.
@@ -497,15 +431,11 @@ class _Loop(LogSession):
             self.flush_offset()
 
     def on_relation(self, msg: Any) -> None:
-        """A table's columns: its codec, kept across sessions while its shape holds."""
+        """A table's columns: its codec (`RelationCodecs`)."""
         m: Any = pgoutput.decode(msg.payload)
-        incoming = tuple(
-            IncomingColumn(c.name, c.type_oid, c.type_modifier, c.is_key) for c in m.columns)
         if self.hook is not None:
             self.hook.relation(m.oid, m.namespace, m.name, tuple(c.name for c in m.columns))
-        old = self.codecs.get(m.oid)
-        if old is None or not old.same_shape(incoming):
-            self.codecs[m.oid] = self.source.codec_factory(m.oid, m.namespace, m.name, incoming)
+        self.codecs.relation(m.oid, m.namespace, m.name, m.columns)
 
     # -- transactions ------------------------------------------------------------------------
     def on_begin(self, msg: Any) -> None:
@@ -618,11 +548,7 @@ class _Loop(LogSession):
         after = dispatcher.convert(codec, m.new)
         before = old_image(codec, m.old, m.old_kind, dispatcher)
         if before is not None and UNCHANGED_TOAST in after and m.old_kind == "O":
-            # REPLICA IDENTITY FULL sends the old TOAST value the new tuple leaves out.
-            after = tuple(
-                b if a is UNCHANGED_TOAST and b is not UNCHANGED_TOAST else a
-                for a, b in zip(after, before, strict=True)
-            )
+            after = codec.with_old_toast(after, before)
         dispatcher.change(codec.schema, Op.UPDATE, before, after, self.ts_ms, pos)
 
     # -- streamed transactions (protocol 2) -----------------------------------------------------
@@ -709,13 +635,14 @@ class _Loop(LogSession):
         self, m: Any, start: int, records: Iterator[tuple[int, bytes]]
     ) -> Iterator[_ReplayMessage]:
         new = tuple.__new__
-        ts = m.commit_ts_us - pgoutput.PG_EPOCH_OFFSET_US
-        yield new(_ReplayMessage, (b"B" + _BEGIN.pack(m.commit_lsn, ts, m.xid), start))
+        yield new(_ReplayMessage, (pgoutput.encode_begin(m.commit_lsn, m.commit_ts_us, m.xid),
+                                   start))
         for n, (lsn, message) in enumerate(records, 1):
             yield new(_ReplayMessage, (message, lsn))
             if not n & 1023:
                 self.keepalive()
-        yield new(_ReplayMessage, (b"C" + _COMMIT.pack(0, m.commit_lsn, m.end_lsn, ts), m.end_lsn))
+        yield new(_ReplayMessage, (pgoutput.encode_commit(m.commit_lsn, m.end_lsn,
+                                                          m.commit_ts_us), m.end_lsn))
 
     def on_stream_abort(self, msg: Any) -> None:
         m: Any = pgoutput.decode(msg.payload)
@@ -769,18 +696,11 @@ class _Loop(LogSession):
         self.source.quiet_lsn = wal_end
 
     def follow(self, now: float) -> None:
-        """Store (then confirm) the server's position when it stopped moving with nothing of
-        ours in flight, or at once when psycopg2 may already forward the slot to it.
-
-        Why: we confirm below the last message's start (`_flush_ceiling`), but a walsender
-        that shuts down waits until the client confirms everything it sent (up to its
-        shutdown checkpoint); offsets following the server's position there let it exit, with
-        the slot exactly at the stored offset.  The position must have been still for
-        `FOLLOW_STILL_S` first: confirming a position past the last message lets psycopg2
-        forward the slot again until the next message (to the WAL end of any later
-        keepalive), so following each keepalive of a busy server would reopen the hazard;
-        once that is the case (what we confirmed reaches the last message's start), every
-        newer position is followed at once so the stored offset catches up with the slot."""
+        """Store (then confirm) the server's position when it stood still `FOLLOW_STILL_S`
+        with nothing of ours in flight, or at once when psycopg2 may already forward the slot
+        to it: a shutting-down walsender waits until the client confirms all it sent, and
+        following every keepalive of a busy server would let psycopg2 forward again
+        (docs/postgres.md, "Server versions")."""
         source = self.source
         wal_end = self.quiet_position()
         if wal_end is None or wal_end <= source.quiet_lsn:
@@ -802,19 +722,10 @@ class _Loop(LogSession):
 
     def store_last_position(self) -> None:
         """On a lost connection: store the server's last position if nothing of ours was in
-        flight, once what was received is durable.
-
-        Why: psycopg2 may have confirmed that position already, on the keepalive the
-        connection ended with, without the reader ever seeing it: its automatic flush forwards
-        a keepalive's WAL end whenever what we confirmed reaches the last message's start (a
-        quiet position followed, or no message yet in the session), and a fast shutdown's
-        walsender exits as soon as its last keepalive is answered so.  The slot's
-        ``restart_lsn`` can then pass the stored offset (PostgreSQL moves it at the next
-        ``xl_running_xacts`` record below the confirmed position), and the start check would
-        take that for a re-created slot.  Storing the position is safe whenever
-        `quiet_position` allows it, forwarded or not: no commit of ours lies before it that
-        is not durable.  What remains is a kill -9 between psycopg2's answer and this store
-        (docs/postgres.md)."""
+        flight, once what was received is durable.  psycopg2 may have confirmed it on the
+        keepalive the connection ended with, unseen by the reader, and the start check would
+        take the slot's `restart_lsn` past the stored offset for a re-created slot
+        (docs/postgres.md, "Server versions")."""
         source = self.source
         if self.in_tx or source.guard.open_streams:
             return  # a transaction of ours is open: the stored offset stays as it is

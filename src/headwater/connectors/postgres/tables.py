@@ -9,7 +9,7 @@ path only for rows that carry unchanged-TOAST markers.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -22,7 +22,7 @@ from headwater.connectors.postgres.types import (
     TypeModes,
     pg_column_mapping,
 )
-from headwater.model.record import UNCHANGED_TOAST
+from headwater.model.record import ABSENT, UNCHANGED_TOAST
 from headwater.model.schema import Column, TableId, TableSchema
 from headwater.relational.codec import Converter, RelationalTableCodec
 from headwater.relational.column_mappers import ColumnMappers, is_character_type
@@ -70,6 +70,40 @@ class TableCodec(RelationalTableCodec):
 
     def same_shape(self, incoming: tuple[IncomingColumn, ...]) -> bool:
         return incoming == self.incoming
+
+    def before_image(self, values: tuple[Any, ...], kind: str | None) -> tuple[Any, ...]:
+        """An old tuple's converted `values` as the before image: a key-only one (kind 'K')
+        has only the replica identity columns, the rest are unknown (ABSENT), not NULL."""
+        if kind != "K":
+            return values
+        ident = self.identity
+        return tuple(v if i in ident else ABSENT for i, v in enumerate(values))
+
+    @staticmethod
+    def with_old_toast(after: tuple[Any, ...], before: tuple[Any, ...]) -> tuple[Any, ...]:
+        """REPLICA IDENTITY FULL: the old tuple holds the TOAST values the new one leaves out."""
+        return tuple(b if a is UNCHANGED_TOAST and b is not UNCHANGED_TOAST else a
+                     for a, b in zip(after, before, strict=True))
+
+
+CodecFactory = Callable[[int, str, str, tuple[IncomingColumn, ...]], TableCodec | None]
+
+
+class RelationCodecs(dict[int, TableCodec | None]):
+    """Relation oid -> codec (None: a table not captured), from pgoutput's Relation messages;
+    a table's codec is kept across replication sessions while its columns stay the same."""
+
+    def __init__(self, factory: CodecFactory) -> None:
+        super().__init__()
+        self.factory = factory
+
+    def relation(self, oid: int, namespace: str, name: str, columns: Sequence[Any]) -> None:
+        """A Relation message's table and columns (pgoutput.RelationColumn)."""
+        incoming = tuple(
+            IncomingColumn(c.name, c.type_oid, c.type_modifier, c.is_key) for c in columns)
+        old = self.get(oid)
+        if old is None or not old.same_shape(incoming):
+            self[oid] = self.factory(oid, namespace, name, incoming)
 
 
 def build_codec(
