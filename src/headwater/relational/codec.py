@@ -15,10 +15,13 @@ and apply ``event.converting.failure.handling.mode``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from headwater.model.record import ABSENT
 from headwater.model.schema import TableSchema
+
+if TYPE_CHECKING:
+    from headwater.engine.dispatcher import EventDispatcher
 
 Converter = Callable[[Any], Any]
 
@@ -108,3 +111,14 @@ class RelationalTableCodec:
                 failed(index, value, exc)
                 out.append(None)
         return tuple(out)
+
+
+def convert_images(dispatcher: EventDispatcher, codec: RelationalTableCodec,
+                   images: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """A log event's row images (a binlog rows event's) converted column by column
+    (`convert_rows`); if any value fails, row by row through the dispatcher, which names the
+    column and applies the converting failure mode."""
+    try:
+        return codec.convert_rows(images)
+    except Exception:
+        return [dispatcher.convert(codec, image) for image in images]

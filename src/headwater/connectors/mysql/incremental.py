@@ -31,6 +31,7 @@ from typing import Any, Final, NamedTuple
 import pymysql  # type: ignore[import-untyped]
 
 from headwater.connectors.mysql import position_signal
+from headwater.connectors.mysql.binlog.events import DELETE_ROWS, UPDATE_ROWS, WRITE_ROWS
 from headwater.connectors.mysql.binlog.gtid import MariadbGtid, MariaGtidPosition
 from headwater.connectors.mysql.binlog.rows import row_decoder
 from headwater.connectors.mysql.columns import MySqlTable
@@ -61,10 +62,6 @@ log = logging.getLogger("headwater.connectors.mysql.incremental")
 
 # The offset key of the last set-binlog-position signal carried out.
 MOVED_BY = "binlog_position_signal"
-
-WRITE_ROWS = frozenset({23, 30})
-UPDATE_ROWS = frozenset({24, 31})
-DELETE_ROWS = frozenset({25, 32})
 
 Order = tuple[int, int]  # binlog_order(file, pos)
 Emit = Callable[[list[ChangeRecord]], None]

@@ -19,38 +19,23 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from headwater.connectors.mysql.binlog import events as ev
 from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
-from headwater.connectors.mysql.binlog.events import MODE_ANSI_QUOTES
 from headwater.connectors.mysql.binlog.rows import RowDecoder, row_decoder
-from headwater.connectors.mysql.binlog_schema import table_map_mismatch
 from headwater.connectors.mysql.connection import connect
 from headwater.connectors.mysql.incremental import MySqlIncrementalHook, boundary_position
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
 from headwater.connectors.mysql.tables import MySqlTableCodec
-from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
+from headwater.engine.dispatcher import DispatchOptions
 from headwater.engine.source import RetriableError, SourceRunContext
 from headwater.model.record import Op
+from headwater.relational.codec import convert_images
 from headwater.relational.streaming import ActionConnection, LogSession, LogStreamingSource
 
 if TYPE_CHECKING:
     from headwater.connectors.mysql.connector import MySqlConnector
 
 log = logging.getLogger("headwater.connectors.mysql")
-
-QUERY = 2
-ROTATE = 4
-FORMAT_DESCRIPTION = 15
-XID = 16
-TABLE_MAP = 19
-WRITE_ROWS = frozenset({23, 30})
-UPDATE_ROWS = frozenset({24, 31})
-DELETE_ROWS = frozenset({25, 32})
-ROWS = WRITE_ROWS | UPDATE_ROWS | DELETE_ROWS
-HEARTBEAT = 27
-MYSQL_GTID = 33
-MYSQL_ANONYMOUS_GTID = 34
-ANNOTATE_ROWS = 160
-MARIADB_GTID = 162
 
 _new = tuple.__new__
 
@@ -75,10 +60,6 @@ class Repositioned(Exception):
         super().__init__(describe)
         self.offset = offset
         self.describe = describe
-
-
-class InconsistentSchemaError(RuntimeError):
-    """A row event for a captured table the schema does not know."""
 
 
 def gtid_set_text(state: dict[int, str]) -> str:
@@ -247,11 +228,14 @@ class _Loop(LogSession):
         return event.type_code
 
     def handlers(self) -> dict[Any, Callable[[Any], None]]:
-        table: dict[Any, Callable[[Any], None]] = dict.fromkeys(ROWS, self.on_rows)
+        table: dict[Any, Callable[[Any], None]] = dict.fromkeys(
+            ev.WRITE_ROWS | ev.UPDATE_ROWS | ev.DELETE_ROWS, self.on_rows)
         table.update({
-            ROTATE: self.on_rotate, QUERY: self.on_query, XID: self.on_commit,
-            TABLE_MAP: self.on_table_map, MARIADB_GTID: self.on_gtid, MYSQL_GTID: self.on_gtid,
-            ANNOTATE_ROWS: self.on_annotate, HEARTBEAT: lambda _event: self.idle(),
+            ev.ROTATE_EVENT: self.on_rotate, ev.QUERY_EVENT: self.on_query,
+            ev.XID_EVENT: self.on_commit, ev.TABLE_MAP_EVENT: self.on_table_map,
+            ev.MARIADB_GTID_EVENT: self.on_gtid, ev.MYSQL_GTID_EVENT: self.on_gtid,
+            ev.ANNOTATE_ROWS_EVENT: self.on_annotate,
+            ev.HEARTBEAT_LOG_EVENT: lambda _event: self.idle(),
         })
         return table
 
@@ -357,7 +341,7 @@ class _Loop(LogSession):
                                  None, None, event.timestamp)
         events = self.state.apply(sql, body.database or None, position,
                                   event.timestamp * 1000,
-                                  ansi_quotes=bool((body.sql_mode or 0) & MODE_ANSI_QUOTES))
+                                  ansi_quotes=bool((body.sql_mode or 0) & ev.MODE_ANSI_QUOTES))
         self.tables.clear()  # codecs may have changed
         if self.hook is not None:
             self.hook.ddl(self.state.last_changes)
@@ -411,41 +395,9 @@ class _Loop(LogSession):
         entry = self.tables.get(body.table_id)
         if entry is not None and entry[0].signature == body.signature:
             return  # the same table version as before (DDL clears `tables`)
-        db, table = body.database, body.table
-        if not self.state.captured(db, table):
-            self.tables[body.table_id] = (body, None, None)
-            return
-        codec = self.state.codec(db, table)
-        if codec is None:
-            self._inconsistent(event, "the schema history does not know it")
-            return
-        mismatch = table_map_mismatch(body, codec.table)
-        if mismatch is not None:
-            self._inconsistent(event, "its schema history definition is out of date "
-                                      f"({mismatch})")
-            return
-        self.tables[body.table_id] = (body, codec.binlog(), row_decoder(body, codec.table))
-
-    def _inconsistent(self, event: Any, reason: str) -> None:
-        """Rows of a captured table the history cannot decode (unknown, or a TABLE_MAP that
-        disagrees with it).  With skip.unparseable.ddl the history is known to be incomplete,
-        so the binlog's own table metadata decodes them (or capture fails; rows are never
-        dropped); otherwise inconsistent.schema.handling.mode decides, as in Debezium."""
-        body = event.body
-        where = f"{self.file}:{event.position}"
-        if self.cfg.schema_history_internal_skip_unparseable_ddl:
-            codec = self.state.derived_codec(body, reason, where)
-            self.tables[body.table_id] = (body, codec.binlog(), row_decoder(body, codec.table))
-            return
-        mode = self.cfg.inconsistent_schema_handling_mode
-        message = f"row event for table {body.database}.{body.table} at {where}: {reason}"
-        if mode == "fail":
-            raise InconsistentSchemaError(
-                message + "; the history may be incomplete: run with snapshot.mode=recovery"
-                " to rebuild it, or set inconsistent.schema.handling.mode=warn to skip")
-        if mode == "warn":
-            log.warning("%s: skipped", message)
-        self.tables[body.table_id] = (body, None, None)
+        codec = self.state.table_map_codec(body, self.file, event.position)
+        self.tables[body.table_id] = ((body, None, None) if codec is None else
+                                      (body, codec.binlog(), row_decoder(body, codec.table)))
 
     def on_rows(self, event: Any) -> None:
         body = event.body
@@ -493,7 +445,8 @@ class _Loop(LogSession):
         if codec is None or decoder is None:
             return
         code = event.type_code
-        op = Op.CREATE if code in WRITE_ROWS else Op.UPDATE if code in UPDATE_ROWS else Op.DELETE
+        op = (Op.CREATE if code in ev.WRITE_ROWS else Op.UPDATE if code in ev.UPDATE_ROWS
+              else Op.DELETE)
         dispatcher = self.dispatcher
         rows = decoder.decode(event.body)
         if skip_rows:
@@ -502,14 +455,11 @@ class _Loop(LogSession):
         befores: Sequence[tuple[Any, ...] | None]
         afters: Sequence[tuple[Any, ...] | None]
         if op is Op.UPDATE:
-            befores = _convert_images(dispatcher, codec, [r[0] for r in rows])
-            afters = _convert_images(dispatcher, codec, [r[1] for r in rows])
-        elif op is Op.CREATE:
-            afters = _convert_images(dispatcher, codec, rows)
-            befores = [None] * len(rows)
+            befores = convert_images(dispatcher, codec, [r[0] for r in rows])
+            afters = convert_images(dispatcher, codec, [r[1] for r in rows])
         else:
-            befores = _convert_images(dispatcher, codec, rows)
-            afters = [None] * len(rows)
+            images, nones = convert_images(dispatcher, codec, rows), [None] * len(rows)
+            befores, afters = (nones, images) if op is Op.CREATE else (images, nones)
         schema = codec.schema
         change = dispatcher.change
         ts = event.timestamp * 1000
@@ -530,13 +480,3 @@ class _Loop(LogSession):
             server_id=self.server_id,
         )
 
-
-def _convert_images(
-    dispatcher: EventDispatcher, codec: MySqlTableCodec, images: list[Any]
-) -> list[tuple[Any, ...]]:
-    """A row event's images converted column by column; if any value fails, row by row through
-    the dispatcher, which names the column and applies the converting failure mode."""
-    try:
-        return codec.convert_rows(images)
-    except Exception:
-        return [dispatcher.convert(codec, image) for image in images]
