@@ -49,7 +49,7 @@ from headwater.connectors.mysql.position_signal import BinlogReposition
 from headwater.connectors.mysql.schema_catalog import MySqlSchema
 from headwater.connectors.mysql.schema_state import SchemaState
 from headwater.connectors.mysql.snapshot import binlog_end, snapshot_binlog_point
-from headwater.connectors.mysql.snapshot_values import select_list, snapshot_conversions
+from headwater.connectors.mysql.text_values import select_list, snapshot_conversions
 from headwater.engine.incremental import IncrementalSnapshotError, SnapshotTable
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.signals import Signal

@@ -47,7 +47,6 @@ from headwater.connectors.mysql.connection import (
 )
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
 from headwater.connectors.mysql.schema_state import SchemaHistoryError, SchemaState
-from headwater.connectors.mysql.snapshot_values import select_list, snapshot_conversions
 from headwater.connectors.mysql.snapshot_workers import (
     TableSize,
     plan_chunks,
@@ -56,6 +55,7 @@ from headwater.connectors.mysql.snapshot_workers import (
     streams_results,
 )
 from headwater.connectors.mysql.tables import MySqlTableCodec
+from headwater.connectors.mysql.text_values import select_list, snapshot_conversions
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.source import SourceRunContext
 from headwater.model.record import SnapshotMarker, SourceEvent
