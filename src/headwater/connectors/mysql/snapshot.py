@@ -47,13 +47,7 @@ from headwater.connectors.mysql.connection import (
 )
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
 from headwater.connectors.mysql.schema_state import SchemaHistoryError, SchemaState
-from headwater.connectors.mysql.snapshot_workers import (
-    TableSize,
-    plan_chunks,
-    select_rows,
-    split_key,
-    streams_results,
-)
+from headwater.connectors.mysql.snapshot_workers import select_rows, split_key, streams_results
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.connectors.mysql.text_values import select_list, snapshot_conversions
 from headwater.engine.metrics import CaptureMetrics
@@ -61,6 +55,7 @@ from headwater.engine.source import SourceRunContext
 from headwater.model.record import SnapshotMarker, SourceEvent
 from headwater.model.schema import TableSchema
 from headwater.model.topic import TopicBatch
+from headwater.relational.key_ranges import TableSize, plan_chunks
 from headwater.relational.snapshot import RelationalSnapshotSource, SnapshotEmitter
 
 log = logging.getLogger("headwater.connectors.mysql")
