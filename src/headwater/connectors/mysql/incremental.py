@@ -45,7 +45,6 @@ from headwater.connectors.mysql.connection import (
 )
 from headwater.connectors.mysql.ddl import SchemaChange
 from headwater.connectors.mysql.position import MySqlPosition, binlog_order
-from headwater.connectors.mysql.position_signal import BinlogReposition
 from headwater.connectors.mysql.schema_catalog import MySqlSchema
 from headwater.connectors.mysql.schema_state import SchemaState
 from headwater.connectors.mysql.snapshot import binlog_end, snapshot_binlog_point
@@ -59,9 +58,6 @@ from headwater.relational.chunk_source import ChunkTable, RelationalChunkSource,
 from headwater.relational.incremental import LogIncrementalHook
 
 log = logging.getLogger("headwater.connectors.mysql.incremental")
-
-# The offset key of the last set-binlog-position signal carried out.
-MOVED_BY = "binlog_position_signal"
 
 Order = tuple[int, int]  # binlog_order(file, pos)
 Emit = Callable[[list[ChangeRecord]], None]
@@ -232,38 +228,18 @@ class MySqlIncrementalHook(LogIncrementalHook):
         self.position: Order = (0, 0)
         self._maps: dict[int, Any] = {}  # table id -> TABLE_MAP body
         self._signal_definition: MySqlTable | None = None
-        # where a set-binlog-position signal moves the stream (the loop takes it), and the id
-        # of the last one carried out
-        self.reposition: BinlogReposition | None = None
-        self.moved_by: str | None = None
+        # set-binlog-position signals (the streaming loop carries them out)
+        self.positions = position_signal.PositionSignals(source._conn)
 
     def connector_signals(self) -> dict[str, Callable[[Signal], None]]:
-        return {position_signal.NAME: self._set_binlog_position}
-
-    def _set_binlog_position(self, signal: Signal) -> None:
-        """set-binlog-position: checked on the server now, carried out by the loop.  The last
-        one carried out is remembered in the offsets: a move back to before its own row reads
-        that row again, which must not move the stream again (and again)."""
-        if signal.id and signal.id == self.moved_by:
-            log.info("signal %r (set-binlog-position): already carried out (read again after "
-                     "the stream moved back); ignored", signal.id)
-            return
-        target = position_signal.parse_reposition(signal)
-        with self.source._conn().cursor() as cur:
-            position_signal.check_on_server(cur, target)
-        log.info("signal %r: the stream moves to %s", signal.id, target.describe())
-        self.reposition = target
-        self.moved_by = signal.id
+        return {position_signal.NAME: self.positions}
 
     def offset_fields(self) -> dict[str, Any]:
-        out = super().offset_fields()
-        if self.moved_by:
-            out[MOVED_BY] = self.moved_by
-        return out
+        return {**super().offset_fields(), **self.positions.offset_fields()}
 
     # -- session -----------------------------------------------------------------------------
     def start(self, offset: dict[str, Any], file: str, pos: int) -> None:
-        self.moved_by = offset.get(MOVED_BY) or None
+        self.positions.start(offset)
         self.position = binlog_order(file, pos)
         self._maps.clear()
         self._signal_definition = None

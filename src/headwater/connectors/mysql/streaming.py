@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 from headwater.connectors.mysql.binlog import events as ev
 from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
 from headwater.connectors.mysql.binlog.rows import RowDecoder, row_decoder
-from headwater.connectors.mysql.connection import connect
+from headwater.connectors.mysql.connection import binlog_client, connect
 from headwater.connectors.mysql.incremental import MySqlIncrementalHook, boundary_position
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
+from headwater.connectors.mysql.position_signal import Repositioned
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.dispatcher import DispatchOptions
 from headwater.engine.source import RetriableError, SourceRunContext
@@ -50,16 +51,6 @@ class BinlogPositionLostError(RuntimeError):
 
 class BinlogConnectionLostError(RuntimeError):
     """The binlog connection dropped with `connect.keep.alive=false`: capture stops."""
-
-
-class Repositioned(Exception):
-    """A set-binlog-position signal moved the stream: the session ends, the next starts at
-    `offset` (already handed to the runtime)."""
-
-    def __init__(self, offset: dict[str, Any], describe: str) -> None:
-        super().__init__(describe)
-        self.offset = offset
-        self.describe = describe
 
 
 def gtid_set_text(state: dict[int, str]) -> str:
@@ -105,19 +96,7 @@ class MySqlStreamingSource(LogStreamingSource):
 
     def stream(self, ctx: SourceRunContext, offset: dict[str, Any]) -> None:
         """One binlog connection, from `offset` until stopped (or moved by a signal)."""
-        cfg = self.cfg
-        heartbeat_s = cfg.heartbeat_interval_ms / 1000 if cfg.heartbeat_interval_ms else 30.0
-        if cfg.connect_keep_alive:
-            # Debezium's: server heartbeats at 0.8 x the keep-alive interval, so a connection
-            # silent for a whole interval is a lost one (_Loop.idle), not an idle server.
-            heartbeat_s = min(heartbeat_s, 0.8 * cfg.connect_keep_alive_interval_ms / 1000)
-        client = BinlogClient(
-            cfg.database_hostname, cfg.database_port, cfg.database_user,
-            cfg.database_password.reveal() if cfg.database_password else "",
-            cfg.database_server_id,
-            connect_timeout=cfg.connect_timeout_ms / 1000,
-            heartbeat_interval_s=heartbeat_s,
-        )
+        client = binlog_client(self.cfg)
         self._client = client
         gtids = self._filtered_gtids(offset.get("gtids"))
         try:
@@ -264,7 +243,8 @@ class _Loop(LogSession):
         """set-binlog-position: what was read up to the signal goes out with its offset, then
         the new position as the offset to restart from, and this session ends."""
         assert self.hook is not None
-        target, self.hook.reposition = self.hook.reposition, None
+        positions = self.hook.positions
+        target, positions.reposition = positions.reposition, None
         if target is None:
             return
         self.flush(self.last_offset)
