@@ -41,13 +41,12 @@ from headwater.connectors.mysql.connection import (
     is_mariadb,
     qualified,
     quote_ident,
-    show_create_table,
 )
 from headwater.connectors.mysql.ddl import SchemaChange
 from headwater.connectors.mysql.position import MySqlPosition, binlog_order
-from headwater.connectors.mysql.schema_catalog import MySqlSchema
+from headwater.connectors.mysql.schema_catalog import read_definition
 from headwater.connectors.mysql.schema_state import SchemaState
-from headwater.connectors.mysql.snapshot import binlog_end, snapshot_binlog_point
+from headwater.connectors.mysql.snapshot import binlog_end, consistent_point, snapshot_binlog_point
 from headwater.connectors.mysql.text_values import select_list, snapshot_conversions
 from headwater.engine.incremental import IncrementalSnapshotError, SnapshotTable
 from headwater.engine.metrics import CaptureMetrics
@@ -191,11 +190,9 @@ class MySqlChunkSource(RelationalChunkSource):
 
     def _blocking_begin(self, cur: Any) -> MySqlPosition:
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-        cur.execute("SELECT @@server_id")
-        server_id = int(cur.fetchone()[0])
-        point = (snapshot_binlog_point(cur) if self._mariadb else None) or binlog_end(cur)
-        file, pos = (str(point[0]), int(point[1])) if point else ("", 0)
-        return MySqlPosition(file, pos, 0, server_id, None, None, None, int(time.time()))
+        point = consistent_point(cur, locked=False)
+        return MySqlPosition(point.file, point.pos, 0, point.server_id, None, None, None,
+                             int(time.time()))
 
     def _high(self, cur: Any, low: str | None) -> ReadOnlyHigh:
         end = binlog_end(cur)
@@ -226,7 +223,6 @@ class MySqlIncrementalHook(LogIncrementalHook):
         self.source: MySqlChunkSource = source
         self.state = source.state
         self.position: Order = (0, 0)
-        self._maps: dict[int, Any] = {}  # table id -> TABLE_MAP body
         self._signal_definition: MySqlTable | None = None
         # set-binlog-position signals (the streaming loop carries them out)
         self.positions = position_signal.PositionSignals(source._conn)
@@ -241,12 +237,10 @@ class MySqlIncrementalHook(LogIncrementalHook):
     def start(self, offset: dict[str, Any], file: str, pos: int) -> None:
         self.positions.start(offset)
         self.position = binlog_order(file, pos)
-        self._maps.clear()
         self._signal_definition = None
         self._start(offset)
 
     def table_map(self, body: Any) -> None:
-        self._maps[body.table_id] = body
         self._announce(body.table_id, (body.database, body.table))
 
     # -- rows ----------------------------------------------------------------------------------
@@ -262,21 +256,16 @@ class MySqlIncrementalHook(LogIncrementalHook):
         """The signal table of a database the connector does not capture: SHOW CREATE TABLE."""
         try:
             with self.source._conn().cursor() as cur:
-                ddl, ansi_quotes = show_create_table(cur, database, table)
-            schema = MySqlSchema()
-            schema.apply(ddl, database, ansi_quotes)
-            return schema.table(database, table)
+                return read_definition(cur, database, table)
         except Exception as exc:
             log.warning("signal table %s.%s: definition not read (%s); decoding without it",
                         database, table, exc)
             return None
 
-    def rows(self, event: Any, position: MySqlPosition) -> list[ChangeRecord]:
-        """A rows event of a watched table; returns READ records when it closes a window."""
+    def rows(self, event: Any, table_map: Any, position: MySqlPosition) -> list[ChangeRecord]:
+        """A rows event of a watched table (and its TABLE_MAP); returns READ records when it
+        closes a window."""
         body = event.body
-        table_map = self._maps.get(body.table_id)
-        if table_map is None:
-            return []
         code = event.type_code
         if body.table_id in self._window_ids:
             self._window_rows(table_map, body, code)

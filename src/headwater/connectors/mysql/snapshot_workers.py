@@ -30,7 +30,7 @@ from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.connection import connect, qualified, quote_ident
 from headwater.connectors.mysql.position import MySqlPosition
 from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
-from headwater.connectors.mysql.text_values import snapshot_conversions
+from headwater.connectors.mysql.text_values import select_list, snapshot_conversions
 from headwater.connectors.mysql.types import MySqlTypeModes
 from headwater.engine.parallel import ChunkEmitter
 from headwater.model.record import SourceContext
@@ -89,8 +89,7 @@ def select_rows(conn: Any, sql: str, streamed: bool, codec: MySqlTableCodec, row
 
 
 def chunk_sql(table: MySqlTable, chunk: RangeChunk) -> str:
-    from headwater.connectors.mysql.text_values import select_list
-
+    """The SELECT of a chunk's rows (of the whole table: a chunk open on both sides)."""
     key = split_key(table)
     where = chunk.where(quote_ident(key)) if key is not None else ""
     select = f"SELECT {select_list(table)} FROM {qualified(table.database, table.name)}"

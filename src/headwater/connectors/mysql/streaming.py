@@ -396,8 +396,8 @@ class _Loop(LogSession):
                 self.events_done += 1
                 return
             skip_rows, self.skip_rows = self.skip_rows, 0
-        if self.hook is not None and body.table_id in self.hook.watched:
-            dispatcher.extend(self.hook.rows(event, MySqlPosition(
+        if self.hook is not None and body.table_id in self.hook.watched and entry is not None:
+            dispatcher.extend(self.hook.rows(event, entry[0], MySqlPosition(
                 self.file, event.position, 0, event.server_id, None, self.thread, None,
                 event.timestamp)))
         try:
