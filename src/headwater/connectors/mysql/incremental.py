@@ -334,14 +334,8 @@ class MySqlIncrementalHook(LogIncrementalHook):
         return self._close_past(lambda high: bool(self.position >= high.order), position)
 
 
-def boundary_position(file: str, pos: int, server_id: int, ts_sec: int) -> MySqlPosition:
-    """Where READ records emitted between transactions sit."""
-    return MySqlPosition(file, pos, 0, server_id, None, None, None, ts_sec)
-
-
 __all__ = [
     "MySqlChunkSource",
     "MySqlIncrementalHook",
     "ReadOnlyHigh",
-    "boundary_position",
 ]

@@ -35,7 +35,7 @@ from headwater.connectors.mysql.position import (
 )
 from headwater.connectors.mysql.schema_catalog import MySqlSchema
 from headwater.connectors.mysql.table_changes import table_changes
-from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
+from headwater.connectors.mysql.tables import MySqlTableCodec, configured_codec
 from headwater.connectors.mysql.types import MySqlTypeModes
 from headwater.model.record import SchemaChangeEvent, SnapshotMarker, SourceContext
 from headwater.relational.connector import modes_from_config
@@ -102,10 +102,7 @@ class SchemaState:
         return codec
 
     def _build(self, table: MySqlTable) -> MySqlTableCodec:
-        return build_codec(
-            table, self.modes, self.cfg.column_filter,
-            self.cfg.key_columns(table.database, table.name), self.cfg.column_mappers,
-        )
+        return configured_codec(table, self.modes, self.cfg)
 
     # -- history --------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ all the chunks it reads.
 
 Codecs hold closures and cannot cross the process boundary, so a worker builds them from the
 table definitions (`MySqlTable`, parsed from `SHOW CREATE TABLE` by the parent), the type
-modes and the configuration, with the same `build_codec` call `SchemaState` makes: the same
+modes and the configuration, with the same `configured_codec` call `SchemaState` makes: the same
 inputs give the same codec.  Rows are read with the natural-value conversions of the serial
 path (`snapshot_conversions`, FLOAT read as DOUBLE).
 """
@@ -29,7 +29,7 @@ from headwater.connectors.mysql.columns import MySqlTable
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.connection import connect, qualified, quote_ident
 from headwater.connectors.mysql.position import MySqlPosition
-from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
+from headwater.connectors.mysql.tables import MySqlTableCodec, configured_codec
 from headwater.connectors.mysql.text_values import select_list, snapshot_conversions
 from headwater.connectors.mysql.types import MySqlTypeModes
 from headwater.engine.parallel import ChunkEmitter
@@ -110,12 +110,7 @@ class MySqlChunkReader:
     def _codec(self, index: int) -> MySqlTableCodec:
         codec = self._codecs.get(index)
         if codec is None:
-            table = self.spec.tables[index]
-            cfg = self.spec.config
-            codec = build_codec(
-                table, self.spec.modes, cfg.column_filter,
-                cfg.key_columns(table.database, table.name), cfg.column_mappers,
-            )
+            codec = configured_codec(self.spec.tables[index], self.spec.modes, self.spec.config)
             self._codecs[index] = codec
         return codec
 

@@ -23,7 +23,7 @@ from headwater.connectors.mysql.binlog import events as ev
 from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
 from headwater.connectors.mysql.binlog.rows import RowDecoder, row_decoder
 from headwater.connectors.mysql.connection import binlog_client, connect
-from headwater.connectors.mysql.incremental import MySqlIncrementalHook, boundary_position
+from headwater.connectors.mysql.incremental import MySqlIncrementalHook
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
 from headwater.connectors.mysql.position_signal import Repositioned
 from headwater.connectors.mysql.tables import MySqlTableCodec
@@ -264,8 +264,9 @@ class _Loop(LogSession):
         return self.offset_pending
 
     def boundary_position(self) -> MySqlPosition:
-        return boundary_position(self.file, int(self.last_offset["pos"]), self.server_id,
-                                 int(self.last_offset.get("ts_sec") or 0))
+        """Where READ records emitted between transactions sit."""
+        return MySqlPosition(self.file, int(self.last_offset["pos"]), 0, self.server_id, None,
+                             None, None, int(self.last_offset.get("ts_sec") or 0))
 
     # -- events --------------------------------------------------------------------------------
 
