@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from headwater.model.record import ABSENT
+from headwater.model.record import ABSENT, Op
 from headwater.model.schema import TableSchema
 
 if TYPE_CHECKING:
@@ -122,3 +122,13 @@ def convert_images(dispatcher: EventDispatcher, codec: RelationalTableCodec,
         return codec.convert_rows(images)
     except Exception:
         return [dispatcher.convert(codec, image) for image in images]
+
+
+def row_images(convert: Callable[[Sequence[Any]], list[tuple[Any, ...]]], op: Op,
+               rows: Sequence[Any]) -> tuple[Sequence[Any], Sequence[Any]]:
+    """A log event's rows of one operation as (befores, afters), each side converted at once
+    by `convert` (an update's rows are (before, after) pairs; the absent side is None)."""
+    if op is Op.UPDATE:
+        return convert([r[0] for r in rows]), convert([r[1] for r in rows])
+    images, nones = convert(rows), [None] * len(rows)
+    return (nones, images) if op is Op.CREATE else (images, nones)

@@ -19,7 +19,7 @@ from headwater.connectors.mysql.types import MySqlTypeModes
 from headwater.engine.dispatcher import DispatchOptions, EventConvertingError, EventDispatcher
 from headwater.engine.metrics import CaptureMetrics
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
-from headwater.relational.codec import convert_images
+from headwater.relational.codec import convert_images, row_images
 
 CONTEXT = SourceContext("mariadb", "shop", "3.5.0.Final")
 
@@ -134,3 +134,13 @@ def test_a_failing_value_goes_through_the_converting_failure_mode(mode: str) -> 
     assert out[0] == _codec().convert(images[0])
     assert out[1][1] is None and out[1][3] == "b"
     assert dispatcher.metrics.erroneous_events == 1
+
+
+def test_a_rows_event_s_images_are_paired_by_operation() -> None:
+    def tens(images: Any) -> list[tuple[Any, ...]]:
+        return [tuple(v * 10 for v in image) for image in images]
+
+    updates = [((1,), (2,)), ((3,), (4,))]  # (before, after) pairs
+    assert row_images(tens, Op.UPDATE, updates) == ([(10,), (30,)], [(20,), (40,)])
+    assert row_images(tens, Op.CREATE, [(1,)]) == ([None], [(10,)])
+    assert row_images(tens, Op.DELETE, [(1,)]) == ([(10,)], [None])

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import pymysql  # type: ignore[import-untyped]
 import pymysql.cursors  # type: ignore[import-untyped]
@@ -57,14 +57,13 @@ log = logging.getLogger("headwater.connectors.mysql")
 _ACCESS_DENIED = (1227, 1045, 1044)
 
 
-class SnapshotPoint:
+class SnapshotPoint(NamedTuple):
     """The binlog position the snapshot's data is consistent with."""
 
-    def __init__(self, file: str, pos: int, gtids: str | None, server_id: int) -> None:
-        self.file = file
-        self.pos = pos
-        self.gtids = gtids
-        self.server_id = server_id
+    file: str
+    pos: int
+    gtids: str | None
+    server_id: int
 
     def position(self) -> MySqlPosition:
         """The snapshot records' position.  `server_id` 0, as Debezium 3.x writes it in their

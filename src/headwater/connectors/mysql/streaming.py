@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from headwater.connectors.mysql.binlog import events as ev
@@ -30,7 +30,7 @@ from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.dispatcher import DispatchOptions
 from headwater.engine.source import RetriableError, SourceRunContext
 from headwater.model.record import Op
-from headwater.relational.codec import convert_images
+from headwater.relational.codec import convert_images, row_images
 from headwater.relational.streaming import ActionConnection, LogSession, LogStreamingSource
 
 if TYPE_CHECKING:
@@ -433,14 +433,8 @@ class _Loop(LogSession):
         if skip_rows:
             rows = rows[skip_rows:]
         # The whole event's images column by column (codec.convert_rows), not row by row.
-        befores: Sequence[tuple[Any, ...] | None]
-        afters: Sequence[tuple[Any, ...] | None]
-        if op is Op.UPDATE:
-            befores = convert_images(dispatcher, codec, [r[0] for r in rows])
-            afters = convert_images(dispatcher, codec, [r[1] for r in rows])
-        else:
-            images, nones = convert_images(dispatcher, codec, rows), [None] * len(rows)
-            befores, afters = (nones, images) if op is Op.CREATE else (images, nones)
+        befores, afters = row_images(functools.partial(convert_images, dispatcher, codec),
+                                     op, rows)
         schema = codec.schema
         change = dispatcher.change
         ts = event.timestamp * 1000
