@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import snapshot_vs_copy as common
 
-from headwater.connectors.mysql.snapshot_values import snapshot_conversions
+from headwater.connectors.mysql.text_values import snapshot_conversions
 from headwater.testing.localmariadb import LocalMariaDB
 
 TABLE = """CREATE TABLE bench (

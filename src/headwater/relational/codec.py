@@ -15,10 +15,13 @@ and apply ``event.converting.failure.handling.mode``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from headwater.model.record import ABSENT
+from headwater.model.record import ABSENT, Op
 from headwater.model.schema import TableSchema
+
+if TYPE_CHECKING:
+    from headwater.engine.dispatcher import EventDispatcher
 
 Converter = Callable[[Any], Any]
 
@@ -108,3 +111,24 @@ class RelationalTableCodec:
                 failed(index, value, exc)
                 out.append(None)
         return tuple(out)
+
+
+def convert_images(dispatcher: EventDispatcher, codec: RelationalTableCodec,
+                   images: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """A log event's row images (a binlog rows event's) converted column by column
+    (`convert_rows`); if any value fails, row by row through the dispatcher, which names the
+    column and applies the converting failure mode."""
+    try:
+        return codec.convert_rows(images)
+    except Exception:
+        return [dispatcher.convert(codec, image) for image in images]
+
+
+def row_images(convert: Callable[[Sequence[Any]], list[tuple[Any, ...]]], op: Op,
+               rows: Sequence[Any]) -> tuple[Sequence[Any], Sequence[Any]]:
+    """A log event's rows of one operation as (befores, afters), each side converted at once
+    by `convert` (an update's rows are (before, after) pairs; the absent side is None)."""
+    if op is Op.UPDATE:
+        return convert([r[0] for r in rows]), convert([r[1] for r in rows])
+    images, nones = convert(rows), [None] * len(rows)
+    return (nones, images) if op is Op.CREATE else (images, nones)

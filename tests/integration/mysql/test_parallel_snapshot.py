@@ -16,12 +16,8 @@ import pytest
 
 from headwater.config.loader import ConfigError
 from headwater.connectors.mysql.config import validate_mysql_config
-from headwater.connectors.mysql.snapshot_workers import (
-    TableSize,
-    chunk_sql,
-    plan_chunks,
-    split_key,
-)
+from headwater.connectors.mysql.snapshot_workers import chunk_sql, split_key
+from headwater.relational.key_ranges import TableSize, plan_chunks
 from headwater.relational.snapshot import RangeChunk
 from headwater.testing.replay import events, replay
 from headwater.topics import reader

@@ -18,11 +18,11 @@ import pytest
 from headwater.connectors.mysql.config import validate_mysql_config
 from headwater.connectors.mysql.connection import SESSION_STATEMENTS
 from headwater.connectors.mysql.schema_catalog import MySqlSchema
-from headwater.connectors.mysql.snapshot_values import (
+from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
+from headwater.connectors.mysql.text_values import (
     select_list,
     snapshot_conversions,
 )
-from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
 from headwater.connectors.mysql.types import MySqlTypeModes
 from headwater.converters.connect_json import json_default
 from headwater.model.record import ABSENT

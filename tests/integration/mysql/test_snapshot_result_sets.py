@@ -9,7 +9,8 @@ from typing import Any
 import pymysql.cursors  # type: ignore[import-untyped]
 import pytest
 
-from headwater.connectors.mysql.snapshot_workers import TableSize, streams_results
+from headwater.connectors.mysql.snapshot_workers import streams_results
+from headwater.relational.key_ranges import TableSize
 from headwater.testing.replay import events
 
 from .conftest import MariaEnv, wait_for

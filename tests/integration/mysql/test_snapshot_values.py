@@ -17,7 +17,7 @@ import pytest
 
 from headwater.connectors.mysql.columns import ZERO_TEMPORAL, JdbcTimestamp, MySqlColumn
 from headwater.connectors.mysql.connection import SESSION_STATEMENTS
-from headwater.connectors.mysql.snapshot_values import snapshot_conversions
+from headwater.connectors.mysql.text_values import snapshot_conversions
 from headwater.connectors.mysql.types import MySqlTypeModes, mysql_column_mapping
 from headwater.testing.localmariadb import LocalMariaDB
 

@@ -14,12 +14,12 @@ import pytest
 
 from headwater.connectors.mysql.columns import JdbcTimestamp, MySqlColumn, MySqlTable
 from headwater.connectors.mysql.position import MySqlPosition, MySqlSourceBlock
-from headwater.connectors.mysql.streaming import _convert_images
 from headwater.connectors.mysql.tables import build_codec
 from headwater.connectors.mysql.types import MySqlTypeModes
 from headwater.engine.dispatcher import DispatchOptions, EventConvertingError, EventDispatcher
 from headwater.engine.metrics import CaptureMetrics
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
+from headwater.relational.codec import convert_images, row_images
 
 CONTEXT = SourceContext("mariadb", "shop", "3.5.0.Final")
 
@@ -117,7 +117,7 @@ def test_a_rows_event_converts_column_by_column_as_row_by_row() -> None:
     shared = datetime(2026, 1, 2, 3, 4, 5, 600000)
     images = [(i, Decimal(i) / 4, shared if i % 2 else None, None if i % 3 else f"n{i}")
               for i in range(50)]
-    assert _convert_images(_dispatcher("fail"), codec, images) == [
+    assert convert_images(_dispatcher("fail"), codec, images) == [
         _codec().convert(image) for image in images]
 
 
@@ -128,9 +128,19 @@ def test_a_failing_value_goes_through_the_converting_failure_mode(mode: str) -> 
     dispatcher = _dispatcher(mode)
     if mode == "fail":
         with pytest.raises(EventConvertingError, match="column price"):
-            _convert_images(dispatcher, codec, images)
+            convert_images(dispatcher, codec, images)
         return
-    out = _convert_images(dispatcher, codec, images)
+    out = convert_images(dispatcher, codec, images)
     assert out[0] == _codec().convert(images[0])
     assert out[1][1] is None and out[1][3] == "b"
     assert dispatcher.metrics.erroneous_events == 1
+
+
+def test_a_rows_event_s_images_are_paired_by_operation() -> None:
+    def tens(images: Any) -> list[tuple[Any, ...]]:
+        return [tuple(v * 10 for v in image) for image in images]
+
+    updates = [((1,), (2,)), ((3,), (4,))]  # (before, after) pairs
+    assert row_images(tens, Op.UPDATE, updates) == ([(10,), (30,)], [(20,), (40,)])
+    assert row_images(tens, Op.CREATE, [(1,)]) == ([None], [(10,)])
+    assert row_images(tens, Op.DELETE, [(1,)]) == ([(10,)], [None])

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from headwater.connectors.mysql.config import validate_mysql_config
-from headwater.connectors.mysql.snapshot import MySqlSnapshotSource
+from headwater.connectors.mysql.snapshot import consistent_point
 
 
 class ScriptedCursor:
@@ -29,12 +28,6 @@ class ScriptedCursor:
         return rows
 
 
-def _source() -> MySqlSnapshotSource:
-    cfg, _ = validate_mysql_config({"topic.prefix": "m", "database.hostname": "h",
-                                    "database.user": "u", "database.server.id": "9"})
-    return MySqlSnapshotSource(cfg, None, None)  # type: ignore[arg-type]
-
-
 @pytest.mark.parametrize(("version", "statement"), [
     ("8.0.36", "SHOW MASTER STATUS"),
     ("8.4.3", "SHOW BINARY LOG STATUS"),
@@ -45,7 +38,7 @@ def test_mysql_position_and_gtid_set(version: str, statement: str) -> None:
         "SELECT VERSION(), @@server_id": [(version, 223344)],
         statement: [("mysql-bin.000003", 154, "", "", gtids)],
     })
-    point = _source()._binlog_position(cur, locked=True)
+    point = consistent_point(cur, locked=True)
     assert cur.asked == ["SELECT VERSION(), @@server_id", statement]
     assert (point.file, point.pos, point.server_id) == ("mysql-bin.000003", 154, 223344)
     assert point.gtids == "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5,4a1b-uuid:1-3"
@@ -55,11 +48,11 @@ def test_mysql_position_and_gtid_set(version: str, statement: str) -> None:
 def test_mysql_without_gtids_and_without_binlog() -> None:
     cur = ScriptedCursor({"SELECT VERSION(), @@server_id": [("5.7.44-log", 1)],
                           "SHOW MASTER STATUS": [("mysql-bin.000001", 4, "", "", "")]})
-    point = _source()._binlog_position(cur, locked=True)
+    point = consistent_point(cur, locked=True)
     assert point.gtids is None and "gtids" not in point.offset()
     cur = ScriptedCursor({"SELECT VERSION(), @@server_id": [("8.0.36", 1)]})
     with pytest.raises(RuntimeError, match="no binary log"):
-        _source()._binlog_position(cur, locked=True)
+        consistent_point(cur, locked=True)
 
 
 def test_mariadb_takes_the_snapshot_transactions_own_position() -> None:
@@ -69,8 +62,8 @@ def test_mariadb_takes_the_snapshot_transactions_own_position() -> None:
                                                  ("Binlog_snapshot_position", "991")],
         "SELECT @@gtid_binlog_pos": [("0-1-42",)],
     })
-    point = _source()._binlog_position(cur, locked=False)
+    point = consistent_point(cur, locked=False)
     assert (point.file, point.pos, point.gtids) == ("mariadb-bin.000007", 991, None)
     assert "SELECT @@gtid_binlog_pos" not in cur.asked  # not consistent without the lock
-    point = _source()._binlog_position(cur, locked=True)
+    point = consistent_point(cur, locked=True)
     assert (point.file, point.pos, point.gtids) == ("mariadb-bin.000007", 991, "0-1-42")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from headwater.connectors.mysql.columns import ZERO_TEMPORAL, JdbcTimestamp, MySqlColumn
-from headwater.connectors.mysql.snapshot_values import parse_timestamp
+from headwater.connectors.mysql.text_values import parse_timestamp
 from headwater.connectors.mysql.types import (
     MySqlTypeModes,
     UnsupportedMySqlTypeError,

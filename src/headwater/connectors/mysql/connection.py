@@ -10,6 +10,7 @@ from typing import Any
 
 import pymysql  # type: ignore[import-untyped]
 
+from headwater.connectors.mysql.binlog.client import BinlogClient
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 
 SESSION_STATEMENTS = ("SET time_zone = '+00:00'", "SET NAMES utf8mb4")
@@ -21,6 +22,20 @@ def connect(cfg: MySqlConnectorConfig, **extra: Any) -> Any:
         for statement in (*SESSION_STATEMENTS, *cfg.database_initial_statements):
             cur.execute(statement)
     return conn
+
+
+def binlog_client(cfg: MySqlConnectorConfig) -> BinlogClient:
+    """The binlog connection (not started).  With `connect.keep.alive`, Debezium's: server
+    heartbeats at 0.8 x the keep-alive interval, so a connection silent for a whole interval is
+    a lost one (the streaming loop's idle step), not an idle server."""
+    heartbeat_s = cfg.heartbeat_interval_ms / 1000 if cfg.heartbeat_interval_ms else 30.0
+    if cfg.connect_keep_alive:
+        heartbeat_s = min(heartbeat_s, 0.8 * cfg.connect_keep_alive_interval_ms / 1000)
+    return BinlogClient(
+        cfg.database_hostname, cfg.database_port, cfg.database_user,
+        cfg.database_password.reveal() if cfg.database_password else "",
+        cfg.database_server_id, connect_timeout=cfg.connect_timeout_ms / 1000,
+        heartbeat_interval_s=heartbeat_s)
 
 
 def quote_ident(name: str) -> str:

@@ -31,6 +31,7 @@ from typing import Any, Final, NamedTuple
 import pymysql  # type: ignore[import-untyped]
 
 from headwater.connectors.mysql import position_signal
+from headwater.connectors.mysql.binlog.events import DELETE_ROWS, UPDATE_ROWS, WRITE_ROWS
 from headwater.connectors.mysql.binlog.gtid import MariadbGtid, MariaGtidPosition
 from headwater.connectors.mysql.binlog.rows import row_decoder
 from headwater.connectors.mysql.columns import MySqlTable
@@ -40,15 +41,13 @@ from headwater.connectors.mysql.connection import (
     is_mariadb,
     qualified,
     quote_ident,
-    show_create_table,
 )
 from headwater.connectors.mysql.ddl import SchemaChange
 from headwater.connectors.mysql.position import MySqlPosition, binlog_order
-from headwater.connectors.mysql.position_signal import BinlogReposition
-from headwater.connectors.mysql.schema_catalog import MySqlSchema
+from headwater.connectors.mysql.schema_catalog import read_definition
 from headwater.connectors.mysql.schema_state import SchemaState
-from headwater.connectors.mysql.snapshot import binlog_end, snapshot_binlog_point
-from headwater.connectors.mysql.snapshot_values import select_list, snapshot_conversions
+from headwater.connectors.mysql.snapshot import binlog_end, consistent_point, snapshot_binlog_point
+from headwater.connectors.mysql.text_values import select_list, snapshot_conversions
 from headwater.engine.incremental import IncrementalSnapshotError, SnapshotTable
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.signals import Signal
@@ -58,13 +57,6 @@ from headwater.relational.chunk_source import ChunkTable, RelationalChunkSource,
 from headwater.relational.incremental import LogIncrementalHook
 
 log = logging.getLogger("headwater.connectors.mysql.incremental")
-
-# The offset key of the last set-binlog-position signal carried out.
-MOVED_BY = "binlog_position_signal"
-
-WRITE_ROWS = frozenset({23, 30})
-UPDATE_ROWS = frozenset({24, 31})
-DELETE_ROWS = frozenset({25, 32})
 
 Order = tuple[int, int]  # binlog_order(file, pos)
 Emit = Callable[[list[ChangeRecord]], None]
@@ -198,11 +190,9 @@ class MySqlChunkSource(RelationalChunkSource):
 
     def _blocking_begin(self, cur: Any) -> MySqlPosition:
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-        cur.execute("SELECT @@server_id")
-        server_id = int(cur.fetchone()[0])
-        point = (snapshot_binlog_point(cur) if self._mariadb else None) or binlog_end(cur)
-        file, pos = (str(point[0]), int(point[1])) if point else ("", 0)
-        return MySqlPosition(file, pos, 0, server_id, None, None, None, int(time.time()))
+        point = consistent_point(cur, locked=False)
+        return MySqlPosition(point.file, point.pos, 0, point.server_id, None, None, None,
+                             int(time.time()))
 
     def _high(self, cur: Any, low: str | None) -> ReadOnlyHigh:
         end = binlog_end(cur)
@@ -233,47 +223,24 @@ class MySqlIncrementalHook(LogIncrementalHook):
         self.source: MySqlChunkSource = source
         self.state = source.state
         self.position: Order = (0, 0)
-        self._maps: dict[int, Any] = {}  # table id -> TABLE_MAP body
         self._signal_definition: MySqlTable | None = None
-        # where a set-binlog-position signal moves the stream (the loop takes it), and the id
-        # of the last one carried out
-        self.reposition: BinlogReposition | None = None
-        self.moved_by: str | None = None
+        # set-binlog-position signals (the streaming loop carries them out)
+        self.positions = position_signal.PositionSignals(source._conn)
 
     def connector_signals(self) -> dict[str, Callable[[Signal], None]]:
-        return {position_signal.NAME: self._set_binlog_position}
-
-    def _set_binlog_position(self, signal: Signal) -> None:
-        """set-binlog-position: checked on the server now, carried out by the loop.  The last
-        one carried out is remembered in the offsets: a move back to before its own row reads
-        that row again, which must not move the stream again (and again)."""
-        if signal.id and signal.id == self.moved_by:
-            log.info("signal %r (set-binlog-position): already carried out (read again after "
-                     "the stream moved back); ignored", signal.id)
-            return
-        target = position_signal.parse_reposition(signal)
-        with self.source._conn().cursor() as cur:
-            position_signal.check_on_server(cur, target)
-        log.info("signal %r: the stream moves to %s", signal.id, target.describe())
-        self.reposition = target
-        self.moved_by = signal.id
+        return {position_signal.NAME: self.positions}
 
     def offset_fields(self) -> dict[str, Any]:
-        out = super().offset_fields()
-        if self.moved_by:
-            out[MOVED_BY] = self.moved_by
-        return out
+        return {**super().offset_fields(), **self.positions.offset_fields()}
 
     # -- session -----------------------------------------------------------------------------
     def start(self, offset: dict[str, Any], file: str, pos: int) -> None:
-        self.moved_by = offset.get(MOVED_BY) or None
+        self.positions.start(offset)
         self.position = binlog_order(file, pos)
-        self._maps.clear()
         self._signal_definition = None
         self._start(offset)
 
     def table_map(self, body: Any) -> None:
-        self._maps[body.table_id] = body
         self._announce(body.table_id, (body.database, body.table))
 
     # -- rows ----------------------------------------------------------------------------------
@@ -289,21 +256,16 @@ class MySqlIncrementalHook(LogIncrementalHook):
         """The signal table of a database the connector does not capture: SHOW CREATE TABLE."""
         try:
             with self.source._conn().cursor() as cur:
-                ddl, ansi_quotes = show_create_table(cur, database, table)
-            schema = MySqlSchema()
-            schema.apply(ddl, database, ansi_quotes)
-            return schema.table(database, table)
+                return read_definition(cur, database, table)
         except Exception as exc:
             log.warning("signal table %s.%s: definition not read (%s); decoding without it",
                         database, table, exc)
             return None
 
-    def rows(self, event: Any, position: MySqlPosition) -> list[ChangeRecord]:
-        """A rows event of a watched table; returns READ records when it closes a window."""
+    def rows(self, event: Any, table_map: Any, position: MySqlPosition) -> list[ChangeRecord]:
+        """A rows event of a watched table (and its TABLE_MAP); returns READ records when it
+        closes a window."""
         body = event.body
-        table_map = self._maps.get(body.table_id)
-        if table_map is None:
-            return []
         code = event.type_code
         if body.table_id in self._window_ids:
             self._window_rows(table_map, body, code)
@@ -372,14 +334,8 @@ class MySqlIncrementalHook(LogIncrementalHook):
         return self._close_past(lambda high: bool(self.position >= high.order), position)
 
 
-def boundary_position(file: str, pos: int, server_id: int, ts_sec: int) -> MySqlPosition:
-    """Where READ records emitted between transactions sit."""
-    return MySqlPosition(file, pos, 0, server_id, None, None, None, ts_sec)
-
-
 __all__ = [
     "MySqlChunkSource",
     "MySqlIncrementalHook",
     "ReadOnlyHigh",
-    "boundary_position",
 ]

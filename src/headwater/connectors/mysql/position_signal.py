@@ -15,7 +15,9 @@ the signal with an error naming it, and streaming goes on where it was.
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +26,11 @@ from headwater.connectors.mysql.position import restart_offset
 from headwater.engine.signals import Signal, signal_data
 from headwater.model.collection import SignalError
 
+log = logging.getLogger("headwater.connectors.mysql.incremental")
+
 NAME = "set-binlog-position"
+# The offset key of the last set-binlog-position signal carried out.
+MOVED_BY = "binlog_position_signal"
 
 _FILENAME = re.compile(r"[a-zA-Z0-9_-]+\.\d{6}")  # Debezium's isValidBinlogFilename
 # Events that only occur inside a transaction: starting at one reads rows without their
@@ -55,6 +61,46 @@ class BinlogReposition:
                                   server_id=server_id)
         assert self.file is not None and self.pos is not None
         return restart_offset(self.file, self.pos, None, server_id=server_id)
+
+
+class Repositioned(Exception):
+    """A set-binlog-position signal moved the stream: the session ends, the next starts at
+    `offset` (already handed to the runtime)."""
+
+    def __init__(self, offset: dict[str, Any], describe: str) -> None:
+        super().__init__(describe)
+        self.offset = offset
+        self.describe = describe
+
+
+class PositionSignals:
+    """A streaming session's set-binlog-position signals (the handler of the signal type):
+    checked on the server when read, carried out by the streaming loop (`reposition`).  The
+    last one carried out is remembered in the offsets: a move back to before its own row reads
+    that row again, which must not move the stream again (and again)."""
+
+    def __init__(self, conn: Callable[[], Any]) -> None:
+        self._conn = conn  # a connection to check the position on
+        self.reposition: BinlogReposition | None = None  # where the loop moves the stream
+        self.moved_by: str | None = None  # the id of the last one carried out
+
+    def start(self, offset: dict[str, Any]) -> None:
+        self.moved_by = offset.get(MOVED_BY) or None
+
+    def __call__(self, signal: Signal) -> None:
+        if signal.id and signal.id == self.moved_by:
+            log.info("signal %r (set-binlog-position): already carried out (read again after "
+                     "the stream moved back); ignored", signal.id)
+            return
+        target = parse_reposition(signal)
+        with self._conn().cursor() as cur:
+            check_on_server(cur, target)
+        log.info("signal %r: the stream moves to %s", signal.id, target.describe())
+        self.reposition = target
+        self.moved_by = signal.id
+
+    def offset_fields(self) -> dict[str, Any]:
+        return {MOVED_BY: self.moved_by} if self.moved_by else {}
 
 
 def parse_reposition(signal: Signal) -> BinlogReposition:

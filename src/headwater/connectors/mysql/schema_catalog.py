@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from headwater.connectors.mysql.columns import MySqlColumn, MySqlTable
+from headwater.connectors.mysql.connection import show_create_table
 from headwater.connectors.mysql.ddl import (
     STRING_TYPES,
     AddColumns,
@@ -621,6 +622,15 @@ class MySqlSchema:
                                                                options.collation)
             if options.comment is not None:
                 draft.comment = options.comment
+
+
+def read_definition(cur: Any, database: str, table: str) -> MySqlTable | None:
+    """A table's definition as the server states it now (`SHOW CREATE TABLE`), parsed apart
+    from the captured schema: the signal table of a database the connector does not capture."""
+    ddl, ansi_quotes = show_create_table(cur, database, table)
+    schema = MySqlSchema()
+    schema.apply(ddl, database, ansi_quotes)
+    return schema.table(database, table)
 
 
 def _converted(column: MySqlColumn, charset: str, collation: str | None) -> MySqlColumn:

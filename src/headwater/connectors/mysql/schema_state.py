@@ -18,7 +18,11 @@ import time
 from typing import Any
 
 from headwater.connectors.mysql.binlog.events import TableMap
-from headwater.connectors.mysql.binlog_schema import TableMetadataError, table_from_map
+from headwater.connectors.mysql.binlog_schema import (
+    TableMetadataError,
+    table_from_map,
+    table_map_mismatch,
+)
 from headwater.connectors.mysql.columns import MySqlTable
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.ddl import DdlParseError, SchemaChange
@@ -31,7 +35,7 @@ from headwater.connectors.mysql.position import (
 )
 from headwater.connectors.mysql.schema_catalog import MySqlSchema
 from headwater.connectors.mysql.table_changes import table_changes
-from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
+from headwater.connectors.mysql.tables import MySqlTableCodec, configured_codec
 from headwater.connectors.mysql.types import MySqlTypeModes
 from headwater.model.record import SchemaChangeEvent, SnapshotMarker, SourceContext
 from headwater.relational.connector import modes_from_config
@@ -49,6 +53,10 @@ class UndecodableRowsError(RuntimeError):
     Raised instead of dropping them: the position is not acknowledged, so once the cause is
     fixed (binlog_row_metadata=FULL for new binlogs, a rebuilt history) nothing is lost.
     """
+
+
+class InconsistentSchemaError(RuntimeError):
+    """A row event for a captured table the schema does not know."""
 
 
 class SchemaState:
@@ -94,10 +102,7 @@ class SchemaState:
         return codec
 
     def _build(self, table: MySqlTable) -> MySqlTableCodec:
-        return build_codec(
-            table, self.modes, self.cfg.column_filter,
-            self.cfg.key_columns(table.database, table.name), self.cfg.column_mappers,
-        )
+        return configured_codec(table, self.modes, self.cfg)
 
     # -- history --------------------------------------------------------------------------------
 
@@ -193,6 +198,38 @@ class SchemaState:
         ) from exc
 
     # -- tables the history cannot decode ------------------------------------------------------
+
+    def table_map_codec(self, body: TableMap, file: str, pos: int) -> MySqlTableCodec | None:
+        """The codec that decodes the rows a TABLE_MAP (read at `file`:`pos`) announces; None:
+        the table is not captured, or its rows are skipped.
+
+        Rows of a captured table the history cannot decode (unknown, or a TABLE_MAP that
+        disagrees with it): with skip.unparseable.ddl the history is known to be incomplete, so
+        the binlog's own table metadata decodes them (or capture fails; rows are never
+        dropped); otherwise inconsistent.schema.handling.mode decides, as in Debezium."""
+        db, table = body.database, body.table
+        if not self.captured(db, table):
+            return None
+        codec = self.codec(db, table)
+        if codec is None:
+            reason = "the schema history does not know it"
+        else:
+            mismatch = table_map_mismatch(body, codec.table)
+            if mismatch is None:
+                return codec
+            reason = f"its schema history definition is out of date ({mismatch})"
+        where = f"{file}:{pos}"
+        if self.cfg.schema_history_internal_skip_unparseable_ddl:
+            return self.derived_codec(body, reason, where)
+        mode = self.cfg.inconsistent_schema_handling_mode
+        message = f"row event for table {db}.{table} at {where}: {reason}"
+        if mode == "fail":
+            raise InconsistentSchemaError(
+                message + "; the history may be incomplete: run with snapshot.mode=recovery"
+                " to rebuild it, or set inconsistent.schema.handling.mode=warn to skip")
+        if mode == "warn":
+            log.warning("%s: skipped", message)
+        return None
 
     def derived_codec(self, table_map: TableMap, reason: str, where: str) -> MySqlTableCodec:
         """The codec of the table a TABLE_MAP describes (binlog_schema.py), for rows whose

@@ -1,19 +1,8 @@
 """The consistent initial snapshot of MySQL/MariaDB (reference 1.3): the relational base's
-seven steps (relational/snapshot.py, logged by name), with MySQL's part of each:
-
-1. the base tables of the captured databases (all of them go into the schema history);
-2. `FLUSH TABLES WITH READ LOCK` (snapshot.locking.mode minimal/extended); if the user may
-   not (RELOAD missing, managed services), `FLUSH TABLES <captured> WITH READ LOCK`; nothing
-   with mode none;
-3. REPEATABLE READ, `START TRANSACTION WITH CONSISTENT SNAPSHOT`, and the file/position and
-   GTID set at that point (MariaDB reports the snapshot's own binlog position in
-   `binlog_snapshot_file`/`binlog_snapshot_position`, exact even without a lock);
-4. `SHOW CREATE TABLE`, parsed into the schema and written to the schema history at the
-   snapshot position (its schema change events go out before the rows);
-5. minimal: unlock, writes resume while the rows are read inside the snapshot transaction;
-6. every captured table's rows, streamed or buffered (`min.row.count.to.stream.results`);
-7. commit (extended: unlock only now); the snapshot position's offset comes with the last
-   events and is recorded once they are durable.
+seven steps (relational/snapshot.py, logged by name), each method below MySQL's part of one:
+the read lock (`lock`, with its fallbacks), `START TRANSACTION WITH CONSISTENT SNAPSHOT` and
+its binlog position (`read_position`), `SHOW CREATE TABLE` into the schema history at that
+position (`capture_schema`), unlocking (`release`, `commit`: minimal or extended).
 
 A snapshot interrupted by a crash is not resumed: the next start takes a new one (as Debezium
 does), with the schema history started over; the runtime then deletes the rows the interrupted
@@ -32,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import pymysql  # type: ignore[import-untyped]
 import pymysql.cursors  # type: ignore[import-untyped]
@@ -47,35 +36,34 @@ from headwater.connectors.mysql.connection import (
 )
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
 from headwater.connectors.mysql.schema_state import SchemaHistoryError, SchemaState
-from headwater.connectors.mysql.snapshot_values import select_list, snapshot_conversions
 from headwater.connectors.mysql.snapshot_workers import (
-    TableSize,
-    plan_chunks,
+    chunk_sql,
     select_rows,
     split_key,
     streams_results,
 )
 from headwater.connectors.mysql.tables import MySqlTableCodec
+from headwater.connectors.mysql.text_values import snapshot_conversions
 from headwater.engine.metrics import CaptureMetrics
 from headwater.engine.source import SourceRunContext
 from headwater.model.record import SnapshotMarker, SourceEvent
 from headwater.model.schema import TableSchema
 from headwater.model.topic import TopicBatch
-from headwater.relational.snapshot import RelationalSnapshotSource, SnapshotEmitter
+from headwater.relational.key_ranges import TableSize, plan_chunks
+from headwater.relational.snapshot import RangeChunk, RelationalSnapshotSource, SnapshotEmitter
 
 log = logging.getLogger("headwater.connectors.mysql")
 
 _ACCESS_DENIED = (1227, 1045, 1044)
 
 
-class SnapshotPoint:
+class SnapshotPoint(NamedTuple):
     """The binlog position the snapshot's data is consistent with."""
 
-    def __init__(self, file: str, pos: int, gtids: str | None, server_id: int) -> None:
-        self.file = file
-        self.pos = pos
-        self.gtids = gtids
-        self.server_id = server_id
+    file: str
+    pos: int
+    gtids: str | None
+    server_id: int
 
     def position(self) -> MySqlPosition:
         """The snapshot records' position.  `server_id` 0, as Debezium 3.x writes it in their
@@ -106,6 +94,29 @@ def binlog_end(cur: Any, version: str | None = None) -> Any:
         version = str(cur.fetchone()[0])
     cur.execute(binlog_status_statement(version))
     return cur.fetchone()
+
+
+def consistent_point(cur: Any, locked: bool) -> SnapshotPoint:
+    """The binlog position (and GTID set) of the consistent snapshot `cur`'s transaction just
+    started: MariaDB's own snapshot position, else where the binlog ends (exact under the
+    lock, as MariaDB's GTID position)."""
+    cur.execute("SELECT VERSION(), @@server_id")
+    version, server_id = cur.fetchone()
+    mariadb = "mariadb" in str(version).lower()
+    point = snapshot_binlog_point(cur) if mariadb else None
+    gtids: str | None = None
+    if mariadb and locked:  # the GTID position matches the snapshot only under the lock
+        cur.execute("SELECT @@gtid_binlog_pos")
+        gtids = str(cur.fetchone()[0] or "") or None
+    if point is None:
+        row = binlog_end(cur, str(version))
+        if row is None:
+            raise RuntimeError("the server has no binary log: start it with log_bin (and "
+                               "binlog_format=ROW, binlog_row_image=FULL)")
+        point = str(row[0]), int(row[1])
+        if not mariadb and len(row) >= 5 and row[4]:
+            gtids = str(row[4]).replace("\n", "")
+    return SnapshotPoint(*point, gtids, int(server_id))
 
 
 class MySqlSnapshotSource(RelationalSnapshotSource[tuple[str, str]]):
@@ -193,7 +204,7 @@ class MySqlSnapshotSource(RelationalSnapshotSource[tuple[str, str]]):
         lock)."""
         self.cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         self.cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-        point = self.point = self._binlog_position(self.cur, self._locked)
+        point = self.point = consistent_point(self.cur, self._locked)
         return point.position(), (f"binlog position {point.file}:{point.pos}, GTIDs "
                                   f"{point.gtids or '-'}")
 
@@ -236,27 +247,6 @@ class MySqlSnapshotSource(RelationalSnapshotSource[tuple[str, str]]):
         finally:
             self.conn.close()
             self.conn = None
-
-    def _binlog_position(self, cur: Any, locked: bool) -> SnapshotPoint:
-        cur.execute("SELECT VERSION(), @@server_id")
-        version, server_id = cur.fetchone()
-        mariadb = "mariadb" in str(version).lower()
-        point = snapshot_binlog_point(cur) if mariadb else None
-        gtids: str | None = None
-        if mariadb and locked:  # the GTID position matches the snapshot only under the lock
-            cur.execute("SELECT @@gtid_binlog_pos")
-            gtids = str(cur.fetchone()[0] or "") or None
-        if point is None:
-            row = binlog_end(cur, str(version))
-            if row is None:
-                raise RuntimeError(
-                    "the server has no binary log: start it with log_bin (and binlog_format=ROW,"
-                    " binlog_row_image=FULL)"
-                )
-            point = str(row[0]), int(row[1])
-            if not mariadb and len(row) >= 5 and row[4]:
-                gtids = str(row[4]).replace("\n", "")
-        return SnapshotPoint(*point, gtids, int(server_id))
 
     def capture_schema(self, captured: list[tuple[str, str]],
                        position: Any) -> tuple[list[SourceEvent], str]:
@@ -334,8 +324,7 @@ class MySqlSnapshotSource(RelationalSnapshotSource[tuple[str, str]]):
                             plan_chunks(self.sizes, self.max_threads), on_all_ready=release)
 
     def read_table(self, table: tuple[str, str], emitter: SnapshotEmitter) -> None:
-        codec = self.codec(table)
-        streamed = streams_results(self.sizes[self.read_order[table]],
-                                   self.cfg.min_row_count_to_stream_results)
-        select_rows(self.conn, f"SELECT {select_list(codec.table)} FROM {qualified(*table)}",
-                    streamed, codec, emitter, self.batch_size)
+        codec, n = self.codec(table), self.read_order[table]
+        select_rows(self.conn, chunk_sql(codec.table, RangeChunk(n, None, None)),
+                    streams_results(self.sizes[n], self.cfg.min_row_count_to_stream_results),
+                    codec, emitter, self.batch_size)

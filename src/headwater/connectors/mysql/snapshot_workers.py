@@ -1,13 +1,8 @@
 """The parallel MySQL/MariaDB snapshot's chunks and the reader each worker process runs.
 
-Why key ranges: InnoDB stores a table in its primary key's order (the clustered index), so
-`WHERE pk >= a AND pk < b` reads exactly that slice of the index and N chunks cost about one
-pass over the table in total.  MySQL has no equivalent of PostgreSQL's block (ctid) ranges.
-Only tables with a single-column integer primary key are split: their key space can be cut
-arithmetically from `MIN(pk)`/`MAX(pk)` (two index look-ups) without reading the data.  The
-cut assumes keys spread evenly, which AUTO_INCREMENT keys mostly do; a skewed table makes
-uneven chunks, never wrong ones, since the first chunk is open below and the last open above.
-Every other table (composite, character or no key) is one chunk: parallel across tables only.
+Chunks are key ranges (relational/key_ranges.py): InnoDB stores a table in its primary key's
+order (the clustered index); only a single-column integer primary key is split (`split_key`),
+every other table is one chunk.  MySQL has no equivalent of PostgreSQL's block (ctid) ranges.
 
 Why every worker sees the same data: each opens its own `START TRANSACTION WITH CONSISTENT
 SNAPSHOT` (REPEATABLE READ) while the parent holds the read lock (`FLUSH TABLES WITH READ
@@ -18,15 +13,13 @@ all the chunks it reads.
 
 Codecs hold closures and cannot cross the process boundary, so a worker builds them from the
 table definitions (`MySqlTable`, parsed from `SHOW CREATE TABLE` by the parent), the type
-modes and the configuration, with the same `build_codec` call `SchemaState` makes: the same
+modes and the configuration, with the same `configured_codec` call `SchemaState` makes: the same
 inputs give the same codec.  Rows are read with the natural-value conversions of the serial
 path (`snapshot_conversions`, FLOAT read as DOUBLE).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import pymysql  # type: ignore[import-untyped]
@@ -36,18 +29,13 @@ from headwater.connectors.mysql.columns import MySqlTable
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.connection import connect, qualified, quote_ident
 from headwater.connectors.mysql.position import MySqlPosition
-from headwater.connectors.mysql.snapshot_values import snapshot_conversions
-from headwater.connectors.mysql.tables import MySqlTableCodec, build_codec
+from headwater.connectors.mysql.tables import MySqlTableCodec, configured_codec
+from headwater.connectors.mysql.text_values import select_list, snapshot_conversions
 from headwater.connectors.mysql.types import MySqlTypeModes
 from headwater.engine.parallel import ChunkEmitter
 from headwater.model.record import SourceContext
-from headwater.relational.snapshot import ChunkRows, RangeChunk, RowSink, plan_ranges
-
-# Aim for this many chunks per worker on a big table, so a slow chunk does not idle the rest.
-CHUNKS_PER_WORKER = 4
-# A table is split only into chunks of at least this many (estimated) rows: below that, the
-# per-chunk query start-up and the chunk's held-back tail are not worth it.
-MIN_CHUNK_ROWS = 2048
+from headwater.relational.key_ranges import TableSize
+from headwater.relational.snapshot import ChunkRows, RangeChunk, RowSink
 
 INTEGER_TYPES = frozenset({"TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT"})
 
@@ -60,14 +48,6 @@ def split_key(table: MySqlTable) -> str | None:
     return column.name if column.type_name in INTEGER_TYPES else None
 
 
-class TableSize(NamedTuple):
-    """What the planner knows of a table before reading it."""
-
-    estimated_rows: int  # information_schema.TABLES.TABLE_ROWS (-1: unknown)
-    key_min: int | None = None  # MIN/MAX of the split key; None: not splittable, or empty
-    key_max: int | None = None
-
-
 def streams_results(size: TableSize, min_rows: int) -> bool:
     """Debezium's `min.row.count.to.stream.results`: a table estimated to hold more than
     `min_rows` rows is read with a streaming result set (rows arrive as they are fetched, the
@@ -75,31 +55,6 @@ def streams_results(size: TableSize, min_rows: int) -> bool:
     tables); 0 streams every table.  An unknown estimate (TABLE_ROWS NULL) is buffered, as in
     Debezium, which streams only when the estimate says the table is large."""
     return min_rows == 0 or size.estimated_rows > min_rows
-
-
-def chunk_count(size: TableSize, workers: int) -> int:
-    """How many key ranges a table is cut into (1: read whole)."""
-    if workers <= 1 or size.key_min is None or size.key_max is None:
-        return 1
-    span = size.key_max - size.key_min + 1
-    wanted = min(workers * CHUNKS_PER_WORKER, max(0, size.estimated_rows) // MIN_CHUNK_ROWS)
-    return max(1, min(wanted, span))
-
-
-def plan_chunks(sizes: Sequence[TableSize], workers: int) -> list[RangeChunk]:
-    """Key ranges covering every table exactly once (relational.snapshot.plan_ranges), cut
-    evenly over `key_min..key_max`."""
-
-    def cuts(i: int) -> list[int]:
-        size = sizes[i]
-        n = chunk_count(size, workers)
-        if n <= 1 or size.key_min is None or size.key_max is None:
-            return []
-        step = math.ceil((size.key_max - size.key_min + 1) / n)
-        span_last = size.key_max - size.key_min  # offset of the last key from the first
-        return [size.key_min + k * step for k in range(1, n) if k * step <= span_last]
-
-    return plan_ranges([size.estimated_rows for size in sizes], cuts)
 
 
 class ReaderSpec(NamedTuple):
@@ -134,8 +89,7 @@ def select_rows(conn: Any, sql: str, streamed: bool, codec: MySqlTableCodec, row
 
 
 def chunk_sql(table: MySqlTable, chunk: RangeChunk) -> str:
-    from headwater.connectors.mysql.snapshot_values import select_list
-
+    """The SELECT of a chunk's rows (of the whole table: a chunk open on both sides)."""
     key = split_key(table)
     where = chunk.where(quote_ident(key)) if key is not None else ""
     select = f"SELECT {select_list(table)} FROM {qualified(table.database, table.name)}"
@@ -156,12 +110,7 @@ class MySqlChunkReader:
     def _codec(self, index: int) -> MySqlTableCodec:
         codec = self._codecs.get(index)
         if codec is None:
-            table = self.spec.tables[index]
-            cfg = self.spec.config
-            codec = build_codec(
-                table, self.spec.modes, cfg.column_filter,
-                cfg.key_columns(table.database, table.name), cfg.column_mappers,
-            )
+            codec = configured_codec(self.spec.tables[index], self.spec.modes, self.spec.config)
             self._codecs[index] = codec
         return codec
 

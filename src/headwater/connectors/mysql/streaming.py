@@ -16,41 +16,27 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from headwater.connectors.mysql.binlog import events as ev
 from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
-from headwater.connectors.mysql.binlog.events import MODE_ANSI_QUOTES
 from headwater.connectors.mysql.binlog.rows import RowDecoder, row_decoder
-from headwater.connectors.mysql.binlog_schema import table_map_mismatch
-from headwater.connectors.mysql.connection import connect
-from headwater.connectors.mysql.incremental import MySqlIncrementalHook, boundary_position
+from headwater.connectors.mysql.connection import binlog_client, connect
+from headwater.connectors.mysql.incremental import MySqlIncrementalHook
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
+from headwater.connectors.mysql.position_signal import Repositioned
 from headwater.connectors.mysql.tables import MySqlTableCodec
-from headwater.engine.dispatcher import DispatchOptions, EventDispatcher
+from headwater.engine.dispatcher import DispatchOptions
 from headwater.engine.source import RetriableError, SourceRunContext
 from headwater.model.record import Op
+from headwater.relational.codec import convert_images, row_images
 from headwater.relational.streaming import ActionConnection, LogSession, LogStreamingSource
 
 if TYPE_CHECKING:
     from headwater.connectors.mysql.connector import MySqlConnector
 
 log = logging.getLogger("headwater.connectors.mysql")
-
-QUERY = 2
-ROTATE = 4
-FORMAT_DESCRIPTION = 15
-XID = 16
-TABLE_MAP = 19
-WRITE_ROWS = frozenset({23, 30})
-UPDATE_ROWS = frozenset({24, 31})
-DELETE_ROWS = frozenset({25, 32})
-ROWS = WRITE_ROWS | UPDATE_ROWS | DELETE_ROWS
-HEARTBEAT = 27
-MYSQL_GTID = 33
-MYSQL_ANONYMOUS_GTID = 34
-ANNOTATE_ROWS = 160
-MARIADB_GTID = 162
 
 _new = tuple.__new__
 
@@ -65,20 +51,6 @@ class BinlogPositionLostError(RuntimeError):
 
 class BinlogConnectionLostError(RuntimeError):
     """The binlog connection dropped with `connect.keep.alive=false`: capture stops."""
-
-
-class Repositioned(Exception):
-    """A set-binlog-position signal moved the stream: the session ends, the next starts at
-    `offset` (already handed to the runtime)."""
-
-    def __init__(self, offset: dict[str, Any], describe: str) -> None:
-        super().__init__(describe)
-        self.offset = offset
-        self.describe = describe
-
-
-class InconsistentSchemaError(RuntimeError):
-    """A row event for a captured table the schema does not know."""
 
 
 def gtid_set_text(state: dict[int, str]) -> str:
@@ -124,19 +96,7 @@ class MySqlStreamingSource(LogStreamingSource):
 
     def stream(self, ctx: SourceRunContext, offset: dict[str, Any]) -> None:
         """One binlog connection, from `offset` until stopped (or moved by a signal)."""
-        cfg = self.cfg
-        heartbeat_s = cfg.heartbeat_interval_ms / 1000 if cfg.heartbeat_interval_ms else 30.0
-        if cfg.connect_keep_alive:
-            # Debezium's: server heartbeats at 0.8 x the keep-alive interval, so a connection
-            # silent for a whole interval is a lost one (_Loop.idle), not an idle server.
-            heartbeat_s = min(heartbeat_s, 0.8 * cfg.connect_keep_alive_interval_ms / 1000)
-        client = BinlogClient(
-            cfg.database_hostname, cfg.database_port, cfg.database_user,
-            cfg.database_password.reveal() if cfg.database_password else "",
-            cfg.database_server_id,
-            connect_timeout=cfg.connect_timeout_ms / 1000,
-            heartbeat_interval_s=heartbeat_s,
-        )
+        client = binlog_client(self.cfg)
         self._client = client
         gtids = self._filtered_gtids(offset.get("gtids"))
         try:
@@ -247,11 +207,14 @@ class _Loop(LogSession):
         return event.type_code
 
     def handlers(self) -> dict[Any, Callable[[Any], None]]:
-        table: dict[Any, Callable[[Any], None]] = dict.fromkeys(ROWS, self.on_rows)
+        table: dict[Any, Callable[[Any], None]] = dict.fromkeys(
+            ev.WRITE_ROWS | ev.UPDATE_ROWS | ev.DELETE_ROWS, self.on_rows)
         table.update({
-            ROTATE: self.on_rotate, QUERY: self.on_query, XID: self.on_commit,
-            TABLE_MAP: self.on_table_map, MARIADB_GTID: self.on_gtid, MYSQL_GTID: self.on_gtid,
-            ANNOTATE_ROWS: self.on_annotate, HEARTBEAT: lambda _event: self.idle(),
+            ev.ROTATE_EVENT: self.on_rotate, ev.QUERY_EVENT: self.on_query,
+            ev.XID_EVENT: self.on_commit, ev.TABLE_MAP_EVENT: self.on_table_map,
+            ev.MARIADB_GTID_EVENT: self.on_gtid, ev.MYSQL_GTID_EVENT: self.on_gtid,
+            ev.ANNOTATE_ROWS_EVENT: self.on_annotate,
+            ev.HEARTBEAT_LOG_EVENT: lambda _event: self.idle(),
         })
         return table
 
@@ -280,7 +243,8 @@ class _Loop(LogSession):
         """set-binlog-position: what was read up to the signal goes out with its offset, then
         the new position as the offset to restart from, and this session ends."""
         assert self.hook is not None
-        target, self.hook.reposition = self.hook.reposition, None
+        positions = self.hook.positions
+        target, positions.reposition = positions.reposition, None
         if target is None:
             return
         self.flush(self.last_offset)
@@ -300,8 +264,9 @@ class _Loop(LogSession):
         return self.offset_pending
 
     def boundary_position(self) -> MySqlPosition:
-        return boundary_position(self.file, int(self.last_offset["pos"]), self.server_id,
-                                 int(self.last_offset.get("ts_sec") or 0))
+        """Where READ records emitted between transactions sit."""
+        return MySqlPosition(self.file, int(self.last_offset["pos"]), 0, self.server_id, None,
+                             None, None, int(self.last_offset.get("ts_sec") or 0))
 
     # -- events --------------------------------------------------------------------------------
 
@@ -357,7 +322,7 @@ class _Loop(LogSession):
                                  None, None, event.timestamp)
         events = self.state.apply(sql, body.database or None, position,
                                   event.timestamp * 1000,
-                                  ansi_quotes=bool((body.sql_mode or 0) & MODE_ANSI_QUOTES))
+                                  ansi_quotes=bool((body.sql_mode or 0) & ev.MODE_ANSI_QUOTES))
         self.tables.clear()  # codecs may have changed
         if self.hook is not None:
             self.hook.ddl(self.state.last_changes)
@@ -411,41 +376,9 @@ class _Loop(LogSession):
         entry = self.tables.get(body.table_id)
         if entry is not None and entry[0].signature == body.signature:
             return  # the same table version as before (DDL clears `tables`)
-        db, table = body.database, body.table
-        if not self.state.captured(db, table):
-            self.tables[body.table_id] = (body, None, None)
-            return
-        codec = self.state.codec(db, table)
-        if codec is None:
-            self._inconsistent(event, "the schema history does not know it")
-            return
-        mismatch = table_map_mismatch(body, codec.table)
-        if mismatch is not None:
-            self._inconsistent(event, "its schema history definition is out of date "
-                                      f"({mismatch})")
-            return
-        self.tables[body.table_id] = (body, codec.binlog(), row_decoder(body, codec.table))
-
-    def _inconsistent(self, event: Any, reason: str) -> None:
-        """Rows of a captured table the history cannot decode (unknown, or a TABLE_MAP that
-        disagrees with it).  With skip.unparseable.ddl the history is known to be incomplete,
-        so the binlog's own table metadata decodes them (or capture fails; rows are never
-        dropped); otherwise inconsistent.schema.handling.mode decides, as in Debezium."""
-        body = event.body
-        where = f"{self.file}:{event.position}"
-        if self.cfg.schema_history_internal_skip_unparseable_ddl:
-            codec = self.state.derived_codec(body, reason, where)
-            self.tables[body.table_id] = (body, codec.binlog(), row_decoder(body, codec.table))
-            return
-        mode = self.cfg.inconsistent_schema_handling_mode
-        message = f"row event for table {body.database}.{body.table} at {where}: {reason}"
-        if mode == "fail":
-            raise InconsistentSchemaError(
-                message + "; the history may be incomplete: run with snapshot.mode=recovery"
-                " to rebuild it, or set inconsistent.schema.handling.mode=warn to skip")
-        if mode == "warn":
-            log.warning("%s: skipped", message)
-        self.tables[body.table_id] = (body, None, None)
+        codec = self.state.table_map_codec(body, self.file, event.position)
+        self.tables[body.table_id] = ((body, None, None) if codec is None else
+                                      (body, codec.binlog(), row_decoder(body, codec.table)))
 
     def on_rows(self, event: Any) -> None:
         body = event.body
@@ -464,8 +397,8 @@ class _Loop(LogSession):
                 self.events_done += 1
                 return
             skip_rows, self.skip_rows = self.skip_rows, 0
-        if self.hook is not None and body.table_id in self.hook.watched:
-            dispatcher.extend(self.hook.rows(event, MySqlPosition(
+        if self.hook is not None and body.table_id in self.hook.watched and entry is not None:
+            dispatcher.extend(self.hook.rows(event, entry[0], MySqlPosition(
                 self.file, event.position, 0, event.server_id, None, self.thread, None,
                 event.timestamp)))
         try:
@@ -493,23 +426,15 @@ class _Loop(LogSession):
         if codec is None or decoder is None:
             return
         code = event.type_code
-        op = Op.CREATE if code in WRITE_ROWS else Op.UPDATE if code in UPDATE_ROWS else Op.DELETE
+        op = (Op.CREATE if code in ev.WRITE_ROWS else Op.UPDATE if code in ev.UPDATE_ROWS
+              else Op.DELETE)
         dispatcher = self.dispatcher
         rows = decoder.decode(event.body)
         if skip_rows:
             rows = rows[skip_rows:]
         # The whole event's images column by column (codec.convert_rows), not row by row.
-        befores: Sequence[tuple[Any, ...] | None]
-        afters: Sequence[tuple[Any, ...] | None]
-        if op is Op.UPDATE:
-            befores = _convert_images(dispatcher, codec, [r[0] for r in rows])
-            afters = _convert_images(dispatcher, codec, [r[1] for r in rows])
-        elif op is Op.CREATE:
-            afters = _convert_images(dispatcher, codec, rows)
-            befores = [None] * len(rows)
-        else:
-            befores = _convert_images(dispatcher, codec, rows)
-            afters = [None] * len(rows)
+        befores, afters = row_images(functools.partial(convert_images, dispatcher, codec),
+                                     op, rows)
         schema = codec.schema
         change = dispatcher.change
         ts = event.timestamp * 1000
@@ -530,13 +455,3 @@ class _Loop(LogSession):
             server_id=self.server_id,
         )
 
-
-def _convert_images(
-    dispatcher: EventDispatcher, codec: MySqlTableCodec, images: list[Any]
-) -> list[tuple[Any, ...]]:
-    """A row event's images converted column by column; if any value fails, row by row through
-    the dispatcher, which names the column and applies the converting failure mode."""
-    try:
-        return codec.convert_rows(images)
-    except Exception:
-        return [dispatcher.convert(codec, image) for image in images]

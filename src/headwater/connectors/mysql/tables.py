@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from headwater.connectors.mysql.binlog.rows import MEMO_SIZE
 from headwater.connectors.mysql.columns import MySqlTable
@@ -22,6 +22,9 @@ from headwater.model.schema import NO_DEFAULT, Column, TableId, TableSchema
 from headwater.relational.codec import Converter, RelationalTableCodec
 from headwater.relational.column_mappers import ColumnMappers, is_character_type
 from headwater.relational.config import DEFAULT_UNAVAILABLE_VALUE, placeholder_bytes
+
+if TYPE_CHECKING:
+    from headwater.connectors.mysql.config import MySqlConnectorConfig
 
 # Types whose conversion costs a microsecond or so (Decimal arithmetic and base64, datetime
 # arithmetic) while the binlog decoder hands out one shared object per distinct stored value
@@ -132,6 +135,15 @@ def key_candidates(table: MySqlTable, override: tuple[str, ...] | None) -> tuple
         if all(not table.column(name).nullable for name in unique):
             return unique
     return ()
+
+
+def configured_codec(table: MySqlTable, modes: MySqlTypeModes,
+                     cfg: MySqlConnectorConfig) -> MySqlTableCodec:
+    """`table`'s codec under the connector's column filter, key columns and column mappers:
+    the schema state's, and a snapshot worker's (which cannot be handed a codec's closures),
+    built alike from the same inputs."""
+    return build_codec(table, modes, cfg.column_filter,
+                       cfg.key_columns(table.database, table.name), cfg.column_mappers)
 
 
 def build_codec(

@@ -29,6 +29,7 @@ from typing import Final, NamedTuple, TypeAlias
 __all__ = [
     "ANNOTATE_ROWS_EVENT",
     "BINLOG_CHECKPOINT_EVENT",
+    "DELETE_ROWS",
     "DELETE_ROWS_EVENT_V1",
     "DELETE_ROWS_EVENT_V2",
     "FORMAT_DESCRIPTION_EVENT",
@@ -39,8 +40,10 @@ __all__ = [
     "ROTATE_EVENT",
     "STOP_EVENT",
     "TABLE_MAP_EVENT",
+    "UPDATE_ROWS",
     "UPDATE_ROWS_EVENT_V1",
     "UPDATE_ROWS_EVENT_V2",
+    "WRITE_ROWS",
     "WRITE_ROWS_EVENT_V1",
     "WRITE_ROWS_EVENT_V2",
     "XA_PREPARE_LOG_EVENT",
@@ -96,6 +99,12 @@ DELETE_ROWS_COMPRESSED_EVENT_V1: Final = 168
 WRITE_ROWS_COMPRESSED_EVENT: Final = 169
 UPDATE_ROWS_COMPRESSED_EVENT: Final = 170
 DELETE_ROWS_COMPRESSED_EVENT: Final = 171
+
+# The uncompressed rows events' codes by kind (what the streaming reader and the incremental
+# snapshot hook dispatch on).
+WRITE_ROWS: Final = frozenset({WRITE_ROWS_EVENT_V1, WRITE_ROWS_EVENT_V2})
+UPDATE_ROWS: Final = frozenset({UPDATE_ROWS_EVENT_V1, UPDATE_ROWS_EVENT_V2})
+DELETE_ROWS: Final = frozenset({DELETE_ROWS_EVENT_V1, DELETE_ROWS_EVENT_V2})
 
 # Rows events by type code: (kind, version, compressed); kind is "insert"/"update"/"delete".
 _ROWS_KINDS: Final = {

@@ -1,6 +1,7 @@
-"""PyMySQL result decoding that yields the MySQL natural values, for the snapshot reader.
+"""PyMySQL (text protocol) result decoding that yields the MySQL natural values, for every
+SELECT of rows: the snapshot, its workers, incremental snapshot chunks.
 
-The snapshot and the binlog decoder must hand the type mapping the same Python values
+Those reads and the binlog decoder must hand the type mapping the same Python values
 (`headwater.connectors.mysql.columns`), or a row would change representation between its
 snapshot read and its first streamed update.  PyMySQL's default decoders differ from that
 contract in a few places, fixed here:
