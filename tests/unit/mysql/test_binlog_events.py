@@ -293,6 +293,25 @@ def test_heartbeat_stop_and_encrypted() -> None:
         parser.parse(build(ev.START_ENCRYPTION_EVENT, bytes(17)))
 
 
+@pytest.mark.parametrize(("code", "setting"), [
+    (ev.PARTIAL_UPDATE_ROWS_EVENT, "binlog_row_value_options"),
+    (ev.TRANSACTION_PAYLOAD_EVENT, "binlog_transaction_compression"),
+])
+def test_rows_in_a_form_not_decoded_raise_naming_the_setting(code: int, setting: str) -> None:
+    """MySQL's partial JSON updates and compressed transactions carry rows: an error naming
+    the event's place and the server setting that writes them, never an event passed over."""
+    parser = BinlogParser(file="b.000003", position=4)
+    with pytest.raises(BinlogFormatError, match=rf"b\.000003:.*{setting}"):
+        parser.parse(build(code, bytes(40)))
+
+
+def test_the_compressed_rows_and_statements_are_dispatched_as_the_plain_ones() -> None:
+    assert {ev.WRITE_ROWS_COMPRESSED_EVENT_V1, ev.WRITE_ROWS_COMPRESSED_EVENT} <= ev.WRITE_ROWS
+    assert {ev.UPDATE_ROWS_COMPRESSED_EVENT_V1, ev.UPDATE_ROWS_COMPRESSED_EVENT} <= ev.UPDATE_ROWS
+    assert {ev.DELETE_ROWS_COMPRESSED_EVENT_V1, ev.DELETE_ROWS_COMPRESSED_EVENT} <= ev.DELETE_ROWS
+    assert ev.QUERY_COMPRESSED_EVENT in ev.QUERY
+
+
 def test_compressed_payload_header_errors() -> None:
     with pytest.raises(BinlogFormatError, match="header byte"):
         ev._uncompress(b"\x00abc")

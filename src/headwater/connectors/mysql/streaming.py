@@ -209,8 +209,9 @@ class _Loop(LogSession):
     def handlers(self) -> dict[Any, Callable[[Any], None]]:
         table: dict[Any, Callable[[Any], None]] = dict.fromkeys(
             ev.WRITE_ROWS | ev.UPDATE_ROWS | ev.DELETE_ROWS, self.on_rows)
+        table.update(dict.fromkeys(ev.QUERY, self.on_query))
         table.update({
-            ev.ROTATE_EVENT: self.on_rotate, ev.QUERY_EVENT: self.on_query,
+            ev.ROTATE_EVENT: self.on_rotate,
             ev.XID_EVENT: self.on_commit, ev.TABLE_MAP_EVENT: self.on_table_map,
             ev.MARIADB_GTID_EVENT: self.on_gtid, ev.MYSQL_GTID_EVENT: self.on_gtid,
             ev.ANNOTATE_ROWS_EVENT: self.on_annotate,
