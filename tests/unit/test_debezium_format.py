@@ -290,3 +290,17 @@ def test_a_batch_renders_each_event_processing_time() -> None:
     assert batch == alone
     assert [orjson.loads(r.value or b"")["payload"]["ts_ns"] for r in batch] == [
         ts * 1_000_000 for ts in times]
+
+
+@pytest.mark.parametrize(("op", "before", "after"), [
+    (Op.CREATE, None, ANNE[:3]),
+    (Op.UPDATE, ANNE[:3], ANNE),
+    (Op.DELETE, (*ANNE, "extra"), None),
+])
+def test_a_row_image_of_another_width_than_the_table_is_refused(
+        op: Op, before: Any, after: Any) -> None:
+    """The hot path zips a row image with the column names without zip's `strict` when their
+    lengths match: an image of another width still raises (zip's ValueError), never renders
+    a truncated row."""
+    with pytest.raises(ValueError, match="zip"):
+        fmt().render_batch([record(op, before, after)])
