@@ -190,10 +190,11 @@ def _now_ms() -> int:
 
 
 # The most one write(2) of a batch hands the kernel.  A batch is one buffer (a few MB with
-# schemas: max.batch.size records of ~4 KB); written in pieces of this size it cost the capture
-# about a sixth of the system CPU of one write(2) of the whole buffer (measured with 7.5 MB
-# batches on ext4, 2 vCPUs: ~0.27 ms/MB in 256 KB-1 MB pieces, ~0.9 in 2 MB pieces, 1.2-1.8
-# whole); bench/capture_vs_pg_recvlogical.py.  The bytes written are the same.
+# schemas: max.batch.size records of ~4 KB).  One write(2) of a whole 7.5 MB buffer cost
+# 0.3-2 ms of system CPU per MB, mostly 1.2-1.8, pieces of 256 KB-1 MB a steady ~0.25 (2 MB
+# pieces ~0.9; ext4, kernel 6.18, 2 vCPUs, loaded).  In bench/capture_vs_pg_recvlogical.py
+# (200k events, schemas on) the log's writes took 1.06-1.81 s whole, 0.28-0.44 s in pieces
+# (once 1.06).  The bytes written are the same.
 _WRITE_PIECE = 256 * 1024
 
 
