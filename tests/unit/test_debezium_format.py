@@ -239,6 +239,29 @@ def test_the_postgres_source_json_is_its_payload_serialized(
     assert block.json_renderer(table, ctx)(rec) == orjson.dumps(block.payload(rec))
 
 
+def test_one_postgres_source_renderer_follows_every_change_of_transaction() -> None:
+    """The renderer formats a transaction's numbers once for the records that share them:
+    each record's JSON is still its own payload's, whichever of those numbers changes from
+    one record to the next (and back)."""
+    table = TableSchema(TableId("db%d", "s%s", "t%%"), customers().columns, ("id",))
+    ctx = SourceContext("postgresql", "server%s", "3.6%")
+    block = PostgresSourceBlock()
+    render = block.json_renderer(table, ctx)
+    base = PostgresPosition(100, 200, 50, 7, xmin=None, commit_ts_us=1559033904863123)
+    variants: list[dict[str, Any]] = [
+        {}, {"lsn": 101}, {"lsn": 102}, {"last_commit_lsn": None}, {"last_commit_lsn": 60},
+        {"tx_id": None}, {"tx_id": 8}, {"xmin": 3}, {"commit_ts_us": None},
+        {"commit_ts_us": 1559033904863124}, {}, {"lsn": 10**19},
+    ]
+    records = [record(Op.UPDATE, None, ANNE, position=base._replace(**v), snapshot=s,
+                      source_ts_ms=ts, table=table, context=ctx)
+               for v in variants for s in (SnapshotMarker.FALSE, SnapshotMarker.LAST)
+               for ts in (1559033904863, 1559033904864)]
+    rendered = [render(r) for r in records]
+    assert rendered == [orjson.dumps(block.payload(r)) for r in records]
+    assert len(set(rendered)) > len(records) // 2  # the records really differ
+
+
 def test_the_value_template_keeps_a_percent_in_the_schema_and_the_absent_fallbacks() -> None:
     """The value is a `%` template with the schema JSON as an argument: a `%` in a column name
     stays as it is; a key-only before image shows null or the NOT NULL column's fallback."""
@@ -253,3 +276,31 @@ def test_the_value_template_keeps_a_percent_in_the_schema_and_the_absent_fallbac
                                         "last_name": "__debezium_unavailable_value",
                                         "e%smail": None}
     assert [f["field"] for f in doc["schema"]["fields"][0]["fields"]][-1] == "e%smail"
+
+
+def test_a_batch_renders_each_event_processing_time() -> None:
+    """The envelope's ts_ms/ts_us/ts_ns are formatted once per distinct processing time of a
+    batch: every event still carries its own, as when rendered alone."""
+    table = customers()
+    times = [1559033904863, 1559033904863, 1559033904864, 1559033904863, 0, 1, 1, 2**40]
+    records = [record(Op.UPDATE, ANNE, ANNE, processed_ts_ms=ts, table=table) for ts in times]
+    f = fmt(run_id="run")
+    ((_, batch),) = f.render_batch(records).items()
+    alone = [r for rec in records for _, r in f.render(rec)]
+    assert batch == alone
+    assert [orjson.loads(r.value or b"")["payload"]["ts_ns"] for r in batch] == [
+        ts * 1_000_000 for ts in times]
+
+
+@pytest.mark.parametrize(("op", "before", "after"), [
+    (Op.CREATE, None, ANNE[:3]),
+    (Op.UPDATE, ANNE[:3], ANNE),
+    (Op.DELETE, (*ANNE, "extra"), None),
+])
+def test_a_row_image_of_another_width_than_the_table_is_refused(
+        op: Op, before: Any, after: Any) -> None:
+    """The hot path zips a row image with the column names without zip's `strict` when their
+    lengths match: an image of another width still raises (zip's ValueError), never renders
+    a truncated row."""
+    with pytest.raises(ValueError, match="zip"):
+        fmt().render_batch([record(op, before, after)])

@@ -236,6 +236,58 @@ def test_append_fsyncs_each_touched_file_once_after_writing(
     assert sorted(synced) == sorted((inprogress_name(0), size) for size in sizes.values())
 
 
+def _segment_bytes_written(root: Path, batch: list[OutRecord],
+                           monkeypatch: pytest.MonkeyPatch,
+                           write: object = None) -> tuple[bytes, list[int]]:
+    """The in-progress segment's bytes after appending `batch`, and the sizes handed to
+    write(2) (through `write`, if given, instead of os.write)."""
+    sizes: list[int] = []
+    inner = write if write is not None else os.write
+
+    def recording(fd: int, data: object) -> int:
+        sizes.append(len(data))  # type: ignore[arg-type]
+        return inner(fd, data)  # type: ignore[operator, no-any-return]
+
+    with TopicLog(root) as log:
+        monkeypatch.setattr(os, "write", recording)
+        log.append({T: batch})
+        monkeypatch.undo()
+        data = (root / T / inprogress_name(0)).read_bytes()
+    return data, sizes
+
+
+def test_a_large_batch_is_written_in_pieces_with_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from headwater.topics import log as topic_log
+
+    piece = topic_log._WRITE_PIECE
+    hdr = (("__debezium.context.connectorLogicalName", b"bench"),
+           ("__debezium.context.taskId", b"0"))
+    batch = [rec(i, pad=3000)._replace(headers=hdr) for i in range(3 * piece // 3000)]
+    pieces, sizes = _segment_bytes_written(tmp_path / "pieces", batch, monkeypatch)
+    assert len(pieces) > 2 * piece
+    assert max(sizes) == piece and sum(sizes) == len(pieces)
+    # one write of the whole batch (the writer before pieces) leaves the same bytes
+    monkeypatch.setattr(topic_log, "_WRITE_PIECE", 1 << 40)
+    whole, whole_sizes = _segment_bytes_written(tmp_path / "whole", batch, monkeypatch)
+    assert whole_sizes == [len(whole)] and whole == pieces
+    assert offsets(tmp_path / "pieces") == list(range(len(batch)))
+
+
+def test_short_writes_are_continued(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = os.write
+
+    def short(fd: int, data: bytes) -> int:  # a kernel taking at most 1000 bytes per call
+        return real_write(fd, bytes(data)[:1000])
+
+    batch = [rec(i, pad=500) for i in range(300)]
+    data, sizes = _segment_bytes_written(tmp_path / "short", batch, monkeypatch, short)
+    assert len(sizes) > len(data) // 1000
+    expected, _ = _segment_bytes_written(tmp_path / "whole", batch, monkeypatch)
+    assert data == expected
+
+
 # ---------------------------------------------------------------------- segments and visibility
 
 
