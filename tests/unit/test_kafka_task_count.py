@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
+
+import pytest
 
 from headwater.pipeline.kafka_tasks import task_count
 from headwater.pipeline.tasks import MIN_TASK_RECORDS
@@ -97,3 +100,80 @@ def test_slices_cut_each_range_evenly() -> None:
         sizes = [e - s for s, e in mine]
         assert min(sizes) > 0 and max(sizes) - min(sizes) <= 1
     assert slices({"t": {0: (0, 3)}}, 10) == [("t", 0, 0, 1), ("t", 0, 1, 2), ("t", 0, 2, 3)]
+
+
+class _Job:
+    """A SparkContext's `parallelize(...).mapPartitions(...).collect()`, run in this process:
+    Spark's split of a collection into consecutive runs (ParallelCollectionRDD.positions)."""
+
+    def __init__(self, items: list[object], tasks: int) -> None:
+        self.items, self.tasks = items, tasks
+        self.work: object = None
+
+    def mapPartitions(self, work: object) -> _Job:  # noqa: N802 (pyspark's name)
+        self.work = work
+        return self
+
+    def collect(self) -> list[object]:
+        n = len(self.items)
+        runs = [self.items[i * n // self.tasks:(i + 1) * n // self.tasks]
+                for i in range(self.tasks)]
+        assert callable(self.work)
+        return [r for run in runs for r in self.work(iter(run))]
+
+
+def test_the_kafka_stage_is_the_local_logs_job_over_consecutive_slices(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`kafka_tasks.run_stage` runs its slices as the local log's stage runs its parts
+    (`tasks.run_job`: one RDD job, a task per core, never more tasks than slices): each task
+    reads its consecutive slices in order, the next one opened before the current one is
+    staged, and the results come back per topic in part order (an empty slice stages
+    nothing)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from headwater.pipeline import kafka_tasks
+    from headwater.pipeline.kafka_source import group_ranges
+    from headwater.pipeline.tasks import PartResult
+
+    jobs: list[_Job] = []
+    events: list[tuple[object, ...]] = []
+
+    def parallelize(items: list[object], tasks: int) -> _Job:
+        jobs.append(_Job(items, tasks))
+        return jobs[-1]
+
+    sc = SimpleNamespace(defaultParallelism=2, parallelize=parallelize,
+                         setJobDescription=lambda _d: None)
+    ranges = {"t#0": (0, 30_000), "t#1": (0, 30_000), "t#2": (0, 30_001)}
+    empty = 5  # this slice's read comes back empty
+
+    def read_slice(_consumer: object, number: int, _topic: str, _partition: int, _start: int,
+                   _end: int, _decode: object, opened: object) -> object:
+        events.append(("read", number, opened))
+        return SimpleNamespace(offsets=np.zeros(0 if number == empty else 1), part=number)
+
+    def open_slice(_consumer: object, topic: str, partition: int, start: int, end: int
+                   ) -> tuple[str, int]:
+        number = kafka_tasks.slices(group_ranges(ranges), 6).index(
+            (topic, partition, start, end))
+        events.append(("open", number))
+        return ("opened", number)
+
+    def run_part(part: SimpleNamespace, _staging: Path, _mode: str) -> list[PartResult]:
+        events.append(("stage", part.part))
+        return [PartResult("t", part.part, f"f{part.part}", 1, None, "[]", (), None, None, ())]
+
+    monkeypatch.setattr(kafka_tasks, "read_slice", read_slice)
+    monkeypatch.setattr(kafka_tasks, "open_slice", open_slice)
+    monkeypatch.setattr(kafka_tasks, "run_part", run_part)
+    out = kafka_tasks.run_stage(SimpleNamespace(sparkContext=sc), {}, tmp_path, 3, "scd1",
+                                ranges)
+    assert [(j.items, j.tasks) for j in jobs] == [(list(range(6)), 2)]
+    assert events == [
+        ("read", 0, None), ("open", 1), ("stage", 0), ("read", 1, ("opened", 1)), ("open", 2),
+        ("stage", 1), ("read", 2, ("opened", 2)), ("stage", 2),
+        ("read", 3, None), ("open", 4), ("stage", 3), ("read", 4, ("opened", 4)), ("open", 5),
+        ("stage", 4), ("read", 5, ("opened", 5))]
+    assert [r.part for r in out["t"]] == [0, 1, 2, 3, 4]

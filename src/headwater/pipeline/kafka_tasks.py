@@ -52,25 +52,13 @@ from headwater.pipeline.tasks import (
     PartResult,
     Record,
     Refused,
-    by_topic,
     clear_staging,
+    run_job,
     run_part,
     staging_dir,
 )
 
 log = logging.getLogger("headwater.pipeline.kafka_tasks")
-
-RESULT = pa.schema([
-    ("topic", pa.string()), ("part", pa.int32()), ("file", pa.string()),
-    ("events", pa.int64()), ("refused", pa.string()), ("fields", pa.string()),
-    ("key_columns", pa.list_(pa.string())), ("schema_name", pa.string()),
-    ("table_name", pa.string()), ("toast", pa.list_(pa.string())), ("model", pa.string()),
-    ("table", pa.string()),
-])
-RESULT_DDL = ("topic string, part int, file string, events long, refused string, "
-              "fields string, key_columns array<string>, schema_name string, "
-              "table_name string, toast array<string>, model string, table string")
-
 
 def task_count(sizes: list[int], parallelism: int) -> int:
     """The number of slices (Spark tasks) to cut ranges of these sizes into (one per Kafka
@@ -259,14 +247,15 @@ def _read_slice_messages(settings: dict[str, str], part: int, topic: str, partit
 
 def _task(slices: list[tuple[str, int, int, int]], consumer: dict[str, str], staging: str,
           mode: str, converter_props: dict[str, str]
-          ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The `mapInArrow` function: slice numbers in, one `PartResult` row out per slice."""
+          ) -> Callable[[Iterator[int]], Iterator[PartResult]]:
+    """A Spark task's function (`tasks.run_job`): slice numbers in, the `PartResult`s of
+    each slice's part out."""
 
-    def work(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def work(rows: Iterator[int]) -> Iterator[PartResult]:
         from headwater.pipeline.kafka_decoders import decoder_for
 
         decode = decoder_for(converter_props) if converter_props else json_decoder
-        numbers = [n for batch in batches for n in batch.column(0).to_pylist()]
+        numbers = list(rows)
         ahead: RangeRead | None = None
         try:
             for i, number in enumerate(numbers):
@@ -277,8 +266,7 @@ def _task(slices: list[tuple[str, int, int, int]], consumer: dict[str, str], sta
                     if i + 1 < len(numbers) else None
                 if not len(part.offsets):
                     continue
-                results = run_part(part, Path(staging), mode)
-                yield pa.RecordBatch.from_pylist([r._asdict() for r in results], schema=RESULT)
+                yield from run_part(part, Path(staging), mode)
         finally:
             if ahead is not None:
                 ahead.close()
@@ -305,17 +293,9 @@ def run_stage(spark: Any, consumer: Mapping[str, str], checkpoint: Path, batch_i
                                     int(spark.sparkContext.defaultParallelism)))
     work = _task(cut, dict(consumer), str(staging_dir(checkpoint, batch_id)), mode,
                  dict(converter_props or {}))
-    sc = spark.sparkContext
-    sc.setJobDescription(f"headwater batch {batch_id}: read Kafka, decode, net "
-                         f"{total} records in {len(cut)} slices")
     # at most one Spark task per core, each reading its share of the slices in turn: every
     # task pays pyspark's set-up in its worker, and a batch cut in six slices on two cores ran
     # three rounds of two tasks
-    tasks = max(1, min(len(cut), int(sc.defaultParallelism)))
-    try:
-        rows = spark.range(0, len(cut), 1, tasks).mapInArrow(work, RESULT_DDL).collect()
-    finally:
-        sc.setJobDescription(None)
-    return by_topic(PartResult(
-        r.topic, r.part, r.file, r.events, r.refused, r.fields, tuple(r.key_columns or ()),
-        r.schema_name, r.table_name, tuple(r.toast or ()), r.model, r.table) for r in rows)
+    tasks = max(1, min(len(cut), int(spark.sparkContext.defaultParallelism)))
+    return run_job(spark, f"headwater batch {batch_id}: read Kafka, decode, net {total} "
+                   f"records in {len(cut)} slices", list(range(len(cut))), tasks, work)
