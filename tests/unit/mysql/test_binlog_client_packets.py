@@ -10,8 +10,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
+from headwater.connectors.mysql.binlog import client as client_module
+from headwater.connectors.mysql.binlog.client import (
+    BinlogClient,
+    BinlogServerError,
+    binlog_dump_gtid_payload,
+)
 from headwater.connectors.mysql.binlog.events import BinlogParser, UnknownEvent, Xid
+from headwater.connectors.mysql.binlog.gtid import GtidSet
 
 MAX = 0xFFFFFF
 
@@ -118,5 +124,113 @@ def test_start_arguments_are_checked() -> None:
         client.start()
     with pytest.raises(ValueError, match="exactly one"):
         client.start(file="a.000001", gtid_position="0-1-1")
+    with pytest.raises(ValueError, match="exactly one"):
+        client.start(gtid_position="0-1-1", gtid_set=GtidSet.parse(f"{U1}:1"))
     with pytest.raises(ConnectionError, match="not started"):
         client.read_event(timeout=0)
+
+
+U1 = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+
+
+def test_binlog_dump_gtid_packet_bytes() -> None:
+    """COM_BINLOG_DUMP_GTID computed by hand from MySQL's layout (rpl_source.cc)."""
+    payload = binlog_dump_gtid_payload(0x1234, GtidSet.parse(f"{U1}:1-5:7"))
+    assert payload == bytes.fromhex(
+        "1e"  # COM_BINLOG_DUMP_GTID
+        "0000"  # flags: blocking
+        "34120000"  # server_id 0x1234
+        "00000000"  # file name length: none, the set says where
+        "0400000000000000"  # pos 4
+        "40000000"  # the set's bytes: 8 + 16 + 8 + 2 * 16 = 64
+        "0100000000000000"  # one uuid
+        "3e11fa4771ca11e19e33c80aa9429562"
+        "0200000000000000"  # two intervals
+        "0100000000000000" "0600000000000000"  # 1-5 as [1, 6)
+        "0700000000000000" "0800000000000000")  # 7 as [7, 8)
+    named = binlog_dump_gtid_payload(1, GtidSet(), "mysql-bin.000003", 157)
+    assert named == (b"\x1e\x00\x00\x01\x00\x00\x00\x10\x00\x00\x00mysql-bin.000003"
+                     + (157).to_bytes(8, "little") + (8).to_bytes(4, "little") + bytes(8))
+
+
+class _FakeServerConnection:
+    """What the client uses of a PyMySQL connection: the version, a cursor, the socket."""
+
+    def __init__(self, version: str, sock: socket.socket) -> None:
+        self.version = version
+        self._sock = sock
+        self.statements: list[str] = []
+
+    def get_server_info(self) -> str:
+        return self.version
+
+    def cursor(self) -> _FakeServerConnection:
+        return self
+
+    def __enter__(self) -> _FakeServerConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def execute(self, sql: str, args: object = None) -> None:
+        self.statements.append(sql)
+
+    def fetchone(self) -> tuple[str]:
+        return ("CRC32",)
+
+    def _force_close(self) -> None:
+        pass
+
+
+def _started(monkeypatch: pytest.MonkeyPatch, version: str, **start: object
+             ) -> tuple[list[bytes], _FakeServerConnection]:
+    """The packets a client sends to a server of `version` when started with `start`."""
+    ours, server = socket.socketpair()
+    conn = _FakeServerConnection(version, ours)
+
+    class _Driver:
+        @staticmethod
+        def connect(**kwargs: object) -> _FakeServerConnection:
+            return conn
+
+    monkeypatch.setattr(client_module, "_pymysql", lambda: _Driver)
+    server.sendall(frame(b"\x00\x00\x00\x02\x00\x00\x00", seq=1))  # COM_REGISTER_SLAVE: OK
+    client = BinlogClient("127.0.0.1", 1, "u", "p", 77)
+    try:
+        client.start(**start)  # type: ignore[arg-type]
+        ours.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := server.recv(65536):
+            data += chunk
+    finally:
+        client.close()
+        ours.close()
+        server.close()
+    packets = []
+    while data:
+        n = int.from_bytes(data[:3], "little")
+        packets.append(data[4:4 + n])
+        data = data[4 + n:]
+    return packets, conn
+
+
+def test_a_mysql_gtid_start_sends_com_binlog_dump_gtid(monkeypatch: pytest.MonkeyPatch) -> None:
+    gtids = GtidSet.parse(f"{U1}:1-5:7")
+    packets, conn = _started(monkeypatch, "8.0.36", gtid_set=gtids)
+    assert [p[0] for p in packets] == [0x15, 0x1E]  # COM_REGISTER_SLAVE, COM_BINLOG_DUMP_GTID
+    assert packets[1] == binlog_dump_gtid_payload(77, gtids)
+    assert not any("slave_connect_state" in s or "mariadb" in s for s in conn.statements)
+
+
+def test_a_gtid_start_of_the_other_flavour_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match=r"MySQL GTID set .* the server is MariaDB"):
+        _started(monkeypatch, "10.11.6-MariaDB", gtid_set=GtidSet.parse(f"{U1}:1"))
+    with pytest.raises(ValueError, match=r"MariaDB GTID position .* the server is MySQL"):
+        _started(monkeypatch, "8.0.36", gtid_position="0-1-5")
+
+
+def test_a_mariadb_gtid_start_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    packets, conn = _started(monkeypatch, "10.11.6-MariaDB", gtid_position="0-1-5")
+    assert "SET @slave_connect_state = %s" in conn.statements
+    assert packets[1] == struct.pack("<BIHI", 0x12, 4, 2, 77)  # COM_BINLOG_DUMP, file ''

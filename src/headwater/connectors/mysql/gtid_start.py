@@ -17,22 +17,19 @@ on the server starts at or before it.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-MARIADB_GTID: Final = re.compile(r"(\d+)-(\d+)-(\d+)")
-MYSQL_GTID: Final = re.compile(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"
-                               r"(:\d+(-\d+)?)+")
-_INTERVAL: Final = re.compile(r"(\d+)(?:-(\d+))?")
+from headwater.connectors.mysql.binlog.gtid import MARIADB_GTID, MYSQL_GTID, GtidSetError
+from headwater.connectors.mysql.binlog.gtid import GtidSet as MySqlGtidSet
+
+__all__ = ["MARIADB_GTID", "MYSQL_GTID", "GtidSet", "GtidSetError", "GtidUnavailable",
+           "mariadb_start", "parse_gtid_set"]
+
 _EVENT_PAGE: Final = 1000  # SHOW BINLOG EVENTS rows per query while looking for the start
 _UINT32: Final = 2**32 - 1
 _UINT64: Final = 2**64 - 1
-
-
-class GtidSetError(ValueError):
-    """Not a GTID set of either flavour; the message says which part."""
 
 
 class GtidUnavailable(Exception):
@@ -91,19 +88,12 @@ def _mariadb(parts: list[str]) -> GtidSet:
 def _mysql(parts: list[str]) -> GtidSet:
     seen: set[str] = set()
     for part in parts:
-        uuid, *intervals = part.split(":")
+        uuid = part.split(":", 1)[0]
         if uuid.lower() in seen:
             raise GtidSetError(f"names server {uuid} twice (give all its intervals in one part, "
                                "uuid:1-5:7-9)")
         seen.add(uuid.lower())
-        for interval in intervals:
-            match = _INTERVAL.fullmatch(interval)
-            assert match is not None
-            first = int(match.group(1))
-            last = int(match.group(2)) if match.group(2) else first
-            if first < 1 or last < first:
-                raise GtidSetError(f"'{part}': interval {interval} is not n or n-m with "
-                                   "1 <= n <= m")
+        MySqlGtidSet.parse(part)  # its intervals' checks (GtidSetError naming the part)
     return GtidSet("mysql", ",".join(parts), {})
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.connectors.mysql.binlog import events as ev
 from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
+from headwater.connectors.mysql.binlog.gtid import GtidSet, GtidSetError
 from headwater.connectors.mysql.binlog.rows import RowDecoder, row_decoder
 from headwater.connectors.mysql.connection import binlog_client, connect
 from headwater.connectors.mysql.incremental import MySqlIncrementalHook
@@ -55,6 +56,17 @@ class BinlogConnectionLostError(RuntimeError):
 
 def gtid_set_text(state: dict[int, str]) -> str:
     return ",".join(state[d] for d in sorted(state))
+
+
+def mysql_gtid_set(text: str | None) -> GtidSet | None:
+    """The offset's `gtids` when they are a MySQL GTID set (`uuid:1-5,...`, the executed set
+    a MySQL snapshot stores), else None (none, or MariaDB's `domain-server-seq` position)."""
+    if not text or ":" not in text:
+        return None
+    try:
+        return GtidSet.parse(text)
+    except GtidSetError as exc:
+        raise GtidSetError(f"the offset's gtids {text!r}: {exc}") from None
 
 
 def parse_gtid_state(text: str | None) -> dict[int, str]:
@@ -98,9 +110,15 @@ class MySqlStreamingSource(LogStreamingSource):
         """One binlog connection, from `offset` until stopped (or moved by a signal)."""
         client = binlog_client(self.cfg)
         self._client = client
-        gtids = self._filtered_gtids(offset.get("gtids"))
+        executed = mysql_gtid_set(offset.get("gtids"))
+        gtids: Any = (self._filtered_gtids(offset.get("gtids")) if executed is None
+                      else self._mysql_start_set(executed, offset))
         try:
-            if gtids:
+            if isinstance(gtids, GtidSet):
+                log.info("streaming: from MySQL GTID set %s (skip %s events, %s rows)", gtids,
+                         offset.get("event", 0), offset.get("row", 0))
+                client.start(gtid_set=gtids)
+            elif gtids:
                 log.info("streaming: from GTID position %s (skip %s events, %s rows)", gtids,
                          offset.get("event", 0), offset.get("row", 0))
                 client.start(gtid_position=str(gtids))
@@ -145,6 +163,35 @@ class MySqlStreamingSource(LogStreamingSource):
             f"binlog connection lost ({exc}); connect.keep.alive: reconnecting from the last "
             "position", reconnect_after_s=cfg.connect_keep_alive_interval_ms / 1000)
 
+    def _mysql_start_set(self, executed: GtidSet, offset: dict[str, Any]) -> GtidSet | None:
+        """What a MySQL stream starts after (COM_BINLOG_DUMP_GTID), as Debezium's
+        MySqlConnection.filterGtidSet: the offset's set, of the uuids gtid.source.includes/
+        excludes keep, over the server's @@gtid_purged (which the server requires a replica to
+        have); None (start from the offset's file/pos, always stored) when the server does not
+        run gtid_mode=ON.  The server is asked, not guessed from the set's text: a MariaDB
+        server with a MySQL set is an error."""
+        conn = connect(self.cfg)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT VERSION()")
+                version = str(cur.fetchone()[0])
+                if "mariadb" in version.lower():
+                    raise GtidSetError(
+                        f"the offset's gtids are a MySQL GTID set ({executed}), but the "
+                        f"server is MariaDB ({version}), whose GTIDs are "
+                        "domain-server-sequence: the offset is from another server")
+                cur.execute("SELECT @@global.gtid_mode, @@global.gtid_purged")
+                mode, purged = cur.fetchone()
+        finally:
+            conn.close()
+        if str(mode).upper() != "ON":
+            log.info("streaming: the offset has a MySQL GTID set but the server runs "
+                     "gtid_mode=%s: from its file/pos %s:%s", mode, offset["file"],
+                     offset["pos"])
+            return None
+        kept = executed.retain(self.cfg.gtid_source_filter)
+        return GtidSet.parse(str(purged or "")).overridden_by(kept)
+
     def _filtered_gtids(self, gtids: Any) -> str | None:
         """gtid.source.includes/excludes: only the GTIDs of accepted sources locate the start
         (MariaDB sources are "domain-server")."""
@@ -171,7 +218,11 @@ class _Loop(LogSession):
         super().__init__(source, ctx, DispatchOptions.from_config(self.cfg),
                          source.heartbeat_action)
         self.file = str(offset["file"])
-        self.gtid_state = parse_gtid_state(offset.get("gtids"))
+        # MySQL: the executed set, with each transaction's GTID added at its commit (as
+        # Debezium's offset); else MariaDB's last GTID per domain.
+        self.mysql_gtids = mysql_gtid_set(offset.get("gtids"))
+        self.gtid_state = (parse_gtid_state(offset.get("gtids")) if self.mysql_gtids is None
+                           else {})
         # GTIDs go into offsets only when the start position had them: a set built from the
         # GTIDs seen since a file/pos start would miss the other replication domains.
         self.track_gtids = bool(self.gtid_state)
@@ -182,8 +233,11 @@ class _Loop(LogSession):
         # The transaction being read.
         self.tx_file = self.file
         self.tx_pos = int(offset["pos"])
-        self.tx_gtids_before = gtid_set_text(self.gtid_state) or None
+        self.tx_gtids_before = self.gtids_text()
         self.gtid: str | None = None
+        # A MySQL GTID event does not say whether a BEGIN follows: until one does, the
+        # transaction is the statement after it (a DDL statement), which ends it.
+        self.one_statement = False
         self.thread: int | None = None
         self.query: str | None = None
         self.events_done = 0
@@ -281,6 +335,7 @@ class _Loop(LogSession):
         body = event.body
         self._begin(event, body.gtid)
         self.in_tx = not getattr(body, "standalone", False)
+        self.one_statement = isinstance(body, ev.MySqlGtid)
 
     def _begin(self, event: Any, gtid: str | None) -> None:
         self.begin((gtid, self.file, event.position), gtid or f"{self.file}:{event.position}",
@@ -288,10 +343,17 @@ class _Loop(LogSession):
         self.gtid = gtid
         self.tx_file = self.file
         self.tx_pos = event.position
-        self.tx_gtids_before = gtid_set_text(self.gtid_state) or None
+        self.tx_gtids_before = self.gtids_text()
         self.events_done = 0
         self.query = None
         self.server_id = event.server_id
+
+    def gtids_text(self) -> str | None:
+        """The offset's `gtids` for the transactions committed so far, in the offset's
+        flavour."""
+        if self.mysql_gtids is not None:
+            return str(self.mysql_gtids)
+        return gtid_set_text(self.gtid_state) or None
 
     def on_annotate(self, event: Any) -> None:
         if self.cfg.include_query:
@@ -305,6 +367,7 @@ class _Loop(LogSession):
             if self.gtid is None:  # no GTID event (MySQL without GTIDs)
                 self._begin(event, None)
             self.in_tx = True
+            self.one_statement = False
             self.thread = body.thread_id
             return
         if head.startswith("COMMIT"):
@@ -315,6 +378,7 @@ class _Loop(LogSession):
             self.end_tx(event)
             return
         if head.startswith(("SAVEPOINT", "XA ")):
+            self.one_statement = False
             return
         # DDL (or a statement the schema ignores).  No `thread`: Debezium 3.x sets it from a
         # transaction's BEGIN only (handleTransactionBegin), so a DDL statement's schema change
@@ -335,7 +399,7 @@ class _Loop(LogSession):
         self.truncates((self.state.codec(c.database, c.table) for c in self.state.last_changes
                         if c.kind == "TRUNCATE" and c.table is not None),
                        event.timestamp * 1000, position)
-        if not self.in_tx:
+        if not self.in_tx or self.one_statement:
             self.end_tx(event)
 
     def on_commit(self, event: Any) -> None:
@@ -348,7 +412,10 @@ class _Loop(LogSession):
             self.hook_committed(self.file, event.log_pos)
         if self.track_gtids and self.gtid is not None and "-" in self.gtid and ":" not in self.gtid:
             self.gtid_state[int(self.gtid.split("-", 1)[0])] = self.gtid
+        elif self.mysql_gtids is not None and self.gtid is not None and ":" in self.gtid:
+            self.mysql_gtids = self.mysql_gtids.add_gtid(self.gtid)
         self.in_tx = False
+        self.one_statement = False
         self.gtid = None
         self.thread = None
         self.query = None
@@ -356,7 +423,7 @@ class _Loop(LogSession):
         self.skip_events = self.skip_rows = 0
         self.tx_file, self.tx_pos = self.file, event.log_pos
         self.last_offset = restart_offset(
-            self.file, event.log_pos, gtid_set_text(self.gtid_state) or None,
+            self.file, event.log_pos, self.gtids_text(),
             server_id=event.server_id, ts_sec=event.timestamp,
         )
         self.offset_pending = True

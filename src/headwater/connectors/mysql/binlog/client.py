@@ -8,7 +8,9 @@ that the client takes over the socket and speaks the replication protocol itself
    are sent as such), for a GTID start ``@slave_connect_state`` with strict mode and
    ignore-duplicates off, and optionally ``@master_heartbeat_period`` (nanoseconds);
 2. COM_REGISTER_SLAVE, then COM_BINLOG_DUMP from a file and position, or (MariaDB GTID mode)
-   from file '' position 4, the server resolving ``@slave_connect_state``;
+   from file '' position 4, the server resolving ``@slave_connect_state``; on MySQL a GTID
+   start is COM_BINLOG_DUMP_GTID with the set of transactions not to send (MySQL has no
+   ``@slave_connect_state``);
 3. a stream of packets: 0x00 + one event, 0xFF + an error, 0xFE at the end (non-blocking dump
    only).  Events of 16 MB and more span several packets, which are concatenated.
 
@@ -24,10 +26,12 @@ import struct
 from typing import Any, Final
 
 from headwater.connectors.mysql.binlog.events import BinlogEvent, BinlogParser
+from headwater.connectors.mysql.binlog.gtid import GtidSet
 
-__all__ = ["BinlogClient", "BinlogServerError"]
+__all__ = ["BinlogClient", "BinlogServerError", "binlog_dump_gtid_payload"]
 
 COM_BINLOG_DUMP: Final = 0x12
+COM_BINLOG_DUMP_GTID: Final = 0x1E
 COM_REGISTER_SLAVE: Final = 0x15
 BINLOG_SEND_ANNOTATE_ROWS_EVENT: Final = 2  # MariaDB: send ANNOTATE_ROWS (the SQL of rows)
 MAX_PACKET: Final = 0xFFFFFF
@@ -52,6 +56,18 @@ def _pymysql() -> Any:
     return pymysql
 
 
+def binlog_dump_gtid_payload(server_id: int, gtids: GtidSet, file: str = "",
+                             pos: int = 4) -> bytes:
+    """MySQL's COM_BINLOG_DUMP_GTID: flags u16 (0: blocking), server_id u32, the file name's
+    length u32 and the name ('' : wherever the set leads), pos u64, then the set's encoding
+    with its length u32.  The server (rpl_source.cc com_binlog_dump_gtid) reads the set
+    whatever the flags, and sends every transaction not in it."""
+    name = file.encode("utf-8")
+    block = gtids.encoded()
+    return (struct.pack("<BHII", COM_BINLOG_DUMP_GTID, 0, server_id, len(name)) + name
+            + struct.pack("<QI", pos, len(block)) + block)
+
+
 def _error(payload: bytes) -> BinlogServerError:
     code = struct.unpack_from("<H", payload, 1)[0]
     msg = payload[3:]
@@ -61,7 +77,7 @@ def _error(payload: bytes) -> BinlogServerError:
 
 
 class BinlogClient:
-    """Streams binlog events from a MariaDB (or MySQL, by file and position) server."""
+    """Streams binlog events from a MariaDB or MySQL server."""
 
     def __init__(
         self,
@@ -91,10 +107,11 @@ class BinlogClient:
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self, *, file: str | None = None, pos: int = 4,
-              gtid_position: str | None = None) -> None:
-        """Connects and asks for the binlog from (file, pos) or from a MariaDB GTID position."""
-        if (file is None) == (gtid_position is None):
-            raise ValueError("give exactly one of file (with pos) or gtid_position")
+              gtid_position: str | None = None, gtid_set: GtidSet | None = None) -> None:
+        """Connects and asks for the binlog from (file, pos), from a MariaDB GTID position or
+        (MySQL) after a GTID set; a GTID start of the other server's flavour is refused."""
+        if sum(x is not None for x in (file, gtid_position, gtid_set)) != 1:
+            raise ValueError("give exactly one of file (with pos), gtid_position or gtid_set")
         if self._conn is not None:
             raise RuntimeError("the client is already started")
         pymysql = _pymysql()
@@ -109,11 +126,17 @@ class BinlogClient:
                 cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
                 if mariadb:
                     cur.execute("SET @mariadb_slave_capability = 4")
+                if gtid_set is not None and mariadb:
+                    raise ValueError(
+                        f"a MySQL GTID set (uuid:interval) to start from, but the server is "
+                        f"MariaDB ({self.server_version}): MariaDB starts from a GTID "
+                        "position, domain-server-sequence")
                 if gtid_position is not None:
                     if not mariadb:
-                        raise NotImplementedError(
-                            "GTID starts are implemented for MariaDB only (MySQL needs "
-                            "COM_BINLOG_DUMP_GTID)")
+                        raise ValueError(
+                            f"a MariaDB GTID position (domain-server-sequence) to start from, "
+                            f"but the server is MySQL ({self.server_version}): MySQL starts "
+                            "from a GTID set, uuid:interval")
                     cur.execute("SET @slave_connect_state = %s", (gtid_position,))
                     cur.execute("SET @slave_gtid_strict_mode = 0")
                     cur.execute("SET @slave_gtid_ignore_duplicates = 0")
@@ -128,9 +151,13 @@ class BinlogClient:
             if payload[0] == 0xFF:
                 raise _error(payload)
             name = file if file is not None else ""
-            self._command(struct.pack("<BIHI", COM_BINLOG_DUMP, pos if file is not None else 4,
-                                      BINLOG_SEND_ANNOTATE_ROWS_EVENT, self.server_id)
-                          + name.encode("utf-8"))
+            if gtid_set is not None:
+                self._command(binlog_dump_gtid_payload(self.server_id, gtid_set))
+            else:
+                self._command(struct.pack("<BIHI", COM_BINLOG_DUMP,
+                                          pos if file is not None else 4,
+                                          BINLOG_SEND_ANNOTATE_ROWS_EVENT, self.server_id)
+                              + name.encode("utf-8"))
             self.parser = BinlogParser(checksum=self.checksum, file=name, position=pos)
             sock.settimeout(None)
         except BaseException:

@@ -10,21 +10,26 @@ Within a domain sequence numbers increase, so "already seen" is a comparison of 
 MySQL: a GTID is ``uuid:n``; a GTID *set* (``@@gtid_executed``) holds, per source uuid, the
 intervals of transaction numbers executed, e.g. ``uuid:1-5:7-9,uuid2:1-3``.  Debezium's
 ``gtid.source.includes`` / ``gtid.source.excludes`` (comma-separated regular expressions
-over the source uuids) filter which uuids a stored set keeps (`GtidSet.filter`).
+over the source uuids) filter which uuids a stored set keeps (`GtidSet.retain`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+import struct
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
-__all__ = ["GtidError", "GtidSet", "MariaGtidPosition", "MariadbGtid", "source_filter"]
+__all__ = ["MARIADB_GTID", "MYSQL_GTID", "GtidError", "GtidSet", "GtidSetError",
+           "MariaGtidPosition", "MariadbGtid"]
 
 
 class GtidError(ValueError):
     """A GTID or GTID set/position that does not parse."""
+
+
+_U64: Final = struct.Struct("<Q")
 
 
 # ---- MariaDB -------------------------------------------------------------------------------
@@ -97,7 +102,17 @@ class MariaGtidPosition:
 
 # ---- MySQL ---------------------------------------------------------------------------------
 
-_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+# One MySQL GTID set entry, `uuid:interval[:interval...]` (what Datastream's gtidSet and
+# @@gtid_executed hold); MariaDB's `domain-server-seq` for telling the two apart.
+MARIADB_GTID: Final = re.compile(r"(\d+)-(\d+)-(\d+)")
+MYSQL_GTID: Final = re.compile(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"
+                               r"(:\d+(-\d+)?)+")
+_INTERVAL: Final = re.compile(r"(\d+)(?:-(\d+))?")
+_GNO_MAX: Final = 2**63 - 1  # MySQL's GNO_END - 1: transaction numbers are signed 64-bit
+
+
+class GtidSetError(GtidError):
+    """Not a GTID set; the message says which part."""
 
 
 def _merge(intervals: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
@@ -111,32 +126,52 @@ def _merge(intervals: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
+def _with_gno(intervals: tuple[tuple[int, int], ...], gno: int) -> tuple[tuple[int, int], ...]:
+    """`intervals` with transaction `gno`; the usual case, the next number of the last
+    interval, without a sort (it runs at every commit)."""
+    if intervals:
+        first, last = intervals[-1]
+        if gno == last + 1:
+            return (*intervals[:-1], (first, gno))
+        if first <= gno <= last:
+            return intervals
+    return _merge((*intervals, (gno, gno)))
+
+
 @dataclass(frozen=True, slots=True)
 class GtidSet:
-    """A MySQL GTID set: per source uuid (lower case), merged inclusive intervals."""
+    """A MySQL GTID set: per source uuid (lower case), merged inclusive intervals.
+
+    What a MySQL offset's `gtids` holds (the server's executed set at the snapshot plus every
+    transaction committed since, as Debezium's MySqlGtidSet), and what a stream starts from
+    (COM_BINLOG_DUMP_GTID sends `encoded()`); its text is MySQL's and Debezium's: uuids in
+    order, intervals `a-b` or `a`."""
 
     sets: tuple[tuple[str, tuple[tuple[int, int], ...]], ...] = ()  # sorted by uuid
 
     @classmethod
     def parse(cls, text: str) -> GtidSet:
+        """`uuid:1-5:7-9,uuid2:1-3` (newlines and spaces around parts ignored, as
+        @@gtid_executed prints them; a uuid given twice is merged, as MySQL does)."""
         by_uuid: dict[str, list[tuple[int, int]]] = {}
         for raw in text.replace("\n", "").split(","):
             part = raw.strip()
             if not part:
                 continue
+            if not MYSQL_GTID.fullmatch(part):
+                raise GtidSetError(f"'{part}' is not a MySQL GTID set entry (uuid:interval"
+                                   "[:interval...], an interval n or n-m, e.g. "
+                                   "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:7)")
             uuid, *ranges = part.split(":")
-            uuid = uuid.strip().lower()
-            if not _UUID.match(uuid) or not ranges:
-                raise GtidError(f"not a GTID set entry (uuid:n[-m]...): {part!r}")
-            for r in ranges:
-                lo, sep, hi = r.strip().partition("-")
-                try:
-                    start, end = int(lo), int(hi) if sep else int(lo)
-                except ValueError:
-                    raise GtidError(f"bad interval {r!r} in GTID set {text!r}") from None
-                if start < 1 or end < start:
-                    raise GtidError(f"bad interval {r!r} in GTID set {text!r}")
-                by_uuid.setdefault(uuid, []).append((start, end))
+            for interval in ranges:
+                match = _INTERVAL.fullmatch(interval)
+                assert match is not None
+                start = int(match.group(1))
+                end = int(match.group(2)) if match.group(2) else start
+                if not 1 <= start <= end <= _GNO_MAX:
+                    raise GtidSetError(f"'{part}': interval {interval} is not n or n-m with "
+                                       f"1 <= n <= m <= {_GNO_MAX}")
+                by_uuid.setdefault(uuid.lower(), []).append((start, end))
         return cls._of(by_uuid)
 
     @classmethod
@@ -154,15 +189,30 @@ class GtidSet:
         return {u: list(iv) for u, iv in self.sets}
 
     def add(self, uuid: str, gno: int) -> GtidSet:
-        """The set with transaction `uuid:gno` added."""
-        d = self._dict()
-        d.setdefault(uuid.lower(), []).append((gno, gno))
-        return GtidSet._of(d)
+        """The set with transaction `uuid:gno` added (merged into its uuid's intervals)."""
+        uuid = uuid.lower()
+        sets = self.sets
+        for index, (u, iv) in enumerate(sets):
+            if u == uuid:
+                return GtidSet((*sets[:index], (u, _with_gno(iv, gno)), *sets[index + 1:]))
+        return GtidSet(tuple(sorted((*sets, (uuid, ((gno, gno),))))))
+
+    def add_gtid(self, gtid: str) -> GtidSet:
+        """`add` of a GTID's text, `uuid:n` (a MySQL GTID event's)."""
+        uuid, _, gno = gtid.rpartition(":")
+        return self.add(uuid, int(gno))
 
     def union(self, other: GtidSet) -> GtidSet:
         d = self._dict()
         for u, iv in other.sets:
             d.setdefault(u, []).extend(iv)
+        return GtidSet._of(d)
+
+    def overridden_by(self, other: GtidSet) -> GtidSet:
+        """Per uuid, `other`'s intervals where it has the uuid, else this set's (Debezium's
+        GtidSet.with: the start set is the server's purged set overridden by the offset's)."""
+        d = self._dict()
+        d.update(other._dict())
         return GtidSet._of(d)
 
     def contains(self, uuid: str, gno: int) -> bool:
@@ -180,29 +230,19 @@ class GtidSet:
                     return False
         return True
 
-    def filter(self, includes: str | None = None, excludes: str | None = None) -> GtidSet:
-        """Keeps the uuids `source_filter(includes, excludes)` accepts."""
-        keep = source_filter(includes, excludes)
+    def retain(self, keep: Callable[[str], bool]) -> GtidSet:
+        """The uuids `keep` accepts (gtid.source.includes/excludes: the connector's
+        `gtid_source_filter`, whole-uuid case-insensitive patterns)."""
         return GtidSet(tuple((u, iv) for u, iv in self.sets if keep(u)))
 
-
-def source_filter(includes: str | None, excludes: str | None) -> _UuidFilter:
-    """Debezium's gtid.source.includes/excludes: comma-separated regexes, full match, case
-    insensitive.  Includes wins when both are given (Debezium rejects that configuration)."""
-    if includes:
-        pats = [re.compile(p.strip(), re.IGNORECASE) for p in includes.split(",") if p.strip()]
-        return _UuidFilter(pats, True)
-    if excludes:
-        pats = [re.compile(p.strip(), re.IGNORECASE) for p in excludes.split(",") if p.strip()]
-        return _UuidFilter(pats, False)
-    return _UuidFilter([], False)
-
-
-class _UuidFilter:
-    def __init__(self, patterns: list[re.Pattern[str]], include: bool) -> None:
-        self.patterns = patterns
-        self.include = include
-
-    def __call__(self, uuid: str) -> bool:
-        hit = any(p.fullmatch(uuid) for p in self.patterns)
-        return hit if self.include else not hit
+    def encoded(self) -> bytes:
+        """MySQL's binary form of the set (Gtid_set::encode, untagged): n_sids u64, then per
+        uuid its 16 bytes, n_intervals u64 and each interval as start u64 and end + 1 u64
+        (half-open), all little-endian; COM_BINLOG_DUMP_GTID's SID block."""
+        out = bytearray(_U64.pack(len(self.sets)))
+        for uuid, intervals in self.sets:
+            out += bytes.fromhex(uuid.replace("-", ""))
+            out += _U64.pack(len(intervals))
+            for start, end in intervals:
+                out += _U64.pack(start) + _U64.pack(end + 1)
+        return bytes(out)
