@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol
 
 import orjson
@@ -324,6 +325,7 @@ class _DocumentPlan:
                                      headers))
 
 
+@dataclass(eq=False, repr=False)
 class DebeziumJsonFormat:
     """Renders change records as Debezium JSON topic records."""
 
@@ -332,42 +334,33 @@ class DebeziumJsonFormat:
     # between bytes that depend only on the table, the read time and the snapshot marker.
     splices_values = True
 
-    def __init__(
-        self,
-        source_block: SourceBlock,
-        *,
-        key_schemas: bool = True,
-        value_schemas: bool = True,
-        tombstones_on_delete: bool = True,
-        toasted_value_placeholder: str = "__debezium_unavailable_value",
-        provide_transaction_metadata: bool = False,
-        topic_naming: TopicNaming | None = None,
-        context_headers: bool = True,
-        run_id: str | None = None,
-        header_converter: Converter | None = None,
-    ) -> None:
-        # The connector's topic names (`topic.*`, capture.topic_naming); without one (tools and
-        # tests rendering without a configuration) Debezium's defaults: each connector's
-        # strategy, per table, and the default transaction topic and heartbeat prefix.
-        self.topic_naming = topic_naming
-        self._namings: dict[tuple[str, str], TopicNaming] = {}
-        # Debezium 3.x puts `__debezium.context.*` headers (logical name, task, connector,
-        # run id) on every data event; `run_id` identifies this run (a fresh UUID by default).
-        self.context_headers = context_headers
-        self.run_id = run_id if run_id is not None else str(uuid.uuid4())
-        # Every header's bytes, as a Kafka Connect worker's `header.converter` writes them.
-        self.header_converter: Converter = header_converter or SimpleHeaderConverter()
-        self._context_cache: dict[SourceContext, HeaderBytes] = {}
-        self._connect_headers: dict[SourceContext, tuple[Header, ...]] = {}
-        self.source_block = source_block
-        self.key_schemas = key_schemas
-        self.value_schemas = value_schemas
-        self.tombstones_on_delete = tombstones_on_delete
-        self.toasted_value_placeholder = toasted_value_placeholder
-        self.provide_transaction_metadata = provide_transaction_metadata
-        self._plans: dict[int, tuple[TableSchema, _TablePlan]] = {}
-        self._document_plans: dict[int, tuple[TableSchema, _DocumentPlan]] = {}
-        self._message_plans: dict[int, tuple[TableSchema, MessagePlan]] = {}
+    source_block: SourceBlock
+    _: KW_ONLY
+    key_schemas: bool = True
+    value_schemas: bool = True
+    tombstones_on_delete: bool = True
+    toasted_value_placeholder: str = "__debezium_unavailable_value"
+    provide_transaction_metadata: bool = False
+    # The connector's topic names (`topic.*`, capture.topic_naming); without one (tools and
+    # tests rendering without a configuration) Debezium's defaults: each connector's
+    # strategy, per table, and the default transaction topic and heartbeat prefix.
+    topic_naming: TopicNaming | None = None
+    # Debezium 3.x puts `__debezium.context.*` headers (logical name, task, connector,
+    # run id) on every data event; `run_id` identifies this run (a fresh UUID by default).
+    context_headers: bool = True
+    run_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    # Every header's bytes, as a Kafka Connect worker's `header.converter` writes them.
+    header_converter: Converter = field(default_factory=SimpleHeaderConverter)
+    # what is derived once per naming, context and table
+    _namings: dict[tuple[str, str], TopicNaming] = field(default_factory=dict, init=False)
+    _context_cache: dict[SourceContext, HeaderBytes] = field(default_factory=dict, init=False)
+    _connect_headers: dict[SourceContext, tuple[Header, ...]] = field(
+        default_factory=dict, init=False)
+    _plans: dict[int, tuple[TableSchema, _TablePlan]] = field(default_factory=dict, init=False)
+    _document_plans: dict[int, tuple[TableSchema, _DocumentPlan]] = field(
+        default_factory=dict, init=False)
+    _message_plans: dict[int, tuple[TableSchema, MessagePlan]] = field(
+        default_factory=dict, init=False)
 
     def naming(self, context: SourceContext, table: TableId | None = None) -> TopicNaming:
         if self.topic_naming is not None:

@@ -30,6 +30,7 @@ import itertools
 import logging
 import math
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,19 +81,18 @@ def task_count(sizes: list[int], parallelism: int) -> int:
     return max(count, wanted)
 
 
+@dataclass(eq=False)
 class KafkaPart:
     """One slice of one Kafka partition (records in offset order), as `tasks.Part`: offsets
     are the decoders' virtual offsets (`kafka_source.virtual_offset`)."""
 
-    def __init__(self, part: int, topic: str, offsets: np.ndarray, keys: pa.ChunkedArray,
-                 values: pa.ChunkedArray, decode: ValueDecoder = json_decoder) -> None:
-        self.topic = topic
-        self.part = part
-        self.offsets = offsets
-        # the columns as the reads brought them: `arrow_lines` cuts each chunk in place
-        self.keys = keys
-        self.values = values
-        self.decode = decode
+    part: int
+    topic: str
+    offsets: np.ndarray
+    # the columns as the reads brought them: `arrow_lines` cuts each chunk in place
+    keys: pa.ChunkedArray
+    values: pa.ChunkedArray
+    decode: ValueDecoder = json_decoder
 
     def _check_events(self) -> None:
         """Debezium rows only: a topic of another model (learnt by the driver at its first

@@ -256,10 +256,8 @@ class ChangeTableConnector(RelationalConnector):
     def streaming_source(self, offset: dict[str, Any] | None) -> LsnStreaming[Any]:
         """The connector's `STREAMING` class from `offset`; each of its streams gets a fresh
         schema state (`table_schema`)."""
-        streaming = self.STREAMING(self.cfg, self.context, self.metrics, self.connect, offset,
-                                   self.connection_errors, self.incremental_hook())
-        streaming.table_schema = self.table_schema
-        return streaming
+        return self.STREAMING(self.cfg, self.context, self.metrics, self.connect, offset,
+                              self.connection_errors, self.incremental_hook(), self.table_schema)
 
     def position_readable(self, offset: dict[str, Any]) -> bool:
         """Whether the change tables still hold the stored offset (`when_needed` and

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -167,27 +168,25 @@ class LsnStream:
 S = TypeVar("S", bound=LsnStream)
 
 
+@dataclass(eq=False)
 class LsnStreaming(LogStreamingSource, Generic[S]):
     """The streaming source: the connector's streams, one dispatcher.  Subclasses set `LABEL`
     and `POSITION` and implement `open_streams`, `stored_offset` and `collection_name`."""
 
     LABEL: ClassVar[str] = ""
     POSITION: ClassVar[type[LsnPosition]] = LsnPosition
+
+    cfg: RelationalConnectorConfig
+    context: SourceContext
+    metrics: CaptureMetrics
+    connect: Any
+    # the stored offset (None: none, the streams start where the snapshot ended)
+    offset: dict[str, Any] | None
+    connection_errors: tuple[type[BaseException], ...] = ()
+    # signals and incremental snapshots (None: no signal channel configured)
+    incremental: ChangeTableIncrementalHook | None = None
     # A new schema state per stream (the connector's `table_schema`); None: no history.
     table_schema: Callable[[], ChangeTableSchema] | None = None
-
-    def __init__(self, cfg: RelationalConnectorConfig, context: SourceContext,
-                 metrics: CaptureMetrics, connect: Any, offset: dict[str, Any] | None,
-                 connection_errors: tuple[type[BaseException], ...] = (),
-                 incremental: ChangeTableIncrementalHook | None = None) -> None:
-        self.cfg = cfg
-        # signals and incremental snapshots (None: no signal channel configured)
-        self.incremental = incremental
-        self.connection_errors = connection_errors
-        self.context = context
-        self.metrics = metrics
-        self.connect = connect
-        self.offset = offset or {}
 
     def open_streams(self, offset: dict[str, Any]) -> list[S]:
         raise NotImplementedError
@@ -206,7 +205,7 @@ class LsnStreaming(LogStreamingSource, Generic[S]):
         return {**self.stored_offset(streams), **(hook.offset_fields() if hook else {})}
 
     def start_offset(self, offset: dict[str, Any] | None) -> dict[str, Any]:
-        return offset or self.offset
+        return offset or self.offset or {}
 
     def connection_lost(self, exc: BaseException, *, streaming: bool) -> Exception:
         """Retriable: the runtime starts again from the durable offset, as Debezium's task
