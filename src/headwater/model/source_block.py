@@ -10,7 +10,14 @@ from typing import Any
 import orjson
 
 from headwater import __version__
-from headwater.model.schema import INT64, STRING, STRUCT, ConnectField, ConnectSchema
+from headwater.model.schema import (
+    INT64,
+    LITERAL_TYPES,
+    STRING,
+    STRUCT,
+    ConnectField,
+    ConnectSchema,
+)
 
 CONNECTOR_VERSION = f"headwater-{__version__}"
 
@@ -30,6 +37,23 @@ SNAPSHOT_ENUM_SCHEMA = ConnectSchema(
 
 def source_field(name: str, literal: str, optional: bool) -> ConnectField:
     return ConnectField(name, ConnectSchema(literal, optional=optional))
+
+
+def source_fields(spec: str) -> tuple[ConnectField, ...]:
+    """A connector's own source fields, written as Debezium's documentation lists them:
+    `name: type` items separated by commas, the type a Connect literal (`string`, `int64`, ...)
+    with `?` after it for an optional field, e.g. "table: string?, pos: int64".  A spec that
+    is not that fails at import."""
+    fields = []
+    for item in spec.split(","):
+        name, _, literal = (part.strip() for part in item.partition(":"))
+        optional = literal.endswith("?")
+        literal = literal.removesuffix("?")
+        if not name.isidentifier() or literal not in LITERAL_TYPES:
+            raise ValueError(f"source field {item.strip()!r}: expected 'name: type' or "
+                             "'name: type?' with a Connect type")
+        fields.append(source_field(name, literal, optional))
+    return tuple(fields)
 
 
 # The leading fields of every connector's source block, in Debezium's order; each connector's

@@ -24,8 +24,7 @@ from bson.timestamp import Timestamp
 
 from headwater.connectors.mongodb.extended_json import document_json
 from headwater.model.record import ChangeRecord
-from headwater.model.schema import INT32, INT64, STRING
-from headwater.model.source_block import source_field, source_schema
+from headwater.model.source_block import source_fields, source_schema
 
 RESUME_TOKEN = "resume_token"
 SEC = "sec"
@@ -186,11 +185,8 @@ def token_position(token: Mapping[str, Any]) -> MongoPosition:
 
 MONGODB_SOURCE_SCHEMA = source_schema(
     "io.debezium.connector.mongo.Source",
-    source_field("collection", STRING, False),
-    source_field("ord", INT32, False),
-    source_field("lsid", STRING, True),
-    source_field("txnNumber", INT64, True),
-    source_field("wallTime", INT64, True),
+    *source_fields("collection: string, ord: int32, lsid: string?, txnNumber: int64?, "
+                   "wallTime: int64?"),
     version=1,
 )
 

@@ -21,13 +21,13 @@ from typing import Any, NamedTuple
 import orjson
 
 from headwater.model.record import ChangeRecord, SourceContext
-from headwater.model.schema import INT32, INT64, STRING, ConnectSchema, TableSchema
+from headwater.model.schema import ConnectSchema, TableSchema
 from headwater.model.source_block import (
     common_source_values,
     json_constant,
     json_head,
     snapshot_json,
-    source_field,
+    source_fields,
     source_schema,
 )
 
@@ -94,14 +94,8 @@ def binlog_source_schema(kind: str) -> ConnectSchema:
 
 MYSQL_SOURCE_SCHEMA = source_schema(
     "io.debezium.connector.mysql.Source",
-    source_field("table", STRING, True),
-    source_field("server_id", INT64, False),
-    source_field("gtid", STRING, True),
-    source_field("file", STRING, False),
-    source_field("pos", INT64, False),
-    source_field("row", INT32, False),
-    source_field("thread", INT64, True),
-    source_field("query", STRING, True),
+    *source_fields("table: string?, server_id: int64, gtid: string?, file: string, pos: int64, "
+                   "row: int32, thread: int64?, query: string?"),
 )
 
 

@@ -12,13 +12,13 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from headwater.model.record import ChangeRecord, SourceContext
-from headwater.model.schema import INT64, STRING, TableSchema
+from headwater.model.schema import TableSchema
 from headwater.model.source_block import (
     common_source_values,
     json_constant,
     json_head,
     snapshot_json,
-    source_field,
+    source_fields,
     source_schema,
 )
 
@@ -53,15 +53,11 @@ class PostgresPosition(NamedTuple):
 
 POSTGRES_SOURCE_SCHEMA = source_schema(
     "io.debezium.connector.postgresql.Source",
-    source_field("schema", STRING, False),
-    source_field("table", STRING, False),
-    source_field("txId", INT64, True),
-    source_field("lsn", INT64, True),
-    source_field("xmin", INT64, True),
-    # Debezium 3.x: the replication origin of the transaction (pgoutput Origin message);
-    # Headwater does not decode origins yet, so both are null as for local changes.
-    source_field("origin", STRING, True),
-    source_field("origin_lsn", INT64, True),
+    # origin, origin_lsn: Debezium 3.x's replication origin of the transaction (pgoutput
+    # Origin message); Headwater does not decode origins yet, so both are null as for local
+    # changes.
+    *source_fields("schema: string, table: string, txId: int64?, lsn: int64?, xmin: int64?, "
+                   "origin: string?, origin_lsn: int64?"),
     version=1,
 )
 
