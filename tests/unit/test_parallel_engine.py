@@ -27,7 +27,7 @@ from headwater.engine.runtime import CaptureRuntime
 from headwater.engine.source import SourceRunContext, StartPlan
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
 from headwater.model.schema import INT32, Column, ConnectSchema, TableId, TableSchema
-from headwater.model.topic import TopicBatch, TopicRecord
+from headwater.model.topic import RenderedBatch, TopicBatch, TopicRecord
 
 CTX = SourceContext("test", "srv", "0")
 TABLE = TableSchema(TableId("db", "s", "t"), (Column("id", 0, "int", ConnectSchema(INT32)),),
@@ -46,13 +46,13 @@ class TextRenderer:
                       for r in records]}
 
 
-def values(batch: TopicBatch) -> list[str]:
+def values(batch: RenderedBatch) -> list[str]:
     return [r.value.decode() for recs in batch.values() for r in recs if r.value is not None]
 
 
 def test_merge_rendered_keeps_topic_order_and_does_not_alias() -> None:
     src: TopicBatch = {"a": [TopicRecord(None, b"1", 0)]}
-    dst: TopicBatch = {}
+    dst: dict[str, Sequence[TopicRecord]] = {}
     merge_rendered(dst, src)
     merge_rendered(dst, {"a": [TopicRecord(None, b"2", 0)], "b": [TopicRecord(None, b"3", 0)]})
     assert values(dst) == ["1", "2", "3"]
@@ -149,9 +149,9 @@ def test_worker_pool_reports_a_worker_error_and_honours_stop() -> None:
 
 class ListWriter:
     def __init__(self) -> None:
-        self.appended: list[TopicBatch] = []
+        self.appended: list[RenderedBatch] = []
 
-    def append(self, batch: TopicBatch) -> None:
+    def append(self, batch: RenderedBatch) -> None:
         self.appended.append(batch)
 
     def maintain(self) -> None:

@@ -16,7 +16,7 @@ from headwater.engine.runtime import CaptureRuntime
 from headwater.engine.source import SourceRunContext, StartPlan, StreamState
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext, SourceEvent
 from headwater.model.schema import INT32, Column, ConnectSchema, TableId, TableSchema
-from headwater.model.topic import TopicBatch, TopicRecord
+from headwater.model.topic import RenderedBatch, TopicBatch, TopicRecord
 from headwater.testing.timeouts import scaled
 
 CTX = SourceContext("test", "srv", "0")
@@ -101,7 +101,7 @@ class FakeWriter:
     def __init__(self, journal: Journal) -> None:
         self.j = journal
 
-    def append(self, batch: TopicBatch) -> None:
+    def append(self, batch: RenderedBatch) -> None:
         if self.j.fail_writes:
             raise OSError("disk full")
         self.j.steps.append(("write", sum(len(v) for v in batch.values())))

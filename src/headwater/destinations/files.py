@@ -42,7 +42,7 @@ from headwater.formats.datastream.renderer import (
     SCHEMA_KEY_HEADER,
 )
 from headwater.fsync import fsync_dir, raise_with_path
-from headwater.model.topic import TopicBatch, TopicRecord
+from headwater.model.topic import RenderedBatch, TopicRecord
 
 log = logging.getLogger("headwater.destinations.files")
 
@@ -125,7 +125,7 @@ class FileDestination:
         self.published: list[Path] = []  # every file this destination made visible
 
     # -- the runtime's writer interface ---------------------------------------------------------
-    def append(self, batch: TopicBatch) -> None:
+    def append(self, batch: RenderedBatch) -> None:
         """Writes the batch into open files; durable once `when_durable` callbacks run."""
         try:
             self._seq += 1

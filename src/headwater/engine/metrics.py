@@ -28,7 +28,7 @@ from typing import Protocol
 from headwater.engine.lag_stats import LagStatistics
 from headwater.engine.notifications import Notifier
 from headwater.model.record import ChangeRecord, Op, SourceEvent
-from headwater.model.topic import TopicBatch
+from headwater.model.topic import RenderedBatch
 
 
 class QueueProbe(Protocol):
@@ -177,13 +177,13 @@ class CaptureMetrics:
             self.behind_source_ms = max(0, int(time.time() * 1000) - streamed.source_ts_ms)
             self.lag_statistics.add(self.behind_source_ms, len(changes) - reads)
 
-    def record_rendered(self, batch: TopicBatch) -> None:
+    def record_rendered(self, batch: RenderedBatch) -> None:
         """Counts events a source rendered itself (a parallel snapshot's worker processes)."""
         n = sum(len(v) for v in batch.values())
         if n:
             self.total_events_seen += n
             self.snapshot_events_seen += n
-            self.last_event = self.snapshot_last_event = next(reversed(batch))
+            self.last_event = self.snapshot_last_event = list(batch)[-1]
             self.last_event_monotonic = self.snapshot_last_monotonic = time.monotonic()
 
     def snapshot_duration(self) -> float:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from headwater.model.record import SourceEvent
-from headwater.model.topic import TopicBatch
+from headwater.model.topic import RenderedBatch
 
 
 class Batch(NamedTuple):
@@ -34,7 +34,7 @@ class Batch(NamedTuple):
     records: Sequence[SourceEvent]
     offset: dict[str, Any] | None = None
     ack: Any = None
-    rendered: TopicBatch | None = None
+    rendered: RenderedBatch | None = None
     # False for records that are not change events (notifications): not in the metrics.
     counted: bool = True
     stored: threading.Event | None = None

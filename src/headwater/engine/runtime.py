@@ -37,7 +37,7 @@ from headwater.engine.source import (
 from headwater.engine.supersede import SnapshotRestarts, Supersede
 from headwater.log_context import connector_context
 from headwater.model.record import SourceEvent
-from headwater.model.topic import TopicBatch, TopicRecord
+from headwater.model.topic import RenderedBatch, TopicBatch, TopicRecord
 
 log = logging.getLogger("headwater.engine.runtime")
 
@@ -51,7 +51,7 @@ STOP_GRACE_S = 10.0
 
 
 class TopicWriter(Protocol):
-    def append(self, batch: TopicBatch) -> None:
+    def append(self, batch: RenderedBatch) -> None:
         """Append and make durable before returning."""
         ...
 
@@ -351,7 +351,8 @@ class CaptureRuntime:
             raise reader_error
         self._set_state(StreamState.PAUSED if self.stopping.is_set() else StreamState.NOT_STARTED)
 
-    def _render_into(self, out: TopicBatch, records: list[SourceEvent]) -> None:
+    def _render_into(self, out: dict[str, Sequence[TopicRecord]],
+                     records: list[SourceEvent]) -> None:
         if records:
             merge_rendered(out, self.renderer.render_batch(records))
             self.metrics.record_events(records)
@@ -360,7 +361,7 @@ class CaptureRuntime:
         records: list[SourceEvent] = []
         offset: dict[str, Any] | None = None
         ack: Any = None
-        out: TopicBatch = {}
+        out: dict[str, Sequence[TopicRecord]] = {}
         stored: list[threading.Event] = []
         for b in batches:
             if b.stored is not None:

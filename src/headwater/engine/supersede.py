@@ -63,7 +63,7 @@ from typing import Any, NamedTuple, Protocol
 
 import orjson
 
-from headwater.model.topic import HeaderBytes, TopicBatch, TopicRecord
+from headwater.model.topic import HeaderBytes, RenderedBatch, TopicBatch, TopicRecord
 from headwater.topics import reader
 
 log = logging.getLogger("headwater.engine.supersede")
@@ -293,7 +293,7 @@ class Supersede:
                  time.monotonic() - started)
         return self
 
-    def observe(self, out: TopicBatch) -> None:
+    def observe(self, out: RenderedBatch) -> None:
         """The writer's hook: marks the keys of the new snapshot's events as seen (step 3)."""
         for topic, records in out.items():
             keys = self.keys.get(topic)

@@ -44,7 +44,7 @@ from typing import Any
 
 from headwater.config.kafka import KafkaSettings
 from headwater.kafka.admin import TopicAdmin
-from headwater.model.topic import HeaderBytes, TopicBatch
+from headwater.model.topic import HeaderBytes, RenderedBatch
 
 log = logging.getLogger("headwater.kafka.writer")
 
@@ -84,7 +84,7 @@ class KafkaTopicWriter:
         if err is not None:
             self._failures.append((msg.topic(), err))
 
-    def append(self, batch: TopicBatch) -> None:
+    def append(self, batch: RenderedBatch) -> None:
         self._check()
         self.admin.ensure(t for t, records in batch.items() if records)
         produce = self.producer.produce

@@ -41,7 +41,7 @@ from headwater.engine.queue import Batch
 from headwater.engine.source import SourceRunContext
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext, SourceEvent
 from headwater.model.schema import TableSchema
-from headwater.model.topic import TopicBatch
+from headwater.model.topic import RenderedBatch, TopicBatch
 
 SNAPSHOT_STEPS: Final = (
     "determine the tables in capture mode",
@@ -144,7 +144,7 @@ class SnapshotEmitter:
         if len(self.pending) >= self.batch_size:
             self.flush()
 
-    def add_rendered(self, rendered: TopicBatch, rows: int, after: Any) -> None:
+    def add_rendered(self, rendered: RenderedBatch, rows: int, after: Any) -> None:
         """`rows` rows the reader rendered itself (snapshot=true), which follow the held
         record, then one row's converted values, held in turn.  Only after the table's first
         row (which goes through `add`, for its marker)."""
@@ -176,7 +176,7 @@ class SnapshotEmitter:
             self.held = held._replace(snapshot=SnapshotMarker.LAST_IN_DATA_COLLECTION)
         self.rows_scanned[self.name] = self.table_rows
 
-    def flush(self, rendered: TopicBatch | None = None) -> None:
+    def flush(self, rendered: RenderedBatch | None = None) -> None:
         self.ctx.emit(Batch(self.pending, rendered=rendered))
         self.pending = []
         self.rows_scanned[self.name] = self.table_rows
@@ -207,7 +207,7 @@ class RowSink(Protocol):
 
     def add_many(self, afters: Iterable[Any]) -> None: ...
 
-    def add_rendered(self, rendered: TopicBatch, rows: int, after: Any) -> None: ...
+    def add_rendered(self, rendered: RenderedBatch, rows: int, after: Any) -> None: ...
 
 
 class ChunkRows:
@@ -239,7 +239,7 @@ class ChunkRows:
         for after in afters:
             add(ChangeRecord(context, schema, _READ, None, after, now, now, _TRUE, position))
 
-    def add_rendered(self, rendered: TopicBatch, rows: int, after: Any) -> None:
+    def add_rendered(self, rendered: RenderedBatch, rows: int, after: Any) -> None:
         now = self.now_ms
         self.chunk.add_rendered(rendered, rows, ChangeRecord(
             self.context, self.schema, _READ, None, after, now, now, _TRUE, self.position))

@@ -1,4 +1,9 @@
 # The topic log writer's batch checksummer, compiled from _crcfill.c (see headwater.topics.log).
 
+from typing import Any
+
 def checksum_lines(data: bytearray, count: int, /) -> None: ...
 def set_crc32c_extend(address: int, /) -> None: ...
+def pack_lines(out: bytearray, first: int, head: Any, mid: Any, keys: Any,
+               key_off: Any, vmid: Any, values: Any, value_off: Any,
+               end: Any, /) -> None: ...

@@ -110,7 +110,7 @@ import orjson
 
 from headwater.dirlock import LockHeld, hold
 from headwater.fsync import fsync_dir, raise_with_path
-from headwater.model.topic import HeaderBytes, TopicRecord
+from headwater.model.topic import HeaderBytes, PackedRecords, RecordChain, TopicRecord
 from headwater.state_format import TOPIC_LOG, open_state_dir, write_stamp
 from headwater.topics.check import segment_end
 from headwater.topics.checksum import TAIL_FORMAT as _TAIL
@@ -160,6 +160,9 @@ DEFAULT_SEGMENT_MS = 1000
 # encoder writes the same bytes (`_batch_checksummer`).
 _PREFIX = b'{"offset":%d,"timestamp":%d,"key":%b,"value":'
 _HEADERS = b',"headers":{%b}'
+# The prefix's constant pieces, for the compiled packer of PackedRecords (`_pack_into`).
+_OFFSET_HEAD, _TS_HEAD, _KEY_VALUE = _PREFIX.split(b"%d")
+_KEY_HEAD, _VALUE_HEAD = _KEY_VALUE.split(b"%b")
 _PARTS = 3  # parts per record in an encoded batch
 _NULL = b"null"
 _NEVER = 1 << 62
@@ -260,6 +263,26 @@ def _encode_slow(
 # What the batch encoder ends each line with: the checksum member, 8 placeholder bytes for its
 # digits (written by `_crcfill.checksum_lines`), `"}` and the newline.
 _PLACEHOLDER = _TAIL % 0
+
+
+def _pack_into(data: bytearray, first: int, records: PackedRecords) -> bool:
+    """Appends the lines of `records` (offsets from `first`) to `data` with the compiled
+    `_crcfill.pack_lines`, the bytes `_lines` writes; False (nothing appended) where those
+    take its slow path: a CR or LF byte, whose lines `_encode_slow` cleans."""
+    from headwater.topics._crcfill import pack_lines
+
+    kp, vp = records.key_prefix, records.value_prefix
+    for doc in (kp, records.keys, vp, records.values):
+        if 10 in doc or 13 in doc:
+            return False
+    if not kp:
+        return False
+    headers = records.headers
+    end = (_HEADERS % _clean(_headers_json(headers)) + _PLACEHOLDER) if headers else _PLACEHOLDER
+    mid = b"%b%d%b%b" % (_TS_HEAD, records.timestamp, _KEY_HEAD, kp)
+    pack_lines(data, first, _OFFSET_HEAD, mid, records.keys, records.key_off,
+               _VALUE_HEAD + vp, records.values, records.value_off, end)
+    return True
 
 
 @functools.cache
@@ -490,7 +513,22 @@ class TopicLog:
                       checksummer: Callable[[bytearray, int], None]) -> bytearray:
         """The batch encoder: each record's line with a placeholder for its checksum's digits
         (the per-record Python work of a writer without checksums), joined once; then one
-        compiled call writes the digits in place."""
+        compiled call writes the digits in place.  PackedRecords (alone or in a RecordChain)
+        are laid out by one compiled call each (`_pack_into`), with no per-record Python."""
+        if isinstance(records, RecordChain | PackedRecords):
+            data = bytearray()
+            off = first
+            for part in records.parts if isinstance(records, RecordChain) else (records,):
+                if not (isinstance(part, PackedRecords) and _pack_into(data, off, part)):
+                    data += self._lines(off, part)
+                off += len(part)
+        else:
+            data = self._lines(first, records)
+        checksummer(data, len(records))
+        return data
+
+    def _lines(self, first: int, records: Sequence[OutRecord]) -> bytearray:
+        """The records' lines, each ending with the checksum member's placeholder."""
         parts: list[bytes] = []
         add = parts.extend
         prefix = _PREFIX
@@ -529,9 +567,7 @@ class TopicLog:
             raise
         except (TypeError, ValueError) as exc:
             raise _encode_error(exc, off - first) from exc
-        data = bytearray().join(parts)
-        checksummer(data, len(records))
-        return data
+        return bytearray().join(parts)
 
     def _encode_per_record(self, first: int, records: Sequence[OutRecord]) -> list[bytes]:
         """The per-record encoder (where the compiled checksummer was not built): records as a

@@ -6,7 +6,7 @@ import logging
 import time
 from pathlib import Path
 
-from headwater.model.topic import TopicBatch
+from headwater.model.topic import RenderedBatch
 from headwater.topics.compactor import compact_topic
 from headwater.topics.log import TopicLog
 from headwater.topics.retention import apply_retention
@@ -28,7 +28,7 @@ class TopicLogSink:
         self.retention = retention if retention is not None and retention.active else None
         self._next_retention = 0.0
 
-    def append(self, batch: TopicBatch) -> None:
+    def append(self, batch: RenderedBatch) -> None:
         self.log.append(batch)
 
     def maintain(self) -> None:

@@ -17,6 +17,7 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -33,7 +34,7 @@ from headwater.engine.queue import Batch
 from headwater.engine.source import SourceRunContext
 from headwater.formats.debezium_json import DebeziumJsonFormat
 from headwater.model.record import SourceContext
-from headwater.model.topic import TopicBatch
+from headwater.model.topic import TopicRecord
 
 from .conftest import Env
 from .test_all_types import (
@@ -156,7 +157,7 @@ def snapshot_output(env: Env, modes: Modes, extra: dict[str, str], columnar: boo
         exporter.close()
     out: list[tuple[str, Any]] = []
     for batch in batches:  # as CaptureRuntime._write: records first, then the rendered ones
-        rendered: TopicBatch = {}
+        rendered: dict[str, Sequence[TopicRecord]] = {}
         if batch.records:
             merge_rendered(rendered, fmt.render_batch(batch.records))
         if batch.rendered is not None:

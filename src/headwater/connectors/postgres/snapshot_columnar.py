@@ -13,7 +13,11 @@ envelope; a format whose output is not values spliced between constant bytes doe
 `splices_values` and the snapshot reads row-wise).  A chunk of COPY lines is then
 scanned once into field boundaries, each column's values are rendered from the COPY bytes by
 its kernel (columnar_kinds.py, _copykernels.c), and every row's key and value are
-assembled from pieces and values, all compiled.  Values no kernel handles go through the
+assembled from pieces and values, all compiled.  The first piece of each (with schemas, the
+Connect schema: most of a record's bytes) is left out and carried once per chunk: the chunk's
+records are one `PackedRecords` (model/topic.py), buffers rather than a Python object per
+record, which the topic log lays out with one compiled call and a worker process hands over
+as they are.  Values no kernel handles go through the
 column's own converter and orjson, exactly as the row-wise path does, and are spliced in the
 same way: the output is byte for byte the row-wise path's
 (tests/integration/postgres/test_columnar_snapshot.py).
@@ -38,7 +42,7 @@ from headwater.connectors.postgres.copy_text import unescape
 from headwater.connectors.postgres.tables import TableCodec
 from headwater.converters.connect_json import json_default
 from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
-from headwater.model.topic import TopicBatch, TopicRecord
+from headwater.model.topic import PackedRecords, TopicBatch, TopicRecord
 
 log = logging.getLogger("headwater.connectors.postgres.snapshot")
 
@@ -73,14 +77,26 @@ def _cut(doc: bytes, tokens: Sequence[bytes], columns: Sequence[int]) -> _Pieces
     return _Pieces(data, offsets, tuple(column for _, column in found))
 
 
+def _without_first(pieces: _Pieces) -> tuple[bytes, _Pieces]:
+    """The first piece (the bytes before the first value: with schemas, the Connect schema,
+    most of a record) and the pieces with that one empty: the kernels then render only what
+    follows it, and the records carry it once (PackedRecords)."""
+    first = int(pieces.offsets[1])
+    offsets = pieces.offsets - first
+    offsets[0] = 0
+    return bytes(pieces.data[:first]), _Pieces(pieces.data[first:], offsets, pieces.order)
+
+
 class TableTemplate(NamedTuple):
     """The constant parts of a table's READ events (snapshot=true) at one read time."""
 
     topic: str
     timestamp: int
     headers: tuple[tuple[str, bytes | None], ...]
-    value: _Pieces  # order: every column, in schema order
-    key: _Pieces | None  # order: the key columns; None for a table without a key
+    value: _Pieces  # order: every column, in schema order; the first piece empty
+    key: _Pieces | None  # order: the key columns; None for a table without a key; likewise
+    value_prefix: bytes = b""  # the value's first piece
+    key_prefix: bytes = b""  # the key's first piece (b"" without a key)
 
 
 def table_template(renderer: Any, codec: TableCodec, context: SourceContext, position: Any,
@@ -109,7 +125,11 @@ def table_template(renderer: Any, codec: TableCodec, context: SourceContext, pos
             return None
     elif schema.key_positions:
         return None
-    return TableTemplate(topic, out.timestamp, out.headers, value, key)
+    value_prefix, value = _without_first(value)
+    key_prefix = b""
+    if key is not None:
+        key_prefix, key = _without_first(key)
+    return TableTemplate(topic, out.timestamp, out.headers, value, key, value_prefix, key_prefix)
 
 
 _EMPTY_KEY = _Pieces(np.zeros(0, dtype=np.uint8), np.zeros(2, dtype=np.int64), ())
@@ -137,8 +157,9 @@ class ColumnarTable:
         else:
             log.info("snapshot step: read %s column-wise, every column by its kernel", name)
 
-    def render(self, data: bytes, template: TableTemplate) -> list[TopicRecord]:
-        """The records of `data` (whole COPY text lines), in order."""
+    def render(self, data: bytes, template: TableTemplate) -> Sequence[TopicRecord]:
+        """The records of `data` (whole COPY text lines), in order: PackedRecords for a table
+        with a key (no Python object per record), else a list."""
         buf = np.frombuffer(data, dtype=np.uint8)
         rows_max = data.count(b"\n")
         starts = np.empty((rows_max, self.width), dtype=np.int64)
@@ -164,18 +185,17 @@ class ColumnarTable:
             template.value.data, template.value.offsets,
             np.array(key.order, dtype=np.int64), key.data, key.offsets,
             values, value_off, keys, key_off)
-        # One copy per record, straight from the assembled buffers.
-        value_view = values.data
-        vo = value_off.tolist()
         ts, headers = template.timestamp, template.headers
-        if not nkeys:
-            return [TopicRecord(None, bytes(value_view[vo[i]:vo[i + 1]]), ts, headers)
+        if not nkeys:  # one copy per record, straight from the assembled buffer
+            value_view = values.data
+            vo = value_off.tolist()
+            prefix = template.value_prefix
+            return [TopicRecord(None, prefix + value_view[vo[i]:vo[i + 1]], ts, headers)
                     for i in range(rows)]
-        key_view = keys.data
-        ko = key_off.tolist()
-        return [TopicRecord(bytes(key_view[ko[i]:ko[i + 1]]),
-                            bytes(value_view[vo[i]:vo[i + 1]]), ts, headers)
-                for i in range(rows)]
+        return PackedRecords(template.key_prefix, keys[:key_off[rows]].tobytes(),
+                             key_off.tobytes(), template.value_prefix,
+                             values[:value_off[rows]].tobytes(), value_off.tobytes(), ts,
+                             headers)
 
     def _converted(self, data: bytes, slow: Any, starts: Any, ends: Any) -> tuple[Any, Any]:
         """The JSON of every slow value by its converter, row-major, and their offsets."""
