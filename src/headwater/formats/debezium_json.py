@@ -515,6 +515,7 @@ class DebeziumJsonFormat:
         delete = Op.DELETE
         update = Op.UPDATE
         message_op = Op.MESSAGE
+        absent, toast = ABSENT, UNCHANGED_TOAST
         op_json = _OP_JSON
         null = b"null"
         ts_template = _TS_TEMPLATE
@@ -560,8 +561,16 @@ class DebeziumJsonFormat:
             before = record.before
             after = record.after
             if op is update or op is delete:
-                before_row = row(plan, before)
-                after_row = row(plan, after)
+                # `_row`, its common case inline: a full image of the table's width
+                width = len(names)
+                before_row = (
+                    dict(zip(names, before))  # noqa: B905 (`_row`)
+                    if before is not None and len(before) == width and absent not in before
+                    and toast not in before else row(plan, before))
+                after_row = (
+                    dict(zip(names, after))  # noqa: B905 (`_row`)
+                    if after is not None and len(after) == width and absent not in after
+                    and toast not in after else row(plan, after))
             else:
                 before_row = None
                 after_row = None if after is None else (
