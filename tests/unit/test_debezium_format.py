@@ -304,3 +304,24 @@ def test_a_row_image_of_another_width_than_the_table_is_refused(
     a truncated row."""
     with pytest.raises(ValueError, match="zip"):
         fmt().render_batch([record(op, before, after)])
+
+
+@pytest.mark.parametrize("key_schemas", [True, False])
+def test_a_one_column_key_is_its_value_in_the_key_template(key_schemas: bool) -> None:
+    """A one-column key is rendered from a `%` template of the key's JSON with the value
+    alone serialized: the same bytes as the key dict serialized, a `%` in the column or the
+    table name kept, the values of every type (null, bytes, Decimal) as orjson and
+    json_default write them."""
+    cols = (Column("i%sd", 0, "int4", ConnectSchema(INT32, optional=False)),
+            *customers().columns[1:])
+    table = TableSchema(TableId("postgres", "public", "cu%dstomers"), cols, ("i%sd",))
+    f = fmt(key_schemas=key_schemas)
+    plan = f.plan(table, CTX)
+    assert plan.key_template is not None
+    for key in (1, -(2**63), "x\"%s", None, b"\x00\xff", Decimal("1.50")):
+        row = (key, "Anne", "K", "a@b")
+        ((_, (created,)),) = f.render_batch(
+            [record(Op.CREATE, None, row, table=table)]).items()
+        payload = orjson.dumps({"i%sd": key}, default=json_default)
+        assert created.key == (plan.key_prefix + payload + b"}" if key_schemas else payload)
+        assert created.key == f._key(plan, row)

@@ -253,3 +253,52 @@ def test_a_closed_queue_is_not_an_event_failure() -> None:
     with pytest.raises(QueueClosed):
         d.processing_failed(QueueClosed(), "binlog.000001:4")
     assert metrics.erroneous_events == 0
+
+
+def _keyed_rows(op: Op, keys: list[tuple[int, int]]) -> tuple[list[Any], list[Any]]:
+    """(befores, afters) of rows whose key goes from the first to the second number."""
+    if op is Op.CREATE:
+        return [None] * len(keys), [(new, "v") for _old, new in keys]
+    if op is Op.DELETE:
+        return [(old, "v") for old, _new in keys], [None] * len(keys)
+    return [(old, "b") for old, _new in keys], [(new, "a") for _old, new in keys]
+
+
+@pytest.mark.parametrize("op", [Op.CREATE, Op.UPDATE, Op.DELETE])
+@pytest.mark.parametrize("options", [{}, {"skipped_operations": frozenset({"u"})},
+                                     {"skipped_operations": frozenset({"c", "d"})},
+                                     {"transaction_metadata": True}])
+def test_a_rows_event_in_one_call_is_the_records_change_makes(op: Op,
+                                                              options: dict[str, Any]) -> None:
+    """`changes` takes the rows `plain_rows` accepts and makes the records `change` would
+    (processing time aside); skipped operations and transaction blocks are `change`'s."""
+    t = table()
+    befores, afters = _keyed_rows(op, [(1, 1), (2, 2), (3, 3)])
+    positions = [("p", i) for i in range(3)]
+    one, _, _ = dispatcher(**options)
+    by_row, _, _ = dispatcher(**options)
+    for d in (one, by_row):
+        d.begin("tx", 5, None)
+    if one.plain_rows(t, op, befores, afters):
+        one.changes(t, op, befores, afters, 5, positions)
+    else:
+        for before, after, position in zip(befores, afters, positions, strict=True):
+            one.change(t, op, before, after, 5, position)
+    for before, after, position in zip(befores, afters, positions, strict=True):
+        by_row.change(t, op, before, after, 5, position)
+    plain = (not options.get("transaction_metadata")
+             and op.value not in options.get("skipped_operations", ()))
+    assert one.plain_rows(t, op, befores, afters) is plain
+    assert [r._replace(processed_ts_ms=0) for r in one.pending if isinstance(r, ChangeRecord)] \
+        == [r._replace(processed_ts_ms=0) for r in by_row.pending
+            if isinstance(r, ChangeRecord)]
+    assert len(one.pending) == len(by_row.pending)
+
+
+def test_an_update_changing_a_key_is_not_plain() -> None:
+    """An update whose key changes becomes a delete and a create: row by row (`change`)."""
+    d, _, _ = dispatcher()
+    befores, afters = _keyed_rows(Op.UPDATE, [(1, 1), (2, 7)])
+    assert not d.plain_rows(table(), Op.UPDATE, befores, afters)
+    befores, afters = _keyed_rows(Op.UPDATE, [(1, 1), (2, 2)])
+    assert d.plain_rows(table(), Op.UPDATE, befores, afters)

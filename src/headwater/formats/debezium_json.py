@@ -160,6 +160,7 @@ class _TablePlan:
         "key_positions",
         "key_prefix",
         "key_schema",
+        "key_template",
         "source_json",
         "topic",
         "value_prefix",
@@ -228,6 +229,13 @@ class _TablePlan:
             )
         else:
             self.key_prefix = b""
+        # A one-column key's whole JSON but its value, a `%` template: per event the value
+        # alone is serialized (the same bytes as the dict `_key` serializes).
+        self.key_template: bytes | None = None
+        if len(self.key_names) == 1:
+            head = self.key_prefix + b"{" + orjson.dumps(self.key_names[0]) + b":"
+            self.key_template = (head.replace(b"%", b"%%") + b"%s}"
+                                 + (b"}" if self.key_prefix else b""))
 
 
 _JSON = ConnectSchema(STRING, optional=True, name="io.debezium.data.Json", version=1)
@@ -500,6 +508,7 @@ class DebeziumJsonFormat:
         delete = Op.DELETE
         update = Op.UPDATE
         message_op = Op.MESSAGE
+        absent, toast = ABSENT, UNCHANGED_TOAST
         op_json = _OP_JSON
         null = b"null"
         ts_template = _TS_TEMPLATE
@@ -545,8 +554,16 @@ class DebeziumJsonFormat:
             before = record.before
             after = record.after
             if op is update or op is delete:
-                before_row = row(plan, before)
-                after_row = row(plan, after)
+                # `_row`, its common case inline: a full image of the table's width
+                width = len(names)
+                before_row = (
+                    dict(zip(names, before))  # noqa: B905 (`_row`)
+                    if before is not None and len(before) == width and absent not in before
+                    and toast not in before else row(plan, before))
+                after_row = (
+                    dict(zip(names, after))  # noqa: B905 (`_row`)
+                    if after is not None and len(after) == width and absent not in after
+                    and toast not in after else row(plan, after))
             else:
                 before_row = None
                 after_row = None if after is None else (
@@ -569,7 +586,14 @@ class DebeziumJsonFormat:
             if op is Op.TRUNCATE:
                 topic_list.append(TopicRecord(None, value, ts, context_headers))
                 continue
-            key = key_of(plan, before if op is delete else after)
+            key_values = before if op is delete else after
+            key_template = plan.key_template
+            key: bytes | None
+            if key_template is not None and key_values is not None:
+                key = key_template % dumps(key_values[plan.key_positions[0]],
+                                           default=json_default)
+            else:
+                key = key_of(plan, key_values)
             headers = context_headers
             if record.other_key is not None:
                 headers = (self._key_header(plan, record), *context_headers)

@@ -35,7 +35,7 @@ _IDENTITY: dict[Any, frozenset[type]] = {
 class RelationalTableCodec:
     """Schema plus converters for one version of one table."""
 
-    __slots__ = ("all_kept", "converters", "keep", "schema")
+    __slots__ = ("all_kept", "column_converters", "converters", "keep", "schema")
 
     # The marker of a value the source did not send; passed through unconverted.
     UNSENT: ClassVar[Any] = ABSENT
@@ -46,6 +46,11 @@ class RelationalTableCodec:
     ) -> None:
         self.schema = schema
         self.converters = converters  # one per kept column, in schema order
+        # A converter's `column(values, unsent)`, if it has one: a whole column at once, None
+        # when a value is `unsent` (convert_rows).
+        self.column_converters: tuple[Callable[[Sequence[Any], Any], list[Any] | None] | None,
+                                      ...] = tuple(getattr(c, "column", None)
+                                                   for c in converters)
         self.keep = keep  # positions of the kept columns in the source's column order
         # The source's values are the schema's as they are (a mapping by name may reorder).
         self.all_kept = keep == tuple(range(source_width))
@@ -70,8 +75,10 @@ class RelationalTableCodec:
         Why: row by row, each value pays the tuple building, the zip and the `UNSENT` scan of
         its row; a column pays them once.  A column whose converter is `int`, `str` or `float`
         and whose values all have that type already is passed on as it is (the call would
-        return an equal value of the same type).  A chunk holding an `UNSENT` value goes row by
-        row, so the result is always `convert`'s.
+        return an equal value of the same type).  A converter with a `column` method converts
+        its column itself (a binlog codec's memoised converters: tables.py in the MySQL
+        connector).  A chunk holding an `UNSENT` value goes row by row, so the result is
+        always `convert`'s.
         """
         if not rows:
             return []
@@ -80,7 +87,14 @@ class RelationalTableCodec:
             columns = [columns[i] for i in self.keep]
         unsent = self.UNSENT
         out: list[Sequence[Any]] = []
-        for convert, column in zip(self.converters, columns, strict=True):
+        for convert, convert_column, column in zip(
+                self.converters, self.column_converters, columns, strict=True):
+            if convert_column is not None:
+                converted = convert_column(column, unsent)
+                if converted is None:
+                    return [self.convert(r) for r in rows]
+                out.append(converted)
+                continue
             if unsent in column:
                 return [self.convert(r) for r in rows]
             natural = _IDENTITY.get(convert)

@@ -91,21 +91,31 @@ def test_the_source_block_is_the_full_block_of_each_record() -> None:
 
 
 
-@pytest.mark.parametrize("position", [
-    MySqlPosition("mysql-bin.000003", 400, 2, 7, "0-7-9", 11, "INSERT INTO t VALUES ('%d \"x\"')"),
-    MySqlPosition("mysql-bin.000004", 4, 0, 1, None, None, None),
-])
 @pytest.mark.parametrize("snapshot", list(SnapshotMarker))
-def test_the_source_json_is_its_payload_serialized(position: MySqlPosition,
-                                                   snapshot: SnapshotMarker) -> None:
+def test_the_source_json_is_its_payload_serialized(snapshot: SnapshotMarker) -> None:
     """The hot path's per-table template of the `source` block writes what serializing the
-    payload dict writes, also for null positions and `%` or quotes in names and the query."""
+    payload dict writes, also for null positions and `%` or quotes in names and the query;
+    one renderer formats an event's values once for the records sharing them, and each
+    record's JSON is still its own payload's whichever value changes from one to the next
+    (and back)."""
     block = MySqlSourceBlock("mariadb")
     table = _codec("or%sders").schema
     ctx = SourceContext("mariadb", "sh%dop", "3.5%")
-    record = ChangeRecord(ctx, table, Op.CREATE, None, (1, None, None, None), 5, 5, snapshot,
-                          position)
-    assert block.json_renderer(table, ctx)(record) == orjson.dumps(block.payload(record))
+    render = block.json_renderer(table, ctx)
+    base = MySqlPosition("mysql-bin.000003", 400, 2, 7, "0-7-9", 11,
+                         "INSERT INTO t VALUES ('%d \"x\"')")
+    variants: list[dict[str, Any]] = [
+        {}, {"row": 3}, {"row": 4}, {"file": "mysql-bin.000004"}, {"pos": 4}, {"server_id": 1},
+        {"gtid": None}, {"gtid": "0-7-10"}, {"thread": None}, {"query": None},
+        {"ts_sec": 9}, {}, {"file": "mysql-bin.000004", "pos": 4, "row": 0, "server_id": 1,
+                            "gtid": None, "thread": None, "query": None}]
+    records = [ChangeRecord(ctx, table, Op.CREATE, None, (1, None, None, None), ts, 5,
+                            snapshot, base._replace(**v))
+               for v in variants for ts in (5, 6)]
+    rendered = [render(r) for r in records]
+    assert rendered == [orjson.dumps(block.payload(r)) for r in records]
+    assert len(set(rendered)) > len(records) // 2  # the records really differ
+
 
 def _dispatcher(mode: str) -> EventDispatcher:
     return EventDispatcher(CONTEXT, DispatchOptions(converting_failure_mode=mode),
@@ -144,3 +154,20 @@ def test_a_rows_event_s_images_are_paired_by_operation() -> None:
     assert row_images(tens, Op.UPDATE, updates) == ([(10,), (30,)], [(20,), (40,)])
     assert row_images(tens, Op.CREATE, [(1,)]) == ([None], [(10,)])
     assert row_images(tens, Op.DELETE, [(1,)]) == ([(10,)], [None])
+
+
+def test_a_memoised_column_converts_at_once_as_value_by_value() -> None:
+    """A binlog codec's memoised converter converts a whole column (`column`): the values
+    value by value would give, nulls as null, remembered or not; a column holding the
+    codec's unsent marker gives None (the codec then goes row by row)."""
+    codec = _codec().binlog()
+    price = codec.column_converters[1]
+    assert price is not None and codec.column_converters[0] is None
+    shared = Decimal("1.25")
+    column = [shared, None, Decimal("-0.00"), shared, Decimal("7")]
+    expected = [None if v is None else _codec().converters[1](v) for v in column]
+    assert price(column, codec.UNSENT) == expected  # misses
+    assert price(column, codec.UNSENT) == expected  # hits
+    assert price([shared, codec.UNSENT], codec.UNSENT) is None
+    images = [(i, v, None, "n") for i, v in enumerate(column)]
+    assert codec.convert_rows(images) == [_codec().convert(image) for image in images]

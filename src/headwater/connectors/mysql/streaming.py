@@ -510,6 +510,21 @@ class _Loop(LogSession):
             self.file, event.position, event.server_id, self.gtid, self.thread, self.query)
         last = skip_rows + len(rows) - 1
         ts_sec = event.timestamp
+        if dispatcher.plain_rows(schema, op, befores, afters):
+            # One record per row: the rows in runs that fill the batch exactly, so it is
+            # handed over after the same row as row by row.
+            start, limit = skip_rows, dispatcher.max_batch_size
+            while start <= last:
+                end = min(last + 1, start + max(1, limit - len(dispatcher.pending)))
+                first = start - skip_rows
+                dispatcher.changes(
+                    schema, op, befores[first:end - skip_rows], afters[first:end - skip_rows],
+                    ts, [_new(MySqlPosition, (file, pos, index, server, gtid, thread, query,
+                                              ts_sec)) for index in range(start, end)])
+                start = end
+                if mid_flush is not None and start <= last and dispatcher.full:
+                    mid_flush(start)
+            return
         for index, before, after in zip(range(skip_rows, last + 1), befores, afters,
                                         strict=True):
             change(schema, op, before, after, ts,  # tuple.__new__: half a NamedTuple's call
