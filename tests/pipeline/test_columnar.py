@@ -334,6 +334,36 @@ def test_delta_tables_equal_the_reference_across_batches(tmp_path: Path, toast: 
     assert got.to_pylist() == want.to_pylist()
 
 
+def test_the_first_batch_into_an_empty_table_is_appended_once(tmp_path: Path) -> None:
+    """Into a table (and a state table) without rows, the column-wise SCD1 batch appends its
+    net upserts (and its deletes' state rows) rather than MERGE them, with the batch's txn:
+    the rows equal the event path's, and a replay of the batch is skipped."""
+    records = workload(random.Random(17), mysql=False, n=400, toast=False)
+    write(tmp_path / "topics", records)
+    ref = DeltaTarget(tmp_path / "ref", "p")
+    scd1_by_events(ref, decode_topic(TOPIC, list(read_range(tmp_path / "topics", TOPIC, 0,
+                                                             len(records)))), 0)
+    fast = DeltaTarget(tmp_path / "fast", "p")
+    for _ in range(2):  # (the second: Spark's replay of the batch)
+        ch = columnar.decode_net(TOPIC, columnar.scan(tmp_path / "topics", TOPIC, 0,
+                                                      len(records), columnar.Positions()))
+        assert ch is not None
+        fast.apply_scd1_net(ch, 0)
+    for path in (tmp_path / "fast" / "public" / "t",
+                 tmp_path / "fast" / "_headwater" / "state" / "public.t"):
+        dt = DeltaTable(str(path))
+        assert [h["operation"] for h in dt.history()] == ["WRITE", "WRITE"]  # (no MERGE)
+        assert dt.transaction_version("p") == 0
+    want = read_table(tmp_path / "ref" / "public" / "t").sort_by("id")
+    got = read_table(tmp_path / "fast" / "public" / "t").sort_by("id")
+    assert 0 < got.num_rows < len(records)
+    assert got.to_pylist() == want.to_pylist()
+    deletes = read_table(tmp_path / "fast" / "_headwater" / "state" / "public.t")
+    assert deletes.num_rows > 0
+    assert deletes.sort_by("key").to_pylist() == read_table(
+        tmp_path / "ref" / "_headwater" / "state" / "public.t").sort_by("key").to_pylist()
+
+
 def changelog_by_both(root: Path, start: int, end: int) -> tuple[pa.Table, pa.Table]:
     """(event path, column-wise path) changelog tables of one range, as written to Delta."""
     changes = decode_topic(TOPIC, list(read_range(root / "topics", TOPIC, start, end)))

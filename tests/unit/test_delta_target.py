@@ -7,10 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import deltalake
 import orjson
 import pytest
 from deltalake import DeltaTable
 
+from headwater.pipeline import delta_target
 from headwater.pipeline.decode import decode_topic
 from headwater.pipeline.delta_target import DeltaTarget, SchemaEvolutionError, read_table
 from headwater.pipeline.net import net_changes
@@ -103,9 +105,19 @@ class Crash(Exception):
 
 
 def crash_after_first_commit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Makes the next MERGE commit, then raises: the batch's later commits never happen."""
+    """Makes the next MERGE or append commit, then raises: the batch's later commits never
+    happen (an append: the column-wise path's first batch into an empty table)."""
     original = DeltaTable.merge
     armed = [True]
+    write = deltalake.write_deltalake
+
+    def append_then_crash(*args: Any, **kwargs: Any) -> None:
+        write(*args, **kwargs)
+        if armed[0] and kwargs.get("mode") == "append":
+            armed[0] = False
+            raise Crash
+
+    monkeypatch.setattr(delta_target, "write_deltalake", append_then_crash)
 
     def merge(self: DeltaTable, *args: Any, **kwargs: Any) -> Any:
         merger = original(self, *args, **kwargs)

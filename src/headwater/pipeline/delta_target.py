@@ -392,10 +392,42 @@ class DeltaTarget:
         dt, columns = self._scd1_table(path, changes.columns)
         deletes = net.filter(pc.equal(net.column(OP), "d"))
         if deletes.num_rows:  # state first, the table's commit last (module docstring)
-            self._merge_state(changes, state_deletes(deletes, keys), batch_id)
+            remembered = state_deletes(deletes, keys)  # (one row per key: the net's)
+            state = self._ensure_table(self.state_path(changes), STATE_SCHEMA)
+            if not self._append_if_empty(state, remembered, batch_id):
+                self._merge_state(changes, remembered, batch_id)
+        upserts = net.filter(pc.equal(net.column(OP), "u"))
+        if self._append_if_empty(dt, upserts.select([c.name for c in columns] + [SEQ]),
+                                 batch_id):
+            return
         source = net.select([c.name for c in columns] + [SEQ, OP]
                             + [TOAST_FLAG + c for c in changes.toast])
         self._merge_scd1(dt, source, columns, keys, changes.toast, batch_id)
+
+    def _append_if_empty(self, dt: DeltaTable, rows: pa.Table, batch_id: int) -> bool:
+        """Appends `rows` (at most one per key) when the table holds no data file yet, and
+        says whether it did; the caller MERGEs otherwise.
+
+        Into a table without rows, a MERGE's only effect is its insert clause, and the net
+        rows it inserts (`rows`: an upsert's row columns and sequence, a delete's state row)
+        are what an append writes, in one commit with the batch's `txn` as the MERGE's.  The
+        MERGE would still join them against the table in DataFusion: on the bench's first
+        batch of 500k records (180k net rows), the driver's CPU for the batch's writes fell
+        from 0.45-0.56 s to 0.31 s.  The first batch of a pipeline (an initial snapshot) is
+        its largest.  Only when the rows' columns are the table's and their values cast to its
+        types without loss (Arrow's safe cast, as the MERGE casts its source); else MERGE."""
+        if dt.file_uris():
+            return False
+        schema = pa.schema(dt.schema().to_arrow())
+        if rows.schema.names != schema.names:
+            return False
+        try:  # (the MERGE casts the source to the table's types too: ms to Delta's us)
+            rows = rows.cast(schema)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return False
+        write_deltalake(dt, rows, mode="append", commit_properties=self._commit(batch_id))
+        dt.update_incremental()
+        return True
 
     def _net_after_state(self, changes: ColumnarChanges) -> pa.Table:
         """The batch's net rows without those the state keeps out: older than the last
