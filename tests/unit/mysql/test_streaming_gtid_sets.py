@@ -132,7 +132,7 @@ def test_a_mysql_set_is_advanced_at_each_commit_ddl_included() -> None:
     assert session.run()["gtids"] == f"{U1}:1-7,{U2}:1-5"
     script.mysql_tx(U1, 8, commit=False)  # read up to its BEGIN: not committed
     assert session.run()["gtids"] == f"{U1}:1-7,{U2}:1-5"
-    assert session.loop.in_tx and session.loop.tx_gtids_before == f"{U1}:1-7,{U2}:1-5"
+    assert session.loop.in_tx and session.loop.resume.start.gtids == f"{U1}:1-7,{U2}:1-5"
     assert session.loop._mid_offset(0, 0)["gtids"] == f"{U1}:1-7,{U2}:1-5"
 
 

@@ -65,6 +65,15 @@ class MySqlPosition(NamedTuple):
                 "pos": self.pos, "row": self.row, "thread": self.thread, "query": self.query}
 
 
+class TxStart(NamedTuple):
+    """Where a transaction starts: a restart in it re-reads it from there, with the GTIDs of
+    the transactions completed before it."""
+
+    file: str
+    pos: int
+    gtids: str | None
+
+
 def restart_offset(
     file: str,
     pos: int,

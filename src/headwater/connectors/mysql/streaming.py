@@ -25,13 +25,14 @@ from headwater.connectors.mysql.binlog.gtid import GtidSet, GtidSetError
 from headwater.connectors.mysql.binlog.rows import RowDecoder, row_decoder
 from headwater.connectors.mysql.connection import binlog_client, connect
 from headwater.connectors.mysql.incremental import MySqlIncrementalHook
-from headwater.connectors.mysql.position import MySqlPosition, restart_offset
+from headwater.connectors.mysql.position import MySqlPosition, TxStart, restart_offset
 from headwater.connectors.mysql.position_signal import Repositioned
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.dispatcher import DispatchOptions
 from headwater.engine.source import RetriableError, SourceRunContext
 from headwater.model.record import Op
 from headwater.relational.codec import convert_images, row_images
+from headwater.relational.resume import TransactionResume
 from headwater.relational.streaming import ActionConnection, LogSession, LogStreamingSource
 
 if TYPE_CHECKING:
@@ -227,27 +228,24 @@ class _Loop(LogSession):
         # GTIDs seen since a file/pos start would miss the other replication domains.
         self.track_gtids = bool(self.gtid_state)
         self.server_id = int(offset.get("server_id", 0))
-        # Restart skipping (only the first transaction read).
-        self.skip_events = int(offset.get("event", 0))
-        self.skip_rows = int(offset.get("row", 0))
-        # The transaction being read.
-        self.tx_file = self.file
-        self.tx_pos = int(offset["pos"])
-        self.tx_gtids_before = self.gtids_text()
+        # The transaction being read: where it starts, what of it went out (and, in the first
+        # one read, what an earlier run handed over: skipped).
+        self.resume = TransactionResume(
+            TxStart(self.file, int(offset["pos"]), self.gtids_text()),
+            int(offset.get("event", 0)), int(offset.get("row", 0)))
         self.gtid: str | None = None
         # A MySQL GTID event does not say whether a BEGIN follows: until one does, the
         # transaction is the statement after it (a DDL statement), which ends it.
         self.one_statement = False
         self.thread: int | None = None
         self.query: str | None = None
-        self.events_done = 0
         self.tables: dict[int, tuple[Any, MySqlTableCodec | None, RowDecoder | None]] = {}
         self.last_offset: dict[str, Any] = dict(offset)
         # last_offset (a transaction end) not yet handed to the runtime.
         self.offset_pending = False
         self.last_emit = time.monotonic()
         if self.hook is not None:
-            self.hook.start(offset, self.file, self.tx_pos)
+            self.hook.start(offset, self.file, self.resume.start.pos)
         self.read = functools.partial(client.read_event, self.cfg.poll_interval_ms / 1000)
         # connect.keep.alive: a connection silent this long (no event, no heartbeat) is lost
         self.silence = (self.cfg.connect_keep_alive_interval_ms / 1000
@@ -329,7 +327,7 @@ class _Loop(LogSession):
         body = event.body
         self.file = body.next_file
         if not self.in_tx:
-            self.tx_file, self.tx_pos = self.file, body.position
+            self.resume.start = self.resume.start._replace(file=self.file, pos=body.position)
 
     def on_gtid(self, event: Any) -> None:
         body = event.body
@@ -341,10 +339,7 @@ class _Loop(LogSession):
         self.begin((gtid, self.file, event.position), gtid or f"{self.file}:{event.position}",
                    event.timestamp * 1000, None)
         self.gtid = gtid
-        self.tx_file = self.file
-        self.tx_pos = event.position
-        self.tx_gtids_before = self.gtids_text()
-        self.events_done = 0
+        self.resume.begin(TxStart(self.file, event.position, self.gtids_text()))
         self.query = None
         self.server_id = event.server_id
 
@@ -419,9 +414,7 @@ class _Loop(LogSession):
         self.gtid = None
         self.thread = None
         self.query = None
-        self.events_done = 0
-        self.skip_events = self.skip_rows = 0
-        self.tx_file, self.tx_pos = self.file, event.log_pos
+        self.resume.end(self.resume.start._replace(file=self.file, pos=event.log_pos))
         self.last_offset = restart_offset(
             self.file, event.log_pos, self.gtids_text(),
             server_id=event.server_id, ts_sec=event.timestamp,
@@ -452,19 +445,18 @@ class _Loop(LogSession):
         body = event.body
         entry = self.tables.get(body.table_id)
         dispatcher = self.dispatcher
-        skip_rows = 0
-        if self.skip_events or self.skip_rows:
-            if self.events_done < self.skip_events:
-                # Written by an earlier run; with transaction metadata it still counts.
-                if self.tx_metadata:
-                    dispatcher.replaying = True
-                    try:
-                        self._dispatch_rows(event, entry, 0, None)
-                    finally:
-                        dispatcher.replaying = False
-                self.events_done += 1
-                return
-            skip_rows, self.skip_rows = self.skip_rows, 0
+        resume = self.resume
+        skip_rows = resume.event()
+        if skip_rows is None:
+            # Written by an earlier run; with transaction metadata it still counts.
+            if self.tx_metadata:
+                dispatcher.replaying = True
+                try:
+                    self._dispatch_rows(event, entry, 0, None)
+                finally:
+                    dispatcher.replaying = False
+            resume.event_done()
+            return
         if self.hook is not None and body.table_id in self.hook.watched and entry is not None:
             dispatcher.extend(self.hook.rows(event, entry[0], MySqlPosition(
                 self.file, event.position, 0, event.server_id, None, self.thread, None,
@@ -476,12 +468,12 @@ class _Loop(LogSession):
                 exc, f"{self.file}:{event.position} (table "
                      f"{entry[0].database}.{entry[0].table})" if entry else
                      f"{self.file}:{event.position}")
-        self.events_done += 1
+        resume.event_done()
         if dispatcher.full:
-            self.flush(self._mid_offset(self.events_done, 0))
+            self.flush(self._mid_offset(resume.events, 0))
 
     def _mid_flush(self, rows_done: int) -> None:
-        self.flush(self._mid_offset(self.events_done, rows_done))
+        self.flush(self._mid_offset(self.resume.events, rows_done))
 
     def _dispatch_rows(
         self, event: Any, entry: tuple[Any, MySqlTableCodec | None, RowDecoder | None] | None,
@@ -533,8 +525,7 @@ class _Loop(LogSession):
                 mid_flush(index + 1)
 
     def _mid_offset(self, events: int, rows: int) -> dict[str, Any]:
-        return restart_offset(
-            self.tx_file, self.tx_pos, self.tx_gtids_before, event=events, row=rows,
-            server_id=self.server_id,
-        )
+        start = self.resume.start
+        return restart_offset(start.file, start.pos, start.gtids, event=events, row=rows,
+                              server_id=self.server_id)
 
