@@ -27,6 +27,7 @@ from headwater.connectors.mysql.connection import binlog_client, connect
 from headwater.connectors.mysql.incremental import MySqlIncrementalHook
 from headwater.connectors.mysql.position import MySqlPosition, TxStart, restart_offset
 from headwater.connectors.mysql.position_signal import Repositioned
+from headwater.connectors.mysql.server import server_for
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.dispatcher import DispatchOptions
 from headwater.engine.source import RetriableError, SourceRunContext
@@ -175,11 +176,11 @@ class MySqlStreamingSource(LogStreamingSource):
         try:
             with conn.cursor() as cur:
                 cur.execute("SELECT VERSION()")
-                version = str(cur.fetchone()[0])
-                if "mariadb" in version.lower():
+                server = server_for(str(cur.fetchone()[0]))
+                if server.mariadb:
                     raise GtidSetError(
                         f"the offset's gtids are a MySQL GTID set ({executed}), but the "
-                        f"server is MariaDB ({version}), whose GTIDs are "
+                        f"server is MariaDB ({server.version}), whose GTIDs are "
                         "domain-server-sequence: the offset is from another server")
                 cur.execute("SELECT @@global.gtid_mode, @@global.gtid_purged")
                 mode, purged = cur.fetchone()
