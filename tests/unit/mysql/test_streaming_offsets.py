@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from headwater.connectors.mysql.config import validate_mysql_config
-from headwater.connectors.mysql.position import binlog_order, restart_offset
-from headwater.connectors.mysql.streaming import (
-    MySqlStreamingSource,
+from headwater.connectors.mysql.position import (
+    binlog_order,
     gtid_set_text,
     parse_gtid_state,
+    restart_offset,
 )
+from headwater.connectors.mysql.streaming import MySqlStreamingSource
 
 
 def test_gtid_state_round_trip_keeps_one_gtid_per_domain() -> None:

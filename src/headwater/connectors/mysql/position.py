@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from headwater.connectors.mysql.binlog.gtid import GtidSet, GtidSetError
 from headwater.model.record import ChangeRecord, SourceContext
 from headwater.model.schema import ConnectSchema, TableSchema
 from headwater.model.source_block import (
@@ -72,6 +73,69 @@ class TxStart(NamedTuple):
     file: str
     pos: int
     gtids: str | None
+
+
+def gtid_set_text(state: dict[int, str]) -> str:
+    return ",".join(state[d] for d in sorted(state))
+
+
+def parse_gtid_state(text: str | None) -> dict[int, str]:
+    """MariaDB GTID position "0-1-10,1-2-5" as {domain: gtid}."""
+    state: dict[int, str] = {}
+    for raw in (text or "").split(","):
+        part = raw.strip()
+        if part:
+            state[int(part.split("-", 1)[0])] = part
+    return state
+
+
+def mysql_gtid_set(text: str | None) -> GtidSet | None:
+    """The offset's `gtids` when they are a MySQL GTID set (`uuid:1-5,...`, the executed set
+    a MySQL snapshot stores), else None (none, or MariaDB's `domain-server-seq` position)."""
+    if not text or ":" not in text:
+        return None
+    try:
+        return GtidSet.parse(text)
+    except GtidSetError as exc:
+        raise GtidSetError(f"the offset's gtids {text!r}: {exc}") from None
+
+
+class MariaDbGtids:
+    """MariaDB's offset `gtids`: the last GTID per replication domain, each committed
+    transaction's replacing its domain's.  Kept only when the start offset had them: a
+    position built from the GTIDs seen since a file/pos start would miss the other domains."""
+
+    def __init__(self, text: str | None) -> None:
+        self.state = parse_gtid_state(text)
+        self.tracked = bool(self.state)
+
+    def committed(self, gtid: str | None) -> None:
+        if self.tracked and gtid is not None and "-" in gtid and ":" not in gtid:
+            self.state[int(gtid.split("-", 1)[0])] = gtid
+
+    def text(self) -> str | None:
+        return gtid_set_text(self.state) or None
+
+
+class MySqlGtids:
+    """MySQL's offset `gtids`: the executed set, each committed transaction's GTID added (as
+    Debezium's offset)."""
+
+    def __init__(self, executed: GtidSet) -> None:
+        self.executed = executed
+
+    def committed(self, gtid: str | None) -> None:
+        if gtid is not None and ":" in gtid:
+            self.executed = self.executed.add_gtid(gtid)
+
+    def text(self) -> str | None:
+        return str(self.executed)
+
+
+def offset_gtids(text: str | None) -> MySqlGtids | MariaDbGtids:
+    """The offset's `gtids` in their flavour (what the stream advances at each commit)."""
+    executed = mysql_gtid_set(text)
+    return MariaDbGtids(text) if executed is None else MySqlGtids(executed)
 
 
 def restart_offset(

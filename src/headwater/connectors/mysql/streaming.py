@@ -25,7 +25,13 @@ from headwater.connectors.mysql.binlog.gtid import GtidSet, GtidSetError
 from headwater.connectors.mysql.binlog.rows import RowDecoder, row_decoder
 from headwater.connectors.mysql.connection import binlog_client, connect
 from headwater.connectors.mysql.incremental import MySqlIncrementalHook
-from headwater.connectors.mysql.position import MySqlPosition, TxStart, restart_offset
+from headwater.connectors.mysql.position import (
+    MySqlPosition,
+    TxStart,
+    mysql_gtid_set,
+    offset_gtids,
+    restart_offset,
+)
 from headwater.connectors.mysql.position_signal import Repositioned
 from headwater.connectors.mysql.server import server_for
 from headwater.connectors.mysql.tables import MySqlTableCodec
@@ -54,31 +60,6 @@ class BinlogPositionLostError(RuntimeError):
 
 class BinlogConnectionLostError(RuntimeError):
     """The binlog connection dropped with `connect.keep.alive=false`: capture stops."""
-
-
-def gtid_set_text(state: dict[int, str]) -> str:
-    return ",".join(state[d] for d in sorted(state))
-
-
-def mysql_gtid_set(text: str | None) -> GtidSet | None:
-    """The offset's `gtids` when they are a MySQL GTID set (`uuid:1-5,...`, the executed set
-    a MySQL snapshot stores), else None (none, or MariaDB's `domain-server-seq` position)."""
-    if not text or ":" not in text:
-        return None
-    try:
-        return GtidSet.parse(text)
-    except GtidSetError as exc:
-        raise GtidSetError(f"the offset's gtids {text!r}: {exc}") from None
-
-
-def parse_gtid_state(text: str | None) -> dict[int, str]:
-    """MariaDB GTID position "0-1-10,1-2-5" as {domain: gtid}."""
-    state: dict[int, str] = {}
-    for raw in (text or "").split(","):
-        part = raw.strip()
-        if part:
-            state[int(part.split("-", 1)[0])] = part
-    return state
 
 
 class MySqlStreamingSource(LogStreamingSource):
@@ -220,19 +201,13 @@ class _Loop(LogSession):
         super().__init__(source, ctx, DispatchOptions.from_config(self.cfg),
                          source.heartbeat_action)
         self.file = str(offset["file"])
-        # MySQL: the executed set, with each transaction's GTID added at its commit (as
-        # Debezium's offset); else MariaDB's last GTID per domain.
-        self.mysql_gtids = mysql_gtid_set(offset.get("gtids"))
-        self.gtid_state = (parse_gtid_state(offset.get("gtids")) if self.mysql_gtids is None
-                           else {})
-        # GTIDs go into offsets only when the start position had them: a set built from the
-        # GTIDs seen since a file/pos start would miss the other replication domains.
-        self.track_gtids = bool(self.gtid_state)
+        # the offset's `gtids`, in its flavour (MySQL's executed set, MariaDB's position)
+        self.gtids = offset_gtids(offset.get("gtids"))
         self.server_id = int(offset.get("server_id", 0))
         # The transaction being read: where it starts, what of it went out (and, in the first
         # one read, what an earlier run handed over: skipped).
         self.resume = TransactionResume(
-            TxStart(self.file, int(offset["pos"]), self.gtids_text()),
+            TxStart(self.file, int(offset["pos"]), self.gtids.text()),
             int(offset.get("event", 0)), int(offset.get("row", 0)))
         self.gtid: str | None = None
         # A MySQL GTID event does not say whether a BEGIN follows: until one does, the
@@ -340,16 +315,9 @@ class _Loop(LogSession):
         self.begin((gtid, self.file, event.position), gtid or f"{self.file}:{event.position}",
                    event.timestamp * 1000, None)
         self.gtid = gtid
-        self.resume.begin(TxStart(self.file, event.position, self.gtids_text()))
+        self.resume.begin(TxStart(self.file, event.position, self.gtids.text()))
         self.query = None
         self.server_id = event.server_id
-
-    def gtids_text(self) -> str | None:
-        """The offset's `gtids` for the transactions committed so far, in the offset's
-        flavour."""
-        if self.mysql_gtids is not None:
-            return str(self.mysql_gtids)
-        return gtid_set_text(self.gtid_state) or None
 
     def on_annotate(self, event: Any) -> None:
         if self.cfg.include_query:
@@ -406,10 +374,7 @@ class _Loop(LogSession):
         hook = self.hook
         if hook is not None:  # signals of the transaction take effect at its commit
             self.hook_committed(self.file, event.log_pos)
-        if self.track_gtids and self.gtid is not None and "-" in self.gtid and ":" not in self.gtid:
-            self.gtid_state[int(self.gtid.split("-", 1)[0])] = self.gtid
-        elif self.mysql_gtids is not None and self.gtid is not None and ":" in self.gtid:
-            self.mysql_gtids = self.mysql_gtids.add_gtid(self.gtid)
+        self.gtids.committed(self.gtid)
         self.in_tx = False
         self.one_statement = False
         self.gtid = None
@@ -417,7 +382,7 @@ class _Loop(LogSession):
         self.query = None
         self.resume.end(self.resume.start._replace(file=self.file, pos=event.log_pos))
         self.last_offset = restart_offset(
-            self.file, event.log_pos, self.gtids_text(),
+            self.file, event.log_pos, self.gtids.text(),
             server_id=event.server_id, ts_sec=event.timestamp,
         )
         self.offset_pending = True
