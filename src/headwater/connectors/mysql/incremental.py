@@ -156,11 +156,6 @@ class MySqlChunkSource(RelationalChunkSource):
             return str(exc.args[-1])
         return None
 
-    def _rows(self, cur: Any, sql: str, params: Sequence[Any]) -> Sequence[Any]:
-        cur.execute(sql, params)
-        rows: Sequence[Any] = cur.fetchall()
-        return rows
-
     def _chunk_begin(self, cur: Any) -> tuple[str | None, Order | None]:
         low = self._server.gtid_position(cur) if self.read_only else None
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")

@@ -281,13 +281,13 @@ class MySqlSnapshotSource(RelationalSnapshotSource[tuple[str, str]]):
         The lock is held until every worker reported its consistent snapshot open (READY),
         or until every chunk is read if some worker is not ready by then (it then reads
         nothing: a chunk is only taken by a ready worker, and no chunk is left)."""
-        from headwater.connectors.mysql.snapshot_workers import ReaderSpec, open_reader
+        from headwater.connectors.mysql.snapshot_workers import MySqlChunkReader, ReaderSpec
 
         spec = ReaderSpec(self.cfg, self.state.modes, self.state.context, self.position,
                           tuple(self.codec(t).table for t in tables),
                           tuple(streams_results(size, self.cfg.min_row_count_to_stream_results)
                                 for size in self.sizes))
-        return self.workers(ctx, tables, open_reader, spec,
+        return self.workers(ctx, tables, MySqlChunkReader, spec,
                             plan_chunks(self.sizes, self.max_threads), on_all_ready=release)
 
     def read_table(self, table: tuple[str, str], emitter: SnapshotEmitter) -> None:
