@@ -15,12 +15,14 @@ row exactly once.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import orjson
 
 from headwater.connectors.mysql.binlog.gtid import GtidSet, GtidSetError
+from headwater.connectors.mysql.server import server_for
 from headwater.model.record import ChangeRecord, SourceContext
 from headwater.model.schema import ConnectSchema, TableSchema
 from headwater.model.source_block import (
@@ -31,6 +33,8 @@ from headwater.model.source_block import (
     source_fields,
     source_schema,
 )
+
+log = logging.getLogger("headwater.connectors.mysql")
 
 
 def binlog_file_number(name: str) -> int:
@@ -100,14 +104,26 @@ def mysql_gtid_set(text: str | None) -> GtidSet | None:
         raise GtidSetError(f"the offset's gtids {text!r}: {exc}") from None
 
 
+Keep = Callable[[str], bool]  # gtid.source.includes/excludes: whether a source's GTIDs count
+
+
 class MariaDbGtids:
     """MariaDB's offset `gtids`: the last GTID per replication domain, each committed
     transaction's replacing its domain's.  Kept only when the start offset had them: a
     position built from the GTIDs seen since a file/pos start would miss the other domains."""
 
     def __init__(self, text: str | None) -> None:
+        self.offset_text = text
         self.state = parse_gtid_state(text)
         self.tracked = bool(self.state)
+
+    def start(self, keep: Keep, connect: Callable[[], Any], offset: dict[str, Any]
+              ) -> dict[str, Any]:
+        """The binlog client's start: the GTIDs of accepted sources (MariaDB sources are
+        "domain-server"); none (the offset's file/pos) if no GTID is left."""
+        kept = ",".join(g.strip() for g in str(self.offset_text or "").split(",")
+                        if g.strip() and keep(g.strip().rsplit("-", 1)[0]))
+        return {"gtid_position": kept} if kept else {}
 
     def committed(self, gtid: str | None) -> None:
         if self.tracked and gtid is not None and "-" in gtid and ":" not in gtid:
@@ -123,6 +139,35 @@ class MySqlGtids:
 
     def __init__(self, executed: GtidSet) -> None:
         self.executed = executed
+
+    def start(self, keep: Keep, connect: Callable[[], Any], offset: dict[str, Any]
+              ) -> dict[str, Any]:
+        """The binlog client's start (COM_BINLOG_DUMP_GTID), as Debezium's
+        MySqlConnection.filterGtidSet: the set, of the uuids `keep` keeps, over the server's
+        @@gtid_purged (which the server requires a replica to have); none (the offset's
+        file/pos) when the server does not run gtid_mode=ON.  The server is asked, not guessed
+        from the set's text: a MariaDB server with a MySQL set is an error."""
+        conn = connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT VERSION()")
+                server = server_for(str(cur.fetchone()[0]))
+                if server.mariadb:
+                    raise GtidSetError(
+                        f"the offset's gtids are a MySQL GTID set ({self.executed}), but the "
+                        f"server is MariaDB ({server.version}), whose GTIDs are "
+                        "domain-server-sequence: the offset is from another server")
+                cur.execute("SELECT @@global.gtid_mode, @@global.gtid_purged")
+                mode, purged = cur.fetchone()
+        finally:
+            conn.close()
+        if str(mode).upper() != "ON":
+            log.info("streaming: the offset has a MySQL GTID set but the server runs "
+                     "gtid_mode=%s: from its file/pos %s:%s", mode, offset["file"],
+                     offset["pos"])
+            return {}
+        kept = self.executed.retain(keep)
+        return {"gtid_set": GtidSet.parse(str(purged or "")).overridden_by(kept)}
 
     def committed(self, gtid: str | None) -> None:
         if gtid is not None and ":" in gtid:

@@ -21,19 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.connectors.mysql.binlog import events as ev
 from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
-from headwater.connectors.mysql.binlog.gtid import GtidSet, GtidSetError
 from headwater.connectors.mysql.binlog.rows import RowDecoder, row_decoder
 from headwater.connectors.mysql.connection import binlog_client, connect
 from headwater.connectors.mysql.incremental import MySqlIncrementalHook
 from headwater.connectors.mysql.position import (
     MySqlPosition,
     TxStart,
-    mysql_gtid_set,
     offset_gtids,
     restart_offset,
 )
 from headwater.connectors.mysql.position_signal import Repositioned
-from headwater.connectors.mysql.server import server_for
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.dispatcher import DispatchOptions
 from headwater.engine.source import RetriableError, SourceRunContext
@@ -93,22 +90,16 @@ class MySqlStreamingSource(LogStreamingSource):
         """One binlog connection, from `offset` until stopped (or moved by a signal)."""
         client = binlog_client(self.cfg)
         self._client = client
-        executed = mysql_gtid_set(offset.get("gtids"))
-        gtids: Any = (self._filtered_gtids(offset.get("gtids")) if executed is None
-                      else self._mysql_start_set(executed, offset))
+        # the offset's GTIDs in their flavour say where (else its file/pos: always stored)
+        start = offset_gtids(offset.get("gtids")).start(
+            self.cfg.gtid_source_filter, lambda: connect(self.cfg), offset)
+        gtids = start.get("gtid_set", start.get("gtid_position"))
+        where = (f"{offset['file']}:{offset['pos']}" if gtids is None else
+                 f"{'MySQL GTID set' if 'gtid_set' in start else 'GTID position'} {gtids}")
         try:
-            if isinstance(gtids, GtidSet):
-                log.info("streaming: from MySQL GTID set %s (skip %s events, %s rows)", gtids,
-                         offset.get("event", 0), offset.get("row", 0))
-                client.start(gtid_set=gtids)
-            elif gtids:
-                log.info("streaming: from GTID position %s (skip %s events, %s rows)", gtids,
-                         offset.get("event", 0), offset.get("row", 0))
-                client.start(gtid_position=str(gtids))
-            else:
-                log.info("streaming: from %s:%s (skip %s events, %s rows)", offset["file"],
-                         offset["pos"], offset.get("event", 0), offset.get("row", 0))
-                client.start(file=str(offset["file"]), pos=int(offset["pos"]))
+            log.info("streaming: from %s (skip %s events, %s rows)", where,
+                     offset.get("event", 0), offset.get("row", 0))
+            client.start(**(start or {"file": str(offset["file"]), "pos": int(offset["pos"])}))
             self.metrics.connected = True
             _Loop(self, ctx, client, offset).run()
         except BinlogServerError as exc:
@@ -145,44 +136,6 @@ class MySqlStreamingSource(LogStreamingSource):
         return RetriableError(
             f"binlog connection lost ({exc}); connect.keep.alive: reconnecting from the last "
             "position", reconnect_after_s=cfg.connect_keep_alive_interval_ms / 1000)
-
-    def _mysql_start_set(self, executed: GtidSet, offset: dict[str, Any]) -> GtidSet | None:
-        """What a MySQL stream starts after (COM_BINLOG_DUMP_GTID), as Debezium's
-        MySqlConnection.filterGtidSet: the offset's set, of the uuids gtid.source.includes/
-        excludes keep, over the server's @@gtid_purged (which the server requires a replica to
-        have); None (start from the offset's file/pos, always stored) when the server does not
-        run gtid_mode=ON.  The server is asked, not guessed from the set's text: a MariaDB
-        server with a MySQL set is an error."""
-        conn = connect(self.cfg)
-        try:
-            with conn.cursor() as cur:
-                cur.execute("SELECT VERSION()")
-                server = server_for(str(cur.fetchone()[0]))
-                if server.mariadb:
-                    raise GtidSetError(
-                        f"the offset's gtids are a MySQL GTID set ({executed}), but the "
-                        f"server is MariaDB ({server.version}), whose GTIDs are "
-                        "domain-server-sequence: the offset is from another server")
-                cur.execute("SELECT @@global.gtid_mode, @@global.gtid_purged")
-                mode, purged = cur.fetchone()
-        finally:
-            conn.close()
-        if str(mode).upper() != "ON":
-            log.info("streaming: the offset has a MySQL GTID set but the server runs "
-                     "gtid_mode=%s: from its file/pos %s:%s", mode, offset["file"],
-                     offset["pos"])
-            return None
-        kept = executed.retain(self.cfg.gtid_source_filter)
-        return GtidSet.parse(str(purged or "")).overridden_by(kept)
-
-    def _filtered_gtids(self, gtids: Any) -> str | None:
-        """gtid.source.includes/excludes: only the GTIDs of accepted sources locate the start
-        (MariaDB sources are "domain-server")."""
-        if not gtids:
-            return None
-        kept = [g for g in str(gtids).split(",")
-                if g.strip() and self.cfg.gtid_source_filter(g.strip().rsplit("-", 1)[0])]
-        return ",".join(g.strip() for g in kept) or None
 
 
 class _Loop(LogSession):
