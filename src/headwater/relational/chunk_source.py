@@ -12,7 +12,8 @@ dialects do.  A connector subclasses `RelationalChunkSource` and supplies its pi
 * `_chunk_begin` / `_chunk_end`: what a chunk read takes around its query, in its transaction
   (the snapshot it saw; read-only, the high watermark); `_blocking_begin`: a blocking
   snapshot's transaction and the position of its READ records;
-* `_rows`: a query's rows (PostgreSQL: COPY text, the format its stream sends);
+* `_rows`: a query's rows (fetched as the driver reads them; PostgreSQL: COPY text, the
+  format its stream sends);
 * `_refusal`: whether a driver error is the server refusing the table (Debezium's
   SQL_EXCEPTION: the table is skipped) rather than a lost connection (the capture ends);
 * as data: `quote`, `same_name` (names compared as the server folds them), `column_prefix`
@@ -160,7 +161,10 @@ class RelationalChunkSource:
         raise NotImplementedError
 
     def _rows(self, cur: Any, sql: str, params: Sequence[Any]) -> Sequence[Row]:
-        raise NotImplementedError
+        """The rows of a query, as the driver fetches them (PostgreSQL reads COPY text)."""
+        cur.execute(sql, params)
+        rows: Sequence[Row] = cur.fetchall()
+        return rows
 
     def _refusal(self, exc: Exception) -> str | None:
         """The server's words if `exc` refuses the table (not the connection), else None."""

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from headwater.connectors.mysql import streaming
+from headwater.connectors.mysql import position, streaming
 from headwater.connectors.mysql.binlog import events as ev
 from headwater.connectors.mysql.binlog.gtid import GtidSet, GtidSetError
 from headwater.connectors.mysql.config import validate_mysql_config
@@ -132,7 +132,7 @@ def test_a_mysql_set_is_advanced_at_each_commit_ddl_included() -> None:
     assert session.run()["gtids"] == f"{U1}:1-7,{U2}:1-5"
     script.mysql_tx(U1, 8, commit=False)  # read up to its BEGIN: not committed
     assert session.run()["gtids"] == f"{U1}:1-7,{U2}:1-5"
-    assert session.loop.in_tx and session.loop.tx_gtids_before == f"{U1}:1-7,{U2}:1-5"
+    assert session.loop.in_tx and session.loop.resume.start.gtids == f"{U1}:1-7,{U2}:1-5"
     assert session.loop._mid_offset(0, 0)["gtids"] == f"{U1}:1-7,{U2}:1-5"
 
 
@@ -155,7 +155,7 @@ def test_mariadb_positions_are_kept_per_domain_as_before() -> None:
     script.mariadb_tx(1, 3, 8, ddl=True)
     script.mariadb_tx(2, 1, 1)
     assert session.run()["gtids"] == "0-1-6,1-3-8,2-1-1"
-    assert session.loop.mysql_gtids is None
+    assert isinstance(session.loop.gtids, position.MariaDbGtids)
 
 
 def test_no_gtids_in_the_offset_none_stored() -> None:
@@ -268,4 +268,4 @@ def test_a_mariadb_position_starts_as_before(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_a_bad_mysql_set_in_the_offset_names_its_part() -> None:
     with pytest.raises(GtidSetError, match=f"offset's gtids .*'{U1}:0'"):
-        streaming.mysql_gtid_set(f"{U1}:0")
+        position.mysql_gtid_set(f"{U1}:0")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from headwater.connectors.mysql.config import validate_mysql_config
-from headwater.connectors.mysql.position import binlog_order, restart_offset
-from headwater.connectors.mysql.streaming import (
-    MySqlStreamingSource,
+from headwater.connectors.mysql.position import (
+    MariaDbGtids,
+    binlog_order,
     gtid_set_text,
     parse_gtid_state,
+    restart_offset,
 )
 
 
@@ -22,11 +25,16 @@ def test_gtid_source_filters_select_the_start_gtids() -> None:
     cfg, _ = validate_mysql_config({"topic.prefix": "m", "database.hostname": "h",
                                     "database.user": "u", "database.server.id": "3",
                                     "gtid.source.includes": "0-.*"})
-    source = MySqlStreamingSource.__new__(MySqlStreamingSource)
-    source.cfg = cfg
-    assert source._filtered_gtids("0-1-10,1-2-5,0-3-1") == "0-1-10,0-3-1"
-    assert source._filtered_gtids("1-2-5") is None
-    assert source._filtered_gtids(None) is None
+    def start(gtids: str | None) -> dict[str, Any]:
+        return MariaDbGtids(gtids).start(cfg.gtid_source_filter, _unasked, {})
+
+    assert start("0-1-10,1-2-5,0-3-1") == {"gtid_position": "0-1-10,0-3-1"}
+    assert start("1-2-5") == {}
+    assert start(None) == {}
+
+
+def _unasked() -> Any:
+    raise AssertionError("a MariaDB position's start asks no server")
 
 
 def test_restart_offset_and_binlog_order() -> None:

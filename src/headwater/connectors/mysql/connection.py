@@ -12,6 +12,7 @@ import pymysql  # type: ignore[import-untyped]
 
 from headwater.connectors.mysql.binlog.client import BinlogClient
 from headwater.connectors.mysql.config import MySqlConnectorConfig
+from headwater.connectors.mysql.server import server_for
 
 SESSION_STATEMENTS = ("SET time_zone = '+00:00'", "SET NAMES utf8mb4")
 
@@ -57,21 +58,6 @@ def show_create_table(cur: Any, database: str, table: str) -> tuple[str, bool]:
     return str(cur.fetchone()[1]), "ANSI_QUOTES" in modes
 
 
-def is_mariadb(conn: Any) -> bool:
-    with conn.cursor() as cur:
-        cur.execute("SELECT VERSION()")
-        return "mariadb" in str(cur.fetchone()[0]).lower()
-
-
 def binlog_status_statement(version: str) -> str:
-    """`SHOW MASTER STATUS` was renamed `SHOW BINARY LOG STATUS` in MySQL 8.2 (removed in 8.4);
-    MariaDB keeps it (and has `SHOW BINLOG STATUS` since 10.5.2)."""
-    text = version.lower()
-    if "mariadb" in text:
-        return "SHOW MASTER STATUS"
-    parts = text.split("-", 1)[0].split(".")
-    try:
-        major, minor = int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
-    except ValueError:
-        return "SHOW MASTER STATUS"
-    return "SHOW BINARY LOG STATUS" if (major, minor) >= (8, 2) else "SHOW MASTER STATUS"
+    """The statement that says where the binlog ends, on the server `version` names."""
+    return server_for(version).binlog_status_statement

@@ -36,17 +36,13 @@ from headwater.connectors.mysql.binlog.gtid import MariadbGtid, MariaGtidPositio
 from headwater.connectors.mysql.binlog.rows import row_decoder
 from headwater.connectors.mysql.columns import MySqlTable
 from headwater.connectors.mysql.config import MySqlConnectorConfig
-from headwater.connectors.mysql.connection import (
-    connect,
-    is_mariadb,
-    qualified,
-    quote_ident,
-)
+from headwater.connectors.mysql.connection import connect, qualified, quote_ident
 from headwater.connectors.mysql.ddl import SchemaChange
 from headwater.connectors.mysql.position import MySqlPosition, binlog_order
 from headwater.connectors.mysql.schema_catalog import read_definition
 from headwater.connectors.mysql.schema_state import SchemaState
-from headwater.connectors.mysql.snapshot import binlog_end, consistent_point, snapshot_binlog_point
+from headwater.connectors.mysql.server import MySqlServer, server_of
+from headwater.connectors.mysql.snapshot import consistent_point
 from headwater.connectors.mysql.text_values import select_list, snapshot_conversions
 from headwater.engine.incremental import IncrementalSnapshotError, SnapshotTable
 from headwater.engine.metrics import CaptureMetrics
@@ -101,7 +97,7 @@ class MySqlChunkSource(RelationalChunkSource):
         self.context = context
         self.signals = cfg.signals
         self.batch_size = cfg.max_batch_size
-        self._mariadb: bool | None = None
+        self._server = MySqlServer("")  # the chunk connection's, once it is open
         self.signal_table = None
         if self.signals.data_collection:
             parts = split_collection(self.signals.data_collection)
@@ -118,7 +114,7 @@ class MySqlChunkSource(RelationalChunkSource):
         conn = connect(self.cfg, conv=snapshot_conversions())
         with conn.cursor() as cur:
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        self._mariadb = is_mariadb(conn)
+        self._server = server_of(conn)
         return conn
 
     def same_name(self, a: str, b: str) -> bool:
@@ -160,18 +156,10 @@ class MySqlChunkSource(RelationalChunkSource):
             return str(exc.args[-1])
         return None
 
-    def _rows(self, cur: Any, sql: str, params: Sequence[Any]) -> Sequence[Any]:
-        cur.execute(sql, params)
-        rows: Sequence[Any] = cur.fetchall()
-        return rows
-
     def _chunk_begin(self, cur: Any) -> tuple[str | None, Order | None]:
-        low = None
-        if self.read_only and self._mariadb:
-            cur.execute("SELECT @@gtid_binlog_pos")
-            low = str(cur.fetchone()[0] or "")
+        low = self._server.gtid_position(cur) if self.read_only else None
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-        point = snapshot_binlog_point(cur) if self._mariadb else None
+        point = self._server.snapshot_point(cur)
         return low, binlog_order(*point) if point is not None else None
 
     def _chunk_end(self, cur: Any, begun: tuple[str | None, Order | None]
@@ -195,15 +183,12 @@ class MySqlChunkSource(RelationalChunkSource):
                              int(time.time()))
 
     def _high(self, cur: Any, low: str | None) -> ReadOnlyHigh:
-        end = binlog_end(cur)
+        end = self._server.binlog_end(cur)
         if end is None:
             raise IncrementalSnapshotError("the server has no binary log")
-        order = binlog_order(str(end[0]), int(end[1]))
-        gtids = MariaGtidPosition()
-        if self._mariadb:
-            cur.execute("SELECT @@gtid_binlog_pos")
-            gtids = MariaGtidPosition.parse(str(cur.fetchone()[0] or ""))
-        return ReadOnlyHigh(order, gtids, low)
+        gtids = self._server.gtid_position(cur)
+        return ReadOnlyHigh(binlog_order(str(end[0]), int(end[1])),
+                            MariaGtidPosition.parse(gtids or ""), low)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -15,11 +15,14 @@ row exactly once.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import orjson
 
+from headwater.connectors.mysql.binlog.gtid import GtidSet, GtidSetError
+from headwater.connectors.mysql.server import server_for
 from headwater.model.record import ChangeRecord, SourceContext
 from headwater.model.schema import ConnectSchema, TableSchema
 from headwater.model.source_block import (
@@ -30,6 +33,8 @@ from headwater.model.source_block import (
     source_fields,
     source_schema,
 )
+
+log = logging.getLogger("headwater.connectors.mysql")
 
 
 def binlog_file_number(name: str) -> int:
@@ -63,6 +68,119 @@ class MySqlPosition(NamedTuple):
         """The `source` fields the position makes (headwater.model.position.Position)."""
         return {"server_id": self.server_id, "gtid": self.gtid, "file": self.file,
                 "pos": self.pos, "row": self.row, "thread": self.thread, "query": self.query}
+
+
+class TxStart(NamedTuple):
+    """Where a transaction starts: a restart in it re-reads it from there, with the GTIDs of
+    the transactions completed before it."""
+
+    file: str
+    pos: int
+    gtids: str | None
+
+
+def gtid_set_text(state: dict[int, str]) -> str:
+    return ",".join(state[d] for d in sorted(state))
+
+
+def parse_gtid_state(text: str | None) -> dict[int, str]:
+    """MariaDB GTID position "0-1-10,1-2-5" as {domain: gtid}."""
+    state: dict[int, str] = {}
+    for raw in (text or "").split(","):
+        part = raw.strip()
+        if part:
+            state[int(part.split("-", 1)[0])] = part
+    return state
+
+
+def mysql_gtid_set(text: str | None) -> GtidSet | None:
+    """The offset's `gtids` when they are a MySQL GTID set (`uuid:1-5,...`, the executed set
+    a MySQL snapshot stores), else None (none, or MariaDB's `domain-server-seq` position)."""
+    if not text or ":" not in text:
+        return None
+    try:
+        return GtidSet.parse(text)
+    except GtidSetError as exc:
+        raise GtidSetError(f"the offset's gtids {text!r}: {exc}") from None
+
+
+Keep = Callable[[str], bool]  # gtid.source.includes/excludes: whether a source's GTIDs count
+
+
+class MariaDbGtids:
+    """MariaDB's offset `gtids`: the last GTID per replication domain, each committed
+    transaction's replacing its domain's.  Kept only when the start offset had them: a
+    position built from the GTIDs seen since a file/pos start would miss the other domains."""
+
+    def __init__(self, text: str | None) -> None:
+        self.offset_text = text
+        self.state = parse_gtid_state(text)
+        self.tracked = bool(self.state)
+
+    def start(self, keep: Keep, connect: Callable[[], Any], offset: dict[str, Any]
+              ) -> dict[str, Any]:
+        """The binlog client's start: the GTIDs of accepted sources (MariaDB sources are
+        "domain-server"); none (the offset's file/pos) if no GTID is left."""
+        kept = ",".join(g.strip() for g in str(self.offset_text or "").split(",")
+                        if g.strip() and keep(g.strip().rsplit("-", 1)[0]))
+        return {"gtid_position": kept} if kept else {}
+
+    def committed(self, gtid: str | None) -> None:
+        if self.tracked and gtid is not None and "-" in gtid and ":" not in gtid:
+            self.state[int(gtid.split("-", 1)[0])] = gtid
+
+    def text(self) -> str | None:
+        return gtid_set_text(self.state) or None
+
+
+class MySqlGtids:
+    """MySQL's offset `gtids`: the executed set, each committed transaction's GTID added (as
+    Debezium's offset)."""
+
+    def __init__(self, executed: GtidSet) -> None:
+        self.executed = executed
+
+    def start(self, keep: Keep, connect: Callable[[], Any], offset: dict[str, Any]
+              ) -> dict[str, Any]:
+        """The binlog client's start (COM_BINLOG_DUMP_GTID), as Debezium's
+        MySqlConnection.filterGtidSet: the set, of the uuids `keep` keeps, over the server's
+        @@gtid_purged (which the server requires a replica to have); none (the offset's
+        file/pos) when the server does not run gtid_mode=ON.  The server is asked, not guessed
+        from the set's text: a MariaDB server with a MySQL set is an error."""
+        conn = connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT VERSION()")
+                server = server_for(str(cur.fetchone()[0]))
+                if server.mariadb:
+                    raise GtidSetError(
+                        f"the offset's gtids are a MySQL GTID set ({self.executed}), but the "
+                        f"server is MariaDB ({server.version}), whose GTIDs are "
+                        "domain-server-sequence: the offset is from another server")
+                cur.execute("SELECT @@global.gtid_mode, @@global.gtid_purged")
+                mode, purged = cur.fetchone()
+        finally:
+            conn.close()
+        if str(mode).upper() != "ON":
+            log.info("streaming: the offset has a MySQL GTID set but the server runs "
+                     "gtid_mode=%s: from its file/pos %s:%s", mode, offset["file"],
+                     offset["pos"])
+            return {}
+        kept = self.executed.retain(keep)
+        return {"gtid_set": GtidSet.parse(str(purged or "")).overridden_by(kept)}
+
+    def committed(self, gtid: str | None) -> None:
+        if gtid is not None and ":" in gtid:
+            self.executed = self.executed.add_gtid(gtid)
+
+    def text(self) -> str | None:
+        return str(self.executed)
+
+
+def offset_gtids(text: str | None) -> MySqlGtids | MariaDbGtids:
+    """The offset's `gtids` in their flavour (what the stream advances at each commit)."""
+    executed = mysql_gtid_set(text)
+    return MariaDbGtids(text) if executed is None else MySqlGtids(executed)
 
 
 def restart_offset(

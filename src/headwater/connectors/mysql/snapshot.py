@@ -28,7 +28,6 @@ import pymysql.cursors  # type: ignore[import-untyped]
 
 from headwater.connectors.mysql.config import MySqlConnectorConfig
 from headwater.connectors.mysql.connection import (
-    binlog_status_statement,
     connect,
     qualified,
     quote_ident,
@@ -36,6 +35,7 @@ from headwater.connectors.mysql.connection import (
 )
 from headwater.connectors.mysql.position import MySqlPosition, restart_offset
 from headwater.connectors.mysql.schema_state import SchemaHistoryError, SchemaState
+from headwater.connectors.mysql.server import server_for
 from headwater.connectors.mysql.snapshot_workers import (
     chunk_sql,
     select_rows,
@@ -77,46 +77,13 @@ class SnapshotPoint(NamedTuple):
         return offset
 
 
-def snapshot_binlog_point(cur: Any) -> tuple[str, int] | None:
-    """MariaDB's binlog (file, position) its consistent snapshot matches, exact even without a
-    lock (`binlog_snapshot_file/position`); None if it names none."""
-    cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-    status = {str(k).lower(): v for k, v in cur.fetchall()}
-    file = status.get("binlog_snapshot_file")
-    return (str(file), int(status.get("binlog_snapshot_position") or 0)) if file else None
-
-
-def binlog_end(cur: Any, version: str | None = None) -> Any:
-    """The binlog status row (file, position, ..., MySQL's GTID set): where the binlog ends
-    now; None on a server without a binary log."""
-    if version is None:
-        cur.execute("SELECT VERSION()")
-        version = str(cur.fetchone()[0])
-    cur.execute(binlog_status_statement(version))
-    return cur.fetchone()
-
-
 def consistent_point(cur: Any, locked: bool) -> SnapshotPoint:
-    """The binlog position (and GTID set) of the consistent snapshot `cur`'s transaction just
-    started: MariaDB's own snapshot position, else where the binlog ends (exact under the
-    lock, as MariaDB's GTID position)."""
+    """The binlog position (and GTIDs) of the consistent snapshot `cur`'s transaction just
+    started, as the server (MySQL or MariaDB, server.py) reports it."""
     cur.execute("SELECT VERSION(), @@server_id")
     version, server_id = cur.fetchone()
-    mariadb = "mariadb" in str(version).lower()
-    point = snapshot_binlog_point(cur) if mariadb else None
-    gtids: str | None = None
-    if mariadb and locked:  # the GTID position matches the snapshot only under the lock
-        cur.execute("SELECT @@gtid_binlog_pos")
-        gtids = str(cur.fetchone()[0] or "") or None
-    if point is None:
-        row = binlog_end(cur, str(version))
-        if row is None:
-            raise RuntimeError("the server has no binary log: start it with log_bin (and "
-                               "binlog_format=ROW, binlog_row_image=FULL)")
-        point = str(row[0]), int(row[1])
-        if not mariadb and len(row) >= 5 and row[4]:
-            gtids = str(row[4]).replace("\n", "")
-    return SnapshotPoint(*point, gtids, int(server_id))
+    return SnapshotPoint(*server_for(str(version)).consistent_point(cur, locked),
+                         int(server_id))
 
 
 class MySqlSnapshotSource(RelationalSnapshotSource[tuple[str, str]]):
@@ -314,13 +281,13 @@ class MySqlSnapshotSource(RelationalSnapshotSource[tuple[str, str]]):
         The lock is held until every worker reported its consistent snapshot open (READY),
         or until every chunk is read if some worker is not ready by then (it then reads
         nothing: a chunk is only taken by a ready worker, and no chunk is left)."""
-        from headwater.connectors.mysql.snapshot_workers import ReaderSpec, open_reader
+        from headwater.connectors.mysql.snapshot_workers import MySqlChunkReader, ReaderSpec
 
         spec = ReaderSpec(self.cfg, self.state.modes, self.state.context, self.position,
                           tuple(self.codec(t).table for t in tables),
                           tuple(streams_results(size, self.cfg.min_row_count_to_stream_results)
                                 for size in self.sizes))
-        return self.workers(ctx, tables, open_reader, spec,
+        return self.workers(ctx, tables, MySqlChunkReader, spec,
                             plan_chunks(self.sizes, self.max_threads), on_all_ready=release)
 
     def read_table(self, table: tuple[str, str], emitter: SnapshotEmitter) -> None:

@@ -68,12 +68,6 @@ class ReaderSpec(NamedTuple):
     streamed: tuple[bool, ...]  # per table: a streaming result set (streams_results)
 
 
-def open_reader(spec: ReaderSpec) -> MySqlChunkReader:
-    """The worker factory: connects and opens the consistent snapshot (the parent still holds
-    the read lock until every worker's factory has returned)."""
-    return MySqlChunkReader(spec)
-
-
 def select_rows(conn: Any, sql: str, streamed: bool, codec: MySqlTableCodec, rows: RowSink,
                 batch_size: int) -> None:
     """The rows of `sql` to `rows`, `batch_size` at a time, converted column by column, from a
@@ -97,7 +91,9 @@ def chunk_sql(table: MySqlTable, chunk: RangeChunk) -> str:
 
 
 class MySqlChunkReader:
-    """One worker's connection, inside its consistent snapshot, reading chunk after chunk."""
+    """One worker's connection, inside its consistent snapshot, reading chunk after chunk.
+    The class is the worker factory: it connects and opens the consistent snapshot (the
+    parent still holds the read lock until every worker's factory has returned)."""
 
     def __init__(self, spec: ReaderSpec) -> None:
         self.spec = spec

@@ -21,17 +21,22 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.connectors.mysql.binlog import events as ev
 from headwater.connectors.mysql.binlog.client import BinlogClient, BinlogServerError
-from headwater.connectors.mysql.binlog.gtid import GtidSet, GtidSetError
 from headwater.connectors.mysql.binlog.rows import RowDecoder, row_decoder
 from headwater.connectors.mysql.connection import binlog_client, connect
 from headwater.connectors.mysql.incremental import MySqlIncrementalHook
-from headwater.connectors.mysql.position import MySqlPosition, restart_offset
+from headwater.connectors.mysql.position import (
+    MySqlPosition,
+    TxStart,
+    offset_gtids,
+    restart_offset,
+)
 from headwater.connectors.mysql.position_signal import Repositioned
 from headwater.connectors.mysql.tables import MySqlTableCodec
 from headwater.engine.dispatcher import DispatchOptions
 from headwater.engine.source import RetriableError, SourceRunContext
 from headwater.model.record import Op
 from headwater.relational.codec import convert_images, row_images
+from headwater.relational.resume import TransactionResume
 from headwater.relational.streaming import ActionConnection, LogSession, LogStreamingSource
 
 if TYPE_CHECKING:
@@ -52,31 +57,6 @@ class BinlogPositionLostError(RuntimeError):
 
 class BinlogConnectionLostError(RuntimeError):
     """The binlog connection dropped with `connect.keep.alive=false`: capture stops."""
-
-
-def gtid_set_text(state: dict[int, str]) -> str:
-    return ",".join(state[d] for d in sorted(state))
-
-
-def mysql_gtid_set(text: str | None) -> GtidSet | None:
-    """The offset's `gtids` when they are a MySQL GTID set (`uuid:1-5,...`, the executed set
-    a MySQL snapshot stores), else None (none, or MariaDB's `domain-server-seq` position)."""
-    if not text or ":" not in text:
-        return None
-    try:
-        return GtidSet.parse(text)
-    except GtidSetError as exc:
-        raise GtidSetError(f"the offset's gtids {text!r}: {exc}") from None
-
-
-def parse_gtid_state(text: str | None) -> dict[int, str]:
-    """MariaDB GTID position "0-1-10,1-2-5" as {domain: gtid}."""
-    state: dict[int, str] = {}
-    for raw in (text or "").split(","):
-        part = raw.strip()
-        if part:
-            state[int(part.split("-", 1)[0])] = part
-    return state
 
 
 class MySqlStreamingSource(LogStreamingSource):
@@ -110,22 +90,16 @@ class MySqlStreamingSource(LogStreamingSource):
         """One binlog connection, from `offset` until stopped (or moved by a signal)."""
         client = binlog_client(self.cfg)
         self._client = client
-        executed = mysql_gtid_set(offset.get("gtids"))
-        gtids: Any = (self._filtered_gtids(offset.get("gtids")) if executed is None
-                      else self._mysql_start_set(executed, offset))
+        # the offset's GTIDs in their flavour say where (else its file/pos: always stored)
+        start = offset_gtids(offset.get("gtids")).start(
+            self.cfg.gtid_source_filter, lambda: connect(self.cfg), offset)
+        gtids = start.get("gtid_set", start.get("gtid_position"))
+        where = (f"{offset['file']}:{offset['pos']}" if gtids is None else
+                 f"{'MySQL GTID set' if 'gtid_set' in start else 'GTID position'} {gtids}")
         try:
-            if isinstance(gtids, GtidSet):
-                log.info("streaming: from MySQL GTID set %s (skip %s events, %s rows)", gtids,
-                         offset.get("event", 0), offset.get("row", 0))
-                client.start(gtid_set=gtids)
-            elif gtids:
-                log.info("streaming: from GTID position %s (skip %s events, %s rows)", gtids,
-                         offset.get("event", 0), offset.get("row", 0))
-                client.start(gtid_position=str(gtids))
-            else:
-                log.info("streaming: from %s:%s (skip %s events, %s rows)", offset["file"],
-                         offset["pos"], offset.get("event", 0), offset.get("row", 0))
-                client.start(file=str(offset["file"]), pos=int(offset["pos"]))
+            log.info("streaming: from %s (skip %s events, %s rows)", where,
+                     offset.get("event", 0), offset.get("row", 0))
+            client.start(**(start or {"file": str(offset["file"]), "pos": int(offset["pos"])}))
             self.metrics.connected = True
             _Loop(self, ctx, client, offset).run()
         except BinlogServerError as exc:
@@ -163,44 +137,6 @@ class MySqlStreamingSource(LogStreamingSource):
             f"binlog connection lost ({exc}); connect.keep.alive: reconnecting from the last "
             "position", reconnect_after_s=cfg.connect_keep_alive_interval_ms / 1000)
 
-    def _mysql_start_set(self, executed: GtidSet, offset: dict[str, Any]) -> GtidSet | None:
-        """What a MySQL stream starts after (COM_BINLOG_DUMP_GTID), as Debezium's
-        MySqlConnection.filterGtidSet: the offset's set, of the uuids gtid.source.includes/
-        excludes keep, over the server's @@gtid_purged (which the server requires a replica to
-        have); None (start from the offset's file/pos, always stored) when the server does not
-        run gtid_mode=ON.  The server is asked, not guessed from the set's text: a MariaDB
-        server with a MySQL set is an error."""
-        conn = connect(self.cfg)
-        try:
-            with conn.cursor() as cur:
-                cur.execute("SELECT VERSION()")
-                version = str(cur.fetchone()[0])
-                if "mariadb" in version.lower():
-                    raise GtidSetError(
-                        f"the offset's gtids are a MySQL GTID set ({executed}), but the "
-                        f"server is MariaDB ({version}), whose GTIDs are "
-                        "domain-server-sequence: the offset is from another server")
-                cur.execute("SELECT @@global.gtid_mode, @@global.gtid_purged")
-                mode, purged = cur.fetchone()
-        finally:
-            conn.close()
-        if str(mode).upper() != "ON":
-            log.info("streaming: the offset has a MySQL GTID set but the server runs "
-                     "gtid_mode=%s: from its file/pos %s:%s", mode, offset["file"],
-                     offset["pos"])
-            return None
-        kept = executed.retain(self.cfg.gtid_source_filter)
-        return GtidSet.parse(str(purged or "")).overridden_by(kept)
-
-    def _filtered_gtids(self, gtids: Any) -> str | None:
-        """gtid.source.includes/excludes: only the GTIDs of accepted sources locate the start
-        (MariaDB sources are "domain-server")."""
-        if not gtids:
-            return None
-        kept = [g for g in str(gtids).split(",")
-                if g.strip() and self.cfg.gtid_source_filter(g.strip().rsplit("-", 1)[0])]
-        return ",".join(g.strip() for g in kept) or None
-
 
 class _Loop(LogSession):
     """One streaming session: the state of the transaction being read."""
@@ -218,36 +154,27 @@ class _Loop(LogSession):
         super().__init__(source, ctx, DispatchOptions.from_config(self.cfg),
                          source.heartbeat_action)
         self.file = str(offset["file"])
-        # MySQL: the executed set, with each transaction's GTID added at its commit (as
-        # Debezium's offset); else MariaDB's last GTID per domain.
-        self.mysql_gtids = mysql_gtid_set(offset.get("gtids"))
-        self.gtid_state = (parse_gtid_state(offset.get("gtids")) if self.mysql_gtids is None
-                           else {})
-        # GTIDs go into offsets only when the start position had them: a set built from the
-        # GTIDs seen since a file/pos start would miss the other replication domains.
-        self.track_gtids = bool(self.gtid_state)
+        # the offset's `gtids`, in its flavour (MySQL's executed set, MariaDB's position)
+        self.gtids = offset_gtids(offset.get("gtids"))
         self.server_id = int(offset.get("server_id", 0))
-        # Restart skipping (only the first transaction read).
-        self.skip_events = int(offset.get("event", 0))
-        self.skip_rows = int(offset.get("row", 0))
-        # The transaction being read.
-        self.tx_file = self.file
-        self.tx_pos = int(offset["pos"])
-        self.tx_gtids_before = self.gtids_text()
+        # The transaction being read: where it starts, what of it went out (and, in the first
+        # one read, what an earlier run handed over: skipped).
+        self.resume = TransactionResume(
+            TxStart(self.file, int(offset["pos"]), self.gtids.text()),
+            int(offset.get("event", 0)), int(offset.get("row", 0)))
         self.gtid: str | None = None
         # A MySQL GTID event does not say whether a BEGIN follows: until one does, the
         # transaction is the statement after it (a DDL statement), which ends it.
         self.one_statement = False
         self.thread: int | None = None
         self.query: str | None = None
-        self.events_done = 0
         self.tables: dict[int, tuple[Any, MySqlTableCodec | None, RowDecoder | None]] = {}
         self.last_offset: dict[str, Any] = dict(offset)
         # last_offset (a transaction end) not yet handed to the runtime.
         self.offset_pending = False
         self.last_emit = time.monotonic()
         if self.hook is not None:
-            self.hook.start(offset, self.file, self.tx_pos)
+            self.hook.start(offset, self.file, self.resume.start.pos)
         self.read = functools.partial(client.read_event, self.cfg.poll_interval_ms / 1000)
         # connect.keep.alive: a connection silent this long (no event, no heartbeat) is lost
         self.silence = (self.cfg.connect_keep_alive_interval_ms / 1000
@@ -329,7 +256,7 @@ class _Loop(LogSession):
         body = event.body
         self.file = body.next_file
         if not self.in_tx:
-            self.tx_file, self.tx_pos = self.file, body.position
+            self.resume.start = self.resume.start._replace(file=self.file, pos=body.position)
 
     def on_gtid(self, event: Any) -> None:
         body = event.body
@@ -341,19 +268,9 @@ class _Loop(LogSession):
         self.begin((gtid, self.file, event.position), gtid or f"{self.file}:{event.position}",
                    event.timestamp * 1000, None)
         self.gtid = gtid
-        self.tx_file = self.file
-        self.tx_pos = event.position
-        self.tx_gtids_before = self.gtids_text()
-        self.events_done = 0
+        self.resume.begin(TxStart(self.file, event.position, self.gtids.text()))
         self.query = None
         self.server_id = event.server_id
-
-    def gtids_text(self) -> str | None:
-        """The offset's `gtids` for the transactions committed so far, in the offset's
-        flavour."""
-        if self.mysql_gtids is not None:
-            return str(self.mysql_gtids)
-        return gtid_set_text(self.gtid_state) or None
 
     def on_annotate(self, event: Any) -> None:
         if self.cfg.include_query:
@@ -410,20 +327,15 @@ class _Loop(LogSession):
         hook = self.hook
         if hook is not None:  # signals of the transaction take effect at its commit
             self.hook_committed(self.file, event.log_pos)
-        if self.track_gtids and self.gtid is not None and "-" in self.gtid and ":" not in self.gtid:
-            self.gtid_state[int(self.gtid.split("-", 1)[0])] = self.gtid
-        elif self.mysql_gtids is not None and self.gtid is not None and ":" in self.gtid:
-            self.mysql_gtids = self.mysql_gtids.add_gtid(self.gtid)
+        self.gtids.committed(self.gtid)
         self.in_tx = False
         self.one_statement = False
         self.gtid = None
         self.thread = None
         self.query = None
-        self.events_done = 0
-        self.skip_events = self.skip_rows = 0
-        self.tx_file, self.tx_pos = self.file, event.log_pos
+        self.resume.end(self.resume.start._replace(file=self.file, pos=event.log_pos))
         self.last_offset = restart_offset(
-            self.file, event.log_pos, self.gtids_text(),
+            self.file, event.log_pos, self.gtids.text(),
             server_id=event.server_id, ts_sec=event.timestamp,
         )
         self.offset_pending = True
@@ -452,19 +364,18 @@ class _Loop(LogSession):
         body = event.body
         entry = self.tables.get(body.table_id)
         dispatcher = self.dispatcher
-        skip_rows = 0
-        if self.skip_events or self.skip_rows:
-            if self.events_done < self.skip_events:
-                # Written by an earlier run; with transaction metadata it still counts.
-                if self.tx_metadata:
-                    dispatcher.replaying = True
-                    try:
-                        self._dispatch_rows(event, entry, 0, None)
-                    finally:
-                        dispatcher.replaying = False
-                self.events_done += 1
-                return
-            skip_rows, self.skip_rows = self.skip_rows, 0
+        resume = self.resume
+        skip_rows = resume.event()
+        if skip_rows is None:
+            # Written by an earlier run; with transaction metadata it still counts.
+            if self.tx_metadata:
+                dispatcher.replaying = True
+                try:
+                    self._dispatch_rows(event, entry, 0, None)
+                finally:
+                    dispatcher.replaying = False
+            resume.event_done()
+            return
         if self.hook is not None and body.table_id in self.hook.watched and entry is not None:
             dispatcher.extend(self.hook.rows(event, entry[0], MySqlPosition(
                 self.file, event.position, 0, event.server_id, None, self.thread, None,
@@ -476,12 +387,12 @@ class _Loop(LogSession):
                 exc, f"{self.file}:{event.position} (table "
                      f"{entry[0].database}.{entry[0].table})" if entry else
                      f"{self.file}:{event.position}")
-        self.events_done += 1
+        resume.event_done()
         if dispatcher.full:
-            self.flush(self._mid_offset(self.events_done, 0))
+            self.flush(self._mid_offset(resume.events, 0))
 
     def _mid_flush(self, rows_done: int) -> None:
-        self.flush(self._mid_offset(self.events_done, rows_done))
+        self.flush(self._mid_offset(self.resume.events, rows_done))
 
     def _dispatch_rows(
         self, event: Any, entry: tuple[Any, MySqlTableCodec | None, RowDecoder | None] | None,
@@ -533,8 +444,7 @@ class _Loop(LogSession):
                 mid_flush(index + 1)
 
     def _mid_offset(self, events: int, rows: int) -> dict[str, Any]:
-        return restart_offset(
-            self.tx_file, self.tx_pos, self.tx_gtids_before, event=events, row=rows,
-            server_id=self.server_id,
-        )
+        start = self.resume.start
+        return restart_offset(start.file, start.pos, start.gtids, event=events, row=rows,
+                              server_id=self.server_id)
 
