@@ -723,6 +723,11 @@ def decode(data: bytes | memoryview, in_stream: bool = False) -> PgOutputMessage
             _check_end(data, pos)
         return _new(Insert, (oid, tuple(values), None))
     if t == 85:  # 'U'
+        if not in_stream and _read_tuple is not None and len(data) >= 8 and data[5] == 78:
+            # The common Update (no old tuple), read in one compiled call; else `_update`.
+            read = _read_tuple(data, 8, _u16(data, 6)[0], UNCHANGED_TOAST)
+            if read is not None and read[1] == len(data):
+                return _new(Update, (_u32(data, 1)[0], None, None, read[0], None))
         return _update(data, in_stream)
     if t == 68:  # 'D'
         return _delete(data, in_stream)
