@@ -273,6 +273,7 @@ def old_image(
 _SPILLED = frozenset(b"IUDTRM")
 _NOT_SPILLED = frozenset(b"YO")
 _STREAM_STOP = ord("E")
+_UPDATE = pgoutput.Update
 # The operation of a row message's change (`_Loop._flush_run`).
 _OPS: dict[type, Op] = {pgoutput.Insert: Op.CREATE, pgoutput.Update: Op.UPDATE,
                         pgoutput.Delete: Op.DELETE}
@@ -341,6 +342,7 @@ class _Loop(LogSession):
         self.run_byte = b""
         self.run_msgs: list[Any] = []
         self.run_pos: list[PostgresPosition] = []
+        self.run_room = 0  # rows the run may take before the pending records make a chunk
         # `read` is the socket, or the replay of a committed streamed transaction until it
         # runs dry (then back to the socket: `idle`).
         self.read = self.live_read = cur.read_message
@@ -433,15 +435,15 @@ class _Loop(LogSession):
         # tuple.__new__ on NamedTuples skips their Python-level __new__ (hot path).
         pos = tuple.__new__(PostgresPosition, (data_start, self.commit_lsn, self.prev_commit,
                                                self.xid, None, self.ts_us))
-        if hook is None and not replay and (kind is not pgoutput.Update or m.old is None) and (
-                (codec is self.run_codec and self.run_msgs)
-                or self._start_run(codec, kind, msg)):
+        run_msgs = self.run_msgs
+        if hook is None and not replay and (kind is not _UPDATE or m.old is None) and (
+                (codec is self.run_codec and run_msgs) or self._start_run(codec, kind, msg)):
             # Into the run, converted and dispatched with its neighbours (`_flush_run`).
-            self.run_msgs.append(m)
+            run_msgs.append(m)
             self.run_pos.append(pos)
             self.last_commit_lsn = self.commit_lsn
             self.last_index = self.tx_index
-            if len(dispatcher.pending) + len(self.run_msgs) >= dispatcher.max_batch_size:
+            if len(run_msgs) >= self.run_room:
                 self.flush_offset()
             return
         if self.run_msgs:
@@ -470,6 +472,8 @@ class _Loop(LogSession):
             return False
         self.run_codec = codec
         self.run_byte = msg.payload[:1]
+        dispatcher = self.dispatcher
+        self.run_room = dispatcher.max_batch_size - len(dispatcher.pending)  # to a full chunk
         return True
 
     def _flush_run(self) -> None:
@@ -480,9 +484,9 @@ class _Loop(LogSession):
 
         Why: per row, the conversion and the dispatch cost five Python calls; a run of a
         transaction's rows pays them once (bench/capture_vs_pg_recvlogical.py)."""
-        msgs, positions, codec = self.run_msgs, self.run_pos, self.run_codec
-        self.run_msgs = []
-        self.run_pos = []
+        msgs, positions, codec = self.run_msgs.copy(), self.run_pos.copy(), self.run_codec
+        self.run_msgs.clear()  # the same lists all along (`on_row` holds them)
+        self.run_pos.clear()
         assert codec is not None
         dispatcher = self.dispatcher
         kind = type(msgs[0])
