@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from headwater.connectors.postgres import pgoutput
 from headwater.connectors.postgres.pgoutput import (
     PG_EPOCH_OFFSET_US,
     Begin,
@@ -465,6 +466,36 @@ def test_random_corruption_raises_only_pgoutput_error() -> None:
                 buf[rng.randrange(len(buf))] = rng.randrange(256)
             with contextlib.suppress(PgOutputError):
                 decode(bytes(buf), in_stream)
+
+
+def _outcome(data: bytes, in_stream: bool) -> Any:
+    """What `decode` makes of `data`: the message, or the error's type and text."""
+    try:
+        return decode(data, in_stream)
+    except PgOutputError as exc:
+        return (type(exc), str(exc))
+
+
+def test_compiled_row_reader_decodes_as_the_python_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The compiled TupleData reader (_tupledata.c) gives the messages, and for malformed
+    bytes the errors, the Python loop gives: every fixture message, its truncations and
+    random corruptions, each decoded with and without it."""
+    assert vars(pgoutput)["_read_tuple"] is not None, "build it: setup.py build_ext --inplace"
+    rng = random.Random(4321)
+    cases: list[tuple[bytes, bool]] = []
+    for data, in_stream in ALL_RAW:
+        cases.append((data, in_stream))
+        cases.extend((data[:cut], in_stream) for cut in range(len(data)))
+        for _ in range(40):
+            buf = bytearray(data)
+            for _ in range(rng.randint(1, 3)):
+                buf[rng.randrange(len(buf))] = rng.randrange(256)
+            cases.append((bytes(buf), in_stream))
+    compiled = [_outcome(data, in_stream) for data, in_stream in cases]
+    monkeypatch.setattr(pgoutput, "_read_tuple", None)
+    assert [_outcome(data, in_stream) for data, in_stream in cases] == compiled
 
 
 def test_memoryview_and_bytearray_input() -> None:

@@ -12,6 +12,14 @@ the last message's start so that psycopg2 never forwards it (`_flush_ceiling`), 
 nothing of ours in flight the server's own position is stored and confirmed (a heartbeat,
 `_Loop.follow`).  Why, and what was measured: docs/postgres.md, "Server versions".
 
+Row messages are read into runs (`_Loop._flush_run`): consecutive Inserts, Updates without an
+old tuple or Deletes of one table version, converted column by column and made into records in
+one pass (`EventDispatcher.changes`) where the dispatcher takes them plain (no transaction
+block, no skipped operation); any other message, an idle read or a full chunk ends a run
+first, so the events, their order and the chunks are those of row by row dispatch, which
+stays for everything else (and for a run with a value that does not convert: the failure
+modes, the event's LSN in the error).
+
 Large transactions arrive while they run (pgoutput protocol 2 and 4, PostgreSQL 14+): their
 segments are spilled undecoded (spill.py) and replayed at Stream Commit through the protocol 1
 path, so their events and offsets are those of the same transaction sent whole
@@ -265,6 +273,10 @@ def old_image(
 _SPILLED = frozenset(b"IUDTRM")
 _NOT_SPILLED = frozenset(b"YO")
 _STREAM_STOP = ord("E")
+_UPDATE = pgoutput.Update
+# The operation of a row message's change (`_Loop._flush_run`).
+_OPS: dict[type, Op] = {pgoutput.Insert: Op.CREATE, pgoutput.Update: Op.UPDATE,
+                        pgoutput.Delete: Op.DELETE}
 
 
 def _event_tx_id(tx_id: str, position: PostgresPosition) -> str:
@@ -323,6 +335,14 @@ class _Loop(LogSession):
         self.still_at = 0
         self.still_since = time.monotonic()
         self.codecs = source._codecs
+        # The run of row messages read but not dispatched yet (`_flush_run`): consecutive
+        # Inserts, Updates without an old tuple or Deletes of one table version, their
+        # decoded messages and positions; `run_byte` is their type byte.
+        self.run_codec: TableCodec | None = None
+        self.run_byte = b""
+        self.run_msgs: list[Any] = []
+        self.run_pos: list[PostgresPosition] = []
+        self.run_room = 0  # rows the run may take before the pending records make a chunk
         # `read` is the socket, or the replay of a committed streamed transaction until it
         # runs dry (then back to the socket: `idle`).
         self.read = self.live_read = cur.read_message
@@ -346,6 +366,8 @@ class _Loop(LogSession):
             hook.boundary(self.emit_blocking, self.flush_offset)
 
     def flush_offset(self) -> None:
+        if self.run_msgs:
+            self._flush_run()
         offset = self.with_progress({
             "lsn": self.resume_lsn,
             "lsn_commit": self.last_commit_lsn,
@@ -362,6 +384,11 @@ class _Loop(LogSession):
     def offset_unsent(self) -> bool:
         return self.ack is not None
 
+    def flush_pending(self) -> None:
+        if self.run_msgs:
+            self._flush_run()
+        super().flush_pending()
+
     def run(self) -> None:
         super().run()
         self.flush_pending()  # stopped: what was read goes out with its offset
@@ -370,7 +397,10 @@ class _Loop(LogSession):
         # the last message's start caps what is confirmed (a replayed one's is lower: caps
         # more, never less)
         self.source.last_start = msg.data_start
-        return msg.payload[:1]
+        kind = msg.payload[:1]
+        if self.run_msgs and kind != self.run_byte:  # the run ends before another kind
+            self._flush_run()
+        return kind
 
     def handlers(self) -> dict[Any, Callable[[Any], None]]:
         on_row = self.on_row
@@ -402,14 +432,89 @@ class _Loop(LogSession):
             dispatcher.filtered()
             return
         replay = self.skipping and self._replayed()
+        # tuple.__new__ on NamedTuples skips their Python-level __new__ (hot path).
+        pos = tuple.__new__(PostgresPosition, (data_start, self.commit_lsn, self.prev_commit,
+                                               self.xid, None, self.ts_us))
+        run_msgs = self.run_msgs
+        if hook is None and not replay and (kind is not _UPDATE or m.old is None) and (
+                (codec is self.run_codec and run_msgs) or self._start_run(codec, kind, msg)):
+            # Into the run, converted and dispatched with its neighbours (`_flush_run`).
+            run_msgs.append(m)
+            self.run_pos.append(pos)
+            self.last_commit_lsn = self.commit_lsn
+            self.last_index = self.tx_index
+            if len(run_msgs) >= self.run_room:
+                self.flush_offset()
+            return
+        if self.run_msgs:
+            self._flush_run()
         if replay:
             if not self.tx_metadata:
                 return
             # Written by an earlier run: counted for the transaction block, not emitted.
             dispatcher.replaying = True
-        # tuple.__new__ on NamedTuples skips their Python-level __new__ (hot path).
-        pos = tuple.__new__(PostgresPosition, (data_start, self.commit_lsn, self.prev_commit,
-                                               self.xid, None, self.ts_us))
+        self._dispatch_row(codec, kind, m, pos)
+        if replay:
+            dispatcher.replaying = False
+            return
+        self.last_commit_lsn = self.commit_lsn
+        self.last_index = self.tx_index
+        if dispatcher.full:
+            self.flush_offset()
+
+    def _start_run(self, codec: TableCodec, kind: type, msg: Any) -> bool:
+        """Ends the run (if any) and starts one of `codec`'s rows of `kind` if the
+        dispatcher takes them plain (`plain_rows`: no transaction block, the operation not
+        skipped; neither changes inside a run, which a transaction's end ends)."""
+        if self.run_msgs:
+            self._flush_run()
+        if not self.dispatcher.plain_rows(codec.schema, _OPS[kind], (), ()):
+            return False
+        self.run_codec = codec
+        self.run_byte = msg.payload[:1]
+        dispatcher = self.dispatcher
+        self.run_room = dispatcher.max_batch_size - len(dispatcher.pending)  # to a full chunk
+        return True
+
+    def _flush_run(self) -> None:
+        """Dispatch the run of row messages: its images converted column by column
+        (`convert_rows`) and its records made in one pass (`EventDispatcher.changes`); when
+        a value does not convert, row by row as `on_row` would have (`_dispatch_row`: the
+        converting failure mode, the event's position in the error).
+
+        Why: per row, the conversion and the dispatch cost five Python calls; a run of a
+        transaction's rows pays them once (bench/capture_vs_pg_recvlogical.py)."""
+        msgs, positions, codec = self.run_msgs.copy(), self.run_pos.copy(), self.run_codec
+        self.run_msgs.clear()  # the same lists all along (`on_row` holds them)
+        self.run_pos.clear()
+        assert codec is not None
+        dispatcher = self.dispatcher
+        kind = type(msgs[0])
+        op = _OPS[kind]
+        befores: list[Any]
+        afters: list[Any]
+        try:
+            if kind is pgoutput.Delete:
+                olds = codec.convert_rows([m.old for m in msgs])
+                before_image = codec.before_image
+                befores = [before_image(v, m.old_kind)
+                           for v, m in zip(olds, msgs, strict=True)]
+                afters = [None] * len(msgs)
+            else:
+                afters = codec.convert_rows([m.new for m in msgs])
+                befores = [None] * len(msgs)
+        except Exception:
+            pass  # row by row below: the converting failure mode decides
+        else:
+            dispatcher.changes(codec.schema, op, befores, afters, self.ts_ms, positions)
+            return
+        for m, pos in zip(msgs, positions, strict=True):
+            self._dispatch_row(codec, kind, m, pos)
+
+    def _dispatch_row(self, codec: TableCodec, kind: type, m: Any, pos: PostgresPosition
+                      ) -> None:
+        """One row message converted and handed to the dispatcher."""
+        dispatcher = self.dispatcher
         try:
             if kind is pgoutput.Insert:
                 dispatcher.change(codec.schema, Op.CREATE, None,
@@ -421,14 +526,7 @@ class _Loop(LogSession):
                                   old_image(codec, m.old, m.old_kind, dispatcher), None,
                                   self.ts_ms, pos)
         except Exception as exc:
-            dispatcher.processing_failed(exc, self._where(data_start, codec))
-        if replay:
-            dispatcher.replaying = False
-            return
-        self.last_commit_lsn = self.commit_lsn
-        self.last_index = self.tx_index
-        if dispatcher.full:
-            self.flush_offset()
+            dispatcher.processing_failed(exc, self._where(pos.lsn, codec))
 
     def on_relation(self, msg: Any) -> None:
         """A table's columns: its codec (`RelationCodecs`)."""
