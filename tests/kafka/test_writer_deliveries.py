@@ -39,10 +39,14 @@ class FakeProducer:
         self.flushes = 0
         self.partitions: list[int | None] = []  # per produce call: the partition named
 
-    def produce(self, topic: str, value: bytes | None, key: bytes | None, *,
-                timestamp: int, headers: Any, partition: int | None = None) -> None:
+    def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None,
+                partition: int = -1, on_delivery: Any = None, callback: Any = None,
+                timestamp: int = 0, headers: Any = None) -> None:
+        # confluent-kafka's argument order (the writer passes them by position); -1 is
+        # librdkafka's "unassigned" (the partitioner places the record)
+        assert on_delivery is None and callback is None  # the producer's default reports
         self.out.append(topic)
-        self.partitions.append(partition)
+        self.partitions.append(None if partition == -1 else partition)
 
     def acknowledge(self, n: int) -> None:
         del self.out[:n]

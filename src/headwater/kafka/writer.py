@@ -39,12 +39,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from headwater.config.kafka import KafkaSettings
 from headwater.kafka.admin import TopicAdmin
-from headwater.model.topic import HeaderBytes, RenderedBatch
+from headwater.model.topic import (
+    HeaderBytes,
+    PackedRecords,
+    RecordChain,
+    RenderedBatch,
+    TopicRecord,
+)
 
 log = logging.getLogger("headwater.kafka.writer")
 
@@ -73,7 +79,7 @@ class KafkaTopicWriter:
         self._failures: list[tuple[str, Any]] = []
         self._waiting: list[Callable[[], None]] = []
         self._flushed_at = time.monotonic()
-        self._header_cache: dict[int, tuple[HeaderBytes, list[Any]]] = {}
+        self._header_cache: dict[int, tuple[HeaderBytes, list[Any] | None]] = {}
 
     @property
     def outstanding(self) -> int:
@@ -87,23 +93,66 @@ class KafkaTopicWriter:
     def append(self, batch: RenderedBatch) -> None:
         self._check()
         self.admin.ensure(t for t, records in batch.items() if records)
-        produce = self.producer.produce
-        poll = self.producer.poll
         for topic, records in batch.items():
-            for key, value, ts, headers, partition in records:
-                kafka_headers = self._headers(headers) if headers else None
-                while True:
-                    try:
-                        if partition is None:
-                            produce(topic, value, key, timestamp=ts, headers=kafka_headers)
-                        else:  # chosen by a transform (PartitionRouting), as Connect honours it
-                            produce(topic, value, key, partition=partition, timestamp=ts,
-                                    headers=kafka_headers)
-                        break
-                    except BufferError:
-                        poll(0.1)  # the local queue is full: let deliveries drain it
-                        self._check()
+            parts = records.parts if isinstance(records, RecordChain) else (records,)
+            for part in parts:
+                if isinstance(part, PackedRecords):
+                    self._produce_packed(topic, part)
+                else:
+                    self._produce_records(topic, part)
         self._release(flush_due=True)
+
+    # The produce calls below pass all eight of confluent-kafka's arguments by position
+    # (topic, value, key, partition, on_delivery, callback, timestamp, headers): its argument
+    # parsing then costs 1.06 us a call where keywords cost 1.32 us (confluent-kafka 2.16,
+    # 2 KB values, three headers, into a local queue).  Partition -1 is librdkafka's
+    # "unassigned": the configured partitioner places the record; a partition a transform
+    # chose (PartitionRouting) is used as is, as Connect honours it.  on_delivery None keeps
+    # the producer's default (`_failed`).
+
+    def _produce_records(self, topic: str, records: Sequence[TopicRecord]) -> None:
+        produce = self.producer.produce
+        last: HeaderBytes | None = None
+        kafka_headers: list[Any] | None = None
+        for key, value, ts, headers, partition in records:
+            if headers is not last:  # most records share the format's context headers
+                last, kafka_headers = headers, self._headers(headers)
+            try:
+                produce(topic, value, key, -1 if partition is None else partition, None,
+                        None, ts, kafka_headers)
+            except BufferError:
+                self._produce_when_room(topic, value, key,
+                                        -1 if partition is None else partition, ts,
+                                        kafka_headers)
+
+    def _produce_packed(self, topic: str, records: PackedRecords) -> None:
+        """A column-wise snapshot's records straight from their buffers: one timestamp and
+        one header list for all, no TopicRecord made per record."""
+        produce = self.producer.produce
+        ko = memoryview(records.key_off).cast("q").tolist()
+        vo = memoryview(records.value_off).cast("q").tolist()
+        kp, keys, vp, values = (records.key_prefix, records.keys, records.value_prefix,
+                                records.values)
+        ts, kafka_headers = records.timestamp, self._headers(records.headers)
+        for i in range(len(ko) - 1):
+            key, value = kp + keys[ko[i]:ko[i + 1]], vp + values[vo[i]:vo[i + 1]]
+            try:
+                produce(topic, value, key, -1, None, None, ts, kafka_headers)
+            except BufferError:
+                self._produce_when_room(topic, value, key, -1, ts, kafka_headers)
+
+    def _produce_when_room(self, topic: str, value: bytes | None, key: bytes | None,
+                           partition: int, ts: int, kafka_headers: list[Any] | None) -> None:
+        """The local queue is full: lets deliveries drain it until the record fits."""
+        while True:
+            self.producer.poll(0.1)
+            self._check()
+            try:
+                self.producer.produce(topic, value, key, partition, None, None, ts,
+                                      kafka_headers)
+                return
+            except BufferError:
+                continue
 
     def when_durable(self, callback: Callable[[], None]) -> None:
         """Runs `callback` once every record appended so far is acknowledged."""
@@ -137,14 +186,16 @@ class KafkaTopicWriter:
                 "capture stops without storing an offset at or after them (a restart "
                 "re-sends from the last stored offset)")
 
-    def _headers(self, headers: HeaderBytes) -> list[Any]:
+    def _headers(self, headers: HeaderBytes) -> list[Any] | None:
         # The bytes are the header converter's already (headwater.converters.headers);
         # librdkafka wants a list, made once per distinct tuple (most records share the
         # format's context headers).
+        if not headers:
+            return None
         cached = self._header_cache.get(id(headers))
         if cached is not None and cached[0] is headers:
             return cached[1]
-        converted: list[Any] = list(headers)
+        converted: list[Any] | None = list(headers)
         if len(self._header_cache) > 64:
             self._header_cache.clear()
         self._header_cache[id(headers)] = (headers, converted)
