@@ -92,11 +92,11 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.headwater-installed
-# The package's compiled modules (the topic log's batch checksummer, the column-wise snapshot's
-# kernels: setup.py) are built by `pip install -e .` beside their sources; they are built again,
+# The package's compiled modules (every src/headwater/**/_*.c: the topic log's batch checksummer,
+# the column-wise snapshot's kernels, pgoutput's row reader, the Kafka range reader; setup.py) are built by `pip install -e .` beside their sources; they are built again,
 # alone, when one is missing (a clean of the tree's ignored files) or older than its source.
 stale_ext=0
-for c_source in src/headwater/topics/_crcfill.c src/headwater/connectors/postgres/_copykernels.c; do
+for c_source in $(find src/headwater -name '_*.c'); do
   built=$(ls "${c_source%.c}"*.so 2>/dev/null | head -n 1 || true)
   if [ -z "$built" ] || [ "$c_source" -nt "$built" ]; then stale_ext=1; fi
 done
@@ -117,7 +117,7 @@ elif [ "$stale_ext" -eq 1 ]; then
     exit 1
   fi
   # (their copies keep a whole-second time: older than the .c)
-  touch src/headwater/topics/_crcfill*.so src/headwater/connectors/postgres/_copykernels*.so
+  find src/headwater -name '_*.so' -exec touch {} +
 fi
 
 steps_done  # (Debian's packages)
