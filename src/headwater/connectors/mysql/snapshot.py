@@ -39,6 +39,7 @@ from headwater.connectors.mysql.server import server_for
 from headwater.connectors.mysql.snapshot_workers import (
     chunk_sql,
     select_rows,
+    splicer,
     split_key,
     streams_results,
 )
@@ -98,8 +99,12 @@ class MySqlSnapshotSource(RelationalSnapshotSource[tuple[str, str]]):
         metrics: CaptureMetrics,
         *,
         with_data: bool = True,
+        columnar: bool = True,
     ) -> None:
         self.cfg = cfg
+        # Chunks rendered column-wise (relational/snapshot_splice.py) where the output format
+        # allows; False reads every table row-wise (the tests compare the two).
+        self.columnar = columnar
         self.state = state
         self.metrics = metrics
         self.with_data = with_data
@@ -286,7 +291,7 @@ class MySqlSnapshotSource(RelationalSnapshotSource[tuple[str, str]]):
         spec = ReaderSpec(self.cfg, self.state.modes, self.state.context, self.position,
                           tuple(self.codec(t).table for t in tables),
                           tuple(streams_results(size, self.cfg.min_row_count_to_stream_results)
-                                for size in self.sizes))
+                                for size in self.sizes), self.columnar)
         return self.workers(ctx, tables, MySqlChunkReader, spec,
                             plan_chunks(self.sizes, self.max_threads), on_all_ready=release)
 
@@ -294,4 +299,6 @@ class MySqlSnapshotSource(RelationalSnapshotSource[tuple[str, str]]):
         codec, n = self.codec(table), self.read_order[table]
         select_rows(self.conn, chunk_sql(codec.table, RangeChunk(n, None, None)),
                     streams_results(self.sizes[n], self.cfg.min_row_count_to_stream_results),
-                    codec, emitter, self.batch_size)
+                    codec, emitter, self.batch_size,
+                    splicer(self.ctx.renderer, codec, self.context, emitter.position,
+                            self.columnar))

@@ -20,6 +20,7 @@ path (`snapshot_conversions`, FLOAT read as DOUBLE).
 
 from __future__ import annotations
 
+import logging
 from typing import Any, NamedTuple
 
 import pymysql  # type: ignore[import-untyped]
@@ -36,6 +37,9 @@ from headwater.engine.parallel import ChunkEmitter
 from headwater.model.record import SourceContext
 from headwater.relational.key_ranges import TableSize
 from headwater.relational.snapshot import ChunkRows, RangeChunk, RowSink
+from headwater.relational.snapshot_splice import ChunkSplicer, chunk_splicer
+
+log = logging.getLogger("headwater.connectors.mysql")
 
 INTEGER_TYPES = frozenset({"TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT"})
 
@@ -66,20 +70,36 @@ class ReaderSpec(NamedTuple):
     position: MySqlPosition
     tables: tuple[MySqlTable, ...]
     streamed: tuple[bool, ...]  # per table: a streaming result set (streams_results)
+    columnar: bool = True  # MySqlSnapshotSource.columnar
 
 
 def select_rows(conn: Any, sql: str, streamed: bool, codec: MySqlTableCodec, rows: RowSink,
-                batch_size: int) -> None:
+                batch_size: int, columns: ChunkSplicer | None = None) -> None:
     """The rows of `sql` to `rows`, `batch_size` at a time, converted column by column, from a
     streaming or a buffered result set (`streams_results`): a table's in the serial snapshot,
-    a chunk's in a worker."""
+    a chunk's in a worker.  With `columns` (`splicer`) each chunk's records are rendered
+    column-wise (relational/snapshot_splice.py), else row-wise by the runtime."""
     cur = conn.cursor(pymysql.cursors.SSCursor if streamed else pymysql.cursors.Cursor)
     try:
         cur.execute(sql)
+        if columns is not None:
+            while chunk := cur.fetchmany(batch_size):
+                columns.add(chunk, rows)
+            return
         while chunk := cur.fetchmany(batch_size):
             rows.add_many(codec.convert_rows(chunk))
     finally:
         cur.close()
+
+
+def splicer(renderer: Any, codec: MySqlTableCodec, context: SourceContext, position: Any,
+            enabled: bool) -> ChunkSplicer | None:
+    """The table's column-wise renderer, None to read it row-wise (said in the log)."""
+    if not enabled or renderer is None:
+        return None
+    table = codec.table
+    return chunk_splicer(renderer, codec.schema, context, position, codec.convert_rows,
+                         f"{table.database}.{table.name}", log)
 
 
 def chunk_sql(table: MySqlTable, chunk: RangeChunk) -> str:
@@ -98,6 +118,7 @@ class MySqlChunkReader:
     def __init__(self, spec: ReaderSpec) -> None:
         self.spec = spec
         self._codecs: dict[int, MySqlTableCodec] = {}
+        self._splicers: dict[int, ChunkSplicer | None] = {}
         self.conn = connect(spec.config, conv=snapshot_conversions())
         with self.conn.cursor() as cur:
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -112,10 +133,13 @@ class MySqlChunkReader:
 
     def read(self, chunk: RangeChunk, emitter: ChunkEmitter) -> None:
         codec, spec = self._codec(chunk.table), self.spec
+        if chunk.table not in self._splicers:
+            self._splicers[chunk.table] = splicer(emitter.renderer, codec, spec.context,
+                                                  spec.position, spec.columnar)
         select_rows(self.conn, chunk_sql(spec.tables[chunk.table], chunk),
                     spec.streamed[chunk.table], codec,
                     ChunkRows(emitter, spec.context, spec.position, codec.schema),
-                    emitter.batch_size)
+                    emitter.batch_size, self._splicers[chunk.table])
 
     def close(self) -> None:
         try:
