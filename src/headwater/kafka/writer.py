@@ -47,9 +47,9 @@ from headwater.kafka.admin import TopicAdmin
 from headwater.model.topic import (
     HeaderBytes,
     PackedRecords,
-    RecordChain,
     RenderedBatch,
     TopicRecord,
+    record_parts,
 )
 
 log = logging.getLogger("headwater.kafka.writer")
@@ -94,8 +94,7 @@ class KafkaTopicWriter:
         self._check()
         self.admin.ensure(t for t, records in batch.items() if records)
         for topic, records in batch.items():
-            parts = records.parts if isinstance(records, RecordChain) else (records,)
-            for part in parts:
+            for part in record_parts(records):
                 if isinstance(part, PackedRecords):
                     self._produce_packed(topic, part)
                 else:
@@ -129,13 +128,8 @@ class KafkaTopicWriter:
         """A column-wise snapshot's records straight from their buffers: one timestamp and
         one header list for all, no TopicRecord made per record."""
         produce = self.producer.produce
-        ko = memoryview(records.key_off).cast("q").tolist()
-        vo = memoryview(records.value_off).cast("q").tolist()
-        kp, keys, vp, values = (records.key_prefix, records.keys, records.value_prefix,
-                                records.values)
         ts, kafka_headers = records.timestamp, self._headers(records.headers)
-        for i in range(len(ko) - 1):
-            key, value = kp + keys[ko[i]:ko[i + 1]], vp + values[vo[i]:vo[i + 1]]
+        for key, value in records.pairs():
             try:
                 produce(topic, value, key, -1, None, None, ts, kafka_headers)
             except BufferError:

@@ -86,12 +86,17 @@ class PackedRecords(Sequence[TopicRecord]):
                            self.timestamp, self.headers)
 
     def __iter__(self) -> Iterator[TopicRecord]:
+        ts, headers = self.timestamp, self.headers
+        for key, value in self.pairs():
+            yield TopicRecord(key, value, ts, headers)
+
+    def pairs(self) -> Iterator[tuple[bytes, bytes]]:
+        """Each record's key and value bytes, without a TopicRecord (Kafka's producer takes
+        the timestamp and headers, the same for all, apart)."""
         ko, vo = _offsets(self.key_off).tolist(), _offsets(self.value_off).tolist()
         kp, keys, vp, values = self.key_prefix, self.keys, self.value_prefix, self.values
-        ts, headers = self.timestamp, self.headers
         for i in range(len(ko) - 1):
-            yield TopicRecord(kp + keys[ko[i]:ko[i + 1]], vp + values[vo[i]:vo[i + 1]], ts,
-                              headers)
+            yield kp + keys[ko[i]:ko[i + 1]], vp + values[vo[i]:vo[i + 1]]
 
 
 class RecordChain(Sequence[TopicRecord]):
@@ -149,3 +154,9 @@ class RecordChain(Sequence[TopicRecord]):
     def __iter__(self) -> Iterator[TopicRecord]:
         for part in self.parts:
             yield from part
+
+
+def record_parts(records: Sequence[TopicRecord]) -> Sequence[Sequence[TopicRecord]]:
+    """A topic's records as the parts they were rendered in: a RecordChain's parts, else the
+    records as one part; a consumer with a faster way for PackedRecords takes it part by part."""
+    return records.parts if isinstance(records, RecordChain) else (records,)

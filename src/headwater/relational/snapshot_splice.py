@@ -70,6 +70,24 @@ class SpliceTemplate(NamedTuple):
     key_suffix: bytes
 
 
+def render_token_record(renderer: Any, schema: TableSchema, context: SourceContext,
+                        position: Any, now_ms: int, tokens: tuple[str, ...]
+                        ) -> tuple[str, TopicRecord] | None:
+    """The table's READ record (snapshot=true) rendered by `renderer` with `tokens` for its
+    values, and its topic: what a snapshot that splices values into the format's own bytes
+    cuts apart (here and connectors/postgres/snapshot_columnar.py); None unless the format
+    made exactly one record with a value."""
+    record = ChangeRecord(context, schema, Op.READ, None, tokens, now_ms, now_ms,
+                          SnapshotMarker.TRUE, position)
+    batch: TopicBatch = renderer.render_batch([record])
+    if len(batch) != 1:
+        return None
+    (topic, records), = batch.items()
+    if len(records) != 1 or records[0].value is None:
+        return None
+    return topic, records[0]
+
+
 def splice_template(renderer: Any, schema: TableSchema, context: SourceContext, position: Any,
                     now_ms: int) -> SpliceTemplate | None:
     """Renders a token record with `renderer` and cuts it around its `after` object (and its
@@ -79,15 +97,12 @@ def splice_template(renderer: Any, schema: TableSchema, context: SourceContext, 
         return None
     names = tuple(c.name for c in schema.columns)
     tokens = tuple(_TOKEN.format(i) for i in range(len(names)))
-    record = ChangeRecord(context, schema, Op.READ, None, tokens, now_ms, now_ms,
-                          SnapshotMarker.TRUE, position)
-    batch: TopicBatch = renderer.render_batch([record])
-    if len(batch) != 1:
+    rendered = render_token_record(renderer, schema, context, position, now_ms, tokens)
+    if rendered is None or rendered[1].partition is not None:
         return None
-    (topic, records), = batch.items()
-    if len(records) != 1 or records[0].value is None or records[0].partition is not None:
-        return None
-    out, doc = records[0], records[0].value
+    topic, out = rendered
+    doc = out.value
+    assert doc is not None
     value = _around(doc, orjson.dumps(dict(zip(names, tokens, strict=True))))
     if value is None:
         return None

@@ -110,7 +110,13 @@ import orjson
 
 from headwater.dirlock import LockHeld, hold
 from headwater.fsync import fsync_dir, raise_with_path
-from headwater.model.topic import HeaderBytes, PackedRecords, RecordChain, TopicRecord
+from headwater.model.topic import (
+    HeaderBytes,
+    PackedRecords,
+    RecordChain,
+    TopicRecord,
+    record_parts,
+)
 from headwater.state_format import TOPIC_LOG, open_state_dir, write_stamp
 from headwater.topics.check import segment_end
 from headwater.topics.checksum import TAIL_FORMAT as _TAIL
@@ -518,7 +524,7 @@ class TopicLog:
         if isinstance(records, RecordChain | PackedRecords):
             data = bytearray()
             off = first
-            for part in records.parts if isinstance(records, RecordChain) else (records,):
+            for part in record_parts(records):
                 if not (isinstance(part, PackedRecords) and _pack_into(data, off, part)):
                     data += self._lines(off, part)
                 off += len(part)

@@ -41,8 +41,9 @@ from headwater.connectors.postgres.columnar_kinds import FALLBACK
 from headwater.connectors.postgres.copy_text import unescape
 from headwater.connectors.postgres.tables import TableCodec
 from headwater.converters.connect_json import json_default
-from headwater.model.record import ChangeRecord, Op, SnapshotMarker, SourceContext
-from headwater.model.topic import PackedRecords, TopicBatch, TopicRecord
+from headwater.model.record import SourceContext
+from headwater.model.topic import PackedRecords, TopicRecord
+from headwater.relational.snapshot_splice import render_token_record
 
 log = logging.getLogger("headwater.connectors.postgres.snapshot")
 
@@ -105,15 +106,10 @@ def table_template(renderer: Any, codec: TableCodec, context: SourceContext, pos
     values spliced between constant bytes (the caller then reads row-wise, and says so)."""
     schema = codec.schema
     names = [_TOKEN.format(i) for i in range(len(schema.columns))]
-    record = ChangeRecord(context, schema, Op.READ, None, tuple(names), now_ms, now_ms,
-                          SnapshotMarker.TRUE, position)
-    batch: TopicBatch = renderer.render_batch([record])
-    if len(batch) != 1:
+    rendered = render_token_record(renderer, schema, context, position, now_ms, tuple(names))
+    if rendered is None:
         return None
-    (topic, records), = batch.items()
-    if len(records) != 1 or records[0].value is None:
-        return None
-    out = records[0]
+    topic, out = rendered
     tokens = [orjson.dumps(n) for n in names]
     value = _cut(out.value, tokens, range(len(names)))  # type: ignore[arg-type]
     if value is None or value.order != tuple(range(len(names))):
